@@ -1,0 +1,341 @@
+//! GPU model presets: the static facts of each simulated board (name, architecture, memory,
+//! power envelope, clocks, NVLink, GPM, MIG profiles, PCI ids, firmware strings).
+//!
+//! Owns only constants. It must not know about time, workloads or scenarios; `physics` turns
+//! these facts into readings and `scenario` resolves a model key to one of these presets.
+
+use nvml_wrapper_sys::bindings::{
+    NVML_DEVICE_ARCH_ADA, NVML_DEVICE_ARCH_AMPERE, NVML_DEVICE_ARCH_HOPPER,
+};
+
+/// A MIG GPU-instance profile of one model (e.g. `3g.40gb` on an H100 80GB).
+#[derive(Debug, PartialEq)]
+pub struct MigProfile {
+    /// Profile name as `nvidia-smi mig -lgip` prints it, without the `MIG ` prefix.
+    pub name: &'static str,
+    /// Compute slices (the `Ng` part); a GPU has 7.
+    pub compute_slices: u32,
+    /// Memory slices; a GPU has 8.
+    pub memory_slices: u32,
+    /// Framebuffer of the instance, MiB.
+    pub memory_mib: u64,
+    /// GPU-instance ids NVML hands out for this profile, in placement order.
+    pub gi_ids: &'static [u32],
+}
+
+/// Static facts of one GPU board.
+#[derive(Debug, PartialEq)]
+pub struct Model {
+    /// Key used in scenario files (`model = "H100-SXM5-80GB"`).
+    pub key: &'static str,
+    /// `nvmlDeviceGetName` answer.
+    pub name: &'static str,
+    /// `nvmlDeviceArchitecture_t` value.
+    pub arch: u32,
+    /// Total framebuffer, MiB.
+    pub memory_mib: u64,
+    /// Framebuffer reserved by the driver/firmware (`nvmlMemory_v2_t.reserved`), MiB.
+    pub reserved_mib: u64,
+    /// Default (and enforced, unless overridden) power limit, W.
+    pub power_limit_w: f64,
+    /// Power drawn when idle, W.
+    pub idle_w: f64,
+    /// Maximum SM/graphics clock, MHz.
+    pub sm_max_mhz: u32,
+    /// SM/graphics clock when idle, MHz.
+    pub sm_idle_mhz: u32,
+    /// Memory clock under load, MHz.
+    pub mem_mhz: u32,
+    /// Memory clock when idle, MHz (HBM does not down-clock).
+    pub mem_idle_mhz: u32,
+    /// Maximum video clock, MHz.
+    pub video_max_mhz: u32,
+    /// Video clock when idle, MHz.
+    pub video_idle_mhz: u32,
+    /// Number of NVLink links; 0 when the board has no NVLink.
+    pub nvlink_links: u32,
+    /// NVLink traffic per direction at full training load, bytes/s.
+    pub nvlink_peak_bps: f64,
+    /// PCIe generation and width of the link.
+    pub pcie_gen: u32,
+    pub pcie_width: u32,
+    /// Whether GPM (GPU performance monitoring) is supported (Hopper and newer).
+    pub gpm: bool,
+    /// MIG profiles; empty when the board has no MIG.
+    pub mig_profiles: &'static [MigProfile],
+    /// Whether `NVML_FI_DEV_MEMORY_TEMP` is available (HBM boards).
+    pub memory_temp: bool,
+    /// Inlet temperature, °C, and board heating per watt, °C/W.
+    pub ambient_c: f64,
+    pub thermal_c_per_w: f64,
+    /// Temperature at which the software thermal slowdown starts, °C.
+    pub slowdown_c: f64,
+    /// PCI device id (device << 16 | vendor) and subsystem id.
+    pub pci_device_id: u32,
+    pub pci_subsystem_id: u32,
+    /// Firmware strings.
+    pub vbios: &'static str,
+    pub inforom_image: &'static str,
+    /// First digits of board serial numbers.
+    pub serial_prefix: &'static str,
+    /// Host-visible BAR1 aperture, MiB.
+    pub bar1_mib: u64,
+}
+
+impl Model {
+    /// Whether the board can run in MIG mode.
+    pub fn mig_capable(&self) -> bool {
+        !self.mig_profiles.is_empty()
+    }
+
+    /// Looks up a MIG profile by name (`"3g.40gb"`; a leading `"MIG "` is accepted).
+    pub fn mig_profile(&self, name: &str) -> Option<(usize, &'static MigProfile)> {
+        let name = name.strip_prefix("MIG ").unwrap_or(name);
+        self.mig_profiles
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Names of this model's MIG profiles, comma-separated (for error messages).
+    pub fn mig_profile_names(&self) -> String {
+        let names: Vec<&str> = self.mig_profiles.iter().map(|p| p.name).collect();
+        names.join(", ")
+    }
+}
+
+/// Compute slices of a full MIG-capable GPU.
+pub const MIG_COMPUTE_SLICES: u32 = 7;
+/// Memory slices of a full MIG-capable GPU.
+pub const MIG_MEMORY_SLICES: u32 = 8;
+/// `nvmlDeviceGetMaxMigDeviceCount` on a MIG-enabled GPU.
+pub const MAX_MIG_DEVICES: u32 = 7;
+
+const ONE_G_IDS: &[u32] = &[7, 8, 9, 10, 11, 12, 13];
+const TWO_G_IDS: &[u32] = &[3, 4, 5];
+const THREE_G_IDS: &[u32] = &[2, 1];
+const FOUR_G_IDS: &[u32] = &[1];
+const SEVEN_G_IDS: &[u32] = &[0];
+const ONE_G_DOUBLE_IDS: &[u32] = &[9, 10, 11, 12];
+
+const H100_PROFILES: &[MigProfile] = &[
+    MigProfile {
+        name: "1g.10gb",
+        compute_slices: 1,
+        memory_slices: 1,
+        memory_mib: 9984,
+        gi_ids: ONE_G_IDS,
+    },
+    MigProfile {
+        name: "1g.20gb",
+        compute_slices: 1,
+        memory_slices: 2,
+        memory_mib: 20096,
+        gi_ids: ONE_G_DOUBLE_IDS,
+    },
+    MigProfile {
+        name: "2g.20gb",
+        compute_slices: 2,
+        memory_slices: 2,
+        memory_mib: 20096,
+        gi_ids: TWO_G_IDS,
+    },
+    MigProfile {
+        name: "3g.40gb",
+        compute_slices: 3,
+        memory_slices: 4,
+        memory_mib: 40448,
+        gi_ids: THREE_G_IDS,
+    },
+    MigProfile {
+        name: "4g.40gb",
+        compute_slices: 4,
+        memory_slices: 4,
+        memory_mib: 40448,
+        gi_ids: FOUR_G_IDS,
+    },
+    MigProfile {
+        name: "7g.80gb",
+        compute_slices: 7,
+        memory_slices: 8,
+        memory_mib: 81152,
+        gi_ids: SEVEN_G_IDS,
+    },
+];
+
+const A100_40_PROFILES: &[MigProfile] = &[
+    MigProfile {
+        name: "1g.5gb",
+        compute_slices: 1,
+        memory_slices: 1,
+        memory_mib: 4864,
+        gi_ids: ONE_G_IDS,
+    },
+    MigProfile {
+        name: "2g.10gb",
+        compute_slices: 2,
+        memory_slices: 2,
+        memory_mib: 9984,
+        gi_ids: TWO_G_IDS,
+    },
+    MigProfile {
+        name: "3g.20gb",
+        compute_slices: 3,
+        memory_slices: 4,
+        memory_mib: 20096,
+        gi_ids: THREE_G_IDS,
+    },
+    MigProfile {
+        name: "4g.20gb",
+        compute_slices: 4,
+        memory_slices: 4,
+        memory_mib: 20096,
+        gi_ids: FOUR_G_IDS,
+    },
+    MigProfile {
+        name: "7g.40gb",
+        compute_slices: 7,
+        memory_slices: 8,
+        memory_mib: 40192,
+        gi_ids: SEVEN_G_IDS,
+    },
+];
+
+/// Every model the simulator knows.
+pub const MODELS: &[Model] = &[
+    Model {
+        key: "H100-SXM5-80GB",
+        name: "NVIDIA H100 80GB HBM3",
+        arch: NVML_DEVICE_ARCH_HOPPER,
+        memory_mib: 81559,
+        reserved_mib: 551,
+        power_limit_w: 700.0,
+        idle_w: 78.0,
+        sm_max_mhz: 1980,
+        sm_idle_mhz: 345,
+        mem_mhz: 2619,
+        mem_idle_mhz: 2619,
+        video_max_mhz: 1755,
+        video_idle_mhz: 765,
+        nvlink_links: 18,
+        nvlink_peak_bps: 180.0e9,
+        pcie_gen: 5,
+        pcie_width: 16,
+        gpm: true,
+        mig_profiles: H100_PROFILES,
+        memory_temp: true,
+        ambient_c: 27.0,
+        thermal_c_per_w: 0.068,
+        slowdown_c: 87.0,
+        pci_device_id: 0x2330_10DE,
+        pci_subsystem_id: 0x16C1_10DE,
+        vbios: "96.00.99.00.01",
+        inforom_image: "G520.0200.00.05",
+        serial_prefix: "16529220",
+        bar1_mib: 131072,
+    },
+    Model {
+        key: "A100-SXM4-40GB",
+        name: "NVIDIA A100-SXM4-40GB",
+        arch: NVML_DEVICE_ARCH_AMPERE,
+        memory_mib: 40960,
+        reserved_mib: 379,
+        power_limit_w: 400.0,
+        idle_w: 54.0,
+        sm_max_mhz: 1410,
+        sm_idle_mhz: 210,
+        mem_mhz: 1215,
+        mem_idle_mhz: 1215,
+        video_max_mhz: 1290,
+        video_idle_mhz: 585,
+        nvlink_links: 12,
+        nvlink_peak_bps: 110.0e9,
+        pcie_gen: 4,
+        pcie_width: 16,
+        gpm: false,
+        mig_profiles: A100_40_PROFILES,
+        memory_temp: true,
+        ambient_c: 26.0,
+        thermal_c_per_w: 0.105,
+        slowdown_c: 88.0,
+        pci_device_id: 0x20B0_10DE,
+        pci_subsystem_id: 0x134F_10DE,
+        vbios: "92.00.45.00.06",
+        inforom_image: "G503.0201.00.03",
+        serial_prefix: "13230210",
+        bar1_mib: 65536,
+    },
+    Model {
+        key: "L4",
+        name: "NVIDIA L4",
+        arch: NVML_DEVICE_ARCH_ADA,
+        memory_mib: 23034,
+        reserved_mib: 382,
+        power_limit_w: 72.0,
+        idle_w: 16.0,
+        sm_max_mhz: 2040,
+        sm_idle_mhz: 210,
+        mem_mhz: 6251,
+        mem_idle_mhz: 405,
+        video_max_mhz: 1770,
+        video_idle_mhz: 795,
+        nvlink_links: 0,
+        nvlink_peak_bps: 0.0,
+        pcie_gen: 4,
+        pcie_width: 16,
+        gpm: false,
+        mig_profiles: &[],
+        memory_temp: false,
+        ambient_c: 28.0,
+        thermal_c_per_w: 0.66,
+        slowdown_c: 89.0,
+        pci_device_id: 0x27B8_10DE,
+        pci_subsystem_id: 0x16CA_10DE,
+        vbios: "95.04.29.00.04",
+        inforom_image: "G193.0200.00.01",
+        serial_prefix: "13242230",
+        bar1_mib: 32768,
+    },
+];
+
+/// Finds a model by key, case-insensitively.
+pub fn find(key: &str) -> Option<&'static Model> {
+    MODELS.iter().find(|m| m.key.eq_ignore_ascii_case(key))
+}
+
+/// All model keys, comma-separated (for error messages and docs).
+pub fn keys() -> String {
+    let keys: Vec<&str> = MODELS.iter().map(|m| m.key).collect();
+    keys.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_consistent() {
+        for m in MODELS {
+            assert!(m.idle_w < m.power_limit_w, "{}", m.key);
+            assert!(m.sm_idle_mhz < m.sm_max_mhz, "{}", m.key);
+            assert!(m.reserved_mib < m.memory_mib, "{}", m.key);
+            for p in m.mig_profiles {
+                assert!(p.compute_slices <= MIG_COMPUTE_SLICES);
+                assert!(p.memory_slices <= MIG_MEMORY_SLICES);
+                assert!(p.memory_mib < m.memory_mib);
+                assert!(!p.gi_ids.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_is_case_insensitive() {
+        assert_eq!(find("h100-sxm5-80gb").map(|m| m.name), Some("NVIDIA H100 80GB HBM3"));
+        assert!(find("H900").is_none());
+        let h100 = find("H100-SXM5-80GB");
+        assert_eq!(
+            h100.and_then(|m| m.mig_profile("MIG 3g.40gb")).map(|(_, p)| p.memory_mib),
+            Some(40448)
+        );
+    }
+}

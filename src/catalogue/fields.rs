@@ -1,0 +1,685 @@
+//! The static field table: every DCGM field that dcgm-exporter 4.8's shipped counters files
+//! name (active or commented out), a few identity fields the exporter reads for its own
+//! labels, and dcgm-exporter's four computed `DCGM_EXP_*` fields.
+//!
+//! Names and numeric ids are DCGM's (`dcgm_fields.h`); the `DCGM_EXP_*` ids are the ones
+//! dcgm-exporter assigns (9001–9004). Each entry says how NVML serves the value
+//! ([`Source`]), the unit it is exported in, and whether it belongs to the physical GPU or
+//! to each MIG instance ([`Level`]). Help texts are ours; a counters CSV may override them.
+
+use super::{ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation};
+
+/// A field read on the physical GPU.
+const fn dev(
+    name: &'static str,
+    id: u32,
+    unit: &'static str,
+    source: Source,
+    help: &'static str,
+) -> FieldDef {
+    FieldDef {
+        name,
+        id,
+        level: Level::Device,
+        unit,
+        source,
+        help,
+    }
+}
+
+/// A field read per MIG GPU instance (or on the GPU itself when MIG is off).
+const fn inst(
+    name: &'static str,
+    id: u32,
+    unit: &'static str,
+    source: Source,
+    help: &'static str,
+) -> FieldDef {
+    FieldDef {
+        name,
+        id,
+        level: Level::Instance,
+        unit,
+        source,
+        help,
+    }
+}
+
+/// GPM percentages become 0–1 ratios, like DCGM's profiling fields.
+const PERCENT_TO_RATIO: Scale = Scale::Mul(0.01);
+/// GPM bandwidth metrics are MiB/s; DCGM's byte fields are bytes per second.
+const MIB_TO_BYTES: Scale = Scale::Mul(1_048_576.0);
+
+/// Every field gpu-exporter knows, ordered by DCGM id.
+pub static FIELDS: &[FieldDef] = &[
+    // ---- System and identity (1–85) ----
+    dev(
+        "DCGM_FI_DRIVER_VERSION",
+        1,
+        "",
+        Source::Text(TextKind::DriverVersion),
+        "Version string of the installed NVIDIA kernel driver.",
+    ),
+    dev(
+        "DCGM_FI_NVML_VERSION",
+        2,
+        "",
+        Source::Text(TextKind::NvmlVersion),
+        "Version string of the NVML library the exporter talks to.",
+    ),
+    dev(
+        "DCGM_FI_DEV_COUNT",
+        4,
+        "",
+        Source::DeviceCount,
+        "How many GPUs NVML can see on this node.",
+    ),
+    dev(
+        "DCGM_FI_DEV_NAME",
+        50,
+        "",
+        Source::Text(TextKind::Name),
+        "Product name of the GPU.",
+    ),
+    dev(
+        "DCGM_FI_DEV_BRAND",
+        51,
+        "",
+        Source::Text(TextKind::Brand),
+        "Brand family of the GPU (for example Tesla or Quadro).",
+    ),
+    dev(
+        "DCGM_FI_DEV_NVML_INDEX",
+        52,
+        "",
+        Source::NvmlIndex,
+        "Index NVML uses for this GPU.",
+    ),
+    dev(
+        "DCGM_FI_DEV_SERIAL",
+        53,
+        "",
+        Source::Text(TextKind::Serial),
+        "Board serial number.",
+    ),
+    dev(
+        "DCGM_FI_DEV_UUID",
+        54,
+        "",
+        Source::Text(TextKind::Uuid),
+        "Globally unique identifier of the GPU (GPU-...).",
+    ),
+    dev(
+        "DCGM_FI_DEV_MINOR_NUMBER",
+        55,
+        "",
+        Source::Unavailable("the /dev/nvidiaN minor number has no NVML reader in gpu-exporter yet"),
+        "Minor number of the GPU's /dev/nvidiaN device node.",
+    ),
+    dev(
+        "DCGM_FI_DEV_OEM_INFOROM_VER",
+        56,
+        "",
+        Source::Text(TextKind::InforomOem),
+        "Version of the OEM object in the GPU's InfoROM.",
+    ),
+    dev(
+        "DCGM_FI_DEV_PCI_BUSID",
+        57,
+        "",
+        Source::Text(TextKind::PciBusId),
+        "PCI bus address of the GPU (domain:bus:device.function).",
+    ),
+    dev(
+        "DCGM_FI_DEV_ECC_INFOROM_VER",
+        80,
+        "",
+        Source::Text(TextKind::InforomEcc),
+        "Version of the ECC object in the GPU's InfoROM.",
+    ),
+    dev(
+        "DCGM_FI_DEV_POWER_INFOROM_VER",
+        81,
+        "",
+        Source::Text(TextKind::InforomPower),
+        "Version of the power-management object in the GPU's InfoROM.",
+    ),
+    dev(
+        "DCGM_FI_DEV_INFOROM_IMAGE_VER",
+        82,
+        "",
+        Source::Text(TextKind::InforomImage),
+        "Version of the whole InfoROM image.",
+    ),
+    dev(
+        "DCGM_FI_DEV_VBIOS_VERSION",
+        85,
+        "",
+        Source::Text(TextKind::VbiosVersion),
+        "Version of the video BIOS flashed on the board.",
+    ),
+    // ---- Clocks (100–112) ----
+    dev(
+        "DCGM_FI_DEV_SM_CLOCK",
+        100,
+        "MHz",
+        Source::Clock(ClockKind::Sm),
+        "Current streaming-multiprocessor clock (in MHz).",
+    ),
+    dev(
+        "DCGM_FI_DEV_MEM_CLOCK",
+        101,
+        "MHz",
+        Source::Clock(ClockKind::Mem),
+        "Current memory clock (in MHz).",
+    ),
+    dev(
+        "DCGM_FI_DEV_VIDEO_CLOCK",
+        102,
+        "MHz",
+        Source::Clock(ClockKind::Video),
+        "Current video encoder/decoder clock (in MHz).",
+    ),
+    dev(
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+        112,
+        "bitmask",
+        Source::ClockEventReasons,
+        "Bitmask of the reasons currently holding the clocks down (idle, power cap, thermal, ...).",
+    ),
+    // ---- Temperature and power (140–164) ----
+    dev(
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        140,
+        "C",
+        Source::NvmlField(82, Scale::Identity),
+        "Temperature of the GPU memory (in C).",
+    ),
+    dev(
+        "DCGM_FI_DEV_GPU_TEMP",
+        150,
+        "C",
+        Source::GpuTemperature,
+        "Temperature of the GPU die (in C).",
+    ),
+    dev(
+        "DCGM_FI_DEV_POWER_USAGE",
+        155,
+        "W",
+        Source::PowerUsage,
+        "Power the board is drawing, averaged by the driver (in W).",
+    ),
+    dev(
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        156,
+        "mJ",
+        Source::TotalEnergy,
+        "Energy the GPU has used since the driver was loaded (in mJ).",
+    ),
+    dev(
+        "DCGM_FI_DEV_POWER_USAGE_INSTANT",
+        157,
+        "W",
+        Source::NvmlField(186, Scale::Mul(0.001)),
+        "Power the board is drawing right now, without averaging (in W).",
+    ),
+    dev(
+        "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+        164,
+        "W",
+        Source::PowerLimit,
+        "Power limit the driver enforces after every limiter is applied (in W).",
+    ),
+    // ---- PCIe and utilization (200–207) ----
+    dev(
+        "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
+        200,
+        "KB/s",
+        Source::PcieThroughput(true),
+        "Data the GPU is sending over PCIe, sampled by NVML (in KB/s).",
+    ),
+    dev(
+        "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
+        201,
+        "KB/s",
+        Source::PcieThroughput(false),
+        "Data the GPU is receiving over PCIe, sampled by NVML (in KB/s).",
+    ),
+    dev(
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        202,
+        "count",
+        Source::PcieReplay,
+        "PCIe packets the link had to resend since the driver was loaded.",
+    ),
+    dev(
+        "DCGM_FI_DEV_GPU_UTIL",
+        203,
+        "%",
+        Source::Utilization(UtilKind::Gpu),
+        "Share of the last sample period in which a kernel was running (in %).",
+    ),
+    dev(
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        204,
+        "%",
+        Source::Utilization(UtilKind::MemCopy),
+        "Share of the last sample period in which device memory was being read or written (in %).",
+    ),
+    dev(
+        "DCGM_FI_DEV_ENC_UTIL",
+        206,
+        "%",
+        Source::Utilization(UtilKind::Encoder),
+        "Busy share of the video encoder (in %).",
+    ),
+    dev(
+        "DCGM_FI_DEV_DEC_UTIL",
+        207,
+        "%",
+        Source::Utilization(UtilKind::Decoder),
+        "Busy share of the video decoder (in %).",
+    ),
+    // ---- Errors and throttling (230–245) ----
+    dev(
+        "DCGM_FI_DEV_XID_ERRORS",
+        230,
+        "",
+        Source::Xid,
+        "Code of the most recent Xid error the driver reported for this GPU.",
+    ),
+    dev(
+        "DCGM_FI_DEV_POWER_VIOLATION",
+        240,
+        "ns",
+        Source::Violation(Violation::Power),
+        "Time the clocks were held down by the power limit (in ns).",
+    ),
+    dev(
+        "DCGM_FI_DEV_THERMAL_VIOLATION",
+        241,
+        "ns",
+        Source::Violation(Violation::Thermal),
+        "Time the clocks were held down by temperature (in ns).",
+    ),
+    dev(
+        "DCGM_FI_DEV_SYNC_BOOST_VIOLATION",
+        242,
+        "ns",
+        Source::Violation(Violation::SyncBoost),
+        "Time the clocks were held down to match a sync-boost group (in ns).",
+    ),
+    dev(
+        "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION",
+        243,
+        "ns",
+        Source::Violation(Violation::BoardLimit),
+        "Time the clocks were held down by a board limit (in ns).",
+    ),
+    dev(
+        "DCGM_FI_DEV_LOW_UTIL_VIOLATION",
+        244,
+        "ns",
+        Source::Violation(Violation::LowUtil),
+        "Time the clocks were lowered because the GPU was lightly used (in ns).",
+    ),
+    dev(
+        "DCGM_FI_DEV_RELIABILITY_VIOLATION",
+        245,
+        "ns",
+        Source::Violation(Violation::Reliability),
+        "Time the clocks were held down for board reliability (in ns).",
+    ),
+    // ---- Framebuffer (250–254) ----
+    inst(
+        "DCGM_FI_DEV_FB_TOTAL",
+        250,
+        "MiB",
+        Source::Memory(MemKind::Total),
+        "Size of the framebuffer (in MiB).",
+    ),
+    inst(
+        "DCGM_FI_DEV_FB_FREE",
+        251,
+        "MiB",
+        Source::Memory(MemKind::Free),
+        "Framebuffer memory not in use (in MiB).",
+    ),
+    inst(
+        "DCGM_FI_DEV_FB_USED",
+        252,
+        "MiB",
+        Source::Memory(MemKind::Used),
+        "Framebuffer memory in use (in MiB).",
+    ),
+    inst(
+        "DCGM_FI_DEV_FB_RESERVED",
+        253,
+        "MiB",
+        Source::Memory(MemKind::Reserved),
+        "Framebuffer memory set aside by the driver and firmware (in MiB).",
+    ),
+    inst(
+        "DCGM_FI_DEV_FB_USED_PERCENT",
+        254,
+        "%",
+        Source::Memory(MemKind::UsedPercent),
+        "Framebuffer memory in use as a share of the total (in %).",
+    ),
+    // ---- ECC, retired pages and row remapping (310–396) ----
+    dev(
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        310,
+        "count",
+        Source::NvmlField(3, Scale::Identity),
+        "Corrected single-bit ECC errors since the driver was loaded.",
+    ),
+    dev(
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        311,
+        "count",
+        Source::NvmlField(4, Scale::Identity),
+        "Uncorrectable double-bit ECC errors since the driver was loaded.",
+    ),
+    dev(
+        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+        312,
+        "count",
+        Source::NvmlField(5, Scale::Identity),
+        "Corrected single-bit ECC errors over the life of the board.",
+    ),
+    dev(
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+        313,
+        "count",
+        Source::NvmlField(6, Scale::Identity),
+        "Uncorrectable double-bit ECC errors over the life of the board.",
+    ),
+    dev(
+        "DCGM_FI_DEV_RETIRED_SBE",
+        390,
+        "pages",
+        Source::NvmlField(29, Scale::Identity),
+        "Memory pages taken out of service after repeated single-bit errors.",
+    ),
+    dev(
+        "DCGM_FI_DEV_RETIRED_DBE",
+        391,
+        "pages",
+        Source::NvmlField(30, Scale::Identity),
+        "Memory pages taken out of service after a double-bit error.",
+    ),
+    dev(
+        "DCGM_FI_DEV_RETIRED_PENDING",
+        392,
+        "pages",
+        Source::NvmlField(31, Scale::Identity),
+        "Memory pages waiting to be retired at the next driver reload.",
+    ),
+    dev(
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        393,
+        "rows",
+        Source::NvmlField(143, Scale::Identity),
+        "Memory rows replaced by spares because of uncorrectable errors.",
+    ),
+    dev(
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        394,
+        "rows",
+        Source::NvmlField(142, Scale::Identity),
+        "Memory rows replaced by spares because of correctable errors.",
+    ),
+    dev(
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        395,
+        "bool",
+        Source::NvmlField(145, Scale::Identity),
+        "1 when a memory row could not be remapped, otherwise 0.",
+    ),
+    dev(
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        396,
+        "bool",
+        Source::NvmlField(144, Scale::Identity),
+        "1 when a row remap waits for a GPU reset, otherwise 0.",
+    ),
+    // ---- NVLink (409–449) ----
+    dev(
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        409,
+        "count",
+        Source::NvmlField(38, Scale::Identity),
+        "NVLink flow-control CRC errors, summed over all links.",
+    ),
+    dev(
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        419,
+        "count",
+        Source::NvmlField(45, Scale::Identity),
+        "NVLink data CRC errors, summed over all links.",
+    ),
+    dev(
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        429,
+        "count",
+        Source::NvmlField(52, Scale::Identity),
+        "NVLink transmissions that had to be replayed, summed over all links.",
+    ),
+    dev(
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        439,
+        "count",
+        Source::NvmlField(59, Scale::Identity),
+        "NVLink link-recovery events, summed over all links.",
+    ),
+    dev(
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0",
+        440,
+        "raw",
+        Source::NvmlField(60, Scale::Identity),
+        "Raw NVLink utilization counter 0 of link 0, as NVML reports it.",
+    ),
+    dev(
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+        449,
+        "MiB/s",
+        Source::NvmlFieldRate(&[138, 139], Scale::Mul(1.0 / 1024.0)),
+        "NVLink traffic sent plus received over all links (in MiB/s).",
+    ),
+    // ---- vGPU (526) ----
+    dev(
+        "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+        526,
+        "",
+        Source::Unavailable("vGPU licence state is only reported inside a vGPU guest"),
+        "Licence state of a vGPU (1 licensed, 0 not).",
+    ),
+    // ---- Profiling (1001–1012), read through NVML GPM ----
+    inst(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        1001,
+        "ratio",
+        Source::Gpm(1, PERCENT_TO_RATIO),
+        "Share of time the graphics or compute engine was busy (0 to 1).",
+    ),
+    inst(
+        "DCGM_FI_PROF_SM_ACTIVE",
+        1002,
+        "ratio",
+        Source::Gpm(2, PERCENT_TO_RATIO),
+        "Share of SM cycles with at least one warp resident, averaged over all SMs (0 to 1).",
+    ),
+    inst(
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        1003,
+        "ratio",
+        Source::Gpm(3, PERCENT_TO_RATIO),
+        "Resident warps as a share of the most an SM can hold, averaged over all SMs (0 to 1).",
+    ),
+    inst(
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        1004,
+        "ratio",
+        Source::Gpm(5, PERCENT_TO_RATIO),
+        "Share of cycles the tensor-core pipes were busy (0 to 1).",
+    ),
+    inst(
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        1005,
+        "ratio",
+        Source::Gpm(10, PERCENT_TO_RATIO),
+        "Share of cycles the device-memory interface was moving data (0 to 1).",
+    ),
+    inst(
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+        1006,
+        "ratio",
+        Source::Gpm(11, PERCENT_TO_RATIO),
+        "Share of cycles the double-precision pipe was busy (0 to 1).",
+    ),
+    inst(
+        "DCGM_FI_PROF_PIPE_FP32_ACTIVE",
+        1007,
+        "ratio",
+        Source::Gpm(12, PERCENT_TO_RATIO),
+        "Share of cycles the single-precision pipe was busy (0 to 1).",
+    ),
+    inst(
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
+        1008,
+        "ratio",
+        Source::Gpm(13, PERCENT_TO_RATIO),
+        "Share of cycles the half-precision pipe was busy (0 to 1).",
+    ),
+    inst(
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        1009,
+        "B/s",
+        Source::Gpm(20, MIB_TO_BYTES),
+        "PCIe traffic sent by the GPU, headers included (in bytes per second).",
+    ),
+    inst(
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+        1010,
+        "B/s",
+        Source::Gpm(21, MIB_TO_BYTES),
+        "PCIe traffic received by the GPU, headers included (in bytes per second).",
+    ),
+    inst(
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+        1011,
+        "B/s",
+        Source::Gpm(61, MIB_TO_BYTES),
+        "NVLink traffic sent by the GPU, headers included (in bytes per second).",
+    ),
+    inst(
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        1012,
+        "B/s",
+        Source::Gpm(60, MIB_TO_BYTES),
+        "NVLink traffic received by the GPU, headers included (in bytes per second).",
+    ),
+    // ---- dcgm-exporter's computed fields (9001–9004) ----
+    dev(
+        "DCGM_EXP_XID_ERRORS_COUNT",
+        9001,
+        "count",
+        Source::Exporter,
+        "Xid errors seen in the recent window, one series per Xid code.",
+    ),
+    dev(
+        "DCGM_EXP_CLOCK_EVENTS_COUNT",
+        9002,
+        "count",
+        Source::Exporter,
+        "Clock-event reasons seen in the recent window, one series per reason.",
+    ),
+    dev(
+        "DCGM_EXP_GPU_HEALTH_STATUS",
+        9003,
+        "enum",
+        Source::Unavailable(
+            "GPU health checks are a DCGM host-engine feature that NVML does not offer",
+        ),
+        "Result of DCGM's health checks per subsystem (0 pass, 10 warn, 20 fail).",
+    ),
+    dev(
+        "DCGM_EXP_P2P_STATUS",
+        9004,
+        "enum",
+        Source::Unavailable(
+            "the per-pair NVLink P2P status comes from DCGM's topology API, which gpu-exporter does not read",
+        ),
+        "Peer-to-peer NVLink status towards each other GPU.",
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordered_by_id() {
+        for pair in FIELDS.windows(2) {
+            assert!(
+                pair[0].id < pair[1].id,
+                "{} ({}) is listed before {} ({})",
+                pair[0].name,
+                pair[0].id,
+                pair[1].name,
+                pair[1].id
+            );
+        }
+    }
+
+    #[test]
+    fn names_follow_dcgm_prefixes_and_helps_are_set() {
+        for f in FIELDS {
+            assert!(
+                f.name.starts_with("DCGM_FI_") || f.name.starts_with("DCGM_EXP_"),
+                "{}",
+                f.name
+            );
+            assert!(!f.help.is_empty(), "{} has no help", f.name);
+            assert!(!f.help.contains('\n'), "{} help spans lines", f.name);
+        }
+    }
+
+    #[test]
+    fn exporter_fields_use_dcgm_exporter_ids() {
+        for (name, id) in [
+            ("DCGM_EXP_XID_ERRORS_COUNT", 9001),
+            ("DCGM_EXP_CLOCK_EVENTS_COUNT", 9002),
+            ("DCGM_EXP_GPU_HEALTH_STATUS", 9003),
+            ("DCGM_EXP_P2P_STATUS", 9004),
+        ] {
+            assert_eq!(super::super::lookup(name).map(|f| f.id), Some(id), "{name}");
+        }
+    }
+
+    #[test]
+    fn spot_check_ids_against_dcgm_fields_h() {
+        for (name, id) in [
+            ("DCGM_FI_DEV_VBIOS_VERSION", 85),
+            ("DCGM_FI_DEV_ECC_INFOROM_VER", 80),
+            ("DCGM_FI_DEV_INFOROM_IMAGE_VER", 82),
+            ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", 112),
+            ("DCGM_FI_DEV_ROW_REMAP_FAILURE", 395),
+            ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 449),
+            ("DCGM_FI_DEV_VGPU_LICENSE_STATUS", 526),
+            ("DCGM_FI_PROF_NVLINK_RX_BYTES", 1012),
+        ] {
+            assert_eq!(super::super::by_id(id).map(|f| f.name), Some(name));
+        }
+    }
+
+    #[test]
+    fn profiling_and_framebuffer_are_instance_level() {
+        for f in FIELDS {
+            let instance =
+                f.name.starts_with("DCGM_FI_PROF_") || f.name.starts_with("DCGM_FI_DEV_FB_");
+            assert_eq!(f.level == Level::Instance, instance, "{}", f.name);
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Other names that resolve to a field in [`FIELDS`](super::FIELDS).
+//!
+//! Two kinds, both accepted by dcgm-exporter 4.8 through go-dcgm's field lookup:
+//!
+//! - the lowercase names of DCGM 1.x (`dcgm_gpu_temp`), still used by counters files written
+//!   for `--use-old-namespace` (dcgm-exporter's `1.x-compatibility-metrics.csv`);
+//! - synonyms from `dcgm_fields.h`: a deprecated spelling of a field we list
+//!   (`DCGM_FI_DEV_CLOCK_THROTTLE_REASONS`), or the newer spelling of one
+//!   (`DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL`, the current name of id 449). Only synonyms that
+//!   share the field's numeric id, and so its value and unit, are listed.
+//!
+//! Only names whose target is in the catalogue appear here; a test checks each target.
+//! Lookup is ASCII case-insensitive on the alias.
+
+/// Alias → canonical field name.
+pub(super) static ALIASES: &[(&str, &str)] = &[
+    // DCGM 1.x lowercase names (go-dcgm's legacy table).
+    ("dcgm_sm_clock", "DCGM_FI_DEV_SM_CLOCK"),
+    ("dcgm_memory_clock", "DCGM_FI_DEV_MEM_CLOCK"),
+    ("dcgm_memory_temp", "DCGM_FI_DEV_MEMORY_TEMP"),
+    ("dcgm_gpu_temp", "DCGM_FI_DEV_GPU_TEMP"),
+    ("dcgm_power_usage", "DCGM_FI_DEV_POWER_USAGE"),
+    (
+        "dcgm_total_energy_consumption",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    ),
+    ("dcgm_pcie_tx_throughput", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"),
+    ("dcgm_pcie_rx_throughput", "DCGM_FI_DEV_PCIE_RX_THROUGHPUT"),
+    (
+        "dcgm_pcie_replay_counter",
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    ),
+    ("dcgm_gpu_utilization", "DCGM_FI_DEV_GPU_UTIL"),
+    ("dcgm_mem_copy_utilization", "DCGM_FI_DEV_MEM_COPY_UTIL"),
+    ("dcgm_enc_utilization", "DCGM_FI_DEV_ENC_UTIL"),
+    ("dcgm_dec_utilization", "DCGM_FI_DEV_DEC_UTIL"),
+    ("dcgm_xid_errors", "DCGM_FI_DEV_XID_ERRORS"),
+    ("dcgm_power_violation", "DCGM_FI_DEV_POWER_VIOLATION"),
+    ("dcgm_thermal_violation", "DCGM_FI_DEV_THERMAL_VIOLATION"),
+    (
+        "dcgm_sync_boost_violation",
+        "DCGM_FI_DEV_SYNC_BOOST_VIOLATION",
+    ),
+    (
+        "dcgm_board_limit_violation",
+        "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION",
+    ),
+    ("dcgm_low_util_violation", "DCGM_FI_DEV_LOW_UTIL_VIOLATION"),
+    (
+        "dcgm_reliability_violation",
+        "DCGM_FI_DEV_RELIABILITY_VIOLATION",
+    ),
+    ("dcgm_fb_free", "DCGM_FI_DEV_FB_FREE"),
+    ("dcgm_fb_used", "DCGM_FI_DEV_FB_USED"),
+    (
+        "dcgm_ecc_sbe_volatile_total",
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    ),
+    (
+        "dcgm_ecc_dbe_volatile_total",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    ),
+    (
+        "dcgm_ecc_sbe_aggregate_total",
+        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+    ),
+    (
+        "dcgm_ecc_dbe_aggregate_total",
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+    ),
+    ("dcgm_retired_pages_sbe", "DCGM_FI_DEV_RETIRED_SBE"),
+    ("dcgm_retired_pages_dbe", "DCGM_FI_DEV_RETIRED_DBE"),
+    ("dcgm_retired_pages_pending", "DCGM_FI_DEV_RETIRED_PENDING"),
+    (
+        "dcgm_nvlink_flit_crc_error_count_total",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    ),
+    (
+        "dcgm_nvlink_data_crc_error_count_total",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    ),
+    (
+        "dcgm_nvlink_replay_error_count_total",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    ),
+    (
+        "dcgm_nvlink_recovery_error_count_total",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    ),
+    (
+        "dcgm_nvlink_bandwidth_total",
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+    ),
+    (
+        "dcgm_fi_prof_gr_engine_active",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    ),
+    ("dcgm_fi_prof_sm_active", "DCGM_FI_PROF_SM_ACTIVE"),
+    ("dcgm_fi_prof_sm_occupancy", "DCGM_FI_PROF_SM_OCCUPANCY"),
+    (
+        "dcgm_fi_prof_pipe_tensor_active",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    ),
+    ("dcgm_fi_prof_dram_active", "DCGM_FI_PROF_DRAM_ACTIVE"),
+    ("dcgm_fi_prof_pcie_tx_bytes", "DCGM_FI_PROF_PCIE_TX_BYTES"),
+    ("dcgm_fi_prof_pcie_rx_bytes", "DCGM_FI_PROF_PCIE_RX_BYTES"),
+    // Synonyms from dcgm_fields.h (same numeric id).
+    (
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_THROUGHPUT_L0",
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0",
+    ),
+];
+
+/// The canonical name an alias stands for (ASCII case-insensitive), if it is one.
+pub(super) fn canonical_name(name: &str) -> Option<&'static str> {
+    ALIASES
+        .iter()
+        .find(|(alias, _)| alias.eq_ignore_ascii_case(name))
+        .map(|(_, canonical)| *canonical)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::FIELDS;
+    use super::*;
+
+    #[test]
+    fn every_alias_targets_a_known_field() {
+        for (alias, canonical) in ALIASES {
+            assert!(
+                FIELDS.iter().any(|f| f.name == *canonical),
+                "{alias} points at unknown {canonical}"
+            );
+        }
+    }
+
+    #[test]
+    fn aliases_are_unique_and_never_shadow_a_canonical_name() {
+        for (i, (a, _)) in ALIASES.iter().enumerate() {
+            // Lowercase spellings of canonical names (dcgm_fi_prof_*) are real 1.x names;
+            // only an exact copy of a canonical name would be pointless.
+            assert!(
+                !FIELDS.iter().any(|f| f.name == *a),
+                "{a} is already a canonical name"
+            );
+            for (b, _) in &ALIASES[i + 1..] {
+                assert!(!a.eq_ignore_ascii_case(b), "duplicate alias {a}");
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_ignores_ascii_case() {
+        assert_eq!(
+            canonical_name("dcgm_sm_clock"),
+            Some("DCGM_FI_DEV_SM_CLOCK")
+        );
+        assert_eq!(
+            canonical_name("DCGM_SM_CLOCK"),
+            Some("DCGM_FI_DEV_SM_CLOCK")
+        );
+        assert_eq!(
+            canonical_name("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"),
+            Some("DCGM_FI_DEV_CLOCKS_EVENT_REASONS")
+        );
+        assert_eq!(canonical_name("dcgm_nope"), None);
+    }
+
+    #[test]
+    fn the_go_dcgm_legacy_table_is_complete() {
+        // go-dcgm's lowercase legacy names with their DCGM ids; all of them must resolve to
+        // the field with that id.
+        let expected: &[(&str, u32)] = &[
+            ("dcgm_board_limit_violation", 243),
+            ("dcgm_dec_utilization", 207),
+            ("dcgm_ecc_dbe_aggregate_total", 313),
+            ("dcgm_ecc_dbe_volatile_total", 311),
+            ("dcgm_ecc_sbe_aggregate_total", 312),
+            ("dcgm_ecc_sbe_volatile_total", 310),
+            ("dcgm_enc_utilization", 206),
+            ("dcgm_fb_free", 251),
+            ("dcgm_fb_used", 252),
+            ("dcgm_fi_prof_dram_active", 1005),
+            ("dcgm_fi_prof_gr_engine_active", 1001),
+            ("dcgm_fi_prof_pcie_rx_bytes", 1010),
+            ("dcgm_fi_prof_pcie_tx_bytes", 1009),
+            ("dcgm_fi_prof_pipe_tensor_active", 1004),
+            ("dcgm_fi_prof_sm_active", 1002),
+            ("dcgm_fi_prof_sm_occupancy", 1003),
+            ("dcgm_gpu_temp", 150),
+            ("dcgm_gpu_utilization", 203),
+            ("dcgm_low_util_violation", 244),
+            ("dcgm_mem_copy_utilization", 204),
+            ("dcgm_memory_clock", 101),
+            ("dcgm_memory_temp", 140),
+            ("dcgm_nvlink_bandwidth_total", 449),
+            ("dcgm_nvlink_data_crc_error_count_total", 419),
+            ("dcgm_nvlink_flit_crc_error_count_total", 409),
+            ("dcgm_nvlink_recovery_error_count_total", 439),
+            ("dcgm_nvlink_replay_error_count_total", 429),
+            ("dcgm_pcie_replay_counter", 202),
+            ("dcgm_pcie_rx_throughput", 201),
+            ("dcgm_pcie_tx_throughput", 200),
+            ("dcgm_power_usage", 155),
+            ("dcgm_power_violation", 240),
+            ("dcgm_reliability_violation", 245),
+            ("dcgm_retired_pages_dbe", 391),
+            ("dcgm_retired_pages_pending", 392),
+            ("dcgm_retired_pages_sbe", 390),
+            ("dcgm_sm_clock", 100),
+            ("dcgm_sync_boost_violation", 242),
+            ("dcgm_thermal_violation", 241),
+            ("dcgm_total_energy_consumption", 156),
+            ("dcgm_xid_errors", 230),
+            ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 112),
+            ("DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL", 449),
+            ("DCGM_FI_DEV_NVLINK_THROUGHPUT_L0", 440),
+        ];
+        assert_eq!(expected.len(), ALIASES.len());
+        for (alias, id) in expected {
+            assert_eq!(
+                super::super::lookup(alias).map(|f| f.id),
+                Some(*id),
+                "{alias}"
+            );
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! The field catalogue: every DCGM field gpu-exporter knows, how NVML reads it, its unit and
+//! the entity it belongs to.
+//!
+//! This module owns the *static* description of fields ([`FieldDef`]) and the name lookup
+//! (canonical `DCGM_FI_*` / `DCGM_EXP_*` names and the legacy 1.x lowercase aliases). It does
+//! no I/O and never talks to NVML: the reader in `gpu` interprets [`Source`], and the counters
+//! CSV parser in [`csv`] resolves names through [`lookup`].
+
+pub mod csv;
+mod fields;
+mod legacy;
+
+pub use fields::FIELDS;
+
+/// Which entity a field's value belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// A property of the physical GPU (power, temperature, clocks, ECC, PCIe, NVLink, labels).
+    /// Exported once, on the physical GPU's series, also when the GPU is in MIG mode.
+    Device,
+    /// Readable per MIG GPU instance (framebuffer, profiling). On a GPU without MIG it is read
+    /// on the GPU itself; on a MIG-enabled GPU it is read on each instance and not on the parent.
+    Instance,
+}
+
+/// NVML clock domains read through `nvmlDeviceGetClockInfo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClockKind {
+    /// Graphics clock.
+    Graphics,
+    /// Streaming-multiprocessor clock.
+    Sm,
+    /// Memory clock.
+    Mem,
+    /// Video clock.
+    Video,
+}
+
+/// Which part of `nvmlDeviceGetMemoryInfo_v2` a framebuffer field reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemKind {
+    /// Total framebuffer.
+    Total,
+    /// Free framebuffer.
+    Free,
+    /// Used framebuffer.
+    Used,
+    /// Reserved by the driver/firmware.
+    Reserved,
+    /// Used as a percentage of total (used / total * 100).
+    UsedPercent,
+}
+
+/// Utilization readings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UtilKind {
+    /// `nvmlDeviceGetUtilizationRates().gpu`.
+    Gpu,
+    /// `nvmlDeviceGetUtilizationRates().memory` (memory copy engine).
+    MemCopy,
+    /// `nvmlDeviceGetEncoderUtilization`.
+    Encoder,
+    /// `nvmlDeviceGetDecoderUtilization`.
+    Decoder,
+}
+
+/// String-valued device properties, used as `label` fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TextKind {
+    /// `nvmlSystemGetDriverVersion`.
+    DriverVersion,
+    /// `nvmlSystemGetNVMLVersion`.
+    NvmlVersion,
+    /// `nvmlDeviceGetName`.
+    Name,
+    /// `nvmlDeviceGetBrand`, spelt like DCGM does.
+    Brand,
+    /// `nvmlDeviceGetSerial`.
+    Serial,
+    /// `nvmlDeviceGetUUID`.
+    Uuid,
+    /// `nvmlDeviceGetPciInfo_v3().busId`.
+    PciBusId,
+    /// `nvmlDeviceGetVbiosVersion`.
+    VbiosVersion,
+    /// `nvmlDeviceGetInforomVersion(NVML_INFOROM_OEM)`.
+    InforomOem,
+    /// `nvmlDeviceGetInforomVersion(NVML_INFOROM_ECC)`.
+    InforomEcc,
+    /// `nvmlDeviceGetInforomVersion(NVML_INFOROM_POWER)`.
+    InforomPower,
+    /// `nvmlDeviceGetInforomImageVersion`.
+    InforomImage,
+}
+
+/// Throttling-duration counters from `nvmlDeviceGetViolationStatus` (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Violation {
+    /// `NVML_PERF_POLICY_POWER`.
+    Power,
+    /// `NVML_PERF_POLICY_THERMAL`.
+    Thermal,
+    /// `NVML_PERF_POLICY_SYNC_BOOST`.
+    SyncBoost,
+    /// `NVML_PERF_POLICY_BOARD_LIMIT`.
+    BoardLimit,
+    /// `NVML_PERF_POLICY_LOW_UTILIZATION`.
+    LowUtil,
+    /// `NVML_PERF_POLICY_RELIABILITY`.
+    Reliability,
+}
+
+/// Conversion applied to a raw NVML number to reach the field's DCGM unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    /// The NVML value is already in the DCGM unit.
+    Identity,
+    /// Multiply by this factor (e.g. mW → W is `Mul(0.001)`).
+    Mul(f64),
+}
+
+impl Scale {
+    /// Applies the conversion.
+    pub fn apply(self, v: f64) -> f64 {
+        match self {
+            Scale::Identity => v,
+            Scale::Mul(f) => v * f,
+        }
+    }
+}
+
+/// How NVML serves a field. The reader in `gpu` is the only interpreter of this enum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Source {
+    /// `nvmlDeviceGetClockInfo` (MHz).
+    Clock(ClockKind),
+    /// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)` (°C).
+    GpuTemperature,
+    /// `nvmlDeviceGetPowerUsage` (mW, scaled to W).
+    PowerUsage,
+    /// `nvmlDeviceGetEnforcedPowerLimit` (mW, scaled to W).
+    PowerLimit,
+    /// `nvmlDeviceGetTotalEnergyConsumption` (mJ).
+    TotalEnergy,
+    /// `nvmlDeviceGetPcieReplayCounter`.
+    PcieReplay,
+    /// `nvmlDeviceGetPcieThroughput` (KB/s); `true` is TX.
+    PcieThroughput(bool),
+    /// Utilization (%).
+    Utilization(UtilKind),
+    /// `nvmlDeviceGetMemoryInfo_v2` (bytes, scaled to MiB).
+    Memory(MemKind),
+    /// `nvmlDeviceGetViolationStatus` (ns).
+    Violation(Violation),
+    /// `nvmlDeviceGetCurrentClocksEventReasons` bitmask.
+    ClockEventReasons,
+    /// `nvmlDeviceGetFieldValues` with this NVML field id (`NVML_FI_*`), then scaled.
+    NvmlField(u32, Scale),
+    /// Rate from two successive readings of the sum of these NVML counter fields, per second,
+    /// then scaled (NVLink bandwidth from the throughput counters).
+    NvmlFieldRate(&'static [u32], Scale),
+    /// NVML GPM metric (`NVML_GPM_METRIC_*` id) averaged over the sampling interval, scaled
+    /// (percent → ratio, MiB/s → B/s). Hopper and later.
+    Gpm(u32, Scale),
+    /// Last Xid seen through the NVML event set (`nvmlEventSetWait_v2`).
+    Xid,
+    /// A string property, exported as a label.
+    Text(TextKind),
+    /// Number of GPUs NVML reports (`nvmlDeviceGetCount_v2`).
+    DeviceCount,
+    /// The NVML device index.
+    NvmlIndex,
+    /// Computed by the exporter from other fields (`DCGM_EXP_*`); not read from NVML.
+    Exporter,
+    /// Known to DCGM but not readable through NVML on this build; the reason is logged once.
+    Unavailable(&'static str),
+}
+
+/// The static description of one field.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldDef {
+    /// Canonical DCGM name, e.g. `DCGM_FI_DEV_GPU_TEMP`.
+    pub name: &'static str,
+    /// DCGM numeric field id (`dcgm_fields.h`); `DCGM_EXP_*` use dcgm-exporter's 9001–9004.
+    pub id: u32,
+    /// Entity level.
+    pub level: Level,
+    /// Unit of the exported value, for documentation (`C`, `W`, `MHz`, `MiB`, `%`, `ratio`, …).
+    pub unit: &'static str,
+    /// How NVML reads it.
+    pub source: Source,
+    /// Default help text (used by docs; the CSV's help wins in the exposition).
+    pub help: &'static str,
+}
+
+/// Finds a field by canonical name (exact, case-sensitive) or by legacy 1.x alias
+/// (case-insensitive, e.g. `dcgm_gpu_temp`).
+pub fn lookup(name: &str) -> Option<&'static FieldDef> {
+    if let Some(f) = FIELDS.iter().find(|f| f.name == name) {
+        return Some(f);
+    }
+    let canonical = legacy::canonical_name(name)?;
+    FIELDS.iter().find(|f| f.name == canonical)
+}
+
+/// Finds a field by DCGM numeric id.
+pub fn by_id(id: u32) -> Option<&'static FieldDef> {
+    FIELDS.iter().find(|f| f.id == id)
+}
+
+/// The known name closest to `name` (for "did you mean" in errors), canonical or legacy.
+pub fn nearest(name: &str) -> Option<&'static str> {
+    let upper = name.to_ascii_uppercase();
+    FIELDS
+        .iter()
+        .map(|f| f.name)
+        .chain(legacy::ALIASES.iter().map(|(alias, _)| *alias))
+        .map(|cand| (edit_distance(&upper, &cand.to_ascii_uppercase()), cand))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, _)| *d <= name.len().max(4) / 2)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over bytes (field names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_ids_are_unique() {
+        for (i, a) in FIELDS.iter().enumerate() {
+            for b in &FIELDS[i + 1..] {
+                assert_ne!(a.name, b.name, "duplicate name");
+                assert_ne!(a.id, b.id, "duplicate id for {} and {}", a.name, b.name);
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_canonical_and_legacy() {
+        assert_eq!(lookup("DCGM_FI_DEV_GPU_TEMP").map(|f| f.id), Some(150));
+        assert_eq!(lookup("dcgm_gpu_temp").map(|f| f.id), Some(150));
+        assert!(lookup("DCGM_FI_DEV_NOPE").is_none());
+    }
+
+    #[test]
+    fn nearest_suggests_a_close_name() {
+        assert_eq!(nearest("DCGM_FI_DEV_GPU_TMP"), Some("DCGM_FI_DEV_GPU_TEMP"));
+        assert_eq!(nearest("completely-unrelated-text-here"), None);
+    }
+
+    #[test]
+    fn edit_distance_basics() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
+}

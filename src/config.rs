@@ -1,0 +1,325 @@
+//! Command-line flags and environment variables → validated [`Config`].
+//!
+//! Flag names, short forms and `DCGM_EXPORTER_*` variables follow dcgm-exporter 4.8 so that a
+//! switch keeps the DaemonSet's arguments. Flags that have no meaning here (remote hostengine,
+//! DCGM logging) are accepted with a warning; flags of features not built yet are accepted
+//! with a warning too, except `--web-config-file`, which refuses to start rather than serve
+//! unprotected. Validation errors name the flag.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser};
+
+use crate::catalogue::csv::{CounterSet, CsvError, load_counters, parse_counters};
+
+/// dcgm-exporter's default counters path.
+pub const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/default-counters.csv";
+
+/// The shipped default counter set, used when no file is given and the default path is absent.
+pub const BUILTIN_DEFAULT_COUNTERS: &str = include_str!("../counters/default-counters.csv");
+
+/// Default sampling interval in milliseconds (see README "Sampling interval").
+pub const DEFAULT_INTERVAL_MS: u64 = 5000;
+
+/// Raw command line.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "gpu-exporter", version, about = "Prometheus exporter for NVIDIA GPUs, compatible with dcgm-exporter")]
+pub struct Cli {
+    /// Counters CSV (dcgm-exporter format). Default: /etc/dcgm-exporter/default-counters.csv,
+    /// or the built-in default set when that file does not exist.
+    #[arg(short = 'f', long = "collectors", env = "DCGM_EXPORTER_COLLECTORS")]
+    pub collectors: Option<PathBuf>,
+    /// Listen address: `:PORT` for all interfaces, `HOST:PORT`, `[IPv6]:PORT`.
+    #[arg(short = 'a', long = "address", env = "DCGM_EXPORTER_LISTEN", default_value = ":9400")]
+    pub address: String,
+    /// Sampling interval in milliseconds.
+    #[arg(short = 'c', long = "collect-interval", env = "DCGM_EXPORTER_INTERVAL", default_value_t = DEFAULT_INTERVAL_MS)]
+    pub collect_interval: u64,
+    /// Enable Kubernetes pod attribution (not implemented in this version: accepted, warned).
+    #[arg(short = 'k', long = "kubernetes", env = "DCGM_EXPORTER_KUBERNETES", action = ArgAction::SetTrue)]
+    pub kubernetes: bool,
+    /// Write `uuid` instead of `UUID` (dcgm-exporter 1.x label names).
+    #[arg(short = 'o', long = "use-old-namespace", env = "DCGM_EXPORTER_USE_OLD_NAMESPACE", action = ArgAction::SetTrue)]
+    pub use_old_namespace: bool,
+    /// Leave out the `Hostname` label.
+    #[arg(short = 'n', long = "no-hostname", env = "DCGM_EXPORTER_NO_HOSTNAME", action = ArgAction::SetTrue)]
+    pub no_hostname: bool,
+    /// Replace spaces in `modelName` with `-`.
+    #[arg(long = "replace-blanks-in-model-name", env = "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", action = ArgAction::SetTrue)]
+    pub replace_blanks_in_model_name: bool,
+    /// GPU selection (`f`, `g[:list]`, `i[:list]`); only `f` (all GPUs and their instances) in this version.
+    #[arg(short = 'd', long = "devices", env = "DCGM_EXPORTER_DEVICES_STR", default_value = "f")]
+    pub devices: String,
+    /// NVSwitch/NVLink selection (accepted for compatibility; not used).
+    #[arg(short = 's', long = "switch-devices", env = "DCGM_EXPORTER_OTHER_DEVICES_STR", default_value = "f")]
+    pub switch_devices: String,
+    /// CPU selection (accepted for compatibility; not used).
+    #[arg(short = 'p', long = "cpu-devices", env = "DCGM_EXPORTER_CPU_DEVICES_STR", default_value = "f")]
+    pub cpu_devices: String,
+    /// ConfigMap `<namespace>:<name>` holding the counters (not implemented: use a mounted file).
+    #[arg(short = 'm', long = "configmap-data", env = "DCGM_EXPORTER_CONFIGMAP_DATA", default_value = "none")]
+    pub configmap_data: String,
+    /// Remote DCGM hostengine (no meaning here: gpu-exporter reads NVML directly).
+    #[arg(short = 'r', long = "remote-hostengine-info", env = "DCGM_REMOTE_HOSTENGINE_INFO")]
+    pub remote_hostengine_info: Option<String>,
+    /// Add pod labels (Kubernetes; not implemented in this version).
+    #[arg(long = "kubernetes-enable-pod-labels", env = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", action = ArgAction::SetTrue)]
+    pub kubernetes_enable_pod_labels: bool,
+    /// Add `pod_uid` (Kubernetes; not implemented in this version).
+    #[arg(long = "kubernetes-enable-pod-uid", env = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", action = ArgAction::SetTrue)]
+    pub kubernetes_enable_pod_uid: bool,
+    /// `uid` or `device-name` (Kubernetes; not implemented in this version).
+    #[arg(long = "kubernetes-gpu-id-type", env = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", default_value = "uid")]
+    pub kubernetes_gpu_id_type: String,
+    /// Pod label allow-list regexes (Kubernetes; not implemented in this version).
+    #[arg(long = "kubernetes-pod-label-allowlist-regex", env = "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX")]
+    pub kubernetes_pod_label_allowlist_regex: Option<String>,
+    /// Kubelet pod-resources socket (Kubernetes; not implemented in this version).
+    #[arg(long = "pod-resources-kubelet-socket", env = "DCGM_POD_RESOURCES_KUBELET_SOCKET", default_value = "/var/lib/kubelet/pod-resources/kubelet.sock")]
+    pub pod_resources_kubelet_socket: PathBuf,
+    /// HPC job mapping directory (not implemented in this version).
+    #[arg(long = "hpc-job-mapping-dir", env = "DCGM_HPC_JOB_MAPPING_DIR")]
+    pub hpc_job_mapping_dir: Option<PathBuf>,
+    /// Extra `nvidia.com/*` resource names (Kubernetes; not implemented in this version).
+    #[arg(long = "nvidia-resource-names", env = "NVIDIA_RESOURCE_NAMES", value_delimiter = ',')]
+    pub nvidia_resource_names: Vec<String>,
+    /// Series per sharing pod (Kubernetes; not implemented in this version).
+    #[arg(long = "kubernetes-virtual-gpus", env = "KUBERNETES_VIRTUAL_GPUS", action = ArgAction::SetTrue)]
+    pub kubernetes_virtual_gpus: bool,
+    /// DRA attribution (Kubernetes; not implemented in this version).
+    #[arg(long = "kubernetes-enable-dra", env = "KUBERNETES_ENABLE_DRA", action = ArgAction::SetTrue)]
+    pub kubernetes_enable_dra: bool,
+    /// exporter-toolkit web config (TLS, basic auth). Not implemented yet: refuses to start.
+    #[arg(long = "web-config-file", env = "DCGM_EXPORTER_WEB_CONFIG_FILE")]
+    pub web_config_file: Option<PathBuf>,
+    /// systemd socket activation (not supported).
+    #[arg(long = "web-systemd-socket", env = "DCGM_EXPORTER_SYSTEMD_SOCKET", action = ArgAction::SetTrue)]
+    pub web_systemd_socket: bool,
+    /// Window of DCGM_EXP_XID_ERRORS_COUNT in ms.
+    #[arg(short = 'x', long = "xid-count-window-size", env = "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", default_value_t = 300_000)]
+    pub xid_count_window_size: u64,
+    /// Window of DCGM_EXP_CLOCK_EVENTS_COUNT in ms.
+    #[arg(long = "clock-events-count-window-size", env = "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", default_value_t = 300_000)]
+    pub clock_events_count_window_size: u64,
+    /// Debug logging.
+    #[arg(long = "debug", env = "DCGM_EXPORTER_DEBUG", action = ArgAction::SetTrue)]
+    pub debug: bool,
+    /// Log format: `text` or `json`.
+    #[arg(long = "log-format", env = "DCGM_EXPORTER_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// DCGM fake GPUs (no meaning here; use --simulate).
+    #[arg(long = "fake-gpus", env = "DCGM_EXPORTER_USE_FAKE_GPUS", action = ArgAction::SetTrue)]
+    pub fake_gpus: bool,
+    /// DCGM logging (no meaning here).
+    #[arg(long = "enable-dcgm-log", env = "DCGM_EXPORTER_ENABLE_DCGM_LOG", action = ArgAction::SetTrue)]
+    pub enable_dcgm_log: bool,
+    /// DCGM log level (no meaning here).
+    #[arg(long = "dcgm-log-level", env = "DCGM_EXPORTER_DCGM_LOG_LEVEL")]
+    pub dcgm_log_level: Option<String>,
+    /// Skip the libdcgm start-up check (no meaning here).
+    #[arg(long = "disable-startup-validate", env = "DISABLE_STARTUP_VALIDATE", action = ArgAction::SetTrue)]
+    pub disable_startup_validate: bool,
+    /// GPU bind/unbind watch (no meaning here: GPUs are enumerated every tick).
+    #[arg(long = "enable-gpu-bind-unbind-watch", env = "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", action = ArgAction::SetTrue)]
+    pub enable_gpu_bind_unbind_watch: bool,
+    /// Poll interval of the bind/unbind watch (no meaning here).
+    #[arg(long = "gpu-bind-unbind-poll-interval", env = "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL")]
+    pub gpu_bind_unbind_poll_interval: Option<String>,
+    /// pprof endpoints (no meaning here).
+    #[arg(long = "enable-pprof", env = "DCGM_EXPORTER_ENABLE_PPROF", action = ArgAction::SetTrue)]
+    pub enable_pprof: bool,
+    /// Per-scrape debug dumps (no meaning here).
+    #[arg(long = "dump-enabled", env = "DCGM_EXPORTER_DUMP_ENABLED", action = ArgAction::SetTrue)]
+    pub dump_enabled: bool,
+    /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4) or a TOML file.
+    #[arg(long = "simulate", env = "GPU_EXPORTER_SIMULATE", num_args = 0..=1, default_missing_value = "h100-mig", value_name = "SCENARIO")]
+    pub simulate: Option<String>,
+    /// Seed of the simulation (values are deterministic for a seed).
+    #[arg(long = "simulate-seed", env = "GPU_EXPORTER_SIMULATE_SEED", default_value_t = 1)]
+    pub simulate_seed: u64,
+    /// Path of the NVML library (default: libnvidia-ml.so.1 via the dynamic loader; with
+    /// --simulate: libnvml_sim.so next to the executable).
+    #[arg(long = "nvml-lib", env = "GPU_EXPORTER_NVML_LIB")]
+    pub nvml_lib: Option<PathBuf>,
+}
+
+/// A configuration error, naming the flag or file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A flag value is invalid.
+    #[error("{0}")]
+    Flag(String),
+    /// The counters file is invalid.
+    #[error(transparent)]
+    Counters(#[from] CsvError),
+}
+
+/// Validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listen address as given.
+    pub address: String,
+    /// Sampling interval.
+    pub interval: Duration,
+    /// `Hostname` label value, `None` with `--no-hostname`.
+    pub hostname: Option<String>,
+    /// See [`Cli::use_old_namespace`].
+    pub old_namespace: bool,
+    /// See [`Cli::replace_blanks_in_model_name`].
+    pub replace_blanks_in_model_name: bool,
+    /// Scenario when simulating.
+    pub simulate: Option<String>,
+    /// Simulation seed.
+    pub simulate_seed: u64,
+    /// NVML library path override.
+    pub nvml_lib: Option<PathBuf>,
+    /// `true` for JSON logs.
+    pub json_logs: bool,
+    /// Debug logging.
+    pub debug: bool,
+    /// Warnings to log once logging is set up.
+    pub warnings: Vec<String>,
+}
+
+/// The node name for the `Hostname` label: `NODE_NAME`, else the kernel host name.
+pub fn node_hostname() -> String {
+    if let Ok(n) = std::env::var("NODE_NAME")
+        && !n.trim().is_empty()
+    {
+        return n.trim().to_owned();
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+impl Cli {
+    /// Validates flags into a [`Config`].
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        if self.collect_interval < 100 {
+            return Err(ConfigError::Flag(format!(
+                "-c/--collect-interval {}: must be at least 100 (milliseconds)",
+                self.collect_interval
+            )));
+        }
+        if let Some(p) = &self.web_config_file {
+            return Err(ConfigError::Flag(format!(
+                "--web-config-file {}: TLS and basic auth are not implemented in this version; \
+                 refusing to start rather than serve metrics unprotected",
+                p.display()
+            )));
+        }
+        crate::http::parse_address(&self.address).map_err(ConfigError::Flag)?;
+        if self.devices.trim() != "f" {
+            return Err(ConfigError::Flag(format!(
+                "-d/--devices {:?}: only \"f\" (every GPU and its MIG instances) is supported in this version",
+                self.devices
+            )));
+        }
+        let mut warnings = Vec::new();
+        let mut unused = |set: bool, flag: &str, why: &str| {
+            if set {
+                warnings.push(format!("{flag} is accepted for dcgm-exporter compatibility but {why}"));
+            }
+        };
+        let k8s = "Kubernetes pod attribution is not implemented in this version: no pod labels are added";
+        unused(self.kubernetes, "-k/--kubernetes", k8s);
+        unused(self.kubernetes_enable_pod_labels, "--kubernetes-enable-pod-labels", k8s);
+        unused(self.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid", k8s);
+        unused(self.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus", k8s);
+        unused(self.kubernetes_enable_dra, "--kubernetes-enable-dra", k8s);
+        unused(self.kubernetes_pod_label_allowlist_regex.is_some(), "--kubernetes-pod-label-allowlist-regex", k8s);
+        unused(!self.nvidia_resource_names.is_empty(), "--nvidia-resource-names", k8s);
+        unused(self.hpc_job_mapping_dir.is_some(), "--hpc-job-mapping-dir", "HPC job mapping is not implemented in this version");
+        unused(self.configmap_data != "none", "-m/--configmap-data", "is not implemented: mount the ConfigMap as a file and pass -f");
+        unused(self.remote_hostengine_info.is_some(), "-r/--remote-hostengine-info", "has no meaning: gpu-exporter reads NVML directly, without a DCGM hostengine");
+        unused(self.fake_gpus, "--fake-gpus", "has no meaning: use --simulate");
+        unused(self.enable_dcgm_log || self.dcgm_log_level.is_some(), "--enable-dcgm-log/--dcgm-log-level", "has no meaning without DCGM");
+        unused(self.disable_startup_validate, "--disable-startup-validate", "has no meaning without libdcgm");
+        unused(self.enable_gpu_bind_unbind_watch || self.gpu_bind_unbind_poll_interval.is_some(), "--enable-gpu-bind-unbind-watch", "has no meaning: GPUs are enumerated on every tick");
+        unused(self.enable_pprof, "--enable-pprof", "has no meaning in a Rust binary");
+        unused(self.dump_enabled, "--dump-enabled", "is not implemented");
+        unused(self.web_systemd_socket, "--web-systemd-socket", "is not implemented: the exporter binds --address itself");
+        unused(self.switch_devices != "f", "-s/--switch-devices", "NVSwitch entities are not exported");
+        unused(self.cpu_devices != "f", "-p/--cpu-devices", "CPU entities are not exported");
+        Ok(Config {
+            address: self.address.clone(),
+            interval: Duration::from_millis(self.collect_interval),
+            hostname: (!self.no_hostname).then(node_hostname),
+            old_namespace: self.use_old_namespace,
+            replace_blanks_in_model_name: self.replace_blanks_in_model_name,
+            simulate: self.simulate.clone(),
+            simulate_seed: self.simulate_seed,
+            nvml_lib: self.nvml_lib.clone(),
+            json_logs: self.log_format == "json",
+            debug: self.debug,
+            warnings,
+        })
+    }
+
+    /// Loads the counter set: the given file, else the default path, else the built-in set.
+    /// Returns the set and a note saying where it came from.
+    pub fn load_counters(&self) -> Result<(CounterSet, String), ConfigError> {
+        if let Some(p) = &self.collectors {
+            return Ok((load_counters(p)?, format!("counters from {}", p.display())));
+        }
+        let default = std::path::Path::new(DEFAULT_COLLECTORS);
+        if default.exists() {
+            return Ok((load_counters(default)?, format!("counters from {DEFAULT_COLLECTORS}")));
+        }
+        let set = parse_counters("built-in default-counters.csv", BUILTIN_DEFAULT_COUNTERS)?;
+        Ok((set, format!("{DEFAULT_COLLECTORS} not found: using the built-in default counters")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cli(args: &[&str]) -> Cli {
+        let mut v = vec!["gpu-exporter"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v).unwrap()
+    }
+
+    #[test]
+    fn dcgm_flag_names_parse() {
+        let c = cli(&["-f", "/x.csv", "-a", ":9500", "-c", "1000", "-k", "-o", "-n", "-d", "f"]);
+        assert_eq!(c.collectors.as_deref(), Some(std::path::Path::new("/x.csv")));
+        assert_eq!(c.address, ":9500");
+        assert_eq!(c.collect_interval, 1000);
+        assert!(c.kubernetes && c.use_old_namespace && c.no_hostname);
+        let cfg = c.validate().unwrap();
+        assert!(cfg.hostname.is_none());
+        assert!(cfg.warnings.iter().any(|w| w.contains("--kubernetes")));
+    }
+
+    #[test]
+    fn simulate_defaults_to_h100_scenario() {
+        assert_eq!(cli(&["--simulate"]).simulate.as_deref(), Some("h100-mig"));
+        assert_eq!(cli(&["--simulate", "a100-l4"]).simulate.as_deref(), Some("a100-l4"));
+        assert_eq!(cli(&[]).simulate, None);
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        let e = cli(&["-c", "5"]).validate().unwrap_err().to_string();
+        assert!(e.contains("--collect-interval"), "{e}");
+        let e = cli(&["-a", "nope"]).validate().unwrap_err().to_string();
+        assert!(e.contains("--address"), "{e}");
+        let e = cli(&["--web-config-file", "/w.yml"]).validate().unwrap_err().to_string();
+        assert!(e.contains("--web-config-file"), "{e}");
+        let e = cli(&["-d", "g:0"]).validate().unwrap_err().to_string();
+        assert!(e.contains("--devices"), "{e}");
+    }
+
+    #[test]
+    fn builtin_counters_parse() {
+        let set = parse_counters("builtin", BUILTIN_DEFAULT_COUNTERS).unwrap();
+        assert!(set.metrics().count() >= 20);
+    }
+}

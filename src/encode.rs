@@ -1,0 +1,205 @@
+//! Text exposition format 0.0.4: snapshot + counter set → bytes.
+//!
+//! Families come out in counter-set order (stable across ticks), then the exporter's own
+//! families. Each family has exactly one `# HELP`/`# TYPE` pair and is omitted when it has no
+//! series. Metric names are the CSV names verbatim (no suffix added). Label values and help
+//! text are escaped; NaN and ±Inf are written as Prometheus expects. This module does no I/O.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+
+use crate::catalogue::csv::CounterSet;
+use crate::gpu::xid_message;
+use crate::self_metrics;
+use crate::snapshot::{EntityId, Snapshot, Value};
+
+/// How the identity labels are spelt.
+#[derive(Debug, Clone, Default)]
+pub struct EncodeOptions {
+    /// Value of the `Hostname` label; `None` omits it (`--no-hostname`).
+    pub hostname: Option<String>,
+    /// `true` writes `uuid` instead of `UUID` (`--use-old-namespace`).
+    pub old_namespace: bool,
+    /// `true` replaces spaces in `modelName` with `-` (`--replace-blanks-in-model-name`).
+    pub replace_blanks_in_model_name: bool,
+}
+
+/// Escapes a label value: `\` → `\\`, `"` → `\"`, newline → `\n`.
+pub fn escape_label(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Escapes HELP text: `\` → `\\`, newline → `\n`.
+pub fn escape_help(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Writes a sample value: integers without a fraction, `NaN`, `+Inf`, `-Inf`.
+pub fn write_value(out: &mut String, v: f64) {
+    if v.is_nan() {
+        out.push_str("NaN");
+    } else if v.is_infinite() {
+        out.push_str(if v > 0.0 { "+Inf" } else { "-Inf" });
+    } else {
+        let _ = write!(out, "{v}");
+    }
+}
+
+/// Writes `# HELP` and `# TYPE` for a family.
+pub fn write_header(out: &mut String, name: &str, help: &str, kind: &str) {
+    out.push_str("# HELP ");
+    out.push_str(name);
+    out.push(' ');
+    escape_help(out, help);
+    out.push_str("\n# TYPE ");
+    out.push_str(name);
+    out.push(' ');
+    out.push_str(kind);
+    out.push('\n');
+}
+
+/// Writes one `name="value"` pair, preceded by a comma unless it is the first.
+pub fn write_label(out: &mut String, first: &mut bool, name: &str, value: &str) {
+    if !*first {
+        out.push(',');
+    }
+    *first = false;
+    out.push_str(name);
+    out.push_str("=\"");
+    escape_label(out, value);
+    out.push('"');
+}
+
+/// Writes the identity labels of an entity in the compatibility-contract order.
+fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {
+    let _ = write!(out, "gpu=\"{}\"", id.gpu);
+    *first = false;
+    write_label(out, first, if opts.old_namespace { "uuid" } else { "UUID" }, &id.uuid);
+    write_label(out, first, "pci_bus_id", &id.pci_bus_id);
+    write_label(out, first, "device", &id.device);
+    if opts.replace_blanks_in_model_name {
+        write_label(out, first, "modelName", &id.model_name.replace(' ', "-"));
+    } else {
+        write_label(out, first, "modelName", &id.model_name);
+    }
+    if let Some(mig) = &id.mig {
+        write_label(out, first, "GPU_I_PROFILE", &mig.profile);
+        let _ = write!(out, ",GPU_I_ID=\"{}\"", mig.gpu_instance_id);
+        write_label(out, first, "mig_uuid", &mig.uuid);
+    }
+    if let Some(h) = &opts.hostname {
+        write_label(out, first, "Hostname", h);
+    }
+}
+
+/// Encodes the snapshot: GPU families in counter-set order, then self-metrics.
+pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> Vec<u8> {
+    let mut out = String::with_capacity(64 * 1024);
+    // Label rows are written sorted by name, as dcgm-exporter does.
+    let mut label_order: Vec<(usize, &str)> =
+        counters.labels().enumerate().map(|(i, r)| (i, r.name.as_str())).collect();
+    label_order.sort_by(|a, b| a.1.cmp(b.1));
+
+    for (slot, row) in counters.metrics().enumerate() {
+        let mut header = false;
+        for e in &snap.entities {
+            let Some(Some(value)) = e.values.get(slot) else {
+                continue;
+            };
+            if !header {
+                write_header(&mut out, &row.name, &row.help, row.kind.as_str());
+                header = true;
+            }
+            out.push_str(&row.name);
+            out.push('{');
+            let mut first = true;
+            write_identity(&mut out, &mut first, &e.id, opts);
+            for (i, name) in &label_order {
+                if let Some(Some(v)) = e.labels.get(*i) {
+                    write_label(&mut out, &mut first, name, v);
+                }
+            }
+            if let Value::Xid(code) = value {
+                let _ = write!(out, ",err_code=\"{code}\"");
+                write_label(&mut out, &mut first, "err_msg", xid_message(*code));
+            }
+            out.push_str("} ");
+            write_value(&mut out, value.as_f64());
+            out.push('\n');
+        }
+    }
+    self_metrics::encode(&mut out, snap, opts);
+    out.into_bytes()
+}
+
+/// Gzip-compresses an exposition (fast level: it runs once per tick).
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 6 + 64), Compression::fast());
+    // Writing into a Vec cannot fail.
+    let _ = enc.write_all(data);
+    enc.finish().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_escaping() {
+        let mut s = String::new();
+        escape_label(&mut s, "a\\b\"c\nd");
+        assert_eq!(s, "a\\\\b\\\"c\\nd");
+    }
+
+    #[test]
+    fn help_escaping_keeps_quotes() {
+        let mut s = String::new();
+        escape_help(&mut s, "say \"hi\"\\\nnext");
+        assert_eq!(s, "say \"hi\"\\\\\\nnext");
+    }
+
+    #[test]
+    fn values() {
+        let cases = [
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (81559.0, "81559"),
+            (0.25, "0.25"),
+            (-3.5, "-3.5"),
+            (1e21, "1000000000000000000000"),
+        ];
+        for (v, want) in cases {
+            let mut s = String::new();
+            write_value(&mut s, v);
+            assert_eq!(s, want);
+        }
+    }
+
+    #[test]
+    fn gzip_round_trips() {
+        use std::io::Read;
+        let data = b"# HELP x y\n# TYPE x gauge\nx 1\n".repeat(100);
+        let gz = gzip(&data);
+        assert!(gz.len() < data.len());
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut back).unwrap();
+        assert_eq!(back, data);
+    }
+}

@@ -1,0 +1,760 @@
+//! One tick of NVML reads: every physical GPU and MIG instance, every field of the counter set.
+//!
+//! The reader owns all state that must survive between ticks — cached identity strings, the
+//! previous GPM sample and counter reading for rates, the per-device Xid event sets, and the
+//! set of fields found unsupported — and returns plain [`TickData`]. It never encodes and
+//! never serves. Error policy:
+//! - `NOT_SUPPORTED` (or a symbol the driver lacks) on an entity: the field is logged once and
+//!   never read again on that entity; it is listed in the self-metrics, not exported as 0.
+//! - `GPU_IS_LOST`: the device's series are dropped for this tick and it is reported down.
+//! - anything else: the series is absent this tick and the field's error counter goes up.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, PcieUtilCounter, PerformancePolicy, TemperatureSensor,
+};
+use nvml_wrapper::enum_wrappers::device::InfoRom;
+use nvml_wrapper::enums::gpm::GpmMetricId;
+use nvml_wrapper::error::{NvmlError, nvml_try};
+use nvml_wrapper::struct_wrappers::device::{MemoryInfo, Utilization};
+use nvml_wrapper::structs::device::FieldId;
+use nvml_wrapper::{Device, EventSet, GpmSample, Nvml};
+use tracing::{info, warn};
+
+use crate::catalogue::csv::CounterSet;
+use crate::catalogue::{
+    ClockKind, FieldDef, Level, MemKind, Source, TextKind, UtilKind, Violation,
+};
+use crate::gpu::text;
+use crate::snapshot::{DeviceStatus, EntityId, EntitySample, MigIdentity, Unsupported, Value};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// What one tick read.
+#[derive(Debug, Default)]
+pub struct TickData {
+    /// Entities in stable order (GPU index, then GPU instance id).
+    pub entities: Vec<EntitySample>,
+    /// Every enumerated physical GPU, up or down.
+    pub devices: Vec<DeviceStatus>,
+}
+
+/// Cached identity of a physical GPU.
+#[derive(Debug, Clone)]
+struct Ident {
+    uuid: String,
+    name: String,
+    pci_bus_id: String,
+}
+
+#[derive(Default)]
+enum Events {
+    /// Not registered yet.
+    #[default]
+    Untried,
+    /// Registered; drained every tick.
+    Set(EventSet<'static>),
+    /// The device offers no Xid events.
+    Unsupported,
+}
+
+/// Per-entity state that lives across ticks (keyed by entity UUID).
+#[derive(Default)]
+struct EntityState {
+    gpm_prev: Option<GpmSample<'static>>,
+    rate_prev: HashMap<u32, (f64, i64)>,
+}
+
+/// State of one physical GPU across ticks (keyed by NVML index).
+#[derive(Default)]
+struct GpuState {
+    ident: Option<Ident>,
+    texts: HashMap<TextKind, String>,
+    events: Events,
+    events_uuid: String,
+    last_xid: Option<u64>,
+    gpm_supported: Option<bool>,
+}
+
+/// Bookkeeping of unsupported fields and read errors.
+#[derive(Default)]
+struct Book {
+    unsupported: HashSet<(String, u32)>,
+    unsupported_list: Vec<Unsupported>,
+    warned: HashSet<(String, u32)>,
+    errors: BTreeMap<&'static str, u64>,
+}
+
+/// Where an entity sits, for bookkeeping and logs.
+struct Place<'a> {
+    key: &'a str,
+    gpu: u32,
+    gi: Option<u32>,
+}
+
+impl Book {
+    fn is_unsupported(&self, key: &str, field: &FieldDef) -> bool {
+        self.unsupported.contains(&(key.to_owned(), field.id))
+    }
+
+    fn mark_unsupported(&mut self, at: &Place<'_>, field: &'static FieldDef, why: &str) {
+        if self.unsupported.insert((at.key.to_owned(), field.id)) {
+            let entity = match at.gi {
+                Some(gi) => format!("GPU {} instance {gi}", at.gpu),
+                None => format!("GPU {}", at.gpu),
+            };
+            info!(field = field.name, gpu = at.gpu, "{} is not available on {entity} ({}): {why}; it will not be exported for it", field.name, at.key);
+            self.unsupported_list.push(Unsupported {
+                gpu: at.gpu,
+                gpu_instance_id: at.gi,
+                field: field.name,
+            });
+            self.unsupported_list.sort();
+        }
+    }
+
+    /// Classifies a read result. Returns the value to export, if any.
+    fn settle(
+        &mut self,
+        at: &Place<'_>,
+        field: &'static FieldDef,
+        lost: &mut bool,
+        r: Result<Option<Value>, NvmlError>,
+    ) -> Option<Value> {
+        match r {
+            Ok(v) => v,
+            Err(e) if is_unsupported(&e) => {
+                self.mark_unsupported(at, field, &e.to_string());
+                None
+            }
+            Err(NvmlError::GpuLost) => {
+                *lost = true;
+                None
+            }
+            Err(e) => {
+                *self.errors.entry(field.name).or_default() += 1;
+                if self.warned.insert((at.key.to_owned(), field.id)) {
+                    warn!(field = field.name, gpu = at.gpu, "reading {} failed: {e} (further failures are counted in gpu_exporter_field_read_errors_total)", field.name);
+                }
+                None
+            }
+        }
+    }
+}
+
+fn is_unsupported(e: &NvmlError) -> bool {
+    matches!(
+        e,
+        NvmlError::NotSupported | NvmlError::FailedToLoadSymbol(_) | NvmlError::FunctionNotFound
+    )
+}
+
+/// NvmlError is not `Clone`; reproduce the variants whose identity matters.
+fn clone_err(e: &NvmlError) -> NvmlError {
+    match e {
+        NvmlError::NotSupported => NvmlError::NotSupported,
+        NvmlError::GpuLost => NvmlError::GpuLost,
+        NvmlError::FailedToLoadSymbol(s) => NvmlError::FailedToLoadSymbol(s.clone()),
+        NvmlError::FunctionNotFound => NvmlError::FunctionNotFound,
+        NvmlError::NoPermission => NvmlError::NoPermission,
+        NvmlError::Timeout => NvmlError::Timeout,
+        NvmlError::InvalidArg => NvmlError::InvalidArg,
+        NvmlError::NotFound => NvmlError::NotFound,
+        _ => NvmlError::Unknown,
+    }
+}
+
+/// Per-entity, per-tick cache of calls that serve several fields.
+#[derive(Default)]
+struct TickCache {
+    mem: Option<Result<MemoryInfo, NvmlError>>,
+    util: Option<Result<Utilization, NvmlError>>,
+    fields: HashMap<u32, Result<(f64, i64), NvmlError>>,
+    gpm: HashMap<u32, Result<f64, NvmlError>>,
+}
+
+/// Reads NVML once per tick. See the module docs for the error policy.
+pub struct Reader {
+    nvml: &'static Nvml,
+    gpus: BTreeMap<u32, GpuState>,
+    entities: HashMap<String, EntityState>,
+    book: Book,
+    system_texts: HashMap<TextKind, Result<String, String>>,
+}
+
+impl Reader {
+    /// A reader over an initialised NVML.
+    pub fn new(nvml: &'static Nvml) -> Self {
+        Self {
+            nvml,
+            gpus: BTreeMap::new(),
+            entities: HashMap::new(),
+            book: Book::default(),
+            system_texts: HashMap::new(),
+        }
+    }
+
+    /// Cumulative read errors per field.
+    pub fn field_errors(&self) -> Vec<(&'static str, u64)> {
+        self.book.errors.iter().map(|(k, v)| (*k, *v)).collect()
+    }
+
+    /// Fields found unsupported so far.
+    pub fn unsupported(&self) -> &[Unsupported] {
+        &self.book.unsupported_list
+    }
+
+    /// Reads every device. Fails only when NVML cannot even count devices.
+    pub fn read(&mut self, counters: &CounterSet) -> Result<TickData, NvmlError> {
+        let count = self.nvml.device_count()?;
+        let mut out = TickData::default();
+        for index in 0..count {
+            self.read_gpu(index, counters, &mut out);
+        }
+        self.gpus.retain(|i, _| *i < count);
+        Ok(out)
+    }
+
+    fn read_gpu(&mut self, index: u32, counters: &CounterSet, out: &mut TickData) {
+        let nvml = self.nvml;
+        let state = self.gpus.entry(index).or_default();
+        let mut status = DeviceStatus {
+            gpu: index,
+            uuid: state.ident.as_ref().map(|i| i.uuid.clone()).unwrap_or_default(),
+            model_name: state.ident.as_ref().map(|i| i.name.clone()).unwrap_or_default(),
+            up: false,
+        };
+        let dev = match nvml.device_by_index(index) {
+            Ok(d) => d,
+            Err(e) => {
+                if !matches!(e, NvmlError::GpuLost) {
+                    *self.book.errors.entry("device_handle").or_default() += 1;
+                }
+                out.devices.push(status);
+                return;
+            }
+        };
+        let ident = match state.ident.clone() {
+            Some(i) => i,
+            None => match read_ident(&dev) {
+                Ok(i) => {
+                    state.ident = Some(i.clone());
+                    i
+                }
+                Err(e) => {
+                    if !matches!(e, NvmlError::GpuLost) {
+                        *self.book.errors.entry("device_identity").or_default() += 1;
+                    }
+                    out.devices.push(status);
+                    return;
+                }
+            },
+        };
+        status.uuid = ident.uuid.clone();
+        status.model_name = ident.name.clone();
+        drain_xid_events(state, &dev, &ident.uuid);
+
+        let mut lost = false;
+        let base = EntityId {
+            gpu: index,
+            uuid: ident.uuid.clone(),
+            pci_bus_id: ident.pci_bus_id.clone(),
+            device: format!("nvidia{index}"),
+            model_name: ident.name.clone(),
+            mig: None,
+        };
+        let migs = match dev.mig_mode() {
+            Ok(m) if m.current == 1 => match enumerate_mig(nvml, &dev) {
+                Ok(v) => Some(v),
+                Err(NvmlError::GpuLost) => {
+                    out.devices.push(status);
+                    return;
+                }
+                Err(e) => {
+                    *self.book.errors.entry("mig_enumeration").or_default() += 1;
+                    warn!(gpu = index, "listing MIG instances failed: {e}");
+                    Some(Vec::new())
+                }
+            },
+            Err(NvmlError::GpuLost) => {
+                out.devices.push(status);
+                return;
+            }
+            _ => None,
+        };
+
+        // Label rows are read on the physical GPU and repeated on its instances.
+        let labels: Vec<Option<String>> = counters
+            .labels()
+            .map(|row| {
+                let at = Place { key: &ident.uuid, gpu: index, gi: None };
+                if self.book.is_unsupported(at.key, row.field) {
+                    return None;
+                }
+                let r = read_text_field(nvml, &dev, row.field, state, &mut self.system_texts);
+                let v = self.book.settle(&at, row.field, &mut lost, r.map(|s| s.map(|_| Value::Num(0.0))));
+                v.and_then(|_| text_value(row.field, state, &self.system_texts))
+            })
+            .collect();
+
+        let mut entities = Vec::new();
+        let phys_rows = |f: &FieldDef| f.level == Level::Device || migs.is_none();
+        let values = read_rows(
+            nvml,
+            &dev,
+            None,
+            &Place { key: &ident.uuid, gpu: index, gi: None },
+            counters,
+            &phys_rows,
+            state,
+            self.entities.entry(ident.uuid.clone()).or_default(),
+            &mut self.book,
+            &mut lost,
+        );
+        entities.push(EntitySample { id: base.clone(), values, labels: labels.clone() });
+
+        for (mig_dev, mig) in migs.into_iter().flatten() {
+            let inst_rows = |f: &FieldDef| f.level == Level::Instance;
+            let at = Place { key: &mig.uuid, gpu: index, gi: Some(mig.gpu_instance_id) };
+            let values = read_rows(
+                nvml,
+                &mig_dev,
+                Some((&dev, mig.gpu_instance_id)),
+                &at,
+                counters,
+                &inst_rows,
+                state,
+                self.entities.entry(mig.uuid.clone()).or_default(),
+                &mut self.book,
+                &mut lost,
+            );
+            let mut id = base.clone();
+            id.mig = Some(mig);
+            entities.push(EntitySample { id, values, labels: labels.clone() });
+        }
+
+        if lost {
+            // The device fell off mid-read: drop everything it gave this tick.
+            warn!(gpu = index, uuid = %ident.uuid, "GPU is lost (NVML_ERROR_GPU_IS_LOST)");
+            out.devices.push(status);
+            return;
+        }
+        status.up = true;
+        out.devices.push(status);
+        out.entities.extend(entities);
+    }
+}
+
+fn read_ident(dev: &Device<'_>) -> Result<Ident, NvmlError> {
+    Ok(Ident {
+        uuid: dev.uuid()?,
+        name: dev.name()?,
+        pci_bus_id: dev.pci_info()?.bus_id,
+    })
+}
+
+/// Lists MIG devices (handle + identity), ordered by GPU instance id.
+fn enumerate_mig(
+    nvml: &'static Nvml,
+    dev: &Device<'static>,
+) -> Result<Vec<(Device<'static>, MigIdentity)>, NvmlError> {
+    let max = dev.mig_device_count()?;
+    let mut out = Vec::new();
+    for i in 0..max {
+        let mig = match dev.mig_device_by_index(i) {
+            Ok(m) => m,
+            Err(NvmlError::NotFound | NvmlError::InvalidArg) => continue,
+            Err(e) => return Err(e),
+        };
+        let gi = instance_id(nvml, &mig, true)?;
+        let ci = instance_id(nvml, &mig, false).unwrap_or(0);
+        let uuid = mig.uuid()?;
+        let name = mig.name()?;
+        let profile = text::mig_profile_from_name(&name).unwrap_or("unknown").to_owned();
+        out.push((
+            mig,
+            MigIdentity { profile, gpu_instance_id: gi, compute_instance_id: ci, uuid },
+        ));
+    }
+    out.sort_by_key(|(_, m)| m.gpu_instance_id);
+    Ok(out)
+}
+
+/// `nvmlDeviceGetGpuInstanceId` / `nvmlDeviceGetComputeInstanceId` on a MIG handle; not
+/// wrapped by nvml-wrapper, so called through its sys layer.
+fn instance_id(nvml: &Nvml, mig: &Device<'_>, gpu_instance: bool) -> Result<u32, NvmlError> {
+    let lib = nvml.lib();
+    let sym = if gpu_instance {
+        lib.nvmlDeviceGetGpuInstanceId.as_ref()
+    } else {
+        lib.nvmlDeviceGetComputeInstanceId.as_ref()
+    }
+    .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    let mut id: u32 = 0;
+    // SAFETY: the handle comes from nvml-wrapper and is valid while `nvml` lives; `id` is a
+    // valid out-pointer for the duration of the call.
+    let rc = unsafe { sym(mig.handle(), &mut id) };
+    nvml_try(rc)?;
+    Ok(id)
+}
+
+fn drain_xid_events(state: &mut GpuState, dev: &Device<'static>, uuid: &str) {
+    if state.events_uuid != uuid {
+        state.events = Events::Untried;
+        state.events_uuid = uuid.to_owned();
+        state.last_xid = None;
+    }
+    if matches!(state.events, Events::Untried) {
+        state.events = match dev.supported_event_types() {
+            Ok(t) if t.contains(EventTypes::CRITICAL_XID_ERROR) => {
+                match dev.nvml().create_event_set().map_err(|e| e.to_string()).and_then(|set| {
+                    dev.register_events(EventTypes::CRITICAL_XID_ERROR, set)
+                        .map_err(|e| e.to_string())
+                }) {
+                    Ok(set) => Events::Set(set),
+                    Err(e) => {
+                        info!(uuid, "Xid events unavailable: {e}");
+                        Events::Unsupported
+                    }
+                }
+            }
+            Ok(_) | Err(_) => Events::Unsupported,
+        };
+    }
+    if let Events::Set(set) = &state.events {
+        // Bounded: a device cannot have produced more than this many events in one tick.
+        for _ in 0..1024 {
+            match set.wait(0) {
+                Ok(ev) => {
+                    if let Some(nvml_wrapper::enums::event::XidError::Value(x)) = ev.event_data {
+                        state.last_xid = Some(x);
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// Reads the metric rows accepted by `wanted` on one entity.
+#[allow(clippy::too_many_arguments)]
+fn read_rows(
+    nvml: &'static Nvml,
+    dev: &Device<'static>,
+    parent: Option<(&Device<'static>, u32)>,
+    at: &Place<'_>,
+    counters: &CounterSet,
+    wanted: &dyn Fn(&FieldDef) -> bool,
+    gpu: &mut GpuState,
+    ent: &mut EntityState,
+    book: &mut Book,
+    lost: &mut bool,
+) -> Vec<Option<Value>> {
+    let rows: Vec<_> = counters.metrics().collect();
+    // Decided once per tick, before any read can mark a field unsupported.
+    let active_rows: Vec<bool> =
+        rows.iter().map(|r| wanted(r.field) && !book.is_unsupported(at.key, r.field)).collect();
+    let mut cache = TickCache::default();
+
+    // One nvmlDeviceGetFieldValues call for every field-value row of this entity.
+    let mut ids: Vec<u32> = Vec::new();
+    for (row, _) in rows.iter().zip(&active_rows).filter(|(_, a)| **a) {
+        match row.field.source {
+            Source::NvmlField(id, _) => ids.push(id),
+            Source::NvmlFieldRate(list, _) => ids.extend_from_slice(list),
+            _ => {}
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    if !ids.is_empty() {
+        let req: Vec<FieldId> = ids.iter().map(|i| FieldId(*i)).collect();
+        match dev.field_values_for(&req) {
+            Ok(samples) => {
+                for (id, s) in ids.iter().zip(samples) {
+                    let v = s.and_then(|s| {
+                        let ts = s.timestamp;
+                        s.value.map(|v| (sample_f64(&v), ts))
+                    });
+                    cache.fields.insert(*id, v);
+                }
+            }
+            Err(e) => {
+                for id in &ids {
+                    cache.fields.insert(*id, Err(clone_err(&e)));
+                }
+            }
+        }
+    }
+
+    // GPM: one sample per tick, metrics against the previous tick's sample.
+    let gpm_ids: Vec<u32> = rows
+        .iter()
+        .zip(&active_rows)
+        .filter(|(_, a)| **a)
+        .filter_map(|(r, _)| match r.field.source {
+            Source::Gpm(id, _) => Some(id),
+            _ => None,
+        })
+        .collect();
+    if !gpm_ids.is_empty() {
+        read_gpm(nvml, dev, parent, gpu, ent, &gpm_ids, &mut cache);
+    }
+
+    let mut values = Vec::with_capacity(rows.len());
+    for (row, active) in rows.iter().zip(&active_rows) {
+        let f = row.field;
+        if !active {
+            values.push(None);
+            continue;
+        }
+        let r = read_value(dev, f, gpu, ent, &mut cache, nvml);
+        values.push(book.settle(at, f, lost, r));
+    }
+    values
+}
+
+fn read_gpm(
+    nvml: &'static Nvml,
+    dev: &Device<'static>,
+    parent: Option<(&Device<'static>, u32)>,
+    gpu: &mut GpuState,
+    ent: &mut EntityState,
+    ids: &[u32],
+    cache: &mut TickCache,
+) {
+    let owner = parent.map(|(p, _)| p).unwrap_or(dev);
+    let supported = *gpu.gpm_supported.get_or_insert_with(|| owner.gpm_support().unwrap_or(false));
+    let fail = |cache: &mut TickCache, e: &NvmlError| {
+        for id in ids {
+            cache.gpm.insert(*id, Err(clone_err(e)));
+        }
+    };
+    if !supported {
+        fail(cache, &NvmlError::NotSupported);
+        return;
+    }
+    let sample = match parent {
+        Some((p, gi)) => p.gpm_mig_sample(gi),
+        None => dev.gpm_sample(),
+    };
+    let sample = match sample {
+        Ok(s) => s,
+        Err(e) => {
+            fail(cache, &e);
+            return;
+        }
+    };
+    let Some(prev) = ent.gpm_prev.replace(sample) else {
+        return; // first tick: nothing to average over yet
+    };
+    let Some(cur) = ent.gpm_prev.as_ref() else {
+        return;
+    };
+    let metric_ids: Vec<(u32, GpmMetricId)> = ids
+        .iter()
+        .filter_map(|id| GpmMetricId::try_from(*id).ok().map(|m| (*id, m)))
+        .collect();
+    let wanted: Vec<GpmMetricId> = metric_ids.iter().map(|(_, m)| *m).collect();
+    match nvml_wrapper::gpm::gpm_metrics_get(nvml, &prev, cur, &wanted) {
+        Ok(results) => {
+            for ((id, _), r) in metric_ids.iter().zip(results) {
+                cache.gpm.insert(*id, r.map(|m| m.value));
+            }
+        }
+        Err(e) => fail(cache, &e),
+    }
+    for id in ids {
+        cache.gpm.entry(*id).or_insert(Err(NvmlError::NotSupported));
+    }
+}
+
+fn sample_f64(v: &nvml_wrapper::enums::device::SampleValue) -> f64 {
+    use nvml_wrapper::enums::device::SampleValue as S;
+    match *v {
+        S::F64(x) => x,
+        S::U32(x) => f64::from(x),
+        S::U64(x) => x as f64,
+        S::I64(x) => x as f64,
+    }
+}
+
+fn num(v: f64) -> Result<Option<Value>, NvmlError> {
+    Ok(Some(Value::Num(v)))
+}
+
+/// Reads one numeric field on one entity.
+fn read_value(
+    dev: &Device<'static>,
+    f: &'static FieldDef,
+    gpu: &mut GpuState,
+    ent: &mut EntityState,
+    cache: &mut TickCache,
+    nvml: &Nvml,
+) -> Result<Option<Value>, NvmlError> {
+    match f.source {
+        Source::Clock(k) => num(f64::from(dev.clock_info(match k {
+            ClockKind::Graphics => Clock::Graphics,
+            ClockKind::Sm => Clock::SM,
+            ClockKind::Mem => Clock::Memory,
+            ClockKind::Video => Clock::Video,
+        })?)),
+        Source::GpuTemperature => num(f64::from(dev.temperature(TemperatureSensor::Gpu)?)),
+        Source::PowerUsage => num(f64::from(dev.power_usage()?) / 1000.0),
+        Source::PowerLimit => num(f64::from(dev.enforced_power_limit()?) / 1000.0),
+        Source::TotalEnergy => num(dev.total_energy_consumption()? as f64),
+        Source::PcieReplay => num(f64::from(dev.pcie_replay_counter()?)),
+        Source::PcieThroughput(tx) => num(f64::from(dev.pcie_throughput(if tx {
+            PcieUtilCounter::Send
+        } else {
+            PcieUtilCounter::Receive
+        })?)),
+        Source::Utilization(k) => match k {
+            UtilKind::Gpu | UtilKind::MemCopy => {
+                let u = cache.util.get_or_insert_with(|| dev.utilization_rates());
+                let u = u.as_ref().map_err(clone_err)?;
+                num(f64::from(if k == UtilKind::Gpu { u.gpu } else { u.memory }))
+            }
+            UtilKind::Encoder => num(f64::from(dev.encoder_utilization()?.utilization)),
+            UtilKind::Decoder => num(f64::from(dev.decoder_utilization()?.utilization)),
+        },
+        Source::Memory(k) => {
+            let m = cache.mem.get_or_insert_with(|| dev.memory_info());
+            let m = m.as_ref().map_err(clone_err)?;
+            let b = |x: u64| x as f64 / MIB;
+            num(match k {
+                MemKind::Total => b(m.total),
+                MemKind::Free => b(m.free),
+                MemKind::Used => b(m.used),
+                MemKind::Reserved => b(m.reserved),
+                MemKind::UsedPercent if m.total > 0 => m.used as f64 * 100.0 / m.total as f64,
+                MemKind::UsedPercent => return Ok(None),
+            })
+        }
+        Source::Violation(v) => num(dev
+            .violation_status(match v {
+                Violation::Power => PerformancePolicy::Power,
+                Violation::Thermal => PerformancePolicy::Thermal,
+                Violation::SyncBoost => PerformancePolicy::SyncBoost,
+                Violation::BoardLimit => PerformancePolicy::BoardLimit,
+                Violation::LowUtil => PerformancePolicy::LowUtilization,
+                Violation::Reliability => PerformancePolicy::Reliability,
+            })?
+            .violation_time as f64),
+        Source::ClockEventReasons => num(dev.current_throttle_reasons()?.bits() as f64),
+        Source::NvmlField(id, scale) => match cache.fields.get(&id) {
+            Some(Ok((v, _))) => num(scale.apply(*v)),
+            Some(Err(e)) => Err(clone_err(e)),
+            None => Ok(None),
+        },
+        Source::NvmlFieldRate(ids, scale) => {
+            let mut sum = 0.0;
+            let mut ts = i64::MIN;
+            for id in ids {
+                match cache.fields.get(id) {
+                    Some(Ok((v, t))) => {
+                        sum += v;
+                        ts = ts.max(*t);
+                    }
+                    Some(Err(e)) => return Err(clone_err(e)),
+                    None => return Ok(None),
+                }
+            }
+            let prev = ent.rate_prev.insert(f.id, (sum, ts));
+            match prev {
+                Some((p, pt)) if ts > pt && sum >= p => {
+                    let secs = (ts - pt) as f64 / 1e6;
+                    num(scale.apply((sum - p) / secs))
+                }
+                _ => Ok(None),
+            }
+        }
+        Source::Gpm(id, scale) => match cache.gpm.get(&id) {
+            Some(Ok(v)) => num(scale.apply(*v)),
+            Some(Err(e)) => Err(clone_err(e)),
+            None => Ok(None),
+        },
+        Source::Xid => match gpu.events {
+            Events::Set(_) => Ok(Some(Value::Xid(gpu.last_xid.unwrap_or(0)))),
+            _ => Err(NvmlError::NotSupported),
+        },
+        Source::DeviceCount => num(f64::from(nvml.device_count()?)),
+        Source::NvmlIndex => num(f64::from(dev.index()?)),
+        Source::Text(_) => Err(NvmlError::NotSupported),
+        Source::Exporter => Err(NvmlError::FailedToLoadSymbol(
+            "DCGM_EXP_* window counts are not implemented yet".into(),
+        )),
+        Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
+    }
+}
+
+/// Reads (and caches) the string behind a label row. `Ok(Some(()))` means a value is cached.
+fn read_text_field(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    f: &FieldDef,
+    gpu: &mut GpuState,
+    system: &mut HashMap<TextKind, Result<String, String>>,
+) -> Result<Option<()>, NvmlError> {
+    let kind = match f.source {
+        Source::Text(k) => k,
+        Source::Unavailable(why) => return Err(NvmlError::FailedToLoadSymbol(why.into())),
+        // A numeric field used as a label: its value is the label.
+        _ => return Err(NvmlError::FailedToLoadSymbol("only string fields can be labels here".into())),
+    };
+    match kind {
+        TextKind::DriverVersion | TextKind::NvmlVersion => {
+            let r = system.entry(kind).or_insert_with(|| {
+                let r = if kind == TextKind::DriverVersion {
+                    nvml.sys_driver_version()
+                } else {
+                    nvml.sys_nvml_version()
+                };
+                r.map_err(|e| e.to_string())
+            });
+            match r {
+                Ok(_) => Ok(Some(())),
+                Err(e) => Err(NvmlError::FailedToLoadSymbol(e.clone())),
+            }
+        }
+        _ => {
+            if gpu.texts.contains_key(&kind) {
+                return Ok(Some(()));
+            }
+            let s = match kind {
+                TextKind::Name => dev.name()?,
+                TextKind::Brand => text::brand_name(&dev.brand()?),
+                TextKind::Serial => dev.serial()?,
+                TextKind::Uuid => dev.uuid()?,
+                TextKind::PciBusId => dev.pci_info()?.bus_id,
+                TextKind::VbiosVersion => dev.vbios_version()?,
+                TextKind::InforomOem => dev.info_rom_version(InfoRom::OEM)?,
+                TextKind::InforomEcc => dev.info_rom_version(InfoRom::ECC)?,
+                TextKind::InforomPower => dev.info_rom_version(InfoRom::Power)?,
+                TextKind::InforomImage => dev.info_rom_image_version()?,
+                TextKind::DriverVersion | TextKind::NvmlVersion => return Ok(None),
+            };
+            if s.is_empty() {
+                return Ok(None);
+            }
+            gpu.texts.insert(kind, s);
+            Ok(Some(()))
+        }
+    }
+}
+
+fn text_value(
+    f: &FieldDef,
+    gpu: &GpuState,
+    system: &HashMap<TextKind, Result<String, String>>,
+) -> Option<String> {
+    let Source::Text(kind) = f.source else {
+        return None;
+    };
+    match kind {
+        TextKind::DriverVersion | TextKind::NvmlVersion => system.get(&kind)?.as_ref().ok().cloned(),
+        _ => gpu.texts.get(&kind).cloned(),
+    }
+}

@@ -1,0 +1,27 @@
+//! gpu-exporter: a Prometheus exporter for NVIDIA GPUs, drop-in compatible with dcgm-exporter.
+//!
+//! Data flow, one owner per arrow:
+//!
+//! ```text
+//! NVML (gpu::load, gpu::reader) -> sampler (background, every --collect-interval)
+//!   -> snapshot (immutable) -> encode (+ self_metrics; plain + gzip, once per tick)
+//!   -> publish (atomic swap) -> http (serves cached bytes; no NVML on a scrape)
+//! ```
+//!
+//! `catalogue` describes every field (DCGM name and id, unit, entity level, NVML source) and
+//! parses the counters CSV; `config` turns flags into a validated configuration; `simulate`
+//! opens the simulated NVML library for `--simulate`; `landing` renders the `/` page.
+
+#![warn(missing_docs)]
+
+pub mod catalogue;
+pub mod config;
+pub mod encode;
+pub mod gpu;
+pub mod http;
+pub mod landing;
+pub mod publish;
+pub mod sampler;
+pub mod self_metrics;
+pub mod simulate;
+pub mod snapshot;

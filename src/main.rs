@@ -1,0 +1,125 @@
+//! The `gpu-exporter` binary: flags → counters → sampler thread → HTTP server.
+//!
+//! Only this file decides exit codes: 0 after a graceful shutdown, 1 for a configuration
+//! error (bad flag, bad counters CSV, unusable `--simulate`), 2 for command-line syntax
+//! (from clap).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::Parser;
+use gpu_exporter::config::{Cli, Config};
+use gpu_exporter::encode::EncodeOptions;
+use gpu_exporter::publish::Shared;
+use gpu_exporter::sampler::{self, Sampler};
+use gpu_exporter::snapshot::Snapshot;
+use gpu_exporter::{gpu, http, simulate};
+use tracing::{error, info, warn};
+
+fn init_logging(cfg: &Config) {
+    let default = if cfg.debug { "debug" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if cfg.json_logs {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            error!("cannot listen for Ctrl-C: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                error!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => info!("Ctrl-C received, shutting down"),
+        _ = term => info!("SIGTERM received, shutting down"),
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let cfg = cli.validate().map_err(|e| e.to_string())?;
+    init_logging(&cfg);
+    for w in &cfg.warnings {
+        warn!("{w}");
+    }
+    let (counters, origin) = cli.load_counters().map_err(|e| e.to_string())?;
+    info!("{origin} ({} metrics, {} labels)", counters.metrics().count(), counters.labels().count());
+    for w in &counters.warnings {
+        warn!("{w}");
+    }
+    let counters = Arc::new(counters);
+
+    // With --simulate the simulated library is configured, then loaded like the real one.
+    let (lib_path, _sim) = match &cfg.simulate {
+        Some(scenario) => {
+            let path = simulate::find_library(cfg.nvml_lib.as_deref())?;
+            let sim = simulate::SimLib::open(&path)?;
+            sim.configure(scenario, cfg.simulate_seed)?;
+            info!(library = %path.display(), scenario, seed = cfg.simulate_seed, "running on a simulated node");
+            (Some(path), Some(sim))
+        }
+        None => (cfg.nvml_lib.clone(), None),
+    };
+
+    let opts = EncodeOptions {
+        hostname: cfg.hostname.clone(),
+        old_namespace: cfg.old_namespace,
+        replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
+    };
+    let loader_path = lib_path.clone();
+    let loader: sampler::Loader = Box::new(move || {
+        gpu::load(loader_path.as_deref()).map_err(|e| gpu::describe_load_error(loader_path.as_deref(), &e))
+    });
+    let shared = Arc::new(Shared::new(sampler::render(Snapshot::default(), &counters, &opts)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = sampler::spawn(Sampler::new(loader, Arc::clone(&counters)), cfg.interval, opts, Arc::clone(&shared), Arc::clone(&stop))
+        .map_err(|e| format!("cannot start the sampler thread: {e}"))?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let served = rt.block_on(async {
+        let listener = http::bind(&cfg.address).await?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        info!(address = %local, interval_ms = cfg.interval.as_millis() as u64, "serving /metrics");
+        axum::serve(listener, http::app(Arc::clone(&shared)))
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+            .map_err(|e| format!("HTTP server failed: {e}"))
+    });
+    stop.store(true, Ordering::Release);
+    if handle.join().is_err() {
+        error!("the sampler thread panicked");
+    }
+    served
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpu-exporter: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The background sampling loop.
+//!
+//! Every `--collect-interval` the [`Sampler`] reads NVML through [`Reader`] into one immutable
+//! [`Snapshot`], encodes it (plain and gzip) and publishes it to [`Shared`]. It is the only
+//! place NVML is called from after start-up. While NVML cannot be loaded it keeps publishing
+//! the self-metrics and retries with exponential backoff.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nvml_wrapper::Nvml;
+use tracing::{error, info, warn};
+
+use crate::catalogue::csv::CounterSet;
+use crate::encode::{EncodeOptions, encode, gzip};
+use crate::gpu::reader::Reader;
+use crate::publish::{Published, Shared};
+use crate::snapshot::{SampleStats, Snapshot};
+
+/// Opens NVML; returns an operator-facing description on failure.
+pub type Loader = Box<dyn FnMut() -> Result<&'static Nvml, String> + Send>;
+
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Reads one snapshot per tick.
+pub struct Sampler {
+    loader: Loader,
+    reader: Option<Reader>,
+    next_attempt: Instant,
+    backoff: Duration,
+    counters: Arc<CounterSet>,
+    ticks: u64,
+    last_success_unix: f64,
+    nvml_errors: u64,
+}
+
+impl Sampler {
+    /// A sampler that loads NVML through `loader` on its first tick (and retries).
+    pub fn new(loader: Loader, counters: Arc<CounterSet>) -> Self {
+        Self {
+            loader,
+            reader: None,
+            next_attempt: Instant::now(),
+            backoff: Duration::from_secs(1),
+            counters,
+            ticks: 0,
+            last_success_unix: 0.0,
+            nvml_errors: 0,
+        }
+    }
+
+    /// The counter set in use.
+    pub fn counters(&self) -> &Arc<CounterSet> {
+        &self.counters
+    }
+
+    /// Tries to load NVML now if it is not loaded and the backoff allows it.
+    fn ensure_reader(&mut self) {
+        if self.reader.is_some() || Instant::now() < self.next_attempt {
+            return;
+        }
+        match (self.loader)() {
+            Ok(nvml) => {
+                info!("NVML loaded");
+                self.reader = Some(Reader::new(nvml));
+                self.backoff = Duration::from_secs(1);
+            }
+            Err(e) => {
+                error!(retry_in_s = self.backoff.as_secs(), "{e}");
+                self.next_attempt = Instant::now() + self.backoff;
+                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+
+    /// Takes one sample. `now_unix` is the wall-clock time stamped on the snapshot.
+    pub fn tick(&mut self, now_unix: f64) -> Snapshot {
+        let started = Instant::now();
+        self.ensure_reader();
+        self.ticks += 1;
+        let mut snap = Snapshot { taken_at_unix: now_unix, ..Snapshot::default() };
+        let mut nvml_up = false;
+        if let Some(reader) = self.reader.as_mut() {
+            match reader.read(&self.counters) {
+                Ok(data) => {
+                    snap.entities = data.entities;
+                    snap.devices = data.devices;
+                    self.last_success_unix = now_unix;
+                    nvml_up = true;
+                }
+                Err(e) => {
+                    self.nvml_errors += 1;
+                    warn!("NVML did not answer this tick: {e}");
+                }
+            }
+        }
+        let mut field_errors = self.reader.as_ref().map(|r| r.field_errors()).unwrap_or_default();
+        if self.nvml_errors > 0 {
+            field_errors.push(("nvml_device_count", self.nvml_errors));
+            field_errors.sort();
+        }
+        snap.stats = SampleStats {
+            duration: started.elapsed(),
+            field_errors,
+            last_success_unix: self.last_success_unix,
+            ticks: self.ticks,
+            unsupported: self.reader.as_ref().map(|r| r.unsupported().to_vec()).unwrap_or_default(),
+            nvml_up,
+        };
+        snap
+    }
+}
+
+/// Encodes a snapshot into a publishable value.
+pub fn render(snapshot: Snapshot, counters: &Arc<CounterSet>, opts: &EncodeOptions) -> Published {
+    let plain = encode(&snapshot, counters, opts);
+    let gz = gzip(&plain);
+    Published {
+        snapshot: Arc::new(snapshot),
+        counters: Arc::clone(counters),
+        plain: plain.into(),
+        gzip: gz.into(),
+    }
+}
+
+/// Wall-clock seconds since the Unix epoch.
+pub fn unix_now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// Runs the sampler on its own thread until `stop` is set. Ticks are scheduled on a fixed
+/// grid (no drift); a tick that overruns the interval skips the missed slots.
+pub fn spawn(
+    mut sampler: Sampler,
+    interval: Duration,
+    opts: EncodeOptions,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name("sampler".into()).spawn(move || {
+        let mut next = Instant::now();
+        while !stop.load(Ordering::Acquire) {
+            let snap = sampler.tick(unix_now());
+            let ready = snap.stats.nvml_up;
+            let counters = Arc::clone(sampler.counters());
+            shared.publish(render(snap, &counters, &opts), ready);
+            next += interval;
+            let now = Instant::now();
+            while next <= now {
+                next += interval;
+            }
+            // Sleep in short steps so that shutdown is prompt.
+            while !stop.load(Ordering::Acquire) {
+                let now = Instant::now();
+                if now >= next {
+                    break;
+                }
+                std::thread::sleep((next - now).min(Duration::from_millis(100)));
+            }
+        }
+    })
+}

@@ -1,0 +1,69 @@
+//! The exporter's own families: `gpu_exporter_*` and `gpu_device_up`.
+//!
+//! They follow Prometheus conventions (base units, `_total` on counters, `_info` for
+//! identity) because they are ours, not dcgm-exporter's. Written after the GPU families by
+//! `encode`; reads only the snapshot.
+
+use std::fmt::Write as _;
+
+use crate::encode::{EncodeOptions, write_header, write_label, write_value};
+use crate::snapshot::Snapshot;
+
+/// The crate version, for `gpu_exporter_build_info`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Appends the self-metrics of `snap` to `out`.
+pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
+    let st = &snap.stats;
+
+    write_header(out, "gpu_exporter_build_info", "Build information of gpu-exporter; always 1.", "gauge");
+    let _ = writeln!(out, "gpu_exporter_build_info{{version=\"{VERSION}\"}} 1");
+
+    write_header(out, "gpu_exporter_nvml_up", "1 when NVML answered in the last sample, 0 when it is missing or failing.", "gauge");
+    let _ = writeln!(out, "gpu_exporter_nvml_up {}", u8::from(st.nvml_up));
+
+    write_header(out, "gpu_exporter_sample_duration_seconds", "Wall time of the last sampling tick, NVML calls included.", "gauge");
+    out.push_str("gpu_exporter_sample_duration_seconds ");
+    write_value(out, st.duration.as_secs_f64());
+    out.push('\n');
+
+    write_header(out, "gpu_exporter_samples_total", "Sampling ticks since start.", "counter");
+    let _ = writeln!(out, "gpu_exporter_samples_total {}", st.ticks);
+
+    write_header(out, "gpu_exporter_last_sample_success_timestamp_seconds", "Unix time of the last tick in which NVML answered; 0 if none yet.", "gauge");
+    out.push_str("gpu_exporter_last_sample_success_timestamp_seconds ");
+    write_value(out, st.last_success_unix);
+    out.push('\n');
+
+    if !st.field_errors.is_empty() {
+        write_header(out, "gpu_exporter_field_read_errors_total", "Failed NVML reads per field (unsupported fields excluded; they are listed in gpu_exporter_field_unsupported).", "counter");
+        for (field, n) in &st.field_errors {
+            let _ = writeln!(out, "gpu_exporter_field_read_errors_total{{field=\"{field}\"}} {n}");
+        }
+    }
+
+    if !st.unsupported.is_empty() {
+        write_header(out, "gpu_exporter_field_unsupported", "1 for each configured field that NVML does not support on an entity; it is left out, not exported as 0.", "gauge");
+        for u in &st.unsupported {
+            let _ = write!(out, "gpu_exporter_field_unsupported{{gpu=\"{}\"", u.gpu);
+            if let Some(gi) = u.gpu_instance_id {
+                let _ = write!(out, ",GPU_I_ID=\"{gi}\"");
+            }
+            let _ = writeln!(out, ",field=\"{}\"}} 1", u.field);
+        }
+    }
+
+    if !snap.devices.is_empty() {
+        write_header(out, "gpu_device_up", "1 while NVML answers for the GPU, 0 once it is lost or unreachable.", "gauge");
+        for d in &snap.devices {
+            let _ = write!(out, "gpu_device_up{{gpu=\"{}\"", d.gpu);
+            let mut first = false;
+            write_label(out, &mut first, if opts.old_namespace { "uuid" } else { "UUID" }, &d.uuid);
+            write_label(out, &mut first, "modelName", &d.model_name);
+            if let Some(h) = &opts.hostname {
+                write_label(out, &mut first, "Hostname", h);
+            }
+            let _ = writeln!(out, "}} {}", u8::from(d.up));
+        }
+    }
+}

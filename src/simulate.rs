@@ -1,0 +1,116 @@
+//! `--simulate`: finding and configuring the simulated NVML library.
+//!
+//! The simulated library (`crates/nvml-sim`, built as `libnvml_sim.so`) exports the NVML C
+//! API plus a small control API. This module opens it, selects the scenario and seed through
+//! `nvmlSimConfigure`, and hands the path to the ordinary NVML loader, so the product runs
+//! exactly the code it runs on a real node. The opened library is kept alive by [`SimLib`];
+//! NVML's own `dlopen` of the same path then shares its state.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_ulonglong};
+use std::path::{Path, PathBuf};
+
+/// File name of the simulated library.
+pub const LIB_NAME: &str = "libnvml_sim.so";
+
+/// Where the simulated library is looked for, in order, given the running executable.
+pub fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(p) = explicit {
+        return vec![p.to_path_buf()];
+    }
+    let mut out = Vec::new();
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        out.push(dir.join(LIB_NAME));
+        out.push(dir.join("deps").join(LIB_NAME));
+        if let Some(up) = dir.parent() {
+            out.push(up.join(LIB_NAME));
+        }
+    }
+    out.push(PathBuf::from("/usr/local/lib/gpu-exporter").join(LIB_NAME));
+    out
+}
+
+/// Finds the simulated library or explains where it looked and how to build it.
+pub fn find_library(explicit: Option<&Path>) -> Result<PathBuf, String> {
+    let c = candidates(explicit);
+    if let Some(p) = c.iter().find(|p| p.is_file()) {
+        return Ok(p.clone());
+    }
+    let looked: Vec<String> = c.iter().map(|p| p.display().to_string()).collect();
+    Err(format!(
+        "--simulate: the simulated NVML library {LIB_NAME} was not found (looked in: {}); \
+         build it with `cargo build --workspace` (or pass --nvml-lib PATH)",
+        looked.join(", ")
+    ))
+}
+
+type ConfigureFn = unsafe extern "C" fn(*const c_char, c_ulonglong) -> c_int;
+type LastErrorFn = unsafe extern "C" fn() -> *const c_char;
+type SetTimeFn = unsafe extern "C" fn(f64);
+type NamesFn = unsafe extern "C" fn(*mut c_char, c_uint) -> c_uint;
+
+/// An opened simulated library. Keep it alive while NVML uses the same path.
+pub struct SimLib {
+    lib: libloading::Library,
+    path: PathBuf,
+}
+
+impl SimLib {
+    /// Opens the library at `path`.
+    pub fn open(path: &Path) -> Result<Self, String> {
+        // SAFETY: loading our own simulated NVML library; its initialisers have no side effects.
+        let lib = unsafe { libloading::Library::new(path) }
+            .map_err(|e| format!("cannot open the simulated NVML library {}: {e}", path.display()))?;
+        Ok(Self { lib, path: path.to_path_buf() })
+    }
+
+    /// Path the library was opened from (give it to `gpu::load`).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sym<T: Copy>(&self, name: &[u8]) -> Result<T, String> {
+        // SAFETY: the symbol types above match the simulated library's exports.
+        unsafe { self.lib.get::<T>(name).map(|s| *s) }.map_err(|e| {
+            format!("{} is not a simulated NVML library: {e}", self.path.display())
+        })
+    }
+
+    /// Selects a scenario (built-in name or TOML path) and seed. Resets the simulation.
+    pub fn configure(&self, scenario: &str, seed: u64) -> Result<(), String> {
+        let configure: ConfigureFn = self.sym(b"nvmlSimConfigure\0")?;
+        let last_error: LastErrorFn = self.sym(b"nvmlSimLastError\0")?;
+        let c = CString::new(scenario).map_err(|_| format!("--simulate {scenario:?}: contains a NUL byte"))?;
+        // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+        let rc = unsafe { configure(c.as_ptr(), seed) };
+        if rc == 0 {
+            return Ok(());
+        }
+        // SAFETY: the library returns a NUL-terminated string valid until its next call.
+        let msg = unsafe {
+            let p = last_error();
+            if p.is_null() { String::from("unknown error") } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
+        };
+        let names = self.scenario_names().unwrap_or_default();
+        Err(format!("--simulate {scenario:?}: {msg} (built-in scenarios: {names})"))
+    }
+
+    /// Freezes scenario time at `seconds` (negative: follow the wall clock).
+    pub fn set_time(&self, seconds: f64) -> Result<(), String> {
+        let f: SetTimeFn = self.sym(b"nvmlSimSetTime\0")?;
+        // SAFETY: plain value argument.
+        unsafe { f(seconds) };
+        Ok(())
+    }
+
+    /// Built-in scenario names, comma-separated.
+    pub fn scenario_names(&self) -> Result<String, String> {
+        let f: NamesFn = self.sym(b"nvmlSimScenarioNames\0")?;
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: `buf` is writable for its full length.
+        unsafe { f(buf.as_mut_ptr().cast(), buf.len() as c_uint) };
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+    }
+}

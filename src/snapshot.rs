@@ -1,0 +1,123 @@
+//! The immutable result of one sampler tick.
+//!
+//! A [`Snapshot`] holds every value the exporter will serve until the next tick: one
+//! [`EntitySample`] per physical GPU and per MIG instance, the up/down state of every device,
+//! and the sampler's own statistics. It is built by `sampler`, read by `encode` and the landing
+//! page, and never mutated after it is published. No I/O here.
+
+use std::time::Duration;
+
+/// Identity of a MIG GPU instance (with its compute instance).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigIdentity {
+    /// Profile name as `nvidia-smi` shows it, e.g. `3g.40gb`.
+    pub profile: String,
+    /// NVML GPU instance id.
+    pub gpu_instance_id: u32,
+    /// NVML compute instance id.
+    pub compute_instance_id: u32,
+    /// The MIG device UUID (`MIG-…`).
+    pub uuid: String,
+}
+
+/// The identity labels of one entity (a physical GPU or a MIG instance on it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityId {
+    /// NVML index of the physical GPU.
+    pub gpu: u32,
+    /// UUID of the physical GPU (`GPU-…`).
+    pub uuid: String,
+    /// PCI bus id of the physical GPU, e.g. `00000000:18:00.0`.
+    pub pci_bus_id: String,
+    /// Device name as dcgm-exporter writes it: `nvidia<index>`.
+    pub device: String,
+    /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub model_name: String,
+    /// Present on MIG instance entities.
+    pub mig: Option<MigIdentity>,
+}
+
+/// One metric value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// An ordinary number.
+    Num(f64),
+    /// The last Xid (`DCGM_FI_DEV_XID_ERRORS`), encoded with `err_code`/`err_msg` labels.
+    Xid(u64),
+}
+
+impl Value {
+    /// The number that is exported.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Value::Num(v) => v,
+            Value::Xid(x) => x as f64,
+        }
+    }
+}
+
+/// Everything read for one entity in one tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntitySample {
+    /// Identity labels.
+    pub id: EntityId,
+    /// One slot per metric row of the counter set, in CSV order; `None` = absent series.
+    pub values: Vec<Option<Value>>,
+    /// One slot per label row of the counter set, in CSV order; `None` = label omitted.
+    pub labels: Vec<Option<String>>,
+}
+
+/// Up/down state of a physical GPU (`gpu_device_up`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceStatus {
+    /// NVML index.
+    pub gpu: u32,
+    /// UUID, when it was ever read.
+    pub uuid: String,
+    /// Model name, when it was ever read.
+    pub model_name: String,
+    /// `true` while NVML answers for the device.
+    pub up: bool,
+}
+
+/// A field that NVML reported unsupported on an entity (detected once, then skipped).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Unsupported {
+    /// GPU index.
+    pub gpu: u32,
+    /// GPU instance id for a MIG entity.
+    pub gpu_instance_id: Option<u32>,
+    /// Canonical field name.
+    pub field: &'static str,
+}
+
+/// Sampler statistics carried into the exposition as self-metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SampleStats {
+    /// Wall time the tick took.
+    pub duration: Duration,
+    /// Cumulative read errors per canonical field name (sorted by name).
+    pub field_errors: Vec<(&'static str, u64)>,
+    /// Unix time (seconds) of the last tick in which NVML answered.
+    pub last_success_unix: f64,
+    /// Number of ticks so far.
+    pub ticks: u64,
+    /// Fields detected unsupported so far.
+    pub unsupported: Vec<Unsupported>,
+    /// `false` while NVML itself is unavailable.
+    pub nvml_up: bool,
+}
+
+/// One point in time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// Unix time (seconds) at which the tick started.
+    pub taken_at_unix: f64,
+    /// Entities in stable order: by GPU index, the physical GPU first, then its instances by
+    /// GPU instance id.
+    pub entities: Vec<EntitySample>,
+    /// Every physical GPU NVML enumerates, up or down.
+    pub devices: Vec<DeviceStatus>,
+    /// Sampler statistics.
+    pub stats: SampleStats,
+}

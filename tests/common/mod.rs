@@ -1,0 +1,74 @@
+//! Shared helpers for the integration tests: a private copy of the simulated NVML library per
+//! test (so parallel tests never share its state), and a sampler over it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
+use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
+use gpu_exporter::sampler::Sampler;
+use gpu_exporter::simulate::{LIB_NAME, SimLib};
+
+/// Finds the simulated library built by cargo for this test run (it is a dev-dependency, so
+/// `cargo test` builds `target/<profile>/deps/libnvml_sim.so`).
+pub fn built_sim_lib() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir");
+    for cand in [deps.join(LIB_NAME), deps.parent().expect("profile dir").join(LIB_NAME)] {
+        if cand.is_file() {
+            return cand;
+        }
+    }
+    panic!("{LIB_NAME} not found next to {}; run `cargo build --workspace`", exe.display());
+}
+
+/// A simulated node private to one test.
+pub struct SimNode {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+    pub sim: SimLib,
+}
+
+impl SimNode {
+    /// Copies the library to a fresh directory and configures `scenario` with `seed`.
+    pub fn new(scenario: &str, seed: u64) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(LIB_NAME);
+        std::fs::copy(built_sim_lib(), &path).expect("copy sim lib");
+        let sim = SimLib::open(&path).expect("open sim");
+        sim.configure(scenario, seed).expect("configure scenario");
+        Self { dir, path, sim }
+    }
+
+    /// A sampler that loads NVML from this node's library.
+    pub fn sampler(&self, counters: Arc<CounterSet>) -> Sampler {
+        let path = self.path.clone();
+        Sampler::new(
+            Box::new(move || {
+                gpu_exporter::gpu::load(Some(&path)).map_err(|e| e.to_string())
+            }),
+            counters,
+        )
+    }
+
+    pub fn set_time(&self, t: f64) {
+        self.sim.set_time(t).expect("set time");
+    }
+
+    pub fn lib_path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The shipped default counter set.
+pub fn default_counters() -> Arc<CounterSet> {
+    Arc::new(parse_counters("default-counters.csv", BUILTIN_DEFAULT_COUNTERS).expect("default counters parse"))
+}
+
+/// Every row of both shipped files (default + dcp), for tests that want every field.
+pub fn counters_from(path: &str) -> Arc<CounterSet> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).expect("read counters");
+    Arc::new(parse_counters(path, &text).expect("counters parse"))
+}

@@ -1,0 +1,73 @@
+//! Golden exposition tests: scenario → two sampler ticks at fixed scenario times → encoded
+//! text, compared byte for byte with `tests/golden/<case>.prom`. `UPDATE_GOLDEN=1` rewrites.
+//! Two ticks are needed because GPM profiling fields and rates average over an interval.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use gpu_exporter::encode::{EncodeOptions, encode};
+
+/// Samples `scenario` at `t0` then `t1` (scenario seconds) and returns the exposition of the
+/// second tick with the non-deterministic statistics pinned.
+fn exposition(scenario: &str, counters_file: Option<&str>, t0: f64, t1: f64) -> String {
+    let node = common::SimNode::new(scenario, 7);
+    let counters = match counters_file {
+        Some(f) => common::counters_from(f),
+        None => common::default_counters(),
+    };
+    let mut sampler = node.sampler(counters.clone());
+    node.set_time(t0);
+    sampler.tick(1_700_000_000.0 + t0);
+    node.set_time(t1);
+    let mut snap = sampler.tick(1_700_000_000.0 + t1);
+    snap.stats.duration = Duration::ZERO;
+    let opts = EncodeOptions { hostname: Some("sim-node".into()), ..EncodeOptions::default() };
+    String::from_utf8(encode(&snap, &counters, &opts)).expect("utf-8 exposition")
+}
+
+fn check(case: &str, got: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{case}.prom"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, got).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
+    if want != got {
+        let first = want.lines().zip(got.lines()).position(|(a, b)| a != b);
+        panic!(
+            "{} differs from the encoder output (first differing line: {:?}); \
+             if the change is intended, rerun with UPDATE_GOLDEN=1 and review the diff",
+            path.display(),
+            first.map(|i| (i + 1, want.lines().nth(i), got.lines().nth(i)))
+        );
+    }
+}
+
+#[test]
+fn golden_h100_mig_default_counters() {
+    check("h100-mig.default", &exposition("h100-mig", None, 30.0, 35.0));
+}
+
+#[test]
+fn golden_h100_mig_dcp_counters() {
+    check("h100-mig.dcp", &exposition("h100-mig", Some("counters/dcp-metrics-included.csv"), 30.0, 35.0));
+}
+
+#[test]
+fn golden_h100_mig_after_faults() {
+    // GPU 7 is lost from 120 s to 180 s; GPU 6 stops reporting power at 90 s.
+    check("h100-mig.faults", &exposition("h100-mig", None, 125.0, 130.0));
+}
+
+#[test]
+fn golden_a100_l4_default_counters() {
+    check("a100-l4.default", &exposition("a100-l4", None, 30.0, 35.0));
+}
+
+#[test]
+fn same_seed_same_bytes() {
+    assert_eq!(exposition("a100-l4", None, 10.0, 15.0), exposition("a100-l4", None, 10.0, 15.0));
+}

@@ -1,0 +1,88 @@
+//! HTTP endpoints driven through the router (no socket): `/metrics` plain and gzip,
+//! `/health`, `/ready` before and after the first sample, and the landing page.
+
+mod common;
+
+use std::io::Read;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use gpu_exporter::encode::EncodeOptions;
+use gpu_exporter::http::{CONTENT_TYPE, app};
+use gpu_exporter::publish::Shared;
+use gpu_exporter::sampler::render;
+use gpu_exporter::snapshot::Snapshot;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+async fn get(shared: &Arc<Shared>, path: &str, gzip: bool) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let mut req = Request::get(path);
+    if gzip {
+        req = req.header(header::ACCEPT_ENCODING, "gzip, deflate");
+    }
+    let resp = app(Arc::clone(shared)).oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+    (status, headers, body)
+}
+
+fn node_state() -> (common::SimNode, Arc<Shared>, gpu_exporter::sampler::Sampler, Arc<gpu_exporter::catalogue::csv::CounterSet>) {
+    let node = common::SimNode::new("h100-mig", 1);
+    node.set_time(20.0);
+    let counters = common::default_counters();
+    let sampler = node.sampler(counters.clone());
+    let shared = Arc::new(Shared::new(render(Snapshot::default(), &counters, &EncodeOptions::default())));
+    (node, shared, sampler, counters)
+}
+
+#[tokio::test]
+async fn endpoints_before_and_after_the_first_sample() {
+    let (_node, shared, mut sampler, counters) = node_state();
+
+    let (s, _, body) = get(&shared, "/health", false).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(body, b"ok\n");
+    let (s, _, _) = get(&shared, "/ready", false).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "not ready before the first sample");
+    let (s, h, body) = get(&shared, "/metrics", false).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h[header::CONTENT_TYPE], CONTENT_TYPE);
+    let text = String::from_utf8(body).unwrap();
+    assert!(text.contains("gpu_exporter_build_info{"), "self-metrics served before NVML: {text}");
+    assert!(!text.contains("DCGM_FI_"));
+
+    let snap = sampler.tick(1.0);
+    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    let (s, _, body) = get(&shared, "/ready", false).await;
+    assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+
+    let (s, h, plain) = get(&shared, "/metrics", false).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(h.get(header::CONTENT_ENCODING).is_none());
+    let plain_text = String::from_utf8(plain.clone()).unwrap();
+    assert!(plain_text.contains("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\""));
+
+    let (s, h, gz) = get(&shared, "/metrics", true).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(h[header::VARY], "Accept-Encoding");
+    assert!(gz.len() < plain.len() / 3, "gzip should shrink the exposition");
+    let mut unzipped = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut unzipped).unwrap();
+    assert_eq!(unzipped, plain, "gzip body decodes to the plain body");
+
+    let (s, h, page) = get(&shared, "/", false).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(h[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/html"));
+    let page = String::from_utf8(page).unwrap();
+    assert!(page.contains("NVIDIA H100 80GB HBM3"));
+    assert!(page.contains("1g.10gb (GI "), "MIG instances listed");
+    for link in ["/metrics", "/health", "/ready"] {
+        assert!(page.contains(&format!("href=\"{link}\"")));
+    }
+
+    let (s, _, _) = get(&shared, "/nope", false).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}
