@@ -1,2 +1,97 @@
-//! bench
-fn main() {}
+//! Benchmarks of the per-tick pipeline on the 8 × H100 (7 MIG instances each) simulated node
+//! with the full default counter set: one sampler tick (NVML calls into the simulated library
+//! included), encoding the exposition, and gzip. Run: `cargo bench --bench pipeline`.
+
+// Benchmark harness: a failed set-up step should stop the run with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use gpu_exporter::catalogue::csv::CounterSet;
+use gpu_exporter::encode::{EncodeOptions, encode, gzip};
+use gpu_exporter::sampler::Sampler;
+use gpu_exporter::snapshot::Snapshot;
+
+const SCENARIO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/benches/fixtures/h100-8x7.toml"
+);
+
+fn main() {
+    divan::main();
+}
+
+struct Node {
+    node: common::SimNode,
+    sampler: Sampler,
+    counters: Arc<CounterSet>,
+    t: f64,
+}
+
+fn node() -> Node {
+    let node = common::SimNode::new(SCENARIO, 1);
+    let counters = common::default_counters();
+    let mut sampler = node.sampler(counters.clone());
+    node.set_time(10.0);
+    sampler.tick(10.0);
+    Node {
+        node,
+        sampler,
+        counters,
+        t: 10.0,
+    }
+}
+
+fn snapshot() -> (Snapshot, Arc<CounterSet>) {
+    let mut n = node();
+    n.node.set_time(15.0);
+    let snap = n.sampler.tick(15.0);
+    assert_eq!(snap.entities.len(), 8 + 56, "8 GPUs + 56 MIG instances");
+    (snap, n.counters)
+}
+
+/// One sampler tick: enumerate 8 GPUs and 56 MIG instances and read every default field.
+#[divan::bench(sample_count = 200)]
+fn sampler_tick(bencher: divan::Bencher) {
+    let mut n = node();
+    bencher.bench_local(|| {
+        n.t += 1.0;
+        n.node.set_time(n.t);
+        black_box(n.sampler.tick(n.t))
+    });
+}
+
+/// Encoding one snapshot into the text exposition.
+#[divan::bench(sample_count = 500)]
+fn encode_exposition(bencher: divan::Bencher) {
+    let (snap, counters) = snapshot();
+    let opts = EncodeOptions {
+        hostname: Some("bench-node".into()),
+        ..EncodeOptions::default()
+    };
+    bencher.bench_local(|| black_box(encode(&snap, &counters, &opts)));
+}
+
+/// Gzip of the encoded exposition (done once per tick, not per scrape).
+#[divan::bench(sample_count = 200)]
+fn gzip_exposition(bencher: divan::Bencher) {
+    let (snap, counters) = snapshot();
+    let plain = encode(
+        &snap,
+        &counters,
+        &EncodeOptions {
+            hostname: Some("bench-node".into()),
+            ..EncodeOptions::default()
+        },
+    );
+    println!(
+        "exposition: {} bytes plain, {} bytes gzip",
+        plain.len(),
+        gzip(&plain).len()
+    );
+    bencher.bench_local(|| black_box(gzip(&plain)));
+}

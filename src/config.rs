@@ -24,14 +24,23 @@ pub const DEFAULT_INTERVAL_MS: u64 = 5000;
 
 /// Raw command line.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "gpu-exporter", version, about = "Prometheus exporter for NVIDIA GPUs, compatible with dcgm-exporter")]
+#[command(
+    name = "gpu-exporter",
+    version,
+    about = "Prometheus exporter for NVIDIA GPUs, compatible with dcgm-exporter"
+)]
 pub struct Cli {
     /// Counters CSV (dcgm-exporter format). Default: /etc/dcgm-exporter/default-counters.csv,
     /// or the built-in default set when that file does not exist.
     #[arg(short = 'f', long = "collectors", env = "DCGM_EXPORTER_COLLECTORS")]
     pub collectors: Option<PathBuf>,
     /// Listen address: `:PORT` for all interfaces, `HOST:PORT`, `[IPv6]:PORT`.
-    #[arg(short = 'a', long = "address", env = "DCGM_EXPORTER_LISTEN", default_value = ":9400")]
+    #[arg(
+        short = 'a',
+        long = "address",
+        env = "DCGM_EXPORTER_LISTEN",
+        default_value = ":9400"
+    )]
     pub address: String,
     /// Sampling interval in milliseconds.
     #[arg(short = 'c', long = "collect-interval", env = "DCGM_EXPORTER_INTERVAL", default_value_t = DEFAULT_INTERVAL_MS)]
@@ -49,19 +58,43 @@ pub struct Cli {
     #[arg(long = "replace-blanks-in-model-name", env = "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", action = ArgAction::SetTrue)]
     pub replace_blanks_in_model_name: bool,
     /// GPU selection (`f`, `g[:list]`, `i[:list]`); only `f` (all GPUs and their instances) in this version.
-    #[arg(short = 'd', long = "devices", env = "DCGM_EXPORTER_DEVICES_STR", default_value = "f")]
+    #[arg(
+        short = 'd',
+        long = "devices",
+        env = "DCGM_EXPORTER_DEVICES_STR",
+        default_value = "f"
+    )]
     pub devices: String,
     /// NVSwitch/NVLink selection (accepted for compatibility; not used).
-    #[arg(short = 's', long = "switch-devices", env = "DCGM_EXPORTER_OTHER_DEVICES_STR", default_value = "f")]
+    #[arg(
+        short = 's',
+        long = "switch-devices",
+        env = "DCGM_EXPORTER_OTHER_DEVICES_STR",
+        default_value = "f"
+    )]
     pub switch_devices: String,
     /// CPU selection (accepted for compatibility; not used).
-    #[arg(short = 'p', long = "cpu-devices", env = "DCGM_EXPORTER_CPU_DEVICES_STR", default_value = "f")]
+    #[arg(
+        short = 'p',
+        long = "cpu-devices",
+        env = "DCGM_EXPORTER_CPU_DEVICES_STR",
+        default_value = "f"
+    )]
     pub cpu_devices: String,
     /// ConfigMap `<namespace>:<name>` holding the counters (not implemented: use a mounted file).
-    #[arg(short = 'm', long = "configmap-data", env = "DCGM_EXPORTER_CONFIGMAP_DATA", default_value = "none")]
+    #[arg(
+        short = 'm',
+        long = "configmap-data",
+        env = "DCGM_EXPORTER_CONFIGMAP_DATA",
+        default_value = "none"
+    )]
     pub configmap_data: String,
     /// Remote DCGM hostengine (no meaning here: gpu-exporter reads NVML directly).
-    #[arg(short = 'r', long = "remote-hostengine-info", env = "DCGM_REMOTE_HOSTENGINE_INFO")]
+    #[arg(
+        short = 'r',
+        long = "remote-hostengine-info",
+        env = "DCGM_REMOTE_HOSTENGINE_INFO"
+    )]
     pub remote_hostengine_info: Option<String>,
     /// Add pod labels (Kubernetes; not implemented in this version).
     #[arg(long = "kubernetes-enable-pod-labels", env = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", action = ArgAction::SetTrue)]
@@ -70,19 +103,34 @@ pub struct Cli {
     #[arg(long = "kubernetes-enable-pod-uid", env = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", action = ArgAction::SetTrue)]
     pub kubernetes_enable_pod_uid: bool,
     /// `uid` or `device-name` (Kubernetes; not implemented in this version).
-    #[arg(long = "kubernetes-gpu-id-type", env = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", default_value = "uid")]
+    #[arg(
+        long = "kubernetes-gpu-id-type",
+        env = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE",
+        default_value = "uid"
+    )]
     pub kubernetes_gpu_id_type: String,
     /// Pod label allow-list regexes (Kubernetes; not implemented in this version).
-    #[arg(long = "kubernetes-pod-label-allowlist-regex", env = "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX")]
+    #[arg(
+        long = "kubernetes-pod-label-allowlist-regex",
+        env = "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX"
+    )]
     pub kubernetes_pod_label_allowlist_regex: Option<String>,
     /// Kubelet pod-resources socket (Kubernetes; not implemented in this version).
-    #[arg(long = "pod-resources-kubelet-socket", env = "DCGM_POD_RESOURCES_KUBELET_SOCKET", default_value = "/var/lib/kubelet/pod-resources/kubelet.sock")]
+    #[arg(
+        long = "pod-resources-kubelet-socket",
+        env = "DCGM_POD_RESOURCES_KUBELET_SOCKET",
+        default_value = "/var/lib/kubelet/pod-resources/kubelet.sock"
+    )]
     pub pod_resources_kubelet_socket: PathBuf,
     /// HPC job mapping directory (not implemented in this version).
     #[arg(long = "hpc-job-mapping-dir", env = "DCGM_HPC_JOB_MAPPING_DIR")]
     pub hpc_job_mapping_dir: Option<PathBuf>,
     /// Extra `nvidia.com/*` resource names (Kubernetes; not implemented in this version).
-    #[arg(long = "nvidia-resource-names", env = "NVIDIA_RESOURCE_NAMES", value_delimiter = ',')]
+    #[arg(
+        long = "nvidia-resource-names",
+        env = "NVIDIA_RESOURCE_NAMES",
+        value_delimiter = ','
+    )]
     pub nvidia_resource_names: Vec<String>,
     /// Series per sharing pod (Kubernetes; not implemented in this version).
     #[arg(long = "kubernetes-virtual-gpus", env = "KUBERNETES_VIRTUAL_GPUS", action = ArgAction::SetTrue)]
@@ -97,10 +145,19 @@ pub struct Cli {
     #[arg(long = "web-systemd-socket", env = "DCGM_EXPORTER_SYSTEMD_SOCKET", action = ArgAction::SetTrue)]
     pub web_systemd_socket: bool,
     /// Window of DCGM_EXP_XID_ERRORS_COUNT in ms.
-    #[arg(short = 'x', long = "xid-count-window-size", env = "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", default_value_t = 300_000)]
+    #[arg(
+        short = 'x',
+        long = "xid-count-window-size",
+        env = "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE",
+        default_value_t = 300_000
+    )]
     pub xid_count_window_size: u64,
     /// Window of DCGM_EXP_CLOCK_EVENTS_COUNT in ms.
-    #[arg(long = "clock-events-count-window-size", env = "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", default_value_t = 300_000)]
+    #[arg(
+        long = "clock-events-count-window-size",
+        env = "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE",
+        default_value_t = 300_000
+    )]
     pub clock_events_count_window_size: u64,
     /// Debug logging.
     #[arg(long = "debug", env = "DCGM_EXPORTER_DEBUG", action = ArgAction::SetTrue)]
@@ -124,7 +181,10 @@ pub struct Cli {
     #[arg(long = "enable-gpu-bind-unbind-watch", env = "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", action = ArgAction::SetTrue)]
     pub enable_gpu_bind_unbind_watch: bool,
     /// Poll interval of the bind/unbind watch (no meaning here).
-    #[arg(long = "gpu-bind-unbind-poll-interval", env = "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL")]
+    #[arg(
+        long = "gpu-bind-unbind-poll-interval",
+        env = "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL"
+    )]
     pub gpu_bind_unbind_poll_interval: Option<String>,
     /// pprof endpoints (no meaning here).
     #[arg(long = "enable-pprof", env = "DCGM_EXPORTER_ENABLE_PPROF", action = ArgAction::SetTrue)]
@@ -136,7 +196,11 @@ pub struct Cli {
     #[arg(long = "simulate", env = "GPU_EXPORTER_SIMULATE", num_args = 0..=1, default_missing_value = "h100-mig", value_name = "SCENARIO")]
     pub simulate: Option<String>,
     /// Seed of the simulation (values are deterministic for a seed).
-    #[arg(long = "simulate-seed", env = "GPU_EXPORTER_SIMULATE_SEED", default_value_t = 1)]
+    #[arg(
+        long = "simulate-seed",
+        env = "GPU_EXPORTER_SIMULATE_SEED",
+        default_value_t = 1
+    )]
     pub simulate_seed: u64,
     /// Path of the NVML library (default: libnvidia-ml.so.1 via the dynamic loader; with
     /// --simulate: libnvml_sim.so next to the executable).
@@ -223,29 +287,95 @@ impl Cli {
         let mut warnings = Vec::new();
         let mut unused = |set: bool, flag: &str, why: &str| {
             if set {
-                warnings.push(format!("{flag} is accepted for dcgm-exporter compatibility but {why}"));
+                warnings.push(format!(
+                    "{flag} is accepted for dcgm-exporter compatibility but {why}"
+                ));
             }
         };
         let k8s = "Kubernetes pod attribution is not implemented in this version: no pod labels are added";
         unused(self.kubernetes, "-k/--kubernetes", k8s);
-        unused(self.kubernetes_enable_pod_labels, "--kubernetes-enable-pod-labels", k8s);
-        unused(self.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid", k8s);
-        unused(self.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus", k8s);
+        unused(
+            self.kubernetes_enable_pod_labels,
+            "--kubernetes-enable-pod-labels",
+            k8s,
+        );
+        unused(
+            self.kubernetes_enable_pod_uid,
+            "--kubernetes-enable-pod-uid",
+            k8s,
+        );
+        unused(
+            self.kubernetes_virtual_gpus,
+            "--kubernetes-virtual-gpus",
+            k8s,
+        );
         unused(self.kubernetes_enable_dra, "--kubernetes-enable-dra", k8s);
-        unused(self.kubernetes_pod_label_allowlist_regex.is_some(), "--kubernetes-pod-label-allowlist-regex", k8s);
-        unused(!self.nvidia_resource_names.is_empty(), "--nvidia-resource-names", k8s);
-        unused(self.hpc_job_mapping_dir.is_some(), "--hpc-job-mapping-dir", "HPC job mapping is not implemented in this version");
-        unused(self.configmap_data != "none", "-m/--configmap-data", "is not implemented: mount the ConfigMap as a file and pass -f");
-        unused(self.remote_hostengine_info.is_some(), "-r/--remote-hostengine-info", "has no meaning: gpu-exporter reads NVML directly, without a DCGM hostengine");
-        unused(self.fake_gpus, "--fake-gpus", "has no meaning: use --simulate");
-        unused(self.enable_dcgm_log || self.dcgm_log_level.is_some(), "--enable-dcgm-log/--dcgm-log-level", "has no meaning without DCGM");
-        unused(self.disable_startup_validate, "--disable-startup-validate", "has no meaning without libdcgm");
-        unused(self.enable_gpu_bind_unbind_watch || self.gpu_bind_unbind_poll_interval.is_some(), "--enable-gpu-bind-unbind-watch", "has no meaning: GPUs are enumerated on every tick");
-        unused(self.enable_pprof, "--enable-pprof", "has no meaning in a Rust binary");
+        unused(
+            self.kubernetes_pod_label_allowlist_regex.is_some(),
+            "--kubernetes-pod-label-allowlist-regex",
+            k8s,
+        );
+        unused(
+            !self.nvidia_resource_names.is_empty(),
+            "--nvidia-resource-names",
+            k8s,
+        );
+        unused(
+            self.hpc_job_mapping_dir.is_some(),
+            "--hpc-job-mapping-dir",
+            "HPC job mapping is not implemented in this version",
+        );
+        unused(
+            self.configmap_data != "none",
+            "-m/--configmap-data",
+            "is not implemented: mount the ConfigMap as a file and pass -f",
+        );
+        unused(
+            self.remote_hostengine_info.is_some(),
+            "-r/--remote-hostengine-info",
+            "has no meaning: gpu-exporter reads NVML directly, without a DCGM hostengine",
+        );
+        unused(
+            self.fake_gpus,
+            "--fake-gpus",
+            "has no meaning: use --simulate",
+        );
+        unused(
+            self.enable_dcgm_log || self.dcgm_log_level.is_some(),
+            "--enable-dcgm-log/--dcgm-log-level",
+            "has no meaning without DCGM",
+        );
+        unused(
+            self.disable_startup_validate,
+            "--disable-startup-validate",
+            "has no meaning without libdcgm",
+        );
+        unused(
+            self.enable_gpu_bind_unbind_watch || self.gpu_bind_unbind_poll_interval.is_some(),
+            "--enable-gpu-bind-unbind-watch",
+            "has no meaning: GPUs are enumerated on every tick",
+        );
+        unused(
+            self.enable_pprof,
+            "--enable-pprof",
+            "has no meaning in a Rust binary",
+        );
         unused(self.dump_enabled, "--dump-enabled", "is not implemented");
-        unused(self.web_systemd_socket, "--web-systemd-socket", "is not implemented: the exporter binds --address itself");
-        unused(self.switch_devices != "f", "-s/--switch-devices", "NVSwitch entities are not exported");
-        unused(self.cpu_devices != "f", "-p/--cpu-devices", "CPU entities are not exported");
+        unused(
+            self.web_systemd_socket,
+            "--web-systemd-socket",
+            "is not implemented: the exporter binds --address itself",
+        );
+        unused(
+            self.switch_devices != "f",
+            "-s/--switch-devices",
+            "NVSwitch entities are not exported",
+        );
+        unused(
+            self.cpu_devices != "f",
+            "-p/--cpu-devices",
+            "CPU entities are not exported",
+        );
         Ok(Config {
             address: self.address.clone(),
             interval: Duration::from_millis(self.collect_interval),
@@ -269,10 +399,16 @@ impl Cli {
         }
         let default = std::path::Path::new(DEFAULT_COLLECTORS);
         if default.exists() {
-            return Ok((load_counters(default)?, format!("counters from {DEFAULT_COLLECTORS}")));
+            return Ok((
+                load_counters(default)?,
+                format!("counters from {DEFAULT_COLLECTORS}"),
+            ));
         }
         let set = parse_counters("built-in default-counters.csv", BUILTIN_DEFAULT_COUNTERS)?;
-        Ok((set, format!("{DEFAULT_COLLECTORS} not found: using the built-in default counters")))
+        Ok((
+            set,
+            format!("{DEFAULT_COLLECTORS} not found: using the built-in default counters"),
+        ))
     }
 }
 
@@ -288,8 +424,13 @@ mod tests {
 
     #[test]
     fn dcgm_flag_names_parse() {
-        let c = cli(&["-f", "/x.csv", "-a", ":9500", "-c", "1000", "-k", "-o", "-n", "-d", "f"]);
-        assert_eq!(c.collectors.as_deref(), Some(std::path::Path::new("/x.csv")));
+        let c = cli(&[
+            "-f", "/x.csv", "-a", ":9500", "-c", "1000", "-k", "-o", "-n", "-d", "f",
+        ]);
+        assert_eq!(
+            c.collectors.as_deref(),
+            Some(std::path::Path::new("/x.csv"))
+        );
         assert_eq!(c.address, ":9500");
         assert_eq!(c.collect_interval, 1000);
         assert!(c.kubernetes && c.use_old_namespace && c.no_hostname);
@@ -301,7 +442,10 @@ mod tests {
     #[test]
     fn simulate_defaults_to_h100_scenario() {
         assert_eq!(cli(&["--simulate"]).simulate.as_deref(), Some("h100-mig"));
-        assert_eq!(cli(&["--simulate", "a100-l4"]).simulate.as_deref(), Some("a100-l4"));
+        assert_eq!(
+            cli(&["--simulate", "a100-l4"]).simulate.as_deref(),
+            Some("a100-l4")
+        );
         assert_eq!(cli(&[]).simulate, None);
     }
 
@@ -311,7 +455,10 @@ mod tests {
         assert!(e.contains("--collect-interval"), "{e}");
         let e = cli(&["-a", "nope"]).validate().unwrap_err().to_string();
         assert!(e.contains("--address"), "{e}");
-        let e = cli(&["--web-config-file", "/w.yml"]).validate().unwrap_err().to_string();
+        let e = cli(&["--web-config-file", "/w.yml"])
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--web-config-file"), "{e}");
         let e = cli(&["-d", "g:0"]).validate().unwrap_err().to_string();
         assert!(e.contains("--devices"), "{e}");

@@ -90,7 +90,12 @@ pub fn write_label(out: &mut String, first: &mut bool, name: &str, value: &str) 
 fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {
     let _ = write!(out, "gpu=\"{}\"", id.gpu);
     *first = false;
-    write_label(out, first, if opts.old_namespace { "uuid" } else { "UUID" }, &id.uuid);
+    write_label(
+        out,
+        first,
+        if opts.old_namespace { "uuid" } else { "UUID" },
+        &id.uuid,
+    );
     write_label(out, first, "pci_bus_id", &id.pci_bus_id);
     write_label(out, first, "device", &id.device);
     if opts.replace_blanks_in_model_name {
@@ -112,8 +117,11 @@ fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &Enco
 pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> Vec<u8> {
     let mut out = String::with_capacity(64 * 1024);
     // Label rows are written sorted by name, as dcgm-exporter does.
-    let mut label_order: Vec<(usize, &str)> =
-        counters.labels().enumerate().map(|(i, r)| (i, r.name.as_str())).collect();
+    let mut label_order: Vec<(usize, &str)> = counters
+        .labels()
+        .enumerate()
+        .map(|(i, r)| (i, r.name.as_str()))
+        .collect();
     label_order.sort_by(|a, b| a.1.cmp(b.1));
 
     for (slot, row) in counters.metrics().enumerate() {
@@ -199,7 +207,9 @@ mod tests {
         let gz = gzip(&data);
         assert!(gz.len() < data.len());
         let mut back = Vec::new();
-        flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut back).unwrap();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut back)
+            .unwrap();
         assert_eq!(back, data);
     }
 }

@@ -31,26 +31,36 @@ pub fn app(shared: Arc<Shared>) -> Router {
 
 /// `true` when `Accept-Encoding` allows gzip (`gzip` or `*` with a non-zero q-value).
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).any(|v| {
-        v.split(',').any(|item| {
-            let mut parts = item.split(';');
-            let coding = parts.next().unwrap_or("").trim();
-            if !(coding.eq_ignore_ascii_case("gzip") || coding == "*") {
-                return false;
-            }
-            !parts.any(|p| {
-                let p = p.trim();
-                p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")).and_then(|q| q.trim().parse::<f32>().ok())
-                    == Some(0.0)
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',').any(|item| {
+                let mut parts = item.split(';');
+                let coding = parts.next().unwrap_or("").trim();
+                if !(coding.eq_ignore_ascii_case("gzip") || coding == "*") {
+                    return false;
+                }
+                !parts.any(|p| {
+                    let p = p.trim();
+                    p.strip_prefix("q=")
+                        .or_else(|| p.strip_prefix("Q="))
+                        .and_then(|q| q.trim().parse::<f32>().ok())
+                        == Some(0.0)
+                })
             })
         })
-    })
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let current = shared.load();
     let gzip = accepts_gzip(&headers);
-    let body = if gzip { current.gzip.clone() } else { current.plain.clone() };
+    let body = if gzip {
+        current.gzip.clone()
+    } else {
+        current.plain.clone()
+    };
     let mut resp = body.into_response();
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
@@ -69,19 +79,28 @@ async fn ready(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str) 
     if shared.is_ready() {
         (StatusCode::OK, "ready\n")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready: no GPU sample encoded yet\n")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: no GPU sample encoded yet\n",
+        )
     }
 }
 
 async fn index(State(shared): State<Arc<Shared>>) -> Html<String> {
     let current = shared.load();
-    Html(landing::render(&current.snapshot, &current.counters, shared.is_ready()))
+    Html(landing::render(
+        &current.snapshot,
+        &current.counters,
+        shared.is_ready(),
+    ))
 }
 
 /// Resolves a dcgm-exporter style listen address: `:9400` (all interfaces), `host:port`,
 /// `[v6]:port`. Returns the candidates to try in order.
 pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, String> {
-    let bad = || format!("--address {addr:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400");
+    let bad = || {
+        format!("--address {addr:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")
+    };
     if let Some(port) = addr.strip_prefix(':') {
         let port: u16 = port.parse().map_err(|_| bad())?;
         return Ok(vec![
@@ -95,7 +114,10 @@ pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, String> {
     let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
     let port: u16 = port.parse().map_err(|_| bad())?;
     use std::net::ToSocketAddrs;
-    let v: Vec<SocketAddr> = (host, port).to_socket_addrs().map_err(|e| format!("--address {addr:?}: {e}"))?.collect();
+    let v: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("--address {addr:?}: {e}"))?
+        .collect();
     if v.is_empty() { Err(bad()) } else { Ok(v) }
 }
 
@@ -134,8 +156,14 @@ mod tests {
     #[test]
     fn addresses() {
         assert_eq!(parse_address(":9400").unwrap().len(), 2);
-        assert_eq!(parse_address("127.0.0.1:9400").unwrap(), vec!["127.0.0.1:9400".parse().unwrap()]);
-        assert_eq!(parse_address("[::1]:9400").unwrap(), vec!["[::1]:9400".parse().unwrap()]);
+        assert_eq!(
+            parse_address("127.0.0.1:9400").unwrap(),
+            vec!["127.0.0.1:9400".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_address("[::1]:9400").unwrap(),
+            vec!["[::1]:9400".parse().unwrap()]
+        );
         assert!(parse_address("9400").is_err());
         assert!(parse_address(":notaport").is_err());
     }

@@ -59,19 +59,29 @@ pub fn render(snap: &Snapshot, counters: &CounterSet, ready: bool) -> String {
     out.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>gpu-exporter</title>");
     out.push_str("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}td.l{text-align:left}.down{color:#b00}.mig td.l:first-child{padding-left:2em}</style></head><body>");
     let _ = write!(out, "<h1>gpu-exporter {VERSION}</h1><p>");
-    out.push_str(if ready { "Ready" } else { "<b class=\"down\">Not ready</b>: no GPU sample yet" });
+    out.push_str(if ready {
+        "Ready"
+    } else {
+        "<b class=\"down\">Not ready</b>: no GPU sample yet"
+    });
     let st = &snap.stats;
     let _ = write!(
         out,
         " · NVML {} · {} GPU(s), {} MIG instance(s) · last tick {:.1} ms · {} metric families configured</p>",
-        if st.nvml_up { "up" } else { "<b class=\"down\">down</b>" },
+        if st.nvml_up {
+            "up"
+        } else {
+            "<b class=\"down\">down</b>"
+        },
         snap.devices.len(),
         snap.entities.iter().filter(|e| e.id.mig.is_some()).count(),
         st.duration.as_secs_f64() * 1000.0,
         counters.metrics().count(),
     );
     out.push_str("<p><a href=\"/metrics\">/metrics</a> · <a href=\"/health\">/health</a> · <a href=\"/ready\">/ready</a></p>");
-    out.push_str("<table><tr><th>GPU</th><th>Instance</th><th>Model</th><th>UUID</th><th>State</th>");
+    out.push_str(
+        "<table><tr><th>GPU</th><th>Instance</th><th>Model</th><th>UUID</th><th>State</th>",
+    );
     for (h, _, _) in COLUMNS {
         let _ = write!(out, "<th>{h}</th>");
     }
@@ -79,18 +89,34 @@ pub fn render(snap: &Snapshot, counters: &CounterSet, ready: bool) -> String {
     for d in &snap.devices {
         let rows: Vec<&EntitySample> = snap.entities.iter().filter(|e| e.id.gpu == d.gpu).collect();
         if rows.is_empty() {
-            let _ = write!(out, "<tr><td class=\"l\">{}</td><td class=\"l\"></td><td class=\"l\">", d.gpu);
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td class=\"l\"></td><td class=\"l\">",
+                d.gpu
+            );
             html_escape(&mut out, &d.model_name);
             out.push_str("</td><td class=\"l\">");
             html_escape(&mut out, &d.uuid);
-            let _ = write!(out, "</td><td class=\"down\">down</td><td colspan=\"{}\"></td></tr>", COLUMNS.len());
+            let _ = write!(
+                out,
+                "</td><td class=\"down\">down</td><td colspan=\"{}\"></td></tr>",
+                COLUMNS.len()
+            );
             continue;
         }
         for e in rows {
             let mig = e.id.mig.as_ref();
-            let _ = write!(out, "<tr{}><td class=\"l\">{}</td><td class=\"l\">", if mig.is_some() { " class=\"mig\"" } else { "" }, e.id.gpu);
+            let _ = write!(
+                out,
+                "<tr{}><td class=\"l\">{}</td><td class=\"l\">",
+                if mig.is_some() { " class=\"mig\"" } else { "" },
+                e.id.gpu
+            );
             if let Some(m) = mig {
-                html_escape(&mut out, &format!("{} (GI {})", m.profile, m.gpu_instance_id));
+                html_escape(
+                    &mut out,
+                    &format!("{} (GI {})", m.profile, m.gpu_instance_id),
+                );
             }
             out.push_str("</td><td class=\"l\">");
             html_escape(&mut out, &e.id.model_name);

@@ -21,7 +21,9 @@ fn init_logging(cfg: &Config) {
     let default = if cfg.debug { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if cfg.json_logs {
         builder.json().init();
     } else {
@@ -60,7 +62,11 @@ fn run(cli: Cli) -> Result<(), String> {
         warn!("{w}");
     }
     let (counters, origin) = cli.load_counters().map_err(|e| e.to_string())?;
-    info!("{origin} ({} metrics, {} labels)", counters.metrics().count(), counters.labels().count());
+    info!(
+        "{origin} ({} metrics, {} labels)",
+        counters.metrics().count(),
+        counters.labels().count()
+    );
     for w in &counters.warnings {
         warn!("{w}");
     }
@@ -85,12 +91,23 @@ fn run(cli: Cli) -> Result<(), String> {
     };
     let loader_path = lib_path.clone();
     let loader: sampler::Loader = Box::new(move || {
-        gpu::load(loader_path.as_deref()).map_err(|e| gpu::describe_load_error(loader_path.as_deref(), &e))
+        gpu::load(loader_path.as_deref())
+            .map_err(|e| gpu::describe_load_error(loader_path.as_deref(), &e))
     });
-    let shared = Arc::new(Shared::new(sampler::render(Snapshot::default(), &counters, &opts)));
+    let shared = Arc::new(Shared::new(sampler::render(
+        Snapshot::default(),
+        &counters,
+        &opts,
+    )));
     let stop = Arc::new(AtomicBool::new(false));
-    let handle = sampler::spawn(Sampler::new(loader, Arc::clone(&counters)), cfg.interval, opts, Arc::clone(&shared), Arc::clone(&stop))
-        .map_err(|e| format!("cannot start the sampler thread: {e}"))?;
+    let handle = sampler::spawn(
+        Sampler::new(loader, Arc::clone(&counters)),
+        cfg.interval,
+        opts,
+        Arc::clone(&shared),
+        Arc::clone(&stop),
+    )
+    .map_err(|e| format!("cannot start the sampler thread: {e}"))?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

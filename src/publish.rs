@@ -36,7 +36,10 @@ pub struct Shared {
 impl Shared {
     /// Shared state serving `initial` until the first tick is published.
     pub fn new(initial: Published) -> Self {
-        Self { current: ArcSwap::from_pointee(initial), ready: AtomicBool::new(false) }
+        Self {
+            current: ArcSwap::from_pointee(initial),
+            ready: AtomicBool::new(false),
+        }
     }
 
     /// The current output.

@@ -80,7 +80,10 @@ impl Sampler {
         let started = Instant::now();
         self.ensure_reader();
         self.ticks += 1;
-        let mut snap = Snapshot { taken_at_unix: now_unix, ..Snapshot::default() };
+        let mut snap = Snapshot {
+            taken_at_unix: now_unix,
+            ..Snapshot::default()
+        };
         let mut nvml_up = false;
         if let Some(reader) = self.reader.as_mut() {
             match reader.read(&self.counters) {
@@ -96,7 +99,11 @@ impl Sampler {
                 }
             }
         }
-        let mut field_errors = self.reader.as_ref().map(|r| r.field_errors()).unwrap_or_default();
+        let mut field_errors = self
+            .reader
+            .as_ref()
+            .map(|r| r.field_errors())
+            .unwrap_or_default();
         if self.nvml_errors > 0 {
             field_errors.push(("nvml_device_count", self.nvml_errors));
             field_errors.sort();
@@ -106,7 +113,11 @@ impl Sampler {
             field_errors,
             last_success_unix: self.last_success_unix,
             ticks: self.ticks,
-            unsupported: self.reader.as_ref().map(|r| r.unsupported().to_vec()).unwrap_or_default(),
+            unsupported: self
+                .reader
+                .as_ref()
+                .map(|r| r.unsupported().to_vec())
+                .unwrap_or_default(),
             nvml_up,
         };
         snap
@@ -127,7 +138,10 @@ pub fn render(snapshot: Snapshot, counters: &Arc<CounterSet>, opts: &EncodeOptio
 
 /// Wall-clock seconds since the Unix epoch.
 pub fn unix_now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// Runs the sampler on its own thread until `stop` is set. Ticks are scheduled on a fixed
@@ -139,26 +153,28 @@ pub fn spawn(
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name("sampler".into()).spawn(move || {
-        let mut next = Instant::now();
-        while !stop.load(Ordering::Acquire) {
-            let snap = sampler.tick(unix_now());
-            let ready = snap.stats.nvml_up;
-            let counters = Arc::clone(sampler.counters());
-            shared.publish(render(snap, &counters, &opts), ready);
-            next += interval;
-            let now = Instant::now();
-            while next <= now {
-                next += interval;
-            }
-            // Sleep in short steps so that shutdown is prompt.
+    std::thread::Builder::new()
+        .name("sampler".into())
+        .spawn(move || {
+            let mut next = Instant::now();
             while !stop.load(Ordering::Acquire) {
+                let snap = sampler.tick(unix_now());
+                let ready = snap.stats.nvml_up;
+                let counters = Arc::clone(sampler.counters());
+                shared.publish(render(snap, &counters, &opts), ready);
+                next += interval;
                 let now = Instant::now();
-                if now >= next {
-                    break;
+                while next <= now {
+                    next += interval;
                 }
-                std::thread::sleep((next - now).min(Duration::from_millis(100)));
+                // Sleep in short steps so that shutdown is prompt.
+                while !stop.load(Ordering::Acquire) {
+                    let now = Instant::now();
+                    if now >= next {
+                        break;
+                    }
+                    std::thread::sleep((next - now).min(Duration::from_millis(100)));
+                }
             }
-        }
-    })
+        })
 }

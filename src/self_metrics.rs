@@ -16,34 +16,72 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     let st = &snap.stats;
 
-    write_header(out, "gpu_exporter_build_info", "Build information of gpu-exporter; always 1.", "gauge");
+    write_header(
+        out,
+        "gpu_exporter_build_info",
+        "Build information of gpu-exporter; always 1.",
+        "gauge",
+    );
     let _ = writeln!(out, "gpu_exporter_build_info{{version=\"{VERSION}\"}} 1");
 
-    write_header(out, "gpu_exporter_nvml_up", "1 when NVML answered in the last sample, 0 when it is missing or failing.", "gauge");
+    write_header(
+        out,
+        "gpu_exporter_nvml_up",
+        "1 when NVML answered in the last sample, 0 when it is missing or failing.",
+        "gauge",
+    );
     let _ = writeln!(out, "gpu_exporter_nvml_up {}", u8::from(st.nvml_up));
 
-    write_header(out, "gpu_exporter_sample_duration_seconds", "Wall time of the last sampling tick, NVML calls included.", "gauge");
+    write_header(
+        out,
+        "gpu_exporter_sample_duration_seconds",
+        "Wall time of the last sampling tick, NVML calls included.",
+        "gauge",
+    );
     out.push_str("gpu_exporter_sample_duration_seconds ");
     write_value(out, st.duration.as_secs_f64());
     out.push('\n');
 
-    write_header(out, "gpu_exporter_samples_total", "Sampling ticks since start.", "counter");
+    write_header(
+        out,
+        "gpu_exporter_samples_total",
+        "Sampling ticks since start.",
+        "counter",
+    );
     let _ = writeln!(out, "gpu_exporter_samples_total {}", st.ticks);
 
-    write_header(out, "gpu_exporter_last_sample_success_timestamp_seconds", "Unix time of the last tick in which NVML answered; 0 if none yet.", "gauge");
+    write_header(
+        out,
+        "gpu_exporter_last_sample_success_timestamp_seconds",
+        "Unix time of the last tick in which NVML answered; 0 if none yet.",
+        "gauge",
+    );
     out.push_str("gpu_exporter_last_sample_success_timestamp_seconds ");
     write_value(out, st.last_success_unix);
     out.push('\n');
 
     if !st.field_errors.is_empty() {
-        write_header(out, "gpu_exporter_field_read_errors_total", "Failed NVML reads per field (unsupported fields excluded; they are listed in gpu_exporter_field_unsupported).", "counter");
+        write_header(
+            out,
+            "gpu_exporter_field_read_errors_total",
+            "Failed NVML reads per field (unsupported fields excluded; they are listed in gpu_exporter_field_unsupported).",
+            "counter",
+        );
         for (field, n) in &st.field_errors {
-            let _ = writeln!(out, "gpu_exporter_field_read_errors_total{{field=\"{field}\"}} {n}");
+            let _ = writeln!(
+                out,
+                "gpu_exporter_field_read_errors_total{{field=\"{field}\"}} {n}"
+            );
         }
     }
 
     if !st.unsupported.is_empty() {
-        write_header(out, "gpu_exporter_field_unsupported", "1 for each configured field that NVML does not support on an entity; it is left out, not exported as 0.", "gauge");
+        write_header(
+            out,
+            "gpu_exporter_field_unsupported",
+            "1 for each configured field that NVML does not support on an entity; it is left out, not exported as 0.",
+            "gauge",
+        );
         for u in &st.unsupported {
             let _ = write!(out, "gpu_exporter_field_unsupported{{gpu=\"{}\"", u.gpu);
             if let Some(gi) = u.gpu_instance_id {
@@ -54,11 +92,21 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     }
 
     if !snap.devices.is_empty() {
-        write_header(out, "gpu_device_up", "1 while NVML answers for the GPU, 0 once it is lost or unreachable.", "gauge");
+        write_header(
+            out,
+            "gpu_device_up",
+            "1 while NVML answers for the GPU, 0 once it is lost or unreachable.",
+            "gauge",
+        );
         for d in &snap.devices {
             let _ = write!(out, "gpu_device_up{{gpu=\"{}\"", d.gpu);
             let mut first = false;
-            write_label(out, &mut first, if opts.old_namespace { "uuid" } else { "UUID" }, &d.uuid);
+            write_label(
+                out,
+                &mut first,
+                if opts.old_namespace { "uuid" } else { "UUID" },
+                &d.uuid,
+            );
             write_label(out, &mut first, "modelName", &d.model_name);
             if let Some(h) = &opts.hostname {
                 write_label(out, &mut first, "Hostname", h);

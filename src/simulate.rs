@@ -60,9 +60,16 @@ impl SimLib {
     /// Opens the library at `path`.
     pub fn open(path: &Path) -> Result<Self, String> {
         // SAFETY: loading our own simulated NVML library; its initialisers have no side effects.
-        let lib = unsafe { libloading::Library::new(path) }
-            .map_err(|e| format!("cannot open the simulated NVML library {}: {e}", path.display()))?;
-        Ok(Self { lib, path: path.to_path_buf() })
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
+            format!(
+                "cannot open the simulated NVML library {}: {e}",
+                path.display()
+            )
+        })?;
+        Ok(Self {
+            lib,
+            path: path.to_path_buf(),
+        })
     }
 
     /// Path the library was opened from (give it to `gpu::load`).
@@ -73,7 +80,10 @@ impl SimLib {
     fn sym<T: Copy>(&self, name: &[u8]) -> Result<T, String> {
         // SAFETY: the symbol types above match the simulated library's exports.
         unsafe { self.lib.get::<T>(name).map(|s| *s) }.map_err(|e| {
-            format!("{} is not a simulated NVML library: {e}", self.path.display())
+            format!(
+                "{} is not a simulated NVML library: {e}",
+                self.path.display()
+            )
         })
     }
 
@@ -81,7 +91,8 @@ impl SimLib {
     pub fn configure(&self, scenario: &str, seed: u64) -> Result<(), String> {
         let configure: ConfigureFn = self.sym(b"nvmlSimConfigure\0")?;
         let last_error: LastErrorFn = self.sym(b"nvmlSimLastError\0")?;
-        let c = CString::new(scenario).map_err(|_| format!("--simulate {scenario:?}: contains a NUL byte"))?;
+        let c = CString::new(scenario)
+            .map_err(|_| format!("--simulate {scenario:?}: contains a NUL byte"))?;
         // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
         let rc = unsafe { configure(c.as_ptr(), seed) };
         if rc == 0 {
@@ -90,10 +101,16 @@ impl SimLib {
         // SAFETY: the library returns a NUL-terminated string valid until its next call.
         let msg = unsafe {
             let p = last_error();
-            if p.is_null() { String::from("unknown error") } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
+            if p.is_null() {
+                String::from("unknown error")
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
         };
         let names = self.scenario_names().unwrap_or_default();
-        Err(format!("--simulate {scenario:?}: {msg} (built-in scenarios: {names})"))
+        Err(format!(
+            "--simulate {scenario:?}: {msg} (built-in scenarios: {names})"
+        ))
     }
 
     /// Freezes scenario time at `seconds` (negative: follow the wall clock).

@@ -1,6 +1,9 @@
 //! The binary end to end: `--simulate` serving over a real socket, graceful SIGTERM, and a
 //! malformed counters CSV stopping start-up with a message naming the line.
 
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::{Read, Write};
@@ -11,14 +14,22 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Minimal HTTP/1.1 GET; returns (status line, raw response).
 fn http_get(port: u16, path: &str, extra: &str) -> Option<(String, Vec<u8>)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Connection: close\r\n\r\n").ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Connection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).ok()?;
     let status = String::from_utf8_lossy(&buf).lines().next()?.to_owned();
@@ -30,7 +41,14 @@ fn simulate_serves_metrics_and_stops_on_sigterm() {
     let lib = common::built_sim_lib();
     let port = free_port();
     let mut child = Command::new(BIN)
-        .args(["--simulate", "h100-mig", "-c", "500", "-a", &format!("127.0.0.1:{port}")])
+        .args([
+            "--simulate",
+            "h100-mig",
+            "-c",
+            "500",
+            "-a",
+            &format!("127.0.0.1:{port}"),
+        ])
         .arg("--nvml-lib")
         .arg(&lib)
         .env("NODE_NAME", "test-node")
@@ -41,11 +59,11 @@ fn simulate_serves_metrics_and_stops_on_sigterm() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut ready = false;
     while Instant::now() < deadline {
-        if let Some((status, _)) = http_get(port, "/ready", "") {
-            if status.contains(" 200 ") {
-                ready = true;
-                break;
-            }
+        if let Some((status, _)) = http_get(port, "/ready", "")
+            && status.contains(" 200 ")
+        {
+            ready = true;
+            break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -57,21 +75,36 @@ fn simulate_serves_metrics_and_stops_on_sigterm() {
     assert!(body.contains("Hostname=\"test-node\""));
     assert!(body.contains("GPU_I_PROFILE=\"3g.40gb\""));
     let (_, gz) = http_get(port, "/metrics", "Accept-Encoding: gzip\r\n").unwrap();
-    assert!(String::from_utf8_lossy(&gz).to_ascii_lowercase().contains("content-encoding: gzip"));
+    assert!(
+        String::from_utf8_lossy(&gz)
+            .to_ascii_lowercase()
+            .contains("content-encoding: gzip")
+    );
 
     // SAFETY-free SIGTERM through the kill command.
-    let rc = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let rc = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(rc.success());
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(Instant::now() < deadline, "exporter did not stop after SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "exporter did not stop after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(status.success(), "exit status {status:?}; stderr:\n{err}");
     assert!(err.contains("SIGTERM received"), "{err}");
 }
@@ -92,16 +125,34 @@ fn malformed_csv_stops_startup_naming_the_line() {
     assert!(!out.status.success());
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("{}:3", csv.display())), "names file:line: {err}");
-    assert!(err.contains("DCGM_FI_DEV_GPU_TMEP"), "quotes the offending text: {err}");
-    assert!(err.contains("DCGM_FI_DEV_GPU_TEMP"), "suggests the nearest name: {err}");
-    assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "must not serve");
+    assert!(
+        err.contains(&format!("{}:3", csv.display())),
+        "names file:line: {err}"
+    );
+    assert!(
+        err.contains("DCGM_FI_DEV_GPU_TMEP"),
+        "quotes the offending text: {err}"
+    );
+    assert!(
+        err.contains("DCGM_FI_DEV_GPU_TEMP"),
+        "suggests the nearest name: {err}"
+    );
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "must not serve"
+    );
 }
 
 #[test]
 fn missing_counters_file_is_an_error_naming_the_path() {
     let out = Command::new(BIN)
-        .args(["--simulate", "-a", "127.0.0.1:1", "-f", "/nonexistent/counters.csv"])
+        .args([
+            "--simulate",
+            "-a",
+            "127.0.0.1:1",
+            "-f",
+            "/nonexistent/counters.csv",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

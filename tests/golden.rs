@@ -2,6 +2,9 @@
 //! text, compared byte for byte with `tests/golden/<case>.prom`. `UPDATE_GOLDEN=1` rewrites.
 //! Two ticks are needed because GPM profiling fields and rates average over an interval.
 
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::Path;
@@ -23,18 +26,27 @@ fn exposition(scenario: &str, counters_file: Option<&str>, t0: f64, t1: f64) -> 
     node.set_time(t1);
     let mut snap = sampler.tick(1_700_000_000.0 + t1);
     snap.stats.duration = Duration::ZERO;
-    let opts = EncodeOptions { hostname: Some("sim-node".into()), ..EncodeOptions::default() };
+    let opts = EncodeOptions {
+        hostname: Some("sim-node".into()),
+        ..EncodeOptions::default()
+    };
     String::from_utf8(encode(&snap, &counters, &opts)).expect("utf-8 exposition")
 }
 
 fn check(case: &str, got: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{case}.prom"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{case}.prom"));
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, got).expect("write golden");
         return;
     }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_GOLDEN=1 to create it)",
+            path.display()
+        )
+    });
     if want != got {
         let first = want.lines().zip(got.lines()).position(|(a, b)| a != b);
         panic!(
@@ -48,18 +60,32 @@ fn check(case: &str, got: &str) {
 
 #[test]
 fn golden_h100_mig_default_counters() {
-    check("h100-mig.default", &exposition("h100-mig", None, 30.0, 35.0));
+    check(
+        "h100-mig.default",
+        &exposition("h100-mig", None, 30.0, 35.0),
+    );
 }
 
 #[test]
 fn golden_h100_mig_dcp_counters() {
-    check("h100-mig.dcp", &exposition("h100-mig", Some("counters/dcp-metrics-included.csv"), 30.0, 35.0));
+    check(
+        "h100-mig.dcp",
+        &exposition(
+            "h100-mig",
+            Some("counters/dcp-metrics-included.csv"),
+            30.0,
+            35.0,
+        ),
+    );
 }
 
 #[test]
 fn golden_h100_mig_after_faults() {
     // GPU 7 is lost from 120 s to 180 s; GPU 6 stops reporting power at 90 s.
-    check("h100-mig.faults", &exposition("h100-mig", None, 125.0, 130.0));
+    check(
+        "h100-mig.faults",
+        &exposition("h100-mig", None, 125.0, 130.0),
+    );
 }
 
 #[test]
@@ -69,5 +95,8 @@ fn golden_a100_l4_default_counters() {
 
 #[test]
 fn same_seed_same_bytes() {
-    assert_eq!(exposition("a100-l4", None, 10.0, 15.0), exposition("a100-l4", None, 10.0, 15.0));
+    assert_eq!(
+        exposition("a100-l4", None, 10.0, 15.0),
+        exposition("a100-l4", None, 10.0, 15.0)
+    );
 }

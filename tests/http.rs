@@ -1,6 +1,9 @@
 //! HTTP endpoints driven through the router (no socket): `/metrics` plain and gzip,
 //! `/health`, `/ready` before and after the first sample, and the landing page.
 
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::Read;
@@ -16,24 +19,46 @@ use gpu_exporter::snapshot::Snapshot;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-async fn get(shared: &Arc<Shared>, path: &str, gzip: bool) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+async fn get(
+    shared: &Arc<Shared>,
+    path: &str,
+    gzip: bool,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
     let mut req = Request::get(path);
     if gzip {
         req = req.header(header::ACCEPT_ENCODING, "gzip, deflate");
     }
-    let resp = app(Arc::clone(shared)).oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+    let resp = app(Arc::clone(shared))
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
     let status = resp.status();
     let headers = resp.headers().clone();
-    let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
     (status, headers, body)
 }
 
-fn node_state() -> (common::SimNode, Arc<Shared>, gpu_exporter::sampler::Sampler, Arc<gpu_exporter::catalogue::csv::CounterSet>) {
+fn node_state() -> (
+    common::SimNode,
+    Arc<Shared>,
+    gpu_exporter::sampler::Sampler,
+    Arc<gpu_exporter::catalogue::csv::CounterSet>,
+) {
     let node = common::SimNode::new("h100-mig", 1);
     node.set_time(20.0);
     let counters = common::default_counters();
     let sampler = node.sampler(counters.clone());
-    let shared = Arc::new(Shared::new(render(Snapshot::default(), &counters, &EncodeOptions::default())));
+    let shared = Arc::new(Shared::new(render(
+        Snapshot::default(),
+        &counters,
+        &EncodeOptions::default(),
+    )));
     (node, shared, sampler, counters)
 }
 
@@ -45,12 +70,19 @@ async fn endpoints_before_and_after_the_first_sample() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(body, b"ok\n");
     let (s, _, _) = get(&shared, "/ready", false).await;
-    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "not ready before the first sample");
+    assert_eq!(
+        s,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "not ready before the first sample"
+    );
     let (s, h, body) = get(&shared, "/metrics", false).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(h[header::CONTENT_TYPE], CONTENT_TYPE);
     let text = String::from_utf8(body).unwrap();
-    assert!(text.contains("gpu_exporter_build_info{"), "self-metrics served before NVML: {text}");
+    assert!(
+        text.contains("gpu_exporter_build_info{"),
+        "self-metrics served before NVML: {text}"
+    );
     assert!(!text.contains("DCGM_FI_"));
 
     let snap = sampler.tick(1.0);
@@ -68,14 +100,24 @@ async fn endpoints_before_and_after_the_first_sample() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(h[header::CONTENT_ENCODING], "gzip");
     assert_eq!(h[header::VARY], "Accept-Encoding");
-    assert!(gz.len() < plain.len() / 3, "gzip should shrink the exposition");
+    assert!(
+        gz.len() < plain.len() / 3,
+        "gzip should shrink the exposition"
+    );
     let mut unzipped = Vec::new();
-    flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut unzipped).unwrap();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut unzipped)
+        .unwrap();
     assert_eq!(unzipped, plain, "gzip body decodes to the plain body");
 
     let (s, h, page) = get(&shared, "/", false).await;
     assert_eq!(s, StatusCode::OK);
-    assert!(h[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        h[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     let page = String::from_utf8(page).unwrap();
     assert!(page.contains("NVIDIA H100 80GB HBM3"));
     assert!(page.contains("1g.10gb (GI "), "MIG instances listed");

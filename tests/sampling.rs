@@ -2,6 +2,9 @@
 //! (independent of the golden files): the contract's labels, MIG placement of fields,
 //! unsupported fields left out, Xid, a lost GPU and its return.
 
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::collections::HashSet;
@@ -19,14 +22,21 @@ impl Run {
         let node = common::SimNode::new(scenario, 3);
         let counters = common::default_counters();
         let sampler = node.sampler(counters.clone());
-        Self { node, sampler, counters }
+        Self {
+            node,
+            sampler,
+            counters,
+        }
     }
 
     /// Exposition of a tick at scenario time `t`.
     fn at(&mut self, t: f64) -> String {
         self.node.set_time(t);
         let snap = self.sampler.tick(t);
-        let opts = EncodeOptions { hostname: Some("sim-node".into()), ..EncodeOptions::default() };
+        let opts = EncodeOptions {
+            hostname: Some("sim-node".into()),
+            ..EncodeOptions::default()
+        };
         String::from_utf8(encode(&snap, &self.counters, &opts)).unwrap()
     }
 }
@@ -49,16 +59,32 @@ fn every_supported_default_field_appears_with_contract_labels() {
     let unsupported_gpu0: HashSet<&str> = series(&text, "gpu_exporter_field_unsupported")
         .into_iter()
         .filter(|l| l.contains("gpu=\"0\""))
-        .map(|l| l.split("field=\"").nth(1).unwrap().split('"').next().unwrap())
+        .map(|l| {
+            l.split("field=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
         .collect();
     // The only default field an H100 outside a vGPU guest cannot serve.
-    assert_eq!(unsupported_gpu0, HashSet::from(["DCGM_FI_DEV_VGPU_LICENSE_STATUS"]));
+    assert_eq!(
+        unsupported_gpu0,
+        HashSet::from(["DCGM_FI_DEV_VGPU_LICENSE_STATUS"])
+    );
     for name in &names {
         if name == "DCGM_FI_DEV_VGPU_LICENSE_STATUS" {
-            assert!(series(&text, name).is_empty(), "{name} must not be exported as a placeholder");
+            assert!(
+                series(&text, name).is_empty(),
+                "{name} must not be exported as a placeholder"
+            );
             continue;
         }
-        let gpu0: Vec<_> = series(&text, name).into_iter().filter(|l| l.contains("{gpu=\"0\",")).collect();
+        let gpu0: Vec<_> = series(&text, name)
+            .into_iter()
+            .filter(|l| l.contains("{gpu=\"0\","))
+            .collect();
         assert_eq!(gpu0.len(), 1, "{name} on GPU 0: {gpu0:?}");
         assert!(
             gpu0[0].starts_with(&format!("{name}{{gpu=\"0\",UUID=\"GPU-")),
@@ -83,29 +109,66 @@ fn mig_instances_carry_instance_fields_and_parents_keep_device_fields() {
     run.at(30.0);
     let text = run.at(35.0);
     // GPU 2: seven 1g.10gb instances with their framebuffer and profiling values.
-    let fb: Vec<_> = series(&text, "DCGM_FI_DEV_FB_USED").into_iter().filter(|l| l.contains("{gpu=\"2\",")).collect();
+    let fb: Vec<_> = series(&text, "DCGM_FI_DEV_FB_USED")
+        .into_iter()
+        .filter(|l| l.contains("{gpu=\"2\","))
+        .collect();
     assert_eq!(fb.len(), 7, "{fb:?}");
     for l in &fb {
         assert!(l.contains("GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\""), "{l}");
         assert!(l.contains(",mig_uuid=\"MIG-"), "{l}");
     }
-    let gi: HashSet<&str> = fb.iter().map(|l| l.split("GPU_I_ID=\"").nth(1).unwrap().split('"').next().unwrap()).collect();
+    let gi: HashSet<&str> = fb
+        .iter()
+        .map(|l| {
+            l.split("GPU_I_ID=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
     assert_eq!(gi.len(), 7, "distinct GPU instance ids");
-    let prof: Vec<_> = series(&text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE").into_iter().filter(|l| l.contains("{gpu=\"5\",")).collect();
-    let profiles: HashSet<&str> = prof.iter().map(|l| l.split("GPU_I_PROFILE=\"").nth(1).unwrap().split('"').next().unwrap()).collect();
+    let prof: Vec<_> = series(&text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+        .into_iter()
+        .filter(|l| l.contains("{gpu=\"5\","))
+        .collect();
+    let profiles: HashSet<&str> = prof
+        .iter()
+        .map(|l| {
+            l.split("GPU_I_PROFILE=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
     assert_eq!(profiles, HashSet::from(["3g.40gb", "2g.20gb", "1g.10gb"]));
     for l in &prof {
         let v = value(l);
         assert!((0.0..=1.0).contains(&v), "ratio in [0,1]: {l}");
     }
     // Device-level fields once per physical GPU, never repeated on instances.
-    for name in ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK"] {
+    for name in [
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_SM_CLOCK",
+    ] {
         let s = series(&text, name);
         assert_eq!(s.len(), 8, "{name}: one per GPU");
-        assert!(s.iter().all(|l| !l.contains("GPU_I_ID")), "{name} repeated on an instance");
+        assert!(
+            s.iter().all(|l| !l.contains("GPU_I_ID")),
+            "{name} repeated on an instance"
+        );
     }
     // Instance-level fields are not read on a MIG-enabled parent (no double counting).
-    assert!(series(&text, "DCGM_FI_DEV_FB_USED").iter().all(|l| !(l.contains("{gpu=\"2\",") && !l.contains("GPU_I_ID"))));
+    assert!(
+        series(&text, "DCGM_FI_DEV_FB_USED")
+            .iter()
+            .all(|l| !l.contains("{gpu=\"2\",") || l.contains("GPU_I_ID"))
+    );
 }
 
 #[test]
@@ -114,24 +177,53 @@ fn unsupported_fields_are_left_out_not_zero() {
     run.at(30.0);
     let text = run.at(35.0);
     // The L4 (GPU 1) has GDDR memory without a temperature sensor, and no GPM.
-    assert!(series(&text, "DCGM_FI_DEV_MEMORY_TEMP").iter().all(|l| !l.contains("{gpu=\"1\",")));
-    assert!(text.contains("gpu_exporter_field_unsupported{gpu=\"1\",field=\"DCGM_FI_DEV_MEMORY_TEMP\"} 1"));
-    for name in ["DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"] {
-        assert!(series(&text, name).is_empty(), "{name} must be absent without GPM");
-        assert!(text.contains(&format!("gpu_exporter_field_unsupported{{gpu=\"0\",field=\"{name}\"}} 1")));
+    assert!(
+        series(&text, "DCGM_FI_DEV_MEMORY_TEMP")
+            .iter()
+            .all(|l| !l.contains("{gpu=\"1\","))
+    );
+    assert!(
+        text.contains(
+            "gpu_exporter_field_unsupported{gpu=\"1\",field=\"DCGM_FI_DEV_MEMORY_TEMP\"} 1"
+        )
+    );
+    for name in [
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    ] {
+        assert!(
+            series(&text, name).is_empty(),
+            "{name} must be absent without GPM"
+        );
+        assert!(text.contains(&format!(
+            "gpu_exporter_field_unsupported{{gpu=\"0\",field=\"{name}\"}} 1"
+        )));
     }
-    assert_eq!(series(&text, "DCGM_FI_DEV_MEMORY_TEMP").len(), 1, "the A100 still reports it");
+    assert_eq!(
+        series(&text, "DCGM_FI_DEV_MEMORY_TEMP").len(),
+        1,
+        "the A100 still reports it"
+    );
 }
 
 #[test]
 fn xid_last_value_with_code_and_message() {
     let mut run = Run::new("h100-mig");
     let before = run.at(30.0);
-    let l = series(&before, "DCGM_FI_DEV_XID_ERRORS").into_iter().find(|l| l.contains("{gpu=\"1\",")).unwrap();
+    let l = series(&before, "DCGM_FI_DEV_XID_ERRORS")
+        .into_iter()
+        .find(|l| l.contains("{gpu=\"1\","))
+        .unwrap();
     assert!(l.ends_with("err_code=\"0\",err_msg=\"No Error\"} 0"), "{l}");
     let after = run.at(45.0);
-    let l = series(&after, "DCGM_FI_DEV_XID_ERRORS").into_iter().find(|l| l.contains("{gpu=\"1\",")).unwrap();
-    assert!(l.ends_with("err_code=\"31\",err_msg=\"GPU memory page fault\"} 31"), "{l}");
+    let l = series(&after, "DCGM_FI_DEV_XID_ERRORS")
+        .into_iter()
+        .find(|l| l.contains("{gpu=\"1\","))
+        .unwrap();
+    assert!(
+        l.ends_with("err_code=\"31\",err_msg=\"GPU memory page fault\"} 31"),
+        "{l}"
+    );
 }
 
 #[test]
@@ -139,16 +231,35 @@ fn lost_gpu_drops_its_series_and_comes_back() {
     let mut run = Run::new("h100-mig");
     let up = run.at(110.0);
     assert!(up.contains("gpu_device_up{gpu=\"7\","));
-    assert!(series(&up, "gpu_device_up").iter().all(|l| l.ends_with(" 1")));
+    assert!(
+        series(&up, "gpu_device_up")
+            .iter()
+            .all(|l| l.ends_with(" 1"))
+    );
     let lost = run.at(130.0);
-    let l = series(&lost, "gpu_device_up").into_iter().find(|l| l.contains("{gpu=\"7\",")).unwrap();
+    let l = series(&lost, "gpu_device_up")
+        .into_iter()
+        .find(|l| l.contains("{gpu=\"7\","))
+        .unwrap();
     assert!(l.ends_with(" 0"), "{l}");
-    assert!(l.contains("UUID=\"GPU-"), "identity kept from before the loss: {l}");
-    assert!(!lost.lines().any(|l| l.starts_with("DCGM_") && l.contains("{gpu=\"7\",")), "no series for the lost GPU");
+    assert!(
+        l.contains("UUID=\"GPU-"),
+        "identity kept from before the loss: {l}"
+    );
+    assert!(
+        !lost
+            .lines()
+            .any(|l| l.starts_with("DCGM_") && l.contains("{gpu=\"7\",")),
+        "no series for the lost GPU"
+    );
     // Every other GPU keeps flowing.
     assert_eq!(series(&lost, "DCGM_FI_DEV_GPU_TEMP").len(), 7);
     let back = run.at(190.0);
-    assert!(series(&back, "gpu_device_up").iter().all(|l| l.ends_with(" 1")));
+    assert!(
+        series(&back, "gpu_device_up")
+            .iter()
+            .all(|l| l.ends_with(" 1"))
+    );
     assert_eq!(series(&back, "DCGM_FI_DEV_GPU_TEMP").len(), 8);
 }
 
@@ -156,22 +267,42 @@ fn lost_gpu_drops_its_series_and_comes_back() {
 fn a_field_that_becomes_unsupported_is_dropped_once() {
     let mut run = Run::new("h100-mig");
     let t = run.at(80.0);
-    assert!(series(&t, "DCGM_FI_DEV_POWER_USAGE").iter().any(|l| l.contains("{gpu=\"6\",")));
+    assert!(
+        series(&t, "DCGM_FI_DEV_POWER_USAGE")
+            .iter()
+            .any(|l| l.contains("{gpu=\"6\","))
+    );
     let t = run.at(95.0);
-    assert!(!series(&t, "DCGM_FI_DEV_POWER_USAGE").iter().any(|l| l.contains("{gpu=\"6\",")));
-    assert!(t.contains("gpu_exporter_field_unsupported{gpu=\"6\",field=\"DCGM_FI_DEV_POWER_USAGE\"} 1"));
+    assert!(
+        !series(&t, "DCGM_FI_DEV_POWER_USAGE")
+            .iter()
+            .any(|l| l.contains("{gpu=\"6\","))
+    );
+    assert!(
+        t.contains("gpu_exporter_field_unsupported{gpu=\"6\",field=\"DCGM_FI_DEV_POWER_USAGE\"} 1")
+    );
     assert_eq!(series(&t, "DCGM_FI_DEV_POWER_USAGE").len(), 7);
 }
 
 #[test]
 fn values_move_over_time_and_energy_only_grows() {
     let mut run = Run::new("h100-mig");
-    let energy = |t: &str| -> Vec<f64> { series(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").iter().map(|l| value(l)).collect() };
+    let energy = |t: &str| -> Vec<f64> {
+        series(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+            .iter()
+            .map(|l| value(l))
+            .collect()
+    };
     let a = run.at(10.0);
     let b = run.at(70.0);
     for (x, y) in energy(&a).iter().zip(energy(&b)) {
         assert!(y > *x, "energy must increase: {x} -> {y}");
     }
-    let util = |t: &str| -> Vec<f64> { series(t, "DCGM_FI_DEV_POWER_USAGE").iter().map(|l| value(l)).collect() };
+    let util = |t: &str| -> Vec<f64> {
+        series(t, "DCGM_FI_DEV_POWER_USAGE")
+            .iter()
+            .map(|l| value(l))
+            .collect()
+    };
     assert_ne!(util(&a), util(&b), "power should move over a minute");
 }

@@ -12,10 +12,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::device::InfoRom;
 use nvml_wrapper::enum_wrappers::device::{
     Clock, PcieUtilCounter, PerformancePolicy, TemperatureSensor,
 };
-use nvml_wrapper::enum_wrappers::device::InfoRom;
 use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::struct_wrappers::device::{MemoryInfo, Utilization};
@@ -105,7 +105,13 @@ impl Book {
                 Some(gi) => format!("GPU {} instance {gi}", at.gpu),
                 None => format!("GPU {}", at.gpu),
             };
-            info!(field = field.name, gpu = at.gpu, "{} is not available on {entity} ({}): {why}; it will not be exported for it", field.name, at.key);
+            info!(
+                field = field.name,
+                gpu = at.gpu,
+                "{} is not available on {entity} ({}): {why}; it will not be exported for it",
+                field.name,
+                at.key
+            );
             self.unsupported_list.push(Unsupported {
                 gpu: at.gpu,
                 gpu_instance_id: at.gi,
@@ -136,7 +142,12 @@ impl Book {
             Err(e) => {
                 *self.errors.entry(field.name).or_default() += 1;
                 if self.warned.insert((at.key.to_owned(), field.id)) {
-                    warn!(field = field.name, gpu = at.gpu, "reading {} failed: {e} (further failures are counted in gpu_exporter_field_read_errors_total)", field.name);
+                    warn!(
+                        field = field.name,
+                        gpu = at.gpu,
+                        "reading {} failed: {e} (further failures are counted in gpu_exporter_field_read_errors_total)",
+                        field.name
+                    );
                 }
                 None
             }
@@ -222,8 +233,16 @@ impl Reader {
         let state = self.gpus.entry(index).or_default();
         let mut status = DeviceStatus {
             gpu: index,
-            uuid: state.ident.as_ref().map(|i| i.uuid.clone()).unwrap_or_default(),
-            model_name: state.ident.as_ref().map(|i| i.name.clone()).unwrap_or_default(),
+            uuid: state
+                .ident
+                .as_ref()
+                .map(|i| i.uuid.clone())
+                .unwrap_or_default(),
+            model_name: state
+                .ident
+                .as_ref()
+                .map(|i| i.name.clone())
+                .unwrap_or_default(),
             up: false,
         };
         let dev = match nvml.device_by_index(index) {
@@ -289,23 +308,43 @@ impl Reader {
         let labels: Vec<Option<String>> = counters
             .labels()
             .map(|row| {
-                let at = Place { key: &ident.uuid, gpu: index, gi: None };
+                let at = Place {
+                    key: &ident.uuid,
+                    gpu: index,
+                    gi: None,
+                };
                 if self.book.is_unsupported(at.key, row.field) {
                     return None;
                 }
                 let r = read_text_field(nvml, &dev, row.field, state, &mut self.system_texts);
-                let v = self.book.settle(&at, row.field, &mut lost, r.map(|s| s.map(|_| Value::Num(0.0))));
+                let v = self.book.settle(
+                    &at,
+                    row.field,
+                    &mut lost,
+                    r.map(|s| s.map(|_| Value::Num(0.0))),
+                );
                 v.and_then(|_| text_value(row.field, state, &self.system_texts))
             })
             .collect();
 
         let mut entities = Vec::new();
         let phys_rows = |f: &FieldDef| f.level == Level::Device || migs.is_none();
+        // What a GPU supports depends on its MIG mode (utilization is not served in MIG
+        // mode), so the unsupported-field memory is kept per mode.
+        let phys_key = if migs.is_some() {
+            format!("{}/mig", ident.uuid)
+        } else {
+            ident.uuid.clone()
+        };
         let values = read_rows(
             nvml,
             &dev,
             None,
-            &Place { key: &ident.uuid, gpu: index, gi: None },
+            &Place {
+                key: &phys_key,
+                gpu: index,
+                gi: None,
+            },
             counters,
             &phys_rows,
             state,
@@ -313,11 +352,19 @@ impl Reader {
             &mut self.book,
             &mut lost,
         );
-        entities.push(EntitySample { id: base.clone(), values, labels: labels.clone() });
+        entities.push(EntitySample {
+            id: base.clone(),
+            values,
+            labels: labels.clone(),
+        });
 
         for (mig_dev, mig) in migs.into_iter().flatten() {
             let inst_rows = |f: &FieldDef| f.level == Level::Instance;
-            let at = Place { key: &mig.uuid, gpu: index, gi: Some(mig.gpu_instance_id) };
+            let at = Place {
+                key: &mig.uuid,
+                gpu: index,
+                gi: Some(mig.gpu_instance_id),
+            };
             let values = read_rows(
                 nvml,
                 &mig_dev,
@@ -332,7 +379,11 @@ impl Reader {
             );
             let mut id = base.clone();
             id.mig = Some(mig);
-            entities.push(EntitySample { id, values, labels: labels.clone() });
+            entities.push(EntitySample {
+                id,
+                values,
+                labels: labels.clone(),
+            });
         }
 
         if lost {
@@ -372,10 +423,17 @@ fn enumerate_mig(
         let ci = instance_id(nvml, &mig, false).unwrap_or(0);
         let uuid = mig.uuid()?;
         let name = mig.name()?;
-        let profile = text::mig_profile_from_name(&name).unwrap_or("unknown").to_owned();
+        let profile = text::mig_profile_from_name(&name)
+            .unwrap_or("unknown")
+            .to_owned();
         out.push((
             mig,
-            MigIdentity { profile, gpu_instance_id: gi, compute_instance_id: ci, uuid },
+            MigIdentity {
+                profile,
+                gpu_instance_id: gi,
+                compute_instance_id: ci,
+                uuid,
+            },
         ));
     }
     out.sort_by_key(|(_, m)| m.gpu_instance_id);
@@ -409,10 +467,14 @@ fn drain_xid_events(state: &mut GpuState, dev: &Device<'static>, uuid: &str) {
     if matches!(state.events, Events::Untried) {
         state.events = match dev.supported_event_types() {
             Ok(t) if t.contains(EventTypes::CRITICAL_XID_ERROR) => {
-                match dev.nvml().create_event_set().map_err(|e| e.to_string()).and_then(|set| {
-                    dev.register_events(EventTypes::CRITICAL_XID_ERROR, set)
-                        .map_err(|e| e.to_string())
-                }) {
+                match dev
+                    .nvml()
+                    .create_event_set()
+                    .map_err(|e| e.to_string())
+                    .and_then(|set| {
+                        dev.register_events(EventTypes::CRITICAL_XID_ERROR, set)
+                            .map_err(|e| e.to_string())
+                    }) {
                     Ok(set) => Events::Set(set),
                     Err(e) => {
                         info!(uuid, "Xid events unavailable: {e}");
@@ -454,8 +516,10 @@ fn read_rows(
 ) -> Vec<Option<Value>> {
     let rows: Vec<_> = counters.metrics().collect();
     // Decided once per tick, before any read can mark a field unsupported.
-    let active_rows: Vec<bool> =
-        rows.iter().map(|r| wanted(r.field) && !book.is_unsupported(at.key, r.field)).collect();
+    let active_rows: Vec<bool> = rows
+        .iter()
+        .map(|r| wanted(r.field) && !book.is_unsupported(at.key, r.field))
+        .collect();
     let mut cache = TickCache::default();
 
     // One nvmlDeviceGetFieldValues call for every field-value row of this entity.
@@ -526,7 +590,9 @@ fn read_gpm(
     cache: &mut TickCache,
 ) {
     let owner = parent.map(|(p, _)| p).unwrap_or(dev);
-    let supported = *gpu.gpm_supported.get_or_insert_with(|| owner.gpm_support().unwrap_or(false));
+    let supported = *gpu
+        .gpm_supported
+        .get_or_insert_with(|| owner.gpm_support().unwrap_or(false));
     let fail = |cache: &mut TickCache, e: &NvmlError| {
         for id in ids {
             cache.gpm.insert(*id, Err(clone_err(e)));
@@ -702,7 +768,11 @@ fn read_text_field(
         Source::Text(k) => k,
         Source::Unavailable(why) => return Err(NvmlError::FailedToLoadSymbol(why.into())),
         // A numeric field used as a label: its value is the label.
-        _ => return Err(NvmlError::FailedToLoadSymbol("only string fields can be labels here".into())),
+        _ => {
+            return Err(NvmlError::FailedToLoadSymbol(
+                "only string fields can be labels here".into(),
+            ));
+        }
     };
     match kind {
         TextKind::DriverVersion | TextKind::NvmlVersion => {
@@ -754,7 +824,9 @@ fn text_value(
         return None;
     };
     match kind {
-        TextKind::DriverVersion | TextKind::NvmlVersion => system.get(&kind)?.as_ref().ok().cloned(),
+        TextKind::DriverVersion | TextKind::NvmlVersion => {
+            system.get(&kind)?.as_ref().ok().cloned()
+        }
         _ => gpu.texts.get(&kind).cloned(),
     }
 }

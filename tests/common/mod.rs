@@ -2,6 +2,8 @@
 //! test (so parallel tests never share its state), and a sampler over it.
 
 #![allow(dead_code)]
+// Test support: a failed set-up step should stop the test with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,12 +18,18 @@ use gpu_exporter::simulate::{LIB_NAME, SimLib};
 pub fn built_sim_lib() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let deps = exe.parent().expect("deps dir");
-    for cand in [deps.join(LIB_NAME), deps.parent().expect("profile dir").join(LIB_NAME)] {
+    for cand in [
+        deps.join(LIB_NAME),
+        deps.parent().expect("profile dir").join(LIB_NAME),
+    ] {
         if cand.is_file() {
             return cand;
         }
     }
-    panic!("{LIB_NAME} not found next to {}; run `cargo build --workspace`", exe.display());
+    panic!(
+        "{LIB_NAME} not found next to {}; run `cargo build --workspace`",
+        exe.display()
+    );
 }
 
 /// A simulated node private to one test.
@@ -46,9 +54,7 @@ impl SimNode {
     pub fn sampler(&self, counters: Arc<CounterSet>) -> Sampler {
         let path = self.path.clone();
         Sampler::new(
-            Box::new(move || {
-                gpu_exporter::gpu::load(Some(&path)).map_err(|e| e.to_string())
-            }),
+            Box::new(move || gpu_exporter::gpu::load(Some(&path)).map_err(|e| e.to_string())),
             counters,
         )
     }
@@ -64,11 +70,15 @@ impl SimNode {
 
 /// The shipped default counter set.
 pub fn default_counters() -> Arc<CounterSet> {
-    Arc::new(parse_counters("default-counters.csv", BUILTIN_DEFAULT_COUNTERS).expect("default counters parse"))
+    Arc::new(
+        parse_counters("default-counters.csv", BUILTIN_DEFAULT_COUNTERS)
+            .expect("default counters parse"),
+    )
 }
 
 /// Every row of both shipped files (default + dcp), for tests that want every field.
 pub fn counters_from(path: &str) -> Arc<CounterSet> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).expect("read counters");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .expect("read counters");
     Arc::new(parse_counters(path, &text).expect("counters parse"))
 }

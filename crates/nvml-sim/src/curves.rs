@@ -16,7 +16,9 @@ pub fn mix(a: u64, b: u64) -> u64 {
 
 /// Hashes a list of words into one key.
 pub fn key(parts: &[u64]) -> u64 {
-    parts.iter().fold(0x6E76_6D6C_5F73_696D, |acc, p| mix(acc, *p))
+    parts
+        .iter()
+        .fold(0x6E76_6D6C_5F73_696D, |acc, p| mix(acc, *p))
 }
 
 /// Hashes a string into a word (FNV-1a, then mixed).
@@ -160,7 +162,7 @@ impl Workload {
                 let jitter = 0.015 * smooth_noise(mix(key, 2), t / 2.0);
                 let base = self.level + wander + jitter;
                 // A checkpoint once per period: ~4 % of the period (at least 8 s).
-                let width = (8.0 / self.period).max(0.04).min(0.5);
+                let width = (8.0 / self.period).clamp(0.04, 0.5);
                 let phase = frac(t / self.period + unit(key, 3));
                 let dip = plateau(phase / width, 0.2);
                 base * (1.0 - dip) + 0.12 * dip
@@ -241,7 +243,10 @@ mod tests {
     #[test]
     fn activity_ranges_per_kind() {
         let train = workload(Kind::Training);
-        let mean: f64 = (0..600).map(|s| train.activity(9, f64::from(s))).sum::<f64>() / 600.0;
+        let mean: f64 = (0..600)
+            .map(|s| train.activity(9, f64::from(s)))
+            .sum::<f64>()
+            / 600.0;
         assert!(mean > 0.7, "training mean {mean}");
         let idle = workload(Kind::Idle);
         assert_eq!(idle.activity(9, 123.0), 0.0);

@@ -330,11 +330,15 @@ mod tests {
 
     #[test]
     fn lookup_is_case_insensitive() {
-        assert_eq!(find("h100-sxm5-80gb").map(|m| m.name), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(
+            find("h100-sxm5-80gb").map(|m| m.name),
+            Some("NVIDIA H100 80GB HBM3")
+        );
         assert!(find("H900").is_none());
         let h100 = find("H100-SXM5-80GB");
         assert_eq!(
-            h100.and_then(|m| m.mig_profile("MIG 3g.40gb")).map(|(_, p)| p.memory_mib),
+            h100.and_then(|m| m.mig_profile("MIG 3g.40gb"))
+                .map(|(_, p)| p.memory_mib),
             Some(40448)
         );
     }

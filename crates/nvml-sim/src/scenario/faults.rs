@@ -1,0 +1,283 @@
+//! The fault timeline: validates each `[[faults]]` entry against its kind and turns it into
+//! windows, counter bumps, MIG layouts and events on the GPUs.
+
+use nvml_wrapper_sys::bindings::{
+    nvmlEventTypeDoubleBitEccError, nvmlEventTypeSingleBitEccError, nvmlEventTypeXidCriticalError,
+};
+use toml::Spanned;
+
+use super::raw::{FAULT_KINDS, RawFault};
+use super::resolve::resolve_layout;
+use super::{
+    Bump, Counter, Ctx, Event, Gpu, Layout, NO_INSTANCE, PowerCap, ScenarioError, Target,
+    Unsupported, Window, XID_GPU_LOST,
+};
+
+pub(super) fn apply_fault(
+    ctx: &Ctx<'_>,
+    gpus: &mut [Gpu],
+    events: &mut Vec<Event>,
+    raw: &Spanned<RawFault>,
+) -> Result<(), ScenarioError> {
+    let f = raw.get_ref();
+    let span = Some(raw.span());
+    let kind = f.kind.get_ref().as_str();
+    let allowed = FAULT_KINDS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, keys)| *keys)
+        .ok_or_else(|| {
+            let kinds: Vec<&str> = FAULT_KINDS.iter().map(|(k, _)| *k).collect();
+            ctx.err(
+                Some(f.kind.span()),
+                format!(
+                    "unknown fault kind \"{kind}\" (expected one of: {})",
+                    kinds.join(", ")
+                ),
+            )
+        })?;
+    for key in f.present() {
+        if !allowed.contains(&key) {
+            return Err(ctx.err(
+                span.clone(),
+                format!(
+                    "`{key}` does not apply to a \"{kind}\" fault (it takes: {})",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
+    if !(f.at.is_finite() && f.at >= 0.0) {
+        return Err(ctx.err(
+            span,
+            format!("fault time at = {} must be a number of seconds ≥ 0", f.at),
+        ));
+    }
+    let gpu_count = gpus.len();
+    let gpu = gpus.get_mut(f.gpu).ok_or_else(|| {
+        ctx.err(
+            span.clone(),
+            format!(
+                "{kind} fault names GPU {}, but the scenario has {gpu_count} GPU(s) (indices \
+                 0..{})",
+                f.gpu,
+                gpu_count.saturating_sub(1)
+            ),
+        )
+    })?;
+    let until = match f.until {
+        Some(u) if u <= f.at || u.is_nan() => {
+            return Err(ctx.err(
+                span,
+                format!("until = {u} must be later than at = {}", f.at),
+            ));
+        }
+        Some(u) => u,
+        None => f64::INFINITY,
+    };
+    let window = Window { from: f.at, until };
+    let need = |v: Option<u64>, name: &str| {
+        v.ok_or_else(|| ctx.err(span.clone(), format!("a \"{kind}\" fault needs `{name}`")))
+    };
+    let mut bump = |counter: Counter, amount: Option<u64>, set: bool| {
+        if let Some(amount) = amount {
+            gpu.bumps.push(Bump {
+                at: f.at,
+                counter,
+                amount,
+                set,
+            });
+        }
+    };
+    match kind {
+        "xid" => {
+            let xid = need(f.xid, "xid")?;
+            if xid == 0 || xid > 1000 {
+                return Err(ctx.err(span, format!("xid = {xid} is outside 1..1000")));
+            }
+            let repeat = f.repeat.unwrap_or(1);
+            if repeat == 0 || repeat > 10_000 {
+                return Err(ctx.err(span, format!("repeat = {repeat} is outside 1..10000")));
+            }
+            let every = f.every.unwrap_or(5.0);
+            if !(every > 0.0 && every.is_finite()) {
+                return Err(ctx.err(span, format!("every = {every} must be > 0 seconds")));
+            }
+            let (gi, ci) = match f.gi {
+                None => (NO_INSTANCE, NO_INSTANCE),
+                Some(gi) => {
+                    let member_ci = gpu.layout_at_unsorted(f.at).and_then(|l| {
+                        l.members
+                            .iter()
+                            .filter_map(|m| gpu.instances.get(m.uid))
+                            .find(|i| i.gi == gi)
+                            .map(|i| i.ci)
+                    });
+                    match member_ci {
+                        Some(ci) => (gi, ci),
+                        None => {
+                            return Err(ctx.err(
+                                span,
+                                format!(
+                                    "xid fault names GPU instance {gi} of GPU {}, which has no \
+                                     such MIG instance at {} s",
+                                    f.gpu, f.at
+                                ),
+                            ));
+                        }
+                    }
+                }
+            };
+            for k in 0..repeat {
+                events.push(Event {
+                    t: f.at + f64::from(k) * every,
+                    gpu: f.gpu,
+                    event_type: u64::from(nvmlEventTypeXidCriticalError),
+                    data: xid,
+                    gi,
+                    ci,
+                });
+            }
+        }
+        "lost" => {
+            gpu.lost.push(window);
+            events.push(Event {
+                t: f.at,
+                gpu: f.gpu,
+                event_type: u64::from(nvmlEventTypeXidCriticalError),
+                data: XID_GPU_LOST,
+                gi: NO_INSTANCE,
+                ci: NO_INSTANCE,
+            });
+        }
+        "unsupported" => {
+            let what = f
+                .what
+                .as_ref()
+                .ok_or_else(|| ctx.err(span.clone(), "an \"unsupported\" fault needs `what`"))?;
+            let target =
+                Target::parse(what.get_ref()).map_err(|m| ctx.err(Some(what.span()), m))?;
+            gpu.unsupported.push(Unsupported { target, window });
+        }
+        "mig_layout" => {
+            let list = f
+                .mig
+                .as_ref()
+                .ok_or_else(|| ctx.err(span.clone(), "a \"mig_layout\" fault needs `mig`"))?;
+            if !gpu.mig_enabled {
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "mig_layout fault on GPU {} which is not in MIG mode (give it `mig = []`)",
+                        f.gpu
+                    ),
+                ));
+            }
+            let layout = resolve_layout(ctx, gpu, list, f.at)?;
+            gpu.layouts.push(layout);
+        }
+        "ecc" => {
+            if f.sbe.is_none() && f.dbe.is_none() {
+                return Err(ctx.err(span, "an \"ecc\" fault needs `sbe` and/or `dbe`"));
+            }
+            for (count, counter, event_type) in [
+                (f.sbe, Counter::EccSbe, nvmlEventTypeSingleBitEccError),
+                (f.dbe, Counter::EccDbe, nvmlEventTypeDoubleBitEccError),
+            ] {
+                if count.unwrap_or(0) > 0 {
+                    events.push(Event {
+                        t: f.at,
+                        gpu: f.gpu,
+                        event_type: u64::from(event_type),
+                        data: 0,
+                        gi: NO_INSTANCE,
+                        ci: NO_INSTANCE,
+                    });
+                }
+                bump(counter, count, false);
+            }
+        }
+        "remap" => {
+            if f.correctable.is_none()
+                && f.uncorrectable.is_none()
+                && f.pending.is_none()
+                && f.failure.is_none()
+            {
+                return Err(ctx.err(
+                    span,
+                    "a \"remap\" fault needs correctable, uncorrectable, pending or failure",
+                ));
+            }
+            bump(Counter::RemapCorrectable, f.correctable, false);
+            bump(Counter::RemapUncorrectable, f.uncorrectable, false);
+            bump(Counter::RemapPending, f.pending.map(u64::from), true);
+            bump(Counter::RemapFailure, f.failure.map(u64::from), true);
+        }
+        "retire" => {
+            if f.sbe.is_none() && f.dbe.is_none() && f.pending.is_none() {
+                return Err(ctx.err(span, "a \"retire\" fault needs sbe, dbe or pending"));
+            }
+            bump(Counter::RetiredSbe, f.sbe, false);
+            bump(Counter::RetiredDbe, f.dbe, false);
+            bump(Counter::RetiredPending, f.pending.map(u64::from), true);
+        }
+        "nvlink_errors" => {
+            if gpu.model.nvlink_links == 0 {
+                return Err(ctx.err(
+                    span,
+                    format!("GPU {}: model {} has no NVLink", f.gpu, gpu.model.key),
+                ));
+            }
+            if f.crc_flit.is_none()
+                && f.crc_data.is_none()
+                && f.replay.is_none()
+                && f.recovery.is_none()
+            {
+                return Err(ctx.err(
+                    span,
+                    "an \"nvlink_errors\" fault needs crc_flit, crc_data, replay or recovery",
+                ));
+            }
+            bump(Counter::NvlinkCrcFlit, f.crc_flit, false);
+            bump(Counter::NvlinkCrcData, f.crc_data, false);
+            bump(Counter::NvlinkReplay, f.replay, false);
+            bump(Counter::NvlinkRecovery, f.recovery, false);
+        }
+        "pcie_replay" => {
+            let count = need(f.count, "count")?;
+            bump(Counter::PcieReplay, Some(count), false);
+        }
+        "power_limit" => {
+            let watts = f
+                .watts
+                .ok_or_else(|| ctx.err(span.clone(), "a \"power_limit\" fault needs `watts`"))?;
+            let model = gpu.model;
+            if !(watts > model.idle_w && watts <= model.power_limit_w * 1.5) {
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "watts = {watts} is outside {}..{} W for {}",
+                        model.idle_w,
+                        model.power_limit_w * 1.5,
+                        model.key
+                    ),
+                ));
+            }
+            gpu.power_caps.push(PowerCap { window, watts });
+        }
+        _ => {
+            return Err(ctx.err(span, format!("unknown fault kind \"{kind}\"")));
+        }
+    }
+    Ok(())
+}
+
+impl Gpu {
+    /// Layout lookup while layouts are still being added in file order (not yet sorted).
+    fn layout_at_unsorted(&self, t: f64) -> Option<&Layout> {
+        self.layouts
+            .iter()
+            .filter(|l| l.from <= t)
+            .max_by(|a, b| a.from.total_cmp(&b.from))
+    }
+}

@@ -1,0 +1,318 @@
+//! Tests of scenario parsing, defaults and every validation error.
+
+use super::*;
+use crate::curves::Kind;
+
+fn parse_ok(text: &str) -> Scenario {
+    match parse(text, "scenario file /x.toml", "x") {
+        Ok(s) => s,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+fn parse_err(text: &str) -> String {
+    match parse(text, "scenario file /x.toml", "x") {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn builtins_load() {
+    for name in builtin::names() {
+        let s = load(name).unwrap();
+        assert_eq!(s.name, name);
+        assert!(!s.gpus.is_empty());
+    }
+}
+
+#[test]
+fn h100_mig_structure() {
+    let s = load("h100-mig").unwrap();
+    assert_eq!(s.gpus.len(), 8);
+    let g2 = &s.gpus[2];
+    assert!(g2.mig_enabled);
+    let l = g2.layout_at(0.0).unwrap();
+    let gis: Vec<u32> = l.members.iter().map(|m| g2.instances[m.uid].gi).collect();
+    assert_eq!(gis, vec![7, 8, 9, 10, 11, 12, 13]);
+    let g5 = &s.gpus[5];
+    let l = g5.layout_at(0.0).unwrap();
+    let ids: Vec<(u32, &str)> = l
+        .members
+        .iter()
+        .map(|m| (g5.instances[m.uid].gi, g5.instances[m.uid].profile.name))
+        .collect();
+    assert_eq!(ids, vec![(2, "3g.40gb"), (3, "2g.20gb"), (7, "1g.10gb")]);
+    assert!(s.gpus[7].is_lost(150.0));
+    assert!(!s.gpus[7].is_lost(119.9));
+    assert!(!s.gpus[7].is_lost(180.0));
+    assert!(s.gpus[6].function_unsupported("nvmlDeviceGetPowerUsage", 90.0));
+    assert!(!s.gpus[6].function_unsupported("nvmlDeviceGetPowerUsage", 89.0));
+    let xid48: Vec<f64> = s
+        .events
+        .iter()
+        .filter(|e| e.data == 48)
+        .map(|e| e.t)
+        .collect();
+    assert_eq!(xid48.len(), 3);
+    assert!(xid48.iter().all(|t| (60.0..=70.0).contains(t)));
+}
+
+#[test]
+fn minimal_file_and_defaults() {
+    let s = parse_ok(
+        r#"
+        [[gpus]]
+        model = "L4"
+        "#,
+    );
+    assert_eq!(s.name, "x");
+    assert_eq!(s.node, "sim-node");
+    let g = &s.gpus[0];
+    assert_eq!(g.workload.kind, Kind::Idle);
+    assert!(g.uuid.starts_with("GPU-"));
+    assert_eq!(g.uuid.len(), 40);
+    assert_eq!(g.pci.bus_id(), "00000000:18:00.0");
+    assert_eq!(g.pci.bus_id_legacy(), "0000:18:00.0");
+    assert_eq!(g.serial.len(), 13);
+}
+
+#[test]
+fn identity_is_stable_and_overridable() {
+    let a = parse_ok("node = \"n1\"\n[[gpus]]\nmodel = \"L4\"\n");
+    let b = parse_ok("node = \"n1\"\n[[gpus]]\nmodel = \"L4\"\n");
+    let c = parse_ok("node = \"n2\"\n[[gpus]]\nmodel = \"L4\"\n");
+    assert_eq!(a.gpus[0].uuid, b.gpus[0].uuid);
+    assert_ne!(a.gpus[0].uuid, c.gpus[0].uuid);
+    let d = parse_ok(
+        "[[gpus]]\nmodel = \"L4\"\nuuid = \"GPU-1234abcd\"\nserial = \"42\"\npci_bus = \"0001:3b:00.0\"\n",
+    );
+    assert_eq!(d.gpus[0].uuid, "GPU-1234abcd");
+    assert_eq!(d.gpus[0].serial, "42");
+    assert_eq!(d.gpus[0].pci.bus_id(), "00000001:3B:00.0");
+}
+
+#[test]
+fn unknown_model_names_file_and_line() {
+    let e = parse_err("node = \"n\"\n\n[[gpus]]\nmodel = \"H900\"\n");
+    assert_eq!(
+        e,
+        "scenario file /x.toml: line 4: unknown model \"H900\" (known models: \
+         H100-SXM5-80GB, A100-SXM4-40GB, L4)"
+    );
+}
+
+#[test]
+fn syntax_and_unknown_keys_are_reported_with_lines() {
+    let e = parse_err("[[gpus]]\nmodel = \"L4\"\nmodle = 3\n");
+    assert!(e.starts_with("scenario file /x.toml: line 3: "), "{e}");
+    assert!(e.contains("modle"), "{e}");
+    let e = parse_err("[[gpus]\nmodel = \"L4\"\n");
+    assert!(e.starts_with("scenario file /x.toml: line 1: "), "{e}");
+    let e = parse_err("[[gpu]]\nmodel = \"L4\"\n");
+    assert!(e.contains("gpu"), "{e}");
+}
+
+#[test]
+fn mig_validation() {
+    let e = parse_err("[[gpus]]\nmodel = \"L4\"\nmig = []\n");
+    assert!(e.contains("does not support MIG"), "{e}");
+    let e = parse_err("[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nmig = [{ profile = \"3g.20gb\" }]\n");
+    assert!(
+        e.contains("line 3") && e.contains("MIG profile \"3g.20gb\" is not valid"),
+        "{e}"
+    );
+    let e = parse_err(
+        "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nmig = [{ profile = \"4g.40gb\" }, { profile = \"4g.40gb\" }]\n",
+    );
+    assert!(e.contains("8 compute slices, more than the 7"), "{e}");
+    let e = parse_err(
+        "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nmig = [{ profile = \"3g.40gb\" }, { profile = \"3g.40gb\" }, { profile = \"1g.10gb\" }]\n",
+    );
+    assert!(e.contains("9 memory slices"), "{e}");
+    let e = parse_err(
+        "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nmig = [{ profile = \"1g.10gb\", gi = 7 }, { profile = \"1g.10gb\", gi = 7 }]\n",
+    );
+    assert!(e.contains("GPU instance id 7 used twice"), "{e}");
+    let e = parse_err(
+        "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\" }\nmig = []\n",
+    );
+    assert!(e.contains("MIG mode"), "{e}");
+}
+
+#[test]
+fn default_gi_ids_follow_placement() {
+    let s = parse_ok(
+        "[[gpus]]\nmodel = \"A100-SXM4-40GB\"\nmig = [{ profile = \"4g.20gb\" }, { profile = \"2g.10gb\" }, { profile = \"1g.5gb\" }]\n",
+    );
+    let g = &s.gpus[0];
+    let gis: Vec<u32> = g.instances.iter().map(|i| i.gi).collect();
+    assert_eq!(gis, vec![1, 3, 7]);
+    assert!(g.instances.iter().all(|i| i.uuid.starts_with("MIG-")));
+}
+
+#[test]
+fn workload_validation() {
+    let e = parse_err("[[gpus]]\nmodel = \"L4\"\nworkload = { kind = \"gaming\" }\n");
+    assert!(e.contains("unknown workload kind \"gaming\""), "{e}");
+    let e =
+        parse_err("[[gpus]]\nmodel = \"L4\"\nworkload = { kind = \"training\", level = 1.5 }\n");
+    assert!(e.contains("level = 1.5 is outside 0..1"), "{e}");
+    let e = parse_err("[[gpus]]\nmodel = \"L4\"\nworkload = { kind = \"training\", period = 0 }\n");
+    assert!(e.contains("period"), "{e}");
+    let e = parse_err("[[gpus]]\nmodel = \"L4\"\nworkload = { kind = \"training\", duty = 0.5 }\n");
+    assert!(e.contains("duty only applies"), "{e}");
+}
+
+#[test]
+fn fault_validation() {
+    let base = "[[gpus]]\nmodel = \"L4\"\n";
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = 1\ngpu = 3\nkind = \"xid\"\nxid = 31\n"
+    ));
+    assert!(e.contains("line 3"), "{e}");
+    assert!(
+        e.contains("names GPU 3, but the scenario has 1 GPU(s)"),
+        "{e}"
+    );
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = 1\ngpu = 0\nkind = \"meteor\"\n"
+    ));
+    assert!(e.contains("unknown fault kind \"meteor\""), "{e}");
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = 1\ngpu = 0\nkind = \"xid\"\n"
+    ));
+    assert!(e.contains("needs `xid`"), "{e}");
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = 1\ngpu = 0\nkind = \"xid\"\nxid = 31\nuntil = 4\n"
+    ));
+    assert!(e.contains("`until` does not apply"), "{e}");
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = 5\ngpu = 0\nkind = \"lost\"\nuntil = 4\n"
+    ));
+    assert!(e.contains("must be later"), "{e}");
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = 5\ngpu = 0\nkind = \"unsupported\"\nwhat = \"nvmlDeviceGetPowerUsag\"\n"
+    ));
+    assert!(e.contains("unknown unsupported target"), "{e}");
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = 5\ngpu = 0\nkind = \"mig_layout\"\nmig = []\n"
+    ));
+    assert!(e.contains("not in MIG mode"), "{e}");
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = 5\ngpu = 0\nkind = \"nvlink_errors\"\nreplay = 1\n"
+    ));
+    assert!(e.contains("has no NVLink"), "{e}");
+    let e = parse_err(&format!("{base}unsupported = [\"field:abc\"]\n"));
+    assert!(e.contains("field id must be a number"), "{e}");
+    let e = parse_err(&format!(
+        "{base}[[faults]]\nat = -1\ngpu = 0\nkind = \"xid\"\nxid = 31\n"
+    ));
+    assert!(e.contains("≥ 0"), "{e}");
+}
+
+#[test]
+fn fault_timeline() {
+    let s = parse_ok(
+        r#"
+        [[gpus]]
+        model = "H100-SXM5-80GB"
+        mig = [{ profile = "7g.80gb" }]
+        unsupported = ["field:82"]
+
+        [[faults]]
+        at = 10
+        gpu = 0
+        kind = "xid"
+        xid = 48
+        repeat = 3
+        every = 2
+
+        [[faults]]
+        at = 20
+        gpu = 0
+        kind = "ecc"
+        sbe = 2
+        dbe = 1
+
+        [[faults]]
+        at = 30
+        gpu = 0
+        kind = "ecc"
+        sbe = 3
+
+        [[faults]]
+        at = 40
+        gpu = 0
+        kind = "mig_layout"
+        mig = [{ profile = "3g.40gb" }, { profile = "3g.40gb" }]
+
+        [[faults]]
+        at = 41
+        gpu = 0
+        kind = "xid"
+        xid = 43
+        gi = 1
+
+        [[faults]]
+        at = 50
+        gpu = 0
+        kind = "power_limit"
+        watts = 500
+        until = 60
+
+        [[faults]]
+        at = 55
+        gpu = 0
+        kind = "remap"
+        correctable = 1
+        pending = true
+        "#,
+    );
+    let g = &s.gpus[0];
+    let times: Vec<f64> = s
+        .events
+        .iter()
+        .filter(|e| e.data == 48)
+        .map(|e| e.t)
+        .collect();
+    assert_eq!(times, vec![10.0, 12.0, 14.0]);
+    assert_eq!(g.counter(Counter::EccSbe, 19.0), 0);
+    assert_eq!(g.counter(Counter::EccSbe, 20.0), 2);
+    assert_eq!(g.counter(Counter::EccSbe, 35.0), 5);
+    assert_eq!(g.counter(Counter::EccDbe, 35.0), 1);
+    assert_eq!(g.counter(Counter::RemapPending, 56.0), 1);
+    assert_eq!(g.layout_at(39.0).map(|l| l.members.len()), Some(1));
+    assert_eq!(g.layout_at(40.0).map(|l| l.members.len()), Some(2));
+    let gi43 = s.events.iter().find(|e| e.data == 43).map(|e| (e.gi, e.ci));
+    assert_eq!(gi43, Some((1, 0)));
+    assert_eq!(g.power_limit_at(49.0), 700.0);
+    assert_eq!(g.power_limit_at(55.0), 500.0);
+    assert_eq!(g.power_limit_at(60.0), 700.0);
+    assert!(g.is_unsupported(&Target::Field(82), 0.0));
+    assert!(s.events.windows(2).all(|w| w[0].t <= w[1].t));
+}
+
+#[test]
+fn load_reports_missing_files() {
+    let e = load("/nonexistent/scenario.toml").unwrap_err().to_string();
+    assert!(e.contains("/nonexistent/scenario.toml"), "{e}");
+    assert!(e.contains("h100-mig"), "{e}");
+}
+
+#[test]
+fn reserved_tables_are_ignored() {
+    let s = parse_ok("[[gpus]]\nmodel = \"L4\"\n[[pods]]\nname = \"p\"\nnamespace = \"ns\"\n");
+    assert_eq!(s.gpus.len(), 1);
+}
+
+#[test]
+fn pci_parsing() {
+    assert_eq!(
+        Pci::parse("00000000:18:00.0").map(|p| p.bus_id_legacy()),
+        Some("0000:18:00.0".to_string())
+    );
+    assert!(Pci::parse("0000:18:00").is_none());
+    assert!(Pci::parse("0000:1ff:00.0").is_none());
+    assert_eq!(Pci::parse("3b:00.0").map(|p| p.bus), Some(0x3B));
+}

@@ -1,0 +1,68 @@
+//! Event sets: creation, registration, and delivery of timeline events with a cursor per set.
+
+use super::{Dev, NvmlResult, Sim};
+use std::collections::BTreeMap;
+
+use super::{EventSet, SUPPORTED_EVENTS};
+use crate::ret;
+use crate::scenario::Event;
+
+impl Sim {
+    /// `nvmlEventSetCreate`.
+    pub fn event_set_create(&mut self) -> u64 {
+        let id = self.take_id();
+        let set = EventSet {
+            registered: BTreeMap::new(),
+            delivered: vec![false; self.scenario.events.len()],
+        };
+        self.event_sets.insert(id, set);
+        id
+    }
+
+    /// `nvmlEventSetFree`.
+    pub fn event_set_free(&mut self, id: u64) -> NvmlResult<()> {
+        self.event_sets
+            .remove(&id)
+            .map(|_| ())
+            .ok_or(ret::INVALID_ARGUMENT)
+    }
+
+    /// `nvmlDeviceGetSupportedEventTypes`.
+    pub fn supported_events(&self, dev: Dev) -> NvmlResult<u64> {
+        self.physical_only(dev)?;
+        Ok(SUPPORTED_EVENTS)
+    }
+
+    /// `nvmlDeviceRegisterEvents`.
+    pub fn register_events(&mut self, dev: Dev, mask: u64, set: u64) -> NvmlResult<()> {
+        let g = self.physical_only(dev)?;
+        if mask & !SUPPORTED_EVENTS != 0 {
+            return Err(ret::NOT_SUPPORTED);
+        }
+        let s = self.event_sets.get_mut(&set).ok_or(ret::INVALID_ARGUMENT)?;
+        *s.registered.entry(g).or_insert(0) |= mask;
+        Ok(())
+    }
+
+    /// Next event of the set due at `t` that it has not delivered yet (each set has its own
+    /// cursor, so every set sees every event of its registered GPUs once).
+    pub fn next_event(&mut self, set: u64, t: f64) -> NvmlResult<Option<Event>> {
+        let s = self.event_sets.get_mut(&set).ok_or(ret::INVALID_ARGUMENT)?;
+        for (i, e) in self.scenario.events.iter().enumerate() {
+            if e.t > t {
+                break;
+            }
+            let wanted = s
+                .registered
+                .get(&e.gpu)
+                .is_some_and(|mask| mask & e.event_type != 0);
+            if wanted && s.delivered.get(i) == Some(&false) {
+                if let Some(d) = s.delivered.get_mut(i) {
+                    *d = true;
+                }
+                return Ok(Some(*e));
+            }
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The project's test command (README "Run the tests"): installs what it needs, then runs
+# formatting, lints, the whole test suite, and promtool against the live output of --simulate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+need_apt=()
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "==> installing ${need_apt[*]} (Debian packages)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
+
+echo "==> cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "==> cargo clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "==> cargo build --workspace (exporter + simulated NVML library)"
+cargo build --workspace
+
+echo "==> cargo test --workspace"
+cargo test --workspace
+
+echo "==> promtool check metrics on the live output of --simulate"
+scripts/check-metrics.sh target/debug/gpu-exporter
+
+echo "==> all checks passed"
