@@ -63,7 +63,9 @@ fn load(addr: SocketAddr, path: &'static str) -> (Vec<Duration>, Duration, usize
     let threads: Vec<_> = (0..CLIENTS)
         .map(|_| {
             std::thread::spawn(move || {
-                let mut s = BufReader::new(TcpStream::connect(addr).unwrap());
+                let tcp = TcpStream::connect(addr).unwrap();
+                tcp.set_nodelay(true).unwrap();
+                let mut s = BufReader::new(tcp);
                 let mut lat = Vec::with_capacity(REQUESTS_PER_CLIENT);
                 let mut bytes = 0;
                 for _ in 0..REQUESTS_PER_CLIENT {
@@ -141,6 +143,8 @@ fn serving() {
         let a = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let b = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        let a = gpu_exporter::http::with_nodelay(a);
+        let b = gpu_exporter::http::with_nodelay(b);
         tokio::spawn(async move { axum::serve(a, gpu_exporter::http::app(shared)).await });
         let static_app = Router::new().route(
             "/metrics",

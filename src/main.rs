@@ -56,7 +56,7 @@ async fn shutdown_signal() {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
-    let cfg = cli.validate().map_err(|e| e.to_string())?;
+    let mut cfg = cli.validate().map_err(|e| e.to_string())?;
     init_logging(&cfg);
     for w in &cfg.warnings {
         warn!("{w}");
@@ -79,6 +79,10 @@ fn run(cli: Cli) -> Result<(), String> {
             let sim = simulate::SimLib::open(&path)?;
             sim.configure(scenario, cfg.simulate_seed)?;
             info!(library = %path.display(), scenario, seed = cfg.simulate_seed, "running on a simulated node");
+            // The simulated node's name stands in for the host name unless NODE_NAME is set.
+            if cfg.hostname.is_some() && std::env::var_os("NODE_NAME").is_none() {
+                cfg.hostname = Some(sim.node_name()?);
+            }
             (Some(path), Some(sim))
         }
         None => (cfg.nvml_lib.clone(), None),
@@ -116,7 +120,7 @@ fn run(cli: Cli) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let served = rt.block_on(async {
         let listener = http::bind(&cfg.address).await?;
-        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        let local = axum::serve::Listener::local_addr(&listener).map_err(|e| e.to_string())?;
         info!(address = %local, interval_ms = cfg.interval.as_millis() as u64, "serving /metrics");
         axum::serve(listener, http::app(Arc::clone(&shared)))
             .with_graceful_shutdown(shutdown_signal())

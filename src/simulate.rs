@@ -123,7 +123,17 @@ impl SimLib {
 
     /// Built-in scenario names, comma-separated.
     pub fn scenario_names(&self) -> Result<String, String> {
-        let f: NamesFn = self.sym(b"nvmlSimScenarioNames\0")?;
+        self.string(b"nvmlSimScenarioNames\0")
+    }
+
+    /// The configured scenario's node name (the `Hostname` in simulate mode unless
+    /// `NODE_NAME` is set).
+    pub fn node_name(&self) -> Result<String, String> {
+        self.string(b"nvmlSimNodeName\0")
+    }
+
+    fn string(&self, symbol: &[u8]) -> Result<String, String> {
+        let f: NamesFn = self.sym(symbol)?;
         let mut buf = vec![0u8; 4096];
         // SAFETY: `buf` is writable for its full length.
         unsafe { f(buf.as_mut_ptr().cast(), buf.len() as c_uint) };

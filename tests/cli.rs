@@ -36,38 +36,54 @@ fn http_get(port: u16, path: &str, extra: &str) -> Option<(String, Vec<u8>)> {
     Some((status, buf))
 }
 
-#[test]
-fn simulate_serves_metrics_and_stops_on_sigterm() {
+/// Starts `--simulate` on a free port and waits until `/ready` answers 200.
+fn spawn_ready(node_name: Option<&str>) -> (std::process::Child, u16) {
     let lib = common::built_sim_lib();
     let port = free_port();
-    let mut child = Command::new(BIN)
-        .args([
-            "--simulate",
-            "h100-mig",
-            "-c",
-            "500",
-            "-a",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .arg("--nvml-lib")
-        .arg(&lib)
-        .env("NODE_NAME", "test-node")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "--simulate",
+        "h100-mig",
+        "-c",
+        "500",
+        "-a",
+        &format!("127.0.0.1:{port}"),
+    ])
+    .arg("--nvml-lib")
+    .arg(&lib)
+    .env_remove("NODE_NAME")
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    if let Some(n) = node_name {
+        cmd.env("NODE_NAME", n);
+    }
+    let mut child = cmd.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    let mut ready = false;
     while Instant::now() < deadline {
         if let Some((status, _)) = http_get(port, "/ready", "")
             && status.contains(" 200 ")
         {
-            ready = true;
-            break;
+            return (child, port);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(ready, "exporter never became ready");
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("exporter never became ready");
+}
+
+#[test]
+fn simulate_uses_the_scenario_node_name_without_node_name() {
+    let (mut child, port) = spawn_ready(None);
+    let (_, body) = http_get(port, "/metrics", "").unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(String::from_utf8_lossy(&body).contains("Hostname=\"sim-h100-node\""));
+}
+
+#[test]
+fn simulate_serves_metrics_and_stops_on_sigterm() {
+    let (mut child, port) = spawn_ready(Some("test-node"));
     let (status, body) = http_get(port, "/metrics", "").unwrap();
     assert!(status.contains(" 200 "), "{status}");
     let body = String::from_utf8_lossy(&body);
@@ -75,6 +91,8 @@ fn simulate_serves_metrics_and_stops_on_sigterm() {
     assert!(body.contains("Hostname=\"test-node\""));
     assert!(body.contains("GPU_I_PROFILE=\"3g.40gb\""));
     let (_, gz) = http_get(port, "/metrics", "Accept-Encoding: gzip\r\n").unwrap();
+    let (_, page) = http_get(port, "/", "").unwrap();
+    assert!(String::from_utf8_lossy(&page).contains("NVIDIA H100 80GB HBM3"));
     assert!(
         String::from_utf8_lossy(&gz)
             .to_ascii_lowercase()
@@ -164,4 +182,21 @@ fn bad_flag_value_names_the_flag() {
     let out = Command::new(BIN).args(["-c", "10"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--collect-interval"));
+}
+
+#[test]
+fn dcgm_environment_variables_are_read() {
+    let out = Command::new(BIN)
+        .env("DCGM_EXPORTER_INTERVAL", "10")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--collect-interval 10"));
+    let out = Command::new(BIN)
+        .env("DCGM_EXPORTER_COLLECTORS", "/nonexistent/env.csv")
+        .arg("--simulate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/env.csv"));
 }
