@@ -306,3 +306,60 @@ fn values_move_over_time_and_energy_only_grows() {
     };
     assert_ne!(util(&a), util(&b), "power should move over a minute");
 }
+
+#[test]
+fn dcgm_format_csv_with_legacy_names_exports_them_verbatim() {
+    let node = common::SimNode::new("a100-l4", 3);
+    let counters = common::counters_from("tests/fixtures/csv/dcgm-format.csv");
+    let mut sampler = node.sampler(counters.clone());
+    node.set_time(30.0);
+    sampler.tick(30.0);
+    node.set_time(35.0);
+    let snap = sampler.tick(35.0);
+    let opts = EncodeOptions {
+        hostname: Some("n".into()),
+        ..EncodeOptions::default()
+    };
+    let text = String::from_utf8(encode(&snap, &counters, &opts)).unwrap();
+    // Legacy 1.x names are emitted under the CSV's own spelling, with the quoted help intact.
+    assert!(text.contains(
+        "# HELP dcgm_sm_clock SM clock, legacy name (in MHz).\n# TYPE dcgm_sm_clock gauge\n"
+    ));
+    assert_eq!(series(&text, "dcgm_sm_clock").len(), 2);
+    assert_eq!(series(&text, "dcgm_fb_used").len(), 2);
+    assert!(
+        text.contains("# HELP DCGM_FI_DEV_GPU_UTIL GPU busy, \"kernel running\" share, in %\n")
+    );
+    // Both label rows, sorted by name, on every series.
+    let l = series(&text, "dcgm_sm_clock")[0];
+    assert!(
+        l.contains(",DCGM_FI_DEV_SERIAL=\"")
+            && l.contains(",DCGM_FI_DRIVER_VERSION=\"550.90.07\"}"),
+        "{l}"
+    );
+    assert!(l.find("DCGM_FI_DEV_SERIAL").unwrap() < l.find("DCGM_FI_DRIVER_VERSION").unwrap());
+}
+
+#[test]
+fn missing_nvml_serves_self_metrics_and_says_where_it_looked() {
+    let missing = std::path::Path::new("/nonexistent/libnvidia-ml.so.1");
+    let err = gpu_exporter::gpu::load(Some(missing)).unwrap_err();
+    let msg = gpu_exporter::gpu::describe_load_error(Some(missing), &err);
+    assert!(msg.contains("/nonexistent/libnvidia-ml.so.1"), "{msg}");
+    let counters = common::default_counters();
+    let mut sampler = gpu_exporter::sampler::Sampler::new(
+        Box::new(move || {
+            Err(gpu_exporter::gpu::describe_load_error(
+                Some(missing),
+                &gpu_exporter::gpu::load(Some(missing)).unwrap_err(),
+            ))
+        }),
+        counters.clone(),
+    );
+    let snap = sampler.tick(1.0);
+    assert!(!snap.stats.nvml_up);
+    let text = String::from_utf8(encode(&snap, &counters, &EncodeOptions::default())).unwrap();
+    assert!(text.contains("gpu_exporter_nvml_up 0\n"));
+    assert!(text.contains("gpu_exporter_build_info{"));
+    assert!(!text.contains("DCGM_FI_"));
+}

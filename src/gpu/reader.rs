@@ -225,6 +225,19 @@ impl Reader {
             self.read_gpu(index, counters, &mut out);
         }
         self.gpus.retain(|i, _| *i < count);
+        // Forget per-entity state (previous GPM sample, rate readings) of entities that are
+        // gone (a MIG instance destroyed, a GPU lost), so state does not grow over time.
+        let seen: HashSet<&str> = out
+            .entities
+            .iter()
+            .map(|e| {
+                e.id.mig
+                    .as_ref()
+                    .map(|m| m.uuid.as_str())
+                    .unwrap_or(e.id.uuid.as_str())
+            })
+            .collect();
+        self.entities.retain(|k, _| seen.contains(k.as_str()));
         Ok(out)
     }
 
