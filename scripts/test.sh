@@ -26,9 +26,14 @@ echo "==> cargo build --workspace (exporter + simulated NVML library)"
 cargo build --workspace
 
 echo "==> cargo test --workspace"
-cargo test --workspace
+log=$(mktemp)
+cargo test --workspace 2>&1 | tee "$log"
+read -r passed failed < <(awk '/^test result: /{for(i=1;i<=NF;i++){if($(i+1)~/^passed;?/)p+=$i; if($(i+1)~/^failed;?/)f+=$i}} END{print p+0, f+0}' "$log")
+rm -f "$log"
 
 echo "==> promtool check metrics on the live output of --simulate"
 scripts/check-metrics.sh target/debug/gpu-exporter
 
 echo "==> all checks passed"
+# Totals of every cargo test binary above, as the last line.
+echo "tests: ${passed} passed, ${failed} failed"

@@ -132,7 +132,12 @@ impl Book {
         match r {
             Ok(v) => v,
             Err(e) if is_unsupported(&e) => {
-                self.mark_unsupported(at, field, &e.to_string());
+                let why = match e {
+                    // Carries either the loader's "undefined symbol" text or our own reason.
+                    NvmlError::FailedToLoadSymbol(s) => s,
+                    e => e.to_string(),
+                };
+                self.mark_unsupported(at, field, &why);
                 None
             }
             Err(NvmlError::GpuLost) => {
