@@ -46,6 +46,13 @@ fn series<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
     text.lines().filter(|l| l.starts_with(&prefix)).collect()
 }
 
+/// The value of label `name` on a series line.
+fn label<'a>(line: &'a str, name: &str) -> &'a str {
+    let start = format!("{name}=\"");
+    let rest = &line[line.find(&start).unwrap() + start.len()..];
+    &rest[..rest.find('"').unwrap()]
+}
+
 fn value(line: &str) -> f64 {
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
@@ -59,14 +66,7 @@ fn every_supported_default_field_appears_with_contract_labels() {
     let unsupported_gpu0: HashSet<&str> = series(&text, "gpu_exporter_field_unsupported")
         .into_iter()
         .filter(|l| l.contains("gpu=\"0\""))
-        .map(|l| {
-            l.split("field=\"")
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-        })
+        .map(|l| label(l, "field"))
         .collect();
     // The only default field an H100 outside a vGPU guest cannot serve.
     assert_eq!(
@@ -118,33 +118,13 @@ fn mig_instances_carry_instance_fields_and_parents_keep_device_fields() {
         assert!(l.contains("GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\""), "{l}");
         assert!(l.contains(",mig_uuid=\"MIG-"), "{l}");
     }
-    let gi: HashSet<&str> = fb
-        .iter()
-        .map(|l| {
-            l.split("GPU_I_ID=\"")
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-        })
-        .collect();
+    let gi: HashSet<&str> = fb.iter().map(|l| label(l, "GPU_I_ID")).collect();
     assert_eq!(gi.len(), 7, "distinct GPU instance ids");
     let prof: Vec<_> = series(&text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
         .into_iter()
         .filter(|l| l.contains("{gpu=\"5\","))
         .collect();
-    let profiles: HashSet<&str> = prof
-        .iter()
-        .map(|l| {
-            l.split("GPU_I_PROFILE=\"")
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-        })
-        .collect();
+    let profiles: HashSet<&str> = prof.iter().map(|l| label(l, "GPU_I_PROFILE")).collect();
     assert_eq!(profiles, HashSet::from(["3g.40gb", "2g.20gb", "1g.10gb"]));
     for l in &prof {
         let v = value(l);
