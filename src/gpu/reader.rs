@@ -23,7 +23,7 @@ use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::{Device, EventSet, GpmSample, Nvml};
 use tracing::{info, warn};
 
-use crate::catalogue::csv::CounterSet;
+use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::catalogue::{
     ClockKind, FieldDef, Level, MemKind, Source, TextKind, UtilKind, Violation,
 };
@@ -121,14 +121,14 @@ impl Book {
         }
     }
 
-    /// Classifies a read result. Returns the value to export, if any.
-    fn settle(
+    /// Classifies a read result (a value or a label string). Returns what to export, if any.
+    fn settle<T>(
         &mut self,
         at: &Place<'_>,
         field: &'static FieldDef,
         lost: &mut bool,
-        r: Result<Option<Value>, NvmlError>,
-    ) -> Option<Value> {
+        r: Result<Option<T>, NvmlError>,
+    ) -> Option<T> {
         match r {
             Ok(v) => v,
             Err(e) if is_unsupported(&e) => {
@@ -226,8 +226,10 @@ impl Reader {
     pub fn read(&mut self, counters: &CounterSet) -> Result<TickData, NvmlError> {
         let count = self.nvml.device_count()?;
         let mut out = TickData::default();
+        // The metric rows, listed once per tick and shared by every entity.
+        let rows: Vec<&CounterRow> = counters.metrics().collect();
         for index in 0..count {
-            self.read_gpu(index, counters, &mut out);
+            self.read_gpu(index, counters, &rows, &mut out);
         }
         self.gpus.retain(|i, _| *i < count);
         // Forget per-entity state (previous GPM sample, rate readings) of entities that are
@@ -246,7 +248,13 @@ impl Reader {
         Ok(out)
     }
 
-    fn read_gpu(&mut self, index: u32, counters: &CounterSet, out: &mut TickData) {
+    fn read_gpu(
+        &mut self,
+        index: u32,
+        counters: &CounterSet,
+        rows: &[&CounterRow],
+        out: &mut TickData,
+    ) {
         let nvml = self.nvml;
         let state = self.gpus.entry(index).or_default();
         let mut status = DeviceStatus {
@@ -335,13 +343,7 @@ impl Reader {
                     return None;
                 }
                 let r = read_text_field(nvml, &dev, row.field, state, &mut self.system_texts);
-                let v = self.book.settle(
-                    &at,
-                    row.field,
-                    &mut lost,
-                    r.map(|s| s.map(|_| Value::Num(0.0))),
-                );
-                v.and_then(|_| text_value(row.field, state, &self.system_texts))
+                self.book.settle(&at, row.field, &mut lost, r)
             })
             .collect();
 
@@ -363,7 +365,7 @@ impl Reader {
                 gpu: index,
                 gi: None,
             },
-            counters,
+            rows,
             &phys_rows,
             state,
             self.entities.entry(ident.uuid.clone()).or_default(),
@@ -388,7 +390,7 @@ impl Reader {
                 &mig_dev,
                 Some((&dev, mig.gpu_instance_id)),
                 &at,
-                counters,
+                rows,
                 &inst_rows,
                 state,
                 self.entities.entry(mig.uuid.clone()).or_default(),
@@ -525,14 +527,13 @@ fn read_rows(
     dev: &Device<'static>,
     parent: Option<(&Device<'static>, u32)>,
     at: &Place<'_>,
-    counters: &CounterSet,
+    rows: &[&CounterRow],
     wanted: &dyn Fn(&FieldDef) -> bool,
     gpu: &mut GpuState,
     ent: &mut EntityState,
     book: &mut Book,
     lost: &mut bool,
 ) -> Vec<Option<Value>> {
-    let rows: Vec<_> = counters.metrics().collect();
     // Decided once per tick, before any read can mark a field unsupported.
     let active_rows: Vec<bool> = rows
         .iter()
@@ -774,18 +775,19 @@ fn read_value(
     }
 }
 
-/// Reads (and caches) the string behind a label row. `Ok(Some(()))` means a value is cached.
+/// The string behind a label row, read once per GPU (or once per process for the driver and
+/// NVML versions) and cached; `Ok(None)` when NVML returns an empty string.
 fn read_text_field(
     nvml: &Nvml,
     dev: &Device<'_>,
     f: &FieldDef,
     gpu: &mut GpuState,
     system: &mut HashMap<TextKind, Result<String, String>>,
-) -> Result<Option<()>, NvmlError> {
+) -> Result<Option<String>, NvmlError> {
     let kind = match f.source {
         Source::Text(k) => k,
         Source::Unavailable(why) => return Err(NvmlError::FailedToLoadSymbol(why.into())),
-        // A numeric field used as a label: its value is the label.
+        // A numeric field as a label row is not supported (reported once as unavailable).
         _ => {
             return Err(NvmlError::FailedToLoadSymbol(
                 "only string fields can be labels here".into(),
@@ -803,13 +805,13 @@ fn read_text_field(
                 r.map_err(|e| e.to_string())
             });
             match r {
-                Ok(_) => Ok(Some(())),
+                Ok(v) => Ok(Some(v.clone())),
                 Err(e) => Err(NvmlError::FailedToLoadSymbol(e.clone())),
             }
         }
         _ => {
-            if gpu.texts.contains_key(&kind) {
-                return Ok(Some(()));
+            if let Some(v) = gpu.texts.get(&kind) {
+                return Ok(Some(v.clone()));
             }
             let s = match kind {
                 TextKind::Name => dev.name()?,
@@ -827,24 +829,8 @@ fn read_text_field(
             if s.is_empty() {
                 return Ok(None);
             }
-            gpu.texts.insert(kind, s);
-            Ok(Some(()))
+            gpu.texts.insert(kind, s.clone());
+            Ok(Some(s))
         }
-    }
-}
-
-fn text_value(
-    f: &FieldDef,
-    gpu: &GpuState,
-    system: &HashMap<TextKind, Result<String, String>>,
-) -> Option<String> {
-    let Source::Text(kind) = f.source else {
-        return None;
-    };
-    match kind {
-        TextKind::DriverVersion | TextKind::NvmlVersion => {
-            system.get(&kind)?.as_ref().ok().cloned()
-        }
-        _ => gpu.texts.get(&kind).cloned(),
     }
 }
