@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::{ArgAction, Parser};
 
 use crate::catalogue::csv::{CounterSet, CsvError, load_counters, parse_counters};
+use crate::devices::DeviceSelection;
 
 /// dcgm-exporter's default counters path.
 pub const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/default-counters.csv";
@@ -57,7 +58,11 @@ pub struct Cli {
     /// Replace spaces in `modelName` with `-`.
     #[arg(long = "replace-blanks-in-model-name", env = "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", action = ArgAction::SetTrue)]
     pub replace_blanks_in_model_name: bool,
-    /// GPU selection (`f`, `g[:list]`, `i[:list]`); only `f` (all GPUs and their instances) in this version.
+    /// Devices to export. `f` (default): every GPU and every MIG instance. `g` or `g:LIST`:
+    /// physical GPUs, LIST of indices such as `0,2-4`. `i` or `i:LIST`: MIG instances, LIST
+    /// items `G` (every instance on GPU G), `G-H`, `G.I` (GPU instance id I on GPU G, as in the
+    /// `GPU_I_ID` label) or `G.I-J`. Several specs may be combined, separated by `,`, `;` or
+    /// spaces: `g:0,1,i:2.7-9,3`.
     #[arg(
         short = 'd',
         long = "devices",
@@ -65,7 +70,8 @@ pub struct Cli {
         default_value = "f"
     )]
     pub devices: String,
-    /// NVSwitch/NVLink selection (accepted for compatibility; not used).
+    /// NVSwitch/NVLink selection, same syntax as --devices (syntax-checked for compatibility;
+    /// not used).
     #[arg(
         short = 's',
         long = "switch-devices",
@@ -73,7 +79,7 @@ pub struct Cli {
         default_value = "f"
     )]
     pub switch_devices: String,
-    /// CPU selection (accepted for compatibility; not used).
+    /// CPU selection, same syntax as --devices (syntax-checked for compatibility; not used).
     #[arg(
         short = 'p',
         long = "cpu-devices",
@@ -159,6 +165,19 @@ pub struct Cli {
         default_value_t = 300_000
     )]
     pub clock_events_count_window_size: u64,
+    /// Represent a MIG-enabled GPU only by its instances, each repeating the GPU's
+    /// device-level fields (power, temperature, clocks…), as dcgm-exporter does. Default: the
+    /// GPU's own series carry device-level fields once, instances carry instance fields.
+    #[arg(long = "mig-repeat-device-fields", env = "GPU_EXPORTER_MIG_REPEAT_DEVICE_FIELDS", action = ArgAction::SetTrue)]
+    pub mig_repeat_device_fields: bool,
+    /// Xid codes whose `gpu_xid_errors_total` series are exported at 0 before they first
+    /// occur (comma-separated; empty: none), so that alerts on `increase()` see the first one.
+    #[arg(
+        long = "xid-initialized-codes",
+        env = "GPU_EXPORTER_XID_INITIALIZED_CODES",
+        default_value = "48,62,64,74,79,95,119,120"
+    )]
+    pub xid_initialized_codes: String,
     /// Debug logging.
     #[arg(long = "debug", env = "DCGM_EXPORTER_DEBUG", action = ArgAction::SetTrue)]
     pub debug: bool,
@@ -232,6 +251,8 @@ pub struct Config {
     pub old_namespace: bool,
     /// See [`Cli::replace_blanks_in_model_name`].
     pub replace_blanks_in_model_name: bool,
+    /// GPUs and MIG instances to export, from [`Cli::devices`].
+    pub devices: DeviceSelection,
     /// Scenario when simulating.
     pub simulate: Option<String>,
     /// Simulation seed.
@@ -242,6 +263,14 @@ pub struct Config {
     pub json_logs: bool,
     /// Debug logging.
     pub debug: bool,
+    /// See [`Cli::mig_repeat_device_fields`].
+    pub mig_repeat_device_fields: bool,
+    /// Window of `DCGM_EXP_XID_ERRORS_COUNT`.
+    pub xid_window: Duration,
+    /// Window of `DCGM_EXP_CLOCK_EVENTS_COUNT`.
+    pub clock_events_window: Duration,
+    /// Xid codes exported at 0 before they occur.
+    pub xid_initialized: Vec<u64>,
     /// Warnings to log once logging is set up.
     pub warnings: Vec<String>,
 }
@@ -261,6 +290,22 @@ pub fn node_hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// Parses `--xid-initialized-codes`: comma-separated Xid codes, possibly empty.
+fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
+    let mut out = Vec::new();
+    for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let code = item.parse::<u64>().map_err(|_| {
+            ConfigError::Flag(format!(
+                "--xid-initialized-codes {v:?}: {item:?} is not an Xid code (expected e.g. 48,79)"
+            ))
+        })?;
+        out.push(code);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
 impl Cli {
     /// Validates flags into a [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
@@ -278,12 +323,26 @@ impl Cli {
             )));
         }
         crate::http::parse_address(&self.address).map_err(ConfigError::Flag)?;
-        if self.devices.trim() != "f" {
-            return Err(ConfigError::Flag(format!(
-                "-d/--devices {:?}: only \"f\" (every GPU and its MIG instances) is supported in this version",
-                self.devices
-            )));
+        let devices =
+            DeviceSelection::parse("-d/--devices", &self.devices).map_err(ConfigError::Flag)?;
+        DeviceSelection::check_syntax("-s/--switch-devices", &self.switch_devices)
+            .map_err(ConfigError::Flag)?;
+        DeviceSelection::check_syntax("-p/--cpu-devices", &self.cpu_devices)
+            .map_err(ConfigError::Flag)?;
+        for (flag, ms) in [
+            ("-x/--xid-count-window-size", self.xid_count_window_size),
+            (
+                "--clock-events-count-window-size",
+                self.clock_events_count_window_size,
+            ),
+        ] {
+            if ms == 0 {
+                return Err(ConfigError::Flag(format!(
+                    "{flag} 0: must be a positive number of milliseconds"
+                )));
+            }
         }
+        let xid_initialized = parse_xid_codes(&self.xid_initialized_codes)?;
         let mut warnings = Vec::new();
         let mut unused = |set: bool, flag: &str, why: &str| {
             if set {
@@ -367,12 +426,12 @@ impl Cli {
             "is not implemented: the exporter binds --address itself",
         );
         unused(
-            self.switch_devices != "f",
+            self.switch_devices.trim() != "f",
             "-s/--switch-devices",
             "NVSwitch entities are not exported",
         );
         unused(
-            self.cpu_devices != "f",
+            self.cpu_devices.trim() != "f",
             "-p/--cpu-devices",
             "CPU entities are not exported",
         );
@@ -382,6 +441,11 @@ impl Cli {
             hostname: (!self.no_hostname).then(node_hostname),
             old_namespace: self.use_old_namespace,
             replace_blanks_in_model_name: self.replace_blanks_in_model_name,
+            devices,
+            mig_repeat_device_fields: self.mig_repeat_device_fields,
+            xid_window: Duration::from_millis(self.xid_count_window_size),
+            clock_events_window: Duration::from_millis(self.clock_events_count_window_size),
+            xid_initialized,
             simulate: self.simulate.clone(),
             simulate_seed: self.simulate_seed,
             nvml_lib: self.nvml_lib.clone(),
@@ -460,8 +524,70 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--web-config-file"), "{e}");
-        let e = cli(&["-d", "g:0"]).validate().unwrap_err().to_string();
-        assert!(e.contains("--devices"), "{e}");
+        let e = cli(&["-d", "g:1-x"]).validate().unwrap_err().to_string();
+        assert!(e.starts_with("-d/--devices \"g:1-x\": "), "{e}");
+        assert!(e.contains("\"1-x\" is not a GPU index"), "{e}");
+        let e = cli(&["-s", "x"]).validate().unwrap_err().to_string();
+        assert!(e.starts_with("-s/--switch-devices \"x\": "), "{e}");
+        let e = cli(&["-p", "g:4-2"]).validate().unwrap_err().to_string();
+        assert!(e.starts_with("-p/--cpu-devices \"g:4-2\": "), "{e}");
+        let e = cli(&["-x", "0"]).validate().unwrap_err().to_string();
+        assert!(e.starts_with("-x/--xid-count-window-size 0"), "{e}");
+        let e = cli(&["--xid-initialized-codes", "48,x9"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--xid-initialized-codes") && e.contains("\"x9\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn xid_and_mig_options() {
+        let cfg = cli(&[]).validate().unwrap();
+        assert_eq!(cfg.xid_initialized, vec![48, 62, 64, 74, 79, 95, 119, 120]);
+        assert_eq!(cfg.xid_window, Duration::from_secs(300));
+        assert!(!cfg.mig_repeat_device_fields);
+        let cfg = cli(&[
+            "--xid-initialized-codes",
+            " 79, 48,79 ",
+            "-x",
+            "60000",
+            "--clock-events-count-window-size",
+            "1000",
+            "--mig-repeat-device-fields",
+        ])
+        .validate()
+        .unwrap();
+        assert_eq!(cfg.xid_initialized, vec![48, 79]);
+        assert_eq!(cfg.xid_window, Duration::from_secs(60));
+        assert_eq!(cfg.clock_events_window, Duration::from_secs(1));
+        assert!(cfg.mig_repeat_device_fields);
+        let cfg = cli(&["--xid-initialized-codes", ""]).validate().unwrap();
+        assert!(cfg.xid_initialized.is_empty());
+    }
+
+    #[test]
+    fn devices_flag_selects() {
+        assert!(cli(&[]).validate().unwrap().devices.is_all());
+        let cfg = cli(&["-d", "g:0,1,i:2.7-9,3"]).validate().unwrap();
+        assert!(cfg.devices.wants_gpu(1) && !cfg.devices.wants_gpu(2));
+        assert!(cfg.devices.wants_instance(2, 8) && cfg.devices.wants_instance(3, 1));
+        assert_eq!(
+            cfg.devices.describe(),
+            "GPUs 0,1; MIG instances 2.7-9, all on GPU 3"
+        );
+        // Switch and CPU lists are syntax-checked only (their entities are not GPUs) and warned.
+        let cfg = cli(&["-s", "i:0-127", "-p", "g:0;i:0-255"])
+            .validate()
+            .unwrap();
+        assert!(
+            cfg.warnings
+                .iter()
+                .any(|w| w.contains("-s/--switch-devices"))
+        );
+        assert!(cfg.warnings.iter().any(|w| w.contains("-p/--cpu-devices")));
     }
 
     #[test]

@@ -131,29 +131,113 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
                 continue;
             };
             if !header {
-                write_header(&mut out, &row.name, &row.help, row.kind.as_str());
+                // A windowed count goes up and down: it is a gauge whatever the CSV says.
+                let kind = match value {
+                    Value::Window(_) => "gauge",
+                    _ => row.kind.as_str(),
+                };
+                write_header(&mut out, &row.name, &row.help, kind);
                 header = true;
             }
-            out.push_str(&row.name);
-            out.push('{');
-            let mut first = true;
-            write_identity(&mut out, &mut first, &e.id, opts);
-            for (i, name) in &label_order {
-                if let Some(Some(v)) = e.labels.get(*i) {
-                    write_label(&mut out, &mut first, name, v);
+            let series = |out: &mut String, extra: &dyn Fn(&mut String, &mut bool), v: f64| {
+                out.push_str(&row.name);
+                out.push('{');
+                let mut first = true;
+                write_identity(out, &mut first, &e.id, opts);
+                for (i, name) in &label_order {
+                    if let Some(Some(v)) = e.labels.get(*i) {
+                        write_label(out, &mut first, name, v);
+                    }
+                }
+                extra(out, &mut first);
+                out.push_str("} ");
+                write_value(out, v);
+                out.push('\n');
+            };
+            match value {
+                Value::Num(v) => series(&mut out, &|_, _| {}, *v),
+                Value::Xid(code) => series(
+                    &mut out,
+                    &|out, first| {
+                        let _ = write!(out, ",err_code=\"{code}\"");
+                        write_label(out, first, "err_msg", xid_message(*code));
+                    },
+                    *code as f64,
+                ),
+                Value::Window(w) => {
+                    let window = w.window_ms.to_string();
+                    if w.counts.is_empty() {
+                        series(
+                            &mut out,
+                            &|out, first| write_label(out, first, "window_size_in_ms", &window),
+                            0.0,
+                        );
+                    }
+                    for (label, n) in &w.counts {
+                        series(
+                            &mut out,
+                            &|out, first| {
+                                write_label(out, first, w.label, label);
+                                write_label(out, first, "window_size_in_ms", &window);
+                            },
+                            *n as f64,
+                        );
+                    }
                 }
             }
-            if let Value::Xid(code) = value {
-                let _ = write!(out, ",err_code=\"{code}\"");
-                write_label(&mut out, &mut first, "err_msg", xid_message(*code));
-            }
-            out.push_str("} ");
-            write_value(&mut out, value.as_f64());
-            out.push('\n');
         }
     }
+    encode_xid_totals(&mut out, snap, opts);
     self_metrics::encode(&mut out, snap, opts);
     out.into_bytes()
+}
+
+/// `gpu_xid_errors_total` and `gpu_xid_last_seen_timestamp_seconds`, per physical GPU and
+/// Xid code. They are ours (not CSV rows): always on while Xid events are watched.
+fn encode_xid_totals(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
+    if snap.xids.iter().all(|x| x.codes.is_empty()) {
+        return;
+    }
+    let line = |out: &mut String, name: &str, id: &EntityId, code: u64, v: f64| {
+        out.push_str(name);
+        out.push('{');
+        let mut first = true;
+        write_identity(out, &mut first, id, opts);
+        let _ = write!(out, ",xid=\"{code}\"");
+        out.push_str("} ");
+        write_value(out, v);
+        out.push('\n');
+    };
+    write_header(
+        out,
+        "gpu_xid_errors_total",
+        "Xid errors reported by the driver since the exporter started, per code; repeats are counted.",
+        "counter",
+    );
+    for x in &snap.xids {
+        for (code, n, _) in &x.codes {
+            line(out, "gpu_xid_errors_total", &x.id, *code, *n as f64);
+        }
+    }
+    if snap
+        .xids
+        .iter()
+        .any(|x| x.codes.iter().any(|(_, _, t)| t.is_some()))
+    {
+        write_header(
+            out,
+            "gpu_xid_last_seen_timestamp_seconds",
+            "Unix time of the last Xid error of each code seen since the exporter started.",
+            "gauge",
+        );
+        for x in &snap.xids {
+            for (code, _, t) in &x.codes {
+                if let Some(t) = t {
+                    line(out, "gpu_xid_last_seen_timestamp_seconds", &x.id, *code, *t);
+                }
+            }
+        }
+    }
 }
 
 /// Gzip-compresses an exposition (fast level: it runs once per tick).

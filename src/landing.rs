@@ -35,7 +35,7 @@ fn html_escape(out: &mut String, s: &str) {
 
 fn cell(out: &mut String, e: &EntitySample, slot: Option<usize>, unit: &str) {
     out.push_str("<td>");
-    match slot.and_then(|s| e.values.get(s)).and_then(|v| *v) {
+    match slot.and_then(|s| e.values.get(s)).and_then(|v| v.as_ref()) {
         Some(v) => {
             let v = v.as_f64();
             if v.fract() == 0.0 {

@@ -16,6 +16,7 @@
 
 pub mod catalogue;
 pub mod config;
+pub mod devices;
 pub mod encode;
 pub mod gpu;
 pub mod http;

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Parser;
 use gpu_exporter::config::{Cli, Config};
 use gpu_exporter::encode::EncodeOptions;
+use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::publish::Shared;
 use gpu_exporter::sampler::{self, Sampler};
 use gpu_exporter::snapshot::Snapshot;
@@ -103,9 +104,18 @@ fn run(cli: Cli) -> Result<(), String> {
         &counters,
         &opts,
     )));
+    info!(devices = %cfg.devices.describe(), mig_repeat_device_fields = cfg.mig_repeat_device_fields, "device selection");
+    let options = ReaderOptions {
+        devices: cfg.devices.clone(),
+        repeat_device_fields: cfg.mig_repeat_device_fields,
+        xid_window: cfg.xid_window,
+        clock_events_window: cfg.clock_events_window,
+        xid_initialized: cfg.xid_initialized.clone(),
+        ..ReaderOptions::default()
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let handle = sampler::spawn(
-        Sampler::new(loader, Arc::clone(&counters)),
+        Sampler::with_options(loader, Arc::clone(&counters), options),
         cfg.interval,
         opts,
         Arc::clone(&shared),

@@ -15,7 +15,7 @@ use tracing::{error, info, warn};
 
 use crate::catalogue::csv::CounterSet;
 use crate::encode::{EncodeOptions, encode, gzip};
-use crate::gpu::reader::Reader;
+use crate::gpu::reader::{Reader, ReaderOptions};
 use crate::publish::{Published, Shared};
 use crate::snapshot::{SampleStats, Snapshot};
 
@@ -27,6 +27,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Reads one snapshot per tick.
 pub struct Sampler {
     loader: Loader,
+    options: ReaderOptions,
     reader: Option<Reader>,
     next_attempt: Instant,
     backoff: Duration,
@@ -39,8 +40,14 @@ pub struct Sampler {
 impl Sampler {
     /// A sampler that loads NVML through `loader` on its first tick (and retries).
     pub fn new(loader: Loader, counters: Arc<CounterSet>) -> Self {
+        Self::with_options(loader, counters, ReaderOptions::default())
+    }
+
+    /// A sampler whose reader uses `options` (device selection, MIG shape, windows).
+    pub fn with_options(loader: Loader, counters: Arc<CounterSet>, options: ReaderOptions) -> Self {
         Self {
             loader,
+            options,
             reader: None,
             next_attempt: Instant::now(),
             backoff: Duration::from_secs(1),
@@ -64,7 +71,7 @@ impl Sampler {
         match (self.loader)() {
             Ok(nvml) => {
                 info!("NVML loaded");
-                self.reader = Some(Reader::new(nvml));
+                self.reader = Some(Reader::with_options(nvml, self.options.clone()));
                 self.backoff = Duration::from_secs(1);
             }
             Err(e) => {
@@ -85,11 +92,14 @@ impl Sampler {
             ..Snapshot::default()
         };
         let mut nvml_up = false;
+        let mut event_wait = Duration::ZERO;
         if let Some(reader) = self.reader.as_mut() {
-            match reader.read(&self.counters) {
+            match reader.read(&self.counters, now_unix) {
                 Ok(data) => {
                     snap.entities = data.entities;
                     snap.devices = data.devices;
+                    snap.xids = data.xids;
+                    event_wait = data.event_wait;
                     self.last_success_unix = now_unix;
                     nvml_up = true;
                 }
@@ -109,7 +119,8 @@ impl Sampler {
             field_errors.sort();
         }
         snap.stats = SampleStats {
-            duration: started.elapsed(),
+            // NVML reading time: the wait for the Xid thread to catch up is not included.
+            duration: started.elapsed().saturating_sub(event_wait),
             field_errors,
             last_success_unix: self.last_success_unix,
             ticks: self.ticks,

@@ -48,6 +48,7 @@ pub fn find_library(explicit: Option<&Path>) -> Result<PathBuf, String> {
 type ConfigureFn = unsafe extern "C" fn(*const c_char, c_ulonglong) -> c_int;
 type LastErrorFn = unsafe extern "C" fn() -> *const c_char;
 type SetTimeFn = unsafe extern "C" fn(f64);
+type GetTimeFn = unsafe extern "C" fn() -> f64;
 type NamesFn = unsafe extern "C" fn(*mut c_char, c_uint) -> c_uint;
 
 /// An opened simulated library. Keep it alive while NVML uses the same path.
@@ -119,6 +120,22 @@ impl SimLib {
         // SAFETY: plain value argument.
         unsafe { f(seconds) };
         Ok(())
+    }
+
+    /// Scenario time now, in seconds (-1 when nothing is configured).
+    pub fn time(&self) -> Result<f64, String> {
+        let f: GetTimeFn = self.sym(b"nvmlSimGetTime\0")?;
+        // SAFETY: no arguments.
+        Ok(unsafe { f() })
+    }
+
+    /// A clock that reads scenario time, for time stamps that must line up with the
+    /// scenario (tests that freeze time). The library must stay loaded while it is used,
+    /// which it does once NVML has been loaded from the same path (NVML is never unloaded).
+    pub fn clock(&self) -> Result<crate::gpu::xid::Clock, String> {
+        let f: GetTimeFn = self.sym(b"nvmlSimGetTime\0")?;
+        // SAFETY: no arguments; see the lifetime note above.
+        Ok(std::sync::Arc::new(move || unsafe { f() }))
     }
 
     /// Built-in scenario names, comma-separated.

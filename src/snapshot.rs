@@ -38,22 +38,49 @@ pub struct EntityId {
 }
 
 /// One metric value.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// An ordinary number.
     Num(f64),
     /// The last Xid (`DCGM_FI_DEV_XID_ERRORS`), encoded with `err_code`/`err_msg` labels.
     Xid(u64),
+    /// A count over a sliding window split by one label (`DCGM_EXP_*_COUNT`): one series per
+    /// label value, each with `window_size_in_ms`. An empty window is one series of value 0
+    /// without the split label, as dcgm-exporter writes it.
+    Window(WindowCounts),
+}
+
+/// The series of one windowed count on one entity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCounts {
+    /// The split label's name: `xid` or `clock_event`.
+    pub label: &'static str,
+    /// The window length, for the `window_size_in_ms` label.
+    pub window_ms: u64,
+    /// (label value, count), in a stable order; empty when nothing happened in the window.
+    pub counts: Vec<(String, u64)>,
 }
 
 impl Value {
-    /// The number that is exported.
-    pub fn as_f64(self) -> f64 {
+    /// The number that is exported (for a window: the total over every label value).
+    pub fn as_f64(&self) -> f64 {
         match self {
-            Value::Num(v) => v,
-            Value::Xid(x) => x as f64,
+            Value::Num(v) => *v,
+            Value::Xid(x) => *x as f64,
+            Value::Window(w) => w.counts.iter().map(|(_, n)| *n as f64).sum(),
         }
     }
+}
+
+/// Xid occurrences on one physical GPU since the exporter started
+/// (`gpu_xid_errors_total`, `gpu_xid_last_seen_timestamp_seconds`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct XidTotals {
+    /// Identity of the physical GPU (no MIG part).
+    pub id: EntityId,
+    /// (Xid code, occurrences, Unix time last seen or `None` for a code pre-initialised at
+    /// 0), sorted by code.
+    pub codes: Vec<(u64, u64, Option<f64>)>,
 }
 
 /// Everything read for one entity in one tick.
@@ -118,6 +145,8 @@ pub struct Snapshot {
     pub entities: Vec<EntitySample>,
     /// Every physical GPU NVML enumerates, up or down.
     pub devices: Vec<DeviceStatus>,
+    /// Xid counts per physical GPU whose events are watched, kept while the GPU is down.
+    pub xids: Vec<XidTotals>,
     /// Sampler statistics.
     pub stats: SampleStats,
 }

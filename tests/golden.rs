@@ -12,19 +12,23 @@ use std::time::Duration;
 
 use gpu_exporter::encode::{EncodeOptions, encode};
 
-/// Samples `scenario` at `t0` then `t1` (scenario seconds) and returns the exposition of the
-/// second tick with the non-deterministic statistics pinned.
-fn exposition(scenario: &str, counters_file: Option<&str>, t0: f64, t1: f64) -> String {
+const EPOCH: f64 = 1_700_000_000.0;
+
+/// Samples `scenario` at each of `ticks` (scenario seconds) and returns the exposition of the
+/// last tick with the non-deterministic statistics pinned.
+fn exposition(scenario: &str, counters_file: Option<&str>, ticks: &[f64]) -> String {
     let node = common::SimNode::new(scenario, 7);
     let counters = match counters_file {
         Some(f) => common::counters_from(f),
         None => common::default_counters(),
     };
-    let mut sampler = node.sampler(counters.clone());
-    node.set_time(t0);
-    sampler.tick(1_700_000_000.0 + t0);
-    node.set_time(t1);
-    let mut snap = sampler.tick(1_700_000_000.0 + t1);
+    let mut sampler = node.sampler_with(counters.clone(), Default::default(), EPOCH);
+    let mut snap = Default::default();
+    for t in ticks {
+        node.set_time(*t);
+        snap = sampler.tick(EPOCH + t);
+    }
+    let mut snap: gpu_exporter::snapshot::Snapshot = snap;
     snap.stats.duration = Duration::ZERO;
     let opts = EncodeOptions {
         hostname: Some("sim-node".into()),
@@ -62,7 +66,7 @@ fn check(case: &str, got: &str) {
 fn golden_h100_mig_default_counters() {
     check(
         "h100-mig.default",
-        &exposition("h100-mig", None, 30.0, 35.0),
+        &exposition("h100-mig", None, &[30.0, 35.0]),
     );
 }
 
@@ -73,30 +77,34 @@ fn golden_h100_mig_dcp_counters() {
         &exposition(
             "h100-mig",
             Some("counters/dcp-metrics-included.csv"),
-            30.0,
-            35.0,
+            &[30.0, 35.0],
         ),
     );
 }
 
 #[test]
 fn golden_h100_mig_after_faults() {
-    // GPU 7 is lost from 120 s to 180 s; GPU 6 stops reporting power at 90 s.
+    // Xid 31 on GPU 1 at 40 s, Xid 48 three times on GPU 3 (60-70 s), GPU 6 stops
+    // reporting power at 90 s, GPU 7 is lost from 120 s to 180 s (Xid 79). The first tick
+    // registers the Xid event set before any of it happens.
     check(
         "h100-mig.faults",
-        &exposition("h100-mig", None, 125.0, 130.0),
+        &exposition("h100-mig", None, &[30.0, 125.0, 130.0]),
     );
 }
 
 #[test]
 fn golden_a100_l4_default_counters() {
-    check("a100-l4.default", &exposition("a100-l4", None, 30.0, 35.0));
+    check(
+        "a100-l4.default",
+        &exposition("a100-l4", None, &[30.0, 35.0]),
+    );
 }
 
 #[test]
 fn same_seed_same_bytes() {
     assert_eq!(
-        exposition("a100-l4", None, 10.0, 15.0),
-        exposition("a100-l4", None, 10.0, 15.0)
+        exposition("a100-l4", None, &[10.0, 15.0]),
+        exposition("a100-l4", None, &[10.0, 15.0])
     );
 }

@@ -381,7 +381,7 @@ fn goes_down(field: &FieldDef) -> Option<&'static str> {
         Source::Clock(_) => "a clock frequency",
         Source::GpuTemperature => "a temperature",
         Source::PowerUsage | Source::PowerLimit => "a power reading",
-        Source::Exporter => "a count over a sliding window",
+        Source::Window(_) => "a count over a sliding window",
         Source::Xid => "the code of the last Xid error",
         Source::ClockEventReasons => "a bitmask",
         _ => match field.unit {

@@ -7,7 +7,9 @@
 //! ([`Source`]), the unit it is exported in, and whether it belongs to the physical GPU or
 //! to each MIG instance ([`Level`]). Help texts are ours; a counters CSV may override them.
 
-use super::{ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation};
+use super::{
+    ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind,
+};
 
 /// A field read on the physical GPU.
 const fn dev(
@@ -585,14 +587,14 @@ pub static FIELDS: &[FieldDef] = &[
         "DCGM_EXP_XID_ERRORS_COUNT",
         9001,
         "count",
-        Source::Exporter,
+        Source::Window(WindowKind::Xid),
         "Xid errors seen in the recent window, one series per Xid code.",
     ),
     dev(
         "DCGM_EXP_CLOCK_EVENTS_COUNT",
         9002,
         "count",
-        Source::Exporter,
+        Source::Window(WindowKind::ClockEvents),
         "Clock-event reasons seen in the recent window, one series per reason.",
     ),
     dev(

@@ -170,10 +170,21 @@ pub enum Source {
     DeviceCount,
     /// The NVML device index.
     NvmlIndex,
-    /// Computed by the exporter from other fields (`DCGM_EXP_*`); not read from NVML.
-    Exporter,
+    /// A count over a sliding window computed by the exporter (`DCGM_EXP_*_COUNT`), one
+    /// series per Xid code or clock-event reason.
+    Window(WindowKind),
     /// Known to DCGM but not readable through NVML on this build; the reason is logged once.
     Unavailable(&'static str),
+}
+
+/// What a windowed `DCGM_EXP_*_COUNT` field counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WindowKind {
+    /// Xid events per code (`DCGM_EXP_XID_ERRORS_COUNT`, `--xid-count-window-size`).
+    Xid,
+    /// Samples with each clock-event reason set (`DCGM_EXP_CLOCK_EVENTS_COUNT`,
+    /// `--clock-events-count-window-size`).
+    ClockEvents,
 }
 
 /// The static description of one field.

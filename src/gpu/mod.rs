@@ -6,6 +6,7 @@
 
 pub mod reader;
 mod text;
+pub mod xid;
 
 pub use text::xid_message;
 

@@ -9,9 +9,9 @@
 //! - `GPU_IS_LOST`: the device's series are dropped for this tick and it is reported down.
 //! - anything else: the series is absent this tick and the field's error counter goes up.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
 
-use nvml_wrapper::bitmasks::event::EventTypes;
 use nvml_wrapper::enum_wrappers::device::InfoRom;
 use nvml_wrapper::enum_wrappers::device::{
     Clock, PcieUtilCounter, PerformancePolicy, TemperatureSensor,
@@ -20,25 +20,99 @@ use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::struct_wrappers::device::{MemoryInfo, Utilization};
 use nvml_wrapper::structs::device::FieldId;
-use nvml_wrapper::{Device, EventSet, GpmSample, Nvml};
+use nvml_wrapper::{Device, GpmSample, Nvml};
 use tracing::{info, warn};
 
 use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::catalogue::{
-    ClockKind, FieldDef, Level, MemKind, Source, TextKind, UtilKind, Violation,
+    ClockKind, FieldDef, Level, MemKind, Source, TextKind, UtilKind, Violation, WindowKind,
 };
+use crate::devices::DeviceSelection;
 use crate::gpu::text;
-use crate::snapshot::{DeviceStatus, EntityId, EntitySample, MigIdentity, Unsupported, Value};
+use crate::gpu::xid::{self, Watch, XidWatcher};
+use crate::snapshot::{
+    DeviceStatus, EntityId, EntitySample, MigIdentity, Unsupported, Value, WindowCounts, XidTotals,
+};
 
 const MIB: f64 = 1024.0 * 1024.0;
+
+/// Xid codes whose `gpu_xid_errors_total` series exist at 0 from the start, so that the first
+/// occurrence is an increase Prometheus can see: the codes that mean a GPU needs attention
+/// (see alerts/README.md).
+pub const DEFAULT_XID_INITIALIZED: &[u64] = &[48, 62, 64, 74, 79, 95, 119, 120];
+
+/// Clock-event reason bits (NVML `nvmlClocksEventReason*`, the same values as DCGM's) and the
+/// `clock_event` label dcgm-exporter gives each in `DCGM_EXP_CLOCK_EVENTS_COUNT`.
+pub const CLOCK_EVENT_REASONS: &[(u64, &str)] = &[
+    (0x1, "gpu_idle"),
+    (0x2, "clocks_setting"),
+    (0x4, "power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal"),
+    (0x40, "hw_thermal"),
+    (0x80, "hw_power_brake"),
+    (0x100, "display_clocks"),
+];
+
+/// How the reader selects, shapes and times what it reads.
+#[derive(Clone)]
+pub struct ReaderOptions {
+    /// `-d/--devices`.
+    pub devices: DeviceSelection,
+    /// `--mig-repeat-device-fields`: represent a MIG-enabled GPU only by its instances, each
+    /// carrying the GPU's device-level fields (dcgm-exporter's behaviour).
+    pub repeat_device_fields: bool,
+    /// `-x/--xid-count-window-size`.
+    pub xid_window: Duration,
+    /// `--clock-events-count-window-size`.
+    pub clock_events_window: Duration,
+    /// `--xid-initialized-codes`.
+    pub xid_initialized: Vec<u64>,
+    /// Longest blocking wait of the Xid thread.
+    pub xid_poll: Duration,
+    /// Time stamps of Xid events (Unix seconds).
+    pub clock: xid::Clock,
+}
+
+impl Default for ReaderOptions {
+    fn default() -> Self {
+        Self {
+            devices: DeviceSelection::all(),
+            repeat_device_fields: false,
+            xid_window: Duration::from_secs(300),
+            clock_events_window: Duration::from_secs(300),
+            xid_initialized: DEFAULT_XID_INITIALIZED.to_vec(),
+            xid_poll: Duration::from_millis(100),
+            clock: std::sync::Arc::new(crate::sampler::unix_now),
+        }
+    }
+}
+
+impl std::fmt::Debug for ReaderOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderOptions")
+            .field("devices", &self.devices)
+            .field("repeat_device_fields", &self.repeat_device_fields)
+            .field("xid_window", &self.xid_window)
+            .field("clock_events_window", &self.clock_events_window)
+            .field("xid_initialized", &self.xid_initialized)
+            .field("xid_poll", &self.xid_poll)
+            .finish_non_exhaustive()
+    }
+}
 
 /// What one tick read.
 #[derive(Debug, Default)]
 pub struct TickData {
     /// Entities in stable order (GPU index, then GPU instance id).
     pub entities: Vec<EntitySample>,
-    /// Every enumerated physical GPU, up or down.
+    /// Every selected physical GPU, up or down.
     pub devices: Vec<DeviceStatus>,
+    /// Xid counts of every selected GPU whose events are watched.
+    pub xids: Vec<XidTotals>,
+    /// Time spent waiting for the Xid thread to catch up (not NVML reading time).
+    pub event_wait: Duration,
 }
 
 /// Cached identity of a physical GPU.
@@ -47,17 +121,6 @@ struct Ident {
     uuid: String,
     name: String,
     pci_bus_id: String,
-}
-
-#[derive(Default)]
-enum Events {
-    /// Not registered yet.
-    #[default]
-    Untried,
-    /// Registered; drained every tick.
-    Set(EventSet<'static>),
-    /// The device offers no Xid events.
-    Unsupported,
 }
 
 /// Per-entity state that lives across ticks (keyed by entity UUID).
@@ -72,10 +135,9 @@ struct EntityState {
 struct GpuState {
     ident: Option<Ident>,
     texts: HashMap<TextKind, String>,
-    events: Events,
-    events_uuid: String,
-    last_xid: Option<u64>,
     gpm_supported: Option<bool>,
+    /// Clock-event reasons of recent ticks (time, bitmask), for the window count.
+    clock_events: VecDeque<(f64, u64)>,
 }
 
 /// Bookkeeping of unsupported fields and read errors.
@@ -89,9 +151,20 @@ struct Book {
 
 /// Where an entity sits, for bookkeeping and logs.
 struct Place<'a> {
+    /// Key of the unsupported-field memory.
     key: &'a str,
+    /// UUID of the physical GPU.
+    uuid: &'a str,
     gpu: u32,
     gi: Option<u32>,
+}
+
+/// What every read of one tick shares.
+struct Ctx<'a> {
+    nvml: &'static Nvml,
+    xid: Option<&'a XidWatcher>,
+    opts: &'a ReaderOptions,
+    now: f64,
 }
 
 impl Book {
@@ -187,6 +260,7 @@ fn clone_err(e: &NvmlError) -> NvmlError {
 struct TickCache {
     mem: Option<Result<MemoryInfo, NvmlError>>,
     util: Option<Result<Utilization, NvmlError>>,
+    reasons: Option<Result<u64, NvmlError>>,
     fields: HashMap<u32, Result<(f64, i64), NvmlError>>,
     gpm: HashMap<u32, Result<f64, NvmlError>>,
 }
@@ -194,6 +268,8 @@ struct TickCache {
 /// Reads NVML once per tick. See the module docs for the error policy.
 pub struct Reader {
     nvml: &'static Nvml,
+    opts: ReaderOptions,
+    xid: Option<XidWatcher>,
     gpus: BTreeMap<u32, GpuState>,
     entities: HashMap<String, EntityState>,
     book: Book,
@@ -201,10 +277,25 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// A reader over an initialised NVML.
+    /// A reader over an initialised NVML with default options.
     pub fn new(nvml: &'static Nvml) -> Self {
+        Self::with_options(nvml, ReaderOptions::default())
+    }
+
+    /// A reader over an initialised NVML; starts the Xid thread.
+    pub fn with_options(nvml: &'static Nvml, opts: ReaderOptions) -> Self {
+        let keep = opts.xid_window.max(Duration::from_secs(1));
+        let xid = match XidWatcher::start(nvml, opts.xid_poll, keep, opts.clock.clone()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                warn!("cannot start the Xid event thread: {e}; Xid errors are not counted");
+                None
+            }
+        };
         Self {
             nvml,
+            opts,
+            xid,
             gpus: BTreeMap::new(),
             entities: HashMap::new(),
             book: Book::default(),
@@ -222,30 +313,106 @@ impl Reader {
         &self.book.unsupported_list
     }
 
-    /// Reads every device. Fails only when NVML cannot even count devices.
-    pub fn read(&mut self, counters: &CounterSet) -> Result<TickData, NvmlError> {
+    /// The handle and (cached) identity of a GPU.
+    fn device(&mut self, index: u32) -> Result<(Device<'static>, Ident), NvmlError> {
+        let dev = self.nvml.device_by_index(index)?;
+        let state = self.gpus.entry(index).or_default();
+        let ident = match &state.ident {
+            Some(i) => i.clone(),
+            None => {
+                let i = read_ident(&dev)?;
+                state.ident = Some(i.clone());
+                i
+            }
+        };
+        Ok((dev, ident))
+    }
+
+    /// Reads every selected device at `now` (Unix seconds, for windows). Fails only when
+    /// NVML cannot even count devices.
+    pub fn read(&mut self, counters: &CounterSet, now: f64) -> Result<TickData, NvmlError> {
         let count = self.nvml.device_count()?;
         let mut out = TickData::default();
+        // Forget GPUs that are no longer enumerated, or whose UUID changed (another board in
+        // the slot): their cached identity and texts are stale.
+        self.gpus.retain(|i, _| *i < count);
+
+        // The Xid thread first: it watches every GPU that answers, and a tick waits until it
+        // has recorded the events pending now, so that values are as of this tick.
+        if self.xid.is_some() {
+            let mut watch = Vec::new();
+            let wanted: Vec<u32> = (0..count)
+                .filter(|i| self.opts.devices.touches(*i))
+                .collect();
+            for index in wanted {
+                if let Ok((_, ident)) = self.device(index) {
+                    watch.push((index, ident.uuid));
+                }
+            }
+            let started = Instant::now();
+            if let Some(w) = &self.xid {
+                w.watch(&watch);
+                if !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100)) {
+                    *self.book.errors.entry("xid_events").or_default() += 1;
+                }
+            }
+            out.event_wait = started.elapsed();
+        }
+
         // The metric rows, listed once per tick and shared by every entity.
         let rows: Vec<&CounterRow> = counters.metrics().collect();
         for index in 0..count {
-            self.read_gpu(index, counters, &rows, &mut out);
+            if self.opts.devices.touches(index) {
+                self.read_gpu(index, counters, &rows, now, &mut out);
+            }
         }
-        self.gpus.retain(|i, _| *i < count);
         // Forget per-entity state (previous GPM sample, rate readings) of entities that are
         // gone (a MIG instance destroyed, a GPU lost), so state does not grow over time.
         let seen: HashSet<&str> = out
             .entities
             .iter()
-            .map(|e| {
-                e.id.mig
-                    .as_ref()
-                    .map(|m| m.uuid.as_str())
-                    .unwrap_or(e.id.uuid.as_str())
-            })
+            .filter_map(|e| e.id.mig.as_ref().map(|m| m.uuid.as_str()))
+            .chain(out.devices.iter().filter(|d| d.up).map(|d| d.uuid.as_str()))
             .collect();
         self.entities.retain(|k, _| seen.contains(k.as_str()));
+        self.xid_totals(&mut out);
         Ok(out)
+    }
+
+    /// `gpu_xid_errors_total` for every selected GPU whose events are watched, up or down.
+    fn xid_totals(&self, out: &mut TickData) {
+        let Some(w) = &self.xid else {
+            return;
+        };
+        for d in &out.devices {
+            let Some(ident) = self.gpus.get(&d.gpu).and_then(|g| g.ident.as_ref()) else {
+                continue;
+            };
+            let seen = w.get(&ident.uuid);
+            if w.status(&ident.uuid) != Some(Watch::Watching) && seen.is_none() {
+                continue;
+            }
+            let mut codes: BTreeMap<u64, (u64, Option<f64>)> = self
+                .opts
+                .xid_initialized
+                .iter()
+                .map(|c| (*c, (0, None)))
+                .collect();
+            for (code, (n, t)) in seen.iter().flat_map(|g| g.codes.iter()) {
+                codes.insert(*code, (*n, Some(*t)));
+            }
+            out.xids.push(XidTotals {
+                id: EntityId {
+                    gpu: d.gpu,
+                    uuid: ident.uuid.clone(),
+                    pci_bus_id: ident.pci_bus_id.clone(),
+                    device: format!("nvidia{}", d.gpu),
+                    model_name: ident.name.clone(),
+                    mig: None,
+                },
+                codes: codes.into_iter().map(|(c, (n, t))| (c, n, t)).collect(),
+            });
+        }
     }
 
     fn read_gpu(
@@ -253,25 +420,18 @@ impl Reader {
         index: u32,
         counters: &CounterSet,
         rows: &[&CounterRow],
+        now: f64,
         out: &mut TickData,
     ) {
         let nvml = self.nvml;
-        let state = self.gpus.entry(index).or_default();
+        let known = self.gpus.get(&index).and_then(|g| g.ident.clone());
         let mut status = DeviceStatus {
             gpu: index,
-            uuid: state
-                .ident
-                .as_ref()
-                .map(|i| i.uuid.clone())
-                .unwrap_or_default(),
-            model_name: state
-                .ident
-                .as_ref()
-                .map(|i| i.name.clone())
-                .unwrap_or_default(),
+            uuid: known.as_ref().map(|i| i.uuid.clone()).unwrap_or_default(),
+            model_name: known.as_ref().map(|i| i.name.clone()).unwrap_or_default(),
             up: false,
         };
-        let dev = match nvml.device_by_index(index) {
+        let (dev, ident) = match self.device(index) {
             Ok(d) => d,
             Err(e) => {
                 if !matches!(e, NvmlError::GpuLost) {
@@ -281,25 +441,15 @@ impl Reader {
                 return;
             }
         };
-        let ident = match state.ident.clone() {
-            Some(i) => i,
-            None => match read_ident(&dev) {
-                Ok(i) => {
-                    state.ident = Some(i.clone());
-                    i
-                }
-                Err(e) => {
-                    if !matches!(e, NvmlError::GpuLost) {
-                        *self.book.errors.entry("device_identity").or_default() += 1;
-                    }
-                    out.devices.push(status);
-                    return;
-                }
-            },
-        };
         status.uuid = ident.uuid.clone();
         status.model_name = ident.name.clone();
-        drain_xid_events(state, &dev, &ident.uuid);
+        let ctx = Ctx {
+            nvml,
+            xid: self.xid.as_ref(),
+            opts: &self.opts,
+            now,
+        };
+        let state = self.gpus.entry(index).or_default();
 
         let mut lost = false;
         let base = EntityId {
@@ -329,6 +479,8 @@ impl Reader {
             }
             _ => None,
         };
+        let sel = &ctx.opts.devices;
+        let repeat = ctx.opts.repeat_device_fields && migs.is_some();
 
         // Label rows are read on the physical GPU and repeated on its instances.
         let labels: Vec<Option<String>> = counters
@@ -336,6 +488,7 @@ impl Reader {
             .map(|row| {
                 let at = Place {
                     key: &ident.uuid,
+                    uuid: &ident.uuid,
                     gpu: index,
                     gi: None,
                 };
@@ -348,7 +501,6 @@ impl Reader {
             .collect();
 
         let mut entities = Vec::new();
-        let phys_rows = |f: &FieldDef| f.level == Level::Device || migs.is_none();
         // What a GPU supports depends on its MIG mode (utilization is not served in MIG
         // mode), so the unsupported-field memory is kept per mode.
         let phys_key = if migs.is_some() {
@@ -356,38 +508,44 @@ impl Reader {
         } else {
             ident.uuid.clone()
         };
-        let values = read_rows(
-            nvml,
-            &dev,
-            None,
-            &Place {
-                key: &phys_key,
-                gpu: index,
-                gi: None,
-            },
-            rows,
-            &phys_rows,
-            state,
-            self.entities.entry(ident.uuid.clone()).or_default(),
-            &mut self.book,
-            &mut lost,
-        );
-        entities.push(EntitySample {
-            id: base.clone(),
-            values,
-            labels: labels.clone(),
-        });
+        // The physical GPU's own series, also read when its values are repeated on instances.
+        let phys_values = if sel.wants_gpu(index) || repeat {
+            let phys_rows = |f: &FieldDef| f.level == Level::Device || migs.is_none();
+            Some(read_rows(
+                &ctx,
+                &dev,
+                None,
+                &Place {
+                    key: &phys_key,
+                    uuid: &ident.uuid,
+                    gpu: index,
+                    gi: None,
+                },
+                rows,
+                &phys_rows,
+                state,
+                self.entities.entry(ident.uuid.clone()).or_default(),
+                &mut self.book,
+                &mut lost,
+            ))
+        } else {
+            None
+        };
 
-        for (mig_dev, mig) in migs.into_iter().flatten() {
+        for (mig_dev, mig) in migs.iter().flatten() {
+            if !sel.wants_instance(index, mig.gpu_instance_id) {
+                continue;
+            }
             let inst_rows = |f: &FieldDef| f.level == Level::Instance;
             let at = Place {
                 key: &mig.uuid,
+                uuid: &ident.uuid,
                 gpu: index,
                 gi: Some(mig.gpu_instance_id),
             };
-            let values = read_rows(
-                nvml,
-                &mig_dev,
+            let mut values = read_rows(
+                &ctx,
+                mig_dev,
                 Some((&dev, mig.gpu_instance_id)),
                 &at,
                 rows,
@@ -397,13 +555,32 @@ impl Reader {
                 &mut self.book,
                 &mut lost,
             );
+            if repeat && let Some(phys) = &phys_values {
+                for ((slot, row), v) in rows.iter().enumerate().zip(phys) {
+                    if row.field.level == Level::Device
+                        && let Some(dst) = values.get_mut(slot)
+                    {
+                        *dst = v.clone();
+                    }
+                }
+            }
             let mut id = base.clone();
-            id.mig = Some(mig);
+            id.mig = Some(mig.clone());
             entities.push(EntitySample {
                 id,
                 values,
                 labels: labels.clone(),
             });
+        }
+        if let Some(values) = phys_values.filter(|_| sel.wants_gpu(index) && !repeat) {
+            entities.insert(
+                0,
+                EntitySample {
+                    id: base,
+                    values,
+                    labels,
+                },
+            );
         }
 
         if lost {
@@ -478,52 +655,10 @@ fn instance_id(nvml: &Nvml, mig: &Device<'_>, gpu_instance: bool) -> Result<u32,
     Ok(id)
 }
 
-fn drain_xid_events(state: &mut GpuState, dev: &Device<'static>, uuid: &str) {
-    if state.events_uuid != uuid {
-        state.events = Events::Untried;
-        state.events_uuid = uuid.to_owned();
-        state.last_xid = None;
-    }
-    if matches!(state.events, Events::Untried) {
-        state.events = match dev.supported_event_types() {
-            Ok(t) if t.contains(EventTypes::CRITICAL_XID_ERROR) => {
-                match dev
-                    .nvml()
-                    .create_event_set()
-                    .map_err(|e| e.to_string())
-                    .and_then(|set| {
-                        dev.register_events(EventTypes::CRITICAL_XID_ERROR, set)
-                            .map_err(|e| e.to_string())
-                    }) {
-                    Ok(set) => Events::Set(set),
-                    Err(e) => {
-                        info!(uuid, "Xid events unavailable: {e}");
-                        Events::Unsupported
-                    }
-                }
-            }
-            Ok(_) | Err(_) => Events::Unsupported,
-        };
-    }
-    if let Events::Set(set) = &state.events {
-        // Bounded: a device cannot have produced more than this many events in one tick.
-        for _ in 0..1024 {
-            match set.wait(0) {
-                Ok(ev) => {
-                    if let Some(nvml_wrapper::enums::event::XidError::Value(x)) = ev.event_data {
-                        state.last_xid = Some(x);
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-    }
-}
-
 /// Reads the metric rows accepted by `wanted` on one entity.
 #[allow(clippy::too_many_arguments)]
 fn read_rows(
-    nvml: &'static Nvml,
+    ctx: &Ctx<'_>,
     dev: &Device<'static>,
     parent: Option<(&Device<'static>, u32)>,
     at: &Place<'_>,
@@ -583,7 +718,7 @@ fn read_rows(
         })
         .collect();
     if !gpm_ids.is_empty() {
-        read_gpm(nvml, dev, parent, gpu, ent, &gpm_ids, &mut cache);
+        read_gpm(ctx.nvml, dev, parent, gpu, ent, &gpm_ids, &mut cache);
     }
 
     let mut values = Vec::with_capacity(rows.len());
@@ -593,7 +728,7 @@ fn read_rows(
             values.push(None);
             continue;
         }
-        let r = read_value(dev, f, gpu, ent, &mut cache, nvml);
+        let r = read_value(ctx, at, dev, f, gpu, ent, &mut cache);
         values.push(book.settle(at, f, lost, r));
     }
     values
@@ -672,12 +807,13 @@ fn num(v: f64) -> Result<Option<Value>, NvmlError> {
 
 /// Reads one numeric field on one entity.
 fn read_value(
+    ctx: &Ctx<'_>,
+    at: &Place<'_>,
     dev: &Device<'static>,
     f: &'static FieldDef,
     gpu: &mut GpuState,
     ent: &mut EntityState,
     cache: &mut TickCache,
-    nvml: &Nvml,
 ) -> Result<Option<Value>, NvmlError> {
     match f.source {
         Source::Clock(k) => num(f64::from(dev.clock_info(match k {
@@ -728,7 +864,7 @@ fn read_value(
                 Violation::Reliability => PerformancePolicy::Reliability,
             })?
             .violation_time as f64),
-        Source::ClockEventReasons => num(dev.current_throttle_reasons()?.bits() as f64),
+        Source::ClockEventReasons => num(clock_event_reasons(dev, cache)? as f64),
         Source::NvmlField(id, scale) => match cache.fields.get(&id) {
             Some(Ok((v, _))) => num(scale.apply(*v)),
             Some(Err(e)) => Err(clone_err(e)),
@@ -761,17 +897,84 @@ fn read_value(
             Some(Err(e)) => Err(clone_err(e)),
             None => Ok(None),
         },
-        Source::Xid => match gpu.events {
-            Events::Set(_) => Ok(Some(Value::Xid(gpu.last_xid.unwrap_or(0)))),
-            _ => Err(NvmlError::NotSupported),
+        Source::Xid => match xid_watch(ctx, at)? {
+            Some(w) => Ok(Some(Value::Xid(
+                w.get(at.uuid).and_then(|g| g.last).unwrap_or(0),
+            ))),
+            None => Ok(None),
         },
-        Source::DeviceCount => num(f64::from(nvml.device_count()?)),
+        Source::DeviceCount => num(f64::from(ctx.nvml.device_count()?)),
         Source::NvmlIndex => num(f64::from(dev.index()?)),
         Source::Text(_) => Err(NvmlError::NotSupported),
-        Source::Exporter => Err(NvmlError::FailedToLoadSymbol(
-            "DCGM_EXP_* window counts are not implemented yet".into(),
-        )),
+        Source::Window(WindowKind::Xid) => match xid_watch(ctx, at)? {
+            Some(w) => {
+                let counts = w
+                    .get(at.uuid)
+                    .map(|g| g.window_counts(ctx.now, ctx.opts.xid_window))
+                    .unwrap_or_default();
+                Ok(Some(Value::Window(WindowCounts {
+                    label: "xid",
+                    window_ms: ctx.opts.xid_window.as_millis() as u64,
+                    counts: counts
+                        .into_iter()
+                        .map(|(c, n)| (c.to_string(), n))
+                        .collect(),
+                })))
+            }
+            None => Ok(None),
+        },
+        Source::Window(WindowKind::ClockEvents) => {
+            let bits = clock_event_reasons(dev, cache)?;
+            let window = ctx.opts.clock_events_window;
+            let hist = &mut gpu.clock_events;
+            if hist.back().map(|(t, _)| *t) != Some(ctx.now) {
+                hist.push_back((ctx.now, bits));
+            }
+            let from = ctx.now - window.as_secs_f64();
+            while hist.front().is_some_and(|(t, _)| *t <= from) {
+                hist.pop_front();
+            }
+            let counts = CLOCK_EVENT_REASONS
+                .iter()
+                .filter_map(|(bit, name)| {
+                    let n = hist.iter().filter(|(_, b)| b & bit != 0).count() as u64;
+                    (n > 0).then(|| ((*name).to_owned(), n))
+                })
+                .collect();
+            Ok(Some(Value::Window(WindowCounts {
+                label: "clock_event",
+                window_ms: window.as_millis() as u64,
+                counts,
+            })))
+        }
         Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
+    }
+}
+
+/// `nvmlDeviceGetCurrentClocksEventReasons`, read once per entity and tick.
+fn clock_event_reasons(dev: &Device<'static>, cache: &mut TickCache) -> Result<u64, NvmlError> {
+    cache
+        .reasons
+        .get_or_insert_with(|| dev.current_throttle_reasons().map(|r| r.bits()))
+        .as_ref()
+        .map(|b| *b)
+        .map_err(clone_err)
+}
+
+/// The Xid watcher when the entity's GPU is watched; `Ok(None)` while registration is
+/// pending, unsupported when the GPU offers no Xid events.
+fn xid_watch<'a>(ctx: &Ctx<'a>, at: &Place<'_>) -> Result<Option<&'a XidWatcher>, NvmlError> {
+    let Some(w) = ctx.xid else {
+        return Err(NvmlError::FailedToLoadSymbol(
+            "the Xid event thread could not be started".into(),
+        ));
+    };
+    match w.status(at.uuid) {
+        Some(Watch::Watching) => Ok(Some(w)),
+        Some(Watch::Unsupported) => Err(NvmlError::FailedToLoadSymbol(
+            "the GPU offers no Xid events (see the log for why)".into(),
+        )),
+        None => Ok(None),
     }
 }
 

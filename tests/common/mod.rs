@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
+use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::simulate::{LIB_NAME, SimLib};
 
@@ -50,12 +51,26 @@ impl SimNode {
         Self { dir, path, sim }
     }
 
-    /// A sampler that loads NVML from this node's library.
+    /// A sampler that loads NVML from this node's library. Xid events are time-stamped with
+    /// scenario time, so ticks should be taken at `now_unix` = scenario time.
     pub fn sampler(&self, counters: Arc<CounterSet>) -> Sampler {
+        self.sampler_with(counters, ReaderOptions::default(), 0.0)
+    }
+
+    /// A sampler with reader options; Xid events are stamped `epoch` + scenario time.
+    pub fn sampler_with(
+        &self,
+        counters: Arc<CounterSet>,
+        mut options: ReaderOptions,
+        epoch: f64,
+    ) -> Sampler {
         let path = self.path.clone();
-        Sampler::new(
+        let sim_clock = self.sim.clock().expect("sim clock");
+        options.clock = Arc::new(move || epoch + sim_clock());
+        Sampler::with_options(
             Box::new(move || gpu_exporter::gpu::load(Some(&path)).map_err(|e| e.to_string())),
             counters,
+            options,
         )
     }
 

@@ -83,7 +83,9 @@ pub fn record_error(message: &str) {
 }
 
 /// `nvmlInit_v2`: configures from the environment when nothing is configured yet, then
-/// counts one more user.
+/// counts one more user — unless the scenario's driver is not loaded yet (scenario time
+/// before `driver_loaded_at`): then DRIVER_NOT_LOADED, and the count stays as it was (the
+/// machine configured here stays configured, so its clock keeps running from now).
 pub fn init() -> nvmlReturn_t {
     let mut g = lock();
     if g.sim.is_none() {
@@ -104,6 +106,11 @@ pub fn init() -> nvmlReturn_t {
             report(&msg);
             return ret::UNKNOWN;
         }
+    }
+    if let Some(sim) = g.sim.as_ref()
+        && sim.now() < sim.scenario.driver_loaded_at
+    {
+        return ret::DRIVER_NOT_LOADED;
     }
     g.init_count = g.init_count.saturating_add(1);
     ret::SUCCESS

@@ -247,7 +247,9 @@ fn nvml_wrapper_drives_the_simulated_library() {
     ));
     drop((s1, s2, m1, m2));
 
-    // Events: Xid 31 on GPU 1 at 40 s, Xid 48 three times on GPU 3 from 60 s.
+    // Events: Xid 31 on GPU 1 at 40 s, Xid 48 three times on GPU 3 from 60 s. A set only
+    // gets events that occur after its registration, so register before them.
+    control.set_time(35.0).unwrap();
     let set = nvml.create_event_set().unwrap();
     let gpu1 = nvml.device_by_index(1).unwrap();
     let set = gpu1
@@ -256,6 +258,7 @@ fn nvml_wrapper_drives_the_simulated_library() {
     let set = gpu3
         .register_events(EventTypes::CRITICAL_XID_ERROR, set)
         .unwrap();
+    control.set_time(85.0).unwrap();
     let mut seen = Vec::new();
     loop {
         match set.wait(50) {

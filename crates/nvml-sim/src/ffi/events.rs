@@ -1,6 +1,7 @@
 //! Event entry points: event sets, supported types, registration and waiting. Events come
-//! from the scenario timeline (Xid faults, GPU-lost Xid 79, ECC faults); a wait returns the
-//! next event due that the set has not delivered yet, or sleeps up to 20 ms and times out.
+//! from the scenario timeline (Xid faults, GPU-lost Xid 79, ECC faults); a set gets a GPU's
+//! events from the scenario time of its registration on; a wait returns the next event due
+//! that the set has not delivered yet, or sleeps up to 20 ms and times out.
 
 use std::os::raw::{c_uint, c_ulonglong};
 use std::time::Duration;
@@ -57,7 +58,7 @@ pub unsafe extern "C" fn nvmlDeviceRegisterEvents(
     run(|sim, t| {
         let id = handle::to_event_set(set).ok_or(ret::INVALID_ARGUMENT)?;
         let d = dev(sim, device, "nvmlDeviceRegisterEvents", t)?;
-        sim.register_events(d, event_types, id)
+        sim.register_events(d, event_types, id, t)
     })
 }
 

@@ -1,5 +1,6 @@
-//! System-level NVML entry points: init/shutdown, error strings, driver/NVML/CUDA versions,
-//! device count and handle lookup by index, UUID or PCI bus id.
+//! System-level NVML entry points: init/shutdown (init answers `DRIVER_NOT_LOADED` before the
+//! scenario's `driver_loaded_at`), error strings, driver/NVML/CUDA versions, device count and
+//! handle lookup by index, UUID or PCI bus id (GPUs with an `appear` fault only from then).
 
 use std::ffi::{CStr, c_char, c_int};
 use std::os::raw::c_uint;
@@ -73,8 +74,8 @@ pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetCount_v2(device_count: *mut c_uint) -> nvmlReturn_t {
-    run(|sim, _| {
-        *unsafe { out(device_count) }? = sim.device_count();
+    run(|sim, t| {
+        *unsafe { out(device_count) }? = sim.device_count(t);
         Ok(())
     })
 }

@@ -33,6 +33,23 @@ fn setup(scenario: &std::ffi::CStr, t: f64) -> std::sync::MutexGuard<'static, ()
     guard
 }
 
+/// Writes `text` to a scenario file of its own and configures it (not initialized); the
+/// guard serializes tests. The file is removed again once configured.
+fn setup_text(name: &str, text: &str) -> std::sync::MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("nvml-sim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join(format!("{name}.toml"));
+    assert!(std::fs::write(&path, text).is_ok());
+    let cpath = std::ffi::CString::new(path.to_string_lossy().into_owned()).unwrap_or_default();
+    unsafe {
+        while nvmlShutdown() == ret::SUCCESS {}
+        assert_eq!(nvmlSimConfigure(cpath.as_ptr(), 1), 0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    guard
+}
+
 fn handle(i: u32) -> nvmlDevice_t {
     let mut d = ptr::null_mut();
     assert_eq!(
@@ -73,6 +90,69 @@ fn uninitialized_calls_and_refcount() {
             CStr::from_ptr(nvmlErrorString(ret::GPU_IS_LOST)).to_str(),
             Ok("GPU is lost")
         );
+    }
+}
+
+#[test]
+fn init_before_the_driver_is_loaded() {
+    let _g = setup_text(
+        "driver",
+        "driver_loaded_at = 20\n[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n",
+    );
+    unsafe {
+        nvmlSimSetTime(5.0);
+        assert_eq!(nvmlInit_v2(), ret::DRIVER_NOT_LOADED);
+        assert_eq!(ret::DRIVER_NOT_LOADED, 9);
+        assert_eq!(nvmlInitWithFlags(0), ret::DRIVER_NOT_LOADED);
+        // Still uninitialized.
+        let mut n = 0;
+        assert_eq!(nvmlDeviceGetCount_v2(&mut n), ret::UNINITIALIZED);
+        assert_eq!(nvmlShutdown(), ret::UNINITIALIZED);
+        assert_eq!(
+            CStr::from_ptr(nvmlErrorString(ret::DRIVER_NOT_LOADED)).to_str(),
+            Ok("Driver Not Loaded")
+        );
+        nvmlSimSetTime(25.0);
+        assert_eq!(nvmlInit_v2(), ret::SUCCESS);
+        assert_eq!(nvmlDeviceGetCount_v2(&mut n), ret::SUCCESS);
+        assert_eq!(n, 2);
+        assert_eq!(nvmlShutdown(), ret::SUCCESS);
+        assert_eq!(nvmlShutdown(), ret::UNINITIALIZED);
+    }
+}
+
+#[test]
+fn gpus_appearing_later_through_the_abi() {
+    let _g = setup_text(
+        "appear",
+        "[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n\
+         [[faults]]\nat = 30\ngpu = 1\nkind = \"appear\"\n",
+    );
+    unsafe {
+        nvmlSimSetTime(10.0);
+        assert_eq!(nvmlInit_v2(), ret::SUCCESS);
+        let mut n = 0;
+        assert_eq!(nvmlDeviceGetCount_v2(&mut n), ret::SUCCESS);
+        assert_eq!(n, 1);
+        let mut d = ptr::null_mut();
+        assert_eq!(
+            nvmlDeviceGetHandleByIndex_v2(1, &mut d),
+            ret::INVALID_ARGUMENT
+        );
+        assert_eq!(
+            nvmlDeviceGetHandleByPciBusId_v2(c"0000:2a:00.0".as_ptr(), &mut d),
+            ret::NOT_FOUND
+        );
+        nvmlSimSetTime(30.0);
+        assert_eq!(nvmlDeviceGetCount_v2(&mut n), ret::SUCCESS);
+        assert_eq!(n, 2);
+        let d1 = handle(1);
+        assert_eq!(
+            nvmlDeviceGetHandleByPciBusId_v2(c"0000:2a:00.0".as_ptr(), &mut d),
+            ret::SUCCESS
+        );
+        assert_eq!(d, d1);
+        assert_eq!(nvmlShutdown(), ret::SUCCESS);
     }
 }
 

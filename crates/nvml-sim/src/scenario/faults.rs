@@ -38,12 +38,14 @@ pub(super) fn apply_fault(
         })?;
     for key in f.present() {
         if !allowed.contains(&key) {
+            let takes = if allowed.is_empty() {
+                "no keys besides at, gpu and kind".to_string()
+            } else {
+                allowed.join(", ")
+            };
             return Err(ctx.err(
                 span.clone(),
-                format!(
-                    "`{key}` does not apply to a \"{kind}\" fault (it takes: {})",
-                    allowed.join(", ")
-                ),
+                format!("`{key}` does not apply to a \"{kind}\" fault (it takes: {takes})"),
             ));
         }
     }
@@ -265,8 +267,55 @@ pub(super) fn apply_fault(
             }
             gpu.power_caps.push(PowerCap { window, watts });
         }
+        "appear" => {
+            if let Some(earlier) = gpu.appear_at {
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "GPU {} already has an appear fault (at {earlier} s); a GPU appears at \
+                         most once",
+                        f.gpu
+                    ),
+                ));
+            }
+            gpu.appear_at = Some(f.at);
+        }
         _ => {
             return Err(ctx.err(span, format!("unknown fault kind \"{kind}\"")));
+        }
+    }
+    Ok(())
+}
+
+/// NVML indices are dense, so only trailing GPUs may appear late: when GPU k appears at `a`,
+/// every GPU after it must appear too, at `a` or later. The error points at GPU k's fault.
+pub(super) fn check_appear_order(
+    ctx: &Ctx<'_>,
+    faults: &[Spanned<RawFault>],
+    gpus: &[Gpu],
+) -> Result<(), ScenarioError> {
+    for (k, gpu) in gpus.iter().enumerate() {
+        let Some(at) = gpu.appear_at else {
+            continue;
+        };
+        let span = faults
+            .iter()
+            .find(|f| f.get_ref().gpu == k && f.get_ref().kind.get_ref() == "appear")
+            .map(Spanned::span);
+        for later in gpus.iter().skip(k + 1) {
+            let problem = match later.appear_at {
+                None => format!("GPU {} is there from the start", later.index),
+                Some(b) if b < at => format!("GPU {} appears earlier, at {b} s", later.index),
+                Some(_) => continue,
+            };
+            return Err(ctx.err(
+                span,
+                format!(
+                    "appear fault on GPU {k} at {at} s, but {problem}: NVML indices are dense, \
+                     so only trailing GPUs may appear late (every GPU after {k} needs an appear \
+                     fault at ≥ {at} s)"
+                ),
+            ));
         }
     }
     Ok(())

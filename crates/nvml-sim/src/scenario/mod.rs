@@ -19,7 +19,7 @@ use crate::builtin;
 use crate::curves::Workload;
 use crate::model::{MigProfile, Model};
 
-use faults::apply_fault;
+use faults::{apply_fault, check_appear_order};
 use raw::RawScenario;
 use resolve::{check_mig_uuids, check_unique_identities, resolve_gpu};
 
@@ -108,6 +108,9 @@ pub struct Scenario {
     pub gpus: Vec<Gpu>,
     /// Every event of the timeline, sorted by time (file order within the same time).
     pub events: Vec<Event>,
+    /// Scenario time from which `nvmlInit_v2` succeeds (before it: `DRIVER_NOT_LOADED`);
+    /// 0 when the file does not set `driver_loaded_at`.
+    pub driver_loaded_at: f64,
     /// The TOML text the scenario was read from.
     pub text: String,
 }
@@ -135,6 +138,8 @@ pub struct Gpu {
     pub unsupported: Vec<Unsupported>,
     pub bumps: Vec<Bump>,
     pub power_caps: Vec<PowerCap>,
+    /// Scenario time the GPU is enumerated from (an `appear` fault); `None`: from the start.
+    pub appear_at: Option<f64>,
 }
 
 /// PCI location of a GPU.
@@ -340,6 +345,11 @@ impl Gpu {
         self.layout_at(t)?.members.iter().find(|m| m.uid == uid)
     }
 
+    /// Whether the GPU is enumerated at `t` (it has appeared, or never had to).
+    pub fn present(&self, t: f64) -> bool {
+        self.appear_at.is_none_or(|a| t >= a)
+    }
+
     /// Whether the GPU has fallen off the bus at `t`.
     pub fn is_lost(&self, t: f64) -> bool {
         self.lost.iter().any(|w| w.contains(t))
@@ -481,6 +491,20 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
     for f in &raw.faults {
         apply_fault(&ctx, &mut gpus, &mut events, f)?;
     }
+    check_appear_order(&ctx, &raw.faults, &gpus)?;
+    let driver_loaded_at = match &raw.driver_loaded_at {
+        Some(d) => {
+            let v = *d.get_ref();
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(ctx.err(
+                    Some(d.span()),
+                    format!("driver_loaded_at = {v} must be a number of seconds ≥ 0"),
+                ));
+            }
+            v
+        }
+        None => 0.0,
+    };
     for g in &mut gpus {
         g.layouts.sort_by(|a, b| a.from.total_cmp(&b.from));
         if g.layouts.windows(2).any(|w| w[0].from == w[1].from) {
@@ -499,6 +523,7 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         description: raw.description.unwrap_or_default(),
         gpus,
         events,
+        driver_loaded_at,
         text: text.to_string(),
     })
 }

@@ -10,6 +10,8 @@ pub(super) struct RawScenario {
     pub(super) name: Option<String>,
     pub(super) description: Option<String>,
     pub(super) node: Option<String>,
+    /// Scenario time before which `nvmlInit_v2` returns `DRIVER_NOT_LOADED`.
+    pub(super) driver_loaded_at: Option<Spanned<f64>>,
     #[serde(default)]
     pub(super) gpus: Vec<Spanned<RawGpu>>,
     #[serde(default)]
@@ -146,4 +148,5 @@ pub(super) const FAULT_KINDS: &[(&str, &[&str])] = &[
     ),
     ("pcie_replay", &["count"]),
     ("power_limit", &["watts", "until"]),
+    ("appear", &[]),
 ];

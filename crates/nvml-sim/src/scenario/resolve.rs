@@ -97,6 +97,7 @@ pub(super) fn resolve_gpu(
         unsupported: Vec::new(),
         bumps: Vec::new(),
         power_caps: Vec::new(),
+        appear_at: None,
     };
     if let Some(w) = &g.workload {
         if mig_enabled {

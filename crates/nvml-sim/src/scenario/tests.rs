@@ -294,6 +294,77 @@ fn fault_timeline() {
 }
 
 #[test]
+fn appear_faults_only_on_trailing_gpus() {
+    let gpus = "[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n";
+    let appear =
+        |gpu: usize, at: u32| format!("[[faults]]\nat = {at}\ngpu = {gpu}\nkind = \"appear\"\n");
+    // GPUs 1 and 2 appear at 30 and 40 s.
+    let s = parse_ok(&format!("{gpus}{}{}", appear(1, 30), appear(2, 40)));
+    let at: Vec<Option<f64>> = s.gpus.iter().map(|g| g.appear_at).collect();
+    assert_eq!(at, vec![None, Some(30.0), Some(40.0)]);
+    assert!(!s.gpus[1].present(29.0) && s.gpus[1].present(30.0));
+    assert!(s.gpus[0].present(0.0));
+    // Same time for several trailing GPUs is fine, and file order does not matter.
+    parse_ok(&format!("{gpus}{}{}", appear(2, 30), appear(1, 30)));
+    // A GPU in the middle cannot appear late: GPU 2 (line 7) is there from the start. The
+    // error points at GPU 1's fault (line 7, after the six lines of GPUs).
+    let e = parse_err(&format!("{gpus}{}", appear(1, 30)));
+    assert!(e.starts_with("scenario file /x.toml: line 7: "), "{e}");
+    assert!(
+        e.contains("appear fault on GPU 1 at 30 s, but GPU 2 is there from the start"),
+        "{e}"
+    );
+    assert!(e.contains("only trailing GPUs may appear late"), "{e}");
+    // Nor can a later GPU appear earlier than one before it.
+    let e = parse_err(&format!("{gpus}{}{}", appear(1, 30), appear(2, 20)));
+    assert!(e.contains("line 7: "), "{e}");
+    assert!(e.contains("GPU 2 appears earlier, at 20 s"), "{e}");
+    // At most one appear per GPU, and it takes no other keys.
+    let e = parse_err(&format!("{gpus}{}{}", appear(2, 30), appear(2, 40)));
+    assert!(e.contains("line 11: "), "{e}");
+    assert!(
+        e.contains("GPU 2 already has an appear fault (at 30 s)"),
+        "{e}"
+    );
+    let e = parse_err(&format!("{gpus}{}until = 50\n", appear(2, 30)));
+    assert!(
+        e.contains("`until` does not apply to a \"appear\" fault (it takes: no keys besides"),
+        "{e}"
+    );
+}
+
+#[test]
+fn driver_loaded_at() {
+    let s = parse_ok("[[gpus]]\nmodel = \"L4\"\n");
+    assert_eq!(s.driver_loaded_at, 0.0);
+    let s = parse_ok("driver_loaded_at = 20\n[[gpus]]\nmodel = \"L4\"\n");
+    assert_eq!(s.driver_loaded_at, 20.0);
+    let s = parse_ok("driver_loaded_at = 2.5\n[[gpus]]\nmodel = \"L4\"\n");
+    assert_eq!(s.driver_loaded_at, 2.5);
+    let e = parse_err("node = \"n\"\ndriver_loaded_at = -1\n[[gpus]]\nmodel = \"L4\"\n");
+    assert!(e.starts_with("scenario file /x.toml: line 2: "), "{e}");
+    assert!(e.contains("driver_loaded_at = -1 must be"), "{e}");
+    let e = parse_err("driver_loaded_at = \"soon\"\n[[gpus]]\nmodel = \"L4\"\n");
+    assert!(e.contains("line 1"), "{e}");
+}
+
+#[test]
+fn xid_burst_with_sub_second_every() {
+    let s = parse_ok(
+        "[[gpus]]\nmodel = \"L4\"\n[[faults]]\nat = 10\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 20\nevery = 0.05\n",
+    );
+    let times: Vec<f64> = s.events.iter().map(|e| e.t).collect();
+    assert_eq!(times.len(), 20);
+    for (k, t) in times.iter().enumerate() {
+        assert!((t - (10.0 + 0.05 * k as f64)).abs() < 1e-9, "{times:?}");
+    }
+    let e = parse_err(
+        "[[gpus]]\nmodel = \"L4\"\n[[faults]]\nat = 10\ngpu = 0\nkind = \"xid\"\nxid = 13\nevery = 0\n",
+    );
+    assert!(e.contains("every = 0 must be > 0"), "{e}");
+}
+
+#[test]
 fn load_reports_missing_files() {
     let e = load("/nonexistent/scenario.toml").unwrap_err().to_string();
     assert!(e.contains("/nonexistent/scenario.toml"), "{e}");

@@ -1,4 +1,5 @@
-//! Event sets: creation, registration, and delivery of timeline events with a cursor per set.
+//! Event sets: creation, registration, and delivery of timeline events with a cursor per set
+//! (a set gets a GPU's events from its registration on).
 
 use super::{Dev, NvmlResult, Sim};
 use std::collections::BTreeMap;
@@ -33,19 +34,33 @@ impl Sim {
         Ok(SUPPORTED_EVENTS)
     }
 
-    /// `nvmlDeviceRegisterEvents`.
-    pub fn register_events(&mut self, dev: Dev, mask: u64, set: u64) -> NvmlResult<()> {
+    /// `nvmlDeviceRegisterEvents` at scenario time `t`. As with real NVML a set only gets the
+    /// events that occur after registration: when GPU `g` is first registered on the set, its
+    /// events at or before `t` count as already delivered for this set (other GPUs' events
+    /// are untouched; adding event types for an already registered GPU changes only the mask).
+    pub fn register_events(&mut self, dev: Dev, mask: u64, set: u64, t: f64) -> NvmlResult<()> {
         let g = self.physical_only(dev)?;
         if mask & !SUPPORTED_EVENTS != 0 {
             return Err(ret::NOT_SUPPORTED);
         }
         let s = self.event_sets.get_mut(&set).ok_or(ret::INVALID_ARGUMENT)?;
+        if !s.registered.contains_key(&g) {
+            for (e, d) in self.scenario.events.iter().zip(s.delivered.iter_mut()) {
+                if e.t > t {
+                    break;
+                }
+                if e.gpu == g {
+                    *d = true;
+                }
+            }
+        }
         *s.registered.entry(g).or_insert(0) |= mask;
         Ok(())
     }
 
     /// Next event of the set due at `t` that it has not delivered yet (each set has its own
-    /// cursor, so every set sees every event of its registered GPUs once).
+    /// cursor, so every set sees every event of its registered GPUs that occurs after their
+    /// registration, once).
     pub fn next_event(&mut self, set: u64, t: f64) -> NvmlResult<Option<Event>> {
         let s = self.event_sets.get_mut(&set).ok_or(ret::INVALID_ARGUMENT)?;
         for (i, e) in self.scenario.events.iter().enumerate() {

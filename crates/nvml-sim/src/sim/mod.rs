@@ -223,11 +223,14 @@ impl Sim {
         self.next_id
     }
 
-    /// Validates a device for a call to NVML function `func` at `t`: unknown device →
-    /// INVALID_ARGUMENT; GPU lost → GPU_IS_LOST; MIG instance not present now →
-    /// INVALID_ARGUMENT; function switched off by the scenario → NOT_SUPPORTED.
+    /// Validates a device for a call to NVML function `func` at `t`: unknown device, or a GPU
+    /// that has not appeared yet → INVALID_ARGUMENT; GPU lost → GPU_IS_LOST; MIG instance not
+    /// present now → INVALID_ARGUMENT; function switched off by the scenario → NOT_SUPPORTED.
     pub fn check(&self, dev: Dev, func: &str, t: f64) -> NvmlResult<Dev> {
         let gpu = self.gpu(dev.gpu())?;
+        if !gpu.present(t) {
+            return Err(ret::INVALID_ARGUMENT);
+        }
         if gpu.is_lost(t) {
             return Err(ret::GPU_IS_LOST);
         }
@@ -242,24 +245,29 @@ impl Sim {
         Ok(dev)
     }
 
-    /// Number of GPUs.
-    pub fn device_count(&self) -> u32 {
-        self.scenario.gpus.len() as u32
+    /// `nvmlDeviceGetCount_v2`: the GPUs enumerated at `t` (GPUs with an `appear` fault
+    /// count from their time on; they are always the trailing indices).
+    pub fn device_count(&self, t: f64) -> u32 {
+        self.scenario.gpus.iter().filter(|g| g.present(t)).count() as u32
     }
 
-    /// `nvmlDeviceGetHandleByIndex_v2`.
+    /// `nvmlDeviceGetHandleByIndex_v2`: INVALID_ARGUMENT for an index not enumerated at `t`.
     pub fn handle_by_index(&self, index: u32, t: f64) -> NvmlResult<Dev> {
         let g = index as usize;
         let gpu = self.gpu(g)?;
+        if !gpu.present(t) {
+            return Err(ret::INVALID_ARGUMENT);
+        }
         if gpu.is_lost(t) {
             return Err(ret::GPU_IS_LOST);
         }
         Ok(Dev::Gpu(g))
     }
 
-    /// `nvmlDeviceGetHandleByUUID`: GPU or MIG UUIDs.
+    /// `nvmlDeviceGetHandleByUUID`: GPU or MIG UUIDs (NOT_FOUND for those of a GPU that has
+    /// not appeared yet).
     pub fn handle_by_uuid(&self, uuid: &str, t: f64) -> NvmlResult<Dev> {
-        for gpu in &self.scenario.gpus {
+        for gpu in self.scenario.gpus.iter().filter(|g| g.present(t)) {
             if gpu.uuid == uuid {
                 return self.check(Dev::Gpu(gpu.index), "", t);
             }
@@ -276,14 +284,15 @@ impl Sim {
         Err(ret::NOT_FOUND)
     }
 
-    /// `nvmlDeviceGetHandleByPciBusId_v2`: either bus-id spelling, case-insensitive.
+    /// `nvmlDeviceGetHandleByPciBusId_v2`: either bus-id spelling, case-insensitive
+    /// (NOT_FOUND for a GPU that has not appeared yet).
     pub fn handle_by_pci(&self, bus_id: &str, t: f64) -> NvmlResult<Dev> {
         let wanted = crate::scenario::Pci::parse(bus_id).ok_or(ret::INVALID_ARGUMENT)?;
         let gpu = self
             .scenario
             .gpus
             .iter()
-            .find(|g| g.pci == wanted)
+            .find(|g| g.pci == wanted && g.present(t))
             .ok_or(ret::NOT_FOUND)?;
         self.check(Dev::Gpu(gpu.index), "", t)
     }

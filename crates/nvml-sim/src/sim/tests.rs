@@ -180,11 +180,21 @@ fn events_with_repeats_and_per_set_cursors() {
     let a = s.event_set_create();
     let b = s.event_set_create();
     for g in 0..8 {
-        s.register_events(Dev::Gpu(g), u64::from(nvmlEventTypeXidCriticalError), a)
-            .unwrap();
-    }
-    s.register_events(Dev::Gpu(3), u64::from(nvmlEventTypeXidCriticalError), b)
+        s.register_events(
+            Dev::Gpu(g),
+            u64::from(nvmlEventTypeXidCriticalError),
+            a,
+            0.0,
+        )
         .unwrap();
+    }
+    s.register_events(
+        Dev::Gpu(3),
+        u64::from(nvmlEventTypeXidCriticalError),
+        b,
+        0.0,
+    )
+    .unwrap();
     assert_eq!(s.next_event(a, 39.0), Ok(None));
     let e = s.next_event(a, 75.0).unwrap().unwrap();
     assert_eq!((e.gpu, e.data, e.gi), (1, 31, NO_INSTANCE));
@@ -205,15 +215,141 @@ fn events_with_repeats_and_per_set_cursors() {
     assert_eq!(s.next_event(a, 1000.0), Ok(None));
     // Unsupported masks and MIG devices are refused.
     assert_eq!(
-        s.register_events(Dev::Gpu(0), 1 << 40, a),
+        s.register_events(Dev::Gpu(0), 1 << 40, a, 0.0),
         Err(ret::NOT_SUPPORTED)
     );
     assert_eq!(
-        s.register_events(Dev::Mig(2, 0), 8, a),
+        s.register_events(Dev::Mig(2, 0), 8, a, 0.0),
         Err(ret::NOT_SUPPORTED)
     );
     assert_eq!(s.event_set_free(a), Ok(()));
     assert_eq!(s.next_event(a, 1.0), Err(ret::INVALID_ARGUMENT));
+}
+
+/// (GPU, data, time) of every event the set gets up to `t`, draining it.
+fn drain(s: &mut Sim, set: u64, t: f64) -> Vec<(usize, u64, f64)> {
+    let mut out = Vec::new();
+    while let Some(e) = s.next_event(set, t).unwrap() {
+        out.push((e.gpu, e.data, e.t));
+    }
+    out
+}
+
+#[test]
+fn events_only_after_registration() {
+    let xid = u64::from(nvmlEventTypeXidCriticalError);
+    let mut s = h100(1);
+    // Xid 48 on GPU 3 at 60, 65 and 70 s: a set registered at 62 misses the first one.
+    let late = s.event_set_create();
+    s.register_events(Dev::Gpu(3), xid, late, 62.0).unwrap();
+    assert_eq!(
+        drain(&mut s, late, 75.0),
+        vec![(3, 48, 65.0), (3, 48, 70.0)]
+    );
+    // A set registered at 0 sees all three, once.
+    let early = s.event_set_create();
+    s.register_events(Dev::Gpu(3), xid, early, 0.0).unwrap();
+    assert_eq!(
+        drain(&mut s, early, 75.0),
+        vec![(3, 48, 60.0), (3, 48, 65.0), (3, 48, 70.0)]
+    );
+    assert_eq!(drain(&mut s, early, 75.0), vec![]);
+    // An event exactly at the registration time counts as before it.
+    let at = s.event_set_create();
+    s.register_events(Dev::Gpu(3), xid, at, 65.0).unwrap();
+    assert_eq!(drain(&mut s, at, 75.0), vec![(3, 48, 70.0)]);
+    // Registering another GPU later skips only that GPU's past events; registering more
+    // types for a GPU already on the set does not skip anything.
+    let mixed = s.event_set_create();
+    s.register_events(Dev::Gpu(3), xid, mixed, 0.0).unwrap();
+    s.register_events(Dev::Gpu(1), xid, mixed, 50.0).unwrap();
+    s.register_events(Dev::Gpu(3), SUPPORTED_EVENTS, mixed, 68.0)
+        .unwrap();
+    let got = drain(&mut s, mixed, 75.0);
+    assert!(
+        got.iter().all(|e| e.0 == 3),
+        "Xid 31 at 40 s is before GPU 1 joined: {got:?}"
+    );
+    assert_eq!(got.iter().filter(|e| e.1 == 48).count(), 3, "{got:?}");
+    // The double-bit ECC events at 60, 65, 70 s (data 0) all come, 60 and 65 included.
+    assert_eq!(got.iter().filter(|e| e.1 == 0).count(), 3, "{got:?}");
+    // A later event of a GPU registered late still comes (GPU 7 lost at 120 s: Xid 79).
+    s.register_events(Dev::Gpu(7), xid, mixed, 100.0).unwrap();
+    assert_eq!(drain(&mut s, mixed, 130.0), vec![(7, 79, 120.0)]);
+}
+
+#[test]
+fn xid_burst_sub_second() {
+    let sc = parse(
+        "[[gpus]]\nmodel = \"L4\"\n[[faults]]\nat = 10\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 20\nevery = 0.05\n",
+        "test",
+        "test",
+    )
+    .unwrap();
+    let mut s = Sim::new(sc, 1, Some(0.0));
+    let set = s.event_set_create();
+    s.register_events(
+        Dev::Gpu(0),
+        u64::from(nvmlEventTypeXidCriticalError),
+        set,
+        5.0,
+    )
+    .unwrap();
+    assert_eq!(drain(&mut s, set, 9.99), vec![]);
+    let got = drain(&mut s, set, 11.0);
+    assert_eq!(got.len(), 20);
+    assert!(got.iter().all(|e| e.0 == 0 && e.1 == 13));
+    assert!(got.windows(2).all(|w| w[1].2 > w[0].2));
+    assert!((got[19].2 - 10.95).abs() < 1e-9, "{got:?}");
+    assert_eq!(drain(&mut s, set, 100.0), vec![]);
+}
+
+#[test]
+fn gpus_appearing_later() {
+    let sc = parse(
+        r#"
+        [[gpus]]
+        model = "L4"
+        [[gpus]]
+        model = "L4"
+        [[gpus]]
+        model = "L4"
+        [[faults]]
+        at = 30
+        gpu = 1
+        kind = "appear"
+        [[faults]]
+        at = 40
+        gpu = 2
+        kind = "appear"
+        "#,
+        "test",
+        "test",
+    )
+    .unwrap();
+    let s = Sim::new(sc, 1, Some(0.0));
+    let uuid1 = s.uuid(Dev::Gpu(1)).unwrap();
+    let pci1 = s.physical(Dev::Gpu(1)).unwrap().pci.bus_id();
+    assert_eq!(s.device_count(0.0), 1);
+    assert_eq!(s.device_count(29.9), 1);
+    assert_eq!(s.handle_by_index(0, 0.0), Ok(Dev::Gpu(0)));
+    assert_eq!(s.handle_by_index(1, 29.9), Err(ret::INVALID_ARGUMENT));
+    assert_eq!(s.handle_by_index(2, 29.9), Err(ret::INVALID_ARGUMENT));
+    assert_eq!(s.handle_by_uuid(&uuid1, 29.9), Err(ret::NOT_FOUND));
+    assert_eq!(s.handle_by_pci(&pci1, 29.9), Err(ret::NOT_FOUND));
+    // Nor does a handle forged from its index work.
+    assert_eq!(
+        s.check(Dev::Gpu(1), "nvmlDeviceGetName", 29.9),
+        Err(ret::INVALID_ARGUMENT)
+    );
+    assert_eq!(s.device_count(30.0), 2);
+    assert_eq!(s.handle_by_index(1, 30.0), Ok(Dev::Gpu(1)));
+    assert_eq!(s.handle_by_uuid(&uuid1, 30.0), Ok(Dev::Gpu(1)));
+    assert_eq!(s.handle_by_pci(&pci1, 30.0), Ok(Dev::Gpu(1)));
+    assert_eq!(s.handle_by_index(2, 35.0), Err(ret::INVALID_ARGUMENT));
+    assert_eq!(s.device_count(40.0), 3);
+    assert_eq!(s.handle_by_index(2, 40.0), Ok(Dev::Gpu(2)));
+    assert_eq!(s.handle_by_index(3, 40.0), Err(ret::INVALID_ARGUMENT));
 }
 
 #[test]
@@ -229,7 +365,7 @@ fn lost_window() {
     let uuid = s.uuid(d).unwrap();
     assert_eq!(s.handle_by_uuid(&uuid, 150.0), Err(ret::GPU_IS_LOST));
     assert_eq!(s.handle_by_index(7, 180.0), Ok(d));
-    assert_eq!(s.device_count(), 8);
+    assert_eq!(s.device_count(150.0), 8);
 }
 
 #[test]

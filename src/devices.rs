@@ -1,0 +1,859 @@
+//! Device selection: the `-d/--devices` grammar → [`DeviceSelection`].
+//!
+//! The grammar is dcgm-exporter's (`f`, `g[:LIST]`, `i[:LIST]`), extended so that one value
+//! may hold several specs (dcgm-exporter accepts only one):
+//!
+//! - `f` (flex, the default): every GPU and every MIG instance on it.
+//! - `g` or `g:LIST`: physical GPUs (their own series). LIST holds GPU indices and ranges,
+//!   e.g. `0,2-4`.
+//! - `i` or `i:LIST`: MIG GPU instances. Items: `G` (every instance on GPU G), `G-H` (every
+//!   instance on GPUs G..=H), `G.I` (GPU instance id I on GPU G, the NVML id written in the
+//!   `GPU_I_ID` label) and `G.I-J` (instance ids I..=J on GPU G).
+//!
+//! Specs follow one another after `,`, `;` or whitespace: a token that starts with a letter
+//! starts a new spec, a bare numeric token after a `,` continues the current list. So
+//! `g:0,1,i:2.7-9,3` selects GPUs 0 and 1, instances 7 to 9 of GPU 2 and every instance of
+//! GPU 3. The result is the union of the specs; `f` with anything is `f`.
+//!
+//! The selection is parsed once at start-up into bit masks and a short sorted list of
+//! instance ranges, so the per-tick queries ([`DeviceSelection::wants_gpu`],
+//! [`DeviceSelection::wants_instance`], [`DeviceSelection::touches`]) do not allocate.
+//! Errors name the flag and quote the offending token.
+
+use std::fmt::Write as _;
+
+/// Highest GPU index (NVML enumerates at most 64 devices).
+pub const MAX_GPU: u32 = 63;
+
+/// Highest GPU instance id accepted (NVML uses small ids, 0..=14 on current parts).
+pub const MAX_GPU_INSTANCE: u32 = 255;
+
+/// Which GPUs and MIG instances to export.
+///
+/// Kept normalised so that two values selecting the same devices compare equal: a flag
+/// `all` clears its mask, instance ranges are sorted and merged, and ranges on a GPU whose
+/// every instance is wanted are dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceSelection {
+    /// Physical GPUs whose own series are wanted.
+    gpus: GpuSet,
+    /// GPUs every MIG instance of which is wanted.
+    instance_gpus: GpuSet,
+    /// Further MIG instances, by GPU and instance id range.
+    instances: Vec<InstanceRange>,
+}
+
+/// A set of GPU indices: every GPU, or a mask of indices 0..=63.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct GpuSet {
+    all: bool,
+    mask: u64,
+}
+
+impl GpuSet {
+    const ALL: GpuSet = GpuSet { all: true, mask: 0 };
+    const NONE: GpuSet = GpuSet {
+        all: false,
+        mask: 0,
+    };
+
+    fn contains(self, gpu: u32) -> bool {
+        self.all || (gpu <= MAX_GPU && (self.mask >> gpu) & 1 == 1)
+    }
+
+    fn is_empty(self) -> bool {
+        !self.all && self.mask == 0
+    }
+}
+
+/// GPU instance ids `first..=last` on GPU `gpu`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct InstanceRange {
+    gpu: u32,
+    first: u32,
+    last: u32,
+}
+
+/// One parsed item of a device value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Item {
+    /// `f`.
+    Flex,
+    /// `g` without a list.
+    AllGpus,
+    /// `g:` list item: GPUs `.0..=.1`.
+    Gpus(u32, u32),
+    /// `i` without a list.
+    AllInstances,
+    /// `i:` list item `G` or `G-H`: every instance on GPUs `.0..=.1`.
+    InstancesOn(u32, u32),
+    /// `i:` list item `G.I` or `G.I-J`.
+    Instances(InstanceRange),
+}
+
+/// Bounds on the numbers of a value.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    gpu: u32,
+    instance: u32,
+}
+
+/// The bounds of `-d/--devices`.
+const DEVICE_LIMITS: Limits = Limits {
+    gpu: MAX_GPU,
+    instance: MAX_GPU_INSTANCE,
+};
+
+/// The bounds of a syntax-only check: the flag's entities are not GPUs (`-s`, `-p`).
+const SYNTAX_LIMITS: Limits = Limits {
+    gpu: u32::MAX,
+    instance: u32::MAX,
+};
+
+const EXPECTED_SPEC: &str = "expected f, g[:LIST] or i[:LIST], e.g. g:0,2-4";
+
+impl Default for DeviceSelection {
+    fn default() -> Self {
+        Self::all()
+    }
+}
+
+impl DeviceSelection {
+    /// Every GPU and every MIG instance (`f`).
+    pub const fn all() -> Self {
+        DeviceSelection {
+            gpus: GpuSet::ALL,
+            instance_gpus: GpuSet::ALL,
+            instances: Vec::new(),
+        }
+    }
+
+    /// Parses a device value. `flag` names the flag in error messages, e.g. `-d/--devices`.
+    pub fn parse(flag: &str, value: &str) -> Result<Self, String> {
+        let mut gpus = GpuSet::NONE;
+        let mut instance_gpus = GpuSet::NONE;
+        let mut instances = Vec::new();
+        parse_items(flag, value, DEVICE_LIMITS, |item| match item {
+            Item::Flex => {
+                gpus.all = true;
+                instance_gpus.all = true;
+            }
+            Item::AllGpus => gpus.all = true,
+            Item::Gpus(a, b) => gpus.mask |= range_mask(a, b),
+            Item::AllInstances => instance_gpus.all = true,
+            Item::InstancesOn(a, b) => instance_gpus.mask |= range_mask(a, b),
+            Item::Instances(r) => instances.push(r),
+        })?;
+        Ok(Self::normalised(gpus, instance_gpus, instances))
+    }
+
+    /// Checks that `value` follows the grammar without building a selection. The bounds on
+    /// GPU indices and instance ids are not applied: this is for the flags whose entities are
+    /// not GPUs (`-s/--switch-devices`, `-p/--cpu-devices`), where dcgm-exporter's lists number
+    /// switches, links, CPUs or cores.
+    pub fn check_syntax(flag: &str, value: &str) -> Result<(), String> {
+        parse_items(flag, value, SYNTAX_LIMITS, |_| {})
+    }
+
+    fn normalised(
+        mut gpus: GpuSet,
+        mut instance_gpus: GpuSet,
+        mut instances: Vec<InstanceRange>,
+    ) -> Self {
+        if gpus.all {
+            gpus.mask = 0;
+        }
+        if instance_gpus.all {
+            instance_gpus.mask = 0;
+        }
+        instances.retain(|r| !instance_gpus.contains(r.gpu));
+        instances.sort_unstable();
+        let mut merged: Vec<InstanceRange> = Vec::with_capacity(instances.len());
+        for r in instances {
+            match merged.last_mut() {
+                Some(m) if m.gpu == r.gpu && r.first <= m.last.saturating_add(1) => {
+                    m.last = m.last.max(r.last);
+                }
+                _ => merged.push(r),
+            }
+        }
+        DeviceSelection {
+            gpus,
+            instance_gpus,
+            instances: merged,
+        }
+    }
+
+    /// `true` when every GPU and every MIG instance is wanted (`f`, or `g,i`).
+    pub fn is_all(&self) -> bool {
+        self.gpus.all && self.instance_gpus.all
+    }
+
+    /// Whether the physical GPU `gpu`'s own series are wanted.
+    pub fn wants_gpu(&self, gpu: u32) -> bool {
+        self.gpus.contains(gpu)
+    }
+
+    /// Whether the series of MIG instance `gi` (NVML GPU instance id) on GPU `gpu` are wanted.
+    pub fn wants_instance(&self, gpu: u32, gi: u32) -> bool {
+        self.instance_gpus.contains(gpu)
+            || self
+                .instances
+                .iter()
+                .any(|r| r.gpu == gpu && r.first <= gi && gi <= r.last)
+    }
+
+    /// Whether anything on GPU `gpu` (the GPU itself or any of its instances) is wanted.
+    pub fn touches(&self, gpu: u32) -> bool {
+        self.gpus.contains(gpu)
+            || self.instance_gpus.contains(gpu)
+            || self.instances.iter().any(|r| r.gpu == gpu)
+    }
+
+    /// A one-line description for the start-up log, e.g.
+    /// `GPUs 0,1; MIG instances 2.7-9, all on GPU 3`.
+    pub fn describe(&self) -> String {
+        if self.is_all() {
+            return "all GPUs and MIG instances".to_owned();
+        }
+        let mut out = String::new();
+        if self.gpus.all {
+            out.push_str("all GPUs");
+        } else if self.gpus.mask == 0 {
+            out.push_str("no GPU-level series");
+        } else {
+            out.push_str(plural(self.gpus.mask, "GPU ", "GPUs "));
+            write_mask(&mut out, self.gpus.mask);
+        }
+        out.push_str("; ");
+        if self.instance_gpus.all {
+            out.push_str("all MIG instances");
+        } else if self.instance_gpus.is_empty() && self.instances.is_empty() {
+            out.push_str("no MIG instances");
+        } else if self.instances.is_empty() {
+            out.push_str("all MIG instances on ");
+            out.push_str(plural(self.instance_gpus.mask, "GPU ", "GPUs "));
+            write_mask(&mut out, self.instance_gpus.mask);
+        } else {
+            let single = self.instance_gpus.is_empty()
+                && self.instances.len() == 1
+                && self.instances.iter().all(|r| r.first == r.last);
+            out.push_str(if single {
+                "MIG instance "
+            } else {
+                "MIG instances "
+            });
+            for (n, r) in self.instances.iter().enumerate() {
+                if n > 0 {
+                    out.push_str(", ");
+                }
+                let _ = write!(out, "{}.{}", r.gpu, r.first);
+                if r.last != r.first {
+                    let _ = write!(out, "-{}", r.last);
+                }
+            }
+            if !self.instance_gpus.is_empty() {
+                out.push_str(", all on ");
+                out.push_str(plural(self.instance_gpus.mask, "GPU ", "GPUs "));
+                write_mask(&mut out, self.instance_gpus.mask);
+            }
+        }
+        out
+    }
+}
+
+/// Bits `a..=b` (both at most 63, `a <= b`).
+fn range_mask(a: u32, b: u32) -> u64 {
+    (u64::MAX >> (63 - b)) & (u64::MAX << a)
+}
+
+fn plural(mask: u64, one: &'static str, many: &'static str) -> &'static str {
+    if mask.count_ones() == 1 { one } else { many }
+}
+
+/// Writes a mask as `0,1,3-5` (runs of three or more as ranges).
+fn write_mask(out: &mut String, mask: u64) {
+    let mut first = true;
+    let mut i = 0u32;
+    while i < 64 {
+        if (mask >> i) & 1 == 0 {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < 64 && (mask >> i) & 1 == 1 {
+            i += 1;
+        }
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        if i - 1 == start {
+            let _ = write!(out, "{start}");
+        } else if i - 1 == start + 1 {
+            let _ = write!(out, "{start},{}", i - 1);
+        } else {
+            let _ = write!(out, "{start}-{}", i - 1);
+        }
+    }
+}
+
+fn is_sep(c: char) -> bool {
+    c == ',' || c == ';' || c.is_whitespace()
+}
+
+/// The spec the next bare numeric token would continue.
+#[derive(Clone, Copy)]
+enum Current<'a> {
+    /// No spec yet.
+    None,
+    /// A spec without a list (`f`, `g`, `i`): the token as written.
+    NoList(&'a str),
+    /// A `g:` list.
+    GpuList,
+    /// An `i:` list.
+    InstanceList,
+}
+
+/// Splits `value` into specs and list items and hands each item to `sink`.
+fn parse_items(
+    flag: &str,
+    value: &str,
+    limits: Limits,
+    mut sink: impl FnMut(Item),
+) -> Result<(), String> {
+    let err = |msg: String| format!("{flag} {value:?}: {msg}");
+    if !value.contains(|c: char| !is_sep(c)) {
+        return Err(err(format!("empty value ({EXPECTED_SPEC})")));
+    }
+    let mut rest = value;
+    let mut prev: Option<&str> = None;
+    let mut current = Current::None;
+    loop {
+        let tok_start = rest.find(|c: char| !is_sep(c)).unwrap_or(rest.len());
+        let sep = &rest[..tok_start];
+        rest = &rest[tok_start..];
+        let tok_end = rest.find(is_sep).unwrap_or(rest.len());
+        let tok = &rest[..tok_end];
+        rest = &rest[tok_end..];
+
+        let commas = sep.matches(',').count();
+        if commas > 1 || (commas == 1 && (sep.contains(';') || prev.is_none() || tok.is_empty())) {
+            return Err(err(match (prev, tok.is_empty()) {
+                (None, _) => format!("empty item before {tok:?}"),
+                (Some(p), true) => format!("empty item after {p:?}"),
+                (Some(p), false) => format!("empty item between {p:?} and {tok:?}"),
+            }));
+        }
+        if tok.is_empty() {
+            return Ok(());
+        }
+        let after_comma = commas == 1;
+        prev = Some(tok);
+
+        if tok.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            let (kind, list) = match tok.split_once(':') {
+                Some((k, l)) => (k, Some(l)),
+                None => (tok, None),
+            };
+            match (kind, list) {
+                ("f", None) => {
+                    sink(Item::Flex);
+                    current = Current::NoList(tok);
+                }
+                ("f", Some(_)) => {
+                    return Err(err(format!(
+                        "{tok:?}: f takes no list (f is every GPU and MIG instance; \
+                         use g:LIST or i:LIST to choose)"
+                    )));
+                }
+                ("g", None) => {
+                    sink(Item::AllGpus);
+                    current = Current::NoList(tok);
+                }
+                ("i", None) => {
+                    sink(Item::AllInstances);
+                    current = Current::NoList(tok);
+                }
+                ("g" | "i", Some("")) => {
+                    return Err(err(format!(
+                        "{tok:?} has an empty list (expected e.g. {kind}:0,2-4, or {kind} alone for all)"
+                    )));
+                }
+                ("g", Some(item)) => {
+                    sink(gpu_item(item, limits).map_err(err)?);
+                    current = Current::GpuList;
+                }
+                ("i", Some(item)) => {
+                    sink(instance_item(item, limits).map_err(err)?);
+                    current = Current::InstanceList;
+                }
+                _ => {
+                    return Err(err(format!(
+                        "{tok:?} is not a device spec: unknown type {kind:?} ({EXPECTED_SPEC})"
+                    )));
+                }
+            }
+            continue;
+        }
+
+        if !after_comma {
+            return Err(err(format!(
+                "{tok:?} does not start a device spec ({EXPECTED_SPEC}; \
+                 separate list items with \",\")"
+            )));
+        }
+        match current {
+            Current::GpuList => sink(gpu_item(tok, limits).map_err(err)?),
+            Current::InstanceList => sink(instance_item(tok, limits).map_err(err)?),
+            Current::NoList(spec) => {
+                return Err(err(format!(
+                    "{tok:?} follows {spec:?}, which has no list (write e.g. g:0,1 or i:0.1)"
+                )));
+            }
+            Current::None => {
+                return Err(err(format!(
+                    "{tok:?} does not start a device spec ({EXPECTED_SPEC})"
+                )));
+            }
+        }
+    }
+}
+
+/// A decimal number; `None` when `s` is not all digits. Saturates on overflow (then out of
+/// range for any limit).
+fn number(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(s.parse::<u64>().unwrap_or(u64::MAX))
+}
+
+/// Checks `n` against `max`; `what` names the number in the message.
+fn bounded(item: &str, n: u64, max: u32, what: &str) -> Result<u32, String> {
+    u32::try_from(n)
+        .ok()
+        .filter(|&n| n <= max)
+        .ok_or_else(|| format!("{item:?}: {what} {n} is out of range (0 to {max})"))
+}
+
+/// `a` or `a-b` of GPU indices; `None` when not of that form.
+fn gpu_range(item: &str, limits: Limits) -> Option<Result<(u32, u32), String>> {
+    let (a, b) = match item.split_once('-') {
+        Some((a, b)) => (number(a)?, number(b)?),
+        None => {
+            let a = number(item)?;
+            (a, a)
+        }
+    };
+    Some((|| {
+        let a = bounded(item, a, limits.gpu, "GPU index")?;
+        let b = bounded(item, b, limits.gpu, "GPU index")?;
+        if a > b {
+            return Err(format!("{item:?} is a descending range (write {b}-{a})"));
+        }
+        Ok((a, b))
+    })())
+}
+
+/// An item of a `g:` list.
+fn gpu_item(item: &str, limits: Limits) -> Result<Item, String> {
+    if let Some((g, _)) = item.split_once('.')
+        && number(g).is_some()
+    {
+        return Err(format!(
+            "{item:?} is a MIG instance, not a GPU (g: lists take GPU indices; use i:{item})"
+        ));
+    }
+    match gpu_range(item, limits) {
+        Some(r) => r.map(|(a, b)| Item::Gpus(a, b)),
+        None => Err(format!(
+            "{item:?} is not a GPU index or range (expected e.g. 0,2-4)"
+        )),
+    }
+}
+
+/// An item of an `i:` list: `G`, `G-H`, `G.I` or `G.I-J`.
+fn instance_item(item: &str, limits: Limits) -> Result<Item, String> {
+    let invalid = || {
+        format!(
+            "{item:?} is not a MIG instance item (expected G, G-H, G.I or G.I-J: \
+             GPU index G, GPU instance id I, e.g. 0,2.1-3)"
+        )
+    };
+    let Some((g, ids)) = item.split_once('.') else {
+        return match gpu_range(item, limits) {
+            Some(r) => r.map(|(a, b)| Item::InstancesOn(a, b)),
+            None => Err(invalid()),
+        };
+    };
+    let gpu = number(g).ok_or_else(invalid)?;
+    let (first, last) = match ids.split_once('-') {
+        Some((a, b)) => (
+            number(a).ok_or_else(invalid)?,
+            number(b).ok_or_else(invalid)?,
+        ),
+        None => {
+            let a = number(ids).ok_or_else(invalid)?;
+            (a, a)
+        }
+    };
+    let gpu = bounded(item, gpu, limits.gpu, "GPU index")?;
+    let first = bounded(item, first, limits.instance, "GPU instance id")?;
+    let last = bounded(item, last, limits.instance, "GPU instance id")?;
+    if first > last {
+        return Err(format!(
+            "{item:?} is a descending range (write {gpu}.{last}-{first})"
+        ));
+    }
+    Ok(Item::Instances(InstanceRange { gpu, first, last }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const D: &str = "-d/--devices";
+
+    fn sel(v: &str) -> DeviceSelection {
+        DeviceSelection::parse(D, v).unwrap_or_else(|e| panic!("{v:?}: {e}"))
+    }
+
+    fn err(v: &str) -> String {
+        match DeviceSelection::parse(D, v) {
+            Ok(s) => panic!("{v:?} parsed as {s:?}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Asserts that the error for `v` names the flag, quotes the value and contains `parts`.
+    fn assert_err(v: &str, parts: &[&str]) {
+        let e = err(v);
+        assert!(e.starts_with(&format!("{D} {v:?}: ")), "{v:?}: {e}");
+        for p in parts {
+            assert!(e.contains(p), "{v:?}: {e:?} lacks {p:?}");
+        }
+    }
+
+    fn gpus_of(s: &DeviceSelection) -> Vec<u32> {
+        (0..70).filter(|&g| s.wants_gpu(g)).collect()
+    }
+
+    #[test]
+    fn flex_is_everything() {
+        for v in ["f", " f ", "f;", "g:0,f", "f,i:1.2", "i f g"] {
+            let s = sel(v);
+            assert!(s.is_all(), "{v:?}");
+            assert_eq!(s, DeviceSelection::all(), "{v:?}");
+        }
+        assert_eq!(DeviceSelection::default(), DeviceSelection::all());
+        let s = DeviceSelection::all();
+        assert!(s.wants_gpu(0) && s.wants_gpu(63) && s.wants_gpu(1000));
+        assert!(s.wants_instance(0, 0) && s.wants_instance(7, 14) && s.wants_instance(99, 999));
+        assert!(s.touches(5));
+        assert_eq!(s.describe(), "all GPUs and MIG instances");
+    }
+
+    #[test]
+    fn g_and_i_together_are_everything() {
+        assert_eq!(sel("g,i"), DeviceSelection::all());
+        assert_eq!(sel("i;g"), DeviceSelection::all());
+    }
+
+    #[test]
+    fn g_alone_is_every_gpu_and_no_instance() {
+        let s = sel("g");
+        assert!(!s.is_all());
+        assert!(s.wants_gpu(0) && s.wants_gpu(63));
+        assert!(!s.wants_instance(0, 1));
+        assert!(s.touches(3));
+        assert_eq!(s.describe(), "all GPUs; no MIG instances");
+    }
+
+    #[test]
+    fn i_alone_is_every_instance_and_no_gpu() {
+        let s = sel("i");
+        assert!(!s.is_all());
+        assert!(!s.wants_gpu(0));
+        assert!(s.wants_instance(0, 1) && s.wants_instance(63, 14));
+        assert!(s.touches(3));
+        assert_eq!(s.describe(), "no GPU-level series; all MIG instances");
+    }
+
+    #[test]
+    fn gpu_lists() {
+        let s = sel("g:0,2-4");
+        assert_eq!(gpus_of(&s), [0, 2, 3, 4]);
+        assert!(!s.wants_instance(0, 0));
+        assert_eq!(s.describe(), "GPUs 0,2-4; no MIG instances");
+        assert_eq!(gpus_of(&sel("g:7")), [7]);
+        assert_eq!(sel("g:7").describe(), "GPU 7; no MIG instances");
+        assert_eq!(gpus_of(&sel("g:3-3")), [3]);
+        assert_eq!(gpus_of(&sel("g:0-63")), (0..64).collect::<Vec<_>>());
+        assert_eq!(gpus_of(&sel("g:63")), [63]);
+        assert_eq!(gpus_of(&sel("g:007")), [7]);
+        // Overlapping items and repeated specs are a union.
+        assert_eq!(sel("g:1-3,2-5,g:9"), sel("g:1-5,9"));
+        assert_eq!(sel("g:1-5,9").describe(), "GPUs 1-5,9; no MIG instances");
+    }
+
+    #[test]
+    fn instance_lists() {
+        let s = sel("i:2.7");
+        assert!(s.wants_instance(2, 7));
+        assert!(!s.wants_instance(2, 8) && !s.wants_instance(3, 7));
+        assert!(!s.wants_gpu(2));
+        assert!(s.touches(2) && !s.touches(3));
+        assert_eq!(s.describe(), "no GPU-level series; MIG instance 2.7");
+
+        let s = sel("i:2.7-9");
+        assert!(!s.wants_instance(2, 6));
+        assert!(s.wants_instance(2, 7) && s.wants_instance(2, 8) && s.wants_instance(2, 9));
+        assert!(!s.wants_instance(2, 10));
+        assert_eq!(s.describe(), "no GPU-level series; MIG instances 2.7-9");
+
+        let s = sel("i:3");
+        assert!(s.wants_instance(3, 0) && s.wants_instance(3, 255));
+        assert!(!s.wants_instance(2, 0) && !s.wants_gpu(3));
+        assert_eq!(
+            s.describe(),
+            "no GPU-level series; all MIG instances on GPU 3"
+        );
+
+        let s = sel("i:1-2");
+        assert!(s.wants_instance(1, 4) && s.wants_instance(2, 4) && !s.wants_instance(3, 4));
+        assert_eq!(
+            s.describe(),
+            "no GPU-level series; all MIG instances on GPUs 1,2"
+        );
+
+        assert_eq!(
+            sel("i:0.0").describe(),
+            "no GPU-level series; MIG instance 0.0"
+        );
+        assert!(sel("i:0.255").wants_instance(0, 255));
+    }
+
+    #[test]
+    fn instance_ranges_are_normalised() {
+        // Adjacent and overlapping ranges merge; ranges under a whole-GPU item vanish.
+        assert_eq!(sel("i:1.1-3,1.4,1.2-6"), sel("i:1.1-6"));
+        assert_eq!(sel("i:1.3,1.1"), sel("i:1.1,1.3"));
+        assert_eq!(sel("i:2.1,2,2.9"), sel("i:2"));
+        assert_eq!(sel("i:2.1,i"), sel("i"));
+        assert_eq!(
+            sel("i:1.1,1.3").describe(),
+            "no GPU-level series; MIG instances 1.1, 1.3"
+        );
+    }
+
+    #[test]
+    fn several_specs_at_once() {
+        let s = sel("g:0,1,i:2.7-9,3");
+        assert_eq!(gpus_of(&s), [0, 1]);
+        assert!(s.wants_instance(2, 8) && !s.wants_instance(2, 1));
+        assert!(s.wants_instance(3, 1) && s.wants_instance(3, 13));
+        assert!(!s.wants_instance(0, 1) && !s.wants_instance(1, 1));
+        assert_eq!(s.describe(), "GPUs 0,1; MIG instances 2.7-9, all on GPU 3");
+        for g in [0, 1, 2, 3] {
+            assert!(s.touches(g), "{g}");
+        }
+        assert!(!s.touches(4));
+
+        // The same thing in other spellings.
+        for v in [
+            "g:0,1;i:2.7-9,3",
+            "g:0,1 i:2.7-9,3",
+            "g:0, 1 ; i:2.7-9 , 3",
+            "\tg:0,1\n\ni:3,2.7-9  ",
+            "i:3,g:0,i:2.7-8,g:1,i:2.9",
+            "g:0;g:1;i:2.7;i:2.8-9;i:3",
+        ] {
+            assert_eq!(sel(v), s, "{v:?}");
+        }
+
+        let s = sel("g,i:0.1");
+        assert!(s.wants_gpu(40) && s.wants_instance(0, 1) && !s.wants_instance(0, 2));
+        assert_eq!(s.describe(), "all GPUs; MIG instance 0.1");
+        let s = sel("g:4,i");
+        assert_eq!(s.describe(), "GPU 4; all MIG instances");
+    }
+
+    #[test]
+    fn wants_table() {
+        // (value, gpu, gi, wants_gpu, wants_instance, touches)
+        let cases: &[(&str, u32, u32, bool, bool, bool)] = &[
+            ("f", 0, 0, true, true, true),
+            ("f", 63, 14, true, true, true),
+            ("g", 5, 1, true, false, true),
+            ("i", 5, 1, false, true, true),
+            ("g:0,2-4", 0, 1, true, false, true),
+            ("g:0,2-4", 1, 1, false, false, false),
+            ("g:0,2-4", 4, 1, true, false, true),
+            ("g:0,2-4", 5, 1, false, false, false),
+            ("g:0,2-4", 64, 1, false, false, false),
+            ("i:1", 1, 0, false, true, true),
+            ("i:1", 0, 0, false, false, false),
+            ("i:1-3", 3, 9, false, true, true),
+            ("i:1-3", 4, 9, false, false, false),
+            ("i:1.2", 1, 2, false, true, true),
+            ("i:1.2", 1, 3, false, false, true),
+            ("i:1.2-4", 1, 4, false, true, true),
+            ("i:1.2-4", 1, 5, false, false, true),
+            ("i:1.2-4", 2, 3, false, false, false),
+            ("g:1,i:1.2", 1, 2, true, true, true),
+            ("g:1,i:1.2", 1, 9, true, false, true),
+            ("g:0,1,i:2.7-9,3", 2, 7, false, true, true),
+            ("g:0,1,i:2.7-9,3", 2, 10, false, false, true),
+            ("g:0,1,i:2.7-9,3", 3, 0, false, true, true),
+            ("g:0,1,i:2.7-9,3", 1, 7, true, false, true),
+            ("g:0,1,i:2.7-9,3", 9, 7, false, false, false),
+            ("i:63.255", 63, 255, false, true, true),
+            ("i:63.255", 64, 255, false, false, false),
+        ];
+        for &(v, gpu, gi, g, i, t) in cases {
+            let s = sel(v);
+            assert_eq!(s.wants_gpu(gpu), g, "{v:?} wants_gpu({gpu})");
+            assert_eq!(
+                s.wants_instance(gpu, gi),
+                i,
+                "{v:?} wants_instance({gpu}, {gi})"
+            );
+            assert_eq!(s.touches(gpu), t, "{v:?} touches({gpu})");
+        }
+    }
+
+    #[test]
+    fn empty_values() {
+        assert_err("", &["empty value", "expected f, g[:LIST] or i[:LIST]"]);
+        assert_err("   ", &["empty value"]);
+        assert_err(" ; ", &["empty value"]);
+        assert_err("g:", &["\"g:\" has an empty list", "g:0,2-4"]);
+        assert_err("i:", &["\"i:\" has an empty list", "i:0,2-4"]);
+        assert_err("g:0,i:", &["\"i:\" has an empty list"]);
+    }
+
+    #[test]
+    fn empty_items() {
+        assert_err("g:0,,1", &["empty item between \"g:0\" and \"1\""]);
+        assert_err("g:1,2, ,3", &["empty item between \"2\" and \"3\""]);
+        assert_err(",", &["empty value"]);
+        assert_err("g:0,", &["empty item after \"g:0\""]);
+        assert_err(",g:0", &["empty item before \"g:0\""]);
+        assert_err("g:0,;i", &["empty item between \"g:0\" and \"i\""]);
+    }
+
+    #[test]
+    fn unknown_letters() {
+        assert_err("x", &["\"x\" is not a device spec", "unknown type \"x\""]);
+        assert_err(
+            "G:0",
+            &["unknown type \"G\"", "expected f, g[:LIST] or i[:LIST]"],
+        );
+        assert_err(
+            "gpu:0",
+            &["\"gpu:0\" is not a device spec", "unknown type \"gpu\""],
+        );
+        assert_err("g:0,x:1", &["\"x:1\"", "unknown type \"x\""]);
+        assert_err("f:0", &["\"f:0\": f takes no list"]);
+    }
+
+    #[test]
+    fn stray_numbers() {
+        assert_err("0", &["\"0\" does not start a device spec"]);
+        assert_err(
+            "g:0 1",
+            &["\"1\" does not start a device spec", "separate list items"],
+        );
+        assert_err("g:0;1", &["\"1\" does not start a device spec"]);
+        assert_err("g,0", &["\"0\" follows \"g\", which has no list"]);
+        assert_err("f,1", &["\"1\" follows \"f\", which has no list"]);
+        assert_err("i:1,g,2", &["\"2\" follows \"g\""]);
+    }
+
+    #[test]
+    fn malformed_items() {
+        assert_err(
+            "g:1-x",
+            &["\"1-x\" is not a GPU index or range (expected e.g. 0,2-4)"],
+        );
+        assert_eq!(
+            err("g:1-x"),
+            "-d/--devices \"g:1-x\": \"1-x\" is not a GPU index or range (expected e.g. 0,2-4)"
+        );
+        for v in ["g:-1", "g:1-", "g:+1", "g:0:1", "g:1-2-3", "g:a", "g:0,0x1"] {
+            assert_err(v, &["is not a GPU index or range"]);
+        }
+        for v in [
+            "i:1.",
+            "i:.1",
+            "i:1.x",
+            "i:1.2.3",
+            "i:1-2.3",
+            "i:1.2-",
+            "i:x",
+            "i:1.2-1.3",
+        ] {
+            assert_err(v, &["is not a MIG instance item", "G.I-J"]);
+        }
+    }
+
+    #[test]
+    fn descending_ranges() {
+        assert_err("g:4-2", &["\"4-2\" is a descending range", "2-4"]);
+        assert_err("i:4-2", &["\"4-2\" is a descending range"]);
+        assert_err("i:1.9-7", &["\"1.9-7\" is a descending range", "1.7-9"]);
+    }
+
+    #[test]
+    fn out_of_range() {
+        assert_err("g:64", &["\"64\": GPU index 64 is out of range (0 to 63)"]);
+        assert_err("g:0-64", &["\"0-64\": GPU index 64 is out of range"]);
+        assert_err("g:99999999999999999999999", &["is out of range (0 to 63)"]);
+        assert_err("i:64", &["GPU index 64 is out of range"]);
+        assert_err("i:64.1", &["GPU index 64 is out of range"]);
+        assert_err(
+            "i:0.256",
+            &["\"0.256\": GPU instance id 256 is out of range (0 to 255)"],
+        );
+        assert_err("i:0.1-300", &["GPU instance id 300 is out of range"]);
+    }
+
+    #[test]
+    fn instance_in_a_gpu_list() {
+        assert_err(
+            "g:2.1",
+            &["\"2.1\" is a MIG instance, not a GPU", "use i:2.1"],
+        );
+        assert_err("g:0,2.1-3", &["\"2.1-3\" is a MIG instance", "use i:2.1-3"]);
+    }
+
+    #[test]
+    fn other_flags_are_named() {
+        let e = DeviceSelection::parse("-s/--switch-devices", "q").unwrap_err();
+        assert!(e.starts_with("-s/--switch-devices \"q\": "), "{e}");
+    }
+
+    #[test]
+    fn syntax_check_skips_gpu_bounds() {
+        for v in ["f", "g", "i", "g:0-127", "i:0,200-511", "g:0;i:3"] {
+            assert_eq!(
+                DeviceSelection::check_syntax("-p/--cpu-devices", v),
+                Ok(()),
+                "{v:?}"
+            );
+        }
+        for (v, part) in [
+            ("", "empty value"),
+            ("g:", "empty list"),
+            ("g:4-2", "descending"),
+            ("x", "unknown type"),
+            ("g:1-x", "not a GPU index"),
+            ("g:99999999999", "out of range"),
+        ] {
+            let e = DeviceSelection::check_syntax("-p/--cpu-devices", v).unwrap_err();
+            assert!(e.starts_with("-p/--cpu-devices "), "{e}");
+            assert!(e.contains(part), "{v:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! The NVML side through a node's life, driven by `tests/fixtures/scenarios/lifecycle.toml`:
+//! a driver that loads late, a burst of repeated Xids, the Xid and clock-event windows, a MIG
+//! layout change mid-run, a GPU lost and back, a GPU that appears later, a GPU without GPM,
+//! and the NVML library itself arriving after start.
+
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
+use gpu_exporter::encode::{EncodeOptions, encode};
+use gpu_exporter::gpu::reader::ReaderOptions;
+use gpu_exporter::sampler::Sampler;
+
+fn scenario() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/scenarios/lifecycle.toml")
+        .display()
+        .to_string()
+}
+
+/// The default counters plus the two window rows, SM activity and the clock-event bitmask.
+fn counters() -> Arc<CounterSet> {
+    let mut text = gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS.to_owned();
+    text.push_str(
+        "DCGM_EXP_XID_ERRORS_COUNT, gauge, Xid errors in the window.\n\
+         DCGM_EXP_CLOCK_EVENTS_COUNT, gauge, Clock events in the window.\n\
+         DCGM_FI_PROF_SM_ACTIVE, gauge, SM active.\n\
+         DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Clock-event reasons bitmask.\n",
+    );
+    Arc::new(parse_counters("lifecycle counters", &text).unwrap())
+}
+
+struct Run {
+    node: common::SimNode,
+    sampler: Sampler,
+    counters: Arc<CounterSet>,
+}
+
+impl Run {
+    fn new(options: ReaderOptions) -> Self {
+        let node = common::SimNode::new(&scenario(), 5);
+        let counters = counters();
+        let sampler = node.sampler_with(counters.clone(), options, 0.0);
+        Self {
+            node,
+            sampler,
+            counters,
+        }
+    }
+
+    fn at(&mut self, t: f64) -> String {
+        self.node.set_time(t);
+        let snap = self.sampler.tick(t);
+        String::from_utf8(encode(&snap, &self.counters, &EncodeOptions::default())).unwrap()
+    }
+}
+
+fn series<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    let prefix = format!("{name}{{");
+    text.lines().filter(|l| l.starts_with(&prefix)).collect()
+}
+
+/// The one series of `name` on GPU `gpu` whose line contains every part of `with`.
+fn one<'a>(text: &'a str, name: &str, gpu: u32, with: &[&str]) -> &'a str {
+    let found: Vec<&str> = series(text, name)
+        .into_iter()
+        .filter(|l| l.contains(&format!("{{gpu=\"{gpu}\",")))
+        .filter(|l| with.iter().all(|w| l.contains(w)))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{name} on GPU {gpu} with {with:?}: {found:?}"
+    );
+    found[0]
+}
+
+fn value(line: &str) -> f64 {
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+fn label<'a>(line: &'a str, name: &str) -> &'a str {
+    let start = format!("{name}=\"");
+    let rest = &line[line.find(&start).unwrap() + start.len()..];
+    &rest[..rest.find('"').unwrap()]
+}
+
+fn instance_ids(text: &str, gpu: u32) -> BTreeSet<String> {
+    series(text, "DCGM_FI_DEV_FB_USED")
+        .into_iter()
+        .filter(|l| l.contains(&format!("{{gpu=\"{gpu}\",")) && l.contains("GPU_I_ID"))
+        .map(|l| format!("{}:{}", label(l, "GPU_I_ID"), label(l, "GPU_I_PROFILE")))
+        .collect()
+}
+
+#[test]
+fn driver_not_loaded_at_start_then_loaded() {
+    let mut run = Run::new(ReaderOptions::default());
+    // Before 20 s nvmlInit_v2 answers DRIVER_NOT_LOADED: self-metrics only, not ready.
+    run.node.set_time(5.0);
+    let snap = run.sampler.tick(5.0);
+    assert!(!snap.stats.nvml_up);
+    let text = String::from_utf8(encode(&snap, &run.counters, &EncodeOptions::default())).unwrap();
+    assert!(text.contains("gpu_exporter_nvml_up 0\n"), "{text}");
+    assert!(!text.contains("DCGM_FI_"), "{text}");
+    // The driver arrives; the sampler retries after its first back-off step (1 s).
+    run.node.set_time(25.0);
+    std::thread::sleep(Duration::from_millis(1100));
+    let text = run.at(25.0);
+    assert!(text.contains("gpu_exporter_nvml_up 1\n"), "{text}");
+    assert_eq!(
+        series(&text, "DCGM_FI_DEV_GPU_TEMP").len(),
+        3,
+        "GPUs 0-2 (3 appears at 50 s)"
+    );
+}
+
+#[test]
+fn describe_driver_not_loaded_says_so_and_where() {
+    let node = common::SimNode::new(&scenario(), 5);
+    node.set_time(1.0);
+    let err = gpu_exporter::gpu::load(Some(node.lib_path())).unwrap_err();
+    let msg = gpu_exporter::gpu::describe_load_error(Some(node.lib_path()), &err);
+    assert!(msg.contains("kernel driver is not loaded"), "{msg}");
+    assert!(
+        msg.contains(&node.lib_path().display().to_string()),
+        "{msg}"
+    );
+}
+
+#[test]
+fn nvml_library_absent_at_start_then_present() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: PathBuf = dir.path().join(gpu_exporter::simulate::LIB_NAME);
+    let loader_path = path.clone();
+    let counters = counters();
+    let mut sampler = Sampler::new(
+        Box::new(move || {
+            gpu_exporter::gpu::load(Some(&loader_path))
+                .map_err(|e| gpu_exporter::gpu::describe_load_error(Some(&loader_path), &e))
+        }),
+        counters.clone(),
+    );
+    let snap = sampler.tick(1.0);
+    assert!(!snap.stats.nvml_up);
+    assert!(snap.entities.is_empty());
+    // The library arrives (the GPU Operator's driver container finished).
+    std::fs::copy(common::built_sim_lib(), &path).unwrap();
+    let sim = gpu_exporter::simulate::SimLib::open(&path).unwrap();
+    sim.configure("a100-l4", 1).unwrap();
+    sim.set_time(30.0).unwrap();
+    // Within the back-off the sampler does not retry; after it, it does.
+    let snap = sampler.tick(2.0);
+    assert!(!snap.stats.nvml_up, "retried inside the back-off");
+    std::thread::sleep(Duration::from_millis(1100));
+    let snap = sampler.tick(3.0);
+    assert!(snap.stats.nvml_up);
+    let text = String::from_utf8(encode(&snap, &counters, &EncodeOptions::default())).unwrap();
+    assert_eq!(series(&text, "DCGM_FI_DEV_GPU_TEMP").len(), 2, "{text}");
+}
+
+#[test]
+fn burst_of_repeated_xids_is_counted_in_full() {
+    let mut run = Run::new(ReaderOptions::default());
+    let before = run.at(30.0);
+    // Critical codes exist at 0 before anything happens, so a first occurrence is an increase.
+    assert_eq!(
+        value(one(&before, "gpu_xid_errors_total", 0, &["xid=\"48\""])),
+        0.0
+    );
+    assert!(
+        series(&before, "gpu_xid_errors_total")
+            .iter()
+            .all(|l| !l.contains("xid=\"13\""))
+    );
+    assert!(series(&before, "gpu_xid_last_seen_timestamp_seconds").is_empty());
+    // 20 x Xid 13 within one second at 40 s, then Xid 48 at 42 and 43 s: one tick sees all.
+    let text = run.at(45.0);
+    assert_eq!(
+        value(one(&text, "gpu_xid_errors_total", 0, &["xid=\"13\""])),
+        20.0
+    );
+    assert_eq!(
+        value(one(&text, "gpu_xid_errors_total", 0, &["xid=\"48\""])),
+        2.0
+    );
+    let seen = value(one(
+        &text,
+        "gpu_xid_last_seen_timestamp_seconds",
+        0,
+        &["xid=\"13\""],
+    ));
+    assert!((40.0..=45.0).contains(&seen), "{seen}");
+    // dcgm-exporter's gauge keeps its meaning: the last code, with code and message labels.
+    let last = one(&text, "DCGM_FI_DEV_XID_ERRORS", 0, &[]);
+    assert!(
+        last.contains("err_code=\"48\",err_msg=\"Double Bit ECC Error\""),
+        "{last}"
+    );
+    assert_eq!(value(last), 48.0);
+    // Other GPUs saw nothing.
+    assert_eq!(value(one(&text, "DCGM_FI_DEV_XID_ERRORS", 2, &[])), 0.0);
+    // Counters never go back.
+    let later = run.at(50.0);
+    assert_eq!(
+        value(one(&later, "gpu_xid_errors_total", 0, &["xid=\"13\""])),
+        20.0
+    );
+}
+
+#[test]
+fn xid_window_counts_then_empties() {
+    let mut run = Run::new(ReaderOptions {
+        xid_window: Duration::from_secs(10),
+        ..ReaderOptions::default()
+    });
+    run.at(30.0);
+    let text = run.at(45.0);
+    assert!(text.contains("# TYPE DCGM_EXP_XID_ERRORS_COUNT gauge\n"));
+    let w13 = one(&text, "DCGM_EXP_XID_ERRORS_COUNT", 0, &["xid=\"13\""]);
+    assert!(w13.contains("window_size_in_ms=\"10000\""), "{w13}");
+    assert_eq!(value(w13), 20.0);
+    assert_eq!(
+        value(one(&text, "DCGM_EXP_XID_ERRORS_COUNT", 0, &["xid=\"48\""])),
+        2.0
+    );
+    // A GPU without Xids in the window: one series of 0 without an xid label.
+    let quiet = one(&text, "DCGM_EXP_XID_ERRORS_COUNT", 2, &[]);
+    assert!(!quiet.contains("xid="), "{quiet}");
+    assert_eq!(value(quiet), 0.0);
+    // 15 s later the events have left the 10 s window, but the totals stay.
+    let text = run.at(60.0);
+    let gone = one(&text, "DCGM_EXP_XID_ERRORS_COUNT", 0, &[]);
+    assert!(!gone.contains("xid="), "{gone}");
+    assert_eq!(value(gone), 0.0);
+    assert_eq!(
+        value(one(&text, "gpu_xid_errors_total", 0, &["xid=\"13\""])),
+        20.0
+    );
+}
+
+#[test]
+fn clock_event_window_counts_samples_per_reason() {
+    let mut run = Run::new(ReaderOptions {
+        clock_events_window: Duration::from_secs(12),
+        ..ReaderOptions::default()
+    });
+    // The L4 (GPU 3, from 50 s) is idle: every sample has the gpu_idle reason.
+    run.at(50.0);
+    run.at(55.0);
+    let text = run.at(60.0);
+    assert!(text.contains("# TYPE DCGM_EXP_CLOCK_EVENTS_COUNT gauge\n"));
+    let idle = one(
+        &text,
+        "DCGM_EXP_CLOCK_EVENTS_COUNT",
+        3,
+        &["clock_event=\"gpu_idle\""],
+    );
+    assert!(idle.contains("window_size_in_ms=\"12000\""), "{idle}");
+    assert_eq!(value(idle), 3.0);
+    // Samples older than the window drop out: 50 s is outside (53, 65].
+    let text = run.at(65.0);
+    assert_eq!(
+        value(one(
+            &text,
+            "DCGM_EXP_CLOCK_EVENTS_COUNT",
+            3,
+            &["clock_event=\"gpu_idle\""]
+        )),
+        3.0
+    );
+    let bits = value(one(&text, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", 3, &[]));
+    assert_eq!(bits as u64 & 1, 1, "the bitmask itself is still served");
+}
+
+#[test]
+fn mig_layout_change_is_picked_up_without_restart() {
+    let mut run = Run::new(ReaderOptions::default());
+    run.at(50.0);
+    let before = run.at(55.0);
+    assert_eq!(
+        instance_ids(&before, 1),
+        ["1:3g.40gb", "2:3g.40gb"].map(String::from).into()
+    );
+    // GPM needs two samples of the same instance: the old instances have it.
+    assert_eq!(
+        series(&before, "DCGM_FI_PROF_SM_ACTIVE")
+            .iter()
+            .filter(|l| l.contains("{gpu=\"1\","))
+            .count(),
+        2
+    );
+    // The layout changes at 60 s. The next tick shows the new instances, and every other
+    // GPU keeps flowing.
+    let after = run.at(62.0);
+    assert_eq!(
+        instance_ids(&after, 1),
+        ["3:2g.20gb", "7:1g.10gb", "8:1g.10gb"]
+            .map(String::from)
+            .into()
+    );
+    for gpu in [0, 2, 3] {
+        one(&after, "DCGM_FI_DEV_GPU_TEMP", gpu, &[]);
+    }
+    one(&after, "DCGM_FI_DEV_GPU_TEMP", 1, &[]);
+    let uuids: BTreeSet<&str> = series(&after, "DCGM_FI_DEV_FB_USED")
+        .into_iter()
+        .filter(|l| l.contains("{gpu=\"1\",") && l.contains("mig_uuid"))
+        .map(|l| label(l, "mig_uuid"))
+        .collect();
+    assert_eq!(uuids.len(), 3);
+    // The new instances get profiling from their second sample on.
+    let text = run.at(67.0);
+    assert_eq!(
+        series(&text, "DCGM_FI_PROF_SM_ACTIVE")
+            .iter()
+            .filter(|l| l.contains("{gpu=\"1\","))
+            .count(),
+        3
+    );
+    assert!(
+        !text.contains("gpu_exporter_field_unsupported{gpu=\"1\",GPU_I_ID"),
+        "no field of the new instances is unsupported: {text}"
+    );
+}
+
+#[test]
+fn gpu_lost_and_back_others_keep_flowing() {
+    let mut run = Run::new(ReaderOptions::default());
+    run.at(65.0);
+    let lost = run.at(75.0);
+    assert!(lost.contains("gpu_device_up{gpu=\"2\","));
+    assert!(one(&lost, "gpu_device_up", 2, &[]).ends_with(" 0"));
+    assert!(
+        series(&lost, "DCGM_FI_DEV_GPU_TEMP")
+            .iter()
+            .all(|l| !l.contains("{gpu=\"2\","))
+    );
+    for gpu in [0, 1, 3] {
+        one(&lost, "DCGM_FI_DEV_GPU_TEMP", gpu, &[]);
+    }
+    // Xid 79 announces the loss; its count stays visible while the GPU is down.
+    assert_eq!(
+        value(one(&lost, "gpu_xid_errors_total", 2, &["xid=\"79\""])),
+        1.0
+    );
+    let back = run.at(95.0);
+    assert!(one(&back, "gpu_device_up", 2, &[]).ends_with(" 1"));
+    one(&back, "DCGM_FI_DEV_GPU_TEMP", 2, &[]);
+    assert_eq!(
+        value(one(&back, "gpu_xid_errors_total", 2, &["xid=\"79\""])),
+        1.0
+    );
+}
+
+#[test]
+fn gpu_that_appears_later_is_picked_up() {
+    let mut run = Run::new(ReaderOptions::default());
+    let early = run.at(30.0);
+    assert_eq!(series(&early, "gpu_device_up").len(), 3);
+    let later = run.at(52.0);
+    assert_eq!(series(&later, "gpu_device_up").len(), 4);
+    let l4 = one(&later, "DCGM_FI_DEV_GPU_TEMP", 3, &[]);
+    assert!(l4.contains("modelName=\"NVIDIA L4\""), "{l4}");
+    // Its Xid events are watched too.
+    one(&later, "DCGM_FI_DEV_XID_ERRORS", 3, &[]);
+}
+
+#[test]
+fn gpu_without_gpm_reports_profiling_unsupported_once() {
+    let mut run = Run::new(ReaderOptions::default());
+    run.at(30.0);
+    run.at(35.0);
+    let text = run.at(40.0);
+    // The A100 (GPU 2) has no GPM: no profiling series, one unsupported entry per field.
+    for name in ["DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE"] {
+        assert!(
+            series(&text, name)
+                .iter()
+                .all(|l| !l.contains("{gpu=\"2\","))
+        );
+        let entry = format!("gpu_exporter_field_unsupported{{gpu=\"2\",field=\"{name}\"}} 1");
+        assert_eq!(text.matches(&entry).count(), 1, "{entry}");
+        // The H100 has them.
+        one(&text, name, 0, &[]);
+    }
+    // Not a read error: nothing counted as failing.
+    assert!(!text.contains("gpu_exporter_field_read_errors_total{field=\"DCGM_FI_PROF"));
+}
