@@ -200,3 +200,48 @@ fn dcgm_environment_variables_are_read() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/env.csv"));
 }
+
+#[test]
+fn daemon_counts_every_xid_of_a_burst_in_real_time() {
+    // The scenario runs on the wall clock: a burst of 20 x Xid 13 at 3 s, Xid 48 at 4 s.
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/scenarios/xid-burst.toml");
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .arg("--simulate")
+        .arg(&scenario)
+        .args(["-c", "200", "-d", "g:0", "-a", &format!("127.0.0.1:{port}")])
+        .arg("--nvml-lib")
+        .arg(common::built_sim_lib())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let want13 = "xid=\"13\"} 20\n";
+    let want48 = "xid=\"48\"} 1\n";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        if let Some((_, body)) = http_get(port, "/metrics", "") {
+            last = String::from_utf8_lossy(&body).into_owned();
+            let totals: Vec<&str> = last
+                .lines()
+                .filter(|l| l.starts_with("gpu_xid_errors_total{"))
+                .collect();
+            if totals.iter().any(|l| l.ends_with(want13.trim_end()))
+                && totals.iter().any(|l| l.ends_with(want48.trim_end()))
+            {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(last.contains(want13), "{last}");
+    assert!(last.contains(want48), "{last}");
+    assert!(
+        last.contains("err_code=\"48\",err_msg=\"Double Bit ECC Error\"} 48"),
+        "{last}"
+    );
+}

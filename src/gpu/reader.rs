@@ -71,6 +71,10 @@ pub struct ReaderOptions {
     pub xid_initialized: Vec<u64>,
     /// Longest blocking wait of the Xid thread.
     pub xid_poll: Duration,
+    /// Make each tick wait (up to a few polls) until the Xid thread has recorded every event
+    /// pending at the tick, so values are exactly as of the tick. Off in the daemon, where an
+    /// event that arrives during a tick simply shows at the next one; on in tests.
+    pub xid_sync: bool,
     /// Time stamps of Xid events (Unix seconds).
     pub clock: xid::Clock,
 }
@@ -84,6 +88,7 @@ impl Default for ReaderOptions {
             clock_events_window: Duration::from_secs(300),
             xid_initialized: DEFAULT_XID_INITIALIZED.to_vec(),
             xid_poll: Duration::from_millis(100),
+            xid_sync: false,
             clock: std::sync::Arc::new(crate::sampler::unix_now),
         }
     }
@@ -98,6 +103,7 @@ impl std::fmt::Debug for ReaderOptions {
             .field("clock_events_window", &self.clock_events_window)
             .field("xid_initialized", &self.xid_initialized)
             .field("xid_poll", &self.xid_poll)
+            .field("xid_sync", &self.xid_sync)
             .finish_non_exhaustive()
     }
 }
@@ -337,8 +343,9 @@ impl Reader {
         // the slot): their cached identity and texts are stale.
         self.gpus.retain(|i, _| *i < count);
 
-        // The Xid thread first: it watches every GPU that answers, and a tick waits until it
-        // has recorded the events pending now, so that values are as of this tick.
+        // The Xid thread first: it watches every GPU that answers (a change rebuilds its event
+        // set). With `xid_sync` the tick also waits until it has recorded the events pending
+        // now, so that values are exactly as of this tick.
         if self.xid.is_some() {
             let mut watch = Vec::new();
             let wanted: Vec<u32> = (0..count)
@@ -352,7 +359,9 @@ impl Reader {
             let started = Instant::now();
             if let Some(w) = &self.xid {
                 w.watch(&watch);
-                if !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100)) {
+                if self.opts.xid_sync
+                    && !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100))
+                {
                     *self.book.errors.entry("xid_events").or_default() += 1;
                 }
             }
@@ -633,26 +642,17 @@ fn enumerate_mig(
             },
         ));
     }
-    out.sort_by_key(|(_, m)| m.gpu_instance_id);
-    Ok(out)
+    Ok(one_per_gpu_instance(out))
 }
 
-/// `nvmlDeviceGetGpuInstanceId` / `nvmlDeviceGetComputeInstanceId` on a MIG handle; not
-/// wrapped by nvml-wrapper, so called through its sys layer.
-fn instance_id(nvml: &Nvml, mig: &Device<'_>, gpu_instance: bool) -> Result<u32, NvmlError> {
-    let lib = nvml.lib();
-    let sym = if gpu_instance {
-        lib.nvmlDeviceGetGpuInstanceId.as_ref()
-    } else {
-        lib.nvmlDeviceGetComputeInstanceId.as_ref()
-    }
-    .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
-    let mut id: u32 = 0;
-    // SAFETY: the handle comes from nvml-wrapper and is valid while `nvml` lives; `id` is a
-    // valid out-pointer for the duration of the call.
-    let rc = unsafe { sym(mig.handle(), &mut id) };
-    nvml_try(rc)?;
-    Ok(id)
+/// Orders MIG devices by GPU instance id and keeps one per GPU instance (the lowest compute
+/// instance id). A GPU instance split into several compute instances shows one MIG device per
+/// compute instance, but its memory, GPM sample and `GPU_I_ID` label are the GPU instance's:
+/// exporting each would give duplicate series.
+fn one_per_gpu_instance<T>(mut devs: Vec<(T, MigIdentity)>) -> Vec<(T, MigIdentity)> {
+    devs.sort_by_key(|(_, m)| (m.gpu_instance_id, m.compute_instance_id));
+    devs.dedup_by_key(|(_, m)| m.gpu_instance_id);
+    devs
 }
 
 /// Reads the metric rows accepted by `wanted` on one entity.
@@ -1035,5 +1035,50 @@ fn read_text_field(
             gpu.texts.insert(kind, s.clone());
             Ok(Some(s))
         }
+    }
+}
+
+/// `nvmlDeviceGetGpuInstanceId` / `nvmlDeviceGetComputeInstanceId` on a MIG handle; not
+/// wrapped by nvml-wrapper, so called through its sys layer.
+fn instance_id(nvml: &Nvml, mig: &Device<'_>, gpu_instance: bool) -> Result<u32, NvmlError> {
+    let lib = nvml.lib();
+    let sym = if gpu_instance {
+        lib.nvmlDeviceGetGpuInstanceId.as_ref()
+    } else {
+        lib.nvmlDeviceGetComputeInstanceId.as_ref()
+    }
+    .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    let mut id: u32 = 0;
+    // SAFETY: the handle comes from nvml-wrapper and is valid while `nvml` lives; `id` is a
+    // valid out-pointer for the duration of the call.
+    let rc = unsafe { sym(mig.handle(), &mut id) };
+    nvml_try(rc)?;
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mig(gi: u32, ci: u32) -> ((), MigIdentity) {
+        (
+            (),
+            MigIdentity {
+                profile: "1g.10gb".into(),
+                gpu_instance_id: gi,
+                compute_instance_id: ci,
+                uuid: format!("MIG-{gi}-{ci}"),
+            },
+        )
+    }
+
+    #[test]
+    fn one_entity_per_gpu_instance_lowest_compute_instance() {
+        let got = one_per_gpu_instance(vec![mig(9, 1), mig(7, 0), mig(9, 0), mig(8, 2)]);
+        let ids: Vec<(u32, u32)> = got
+            .iter()
+            .map(|(_, m)| (m.gpu_instance_id, m.compute_instance_id))
+            .collect();
+        assert_eq!(ids, vec![(7, 0), (8, 2), (9, 0)]);
     }
 }

@@ -67,6 +67,8 @@ impl SimNode {
         let path = self.path.clone();
         let sim_clock = self.sim.clock().expect("sim clock");
         options.clock = Arc::new(move || epoch + sim_clock());
+        // Scenario time jumps between ticks: each tick must see the events up to its time.
+        options.xid_sync = true;
         Sampler::with_options(
             Box::new(move || gpu_exporter::gpu::load(Some(&path)).map_err(|e| e.to_string())),
             counters,
