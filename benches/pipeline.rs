@@ -35,7 +35,12 @@ struct Node {
 fn node() -> Node {
     let node = common::SimNode::new(SCENARIO, 1);
     let counters = common::default_counters();
-    let mut sampler = node.sampler(counters.clone());
+    // As the daemon runs it: the tick never waits for the Xid thread (tests make it wait).
+    let path = node.lib_path().to_path_buf();
+    let mut sampler = Sampler::new(
+        Box::new(move || gpu_exporter::gpu::load(Some(&path)).map_err(|e| e.to_string())),
+        counters.clone(),
+    );
     node.set_time(10.0);
     sampler.tick(10.0);
     Node {

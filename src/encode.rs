@@ -195,9 +195,6 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
 /// `gpu_xid_errors_total` and `gpu_xid_last_seen_timestamp_seconds`, per physical GPU and
 /// Xid code. They are ours (not CSV rows): always on while Xid events are watched.
 fn encode_xid_totals(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
-    if snap.xids.iter().all(|x| x.codes.is_empty()) {
-        return;
-    }
     let line = |out: &mut String, name: &str, id: &EntityId, code: u64, v: f64| {
         out.push_str(name);
         out.push('{');
@@ -208,33 +205,32 @@ fn encode_xid_totals(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         write_value(out, v);
         out.push('\n');
     };
-    write_header(
-        out,
-        "gpu_xid_errors_total",
-        "Xid errors reported by the driver since the exporter started, per code; repeats are counted.",
-        "counter",
-    );
-    for x in &snap.xids {
-        for (code, n, _) in &x.codes {
-            line(out, "gpu_xid_errors_total", &x.id, *code, *n as f64);
-        }
-    }
-    if snap
-        .xids
-        .iter()
-        .any(|x| x.codes.iter().any(|(_, _, t)| t.is_some()))
-    {
-        write_header(
-            out,
+    // (family, help, type, value of one code: `None` leaves the series out).
+    type Pick = fn(&(u64, u64, Option<f64>)) -> Option<f64>;
+    let families: [(&str, &str, &str, Pick); 2] = [
+        (
+            "gpu_xid_errors_total",
+            "Xid errors reported by the driver since the exporter started, per code; repeats are counted.",
+            "counter",
+            |(_, n, _)| Some(*n as f64),
+        ),
+        (
             "gpu_xid_last_seen_timestamp_seconds",
             "Unix time of the last Xid error of each code seen since the exporter started.",
             "gauge",
-        );
+            |(_, _, t)| *t,
+        ),
+    ];
+    for (name, help, kind, pick) in families {
+        let mut header = false;
         for x in &snap.xids {
-            for (code, _, t) in &x.codes {
-                if let Some(t) = t {
-                    line(out, "gpu_xid_last_seen_timestamp_seconds", &x.id, *code, *t);
+            for c in &x.codes {
+                let Some(v) = pick(c) else { continue };
+                if !header {
+                    write_header(out, name, help, kind);
+                    header = true;
                 }
+                line(out, name, &x.id, c.0, v);
             }
         }
     }

@@ -57,6 +57,16 @@ fn entities(text: &str, name: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The distinct values of `name` over the series of GPU `gpu` (and its instances).
+fn distinct_values<'a>(text: &'a str, name: &str, gpu: u32) -> BTreeSet<&'a str> {
+    let prefix = format!("{name}{{gpu=\"{gpu}\",");
+    series(text, name)
+        .into_iter()
+        .filter(|l| l.starts_with(&prefix))
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect()
+}
+
 fn set(items: &[&str]) -> BTreeSet<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -127,18 +137,10 @@ fn repeat_flag_puts_device_fields_on_each_instance() {
         assert!(temp.contains(e), "{temp:?}");
     }
     // The repeated value is the GPU's: every instance of GPU 5 shows the same power.
-    let power: BTreeSet<&str> = series(&text, "DCGM_FI_DEV_POWER_USAGE")
-        .into_iter()
-        .filter(|l| l.starts_with("DCGM_FI_DEV_POWER_USAGE{gpu=\"5\","))
-        .map(|l| l.rsplit(' ').next().unwrap())
-        .collect();
+    let power = distinct_values(&text, "DCGM_FI_DEV_POWER_USAGE", 5);
     assert_eq!(power.len(), 1, "{power:?}");
     // Instance fields stay per instance.
-    let fb: BTreeSet<&str> = series(&text, "DCGM_FI_DEV_FB_USED")
-        .into_iter()
-        .filter(|l| l.starts_with("DCGM_FI_DEV_FB_USED{gpu=\"5\","))
-        .map(|l| l.rsplit(' ').next().unwrap())
-        .collect();
+    let fb = distinct_values(&text, "DCGM_FI_DEV_FB_USED", 5);
     assert_eq!(fb.len(), 3, "{fb:?}");
     // Without the flag the GPU carries its device fields once and instances carry none.
     let text = select("f");
