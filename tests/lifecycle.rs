@@ -358,6 +358,13 @@ fn gpu_lost_and_back_others_keep_flowing() {
         value(one(&back, "gpu_xid_errors_total", 2, &["xid=\"79\""])),
         1.0
     );
+    // Back in the event set from the tick that saw it return: an Xid at 100 s is counted.
+    let text = run.at(105.0);
+    assert_eq!(
+        value(one(&text, "gpu_xid_errors_total", 2, &["xid=\"63\""])),
+        1.0
+    );
+    assert!(one(&text, "DCGM_FI_DEV_XID_ERRORS", 2, &[]).contains("err_code=\"63\""));
 }
 
 #[test]

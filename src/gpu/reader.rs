@@ -144,6 +144,9 @@ struct GpuState {
     gpm_supported: Option<bool>,
     /// Clock-event reasons of recent ticks (time, bitmask), for the window count.
     clock_events: VecDeque<(f64, u64)>,
+    /// The last tick found the GPU lost: keep it out of the Xid event set until it answers
+    /// again (registering a lost GPU fails, and a later return would not retry it).
+    down: bool,
 }
 
 /// Bookkeeping of unsupported fields and read errors.
@@ -352,6 +355,9 @@ impl Reader {
                 .filter(|i| self.opts.devices.touches(*i))
                 .collect();
             for index in wanted {
+                if self.gpus.get(&index).is_some_and(|g| g.down) {
+                    continue;
+                }
                 if let Ok((_, ident)) = self.device(index) {
                     watch.push((index, ident.uuid));
                 }
@@ -373,6 +379,26 @@ impl Reader {
         for index in 0..count {
             if self.opts.devices.touches(index) {
                 self.read_gpu(index, counters, &rows, now, &mut out);
+            }
+        }
+        for d in &out.devices {
+            if let Some(g) = self.gpus.get_mut(&d.gpu) {
+                g.down = !d.up;
+            }
+        }
+        // A GPU that was lost and answers again joins the event set now, not a tick later.
+        if let Some(w) = &self.xid {
+            let up: Vec<(u32, String)> = out
+                .devices
+                .iter()
+                .filter(|d| d.up)
+                .map(|d| (d.gpu, d.uuid.clone()))
+                .collect();
+            w.watch(&up);
+            if self.opts.xid_sync {
+                let started = Instant::now();
+                w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100));
+                out.event_wait += started.elapsed();
             }
         }
         // Forget per-entity state (previous GPM sample, rate readings) of entities that are
