@@ -21,6 +21,7 @@ pub mod encode;
 pub mod gpu;
 pub mod http;
 pub mod landing;
+pub mod podresources;
 pub mod publish;
 pub mod sampler;
 pub mod self_metrics;
