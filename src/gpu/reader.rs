@@ -129,6 +129,24 @@ struct Ident {
     pci_bus_id: String,
 }
 
+/// A GPU's handle and identity, or which of the two could not be had (the name its error is
+/// counted under) and why.
+type Handle = Result<(Device<'static>, Ident), (&'static str, NvmlError)>;
+
+impl Ident {
+    /// The identity labels of the physical GPU at NVML index `gpu`.
+    fn entity_id(&self, gpu: u32) -> EntityId {
+        EntityId {
+            gpu,
+            uuid: self.uuid.clone(),
+            pci_bus_id: self.pci_bus_id.clone(),
+            device: format!("nvidia{gpu}"),
+            model_name: self.name.clone(),
+            mig: None,
+        }
+    }
+}
+
 /// Per-entity state that lives across ticks (keyed by entity UUID).
 #[derive(Default)]
 struct EntityState {
@@ -323,13 +341,16 @@ impl Reader {
     }
 
     /// The handle and (cached) identity of a GPU.
-    fn device(&mut self, index: u32) -> Result<(Device<'static>, Ident), NvmlError> {
-        let dev = self.nvml.device_by_index(index)?;
+    fn device(&mut self, index: u32) -> Handle {
+        let dev = self
+            .nvml
+            .device_by_index(index)
+            .map_err(|e| ("device_handle", e))?;
         let state = self.gpus.entry(index).or_default();
         let ident = match &state.ident {
             Some(i) => i.clone(),
             None => {
-                let i = read_ident(&dev)?;
+                let i = read_ident(&dev).map_err(|e| ("device_identity", e))?;
                 state.ident = Some(i.clone());
                 i
             }
@@ -337,49 +358,48 @@ impl Reader {
         Ok((dev, ident))
     }
 
+    /// Hands the GPUs to watch to the Xid thread; with `xid_sync`, waits until it has
+    /// recorded every event pending now (the wait is added to `out.event_wait`).
+    fn watch_xids(&mut self, gpus: &[(u32, String)], out: &mut TickData) {
+        let Some(w) = &self.xid else {
+            return;
+        };
+        w.watch(gpus);
+        if self.opts.xid_sync {
+            let started = Instant::now();
+            if !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100)) {
+                *self.book.errors.entry("xid_events").or_default() += 1;
+            }
+            out.event_wait += started.elapsed();
+        }
+    }
+
     /// Reads every selected device at `now` (Unix seconds, for windows). Fails only when
     /// NVML cannot even count devices.
     pub fn read(&mut self, counters: &CounterSet, now: f64) -> Result<TickData, NvmlError> {
         let count = self.nvml.device_count()?;
         let mut out = TickData::default();
-        // Forget GPUs that are no longer enumerated, or whose UUID changed (another board in
-        // the slot): their cached identity and texts are stale.
+        // Forget GPUs that are no longer enumerated: their cached identity and texts are stale.
         self.gpus.retain(|i, _| *i < count);
+        // Each selected GPU's handle and identity, looked up once for the whole tick.
+        let selected: Vec<u32> = (0..count)
+            .filter(|i| self.opts.devices.touches(*i))
+            .collect();
+        let handles: Vec<_> = selected.into_iter().map(|i| (i, self.device(i))).collect();
 
-        // The Xid thread first: it watches every GPU that answers (a change rebuilds its event
-        // set). With `xid_sync` the tick also waits until it has recorded the events pending
-        // now, so that values are exactly as of this tick.
-        if self.xid.is_some() {
-            let mut watch = Vec::new();
-            let wanted: Vec<u32> = (0..count)
-                .filter(|i| self.opts.devices.touches(*i))
-                .collect();
-            for index in wanted {
-                if self.gpus.get(&index).is_some_and(|g| g.down) {
-                    continue;
-                }
-                if let Ok((_, ident)) = self.device(index) {
-                    watch.push((index, ident.uuid));
-                }
-            }
-            let started = Instant::now();
-            if let Some(w) = &self.xid {
-                w.watch(&watch);
-                if self.opts.xid_sync
-                    && !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100))
-                {
-                    *self.book.errors.entry("xid_events").or_default() += 1;
-                }
-            }
-            out.event_wait = started.elapsed();
-        }
+        // The Xid thread first: it watches every GPU that answers and was not lost last tick
+        // (a change rebuilds its event set), so a new GPU is registered before it is read.
+        let watch: Vec<(u32, String)> = handles
+            .iter()
+            .filter(|(i, _)| !self.gpus.get(i).is_some_and(|g| g.down))
+            .filter_map(|(i, h)| h.as_ref().ok().map(|(_, id)| (*i, id.uuid.clone())))
+            .collect();
+        self.watch_xids(&watch, &mut out);
 
         // The metric rows, listed once per tick and shared by every entity.
         let rows: Vec<&CounterRow> = counters.metrics().collect();
-        for index in 0..count {
-            if self.opts.devices.touches(index) {
-                self.read_gpu(index, counters, &rows, now, &mut out);
-            }
+        for (index, handle) in handles {
+            self.read_gpu(index, handle, counters, &rows, now, &mut out);
         }
         for d in &out.devices {
             if let Some(g) = self.gpus.get_mut(&d.gpu) {
@@ -387,20 +407,13 @@ impl Reader {
             }
         }
         // A GPU that was lost and answers again joins the event set now, not a tick later.
-        if let Some(w) = &self.xid {
-            let up: Vec<(u32, String)> = out
-                .devices
-                .iter()
-                .filter(|d| d.up)
-                .map(|d| (d.gpu, d.uuid.clone()))
-                .collect();
-            w.watch(&up);
-            if self.opts.xid_sync {
-                let started = Instant::now();
-                w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100));
-                out.event_wait += started.elapsed();
-            }
-        }
+        let up: Vec<(u32, String)> = out
+            .devices
+            .iter()
+            .filter(|d| d.up)
+            .map(|d| (d.gpu, d.uuid.clone()))
+            .collect();
+        self.watch_xids(&up, &mut out);
         // Forget per-entity state (previous GPM sample, rate readings) of entities that are
         // gone (a MIG instance destroyed, a GPU lost), so state does not grow over time.
         let seen: HashSet<&str> = out
@@ -437,14 +450,7 @@ impl Reader {
                 codes.insert(*code, (*n, Some(*t)));
             }
             out.xids.push(XidTotals {
-                id: EntityId {
-                    gpu: d.gpu,
-                    uuid: ident.uuid.clone(),
-                    pci_bus_id: ident.pci_bus_id.clone(),
-                    device: format!("nvidia{}", d.gpu),
-                    model_name: ident.name.clone(),
-                    mig: None,
-                },
+                id: ident.entity_id(d.gpu),
                 codes: codes.into_iter().map(|(c, (n, t))| (c, n, t)).collect(),
             });
         }
@@ -453,6 +459,7 @@ impl Reader {
     fn read_gpu(
         &mut self,
         index: u32,
+        handle: Handle,
         counters: &CounterSet,
         rows: &[&CounterRow],
         now: f64,
@@ -466,11 +473,11 @@ impl Reader {
             model_name: known.as_ref().map(|i| i.name.clone()).unwrap_or_default(),
             up: false,
         };
-        let (dev, ident) = match self.device(index) {
+        let (dev, ident) = match handle {
             Ok(d) => d,
-            Err(e) => {
+            Err((step, e)) => {
                 if !matches!(e, NvmlError::GpuLost) {
-                    *self.book.errors.entry("device_handle").or_default() += 1;
+                    *self.book.errors.entry(step).or_default() += 1;
                 }
                 out.devices.push(status);
                 return;
@@ -487,14 +494,7 @@ impl Reader {
         let state = self.gpus.entry(index).or_default();
 
         let mut lost = false;
-        let base = EntityId {
-            gpu: index,
-            uuid: ident.uuid.clone(),
-            pci_bus_id: ident.pci_bus_id.clone(),
-            device: format!("nvidia{index}"),
-            model_name: ident.name.clone(),
-            mig: None,
-        };
+        let base = ident.entity_id(index);
         let migs = match dev.mig_mode() {
             Ok(m) if m.current == 1 => match enumerate_mig(nvml, &dev) {
                 Ok(v) => Some(v),

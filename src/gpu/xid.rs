@@ -90,6 +90,15 @@ impl Inner {
         // A panic while holding the lock leaves plain data behind; keep using it.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Marks flush request `req` (and every earlier one) answered and wakes the waiters.
+    /// Returns the guard so that the caller may go on waiting under the same lock.
+    fn answer_flush(&self, req: u64) -> MutexGuard<'_, State> {
+        let mut st = self.lock();
+        st.flush_done = st.flush_done.max(req);
+        self.cv.notify_all();
+        st
+    }
 }
 
 /// The Xid thread and what it has recorded.
@@ -212,9 +221,7 @@ fn run(nvml: &'static Nvml, inner: &Inner, poll: Duration) {
         }
         let Some(reg) = &set else {
             // Nothing to wait on: answer flushes and sleep until told otherwise.
-            let mut st = inner.lock();
-            st.flush_done = st.flush_done.max(flush_req);
-            inner.cv.notify_all();
+            let st = inner.answer_flush(flush_req);
             if !st.stop && st.wanted_gen == built_gen && st.flush_req == flush_req {
                 let _ = inner.cv.wait_timeout(st, poll);
             }
@@ -225,11 +232,7 @@ fn run(nvml: &'static Nvml, inner: &Inner, poll: Duration) {
                 last_error = None;
                 deliver(inner, reg, &ev);
             }
-            Err(NvmlError::Timeout) => {
-                let mut st = inner.lock();
-                st.flush_done = st.flush_done.max(flush_req);
-                inner.cv.notify_all();
-            }
+            Err(NvmlError::Timeout) => drop(inner.answer_flush(flush_req)),
             Err(e) => {
                 // A GPU in the set fell off the bus, or the driver went away. Answer the
                 // flush (nothing more can be read), pause, and rebuild the set: the reader
@@ -239,11 +242,7 @@ fn run(nvml: &'static Nvml, inner: &Inner, poll: Duration) {
                     warn!("waiting for Xid events failed: {msg}; rebuilding the event set");
                     last_error = Some(msg);
                 }
-                {
-                    let mut st = inner.lock();
-                    st.flush_done = st.flush_done.max(flush_req);
-                    inner.cv.notify_all();
-                }
+                drop(inner.answer_flush(flush_req));
                 set = None;
                 built_gen = u64::MAX;
                 std::thread::sleep(poll);
