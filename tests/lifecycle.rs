@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{Run, label, series, value};
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::encode::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
@@ -37,34 +38,13 @@ fn counters() -> Arc<CounterSet> {
     Arc::new(parse_counters("lifecycle counters", &text).unwrap())
 }
 
-struct Run {
-    node: common::SimNode,
-    sampler: Sampler,
-    counters: Arc<CounterSet>,
-}
-
-impl Run {
-    fn new(options: ReaderOptions) -> Self {
-        let node = common::SimNode::new(&scenario(), 5);
-        let counters = counters();
-        let sampler = node.sampler_with(counters.clone(), options, 0.0);
-        Self {
-            node,
-            sampler,
-            counters,
-        }
-    }
-
-    fn at(&mut self, t: f64) -> String {
-        self.node.set_time(t);
-        let snap = self.sampler.tick(t);
-        String::from_utf8(encode(&snap, &self.counters, &EncodeOptions::default())).unwrap()
-    }
-}
-
-fn series<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
-    let prefix = format!("{name}{{");
-    text.lines().filter(|l| l.starts_with(&prefix)).collect()
+fn run(options: ReaderOptions) -> Run {
+    Run::new(
+        common::SimNode::new(&scenario(), 5),
+        counters(),
+        options,
+        EncodeOptions::default(),
+    )
 }
 
 /// The one series of `name` on GPU `gpu` whose line contains every part of `with`.
@@ -82,16 +62,6 @@ fn one<'a>(text: &'a str, name: &str, gpu: u32, with: &[&str]) -> &'a str {
     found[0]
 }
 
-fn value(line: &str) -> f64 {
-    line.rsplit(' ').next().unwrap().parse().unwrap()
-}
-
-fn label<'a>(line: &'a str, name: &str) -> &'a str {
-    let start = format!("{name}=\"");
-    let rest = &line[line.find(&start).unwrap() + start.len()..];
-    &rest[..rest.find('"').unwrap()]
-}
-
 fn instance_ids(text: &str, gpu: u32) -> BTreeSet<String> {
     series(text, "DCGM_FI_DEV_FB_USED")
         .into_iter()
@@ -102,7 +72,7 @@ fn instance_ids(text: &str, gpu: u32) -> BTreeSet<String> {
 
 #[test]
 fn driver_not_loaded_at_start_then_loaded() {
-    let mut run = Run::new(ReaderOptions::default());
+    let mut run = run(ReaderOptions::default());
     // Before 20 s nvmlInit_v2 answers DRIVER_NOT_LOADED: self-metrics only, not ready.
     run.node.set_time(5.0);
     let snap = run.sampler.tick(5.0);
@@ -168,7 +138,7 @@ fn nvml_library_absent_at_start_then_present() {
 
 #[test]
 fn burst_of_repeated_xids_is_counted_in_full() {
-    let mut run = Run::new(ReaderOptions::default());
+    let mut run = run(ReaderOptions::default());
     let before = run.at(30.0);
     // Critical codes exist at 0 before anything happens, so a first occurrence is an increase.
     assert_eq!(
@@ -217,7 +187,7 @@ fn burst_of_repeated_xids_is_counted_in_full() {
 
 #[test]
 fn xid_window_counts_then_empties() {
-    let mut run = Run::new(ReaderOptions {
+    let mut run = run(ReaderOptions {
         xid_window: Duration::from_secs(10),
         ..ReaderOptions::default()
     });
@@ -248,7 +218,7 @@ fn xid_window_counts_then_empties() {
 
 #[test]
 fn clock_event_window_counts_samples_per_reason() {
-    let mut run = Run::new(ReaderOptions {
+    let mut run = run(ReaderOptions {
         clock_events_window: Duration::from_secs(12),
         ..ReaderOptions::default()
     });
@@ -282,7 +252,7 @@ fn clock_event_window_counts_samples_per_reason() {
 
 #[test]
 fn mig_layout_change_is_picked_up_without_restart() {
-    let mut run = Run::new(ReaderOptions::default());
+    let mut run = run(ReaderOptions::default());
     run.at(50.0);
     let before = run.at(55.0);
     assert_eq!(
@@ -333,7 +303,7 @@ fn mig_layout_change_is_picked_up_without_restart() {
 
 #[test]
 fn gpu_lost_and_back_others_keep_flowing() {
-    let mut run = Run::new(ReaderOptions::default());
+    let mut run = run(ReaderOptions::default());
     run.at(65.0);
     let lost = run.at(75.0);
     assert!(lost.contains("gpu_device_up{gpu=\"2\","));
@@ -369,7 +339,7 @@ fn gpu_lost_and_back_others_keep_flowing() {
 
 #[test]
 fn gpu_that_appears_later_is_picked_up() {
-    let mut run = Run::new(ReaderOptions::default());
+    let mut run = run(ReaderOptions::default());
     let early = run.at(30.0);
     assert_eq!(series(&early, "gpu_device_up").len(), 3);
     let later = run.at(52.0);
@@ -382,7 +352,7 @@ fn gpu_that_appears_later_is_picked_up() {
 
 #[test]
 fn gpu_without_gpm_reports_profiling_unsupported_once() {
-    let mut run = Run::new(ReaderOptions::default());
+    let mut run = run(ReaderOptions::default());
     run.at(30.0);
     run.at(35.0);
     let text = run.at(40.0);

@@ -9,57 +9,26 @@ mod common;
 
 use std::collections::HashSet;
 
+use common::{Run, label, series, value};
 use gpu_exporter::encode::{EncodeOptions, encode};
+use gpu_exporter::gpu::reader::ReaderOptions;
 
-struct Run {
-    node: common::SimNode,
-    sampler: gpu_exporter::sampler::Sampler,
-    counters: std::sync::Arc<gpu_exporter::catalogue::csv::CounterSet>,
-}
-
-impl Run {
-    fn new(scenario: &str) -> Self {
-        let node = common::SimNode::new(scenario, 3);
-        let counters = common::default_counters();
-        let sampler = node.sampler(counters.clone());
-        Self {
-            node,
-            sampler,
-            counters,
-        }
-    }
-
-    /// Exposition of a tick at scenario time `t`.
-    fn at(&mut self, t: f64) -> String {
-        self.node.set_time(t);
-        let snap = self.sampler.tick(t);
-        let opts = EncodeOptions {
+/// The shipped default counters on `scenario` (seed 3), with `Hostname="sim-node"`.
+fn run(scenario: &str) -> Run {
+    Run::new(
+        common::SimNode::new(scenario, 3),
+        common::default_counters(),
+        ReaderOptions::default(),
+        EncodeOptions {
             hostname: Some("sim-node".into()),
             ..EncodeOptions::default()
-        };
-        String::from_utf8(encode(&snap, &self.counters, &opts)).unwrap()
-    }
-}
-
-fn series<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
-    let prefix = format!("{name}{{");
-    text.lines().filter(|l| l.starts_with(&prefix)).collect()
-}
-
-/// The value of label `name` on a series line.
-fn label<'a>(line: &'a str, name: &str) -> &'a str {
-    let start = format!("{name}=\"");
-    let rest = &line[line.find(&start).unwrap() + start.len()..];
-    &rest[..rest.find('"').unwrap()]
-}
-
-fn value(line: &str) -> f64 {
-    line.rsplit(' ').next().unwrap().parse().unwrap()
+        },
+    )
 }
 
 #[test]
 fn every_supported_default_field_appears_with_contract_labels() {
-    let mut run = Run::new("h100-mig");
+    let mut run = run("h100-mig");
     run.at(30.0);
     let text = run.at(35.0);
     let names: Vec<String> = run.counters.metrics().map(|r| r.name.clone()).collect();
@@ -105,7 +74,7 @@ fn every_supported_default_field_appears_with_contract_labels() {
 
 #[test]
 fn mig_instances_carry_instance_fields_and_parents_keep_device_fields() {
-    let mut run = Run::new("h100-mig");
+    let mut run = run("h100-mig");
     run.at(30.0);
     let text = run.at(35.0);
     // GPU 2: seven 1g.10gb instances with their framebuffer and profiling values.
@@ -153,7 +122,7 @@ fn mig_instances_carry_instance_fields_and_parents_keep_device_fields() {
 
 #[test]
 fn unsupported_fields_are_left_out_not_zero() {
-    let mut run = Run::new("a100-l4");
+    let mut run = run("a100-l4");
     run.at(30.0);
     let text = run.at(35.0);
     // The L4 (GPU 1) has GDDR memory without a temperature sensor, and no GPM.
@@ -188,7 +157,7 @@ fn unsupported_fields_are_left_out_not_zero() {
 
 #[test]
 fn xid_last_value_with_code_and_message() {
-    let mut run = Run::new("h100-mig");
+    let mut run = run("h100-mig");
     let before = run.at(30.0);
     let l = series(&before, "DCGM_FI_DEV_XID_ERRORS")
         .into_iter()
@@ -208,7 +177,7 @@ fn xid_last_value_with_code_and_message() {
 
 #[test]
 fn lost_gpu_drops_its_series_and_comes_back() {
-    let mut run = Run::new("h100-mig");
+    let mut run = run("h100-mig");
     let up = run.at(110.0);
     assert!(up.contains("gpu_device_up{gpu=\"7\","));
     assert!(
@@ -245,7 +214,7 @@ fn lost_gpu_drops_its_series_and_comes_back() {
 
 #[test]
 fn a_field_that_becomes_unsupported_is_dropped_once() {
-    let mut run = Run::new("h100-mig");
+    let mut run = run("h100-mig");
     let t = run.at(80.0);
     assert!(
         series(&t, "DCGM_FI_DEV_POWER_USAGE")
@@ -266,7 +235,7 @@ fn a_field_that_becomes_unsupported_is_dropped_once() {
 
 #[test]
 fn values_move_over_time_and_energy_only_grows() {
-    let mut run = Run::new("h100-mig");
+    let mut run = run("h100-mig");
     let energy = |t: &str| -> Vec<f64> {
         series(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
             .iter()

@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
+use common::{label_opt, series};
 use gpu_exporter::devices::DeviceSelection;
 use gpu_exporter::encode::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
@@ -31,25 +32,13 @@ fn select(devices: &str) -> String {
     })
 }
 
-fn series<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
-    let prefix = format!("{name}{{");
-    text.lines().filter(|l| l.starts_with(&prefix)).collect()
-}
-
-fn label<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    let start = format!("{name}=\"");
-    let at = line.find(&start)? + start.len();
-    let rest = &line[at..];
-    Some(&rest[..rest.find('"')?])
-}
-
 /// Entities (`gpu` or `gpu.gi`) that carry series of `name`.
 fn entities(text: &str, name: &str) -> BTreeSet<String> {
     series(text, name)
         .into_iter()
         .map(|l| {
-            let gpu = label(l, "gpu").unwrap();
-            match label(l, "GPU_I_ID") {
+            let gpu = label_opt(l, "gpu").unwrap();
+            match label_opt(l, "GPU_I_ID") {
                 Some(gi) => format!("{gpu}.{gi}"),
                 None => gpu.to_owned(),
             }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
+use gpu_exporter::encode::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::simulate::{LIB_NAME, SimLib};
@@ -98,4 +99,60 @@ pub fn counters_from(path: &str) -> Arc<CounterSet> {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
         .expect("read counters");
     Arc::new(parse_counters(path, &text).expect("counters parse"))
+}
+
+/// A sampler over a simulated node, ticked at chosen scenario times.
+pub struct Run {
+    pub node: SimNode,
+    pub sampler: Sampler,
+    pub counters: Arc<CounterSet>,
+    pub encode: EncodeOptions,
+}
+
+impl Run {
+    /// Xid events are stamped with scenario time, so `at(t)` ticks at `now_unix` = `t`.
+    pub fn new(
+        node: SimNode,
+        counters: Arc<CounterSet>,
+        options: ReaderOptions,
+        encode: EncodeOptions,
+    ) -> Self {
+        let sampler = node.sampler_with(counters.clone(), options, 0.0);
+        Self {
+            node,
+            sampler,
+            counters,
+            encode,
+        }
+    }
+
+    /// Exposition of a tick at scenario time `t`.
+    pub fn at(&mut self, t: f64) -> String {
+        self.node.set_time(t);
+        let snap = self.sampler.tick(t);
+        String::from_utf8(encode(&snap, &self.counters, &self.encode)).expect("utf-8")
+    }
+}
+
+/// The series lines of family `name`.
+pub fn series<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    let prefix = format!("{name}{{");
+    text.lines().filter(|l| l.starts_with(&prefix)).collect()
+}
+
+/// The value of label `name` on a series line, if it has one.
+pub fn label_opt<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let start = format!("{name}=\"");
+    let rest = &line[line.find(&start)? + start.len()..];
+    Some(&rest[..rest.find('"')?])
+}
+
+/// The value of label `name` on a series line (which must have it).
+pub fn label<'a>(line: &'a str, name: &str) -> &'a str {
+    label_opt(line, name).unwrap_or_else(|| panic!("no label {name} on {line}"))
+}
+
+/// The sample value of a series line.
+pub fn value(line: &str) -> f64 {
+    line.rsplit(' ').next().unwrap().parse().unwrap()
 }
