@@ -10,3 +10,9 @@
 //! resolving a parsed ID to an NVML device is the map's job.
 
 pub mod device_id;
+
+/// Generated from `proto/podresources.proto` (package `v1`).
+#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
+pub mod v1 {
+    tonic::include_proto!("v1");
+}
