@@ -46,7 +46,8 @@ pub struct Cli {
     /// Sampling interval in milliseconds.
     #[arg(short = 'c', long = "collect-interval", env = "DCGM_EXPORTER_INTERVAL", default_value_t = DEFAULT_INTERVAL_MS)]
     pub collect_interval: u64,
-    /// Enable Kubernetes pod attribution (not implemented in this version: accepted, warned).
+    /// Attribute GPUs and MIG instances to the pods that hold them (kubelet pod-resources API,
+    /// and pod metadata from the Kubernetes API).
     #[arg(short = 'k', long = "kubernetes", env = "DCGM_EXPORTER_KUBERNETES", action = ArgAction::SetTrue)]
     pub kubernetes: bool,
     /// Write `uuid` instead of `UUID` (dcgm-exporter 1.x label names).
@@ -102,48 +103,88 @@ pub struct Cli {
         env = "DCGM_REMOTE_HOSTENGINE_INFO"
     )]
     pub remote_hostengine_info: Option<String>,
-    /// Add pod labels (Kubernetes; not implemented in this version).
+    /// Add the pod's labels (sanitized) to its devices' series and allocation info.
     #[arg(long = "kubernetes-enable-pod-labels", env = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", action = ArgAction::SetTrue)]
     pub kubernetes_enable_pod_labels: bool,
-    /// Add `pod_uid` (Kubernetes; not implemented in this version).
+    /// Add `pod_uid` to the series of devices held by a pod.
     #[arg(long = "kubernetes-enable-pod-uid", env = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", action = ArgAction::SetTrue)]
     pub kubernetes_enable_pod_uid: bool,
-    /// `uid` or `device-name` (Kubernetes; not implemented in this version).
+    /// `uid` or `device-name`: how the device plugin names GPUs. Both forms (and MIG, GKE and
+    /// replica forms) are recognised whatever the value; it is validated for compatibility.
     #[arg(
         long = "kubernetes-gpu-id-type",
         env = "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE",
         default_value = "uid"
     )]
     pub kubernetes_gpu_id_type: String,
-    /// Pod label allow-list regexes (Kubernetes; not implemented in this version).
+    /// Comma-separated regexes; only pod label keys fully matching one are added.
     #[arg(
         long = "kubernetes-pod-label-allowlist-regex",
         env = "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX"
     )]
     pub kubernetes_pod_label_allowlist_regex: Option<String>,
-    /// Kubelet pod-resources socket (Kubernetes; not implemented in this version).
+    /// Kubelet pod-resources socket.
     #[arg(
         long = "pod-resources-kubelet-socket",
         env = "DCGM_POD_RESOURCES_KUBELET_SOCKET",
         default_value = "/var/lib/kubelet/pod-resources/kubelet.sock"
     )]
     pub pod_resources_kubelet_socket: PathBuf,
-    /// HPC job mapping directory (not implemented in this version).
+    /// Directory of `<gpu>` / `<gpu>.<gi>` files, one HPC job ID per line: adds `hpc_job`.
     #[arg(long = "hpc-job-mapping-dir", env = "DCGM_HPC_JOB_MAPPING_DIR")]
     pub hpc_job_mapping_dir: Option<PathBuf>,
-    /// Extra `nvidia.com/*` resource names (Kubernetes; not implemented in this version).
+    /// Extra resource names (comma-separated) to treat as GPUs, besides `nvidia.com/gpu`,
+    /// `nvidia.com/gpu.*` and `nvidia.com/mig-*`.
     #[arg(
         long = "nvidia-resource-names",
         env = "NVIDIA_RESOURCE_NAMES",
         value_delimiter = ','
     )]
     pub nvidia_resource_names: Vec<String>,
-    /// Series per sharing pod (Kubernetes; not implemented in this version).
+    /// One copy of each series per pod sharing the device, with `vgpu` (dcgm-exporter's
+    /// behaviour). Default: shared devices carry no pod labels (see README).
     #[arg(long = "kubernetes-virtual-gpus", env = "KUBERNETES_VIRTUAL_GPUS", action = ArgAction::SetTrue)]
     pub kubernetes_virtual_gpus: bool,
-    /// DRA attribution (Kubernetes; not implemented in this version).
+    /// Attribute devices held through DRA resource claims (reads ResourceSlices).
     #[arg(long = "kubernetes-enable-dra", env = "KUBERNETES_ENABLE_DRA", action = ArgAction::SetTrue)]
     pub kubernetes_enable_dra: bool,
+    /// Time between two refreshes of the kubelet pod-resources API, in milliseconds.
+    #[arg(
+        long = "pod-resources-refresh-interval",
+        env = "GPU_EXPORTER_POD_RESOURCES_REFRESH_INTERVAL",
+        default_value_t = 5000
+    )]
+    pub pod_resources_refresh_interval: u64,
+    /// Deadline of one call to the kubelet pod-resources API, in milliseconds.
+    #[arg(
+        long = "pod-resources-timeout",
+        env = "GPU_EXPORTER_POD_RESOURCES_TIMEOUT",
+        default_value_t = 10_000
+    )]
+    pub pod_resources_timeout: u64,
+    /// With -k: watch this node's pods in the Kubernetes API for UIDs, labels, owning
+    /// workloads and container IDs (needs get/list/watch on pods; see docs/kubernetes-rbac.md).
+    #[arg(
+        long = "kubernetes-pod-metadata",
+        env = "GPU_EXPORTER_KUBERNETES_POD_METADATA",
+        default_value_t = true,
+        action = ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub kubernetes_pod_metadata: bool,
+    /// With -k: list the processes on each GPU and attribute them to containers through
+    /// /proc/<pid>/cgroup (`gpu_container_*` families; needs hostPID).
+    #[arg(
+        long = "kubernetes-process-metrics",
+        env = "GPU_EXPORTER_KUBERNETES_PROCESS_METRICS",
+        default_value_t = true,
+        action = ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub kubernetes_process_metrics: bool,
+    /// The host's /proc as seen by the exporter (for PID → container).
+    #[arg(long = "proc-root", env = "GPU_EXPORTER_PROC_ROOT", default_value = "/proc")]
+    pub proc_root: PathBuf,
     /// exporter-toolkit web config (TLS, basic auth). Not implemented yet: refuses to start.
     #[arg(long = "web-config-file", env = "DCGM_EXPORTER_WEB_CONFIG_FILE")]
     pub web_config_file: Option<PathBuf>,
@@ -271,8 +312,41 @@ pub struct Config {
     pub clock_events_window: Duration,
     /// Xid codes exported at 0 before they occur.
     pub xid_initialized: Vec<u64>,
+    /// Pod attribution, with `-k` (or `--simulate`).
+    pub kubernetes: Option<KubernetesConfig>,
+    /// `--hpc-job-mapping-dir`.
+    pub hpc_job_dir: Option<PathBuf>,
     /// Warnings to log once logging is set up.
     pub warnings: Vec<String>,
+}
+
+/// Pod attribution settings (from the `--kubernetes-*` and pod-resources flags).
+#[derive(Debug, Clone)]
+pub struct KubernetesConfig {
+    /// `--pod-resources-kubelet-socket`.
+    pub socket: PathBuf,
+    /// `--pod-resources-refresh-interval`.
+    pub refresh: Duration,
+    /// `--pod-resources-timeout`.
+    pub timeout: Duration,
+    /// `--nvidia-resource-names`.
+    pub extra_resources: Vec<String>,
+    /// `--kubernetes-virtual-gpus`.
+    pub virtual_gpus: bool,
+    /// `--kubernetes-enable-pod-labels`: the allow-list spec (validated), `None` when off.
+    pub pod_labels: Option<Option<String>>,
+    /// `--kubernetes-enable-pod-uid`.
+    pub pod_uid: bool,
+    /// `--kubernetes-enable-dra`.
+    pub dra: bool,
+    /// Whether to watch pods in the Kubernetes API.
+    pub pod_metadata: bool,
+    /// Whether to attribute processes to containers.
+    pub process_metrics: bool,
+    /// `--proc-root`.
+    pub proc_root: PathBuf,
+    /// `NODE_NAME`, scoping the API watches to this node.
+    pub node_name: Option<String>,
 }
 
 /// The node name for the `Hostname` label: `NODE_NAME`, else the kernel host name.
@@ -344,6 +418,7 @@ impl Cli {
         }
         let xid_initialized = parse_xid_codes(&self.xid_initialized_codes)?;
         let mut warnings = Vec::new();
+        let kubernetes = self.kubernetes_config(&mut warnings)?;
         let mut unused = |set: bool, flag: &str, why: &str| {
             if set {
                 warnings.push(format!(
@@ -351,39 +426,6 @@ impl Cli {
                 ));
             }
         };
-        let k8s = "Kubernetes pod attribution is not implemented in this version: no pod labels are added";
-        unused(self.kubernetes, "-k/--kubernetes", k8s);
-        unused(
-            self.kubernetes_enable_pod_labels,
-            "--kubernetes-enable-pod-labels",
-            k8s,
-        );
-        unused(
-            self.kubernetes_enable_pod_uid,
-            "--kubernetes-enable-pod-uid",
-            k8s,
-        );
-        unused(
-            self.kubernetes_virtual_gpus,
-            "--kubernetes-virtual-gpus",
-            k8s,
-        );
-        unused(self.kubernetes_enable_dra, "--kubernetes-enable-dra", k8s);
-        unused(
-            self.kubernetes_pod_label_allowlist_regex.is_some(),
-            "--kubernetes-pod-label-allowlist-regex",
-            k8s,
-        );
-        unused(
-            !self.nvidia_resource_names.is_empty(),
-            "--nvidia-resource-names",
-            k8s,
-        );
-        unused(
-            self.hpc_job_mapping_dir.is_some(),
-            "--hpc-job-mapping-dir",
-            "HPC job mapping is not implemented in this version",
-        );
         unused(
             self.configmap_data != "none",
             "-m/--configmap-data",
@@ -451,8 +493,91 @@ impl Cli {
             nvml_lib: self.nvml_lib.clone(),
             json_logs: self.log_format == "json",
             debug: self.debug,
+            kubernetes,
+            hpc_job_dir: self.hpc_job_mapping_dir.clone(),
             warnings,
         })
+    }
+
+    /// The pod attribution settings; `None` without `-k` and `--simulate`.
+    fn kubernetes_config(
+        &self,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<KubernetesConfig>, ConfigError> {
+        if !matches!(
+            self.kubernetes_gpu_id_type.as_str(),
+            "uid" | "device-name"
+        ) {
+            return Err(ConfigError::Flag(format!(
+                "--kubernetes-gpu-id-type {:?}: expected uid or device-name",
+                self.kubernetes_gpu_id_type
+            )));
+        }
+        for (flag, ms) in [
+            (
+                "--pod-resources-refresh-interval",
+                self.pod_resources_refresh_interval,
+            ),
+            ("--pod-resources-timeout", self.pod_resources_timeout),
+        ] {
+            if ms < 100 {
+                return Err(ConfigError::Flag(format!(
+                    "{flag} {ms}: must be at least 100 (milliseconds)"
+                )));
+            }
+        }
+        crate::k8s::labels::LabelAllowlist::parse(
+            self.kubernetes_pod_label_allowlist_regex.as_deref(),
+        )
+        .map_err(ConfigError::Flag)?;
+        if !self.kubernetes && self.simulate.is_none() {
+            for (set, flag) in [
+                (self.kubernetes_enable_pod_labels, "--kubernetes-enable-pod-labels"),
+                (self.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid"),
+                (self.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
+                (self.kubernetes_enable_dra, "--kubernetes-enable-dra"),
+                (
+                    self.kubernetes_pod_label_allowlist_regex.is_some(),
+                    "--kubernetes-pod-label-allowlist-regex",
+                ),
+                (!self.nvidia_resource_names.is_empty(), "--nvidia-resource-names"),
+            ] {
+                if set {
+                    warnings.push(format!(
+                        "{flag} has no effect without -k/--kubernetes: no pod attribution"
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+        let node_name = std::env::var("NODE_NAME")
+            .ok()
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty());
+        Ok(Some(KubernetesConfig {
+            socket: self.pod_resources_kubelet_socket.clone(),
+            refresh: Duration::from_millis(self.pod_resources_refresh_interval),
+            timeout: Duration::from_millis(self.pod_resources_timeout),
+            extra_resources: self
+                .nvidia_resource_names
+                .iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            virtual_gpus: self.kubernetes_virtual_gpus,
+            pod_labels: self
+                .kubernetes_enable_pod_labels
+                .then(|| self.kubernetes_pod_label_allowlist_regex.clone()),
+            pod_uid: self.kubernetes_enable_pod_uid,
+            dra: self.kubernetes_enable_dra,
+            pod_metadata: self.kubernetes_pod_metadata
+                || self.kubernetes_enable_pod_labels
+                || self.kubernetes_enable_pod_uid
+                || self.kubernetes_enable_dra,
+            process_metrics: self.kubernetes_process_metrics,
+            proc_root: self.proc_root.clone(),
+            node_name,
+        }))
     }
 
     /// Loads the counter set: the given file, else the default path, else the built-in set.

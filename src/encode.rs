@@ -126,10 +126,11 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
 
     for (slot, row) in counters.metrics().enumerate() {
         let mut header = false;
-        for e in &snap.entities {
+        for (ei, e) in snap.entities.iter().enumerate() {
             let Some(Some(value)) = e.values.get(slot) else {
                 continue;
             };
+            let holders = snap.attribution.series_labels(ei);
             if !header {
                 // A windowed count goes up and down: it is a gauge whatever the CSV says.
                 let kind = match value {
@@ -139,20 +140,24 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
                 write_header(&mut out, &row.name, &row.help, kind);
                 header = true;
             }
+            // One copy of the series per holder variant (usually exactly one).
             let series = |out: &mut String, extra: &dyn Fn(&mut String, &mut bool), v: f64| {
-                out.push_str(&row.name);
-                out.push('{');
-                let mut first = true;
-                write_identity(out, &mut first, &e.id, opts);
-                for (i, name) in &label_order {
-                    if let Some(Some(v)) = e.labels.get(*i) {
-                        write_label(out, &mut first, name, v);
+                for holder in holders {
+                    out.push_str(&row.name);
+                    out.push('{');
+                    let mut first = true;
+                    write_identity(out, &mut first, &e.id, opts);
+                    for (i, name) in &label_order {
+                        if let Some(Some(v)) = e.labels.get(*i) {
+                            write_label(out, &mut first, name, v);
+                        }
                     }
+                    out.push_str(holder);
+                    extra(out, &mut first);
+                    out.push_str("} ");
+                    write_value(out, v);
+                    out.push('\n');
                 }
-                extra(out, &mut first);
-                out.push_str("} ");
-                write_value(out, v);
-                out.push('\n');
             };
             match value {
                 Value::Num(v) => series(&mut out, &|_, _| {}, *v),
@@ -188,6 +193,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         }
     }
     encode_xid_totals(&mut out, snap, opts);
+    encode_attribution(&mut out, snap, opts);
     self_metrics::encode(&mut out, snap, opts);
     out.into_bytes()
 }
@@ -232,6 +238,100 @@ fn encode_xid_totals(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
                 }
                 line(out, name, &x.id, c.0, v);
             }
+        }
+    }
+}
+
+/// The attribution families: who holds each device, what the kubelet can allocate, and each
+/// container's use of shared devices.
+fn encode_attribution(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
+    let a = &snap.attribution;
+    let entity_line = |out: &mut String, name: &str, entity: usize, suffix: &str, v: f64| {
+        let Some(e) = snap.entities.get(entity) else {
+            return;
+        };
+        out.push_str(name);
+        out.push('{');
+        let mut first = true;
+        write_identity(out, &mut first, &e.id, opts);
+        out.push_str(suffix);
+        out.push_str("} ");
+        write_value(out, v);
+        out.push('\n');
+    };
+    if let Some(join) = &a.join {
+        if !join.allocations.is_empty() {
+            write_header(
+                out,
+                "gpu_allocation_info",
+                "A container holding a GPU or MIG instance (one row per holder; value 1).",
+                "gauge",
+            );
+            for (entity, suffix) in &join.allocations {
+                entity_line(out, "gpu_allocation_info", *entity, suffix, 1.0);
+            }
+        }
+        type Pick = fn(&(String, Option<usize>, usize)) -> Option<usize>;
+        let families: [(&str, &str, Pick); 2] = [
+            (
+                "gpu_allocatable_devices",
+                "Device IDs of a GPU resource the kubelet can allocate (GetAllocatableResources).",
+                |(_, a, _)| *a,
+            ),
+            (
+                "gpu_allocated_devices",
+                "Device IDs of a GPU resource allocated to containers (pod-resources List).",
+                |(_, _, n)| Some(*n),
+            ),
+        ];
+        for (name, help, pick) in families {
+            let mut header = false;
+            for r in &join.resources {
+                let Some(v) = pick(r) else { continue };
+                if !header {
+                    write_header(out, name, help, "gauge");
+                    header = true;
+                }
+                out.push_str(name);
+                out.push('{');
+                let mut first = true;
+                write_label(out, &mut first, "resource", &r.0);
+                if let Some(h) = &opts.hostname {
+                    write_label(out, &mut first, "Hostname", h);
+                }
+                out.push_str("} ");
+                write_value(out, v as f64);
+                out.push('\n');
+            }
+        }
+    }
+    type Use = fn(&crate::snapshot::ContainerUse) -> Option<f64>;
+    let families: [(&str, &str, Use); 3] = [
+        (
+            "gpu_container_memory_used_bytes",
+            "Framebuffer used by a container's processes on a GPU or MIG instance (NVML running processes).",
+            |c| c.memory_bytes,
+        ),
+        (
+            "gpu_container_sm_utilization_ratio",
+            "SM utilization of a container's processes on a GPU over the last interval, 0-1 (NVML process utilization; not served on MIG).",
+            |c| c.sm_ratio,
+        ),
+        (
+            "gpu_container_processes",
+            "Processes of a container running on a GPU or MIG instance.",
+            |c| Some(c.processes as f64),
+        ),
+    ];
+    for (name, help, pick) in families {
+        let mut header = false;
+        for c in &a.containers {
+            let Some(v) = pick(c) else { continue };
+            if !header {
+                write_header(out, name, help, "gauge");
+                header = true;
+            }
+            entity_line(out, name, c.entity, &c.labels, v);
         }
     }
 }

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod attribution;
 pub mod catalogue;
 pub mod config;
 pub mod devices;
@@ -27,5 +28,6 @@ pub mod podresources;
 pub mod publish;
 pub mod sampler;
 pub mod self_metrics;
+pub mod sim_cluster;
 pub mod simulate;
 pub mod snapshot;

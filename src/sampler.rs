@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nvml_wrapper::Nvml;
 use tracing::{error, info, warn};
 
+use crate::attribution::Attributor;
 use crate::catalogue::csv::CounterSet;
 use crate::encode::{EncodeOptions, encode, gzip};
 use crate::gpu::reader::{Reader, ReaderOptions};
@@ -35,6 +36,7 @@ pub struct Sampler {
     ticks: u64,
     last_success_unix: f64,
     nvml_errors: u64,
+    attributor: Option<Attributor>,
 }
 
 impl Sampler {
@@ -55,7 +57,15 @@ impl Sampler {
             ticks: 0,
             last_success_unix: 0.0,
             nvml_errors: 0,
+            attributor: None,
         }
+    }
+
+    /// Joins each snapshot with pods, jobs and processes through `attributor`.
+    pub fn with_attribution(mut self, attributor: Attributor) -> Self {
+        self.options.processes = attributor.wants_processes();
+        self.attributor = Some(attributor);
+        self
     }
 
     /// The counter set in use.
@@ -93,6 +103,7 @@ impl Sampler {
         };
         let mut nvml_up = false;
         let mut event_wait = Duration::ZERO;
+        let mut processes = Vec::new();
         if let Some(reader) = self.reader.as_mut() {
             match reader.read(&self.counters, now_unix) {
                 Ok(data) => {
@@ -100,6 +111,7 @@ impl Sampler {
                     snap.devices = data.devices;
                     snap.xids = data.xids;
                     event_wait = data.event_wait;
+                    processes = data.processes;
                     self.last_success_unix = now_unix;
                     nvml_up = true;
                 }
@@ -108,6 +120,9 @@ impl Sampler {
                     warn!("NVML did not answer this tick: {e}");
                 }
             }
+        }
+        if let Some(a) = self.attributor.as_mut() {
+            a.attribute(&mut snap, &processes, now_unix);
         }
         let mut field_errors = self
             .reader

@@ -91,6 +91,61 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         }
     }
 
+    let sources = &snap.attribution.sources;
+    if !sources.is_empty() {
+        write_header(
+            out,
+            "gpu_exporter_pod_map_up",
+            "1 when the attribution source (kubelet, pods, resourceslices, hpc_jobs, processes) answered its last attempt.",
+            "gauge",
+        );
+        for s in sources {
+            let _ = writeln!(
+                out,
+                "gpu_exporter_pod_map_up{{source=\"{}\"}} {}",
+                s.source,
+                u8::from(s.up)
+            );
+        }
+        write_header(
+            out,
+            "gpu_exporter_pod_map_errors_total",
+            "Failed attempts of each attribution source since start.",
+            "counter",
+        );
+        for s in sources {
+            let _ = writeln!(
+                out,
+                "gpu_exporter_pod_map_errors_total{{source=\"{}\"}} {}",
+                s.source, s.errors
+            );
+        }
+        if sources.iter().any(|s| s.age_seconds.is_some()) {
+            write_header(
+                out,
+                "gpu_exporter_pod_map_age_seconds",
+                "Seconds since the source last answered: the age of the pod labels in use.",
+                "gauge",
+            );
+            for s in sources {
+                if let Some(age) = s.age_seconds {
+                    let _ = write!(out, "gpu_exporter_pod_map_age_seconds{{source=\"{}\"}} ", s.source);
+                    write_value(out, age);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    if let Some(join) = &snap.attribution.join {
+        write_header(
+            out,
+            "gpu_exporter_pod_map_unmatched_devices",
+            "GPU device IDs the kubelet lists that match no exported GPU or MIG instance (logged once each).",
+            "gauge",
+        );
+        let _ = writeln!(out, "gpu_exporter_pod_map_unmatched_devices {}", join.unmatched);
+    }
+
     if !snap.devices.is_empty() {
         write_header(
             out,

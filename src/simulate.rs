@@ -149,6 +149,21 @@ impl SimLib {
         self.string(b"nvmlSimNodeName\0")
     }
 
+    /// The configured scenario's TOML text (for the simulated kubelet's `[[pods]]`).
+    pub fn scenario_text(&self) -> Result<String, String> {
+        let f: NamesFn = self.sym(b"nvmlSimScenarioText\0")?;
+        // SAFETY: a null buffer asks for the length only.
+        let need = unsafe { f(std::ptr::null_mut(), 0) };
+        if need == 0 {
+            return Ok(String::new());
+        }
+        let mut buf = vec![0u8; need as usize];
+        // SAFETY: `buf` is writable for `need` bytes.
+        unsafe { f(buf.as_mut_ptr().cast(), need) };
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+    }
+
     fn string(&self, symbol: &[u8]) -> Result<String, String> {
         let f: NamesFn = self.sym(symbol)?;
         let mut buf = vec![0u8; 4096];

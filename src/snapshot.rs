@@ -5,6 +5,7 @@
 //! and the sampler's own statistics. It is built by `sampler`, read by `encode` and the landing
 //! page, and never mutated after it is published. No I/O here.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Identity of a MIG GPU instance (with its compute instance).
@@ -149,4 +150,73 @@ pub struct Snapshot {
     pub xids: Vec<XidTotals>,
     /// Sampler statistics.
     pub stats: SampleStats,
+    /// Pods, jobs and processes joined onto the entities (empty without attribution).
+    pub attribution: Attribution,
+}
+
+/// The join of the entities with pods (kubelet, Kubernetes API), HPC jobs and processes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Attribution {
+    /// The device-to-holder join, rebuilt only when an input changes.
+    pub join: Option<Arc<Join>>,
+    /// Per-container use of shared devices, from this tick's process list.
+    pub containers: Vec<ContainerUse>,
+    /// Health of each attribution source, for the self-metrics.
+    pub sources: Vec<SourceHealth>,
+}
+
+impl Attribution {
+    /// The label suffixes of entity `i`'s series: one copy of each series per suffix. An
+    /// entity without holders has one empty suffix.
+    pub fn series_labels(&self, i: usize) -> &[String] {
+        const NONE: &[String] = &[String::new()];
+        match self.join.as_ref().and_then(|j| j.series_labels.get(i)) {
+            Some(v) if !v.is_empty() => v,
+            _ => NONE,
+        }
+    }
+}
+
+/// Which pods, containers and jobs hold which entity.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Join {
+    /// Per entity (same order as [`Snapshot::entities`]): pre-rendered label suffixes
+    /// (`,container="…",namespace="…",pod="…"`), one per copy of the entity's series. Empty
+    /// means one copy without extra labels.
+    pub series_labels: Vec<Vec<String>>,
+    /// `gpu_allocation_info` rows: (entity index, label suffix after the identity labels).
+    pub allocations: Vec<(usize, String)>,
+    /// (resource, allocatable device IDs if the kubelet reports them, allocated device IDs).
+    pub resources: Vec<(String, Option<usize>, usize)>,
+    /// Device IDs of GPU resources that name no exported device.
+    pub unmatched: usize,
+}
+
+/// Use of one entity by one container (or by processes outside any known pod).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerUse {
+    /// The entity (index into [`Snapshot::entities`]).
+    pub entity: usize,
+    /// Label suffix after the identity labels (`,container=…,namespace=…,pod=…,pod_uid=…`);
+    /// empty for processes not in a pod.
+    pub labels: String,
+    /// Framebuffer used by the container's processes, when NVML reports it.
+    pub memory_bytes: Option<f64>,
+    /// Sum of the processes' SM utilization (0–1), when NVML samples it.
+    pub sm_ratio: Option<f64>,
+    /// Number of processes.
+    pub processes: u64,
+}
+
+/// One attribution source's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceHealth {
+    /// `kubelet`, `pods`, `resourceslices`, `hpc_jobs` or `processes`.
+    pub source: &'static str,
+    /// Whether the last attempt succeeded.
+    pub up: bool,
+    /// Seconds since the source last answered (`None` before it ever did).
+    pub age_seconds: Option<f64>,
+    /// Failures so far.
+    pub errors: u64,
 }

@@ -4,11 +4,12 @@
 //! the handle for the life of the process. [`reader::Reader`] turns the counter set into NVML
 //! calls and returns plain data; it never encodes, never serves and never panics on NVML errors.
 
+pub mod processes;
 pub mod reader;
 mod text;
 pub mod xid;
 
-pub use text::xid_message;
+pub use text::{mig_profile_from_name, xid_message};
 
 use std::ffi::OsStr;
 use std::path::Path;

@@ -28,6 +28,7 @@ use crate::catalogue::{
     ClockKind, FieldDef, Level, MemKind, Source, TextKind, UtilKind, Violation, WindowKind,
 };
 use crate::devices::DeviceSelection;
+use crate::gpu::processes::{self, EntityProcesses};
 use crate::gpu::text;
 use crate::gpu::xid::{self, Watch, XidWatcher};
 use crate::snapshot::{
@@ -77,6 +78,8 @@ pub struct ReaderOptions {
     pub xid_sync: bool,
     /// Time stamps of Xid events (Unix seconds).
     pub clock: xid::Clock,
+    /// List each entity's processes (per-container attribution on shared GPUs).
+    pub processes: bool,
 }
 
 impl Default for ReaderOptions {
@@ -90,6 +93,7 @@ impl Default for ReaderOptions {
             xid_poll: Duration::from_millis(100),
             xid_sync: false,
             clock: std::sync::Arc::new(crate::sampler::unix_now),
+            processes: false,
         }
     }
 }
@@ -104,6 +108,7 @@ impl std::fmt::Debug for ReaderOptions {
             .field("xid_initialized", &self.xid_initialized)
             .field("xid_poll", &self.xid_poll)
             .field("xid_sync", &self.xid_sync)
+            .field("processes", &self.processes)
             .finish_non_exhaustive()
     }
 }
@@ -119,6 +124,8 @@ pub struct TickData {
     pub xids: Vec<XidTotals>,
     /// Time spent waiting for the Xid thread to catch up (not NVML reading time).
     pub event_wait: Duration,
+    /// Processes per exported entity, when [`ReaderOptions::processes`] is on.
+    pub processes: Vec<EntityProcesses>,
 }
 
 /// Cached identity of a physical GPU.
@@ -165,6 +172,8 @@ struct GpuState {
     /// The last tick found the GPU lost: keep it out of the Xid event set until it answers
     /// again (registering a lost GPU fails, and a later return would not retry it).
     down: bool,
+    /// NVML time stamp (µs) of the newest process utilization sample read.
+    proc_util_seen: u64,
 }
 
 /// Bookkeeping of unsupported fields and read errors.
@@ -618,6 +627,27 @@ impl Reader {
             );
         }
 
+        if self.opts.processes && !lost {
+            let mut procs = Vec::new();
+            if migs.is_none() && sel.wants_gpu(index) {
+                procs.push(processes::read(&dev, &ident.uuid, Some(&mut state.proc_util_seen)));
+            }
+            for (mig_dev, mig) in migs.iter().flatten() {
+                if sel.wants_instance(index, mig.gpu_instance_id) {
+                    procs.push(processes::read(mig_dev, &mig.uuid, None));
+                }
+            }
+            for p in procs {
+                match p {
+                    Ok(p) => out.processes.push(p),
+                    Err(NvmlError::GpuLost) => lost = true,
+                    Err(e) => {
+                        *self.book.errors.entry("processes").or_default() += 1;
+                        warn!(gpu = index, "listing processes failed: {e}");
+                    }
+                }
+            }
+        }
         if lost {
             // The device fell off mid-read: drop everything it gave this tick.
             warn!(gpu = index, uuid = %ident.uuid, "GPU is lost (NVML_ERROR_GPU_IS_LOST)");
@@ -1066,6 +1096,11 @@ fn read_text_field(
 
 /// `nvmlDeviceGetGpuInstanceId` / `nvmlDeviceGetComputeInstanceId` on a MIG handle; not
 /// wrapped by nvml-wrapper, so called through its sys layer.
+/// The NVML GPU instance id of a MIG device handle.
+pub fn gpu_instance_id(nvml: &Nvml, mig: &Device<'_>) -> Result<u32, NvmlError> {
+    instance_id(nvml, mig, true)
+}
+
 fn instance_id(nvml: &Nvml, mig: &Device<'_>, gpu_instance: bool) -> Result<u32, NvmlError> {
     let lib = nvml.lib();
     let sym = if gpu_instance {

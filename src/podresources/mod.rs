@@ -1,15 +1,21 @@
 //! The kubelet side of pod attribution.
 //!
-//! This module will hold the client for the kubelet pod-resources API (gRPC over the unix
-//! socket named by `--pod-resources-kubelet-socket`) and the device-to-pod map that the
-//! sampler joins into each snapshot. Both run in the background, never on a scrape.
+//! This module holds the client for the kubelet pod-resources API (gRPC over the unix
+//! socket named by `--pod-resources-kubelet-socket`). It runs in the background, never on a
+//! scrape.
 //!
-//! For now it holds only [`device_id`]: the pure parsing of the device IDs that the kubelet
-//! reports for each container (`ContainerDevices.device_ids`) and the test that says which
-//! resource names are NVIDIA GPU resources. It makes no kubelet call and no NVML call;
-//! resolving a parsed ID to an NVML device is the map's job.
+//! - [`client`]: the background client (one lazy channel, `List` and
+//!   `GetAllocatableResources` on an interval, deadlines, backoff).
+//! - [`device_id`]: the pure parsing of the device IDs the kubelet reports for each container
+//!   and of which resource names are NVIDIA GPU resources.
+//! - [`server`]: a pod-resources server on a unix socket (the simulated kubelet).
+//! - [`v1`]: the generated protobuf types and gRPC stubs.
+//!
+//! Resolving parsed IDs to NVML devices and pods to series is `attribution`'s job.
 
+pub mod client;
 pub mod device_id;
+pub mod server;
 
 /// Generated from `proto/podresources.proto` (package `v1`).
 #[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]

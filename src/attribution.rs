@@ -1,0 +1,650 @@
+//! Joins each tick's entities with whoever holds them: pods and containers (kubelet
+//! pod-resources, Kubernetes API metadata, DRA ResourceSlices), HPC jobs, and the processes
+//! running on shared GPUs.
+//!
+//! The sources refresh in the background; here the sampler thread only reads their latest
+//! published state. The device-to-holder [`Join`] is rebuilt only when an input changed (a new
+//! kubelet answer, a pod or slice change, a job file change, or a different set of entities),
+//! so an idle node pays a few pointer comparisons per tick. Per-container process use is
+//! recomputed every tick from NVML's process list, with PID → container lookups cached.
+//!
+//! Sharing semantics (also in the README): a device held by exactly one container carries that
+//! container's `container`, `namespace` and `pod` labels on its series, as dcgm-exporter does. A
+//! device held by several containers (time-slicing, MPS, several DRA claims) carries none on
+//! its device-level series, because its numbers belong to no single pod; every holder is listed
+//! in `gpu_allocation_info`, and each container's own use is in the `gpu_container_*`
+//! families. `--kubernetes-virtual-gpus` restores dcgm-exporter's alternative: one copy of every
+//! series per holder, with `vgpu`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use tracing::warn;
+
+use crate::encode::write_label;
+use crate::gpu::processes::EntityProcesses;
+use crate::hpc::{HpcJobs, HpcWatcher};
+use crate::k8s::cgroup::ProcTree;
+use crate::k8s::dra::{DraIndex, DraKind, DraSource};
+use crate::k8s::labels::{LabelAllowlist, pod_label_pairs};
+use crate::k8s::meta::{PodIndex, PodMeta, PodSource, SourceStatus};
+use crate::podresources::client::{ClaimDevice, KubeletView, PodResourcesSource};
+use crate::podresources::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
+use crate::snapshot::{Attribution, ContainerUse, EntitySample, Join, Snapshot, SourceHealth};
+
+/// The NVIDIA DRA driver's name: its claims that match no ResourceSlice device are reported.
+pub const NVIDIA_DRA_DRIVER: &str = "gpu.nvidia.com";
+
+/// How holders are turned into labels.
+#[derive(Debug, Clone, Default)]
+pub struct AttributionOptions {
+    /// `--nvidia-resource-names`: resources matched besides the `nvidia.com/*` GPU names.
+    pub extra_resources: Vec<String>,
+    /// `--kubernetes-virtual-gpus`: one copy of each series per holder, with `vgpu`.
+    pub virtual_gpus: bool,
+    /// `--kubernetes-enable-pod-labels` (with its allow-list): pod labels on the series.
+    pub pod_labels: Option<LabelAllowlist>,
+    /// `--kubernetes-enable-pod-uid`: `pod_uid` on the series.
+    pub pod_uid: bool,
+    /// `--use-old-namespace`: `pod_name`, `pod_namespace`, `container_name`.
+    pub old_namespace: bool,
+}
+
+/// The background sources the join reads; each is optional.
+#[derive(Default)]
+pub struct Sources {
+    /// The kubelet pod-resources client.
+    pub kubelet: Option<Arc<PodResourcesSource>>,
+    /// The node's pods from the Kubernetes API.
+    pub pods: Option<Arc<PodSource>>,
+    /// The DRA driver's ResourceSlices.
+    pub dra: Option<Arc<DraSource>>,
+    /// The HPC job directory.
+    pub hpc: Option<HpcWatcher>,
+    /// The proc tree for PID → container (shared GPUs).
+    pub procs: Option<ProcTree>,
+}
+
+/// What the cached join was built from.
+struct Inputs {
+    view: Option<Arc<KubeletView>>,
+    pods: Option<Arc<PodIndex>>,
+    dra: Option<Arc<DraIndex>>,
+    hpc: Option<HpcJobs>,
+    entities: Vec<(String, Option<String>)>,
+}
+
+impl Inputs {
+    fn same(&self, other: &Inputs) -> bool {
+        fn ptr<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+            match (a, b) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+        }
+        ptr(&self.view, &other.view)
+            && ptr(&self.pods, &other.pods)
+            && ptr(&self.dra, &other.dra)
+            && self.hpc == other.hpc
+            && self.entities == other.entities
+    }
+}
+
+/// Joins entities with their holders once per tick.
+pub struct Attributor {
+    opts: AttributionOptions,
+    sources: Sources,
+    cache: Option<(Inputs, Arc<Join>)>,
+    warned: HashSet<String>,
+    proc_errors: u64,
+    proc_ok: bool,
+    hpc_errors: u64,
+    hpc_ok: bool,
+}
+
+impl Attributor {
+    /// An attributor over `sources`.
+    pub fn new(opts: AttributionOptions, sources: Sources) -> Self {
+        Self {
+            opts,
+            sources,
+            cache: None,
+            warned: HashSet::new(),
+            proc_errors: 0,
+            proc_ok: true,
+            hpc_errors: 0,
+            hpc_ok: true,
+        }
+    }
+
+    /// Whether the reader must list processes (a proc tree is configured).
+    pub fn wants_processes(&self) -> bool {
+        self.sources.procs.is_some()
+    }
+
+    /// Fills `snap.attribution` from the sources' latest state and this tick's processes.
+    pub fn attribute(&mut self, snap: &mut Snapshot, processes: &[EntityProcesses], now: f64) {
+        let inputs = Inputs {
+            view: self.sources.kubelet.as_ref().and_then(|k| k.view()),
+            pods: self.sources.pods.as_ref().map(|p| p.index()),
+            dra: self.sources.dra.as_ref().map(|d| d.index()),
+            hpc: self.sources.hpc.as_mut().map(|h| h.jobs().clone()),
+            entities: snap
+                .entities
+                .iter()
+                .map(|e| (e.id.uuid.clone(), e.id.mig.as_ref().map(|m| m.uuid.clone())))
+                .collect(),
+        };
+        let join = match &self.cache {
+            Some((old, join)) if old.same(&inputs) => Arc::clone(join),
+            _ => {
+                let (join, unmatched) = build_join(
+                    &self.opts,
+                    &snap.entities,
+                    inputs.view.as_deref(),
+                    inputs.pods.as_deref(),
+                    inputs.dra.as_deref(),
+                    inputs.hpc.as_ref(),
+                );
+                for id in unmatched {
+                    if self.warned.insert(format!("unmatched:{id}")) {
+                        warn!(
+                            device_id = %id,
+                            "the kubelet lists a GPU device that matches no exported GPU or MIG \
+                             instance (deselected with -d, or an unknown ID form); its pod is \
+                             not attributed"
+                        );
+                    }
+                }
+                let join = Arc::new(join);
+                self.cache = Some((inputs, Arc::clone(&join)));
+                join
+            }
+        };
+        let containers = self.containers(snap, processes, self.cache_pods());
+        snap.attribution = Attribution {
+            join: Some(join),
+            containers,
+            sources: self.health(now),
+        };
+    }
+
+    fn cache_pods(&self) -> Option<Arc<PodIndex>> {
+        self.cache.as_ref().and_then(|(i, _)| i.pods.clone())
+    }
+
+    /// Per-container use of each entity, from this tick's processes.
+    fn containers(
+        &mut self,
+        snap: &Snapshot,
+        processes: &[EntityProcesses],
+        pods: Option<Arc<PodIndex>>,
+    ) -> Vec<ContainerUse> {
+        let Some(tree) = self.sources.procs.as_mut() else {
+            return Vec::new();
+        };
+        let by_uuid: HashMap<&str, usize> = snap
+            .entities
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let uuid = e.id.mig.as_ref().map_or(e.id.uuid.as_str(), |m| &m.uuid);
+                (uuid, i)
+            })
+            .collect();
+        let mut live = HashSet::new();
+        let mut out = Vec::new();
+        let mut failed = false;
+        for ep in processes {
+            let Some(&entity) = by_uuid.get(ep.uuid.as_str()) else {
+                continue;
+            };
+            // label suffix → (memory, memory known, sm, processes)
+            let mut groups: BTreeMap<String, (f64, bool, f64, u64)> = BTreeMap::new();
+            for p in &ep.processes {
+                live.insert(p.pid);
+                let labels = match tree.lookup(p.pid) {
+                    Ok(Some(id)) => {
+                        container_labels(pods.as_deref(), &id.pod_uid, id.container_id.as_deref())
+                    }
+                    Ok(None) => String::new(),
+                    Err(e) => {
+                        failed = true;
+                        self.proc_errors += 1;
+                        let key = format!("proc:{}", e.kind());
+                        if self.warned.insert(key) {
+                            warn!(
+                                pid = p.pid,
+                                root = %tree.root().display(),
+                                "cannot read the cgroup of a GPU process: {e}; its use is \
+                                 reported without a pod (the exporter needs the host's PID \
+                                 namespace, hostPID: true, and the host's /proc)"
+                            );
+                        }
+                        String::new()
+                    }
+                };
+                let g = groups.entry(labels).or_default();
+                if let Some(m) = p.memory_bytes {
+                    g.0 += m as f64;
+                    g.1 = true;
+                }
+                g.2 += p.sm_percent.unwrap_or(0.0) / 100.0;
+                g.3 += 1;
+            }
+            for (labels, (mem, mem_known, sm, n)) in groups {
+                out.push(ContainerUse {
+                    entity,
+                    labels,
+                    memory_bytes: mem_known.then_some(mem),
+                    sm_ratio: ep.utilization.then_some(sm),
+                    processes: n,
+                });
+            }
+        }
+        tree.retain(&live);
+        self.proc_ok = !failed;
+        out
+    }
+
+    /// The health of every configured source.
+    fn health(&mut self, now: f64) -> Vec<SourceHealth> {
+        let mut out = Vec::new();
+        if let Some(k) = &self.sources.kubelet {
+            let st = k.status();
+            let ever = st.last_success_unix > 0.0;
+            out.push(SourceHealth {
+                source: "kubelet",
+                up: ever && st.last_error.is_none(),
+                age_seconds: ever.then(|| (now - st.last_success_unix).max(0.0)),
+                errors: st.errors,
+            });
+        }
+        let reflector = |source: &'static str, st: SourceStatus| SourceHealth {
+            source,
+            up: st.synced && st.last_error.is_none(),
+            age_seconds: None,
+            errors: st.errors,
+        };
+        if let Some(p) = &self.sources.pods {
+            out.push(reflector("pods", p.status()));
+        }
+        if let Some(d) = &self.sources.dra {
+            out.push(reflector("resourceslices", d.status()));
+        }
+        if let Some(h) = &self.sources.hpc {
+            // Up while the last read of the directory did not add an error.
+            self.hpc_ok = h.errors() == self.hpc_errors;
+            self.hpc_errors = h.errors();
+            out.push(SourceHealth {
+                source: "hpc_jobs",
+                up: self.hpc_ok,
+                age_seconds: None,
+                errors: h.errors(),
+            });
+        }
+        if self.sources.procs.is_some() {
+            out.push(SourceHealth {
+                source: "processes",
+                up: self.proc_ok,
+                age_seconds: None,
+                errors: self.proc_errors,
+            });
+        }
+        out
+    }
+}
+
+/// Labels of a container found through its process's cgroup.
+fn container_labels(pods: Option<&PodIndex>, uid: &str, container_id: Option<&str>) -> String {
+    let mut s = String::new();
+    let mut first = false;
+    let pod = pods.and_then(|p| p.by_uid(uid));
+    if let Some(pod) = pod {
+        let container = container_id
+            .and_then(|id| pods.and_then(|p| p.container_by_id(id)))
+            .filter(|(p, _)| p.uid == pod.uid)
+            .map(|(_, c)| c.to_owned());
+        if let Some(c) = container {
+            write_label(&mut s, &mut first, "container", &c);
+        }
+        write_label(&mut s, &mut first, "namespace", &pod.namespace);
+        write_label(&mut s, &mut first, "pod", &pod.name);
+    }
+    write_label(&mut s, &mut first, "pod_uid", uid);
+    s
+}
+
+/// One container holding one device (or one share of it).
+struct Holder<'a> {
+    namespace: &'a str,
+    pod: &'a str,
+    container: &'a str,
+    resource: &'a str,
+    replica: Option<u32>,
+    claim: Option<&'a ClaimDevice>,
+}
+
+impl Holder<'_> {
+    fn container_key(&self) -> (&str, &str, &str) {
+        (self.namespace, self.pod, self.container)
+    }
+}
+
+/// Finds entities by each of the keys the kubelet may use.
+struct Lookup<'a> {
+    gpu_uuid: HashMap<&'a str, usize>,
+    mig_uuid: HashMap<&'a str, usize>,
+    gpu_index: HashMap<u32, usize>,
+    /// (parent GPU UUID, GPU instance id) and (GPU index, GPU instance id).
+    mig_by_uuid_gi: HashMap<(&'a str, u32), usize>,
+    mig_by_index_gi: HashMap<(u32, u32), usize>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(entities: &'a [EntitySample]) -> Self {
+        let mut l = Lookup {
+            gpu_uuid: HashMap::new(),
+            mig_uuid: HashMap::new(),
+            gpu_index: HashMap::new(),
+            mig_by_uuid_gi: HashMap::new(),
+            mig_by_index_gi: HashMap::new(),
+        };
+        for (i, e) in entities.iter().enumerate() {
+            match &e.id.mig {
+                None => {
+                    l.gpu_uuid.insert(e.id.uuid.as_str(), i);
+                    l.gpu_index.insert(e.id.gpu, i);
+                }
+                Some(m) => {
+                    l.mig_uuid.insert(m.uuid.as_str(), i);
+                    l.mig_by_uuid_gi
+                        .insert((e.id.uuid.as_str(), m.gpu_instance_id), i);
+                    l.mig_by_index_gi.insert((e.id.gpu, m.gpu_instance_id), i);
+                }
+            }
+        }
+        l
+    }
+
+    fn device(&self, d: &DeviceRef) -> Option<usize> {
+        match d {
+            DeviceRef::GpuUuid(u) => self.gpu_uuid.get(u.as_str()).copied(),
+            DeviceRef::MigUuid(u) => self.mig_uuid.get(u.as_str()).copied(),
+            DeviceRef::MigLegacy {
+                gpu_uuid,
+                gpu_instance,
+                ..
+            } => self
+                .mig_by_uuid_gi
+                .get(&(gpu_uuid.as_str(), *gpu_instance))
+                .copied(),
+            DeviceRef::GpuIndex(n) => self.gpu_index.get(n).copied(),
+            DeviceRef::MigIndex { gpu, gpu_instance } => {
+                self.mig_by_index_gi.get(&(*gpu, *gpu_instance)).copied()
+            }
+            DeviceRef::Other(s) => self
+                .gpu_uuid
+                .get(s.as_str())
+                .or_else(|| self.mig_uuid.get(s.as_str()))
+                .copied(),
+        }
+    }
+}
+
+/// Builds the join; also returns the GPU device IDs that matched no entity.
+pub fn build_join(
+    opts: &AttributionOptions,
+    entities: &[EntitySample],
+    view: Option<&KubeletView>,
+    pods: Option<&PodIndex>,
+    dra: Option<&DraIndex>,
+    hpc: Option<&HpcJobs>,
+) -> (Join, Vec<String>) {
+    let lookup = Lookup::new(entities);
+    let mut holders: Vec<Vec<Holder<'_>>> = (0..entities.len()).map(|_| Vec::new()).collect();
+    let mut allocated: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unmatched = Vec::new();
+    for pod in view.iter().flat_map(|v| v.pods.iter()) {
+        for c in &pod.containers {
+            for (resource, ids) in &c.devices {
+                if !is_gpu_resource(resource, &opts.extra_resources) {
+                    continue;
+                }
+                *allocated.entry(resource.clone()).or_default() += ids.len();
+                for id in ids {
+                    let parsed = parse_device_id(id);
+                    match lookup.device(&parsed.device) {
+                        Some(e) => holders[e].push(Holder {
+                            namespace: &pod.namespace,
+                            pod: &pod.name,
+                            container: &c.name,
+                            resource,
+                            replica: parsed.replica,
+                            claim: None,
+                        }),
+                        None => unmatched.push(id.clone()),
+                    }
+                }
+            }
+            let Some(dra) = dra else { continue };
+            for claim in &c.claims {
+                let Some(dev) = dra.get(&claim.driver, &claim.pool, &claim.device) else {
+                    // Claims of other drivers (NICs, FPGAs) are not ours to report.
+                    if claim.driver == NVIDIA_DRA_DRIVER {
+                        unmatched.push(format!("{}/{}/{}", claim.driver, claim.pool, claim.device));
+                    }
+                    continue;
+                };
+                *allocated.entry(claim.driver.clone()).or_default() += 1;
+                let found = match dev.kind {
+                    DraKind::Gpu => lookup.gpu_uuid.get(dev.uuid.as_str()),
+                    DraKind::Mig => lookup.mig_uuid.get(dev.uuid.as_str()),
+                };
+                match found {
+                    Some(&e) => holders[e].push(Holder {
+                        namespace: &pod.namespace,
+                        pod: &pod.name,
+                        container: &c.name,
+                        resource: &claim.driver,
+                        replica: None,
+                        claim: Some(claim),
+                    }),
+                    None => unmatched.push(dev.uuid.clone()),
+                }
+            }
+        }
+    }
+
+    let names = LabelNames::new(opts.old_namespace);
+    let mut join = Join {
+        series_labels: Vec::with_capacity(entities.len()),
+        ..Join::default()
+    };
+    for (i, (e, hs)) in entities.iter().zip(holders.iter_mut()).enumerate() {
+        hs.sort_by(|a, b| {
+            (a.container_key(), a.replica, a.resource).cmp(&(b.container_key(), b.replica, b.resource))
+        });
+        hs.dedup_by(|a, b| {
+            a.container_key() == b.container_key()
+                && a.replica == b.replica
+                && a.resource == b.resource
+                && a.claim == b.claim
+        });
+        let containers: HashSet<_> = hs.iter().map(Holder::container_key).collect();
+        let mut variants: Vec<String> = if opts.virtual_gpus {
+            let mut v: Vec<String> = hs
+                .iter()
+                .map(|h| series_suffix(opts, &names, h, pods, true))
+                .collect();
+            v.dedup();
+            v
+        } else if containers.len() == 1 {
+            hs.first()
+                .map(|h| vec![series_suffix(opts, &names, h, pods, false)])
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let jobs = match (hpc, &e.id.mig) {
+            (None, _) => &[][..],
+            (Some(j), None) => j.for_gpu(e.id.gpu),
+            (Some(j), Some(m)) => j.for_instance(e.id.gpu, m.gpu_instance_id),
+        };
+        if !jobs.is_empty() {
+            if variants.is_empty() {
+                variants.push(String::new());
+            }
+            variants = variants
+                .iter()
+                .flat_map(|v| {
+                    jobs.iter().map(move |job| {
+                        let mut s = v.clone();
+                        let mut first = false;
+                        write_label(&mut s, &mut first, "hpc_job", job);
+                        s
+                    })
+                })
+                .collect();
+        }
+        join.series_labels.push(variants);
+        for h in hs.iter() {
+            join.allocations.push((i, allocation_suffix(opts, h, pods)));
+        }
+    }
+
+    let mut resources: BTreeMap<String, (Option<usize>, usize)> = allocated
+        .into_iter()
+        .map(|(r, n)| (r, (None, n)))
+        .collect();
+    if let Some(alloc) = view.and_then(|v| v.allocatable.as_ref()) {
+        for (r, ids) in alloc {
+            if is_gpu_resource(r, &opts.extra_resources) {
+                let e = resources.entry(r.clone()).or_default();
+                e.0 = Some(e.0.unwrap_or(0) + ids.len());
+            }
+        }
+        // A device-plugin GPU resource the kubelet lists nothing allocatable for: 0.
+        for (r, (a, _)) in resources.iter_mut() {
+            if is_gpu_resource(r, &opts.extra_resources) {
+                a.get_or_insert(0);
+            }
+        }
+    }
+    // DRA: what the driver's ResourceSlices publish on this node is what can be allocated.
+    if let Some(dra) = dra {
+        for (driver, _, _, _) in dra.iter() {
+            if driver == NVIDIA_DRA_DRIVER {
+                let e = resources.entry(driver.to_owned()).or_default();
+                e.0 = Some(e.0.unwrap_or(0) + 1);
+            }
+        }
+    }
+    join.resources = resources.into_iter().map(|(r, (a, n))| (r, a, n)).collect();
+    join.unmatched = unmatched.len();
+    (join, unmatched)
+}
+
+/// The names of the pod labels on device series (dcgm-exporter's old names with
+/// `--use-old-namespace`).
+struct LabelNames {
+    container: &'static str,
+    namespace: &'static str,
+    pod: &'static str,
+}
+
+impl LabelNames {
+    fn new(old: bool) -> Self {
+        if old {
+            Self {
+                container: "container_name",
+                namespace: "pod_namespace",
+                pod: "pod_name",
+            }
+        } else {
+            Self {
+                container: "container",
+                namespace: "namespace",
+                pod: "pod",
+            }
+        }
+    }
+}
+
+fn meta<'a>(pods: Option<&'a PodIndex>, h: &Holder<'_>) -> Option<&'a Arc<PodMeta>> {
+    pods.and_then(|p| p.get(h.namespace, h.pod))
+}
+
+/// The labels a holder puts on its device's series, in dcgm-exporter's order: pod labels,
+/// then `container`, `dra_*`, `namespace`, `pod`, `pod_uid`, `vgpu`.
+fn series_suffix(
+    opts: &AttributionOptions,
+    names: &LabelNames,
+    h: &Holder<'_>,
+    pods: Option<&PodIndex>,
+    vgpu: bool,
+) -> String {
+    let mut s = String::new();
+    let mut first = false;
+    let meta = meta(pods, h);
+    if let (Some(allow), Some(m)) = (&opts.pod_labels, meta) {
+        for (k, v) in pod_label_pairs(&m.labels, allow) {
+            write_label(&mut s, &mut first, &k, &v);
+        }
+    }
+    write_label(&mut s, &mut first, names.container, h.container);
+    if let Some(c) = h.claim {
+        write_dra(&mut s, c);
+    }
+    write_label(&mut s, &mut first, names.namespace, h.namespace);
+    write_label(&mut s, &mut first, names.pod, h.pod);
+    if opts.pod_uid
+        && let Some(m) = meta
+    {
+        write_label(&mut s, &mut first, "pod_uid", &m.uid);
+    }
+    if vgpu && let Some(r) = h.replica {
+        let _ = write!(s, ",vgpu=\"{r}\"");
+    }
+    s
+}
+
+fn write_dra(s: &mut String, c: &ClaimDevice) {
+    let mut first = false;
+    write_label(s, &mut first, "dra_claim_name", &c.claim_name);
+    write_label(s, &mut first, "dra_claim_namespace", &c.claim_namespace);
+    write_label(s, &mut first, "dra_device_name", &c.device);
+    write_label(s, &mut first, "dra_driver_name", &c.driver);
+    write_label(s, &mut first, "dra_pool_name", &c.pool);
+}
+
+/// The labels of one `gpu_allocation_info` row after the entity's identity.
+fn allocation_suffix(opts: &AttributionOptions, h: &Holder<'_>, pods: Option<&PodIndex>) -> String {
+    let mut s = String::new();
+    let mut first = false;
+    write_label(&mut s, &mut first, "resource", h.resource);
+    write_label(&mut s, &mut first, "namespace", h.namespace);
+    write_label(&mut s, &mut first, "pod", h.pod);
+    write_label(&mut s, &mut first, "container", h.container);
+    if let Some(r) = h.replica {
+        let _ = write!(s, ",vgpu=\"{r}\"");
+    }
+    if let Some(c) = h.claim {
+        write_dra(&mut s, c);
+    }
+    if let Some(m) = meta(pods, h) {
+        write_label(&mut s, &mut first, "pod_uid", &m.uid);
+        if let Some(w) = &m.workload {
+            write_label(&mut s, &mut first, "workload_kind", &w.kind);
+            write_label(&mut s, &mut first, "workload_name", &w.name);
+        }
+        if let Some(allow) = &opts.pod_labels {
+            for (k, v) in pod_label_pairs(&m.labels, allow) {
+                write_label(&mut s, &mut first, &k, &v);
+            }
+        }
+    }
+    s
+}

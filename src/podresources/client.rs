@@ -1,0 +1,265 @@
+//! The kubelet pod-resources client: `List` and `GetAllocatableResources` over the unix socket,
+//! refreshed in the background.
+//!
+//! One long-lived tonic channel is opened lazily on the socket; every refresh makes both calls
+//! with a deadline. A failed refresh keeps the last good answer (its age shows in
+//! [`KubeletStatus::last_success_unix`]), is counted, logged once per distinct message, and
+//! retried after an exponential backoff capped at [`MAX_BACKOFF`]. A missing socket, a kubelet
+//! that restarts or one that hangs never touches the GPU series: the sampler only reads the
+//! latest published [`KubeletView`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use tonic::transport::{Channel, Endpoint};
+use tracing::{info, warn};
+
+use super::v1::pod_resources_lister_client::PodResourcesListerClient;
+use super::v1::{AllocatableResourcesRequest, ListPodResourcesRequest};
+
+/// Longest wait between two attempts after failures.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// One container's devices, as the kubelet reported them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerDevices {
+    /// Container name.
+    pub name: String,
+    /// (resource name, device IDs) for every device-plugin resource of the container.
+    pub devices: Vec<(String, Vec<String>)>,
+    /// Devices held through DRA resource claims.
+    pub claims: Vec<ClaimDevice>,
+}
+
+/// One device of a DRA resource claim (`ContainerResources.dynamic_resources`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimDevice {
+    /// The ResourceClaim's name.
+    pub claim_name: String,
+    /// The ResourceClaim's namespace.
+    pub claim_namespace: String,
+    /// The DRA driver, e.g. `gpu.nvidia.com`.
+    pub driver: String,
+    /// The driver's pool (NVIDIA's driver names it after the node).
+    pub pool: String,
+    /// The device's name in the pool, e.g. `gpu-0`.
+    pub device: String,
+}
+
+/// One pod's containers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodDevices {
+    /// Namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// Containers, in the kubelet's order.
+    pub containers: Vec<ContainerDevices>,
+}
+
+/// One successful refresh.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KubeletView {
+    /// Every pod the kubelet listed.
+    pub pods: Vec<PodDevices>,
+    /// (resource name, device IDs) the kubelet can allocate; `None` when the kubelet does not
+    /// serve `GetAllocatableResources` (before 1.23, or the feature gate off).
+    pub allocatable: Option<Vec<(String, Vec<String>)>>,
+}
+
+/// The client's health, for self-metrics and the log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KubeletStatus {
+    /// Wall time of the last successful `List` (0 before the first).
+    pub last_success_unix: f64,
+    /// Failed refreshes so far.
+    pub errors: u64,
+    /// The last error, while the last refresh failed.
+    pub last_error: Option<String>,
+}
+
+/// How the client talks to the kubelet.
+#[derive(Debug, Clone)]
+pub struct KubeletOptions {
+    /// The pod-resources socket.
+    pub socket: PathBuf,
+    /// Time between two refreshes.
+    pub interval: Duration,
+    /// Deadline of one call (connection included).
+    pub timeout: Duration,
+}
+
+/// The background client and its latest answer.
+pub struct PodResourcesSource {
+    latest: ArcSwapOption<KubeletView>,
+    status: Mutex<KubeletStatus>,
+    refreshed: tokio::sync::Notify,
+}
+
+impl PodResourcesSource {
+    /// Starts refreshing on `runtime`. The first refresh is immediate.
+    pub fn spawn(opts: KubeletOptions, runtime: &tokio::runtime::Handle) -> Arc<Self> {
+        let me = Arc::new(Self {
+            latest: ArcSwapOption::empty(),
+            status: Mutex::new(KubeletStatus::default()),
+            refreshed: tokio::sync::Notify::new(),
+        });
+        let weak = Arc::downgrade(&me);
+        runtime.spawn(async move {
+            let channel = channel(&opts.socket, opts.timeout);
+            let mut backoff = opts.interval;
+            let mut last_logged: Option<String> = None;
+            loop {
+                let Some(me) = weak.upgrade() else { return };
+                let delay = match refresh(&channel, opts.timeout).await {
+                    Ok(view) => {
+                        if last_logged.take().is_some() || me.view().is_none() {
+                            info!(
+                                socket = %opts.socket.display(),
+                                pods = view.pods.len(),
+                                "kubelet pod-resources API answered"
+                            );
+                        }
+                        me.latest.store(Some(Arc::new(view)));
+                        let mut st = me.status.lock().unwrap_or_else(|p| p.into_inner());
+                        st.last_success_unix = crate::sampler::unix_now();
+                        st.last_error = None;
+                        backoff = opts.interval;
+                        opts.interval
+                    }
+                    Err(e) => {
+                        let msg = format!(
+                            "kubelet pod-resources API at {}: {e}; pod labels keep their last \
+                             known values",
+                            opts.socket.display()
+                        );
+                        if last_logged.as_deref() != Some(msg.as_str()) {
+                            warn!(retry_in_s = backoff.as_secs_f64(), "{msg}");
+                            last_logged = Some(msg.clone());
+                        }
+                        let mut st = me.status.lock().unwrap_or_else(|p| p.into_inner());
+                        st.errors += 1;
+                        st.last_error = Some(msg);
+                        let d = backoff;
+                        backoff = (backoff * 2).min(MAX_BACKOFF.max(opts.interval));
+                        d
+                    }
+                };
+                me.refreshed.notify_waiters();
+                drop(me);
+                tokio::time::sleep(delay).await;
+            }
+        });
+        me
+    }
+
+    /// The latest successful answer, if any.
+    pub fn view(&self) -> Option<Arc<KubeletView>> {
+        self.latest.load_full()
+    }
+
+    /// The client's health.
+    pub fn status(&self) -> KubeletStatus {
+        self.status.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits until the next refresh attempt has finished (tests and start-up).
+    pub async fn next_refresh(&self) {
+        self.refreshed.notified().await;
+    }
+}
+
+/// A lazy channel on the socket: it connects on first use and reconnects after a failure.
+fn channel(socket: &Path, timeout: Duration) -> Result<Channel, String> {
+    // The authority is ignored for unix sockets; tonic needs a syntactically valid URI.
+    let uri = format!("unix://{}", socket.display());
+    Endpoint::from_shared(uri)
+        .map(|e| e.connect_timeout(timeout).timeout(timeout).connect_lazy())
+        .map_err(|e| format!("invalid socket path {}: {e}", socket.display()))
+}
+
+/// One `List` (and `GetAllocatableResources`) round.
+async fn refresh(
+    channel: &Result<Channel, String>,
+    timeout: Duration,
+) -> Result<KubeletView, String> {
+    let channel = channel.as_ref().map_err(Clone::clone)?;
+    let mut client = PodResourcesListerClient::new(channel.clone());
+    let list = tokio::time::timeout(timeout, client.list(ListPodResourcesRequest {}))
+        .await
+        .map_err(|_| format!("List did not answer within {timeout:?}"))?
+        .map_err(|s| describe(&s))?
+        .into_inner();
+    let pods = list
+        .pod_resources
+        .into_iter()
+        .map(|p| PodDevices {
+            namespace: p.namespace,
+            name: p.name,
+            containers: p
+                .containers
+                .into_iter()
+                .map(|c| ContainerDevices {
+                    name: c.name,
+                    devices: c
+                        .devices
+                        .into_iter()
+                        .map(|d| (d.resource_name, d.device_ids))
+                        .collect(),
+                    claims: c
+                        .dynamic_resources
+                        .into_iter()
+                        .flat_map(|r| {
+                            let (name, ns) = (r.claim_name, r.claim_namespace);
+                            r.claim_resources.into_iter().map(move |cr| ClaimDevice {
+                                claim_name: name.clone(),
+                                claim_namespace: ns.clone(),
+                                driver: cr.driver_name,
+                                pool: cr.pool_name,
+                                device: cr.device_name,
+                            })
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    let allocatable = match tokio::time::timeout(
+        timeout,
+        client.get_allocatable_resources(AllocatableResourcesRequest {}),
+    )
+    .await
+    {
+        Ok(Ok(r)) => Some(
+            r.into_inner()
+                .devices
+                .into_iter()
+                .map(|d| (d.resource_name, d.device_ids))
+                .collect(),
+        ),
+        // Older kubelets (or the feature gate off): allocation still works without it.
+        Ok(Err(s)) if s.code() == tonic::Code::Unimplemented => None,
+        Ok(Err(s)) => return Err(format!("GetAllocatableResources: {}", describe(&s))),
+        Err(_) => {
+            return Err(format!(
+                "GetAllocatableResources did not answer within {timeout:?}"
+            ));
+        }
+    };
+    Ok(KubeletView { pods, allocatable })
+}
+
+/// A gRPC status as one line, with the transport error behind an `Unavailable`.
+fn describe(s: &tonic::Status) -> String {
+    use std::error::Error as _;
+    let mut msg = format!("{:?}: {}", s.code(), s.message());
+    let mut src = s.source();
+    while let Some(e) = src {
+        msg.push_str(": ");
+        msg.push_str(&e.to_string());
+        src = e.source();
+    }
+    msg
+}
