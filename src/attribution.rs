@@ -648,3 +648,271 @@ fn allocation_suffix(opts: &AttributionOptions, h: &Holder<'_>, pods: Option<&Po
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::meta::{ContainerMeta, Workload};
+    use crate::podresources::client::{ContainerDevices, PodDevices};
+    use crate::snapshot::{EntityId, MigIdentity};
+
+    const G0: &str = "GPU-00000000-0000-0000-0000-000000000000";
+    const G1: &str = "GPU-11111111-1111-1111-1111-111111111111";
+    const M1: &str = "MIG-aaaaaaaa-1111-1111-1111-111111111111";
+    const M2: &str = "MIG-bbbbbbbb-1111-1111-1111-111111111111";
+
+    /// GPU 0 whole; GPU 1 in MIG mode with GPU instances 1 and 2.
+    fn entities() -> Vec<EntitySample> {
+        let id = |gpu: u32, uuid: &str, mig: Option<(u32, &str)>| EntityId {
+            gpu,
+            uuid: uuid.into(),
+            pci_bus_id: format!("00000000:{gpu:02}:00.0"),
+            device: format!("nvidia{gpu}"),
+            model_name: "NVIDIA A100-SXM4-40GB".into(),
+            mig: mig.map(|(gi, u)| MigIdentity {
+                profile: "3g.20gb".into(),
+                gpu_instance_id: gi,
+                compute_instance_id: 0,
+                uuid: u.into(),
+            }),
+        };
+        [
+            id(0, G0, None),
+            id(1, G1, None),
+            id(1, G1, Some((1, M1))),
+            id(1, G1, Some((2, M2))),
+        ]
+        .into_iter()
+        .map(|id| EntitySample {
+            id,
+            values: Vec::new(),
+            labels: Vec::new(),
+        })
+        .collect()
+    }
+
+    fn pod(ns: &str, name: &str, container: &str, resource: &str, ids: &[&str]) -> PodDevices {
+        PodDevices {
+            namespace: ns.into(),
+            name: name.into(),
+            containers: vec![ContainerDevices {
+                name: container.into(),
+                devices: vec![(resource.into(), ids.iter().map(|s| s.to_string()).collect())],
+                claims: Vec::new(),
+            }],
+        }
+    }
+
+    fn join(opts: &AttributionOptions, pods: Vec<PodDevices>) -> (Join, Vec<String>) {
+        let view = KubeletView {
+            pods,
+            allocatable: None,
+        };
+        build_join(opts, &entities(), Some(&view), None, None, None)
+    }
+
+    #[test]
+    fn every_device_id_form_lands_on_its_entity() {
+        let cases: [(&str, &str, usize); 8] = [
+            ("nvidia.com/gpu", G0, 0),
+            ("nvidia.com/gpu", "GPU-00000000-0000-0000-0000-000000000000::3", 0),
+            ("nvidia.com/mig-3g.20gb", M1, 2),
+            ("nvidia.com/mig-3g.20gb", "MIG-bbbbbbbb-1111-1111-1111-111111111111::1", 3),
+            ("nvidia.com/mig-3g.20gb", "MIG-GPU-11111111-1111-1111-1111-111111111111/2/0", 3),
+            ("nvidia.com/gpu", "nvidia0", 0),
+            ("nvidia.com/gpu", "nvidia0/vgpu2", 0),
+            ("nvidia.com/mig-3g.20gb", "nvidia1/gi1", 2),
+        ];
+        for (resource, id, want) in cases {
+            let (j, unmatched) = join(
+                &AttributionOptions::default(),
+                vec![pod("ns", "p", "c", resource, &[id])],
+            );
+            assert!(unmatched.is_empty(), "{id}: {unmatched:?}");
+            for (i, labels) in j.series_labels.iter().enumerate() {
+                if i == want {
+                    assert_eq!(labels, &[",container=\"c\",namespace=\"ns\",pod=\"p\""], "{id}");
+                } else {
+                    assert!(labels.is_empty(), "{id} also landed on entity {i}");
+                }
+            }
+            assert_eq!(j.allocations.len(), 1, "{id}");
+            assert_eq!(j.allocations[0].0, want, "{id}");
+        }
+    }
+
+    #[test]
+    fn renamed_and_extra_resources_match_other_resources_do_not() {
+        let (j, _) = join(
+            &AttributionOptions::default(),
+            vec![
+                pod("a", "shared", "c", "nvidia.com/gpu.shared", &[G0]),
+                pod("b", "nic", "c", "example.com/nic", &[G1]),
+            ],
+        );
+        assert_eq!(j.allocations.len(), 1);
+        assert!(j.allocations[0].1.contains("resource=\"nvidia.com/gpu.shared\""));
+        let opts = AttributionOptions {
+            extra_resources: vec!["example.com/nic".into()],
+            ..AttributionOptions::default()
+        };
+        let (j, _) = join(&opts, vec![pod("b", "nic", "c", "example.com/nic", &[G1])]);
+        assert_eq!(j.allocations.len(), 1);
+    }
+
+    #[test]
+    fn shared_device_has_no_pod_labels_but_every_holder_in_allocation_info() {
+        let (j, _) = join(
+            &AttributionOptions::default(),
+            vec![
+                pod("ns", "a", "c", "nvidia.com/gpu", &[&format!("{G0}::0")]),
+                pod("ns", "b", "c", "nvidia.com/gpu", &[&format!("{G0}::1")]),
+            ],
+        );
+        assert!(j.series_labels[0].is_empty(), "{:?}", j.series_labels[0]);
+        let rows: Vec<&str> = j.allocations.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(
+            rows,
+            [
+                ",resource=\"nvidia.com/gpu\",namespace=\"ns\",pod=\"a\",container=\"c\",vgpu=\"0\"",
+                ",resource=\"nvidia.com/gpu\",namespace=\"ns\",pod=\"b\",container=\"c\",vgpu=\"1\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn one_container_with_several_replicas_still_labels_the_device() {
+        let (j, _) = join(
+            &AttributionOptions::default(),
+            vec![pod(
+                "ns",
+                "a",
+                "c",
+                "nvidia.com/gpu",
+                &[&format!("{G0}::0"), &format!("{G0}::1")],
+            )],
+        );
+        assert_eq!(j.series_labels[0], [",container=\"c\",namespace=\"ns\",pod=\"a\""]);
+        assert_eq!(j.allocations.len(), 2);
+    }
+
+    #[test]
+    fn virtual_gpus_copy_series_per_holder_with_vgpu() {
+        let opts = AttributionOptions {
+            virtual_gpus: true,
+            ..AttributionOptions::default()
+        };
+        let (j, _) = join(
+            &opts,
+            vec![
+                pod("ns", "a", "c", "nvidia.com/gpu", &[&format!("{G0}::0")]),
+                pod("ns", "b", "c", "nvidia.com/gpu", &[&format!("{G0}::1")]),
+            ],
+        );
+        assert_eq!(
+            j.series_labels[0],
+            [
+                ",container=\"c\",namespace=\"ns\",pod=\"a\",vgpu=\"0\"",
+                ",container=\"c\",namespace=\"ns\",pod=\"b\",vgpu=\"1\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn old_namespace_uses_dcgm_1x_label_names() {
+        let opts = AttributionOptions {
+            old_namespace: true,
+            ..AttributionOptions::default()
+        };
+        let (j, _) = join(&opts, vec![pod("ns", "a", "c", "nvidia.com/gpu", &[G0])]);
+        assert_eq!(
+            j.series_labels[0],
+            [",container_name=\"c\",pod_namespace=\"ns\",pod_name=\"a\""]
+        );
+    }
+
+    #[test]
+    fn unknown_ids_are_reported_not_attributed() {
+        let (j, unmatched) = join(
+            &AttributionOptions::default(),
+            vec![pod(
+                "ns",
+                "a",
+                "c",
+                "nvidia.com/gpu",
+                &["GPU-99999999-0000-0000-0000-000000000000", "weird-id"],
+            )],
+        );
+        assert_eq!(j.unmatched, 2);
+        assert_eq!(unmatched.len(), 2);
+        assert!(j.allocations.is_empty());
+        assert_eq!(j.resources, [("nvidia.com/gpu".to_string(), None, 2)]);
+    }
+
+    #[test]
+    fn pod_metadata_adds_labels_uid_and_workload() {
+        let meta = PodMeta {
+            uid: "u-1".into(),
+            namespace: "ns".into(),
+            name: "a".into(),
+            labels: [("app".to_string(), "x".to_string()), ("pod".into(), "y".into())]
+                .into_iter()
+                .collect(),
+            workload: Some(Workload {
+                kind: "Deployment".into(),
+                name: "web".into(),
+            }),
+            containers: vec![ContainerMeta {
+                name: "c".into(),
+                id: Some("ab".repeat(32)),
+            }],
+        };
+        let index = PodIndex::from_pods([meta]);
+        let opts = AttributionOptions {
+            pod_labels: Some(LabelAllowlist::parse(None).unwrap()),
+            pod_uid: true,
+            ..AttributionOptions::default()
+        };
+        let view = KubeletView {
+            pods: vec![pod("ns", "a", "c", "nvidia.com/gpu", &[G0])],
+            allocatable: Some(vec![("nvidia.com/gpu".into(), vec![G0.into(), G1.into()])]),
+        };
+        let (j, _) = build_join(&opts, &entities(), Some(&view), Some(&index), None, None);
+        assert_eq!(
+            j.series_labels[0],
+            [",app=\"x\",label_pod=\"y\",container=\"c\",namespace=\"ns\",pod=\"a\",pod_uid=\"u-1\""]
+        );
+        assert_eq!(
+            j.allocations[0].1,
+            ",resource=\"nvidia.com/gpu\",namespace=\"ns\",pod=\"a\",container=\"c\",pod_uid=\"u-1\",workload_kind=\"Deployment\",workload_name=\"web\",app=\"x\",label_pod=\"y\""
+        );
+        assert_eq!(j.resources, [("nvidia.com/gpu".to_string(), Some(2), 1)]);
+        // Per-process labels through the same index.
+        assert_eq!(
+            container_labels(Some(&index), "u-1", Some(&"ab".repeat(32))),
+            ",container=\"c\",namespace=\"ns\",pod=\"a\",pod_uid=\"u-1\""
+        );
+        assert_eq!(container_labels(None, "u-2", None), ",pod_uid=\"u-2\"");
+    }
+
+    #[test]
+    fn hpc_jobs_copy_series_per_job() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("0"), "job-a\njob-b\n").unwrap();
+        std::fs::write(dir.path().join("1.2"), "job-c\n").unwrap();
+        let (jobs, warnings) = crate::hpc::read_dir(dir.path()).unwrap();
+        assert!(warnings.is_empty());
+        let (j, _) = build_join(
+            &AttributionOptions::default(),
+            &entities(),
+            None,
+            None,
+            None,
+            Some(&jobs),
+        );
+        assert_eq!(j.series_labels[0], [",hpc_job=\"job-a\"", ",hpc_job=\"job-b\""]);
+        assert!(j.series_labels[1].is_empty());
+        assert!(j.series_labels[2].is_empty());
+        assert_eq!(j.series_labels[3], [",hpc_job=\"job-c\""]);
+    }
+}
