@@ -29,7 +29,8 @@ use crate::k8s::cgroup::ProcTree;
 use crate::k8s::dra::{DraIndex, DraKind, DraSource};
 use crate::k8s::labels::{LabelAllowlist, pod_label_pairs};
 use crate::k8s::meta::{PodIndex, PodMeta, PodSource, SourceStatus};
-use crate::podresources::client::{ClaimDevice, KubeletView, PodResourcesSource};
+use crate::config::KubernetesConfig;
+use crate::podresources::client::{ClaimDevice, KubeletOptions, KubeletView, PodResourcesSource};
 use crate::podresources::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
 use crate::snapshot::{Attribution, ContainerUse, EntitySample, Join, Snapshot, SourceHealth};
 
@@ -92,6 +93,54 @@ impl Inputs {
     }
 }
 
+/// Starts the background sources for `k` on `runtime` and returns the attributor over them.
+/// `client` is the Kubernetes API client (`None`: no pod metadata, no DRA); `hpc` the job
+/// directory watcher, if any.
+pub fn start(
+    k: &KubernetesConfig,
+    old_namespace: bool,
+    client: Option<kube::Client>,
+    hpc: Option<HpcWatcher>,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Attributor, String> {
+    let kubelet = PodResourcesSource::spawn(
+        KubeletOptions {
+            socket: k.socket.clone(),
+            interval: k.refresh,
+            timeout: k.timeout,
+        },
+        runtime,
+    );
+    let pods = client
+        .clone()
+        .filter(|_| k.pod_metadata)
+        .map(|c| PodSource::spawn(c, k.node_name.clone(), runtime));
+    let dra = client
+        .filter(|_| k.dra)
+        .map(|c| DraSource::spawn(c, k.node_name.clone(), runtime));
+    let pod_labels = match &k.pod_labels {
+        Some(spec) => Some(LabelAllowlist::parse(spec.as_deref())?),
+        None => None,
+    };
+    let opts = AttributionOptions {
+        extra_resources: k.extra_resources.clone(),
+        virtual_gpus: k.virtual_gpus,
+        pod_labels,
+        pod_uid: k.pod_uid,
+        old_namespace,
+    };
+    let sources = Sources {
+        kubelet: Some(kubelet),
+        pods,
+        dra,
+        hpc,
+        procs: k
+            .process_metrics
+            .then(|| ProcTree::new(k.proc_root.clone())),
+    };
+    Ok(Attributor::new(opts, sources))
+}
+
 /// Joins entities with their holders once per tick.
 pub struct Attributor {
     opts: AttributionOptions,
@@ -117,6 +166,14 @@ impl Attributor {
             hpc_errors: 0,
             hpc_ok: true,
         }
+    }
+
+    /// Whether every configured source has answered at least once (the kubelet listed, the
+    /// API watches synced).
+    pub fn ready(&self) -> bool {
+        self.sources.kubelet.as_ref().is_none_or(|k| k.view().is_some())
+            && self.sources.pods.as_ref().is_none_or(|p| p.status().synced)
+            && self.sources.dra.as_ref().is_none_or(|d| d.status().synced)
     }
 
     /// Whether the reader must list processes (a proc tree is configured).

@@ -349,6 +349,26 @@ pub struct KubernetesConfig {
     pub node_name: Option<String>,
 }
 
+impl KubernetesConfig {
+    /// The flags' defaults with the given socket (tests and embedding).
+    pub fn with_socket(socket: PathBuf) -> Self {
+        Self {
+            socket,
+            refresh: Duration::from_secs(5),
+            timeout: Duration::from_secs(10),
+            extra_resources: Vec::new(),
+            virtual_gpus: false,
+            pod_labels: None,
+            pod_uid: false,
+            dra: false,
+            pod_metadata: true,
+            process_metrics: true,
+            proc_root: PathBuf::from("/proc"),
+            node_name: None,
+        }
+    }
+}
+
 /// The node name for the `Hostname` label: `NODE_NAME`, else the kernel host name.
 pub fn node_hostname() -> String {
     if let Ok(n) = std::env::var("NODE_NAME")

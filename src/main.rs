@@ -15,16 +15,9 @@ use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::publish::Shared;
 use gpu_exporter::sampler::{self, Sampler};
 use gpu_exporter::snapshot::Snapshot;
-use gpu_exporter::attribution::{AttributionOptions, Attributor, Sources};
+use gpu_exporter::attribution::{self, AttributionOptions, Attributor, Sources};
 use gpu_exporter::hpc::HpcWatcher;
-use gpu_exporter::k8s::cgroup::ProcTree;
-use gpu_exporter::k8s::dra::DraSource;
-use gpu_exporter::k8s::fake_api::FakeApi;
-use gpu_exporter::k8s::labels::LabelAllowlist;
-use gpu_exporter::k8s::meta::PodSource;
-use gpu_exporter::podresources::client::{KubeletOptions, PodResourcesSource};
-use gpu_exporter::podresources::server::FakeKubelet;
-use gpu_exporter::sim_cluster::{ClusterSpec, TempDir, write_proc_tree};
+use gpu_exporter::sim_cluster::SimCluster;
 use gpu_exporter::{gpu, http, simulate};
 use tracing::{error, info, warn};
 
@@ -160,13 +153,6 @@ fn run(cli: Cli) -> Result<(), String> {
     served
 }
 
-/// What keeps the simulated cluster alive (kubelet socket, API server, temporary files).
-struct SimCluster {
-    _kubelet: FakeKubelet,
-    _api: FakeApi,
-    _dir: TempDir,
-}
-
 /// Starts the attribution sources that the flags ask for (with `--simulate`: against a
 /// simulated kubelet, API server and proc tree built from the scenario's `[[pods]]`).
 fn start_attribution(
@@ -197,54 +183,17 @@ fn start_attribution(
     let mut cluster = None;
     let mut client = None;
     if let Some(sim) = sim {
-        let spec = ClusterSpec::parse(&sim.scenario_text()?)?;
-        let node = sim.node_name()?;
-        let nvml = gpu::load(lib_path).map_err(|e| gpu::describe_load_error(lib_path, &e))?;
-        let resolved = spec.resolve(nvml, &node)?;
-        let dir = TempDir::new().map_err(|e| format!("--simulate: temporary directory: {e}"))?;
-        let proc_root = dir.path().join("proc");
-        write_proc_tree(&proc_root, &resolved, &resolved.host_pids)
-            .map_err(|e| format!("--simulate: writing the simulated proc tree: {e}"))?;
-        let socket = dir.path().join("kubelet.sock");
-        let (kubelet, api) = rt.block_on(async {
-            let kubelet = FakeKubelet::start(&socket, resolved.view.clone())
-                .await
-                .map_err(|e| format!("--simulate: simulated kubelet on {}: {e}", socket.display()))?;
-            let api = FakeApi::start()
-                .await
-                .map_err(|e| format!("--simulate: simulated API server: {e}"))?;
-            for p in &resolved.pods {
-                api.apply_pod(p.clone());
-            }
-            for s in &resolved.slices {
-                api.apply_slice(s.clone());
-            }
-            let c = api
-                .client()
-                .map_err(|e| format!("--simulate: client of the simulated API server: {e}"))?;
-            Ok::<_, String>((kubelet, Some((api, c))))
-        })?;
-        let Some((api, c)) = api else {
-            return Err("--simulate: simulated API server did not start".into());
-        };
+        let c = rt.block_on(SimCluster::start(sim, lib_path))?;
         info!(
-            pods = resolved.pods.len(),
-            socket = %socket.display(),
-            api = %api.url(),
-            proc_root = %proc_root.display(),
+            pods = c.pods,
+            socket = %c.socket.display(),
+            api = %c.api.url(),
+            proc_root = %c.proc_root.display(),
             "simulated kubelet, API server and proc tree started"
         );
-        k.socket = socket;
-        k.proc_root = proc_root;
-        k.node_name = Some(node);
-        k.pod_metadata = true;
-        k.dra = k.dra || spec.has_claims();
-        client = Some(c);
-        cluster = Some(SimCluster {
-            _kubelet: kubelet,
-            _api: api,
-            _dir: dir,
-        });
+        c.configure(&mut k);
+        client = Some(c.client.clone());
+        cluster = Some(c);
     } else if k.pod_metadata {
         client = match rt.block_on(kube::Client::try_default()) {
             Ok(c) => Some(c),
@@ -261,40 +210,8 @@ fn start_attribution(
         warn!("NODE_NAME is not set: the Kubernetes API watches cover every node's pods");
     }
     info!(socket = %k.socket.display(), refresh_ms = k.refresh.as_millis() as u64, "pod attribution enabled");
-    let kubelet = PodResourcesSource::spawn(
-        KubeletOptions {
-            socket: k.socket.clone(),
-            interval: k.refresh,
-            timeout: k.timeout,
-        },
-        rt.handle(),
-    );
-    let pods = client
-        .clone()
-        .filter(|_| k.pod_metadata)
-        .map(|c| PodSource::spawn(c, k.node_name.clone(), rt.handle()));
-    let dra = client
-        .filter(|_| k.dra)
-        .map(|c| DraSource::spawn(c, k.node_name.clone(), rt.handle()));
-    let pod_labels = match &k.pod_labels {
-        Some(spec) => Some(LabelAllowlist::parse(spec.as_deref())?),
-        None => None,
-    };
-    let opts = AttributionOptions {
-        extra_resources: k.extra_resources.clone(),
-        virtual_gpus: k.virtual_gpus,
-        pod_labels,
-        pod_uid: k.pod_uid,
-        old_namespace: cfg.old_namespace,
-    };
-    let sources = Sources {
-        kubelet: Some(kubelet),
-        pods,
-        dra,
-        hpc,
-        procs: k.process_metrics.then(|| ProcTree::new(k.proc_root.clone())),
-    };
-    Ok((Some(Attributor::new(opts, sources)), cluster))
+    let a = attribution::start(&k, cfg.old_namespace, client, hpc, rt.handle())?;
+    Ok((Some(a), cluster))
 }
 
 fn main() -> ExitCode {

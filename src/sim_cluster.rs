@@ -31,7 +31,11 @@ use nvml_wrapper::Nvml;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::config::KubernetesConfig;
+use crate::k8s::fake_api::FakeApi;
 use crate::podresources::client::{ClaimDevice, ContainerDevices, KubeletView, PodDevices};
+use crate::podresources::server::FakeKubelet;
+use crate::simulate::SimLib;
 
 /// Replicas a time-sliced GPU is advertised as (the device plugin's `replicas`).
 pub const SHARED_REPLICAS: u32 = 4;
@@ -423,6 +427,81 @@ pub fn write_proc_tree(root: &Path, r: &Resolved, host_pids: &[u32]) -> std::io:
         }
     }
     Ok(())
+}
+
+/// The running simulated cluster. Dropping it stops the kubelet and API server and removes
+/// the temporary directory.
+pub struct SimCluster {
+    /// The simulated kubelet.
+    pub kubelet: FakeKubelet,
+    /// The simulated API server.
+    pub api: FakeApi,
+    /// A client of the simulated API server.
+    pub client: kube::Client,
+    /// The kubelet's socket.
+    pub socket: PathBuf,
+    /// The simulated proc tree.
+    pub proc_root: PathBuf,
+    /// The scenario's node name.
+    pub node: String,
+    /// Whether a pod holds a DRA claim.
+    pub has_claims: bool,
+    /// Number of pods served.
+    pub pods: usize,
+    _dir: TempDir,
+}
+
+impl SimCluster {
+    /// Builds and starts everything from the configured scenario of `sim` (NVML loaded from
+    /// `lib_path` resolves GPU indices to UUIDs). Call inside a tokio runtime.
+    pub async fn start(sim: &SimLib, lib_path: Option<&Path>) -> Result<Self, String> {
+        let spec = ClusterSpec::parse(&sim.scenario_text()?)?;
+        let node = sim.node_name()?;
+        let nvml = crate::gpu::load(lib_path)
+            .map_err(|e| crate::gpu::describe_load_error(lib_path, &e))?;
+        let resolved = spec.resolve(nvml, &node)?;
+        let dir = TempDir::new().map_err(|e| format!("--simulate: temporary directory: {e}"))?;
+        let proc_root = dir.path().join("proc");
+        write_proc_tree(&proc_root, &resolved, &resolved.host_pids)
+            .map_err(|e| format!("--simulate: writing the simulated proc tree: {e}"))?;
+        let socket = dir.path().join("kubelet.sock");
+        let kubelet = FakeKubelet::start(&socket, resolved.view.clone())
+            .await
+            .map_err(|e| format!("--simulate: simulated kubelet on {}: {e}", socket.display()))?;
+        let api = FakeApi::start()
+            .await
+            .map_err(|e| format!("--simulate: simulated API server: {e}"))?;
+        for p in &resolved.pods {
+            api.apply_pod(p.clone());
+        }
+        for s in &resolved.slices {
+            api.apply_slice(s.clone());
+        }
+        let client = api
+            .client()
+            .map_err(|e| format!("--simulate: client of the simulated API server: {e}"))?;
+        Ok(Self {
+            kubelet,
+            api,
+            client,
+            socket,
+            proc_root,
+            node,
+            has_claims: spec.has_claims(),
+            pods: resolved.pods.len(),
+            _dir: dir,
+        })
+    }
+
+    /// Points pod attribution at this cluster: its socket, proc tree, node, metadata on,
+    /// DRA on when a pod holds a claim.
+    pub fn configure(&self, k: &mut KubernetesConfig) {
+        k.socket = self.socket.clone();
+        k.proc_root = self.proc_root.clone();
+        k.node_name = Some(self.node.clone());
+        k.pod_metadata = true;
+        k.dra = k.dra || self.has_claims;
+    }
 }
 
 /// A private temporary directory, removed on drop.

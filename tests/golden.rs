@@ -17,12 +17,24 @@ const EPOCH: f64 = 1_700_000_000.0;
 /// Samples `scenario` at each of `ticks` (scenario seconds) and returns the exposition of the
 /// last tick with the non-deterministic statistics pinned.
 fn exposition(scenario: &str, counters_file: Option<&str>, ticks: &[f64]) -> String {
+    exposition_on(scenario, counters_file, ticks, false)
+}
+
+/// As [`exposition`]; with `pods`, the scenario's simulated kubelet, API server and proc tree
+/// attribute the devices to pods.
+fn exposition_on(scenario: &str, counters_file: Option<&str>, ticks: &[f64], pods: bool) -> String {
     let node = common::SimNode::new(scenario, 7);
     let counters = match counters_file {
         Some(f) => common::counters_from(f),
         None => common::default_counters(),
     };
     let mut sampler = node.sampler_with(counters.clone(), Default::default(), EPOCH);
+    let cluster = pods.then(|| common::Cluster::start(&node));
+    if let Some(c) = &cluster {
+        let mut k = c.config();
+        k.pod_labels = Some(None);
+        sampler = sampler.with_attribution(c.attributor(&k));
+    }
     let mut snap = Default::default();
     for t in ticks {
         node.set_time(*t);
@@ -30,6 +42,9 @@ fn exposition(scenario: &str, counters_file: Option<&str>, ticks: &[f64]) -> Str
     }
     let mut snap: gpu_exporter::snapshot::Snapshot = snap;
     snap.stats.duration = Duration::ZERO;
+    for s in &mut snap.attribution.sources {
+        s.age_seconds = s.age_seconds.map(|_| 0.0);
+    }
     let opts = EncodeOptions {
         hostname: Some("sim-node".into()),
         ..EncodeOptions::default()
@@ -98,6 +113,25 @@ fn golden_a100_l4_default_counters() {
     check(
         "a100-l4.default",
         &exposition("a100-l4", None, &[30.0, 35.0]),
+    );
+}
+
+#[test]
+fn golden_h100_mig_with_pods() {
+    // Whole GPUs, MIG instances, a time-sliced GPU (two pods), a DRA claim and a process
+    // outside Kubernetes, through the simulated kubelet, API server and proc tree.
+    check(
+        "h100-mig.pods",
+        &exposition_on("h100-mig", None, &[30.0, 35.0], true),
+    );
+}
+
+#[test]
+fn golden_a100_l4_with_pods() {
+    // The L4 is time-sliced under nvidia.com/gpu.shared between two pods.
+    check(
+        "a100-l4.pods",
+        &exposition_on("a100-l4", None, &[30.0, 35.0], true),
     );
 }
 

@@ -156,3 +156,61 @@ pub fn label<'a>(line: &'a str, name: &str) -> &'a str {
 pub fn value(line: &str) -> f64 {
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
+
+/// A simulated cluster (kubelet, API server, proc tree) for a node's scenario, with the
+/// runtime its servers and the attribution sources run on.
+pub struct Cluster {
+    pub rt: tokio::runtime::Runtime,
+    pub sim: gpu_exporter::sim_cluster::SimCluster,
+}
+
+impl Cluster {
+    /// Starts the scenario's simulated cluster.
+    pub fn start(node: &SimNode) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let sim = rt
+            .block_on(gpu_exporter::sim_cluster::SimCluster::start(
+                &node.sim,
+                Some(node.lib_path()),
+            ))
+            .unwrap();
+        Self { rt, sim }
+    }
+
+    /// Attribution settings pointed at this cluster.
+    pub fn config(&self) -> gpu_exporter::config::KubernetesConfig {
+        let mut k = gpu_exporter::config::KubernetesConfig::with_socket(self.sim.socket.clone());
+        self.sim.configure(&mut k);
+        k
+    }
+
+    /// An attributor over this cluster with `k`, once every source has answered.
+    pub fn attributor(
+        &self,
+        k: &gpu_exporter::config::KubernetesConfig,
+    ) -> gpu_exporter::attribution::Attributor {
+        let a = gpu_exporter::attribution::start(
+            k,
+            false,
+            Some(self.sim.client.clone()),
+            None,
+            self.rt.handle(),
+        )
+        .unwrap();
+        wait_until("attribution sources ready", || a.ready());
+        a
+    }
+}
+
+/// Polls `cond` every 20 ms for up to 20 s (a deadline, not a timing assertion).
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
