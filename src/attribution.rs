@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use tracing::warn;
 
+use crate::config::KubernetesConfig;
 use crate::encode::write_label;
 use crate::gpu::processes::EntityProcesses;
 use crate::hpc::{HpcJobs, HpcWatcher};
@@ -29,7 +30,6 @@ use crate::k8s::cgroup::ProcTree;
 use crate::k8s::dra::{DraIndex, DraKind, DraSource};
 use crate::k8s::labels::{LabelAllowlist, pod_label_pairs};
 use crate::k8s::meta::{PodIndex, PodMeta, PodSource, SourceStatus};
-use crate::config::KubernetesConfig;
 use crate::podresources::client::{ClaimDevice, KubeletOptions, KubeletView, PodResourcesSource};
 use crate::podresources::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
 use crate::snapshot::{Attribution, ContainerUse, EntitySample, Join, Snapshot, SourceHealth};
@@ -171,7 +171,10 @@ impl Attributor {
     /// Whether every configured source has answered at least once (the kubelet listed, the
     /// API watches synced).
     pub fn ready(&self) -> bool {
-        self.sources.kubelet.as_ref().is_none_or(|k| k.view().is_some())
+        self.sources
+            .kubelet
+            .as_ref()
+            .is_none_or(|k| k.view().is_some())
             && self.sources.pods.as_ref().is_none_or(|p| p.status().synced)
             && self.sources.dra.as_ref().is_none_or(|d| d.status().synced)
     }
@@ -522,7 +525,11 @@ pub fn build_join(
     };
     for (i, (e, hs)) in entities.iter().zip(holders.iter_mut()).enumerate() {
         hs.sort_by(|a, b| {
-            (a.container_key(), a.replica, a.resource).cmp(&(b.container_key(), b.replica, b.resource))
+            (a.container_key(), a.replica, a.resource).cmp(&(
+                b.container_key(),
+                b.replica,
+                b.resource,
+            ))
         });
         hs.dedup_by(|a, b| {
             a.container_key() == b.container_key()
@@ -572,10 +579,8 @@ pub fn build_join(
         }
     }
 
-    let mut resources: BTreeMap<String, (Option<usize>, usize)> = allocated
-        .into_iter()
-        .map(|(r, n)| (r, (None, n)))
-        .collect();
+    let mut resources: BTreeMap<String, (Option<usize>, usize)> =
+        allocated.into_iter().map(|(r, n)| (r, (None, n))).collect();
     if let Some(alloc) = view.and_then(|v| v.allocatable.as_ref()) {
         for (r, ids) in alloc {
             if is_gpu_resource(r, &opts.extra_resources) {
@@ -772,10 +777,22 @@ mod tests {
     fn every_device_id_form_lands_on_its_entity() {
         let cases: [(&str, &str, usize); 8] = [
             ("nvidia.com/gpu", G0, 0),
-            ("nvidia.com/gpu", "GPU-00000000-0000-0000-0000-000000000000::3", 0),
+            (
+                "nvidia.com/gpu",
+                "GPU-00000000-0000-0000-0000-000000000000::3",
+                0,
+            ),
             ("nvidia.com/mig-3g.20gb", M1, 2),
-            ("nvidia.com/mig-3g.20gb", "MIG-bbbbbbbb-1111-1111-1111-111111111111::1", 3),
-            ("nvidia.com/mig-3g.20gb", "MIG-GPU-11111111-1111-1111-1111-111111111111/2/0", 3),
+            (
+                "nvidia.com/mig-3g.20gb",
+                "MIG-bbbbbbbb-1111-1111-1111-111111111111::1",
+                3,
+            ),
+            (
+                "nvidia.com/mig-3g.20gb",
+                "MIG-GPU-11111111-1111-1111-1111-111111111111/2/0",
+                3,
+            ),
             ("nvidia.com/gpu", "nvidia0", 0),
             ("nvidia.com/gpu", "nvidia0/vgpu2", 0),
             ("nvidia.com/mig-3g.20gb", "nvidia1/gi1", 2),
@@ -788,7 +805,11 @@ mod tests {
             assert!(unmatched.is_empty(), "{id}: {unmatched:?}");
             for (i, labels) in j.series_labels.iter().enumerate() {
                 if i == want {
-                    assert_eq!(labels, &[",container=\"c\",namespace=\"ns\",pod=\"p\""], "{id}");
+                    assert_eq!(
+                        labels,
+                        &[",container=\"c\",namespace=\"ns\",pod=\"p\""],
+                        "{id}"
+                    );
                 } else {
                     assert!(labels.is_empty(), "{id} also landed on entity {i}");
                 }
@@ -808,7 +829,11 @@ mod tests {
             ],
         );
         assert_eq!(j.allocations.len(), 1);
-        assert!(j.allocations[0].1.contains("resource=\"nvidia.com/gpu.shared\""));
+        assert!(
+            j.allocations[0]
+                .1
+                .contains("resource=\"nvidia.com/gpu.shared\"")
+        );
         let opts = AttributionOptions {
             extra_resources: vec!["example.com/nic".into()],
             ..AttributionOptions::default()
@@ -849,7 +874,10 @@ mod tests {
                 &[&format!("{G0}::0"), &format!("{G0}::1")],
             )],
         );
-        assert_eq!(j.series_labels[0], [",container=\"c\",namespace=\"ns\",pod=\"a\""]);
+        assert_eq!(
+            j.series_labels[0],
+            [",container=\"c\",namespace=\"ns\",pod=\"a\""]
+        );
         assert_eq!(j.allocations.len(), 2);
     }
 
@@ -912,9 +940,12 @@ mod tests {
             uid: "u-1".into(),
             namespace: "ns".into(),
             name: "a".into(),
-            labels: [("app".to_string(), "x".to_string()), ("pod".into(), "y".into())]
-                .into_iter()
-                .collect(),
+            labels: [
+                ("app".to_string(), "x".to_string()),
+                ("pod".into(), "y".into()),
+            ]
+            .into_iter()
+            .collect(),
             workload: Some(Workload {
                 kind: "Deployment".into(),
                 name: "web".into(),
@@ -937,7 +968,9 @@ mod tests {
         let (j, _) = build_join(&opts, &entities(), Some(&view), Some(&index), None, None);
         assert_eq!(
             j.series_labels[0],
-            [",app=\"x\",label_pod=\"y\",container=\"c\",namespace=\"ns\",pod=\"a\",pod_uid=\"u-1\""]
+            [
+                ",app=\"x\",label_pod=\"y\",container=\"c\",namespace=\"ns\",pod=\"a\",pod_uid=\"u-1\""
+            ]
         );
         assert_eq!(
             j.allocations[0].1,
@@ -967,7 +1000,10 @@ mod tests {
             None,
             Some(&jobs),
         );
-        assert_eq!(j.series_labels[0], [",hpc_job=\"job-a\"", ",hpc_job=\"job-b\""]);
+        assert_eq!(
+            j.series_labels[0],
+            [",hpc_job=\"job-a\"", ",hpc_job=\"job-b\""]
+        );
         assert!(j.series_labels[1].is_empty());
         assert!(j.series_labels[2].is_empty());
         assert_eq!(j.series_labels[3], [",hpc_job=\"job-c\""]);

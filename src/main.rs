@@ -9,15 +9,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Parser;
+use gpu_exporter::attribution::{self, AttributionOptions, Attributor, Sources};
 use gpu_exporter::config::{Cli, Config};
 use gpu_exporter::encode::EncodeOptions;
 use gpu_exporter::gpu::reader::ReaderOptions;
+use gpu_exporter::hpc::HpcWatcher;
 use gpu_exporter::publish::Shared;
 use gpu_exporter::sampler::{self, Sampler};
-use gpu_exporter::snapshot::Snapshot;
-use gpu_exporter::attribution::{self, AttributionOptions, Attributor, Sources};
-use gpu_exporter::hpc::HpcWatcher;
 use gpu_exporter::sim_cluster::SimCluster;
+use gpu_exporter::snapshot::Snapshot;
 use gpu_exporter::{gpu, http, simulate};
 use tracing::{error, info, warn};
 

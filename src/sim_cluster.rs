@@ -245,11 +245,12 @@ impl ClusterSpec {
                     let (g, gi) = m
                         .split_once('.')
                         .and_then(|(g, gi)| Some((g.parse().ok()?, gi.parse().ok()?)))
-                        .ok_or_else(|| at(&format!("mig {m:?}: expected <gpu>.<gpu instance id>")))?;
-                    let (uuid, profile) = gpu(g)?
-                        .migs
-                        .get(&gi)
-                        .ok_or_else(|| at(&format!("mig {m:?}: GPU {g} has no GPU instance {gi}")))?;
+                        .ok_or_else(|| {
+                            at(&format!("mig {m:?}: expected <gpu>.<gpu instance id>"))
+                        })?;
+                    let (uuid, profile) = gpu(g)?.migs.get(&gi).ok_or_else(|| {
+                        at(&format!("mig {m:?}: GPU {g} has no GPU instance {gi}"))
+                    })?;
                     devices
                         .entry(format!("nvidia.com/mig-{profile}"))
                         .or_default()
@@ -423,7 +424,10 @@ pub fn write_proc_tree(root: &Path, r: &Resolved, host_pids: &[u32]) -> std::io:
         let dir = root.join(pid.to_string());
         if !dir.exists() {
             std::fs::create_dir_all(&dir)?;
-            std::fs::write(dir.join("cgroup"), "0::/system.slice/batch-runner.service\n")?;
+            std::fs::write(
+                dir.join("cgroup"),
+                "0::/system.slice/batch-runner.service\n",
+            )?;
         }
     }
     Ok(())

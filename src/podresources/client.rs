@@ -162,7 +162,10 @@ impl PodResourcesSource {
 
     /// The client's health.
     pub fn status(&self) -> KubeletStatus {
-        self.status.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Waits until the next refresh attempt has finished (tests and start-up).
