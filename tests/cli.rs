@@ -38,17 +38,27 @@ fn http_get(port: u16, path: &str, extra: &str) -> Option<(String, Vec<u8>)> {
 
 /// Starts `--simulate` on a free port and waits until `/ready` answers 200.
 fn spawn_ready(node_name: Option<&str>) -> (std::process::Child, u16) {
+    spawn_ready_with(node_name, "h100-mig", &[])
+}
+
+/// As [`spawn_ready`], with a scenario and extra flags.
+fn spawn_ready_with(
+    node_name: Option<&str>,
+    scenario: &str,
+    extra: &[&str],
+) -> (std::process::Child, u16) {
     let lib = common::built_sim_lib();
     let port = free_port();
     let mut cmd = Command::new(BIN);
     cmd.args([
         "--simulate",
-        "h100-mig",
+        scenario,
         "-c",
         "500",
         "-a",
         &format!("127.0.0.1:{port}"),
     ])
+    .args(extra)
     .arg("--nvml-lib")
     .arg(&lib)
     .env_remove("NODE_NAME")
@@ -243,5 +253,92 @@ fn daemon_counts_every_xid_of_a_burst_in_real_time() {
     assert!(
         last.contains("err_code=\"48\",err_msg=\"Double Bit ECC Error\"} 48"),
         "{last}"
+    );
+}
+
+/// Scrapes until `cond` holds (the simulated kubelet answers shortly after start).
+fn metrics_until(port: u16, what: &str, cond: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = http_get(port, "/metrics", "").unwrap();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        if cond(&text) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn simulate_shows_pods_on_whole_gpus_mig_instances_and_time_sliced_gpus() {
+    let (mut child, port) = spawn_ready_with(None, "h100-mig", &["--kubernetes-enable-pod-labels"]);
+    // The kubelet, the pod watch and the ResourceSlice watch each answer on their own time.
+    let text = metrics_until(port, "pods attributed", |t| {
+        t.lines().any(|l| {
+            l.starts_with("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"") && l.contains("app=\"llm-train\"")
+        }) && t.contains("dra_device_name=")
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let util = common::series(&text, "DCGM_FI_DEV_GPU_UTIL");
+    let whole = util
+        .iter()
+        .find(|l| common::label(l, "gpu") == "0")
+        .unwrap();
+    assert_eq!(common::label(whole, "pod"), "llm-train-0");
+    assert_eq!(common::label(whole, "app"), "llm-train");
+    let fb = common::series(&text, "DCGM_FI_DEV_FB_USED");
+    let mig = fb
+        .iter()
+        .find(|l| common::label(l, "gpu") == "2" && common::label_opt(l, "GPU_I_ID") == Some("7"))
+        .unwrap();
+    assert_eq!(common::label(mig, "pod"), "chat-api-7d4b9c8f6d-x2k4p");
+    // GPU 4 is time-sliced between two pods: no pod on the device series, both pods in the
+    // allocation info and in the per-container families.
+    let shared = util
+        .iter()
+        .find(|l| common::label(l, "gpu") == "4")
+        .unwrap();
+    assert_eq!(common::label_opt(shared, "pod"), None);
+    for family in ["gpu_allocation_info", "gpu_container_memory_used_bytes"] {
+        let mut pods: Vec<&str> = common::series(&text, family)
+            .into_iter()
+            .filter(|l| common::label(l, "gpu") == "4")
+            .map(|l| common::label(l, "pod"))
+            .collect();
+        pods.sort();
+        assert_eq!(pods, ["rerank-a", "rerank-b"], "{family}");
+    }
+    // The DRA claim on GPU 6, with its workload.
+    let dra = common::series(&text, "gpu_allocation_info")
+        .into_iter()
+        .find(|l| common::label(l, "gpu") == "6")
+        .unwrap();
+    assert_eq!(common::label(dra, "dra_device_name"), "gpu-6");
+    assert_eq!(common::label(dra, "workload_kind"), "StatefulSet");
+    assert_eq!(common::label(dra, "workload_name"), "render-farm");
+}
+
+#[test]
+fn hpc_job_files_label_the_series_of_their_gpus() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hpc");
+    let (mut child, port) = spawn_ready_with(None, "a100-l4", &["--hpc-job-mapping-dir", dir]);
+    let text = metrics_until(port, "jobs attributed", |t| t.contains("hpc_job="));
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut jobs: Vec<(&str, &str)> = common::series(&text, "DCGM_FI_DEV_GPU_UTIL")
+        .into_iter()
+        .map(|l| (common::label(l, "gpu"), common::label(l, "hpc_job")))
+        .collect();
+    jobs.sort();
+    // File 0: one job; file 1: two jobs, so GPU 1's series come twice.
+    assert_eq!(
+        jobs,
+        [
+            ("0", "slurm-1001"),
+            ("1", "slurm-1002"),
+            ("1", "slurm-1003")
+        ]
     );
 }
