@@ -183,7 +183,11 @@ pub struct Cli {
     )]
     pub kubernetes_process_metrics: bool,
     /// The host's /proc as seen by the exporter (for PID → container).
-    #[arg(long = "proc-root", env = "GPU_EXPORTER_PROC_ROOT", default_value = "/proc")]
+    #[arg(
+        long = "proc-root",
+        env = "GPU_EXPORTER_PROC_ROOT",
+        default_value = "/proc"
+    )]
     pub proc_root: PathBuf,
     /// exporter-toolkit web config (TLS, basic auth). Not implemented yet: refuses to start.
     #[arg(long = "web-config-file", env = "DCGM_EXPORTER_WEB_CONFIG_FILE")]
@@ -524,10 +528,7 @@ impl Cli {
         &self,
         warnings: &mut Vec<String>,
     ) -> Result<Option<KubernetesConfig>, ConfigError> {
-        if !matches!(
-            self.kubernetes_gpu_id_type.as_str(),
-            "uid" | "device-name"
-        ) {
+        if !matches!(self.kubernetes_gpu_id_type.as_str(), "uid" | "device-name") {
             return Err(ConfigError::Flag(format!(
                 "--kubernetes-gpu-id-type {:?}: expected uid or device-name",
                 self.kubernetes_gpu_id_type
@@ -552,15 +553,24 @@ impl Cli {
         .map_err(ConfigError::Flag)?;
         if !self.kubernetes && self.simulate.is_none() {
             for (set, flag) in [
-                (self.kubernetes_enable_pod_labels, "--kubernetes-enable-pod-labels"),
-                (self.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid"),
+                (
+                    self.kubernetes_enable_pod_labels,
+                    "--kubernetes-enable-pod-labels",
+                ),
+                (
+                    self.kubernetes_enable_pod_uid,
+                    "--kubernetes-enable-pod-uid",
+                ),
                 (self.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
                 (self.kubernetes_enable_dra, "--kubernetes-enable-dra"),
                 (
                     self.kubernetes_pod_label_allowlist_regex.is_some(),
                     "--kubernetes-pod-label-allowlist-regex",
                 ),
-                (!self.nvidia_resource_names.is_empty(), "--nvidia-resource-names"),
+                (
+                    !self.nvidia_resource_names.is_empty(),
+                    "--nvidia-resource-names",
+                ),
             ] {
                 if set {
                     warnings.push(format!(

@@ -129,7 +129,11 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
             );
             for s in sources {
                 if let Some(age) = s.age_seconds {
-                    let _ = write!(out, "gpu_exporter_pod_map_age_seconds{{source=\"{}\"}} ", s.source);
+                    let _ = write!(
+                        out,
+                        "gpu_exporter_pod_map_age_seconds{{source=\"{}\"}} ",
+                        s.source
+                    );
                     write_value(out, age);
                     out.push('\n');
                 }
@@ -143,7 +147,11 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
             "GPU device IDs the kubelet lists that match no exported GPU or MIG instance (logged once each).",
             "gauge",
         );
-        let _ = writeln!(out, "gpu_exporter_pod_map_unmatched_devices {}", join.unmatched);
+        let _ = writeln!(
+            out,
+            "gpu_exporter_pod_map_unmatched_devices {}",
+            join.unmatched
+        );
     }
 
     if !snap.devices.is_empty() {

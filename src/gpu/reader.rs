@@ -630,7 +630,11 @@ impl Reader {
         if self.opts.processes && !lost {
             let mut procs = Vec::new();
             if migs.is_none() && sel.wants_gpu(index) {
-                procs.push(processes::read(&dev, &ident.uuid, Some(&mut state.proc_util_seen)));
+                procs.push(processes::read(
+                    &dev,
+                    &ident.uuid,
+                    Some(&mut state.proc_util_seen),
+                ));
             }
             for (mig_dev, mig) in migs.iter().flatten() {
                 if sel.wants_instance(index, mig.gpu_instance_id) {
