@@ -210,7 +210,10 @@ impl Cluster {
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !cond() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting: {what}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
