@@ -1,1 +1,567 @@
-//! (being written)
+//! A reflector of the NVIDIA DRA driver's ResourceSlices: (driver, pool, device) → GPU or MIG.
+//!
+//! With Dynamic Resource Allocation the kubelet reports a container's devices as
+//! (driver, pool, device name) triples, not as GPU UUIDs. The driver publishes what each name
+//! is in ResourceSlices. [`DraSource::spawn`] watches the slices of this node (field selectors
+//! `spec.nodeName=<node>` and `spec.driver=gpu.nvidia.com`) and publishes an immutable
+//! [`DraIndex`] after every change.
+//!
+//! The `resource.k8s.io` version differs between clusters (`v1beta1` in 1.32, `v1beta2` in
+//! 1.33, `v1` from 1.34), so the slices are read untyped ([`DynamicObject`]) and the version
+//! is discovered first (`GET /apis/resource.k8s.io`), preferring `v1`, then `v1beta2`, then
+//! `v1beta1`. Discovery is retried with a backoff while it fails, and redone when the version
+//! in use stops being served (404).
+//!
+//! Device shapes: `spec.devices[].{name, attributes}` in `v1` and `v1beta2`,
+//! `spec.devices[].{name, basic: {attributes}}` in `v1beta1`; both are accepted in any
+//! version. Attributes are `{"<name>": {"string"|"int"|"version"|"bool": value}}`, with names
+//! possibly qualified by a domain (`gpu.nvidia.com/uuid`), which is ignored. NVIDIA's driver
+//! publishes `type` (`gpu` or `mig`), `uuid`, and for MIG devices `parentUUID` and `profile`.
+//! When a pool's slices carry different `spec.pool.generation`s, only the newest generation
+//! counts, as for the scheduler.
+
+use std::collections::HashMap;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
+
+use super::meta::{
+    Published, Recovery, SourceStatus, TaskGuard, access_hint, api_status, describe_kube_error,
+    describe_watch_error, watch_phase,
+};
+
+/// The name of NVIDIA's GPU DRA driver (`spec.driver` of its ResourceSlices).
+pub const NVIDIA_GPU_DRIVER: &str = "gpu.nvidia.com";
+/// The API group of ResourceSlices.
+pub const RESOURCE_GROUP: &str = "resource.k8s.io";
+/// The `resource.k8s.io` versions understood, most preferred first.
+pub const SUPPORTED_VERSIONS: &[&str] = &["v1", "v1beta2", "v1beta1"];
+
+/// First wait after a failed discovery; it doubles up to [`RETRY_MAX`].
+const RETRY_MIN: Duration = Duration::from_secs(1);
+/// Longest wait between two discoveries.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// What a DRA device is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DraKind {
+    /// A whole GPU (`type: gpu`).
+    Gpu,
+    /// A MIG device (`type: mig`).
+    Mig,
+}
+
+/// One device of the NVIDIA DRA driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DraDevice {
+    /// GPU or MIG device.
+    pub kind: DraKind,
+    /// The device's UUID (`GPU-…` or `MIG-…`).
+    pub uuid: String,
+    /// For a MIG device, the UUID of its GPU.
+    pub parent_uuid: Option<String>,
+    /// For a MIG device, its profile, e.g. `1g.10gb`.
+    pub profile: Option<String>,
+}
+
+/// An immutable index of the devices in the ResourceSlices known at one moment.
+#[derive(Debug, Default)]
+pub struct DraIndex {
+    /// driver → pool → device name → device.
+    devices: HashMap<String, HashMap<String, HashMap<String, DraDevice>>>,
+    len: usize,
+}
+
+impl DraIndex {
+    /// The device `device` of pool `pool` of driver `driver`.
+    pub fn get(&self, driver: &str, pool: &str, device: &str) -> Option<&DraDevice> {
+        self.devices.get(driver)?.get(pool)?.get(device)
+    }
+
+    /// Every device as (driver, pool, device name, device), in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &str, &DraDevice)> {
+        self.devices.iter().flat_map(|(driver, pools)| {
+            pools.iter().flat_map(move |(pool, devices)| {
+                devices
+                    .iter()
+                    .map(move |(name, d)| (driver.as_str(), pool.as_str(), name.as_str(), d))
+            })
+        })
+    }
+
+    /// Number of devices.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when no device is known.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Builds an index from ResourceSlice objects (JSON, any supported version). Slices of
+    /// other drivers than [`NVIDIA_GPU_DRIVER`], devices without `type` `gpu`/`mig` or without
+    /// `uuid`, and slices of an older pool generation are skipped.
+    pub fn from_slices(slices: impl IntoIterator<Item = Value>) -> Self {
+        let slices: Vec<Value> = slices
+            .into_iter()
+            .filter(|s| spec_str(s, "driver") == Some(NVIDIA_GPU_DRIVER))
+            .collect();
+        let pool_of = |s: &Value| -> (String, i64) {
+            let pool = s.get("spec").and_then(|sp| sp.get("pool"));
+            let name = pool
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let generation = pool
+                .and_then(|p| p.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            (name, generation)
+        };
+        let mut newest: HashMap<String, i64> = HashMap::new();
+        for s in &slices {
+            let (pool, generation) = pool_of(s);
+            let g = newest.entry(pool).or_insert(generation);
+            *g = (*g).max(generation);
+        }
+        let mut index = Self::default();
+        for s in &slices {
+            let (pool, generation) = pool_of(s);
+            if newest.get(&pool).is_some_and(|g| generation < *g) {
+                continue;
+            }
+            let devices = s
+                .get("spec")
+                .and_then(|sp| sp.get("devices"))
+                .and_then(Value::as_array);
+            for d in devices.into_iter().flatten() {
+                let Some((name, device)) = parse_device(d) else {
+                    continue;
+                };
+                let previous = index
+                    .devices
+                    .entry(NVIDIA_GPU_DRIVER.to_owned())
+                    .or_default()
+                    .entry(pool.clone())
+                    .or_default()
+                    .insert(name, device);
+                if previous.is_none() {
+                    index.len += 1;
+                }
+            }
+        }
+        index
+    }
+}
+
+fn spec_str<'a>(slice: &'a Value, key: &str) -> Option<&'a str> {
+    slice.get("spec")?.get(key)?.as_str()
+}
+
+/// An attribute's value as text (`string`, `version`, `int` or `bool`).
+fn attribute_text(v: &Value) -> Option<String> {
+    if let Some(s) = v
+        .get("string")
+        .or_else(|| v.get("version"))
+        .and_then(Value::as_str)
+    {
+        return Some(s.to_owned());
+    }
+    if let Some(i) = v.get("int").and_then(Value::as_i64) {
+        return Some(i.to_string());
+    }
+    v.get("bool")
+        .and_then(Value::as_bool)
+        .map(|b| b.to_string())
+}
+
+/// One `spec.devices[]` entry → (name, device), for `gpu` and `mig` devices with a UUID.
+fn parse_device(d: &Value) -> Option<(String, DraDevice)> {
+    let name = d.get("name")?.as_str().filter(|s| !s.is_empty())?;
+    let attributes = d
+        .get("attributes")
+        .or_else(|| d.get("basic").and_then(|b| b.get("attributes")))?
+        .as_object()?;
+    let mut attrs: HashMap<&str, String> = HashMap::new();
+    for (key, value) in attributes {
+        let short = key.rsplit_once('/').map_or(key.as_str(), |(_, n)| n);
+        if let Some(text) = attribute_text(value) {
+            attrs.entry(short).or_insert(text);
+        }
+    }
+    let kind = match attrs.get("type").map(String::as_str) {
+        Some("gpu") => DraKind::Gpu,
+        Some("mig") => DraKind::Mig,
+        _ => return None,
+    };
+    let uuid = attrs.remove("uuid").filter(|u| !u.is_empty())?;
+    let (parent_uuid, profile) = match kind {
+        DraKind::Gpu => (None, None),
+        DraKind::Mig => (attrs.remove("parentUUID"), attrs.remove("profile")),
+    };
+    Some((
+        name.to_owned(),
+        DraDevice {
+            kind,
+            uuid,
+            parent_uuid,
+            profile,
+        },
+    ))
+}
+
+/// The most preferred of [`SUPPORTED_VERSIONS`] among the served versions.
+pub fn pick_version<'a>(served: impl IntoIterator<Item = &'a str>) -> Option<&'static str> {
+    let served: Vec<&str> = served.into_iter().collect();
+    SUPPORTED_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| served.contains(v))
+}
+
+/// The background ResourceSlice reflector and its latest [`DraIndex`].
+pub struct DraSource {
+    shared: Arc<Published<DraIndex>>,
+    _task: TaskGuard,
+}
+
+impl DraSource {
+    /// Starts discovery and then the reflector on `runtime` (a tokio handle).
+    ///
+    /// `node_name` restricts it to the slices of one node (field selector
+    /// `spec.nodeName=<node>`); `None` watches the slices of every node (logged as a
+    /// warning). The task stops when the returned value is dropped or the runtime shuts down;
+    /// API errors are counted, logged and retried, never fatal.
+    pub fn spawn(
+        client: kube::Client,
+        node_name: Option<String>,
+        runtime: &tokio::runtime::Handle,
+    ) -> Arc<Self> {
+        let shared = Arc::new(Published::new());
+        let task = runtime.spawn(run_dra(client, node_name, Arc::clone(&shared)));
+        Arc::new(Self {
+            shared,
+            _task: TaskGuard(task.abort_handle()),
+        })
+    }
+
+    /// The latest index (an atomic load; never waits on the API).
+    pub fn index(&self) -> Arc<DraIndex> {
+        self.shared.load()
+    }
+
+    /// The reflector's health (discovery failures count as errors).
+    pub fn status(&self) -> SourceStatus {
+        self.shared.status()
+    }
+}
+
+async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Published<DraIndex>>) {
+    if node.is_none() {
+        tracing::warn!(
+            "NODE_NAME is unset: watching the ResourceSlices of every node in the cluster; set \
+             it from the downward API (fieldRef spec.nodeName)"
+        );
+    }
+    let mut delay = RETRY_MIN;
+    loop {
+        match discover(&client).await {
+            Ok(version) => {
+                tracing::info!(
+                    "watching ResourceSlices of {NVIDIA_GPU_DRIVER} through {RESOURCE_GROUP}/{version}"
+                );
+                if watch_slices(&client, version, node.as_deref(), &shared).await {
+                    delay = RETRY_MIN;
+                }
+            }
+            Err(msg) => {
+                tracing::warn!(retry_in_s = delay.as_secs_f64(), "{msg}");
+                shared.failed(msg);
+            }
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(RETRY_MAX);
+    }
+}
+
+/// `GET /apis/resource.k8s.io` → the version to use.
+async fn discover(client: &kube::Client) -> Result<&'static str, String> {
+    let path = format!("/apis/{RESOURCE_GROUP}");
+    let request = axum::http::Request::get(path.as_str())
+        .body(Vec::new())
+        .map_err(|e| format!("discovering {RESOURCE_GROUP}: {e}"))?;
+    let group: Value = client.request(request).await.map_err(|e| {
+        let mut msg = format!("discovering {RESOURCE_GROUP}: {}", describe_kube_error(&e));
+        if matches!(&e, kube::Error::Api(s) if s.code == 404) {
+            msg.push_str(
+                "; the cluster does not serve Dynamic Resource Allocation (served by default \
+                 from Kubernetes 1.34; 1.32 and 1.33 need the DynamicResourceAllocation feature \
+                 gate and the beta API enabled)",
+            );
+        }
+        msg
+    })?;
+    let served: Vec<&str> = group
+        .get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("version").and_then(Value::as_str))
+        .collect();
+    pick_version(served.iter().copied()).ok_or_else(|| {
+        format!(
+            "discovering {RESOURCE_GROUP}: none of {} is served (the server offers [{}])",
+            SUPPORTED_VERSIONS.join(", "),
+            served.join(", ")
+        )
+    })
+}
+
+/// Watches the slices through `version` until that version is no longer served (404).
+/// Returns `true` when a complete list was received on the way.
+async fn watch_slices(
+    client: &kube::Client,
+    version: &str,
+    node: Option<&str>,
+    shared: &Published<DraIndex>,
+) -> bool {
+    let resource = ApiResource {
+        group: RESOURCE_GROUP.to_owned(),
+        version: version.to_owned(),
+        api_version: format!("{RESOURCE_GROUP}/{version}"),
+        kind: "ResourceSlice".to_owned(),
+        plural: "resourceslices".to_owned(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let (fields, scope) = match node {
+        Some(n) => (
+            format!("spec.nodeName={n},spec.driver={NVIDIA_GPU_DRIVER}"),
+            format!("on node {n}"),
+        ),
+        None => (
+            format!("spec.driver={NVIDIA_GPU_DRIVER}"),
+            "on all nodes".to_owned(),
+        ),
+    };
+    let cfg = watcher::Config::default().fields(&fields);
+    let probe = ListParams::default().fields(&fields).limit(1);
+    let mut events = pin!(watcher::watcher(api.clone(), cfg).default_backoff());
+    let mut recovery = Recovery::new();
+    let mut slices: HashMap<String, Value> = HashMap::new();
+    let mut initial: Option<HashMap<String, Value>> = None;
+    let mut synced = false;
+    let publish = |slices: &HashMap<String, Value>| {
+        let index = DraIndex::from_slices(slices.values().cloned());
+        let n = index.len();
+        shared.publish(index, n);
+    };
+    let key = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+    let value = |o: DynamicObject| serde_json::to_value(o).unwrap_or(Value::Null);
+    while let Some(event) = recovery.next(&mut events, &api, &probe, shared).await {
+        if event.is_ok() {
+            recovery.ok();
+        }
+        match event {
+            Ok(Event::Init) => initial = Some(HashMap::new()),
+            Ok(Event::InitApply(o)) => {
+                if let Some(buf) = initial.as_mut() {
+                    buf.insert(key(&o), value(o));
+                }
+            }
+            Ok(Event::InitDone) => {
+                let listed = initial.take().unwrap_or_default();
+                if listed != slices || !synced {
+                    slices = listed;
+                    publish(&slices);
+                }
+                shared.ok(true);
+                synced = true;
+                tracing::info!(
+                    slices = slices.len(),
+                    devices = shared.load().len(),
+                    "ResourceSlice reflector synced ({scope})"
+                );
+            }
+            Ok(Event::Apply(o)) => {
+                let k = key(&o);
+                let v = value(o);
+                if slices.get(&k) != Some(&v) {
+                    slices.insert(k, v);
+                    publish(&slices);
+                }
+                shared.ok(false);
+            }
+            Ok(Event::Delete(o)) => {
+                if slices.remove(&key(&o)).is_some() {
+                    publish(&slices);
+                }
+                shared.ok(false);
+            }
+            Err(err) => {
+                let code = api_status(&err).map(|s| s.code);
+                let mut msg = format!(
+                    "{} ResourceSlices ({RESOURCE_GROUP}/{version}) {scope}: {}",
+                    watch_phase(&err),
+                    describe_watch_error(&err)
+                );
+                msg.push_str(access_hint(&err, "resourceslices"));
+                tracing::warn!("{msg}; retrying with backoff, DRA devices keep their last value");
+                shared.failed(msg);
+                recovery.failed();
+                if code == Some(404) {
+                    return synced;
+                }
+            }
+        }
+    }
+    synced
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gpu_v1(name: &str, uuid: &str) -> Value {
+        json!({"name": name, "attributes": {
+            "type": {"string": "gpu"}, "uuid": {"string": uuid}, "index": {"int": 0},
+            "driverVersion": {"version": "570.0.0"}
+        }})
+    }
+
+    fn mig_v1beta1(name: &str, uuid: &str, parent: &str, profile: &str) -> Value {
+        json!({"name": name, "basic": {"attributes": {
+            "gpu.nvidia.com/type": {"string": "mig"}, "gpu.nvidia.com/uuid": {"string": uuid},
+            "parentUUID": {"string": parent}, "profile": {"string": profile}
+        }}})
+    }
+
+    fn slice(driver: &str, pool: &str, generation: i64, devices: Vec<Value>) -> Value {
+        json!({
+            "metadata": {"name": format!("{pool}-{driver}-{generation}")},
+            "spec": {"driver": driver, "nodeName": pool,
+                     "pool": {"name": pool, "generation": generation, "resourceSliceCount": 1},
+                     "devices": devices}
+        })
+    }
+
+    #[test]
+    fn parses_both_device_shapes() {
+        let idx = DraIndex::from_slices([slice(
+            NVIDIA_GPU_DRIVER,
+            "node-a",
+            1,
+            vec![
+                gpu_v1("gpu-0", "GPU-aaa"),
+                mig_v1beta1("gpu-1-mig-1g10gb-0", "MIG-bbb", "GPU-ccc", "1g.10gb"),
+            ],
+        )]);
+        assert_eq!(idx.len(), 2);
+        assert_eq!(
+            idx.get(NVIDIA_GPU_DRIVER, "node-a", "gpu-0"),
+            Some(&DraDevice {
+                kind: DraKind::Gpu,
+                uuid: "GPU-aaa".into(),
+                parent_uuid: None,
+                profile: None,
+            })
+        );
+        assert_eq!(
+            idx.get(NVIDIA_GPU_DRIVER, "node-a", "gpu-1-mig-1g10gb-0"),
+            Some(&DraDevice {
+                kind: DraKind::Mig,
+                uuid: "MIG-bbb".into(),
+                parent_uuid: Some("GPU-ccc".into()),
+                profile: Some("1g.10gb".into()),
+            })
+        );
+        assert!(idx.get(NVIDIA_GPU_DRIVER, "node-b", "gpu-0").is_none());
+        assert!(idx.get("other", "node-a", "gpu-0").is_none());
+        assert_eq!(idx.iter().count(), 2);
+    }
+
+    #[test]
+    fn skips_other_drivers_types_and_devices_without_uuid() {
+        let idx = DraIndex::from_slices([
+            slice(
+                "compute-domain.nvidia.com",
+                "node-a",
+                1,
+                vec![gpu_v1("gpu-0", "GPU-x")],
+            ),
+            slice(
+                NVIDIA_GPU_DRIVER,
+                "node-a",
+                1,
+                vec![
+                    json!({"name": "ch-0", "attributes": {"type": {"string": "channel"},
+                                                          "uuid": {"string": "x"}}}),
+                    json!({"name": "gpu-9", "attributes": {"type": {"string": "gpu"}}}),
+                    json!({"name": "bare"}),
+                    json!({"attributes": {"type": {"string": "gpu"}, "uuid": {"string": "y"}}}),
+                ],
+            ),
+        ]);
+        assert!(idx.is_empty(), "{idx:?}");
+        assert!(DraIndex::default().is_empty());
+    }
+
+    #[test]
+    fn older_pool_generations_are_ignored() {
+        let idx = DraIndex::from_slices([
+            slice(
+                NVIDIA_GPU_DRIVER,
+                "node-a",
+                1,
+                vec![gpu_v1("gpu-0", "GPU-old")],
+            ),
+            slice(
+                NVIDIA_GPU_DRIVER,
+                "node-a",
+                2,
+                vec![gpu_v1("gpu-1", "GPU-new")],
+            ),
+        ]);
+        assert_eq!(idx.len(), 1);
+        assert!(idx.get(NVIDIA_GPU_DRIVER, "node-a", "gpu-0").is_none());
+        assert_eq!(
+            idx.get(NVIDIA_GPU_DRIVER, "node-a", "gpu-1")
+                .map(|d| d.uuid.as_str()),
+            Some("GPU-new")
+        );
+    }
+
+    #[test]
+    fn version_preference() {
+        assert_eq!(pick_version(["v1beta1", "v1", "v1beta2"]), Some("v1"));
+        assert_eq!(pick_version(["v1beta1", "v1beta2"]), Some("v1beta2"));
+        assert_eq!(pick_version(["v1alpha3", "v1beta1"]), Some("v1beta1"));
+        assert_eq!(pick_version(["v1alpha3"]), None);
+        assert_eq!(pick_version([]), None);
+    }
+
+    #[test]
+    fn attribute_values_as_text() {
+        assert_eq!(
+            attribute_text(&json!({"string": "a"})).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            attribute_text(&json!({"version": "1.2.3"})).as_deref(),
+            Some("1.2.3")
+        );
+        assert_eq!(attribute_text(&json!({"int": 7})).as_deref(), Some("7"));
+        assert_eq!(
+            attribute_text(&json!({"bool": true})).as_deref(),
+            Some("true")
+        );
+        assert_eq!(attribute_text(&json!({"other": 1})), None);
+    }
+}

@@ -1,1 +1,333 @@
-//! (being written)
+//! Pod labels as Prometheus labels: name sanitizing, the allow-list, and collision rules.
+//!
+//! dcgm-exporter copies pod labels onto the series of the pod's GPUs when
+//! `--kubernetes-enable-pod-labels` is set, filtered by `--kubernetes-pod-label-allowlist-regex`
+//! (a comma-separated list of regexes) and with every character outside `[a-zA-Z0-9_]`
+//! replaced by `_`. It does not check the sanitized names against its own labels, so a pod
+//! label `pod` or `device` used to produce a duplicate label name and a broken scrape. Here a
+//! sanitized name that collides with one of [`RESERVED`] gets the prefix `label_`, and two pod
+//! labels that sanitize to the same name yield one label (the original key that sorts first).
+
+use std::collections::BTreeMap;
+
+use regex::Regex;
+
+/// The flag the allow-list comes from, for error messages.
+pub const ALLOWLIST_FLAG: &str = "--kubernetes-pod-label-allowlist-regex";
+
+/// Prefix given to a sanitized pod-label name that collides with a [`RESERVED`] name.
+pub const COLLISION_PREFIX: &str = "label_";
+
+/// Label names the exporter itself writes (or Prometheus attaches at scrape time). A pod label
+/// whose sanitized name is one of these is written as `label_<name>`.
+///
+/// Both spellings are listed where dcgm-exporter has two (`UUID`/`uuid` with
+/// `--use-old-namespace`, `Hostname`/`hostname` after its rename, `pod`/`pod_name`, ...).
+pub const RESERVED: &[&str] = &[
+    "gpu",
+    "UUID",
+    "uuid",
+    "pci_bus_id",
+    "device",
+    "modelName",
+    "GPU_I_PROFILE",
+    "GPU_I_ID",
+    "mig_uuid",
+    "Hostname",
+    "hostname",
+    "container",
+    "namespace",
+    "pod",
+    "container_name",
+    "pod_namespace",
+    "pod_name",
+    "pod_uid",
+    "vgpu",
+    "hpc_job",
+    "err_code",
+    "err_msg",
+    "xid",
+    "clock_event",
+    "window_size_in_ms",
+    "resource",
+    "workload_kind",
+    "workload_name",
+    "dra_claim_name",
+    "dra_claim_namespace",
+    "dra_driver_name",
+    "dra_pool_name",
+    "dra_device_name",
+    "dra_mig_profile",
+    "dra_mig_device_uuid",
+    "__name__",
+    "job",
+    "instance",
+];
+
+/// Turns any string into a valid Prometheus label name: every character outside
+/// `[a-zA-Z0-9_]` becomes `_`, a leading digit gets a `_` prefix, and the empty string
+/// becomes `_`.
+pub fn sanitize_label_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 1);
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        out.push('_');
+    }
+    out.extend(name.chars().map(|c| {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            c
+        } else {
+            '_'
+        }
+    }));
+    if out.is_empty() {
+        out.push('_');
+    }
+    out
+}
+
+/// Which pod labels may become series labels (`--kubernetes-pod-label-allowlist-regex`).
+///
+/// Each regex must match the whole original pod-label key (it is anchored), e.g.
+/// `app\.kubernetes\.io/.*` allows every `app.kubernetes.io/` label. An empty list allows every
+/// label, as in dcgm-exporter.
+#[derive(Debug, Clone, Default)]
+pub struct LabelAllowlist {
+    patterns: Vec<Regex>,
+}
+
+impl LabelAllowlist {
+    /// Parses the flag's value: regexes separated by commas (blank entries and the spaces
+    /// around each entry are ignored). `None` or an empty value allows every label.
+    ///
+    /// The error names the flag, the regex that did not compile and why.
+    pub fn parse(spec: Option<&str>) -> Result<Self, String> {
+        let mut patterns = Vec::new();
+        for raw in spec.unwrap_or("").split(',') {
+            let re = raw.trim();
+            if re.is_empty() {
+                continue;
+            }
+            let anchored = Regex::new(&format!("^(?:{re})$"))
+                .map_err(|e| format!("{ALLOWLIST_FLAG}: invalid regex {re:?}: {e}"))?;
+            patterns.push(anchored);
+        }
+        Ok(Self { patterns })
+    }
+
+    /// `true` when the pod-label `key` (the original key, before sanitizing) may be exported.
+    pub fn allows(&self, key: &str) -> bool {
+        self.patterns.is_empty() || self.patterns.iter().any(|re| re.is_match(key))
+    }
+
+    /// `true` when no regex was given (every label is allowed).
+    pub fn allows_all(&self) -> bool {
+        self.patterns.is_empty()
+    }
+}
+
+/// The series labels for a pod's labels: the allowed keys, sanitized, sorted by the
+/// sanitized name, without duplicate names.
+///
+/// - A sanitized name in [`RESERVED`] becomes `label_<name>` (pod label `pod` → `label_pod`).
+/// - So does a name starting with `__`, which Prometheus reserves for internal use.
+/// - When several keys end up with the same name (`app.kubernetes.io/name` and
+///   `app_kubernetes_io/name`, or `pod` and `label_pod`), the key that sorts first wins and the
+///   others are dropped.
+pub fn pod_label_pairs(
+    labels: &BTreeMap<String, String>,
+    allow: &LabelAllowlist,
+) -> Vec<(String, String)> {
+    let mut out: BTreeMap<String, &str> = BTreeMap::new();
+    // The map iterates in key order, so the first key to claim a name is the one that sorts
+    // first.
+    for (key, value) in labels {
+        if !allow.allows(key) {
+            continue;
+        }
+        let mut name = sanitize_label_name(key);
+        if RESERVED.contains(&name.as_str()) || name.starts_with("__") {
+            name.insert_str(0, COLLISION_PREFIX);
+        }
+        out.entry(name).or_insert(value.as_str());
+    }
+    out.into_iter().map(|(k, v)| (k, v.to_owned())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn sanitize_replaces_invalid_characters() {
+        assert_eq!(
+            sanitize_label_name("app.kubernetes.io/name"),
+            "app_kubernetes_io_name"
+        );
+        assert_eq!(sanitize_label_name("team-a"), "team_a");
+        assert_eq!(sanitize_label_name("already_ok_123"), "already_ok_123");
+        assert_eq!(sanitize_label_name("ünïcode"), "_n_code");
+        assert_eq!(sanitize_label_name("a b"), "a_b");
+    }
+
+    #[test]
+    fn sanitize_prefixes_leading_digit_and_fills_empty() {
+        assert_eq!(sanitize_label_name("9lives"), "_9lives");
+        assert_eq!(sanitize_label_name("0"), "_0");
+        assert_eq!(sanitize_label_name(""), "_");
+        assert_eq!(sanitize_label_name("_x"), "_x");
+        assert_eq!(sanitize_label_name("-"), "_");
+    }
+
+    #[test]
+    fn allowlist_empty_allows_all() {
+        for spec in [None, Some(""), Some(" , ,")] {
+            let a = LabelAllowlist::parse(spec).unwrap();
+            assert!(a.allows_all());
+            assert!(a.allows("anything/at.all"));
+        }
+        assert!(LabelAllowlist::default().allows("x"));
+    }
+
+    #[test]
+    fn allowlist_is_anchored_on_the_original_key() {
+        let a = LabelAllowlist::parse(Some(r"app\.kubernetes\.io/.*, team")).unwrap();
+        assert!(!a.allows_all());
+        assert!(a.allows("app.kubernetes.io/name"));
+        assert!(a.allows("team"));
+        assert!(!a.allows("team-b"), "a partial match must not count");
+        assert!(!a.allows("my-team"));
+        assert!(
+            !a.allows("app_kubernetes_io_name"),
+            "matched against the original key"
+        );
+    }
+
+    #[test]
+    fn allowlist_alternation_is_anchored_as_a_whole() {
+        let a = LabelAllowlist::parse(Some("a|b")).unwrap();
+        assert!(a.allows("a"));
+        assert!(a.allows("b"));
+        assert!(!a.allows("ab"));
+        assert!(!a.allows("xb"));
+    }
+
+    #[test]
+    fn allowlist_error_names_flag_and_regex() {
+        let err = LabelAllowlist::parse(Some("ok,(unclosed")).unwrap_err();
+        assert!(err.contains(ALLOWLIST_FLAG), "{err}");
+        assert!(err.contains("(unclosed"), "{err}");
+    }
+
+    #[test]
+    fn pairs_are_filtered_sanitized_and_sorted() {
+        let l = labels(&[
+            ("zeta", "z"),
+            ("app.kubernetes.io/name", "trainer"),
+            ("secret", "s"),
+            ("Alpha", "a"),
+        ]);
+        let allow = LabelAllowlist::parse(Some("zeta,app\\..*,Alpha")).unwrap();
+        assert_eq!(
+            pod_label_pairs(&l, &allow),
+            pairs(&[
+                ("Alpha", "a"),
+                ("app_kubernetes_io_name", "trainer"),
+                ("zeta", "z"),
+            ])
+        );
+    }
+
+    #[test]
+    fn reserved_names_get_a_prefix() {
+        let l = labels(&[
+            ("pod", "p"),
+            ("namespace", "n"),
+            ("UUID", "u"),
+            ("job", "j"),
+            ("__name__", "x"),
+            ("pod-uid", "id"),
+            ("__meta", "m"),
+        ]);
+        let got = pod_label_pairs(&l, &LabelAllowlist::default());
+        assert_eq!(
+            got,
+            pairs(&[
+                ("label_UUID", "u"),
+                ("label___meta", "m"),
+                ("label___name__", "x"),
+                ("label_job", "j"),
+                ("label_namespace", "n"),
+                ("label_pod", "p"),
+                ("label_pod_uid", "id"),
+            ])
+        );
+        for (name, _) in &got {
+            assert!(!RESERVED.contains(&name.as_str()), "{name}");
+        }
+    }
+
+    #[test]
+    fn colliding_keys_keep_the_first_original_key() {
+        let l = labels(&[
+            ("app_kubernetes_io/name", "second"),
+            ("app.kubernetes.io/name", "first"),
+        ]);
+        // '.' (0x2e) sorts before '_' (0x5f).
+        assert_eq!(
+            pod_label_pairs(&l, &LabelAllowlist::default()),
+            pairs(&[("app_kubernetes_io_name", "first")])
+        );
+    }
+
+    #[test]
+    fn prefixed_reserved_name_does_not_duplicate_an_existing_label() {
+        // `label_pod` sorts before `pod`, so it keeps the name; `pod` → `label_pod` is dropped.
+        let l = labels(&[("pod", "from-pod"), ("label_pod", "from-label_pod")]);
+        assert_eq!(
+            pod_label_pairs(&l, &LabelAllowlist::default()),
+            pairs(&[("label_pod", "from-label_pod")])
+        );
+    }
+
+    #[test]
+    fn no_duplicate_names_ever() {
+        let l = labels(&[
+            ("a.b", "1"),
+            ("a-b", "2"),
+            ("a/b", "3"),
+            ("a_b", "4"),
+            ("1x", "5"),
+            ("_1x", "6"),
+            ("gpu", "7"),
+            ("label_gpu", "8"),
+        ]);
+        let got = pod_label_pairs(&l, &LabelAllowlist::default());
+        let mut names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "{got:?}");
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        // '-' < '.' < '/' < '_': "a-b" wins the name a_b; "1x" < "_1x" wins _1x.
+        assert!(got.contains(&("a_b".to_owned(), "2".to_owned())), "{got:?}");
+        assert!(got.contains(&("_1x".to_owned(), "5".to_owned())), "{got:?}");
+        assert!(
+            got.contains(&("label_gpu".to_owned(), "7".to_owned())),
+            "{got:?}"
+        );
+    }
+}
