@@ -655,7 +655,61 @@ mod tests {
         assert!(c.kubernetes && c.use_old_namespace && c.no_hostname);
         let cfg = c.validate().unwrap();
         assert!(cfg.hostname.is_none());
-        assert!(cfg.warnings.iter().any(|w| w.contains("--kubernetes")));
+        let k = cfg.kubernetes.expect("-k enables pod attribution");
+        assert_eq!(
+            k.socket,
+            PathBuf::from("/var/lib/kubelet/pod-resources/kubelet.sock")
+        );
+        assert!(k.pod_metadata && k.process_metrics && !k.dra && k.pod_labels.is_none());
+        assert!(!cfg.warnings.iter().any(|w| w.contains("--kubernetes")));
+    }
+
+    #[test]
+    fn kubernetes_flags_are_validated_and_named() {
+        let e = cli(&["-k", "--kubernetes-gpu-id-type", "serial"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--kubernetes-gpu-id-type"), "{e}");
+        let e = cli(&[
+            "-k",
+            "--kubernetes-enable-pod-labels",
+            "--kubernetes-pod-label-allowlist-regex",
+            "app,(broken",
+        ])
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--kubernetes-pod-label-allowlist-regex"), "{e}");
+        assert!(e.contains("(broken"), "{e}");
+        let e = cli(&["-k", "--pod-resources-timeout", "5"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--pod-resources-timeout"), "{e}");
+        // Kubernetes flags without -k do nothing, and say so.
+        let cfg = cli(&["--kubernetes-enable-dra"]).validate().unwrap();
+        assert!(cfg.kubernetes.is_none());
+        assert!(
+            cfg.warnings
+                .iter()
+                .any(|w| w.contains("--kubernetes-enable-dra") && w.contains("-k")),
+            "{:?}",
+            cfg.warnings
+        );
+        // Pod labels, UID and DRA need the pod watch even when metadata is turned off.
+        let cfg = cli(&[
+            "-k",
+            "--kubernetes-pod-metadata=false",
+            "--kubernetes-enable-pod-uid",
+            "--nvidia-resource-names",
+            "example.com/a100, ",
+        ])
+        .validate()
+        .unwrap();
+        let k = cfg.kubernetes.unwrap();
+        assert!(k.pod_metadata && k.pod_uid);
+        assert_eq!(k.extra_resources, ["example.com/a100"]);
     }
 
     #[test]

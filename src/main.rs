@@ -206,9 +206,6 @@ fn start_attribution(
             }
         };
     }
-    if k.node_name.is_none() {
-        warn!("NODE_NAME is not set: the Kubernetes API watches cover every node's pods");
-    }
     info!(socket = %k.socket.display(), refresh_ms = k.refresh.as_millis() as u64, "pod attribution enabled");
     let a = attribution::start(&k, cfg.old_namespace, client, hpc, rt.handle())?;
     Ok((Some(a), cluster))
