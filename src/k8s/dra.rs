@@ -31,8 +31,8 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
 use super::meta::{
-    Published, Recovery, SourceStatus, TaskGuard, access_hint, api_status, describe_kube_error,
-    describe_watch_error, watch_phase,
+    Published, Recovery, access_hint, api_status, describe_kube_error, describe_watch_error,
+    watch_phase,
 };
 
 /// The name of NVIDIA's GPU DRA driver (`spec.driver` of its ResourceSlices).
@@ -226,13 +226,11 @@ pub fn pick_version<'a>(served: impl IntoIterator<Item = &'a str>) -> Option<&'s
         .find(|v| served.contains(v))
 }
 
-/// The background ResourceSlice reflector and its latest [`DraIndex`].
-pub struct DraSource {
-    shared: Arc<Published<DraIndex>>,
-    _task: TaskGuard,
-}
+/// The background ResourceSlice reflector and its latest [`DraIndex`] (discovery failures
+/// count as errors in its status).
+pub type DraSource = super::meta::Source<DraIndex>;
 
-impl DraSource {
+impl super::meta::Source<DraIndex> {
     /// Starts discovery and then the reflector on `runtime` (a tokio handle).
     ///
     /// `node_name` restricts it to the slices of one node (field selector
@@ -244,22 +242,7 @@ impl DraSource {
         node_name: Option<String>,
         runtime: &tokio::runtime::Handle,
     ) -> Arc<Self> {
-        let shared = Arc::new(Published::new());
-        let task = runtime.spawn(run_dra(client, node_name, Arc::clone(&shared)));
-        Arc::new(Self {
-            shared,
-            _task: TaskGuard(task.abort_handle()),
-        })
-    }
-
-    /// The latest index (an atomic load; never waits on the API).
-    pub fn index(&self) -> Arc<DraIndex> {
-        self.shared.load()
-    }
-
-    /// The reflector's health (discovery failures count as errors).
-    pub fn status(&self) -> SourceStatus {
-        self.shared.status()
+        Self::start(runtime, |shared| run_dra(client, node_name, shared))
     }
 }
 

@@ -465,13 +465,45 @@ fn error_chain(err: &dyn std::error::Error) -> String {
     msg
 }
 
-/// The background pod reflector and its latest [`PodIndex`].
-pub struct PodSource {
-    shared: Arc<Published<PodIndex>>,
+/// A background reflector task and the latest value it published. Dropping it aborts the
+/// task. [`PodSource`] and [`super::dra::DraSource`] are its two kinds.
+pub struct Source<T> {
+    shared: Arc<Published<T>>,
     _task: TaskGuard,
 }
 
-impl PodSource {
+impl<T: Default + Send + Sync + 'static> Source<T> {
+    /// Runs `task` (given the shared slot it publishes into) on `runtime`.
+    pub(crate) fn start<F>(
+        runtime: &tokio::runtime::Handle,
+        task: impl FnOnce(Arc<Published<T>>) -> F,
+    ) -> Arc<Self>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let shared = Arc::new(Published::new());
+        let handle = runtime.spawn(task(Arc::clone(&shared)));
+        Arc::new(Self {
+            shared,
+            _task: TaskGuard(handle.abort_handle()),
+        })
+    }
+
+    /// The latest value (an atomic load; never waits on the API).
+    pub fn index(&self) -> Arc<T> {
+        self.shared.load()
+    }
+
+    /// The reflector's health.
+    pub fn status(&self) -> SourceStatus {
+        self.shared.status()
+    }
+}
+
+/// The background pod reflector and its latest [`PodIndex`].
+pub type PodSource = Source<PodIndex>;
+
+impl Source<PodIndex> {
     /// Starts the reflector on `runtime` (a tokio handle).
     ///
     /// `node_name` restricts it to the pods of one node (field selector
@@ -484,22 +516,7 @@ impl PodSource {
         node_name: Option<String>,
         runtime: &tokio::runtime::Handle,
     ) -> Arc<Self> {
-        let shared = Arc::new(Published::new());
-        let task = runtime.spawn(run_pods(client, node_name, Arc::clone(&shared)));
-        Arc::new(Self {
-            shared,
-            _task: TaskGuard(task.abort_handle()),
-        })
-    }
-
-    /// The latest index (an atomic load; never waits on the API).
-    pub fn index(&self) -> Arc<PodIndex> {
-        self.shared.load()
-    }
-
-    /// The reflector's health.
-    pub fn status(&self) -> SourceStatus {
-        self.shared.status()
+        Self::start(runtime, |shared| run_pods(client, node_name, shared))
     }
 }
 
