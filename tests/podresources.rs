@@ -59,10 +59,14 @@ impl Node {
         }
     }
 
-    fn scrape(&mut self) -> String {
+    fn tick(&mut self) -> gpu_exporter::snapshot::Snapshot {
         self.t += 1.0;
         self.node.set_time(self.t);
-        let snap = self.sampler.tick(self.t);
+        self.sampler.tick(self.t)
+    }
+
+    fn scrape(&mut self) -> String {
+        let snap = self.tick();
         String::from_utf8(encode(&snap, &self.counters, &EncodeOptions::default())).unwrap()
     }
 
@@ -275,4 +279,30 @@ fn slow_kubelet_times_out_and_never_holds_up_a_tick() {
     // Answers in time again: the new holder shows.
     k.set_delay(Duration::ZERO);
     n.scrape_until("slow pod", |t| util_pod(t, "0").as_deref() == Some("slow"));
+}
+
+#[test]
+fn unchanged_kubelet_answers_reuse_the_join() {
+    let mut n = Node::new("a100-l4", Duration::from_secs(5));
+    let (g0, _) = uuid_of(&n.scrape(), "0", None);
+    let k = n.kubelet(KubeletView {
+        pods: vec![pod("steady", "nvidia.com/gpu", &[&g0])],
+        allocatable: None,
+    });
+    n.scrape_until("pod attributed", |t| util_pod(t, "0").is_some());
+    let before = n.tick().attribution.join.unwrap();
+    // Several more refreshes with the same answer (every 100 ms).
+    let lists = k.lists();
+    wait_until("three more refreshes", || k.lists() >= lists + 3);
+    let after = n.tick().attribution.join.unwrap();
+    assert!(
+        Arc::ptr_eq(&before, &after),
+        "the join was rebuilt although the kubelet's answer did not change"
+    );
+    // A changed answer does rebuild it.
+    k.set_view(KubeletView {
+        pods: vec![pod("next", "nvidia.com/gpu", &[&g0])],
+        allocatable: None,
+    });
+    n.scrape_until("new pod", |t| util_pod(t, "0").as_deref() == Some("next"));
 }

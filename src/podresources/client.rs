@@ -122,7 +122,11 @@ impl PodResourcesSource {
                                 "kubelet pod-resources API answered"
                             );
                         }
-                        me.latest.store(Some(Arc::new(view)));
+                        // Publish only a changed answer: the join is rebuilt only when the
+                        // published view changes.
+                        if me.view().as_deref() != Some(&view) {
+                            me.latest.store(Some(Arc::new(view)));
+                        }
                         let mut st = me.status.lock().unwrap_or_else(|p| p.into_inner());
                         st.last_success_unix = crate::sampler::unix_now();
                         st.last_error = None;
