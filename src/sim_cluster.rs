@@ -144,7 +144,7 @@ struct GpuInfo {
     pids: Vec<u32>,
 }
 
-fn gpus(nvml: &Nvml) -> Result<Vec<GpuInfo>, String> {
+fn gpus(nvml: &'static Nvml) -> Result<Vec<GpuInfo>, String> {
     let n = nvml.device_count().map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for i in 0..n {
@@ -156,24 +156,15 @@ fn gpus(nvml: &Nvml) -> Result<Vec<GpuInfo>, String> {
             .map(|v| v.iter().map(|p| p.pid).collect())
             .unwrap_or_default();
         if dev.mig_mode().is_ok_and(|m| m.current == 1) {
-            let max = dev.mig_device_count().unwrap_or(0);
-            for m in 0..max {
-                let Ok(mig) = dev.mig_device_by_index(m) else {
-                    continue;
-                };
-                let (Ok(u), Ok(name)) = (mig.uuid(), mig.name()) else {
-                    continue;
-                };
-                let gi = crate::gpu::reader::gpu_instance_id(nvml, &mig).unwrap_or(m);
-                let profile = crate::gpu::mig_profile_from_name(&name)
-                    .unwrap_or("unknown")
-                    .to_owned();
+            let instances = crate::gpu::reader::enumerate_mig(nvml, &dev)
+                .map_err(|e| format!("listing the MIG instances of GPU {i}: {e}"))?;
+            for (mig, id) in instances {
                 pids.extend(
                     mig.running_compute_processes()
                         .map(|v| v.iter().map(|p| p.pid).collect::<Vec<_>>())
                         .unwrap_or_default(),
                 );
-                migs.insert(gi, (u, profile));
+                migs.insert(id.gpu_instance_id, (id.uuid, id.profile));
             }
         }
         out.push(GpuInfo { uuid, migs, pids });
@@ -214,7 +205,7 @@ fn stable_hex(seed: &str, len: usize) -> String {
 impl ClusterSpec {
     /// Resolves GPU indices and MIG instances to NVML UUIDs and builds what each simulated
     /// component serves. Errors name the pod and container.
-    pub fn resolve(&self, nvml: &Nvml, node: &str) -> Result<Resolved, String> {
+    pub fn resolve(&self, nvml: &'static Nvml, node: &str) -> Result<Resolved, String> {
         let gpus = gpus(nvml)?;
         let mut out = Resolved::default();
         let mut shared_gpus = std::collections::BTreeSet::new();

@@ -9,7 +9,7 @@ pub mod reader;
 mod text;
 pub mod xid;
 
-pub use text::{mig_profile_from_name, xid_message};
+pub use text::xid_message;
 
 use std::ffi::OsStr;
 use std::path::Path;

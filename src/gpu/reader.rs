@@ -182,6 +182,8 @@ struct Book {
     unsupported: HashSet<(String, u32)>,
     unsupported_list: Vec<Unsupported>,
     warned: HashSet<(String, u32)>,
+    /// (entity key, step) of device-level steps already warned about (see [`Book::failed`]).
+    warned_steps: HashSet<(String, &'static str)>,
     errors: BTreeMap<&'static str, u64>,
 }
 
@@ -204,6 +206,20 @@ struct Ctx<'a> {
 }
 
 impl Book {
+    /// Counts a failed device-level step (`step` is its name in
+    /// `gpu_exporter_field_read_errors_total`) and warns once per entity and step, as field
+    /// read failures are.
+    fn failed(&mut self, step: &'static str, key: &str, gpu: u32, what: &str, e: &NvmlError) {
+        *self.errors.entry(step).or_default() += 1;
+        if self.warned_steps.insert((key.to_owned(), step)) {
+            warn!(
+                gpu,
+                "{what} failed: {e} (further failures are counted in \
+                 gpu_exporter_field_read_errors_total{{field=\"{step}\"}})"
+            );
+        }
+    }
+
     fn is_unsupported(&self, key: &str, field: &FieldDef) -> bool {
         self.unsupported.contains(&(key.to_owned(), field.id))
     }
@@ -512,8 +528,9 @@ impl Reader {
                     return;
                 }
                 Err(e) => {
-                    *self.book.errors.entry("mig_enumeration").or_default() += 1;
-                    warn!(gpu = index, "listing MIG instances failed: {e}");
+                    let what = "listing MIG instances";
+                    self.book
+                        .failed("mig_enumeration", &ident.uuid, index, what, &e);
                     Some(Vec::new())
                 }
             },
@@ -646,8 +663,8 @@ impl Reader {
                     Ok(p) => out.processes.push(p),
                     Err(NvmlError::GpuLost) => lost = true,
                     Err(e) => {
-                        *self.book.errors.entry("processes").or_default() += 1;
-                        warn!(gpu = index, "listing processes failed: {e}");
+                        let what = "listing processes";
+                        self.book.failed("processes", &ident.uuid, index, what, &e);
                     }
                 }
             }
@@ -672,8 +689,8 @@ fn read_ident(dev: &Device<'_>) -> Result<Ident, NvmlError> {
     })
 }
 
-/// Lists MIG devices (handle + identity), ordered by GPU instance id.
-fn enumerate_mig(
+/// Lists MIG devices (handle + identity), ordered by GPU instance id, one per GPU instance.
+pub fn enumerate_mig(
     nvml: &'static Nvml,
     dev: &Device<'static>,
 ) -> Result<Vec<(Device<'static>, MigIdentity)>, NvmlError> {
@@ -1100,11 +1117,6 @@ fn read_text_field(
 
 /// `nvmlDeviceGetGpuInstanceId` / `nvmlDeviceGetComputeInstanceId` on a MIG handle; not
 /// wrapped by nvml-wrapper, so called through its sys layer.
-/// The NVML GPU instance id of a MIG device handle.
-pub fn gpu_instance_id(nvml: &Nvml, mig: &Device<'_>) -> Result<u32, NvmlError> {
-    instance_id(nvml, mig, true)
-}
-
 fn instance_id(nvml: &Nvml, mig: &Device<'_>, gpu_instance: bool) -> Result<u32, NvmlError> {
     let lib = nvml.lib();
     let sym = if gpu_instance {
