@@ -102,7 +102,7 @@ pub fn start(
     client: Option<kube::Client>,
     hpc: Option<HpcWatcher>,
     runtime: &tokio::runtime::Handle,
-) -> Result<Attributor, String> {
+) -> Attributor {
     let kubelet = PodResourcesSource::spawn(
         KubeletOptions {
             socket: k.socket.clone(),
@@ -118,14 +118,10 @@ pub fn start(
     let dra = client
         .filter(|_| k.dra)
         .map(|c| DraSource::spawn(c, k.node_name.clone(), runtime));
-    let pod_labels = match &k.pod_labels {
-        Some(spec) => Some(LabelAllowlist::parse(spec.as_deref())?),
-        None => None,
-    };
     let opts = AttributionOptions {
         extra_resources: k.extra_resources.clone(),
         virtual_gpus: k.virtual_gpus,
-        pod_labels,
+        pod_labels: k.pod_labels.clone(),
         pod_uid: k.pod_uid,
         old_namespace,
     };
@@ -138,7 +134,7 @@ pub fn start(
             .process_metrics
             .then(|| ProcTree::new(k.proc_root.clone())),
     };
-    Ok(Attributor::new(opts, sources))
+    Attributor::new(opts, sources)
 }
 
 /// Joins entities with their holders once per tick.

@@ -337,8 +337,8 @@ pub struct KubernetesConfig {
     pub extra_resources: Vec<String>,
     /// `--kubernetes-virtual-gpus`.
     pub virtual_gpus: bool,
-    /// `--kubernetes-enable-pod-labels`: the allow-list spec (validated), `None` when off.
-    pub pod_labels: Option<Option<String>>,
+    /// `--kubernetes-enable-pod-labels` with its parsed allow-list; `None` when off.
+    pub pod_labels: Option<crate::k8s::labels::LabelAllowlist>,
     /// `--kubernetes-enable-pod-uid`.
     pub pod_uid: bool,
     /// `--kubernetes-enable-dra`.
@@ -547,7 +547,7 @@ impl Cli {
                 )));
             }
         }
-        crate::k8s::labels::LabelAllowlist::parse(
+        let allowlist = crate::k8s::labels::LabelAllowlist::parse(
             self.kubernetes_pod_label_allowlist_regex.as_deref(),
         )
         .map_err(ConfigError::Flag)?;
@@ -595,9 +595,7 @@ impl Cli {
                 .filter(|s| !s.is_empty())
                 .collect(),
             virtual_gpus: self.kubernetes_virtual_gpus,
-            pod_labels: self
-                .kubernetes_enable_pod_labels
-                .then(|| self.kubernetes_pod_label_allowlist_regex.clone()),
+            pod_labels: self.kubernetes_enable_pod_labels.then_some(allowlist),
             pod_uid: self.kubernetes_enable_pod_uid,
             dra: self.kubernetes_enable_dra,
             pod_metadata: self.kubernetes_pod_metadata

@@ -207,7 +207,7 @@ fn start_attribution(
         };
     }
     info!(socket = %k.socket.display(), refresh_ms = k.refresh.as_millis() as u64, "pod attribution enabled");
-    let a = attribution::start(&k, cfg.old_namespace, client, hpc, rt.handle())?;
+    let a = attribution::start(&k, cfg.old_namespace, client, hpc, rt.handle());
     Ok((Some(a), cluster))
 }
 

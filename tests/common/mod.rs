@@ -199,8 +199,7 @@ impl Cluster {
             Some(self.sim.client.clone()),
             None,
             self.rt.handle(),
-        )
-        .unwrap();
+        );
         wait_until("attribution sources ready", || a.ready());
         a
     }
