@@ -97,6 +97,11 @@ impl Model {
             .find(|(_, p)| p.name.eq_ignore_ascii_case(name))
     }
 
+    /// GPU temperature of the idle board once settled, °C (without noise).
+    pub fn idle_temp_c(&self) -> f64 {
+        self.ambient_c + self.thermal_c_per_w * self.idle_w
+    }
+
     /// Names of this model's MIG profiles, comma-separated (for error messages).
     pub fn mig_profile_names(&self) -> String {
         let names: Vec<&str> = self.mig_profiles.iter().map(|p| p.name).collect();

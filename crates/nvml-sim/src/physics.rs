@@ -6,10 +6,13 @@
 //! Pure functions only; caching of integrals lives in `integrator` and `sim`. The relations
 //! are chosen so readings stay physically consistent: power follows utilization between idle
 //! and the enforced limit, temperature follows power with a lag, clocks drop when capped.
+//! Scenario faults act here too: a `thermal` fault forces the die temperature up and slows
+//! the SM clock, a `power_brake` fault slams the SM clock (and with it the power) to idle.
 
 use nvml_wrapper_sys::bindings::{
     nvmlClocksEventReasonGpuIdle, nvmlClocksEventReasonSwPowerCap,
-    nvmlClocksEventReasonSwThermalSlowdown,
+    nvmlClocksEventReasonSwThermalSlowdown, nvmlClocksThrottleReasonHwPowerBrakeSlowdown,
+    nvmlClocksThrottleReasonHwSlowdown, nvmlClocksThrottleReasonHwThermalSlowdown,
 };
 
 use crate::curves::{self, Kind, Workload};
@@ -18,6 +21,18 @@ use crate::scenario::{Gpu, Scenario};
 
 /// One MiB in bytes.
 pub const MIB: u64 = 1024 * 1024;
+
+/// Share of its normal SM clock a GPU keeps inside a `thermal` fault.
+pub const THERMAL_CLOCK_FACTOR: f64 = 0.6;
+
+/// Clock-event reasons inside a `thermal` fault: HW and SW thermal slowdown.
+pub const THERMAL_REASONS: u64 =
+    (nvmlClocksThrottleReasonHwThermalSlowdown | nvmlClocksEventReasonSwThermalSlowdown) as u64;
+
+/// Clock-event reasons inside a `power_brake` fault: HW power brake, which is also a HW
+/// slowdown.
+pub const POWER_BRAKE_REASONS: u64 =
+    (nvmlClocksThrottleReasonHwPowerBrakeSlowdown | nvmlClocksThrottleReasonHwSlowdown) as u64;
 
 /// Instantaneous load of a GPU or MIG instance; utilization fields are fractions 0..1 and
 /// traffic fields bytes/s.
@@ -242,13 +257,19 @@ pub fn gpu_load(sc: &Scenario, seed: u64, g: usize, t: f64) -> Load {
     gpu_load_with(sc, seed, g, t, |_, _| {})
 }
 
-/// Power the board would draw at `t` without a limit, W, with the load behind it.
+/// Power the board would draw at `t` without a limit, W, with the load behind it. Under a
+/// power brake the SM clock sits at idle, so the dynamic part shrinks with the clock.
 fn demand_w(gpu: &Gpu, seed: u64, load: &Load, t: f64) -> f64 {
     let m = gpu.model;
     let range = m.power_limit_w - m.idle_w;
     let key = curves::key(&[seed, gpu.index as u64, 0x0070_6f77_6572]);
     let idle_jitter = 0.8 * curves::smooth_noise(key, t / 4.0);
-    m.idle_w + idle_jitter + range * load.power_share
+    let clock_share = if gpu.power_braked(t) {
+        f64::from(m.sm_idle_mhz) / f64::from(m.sm_max_mhz)
+    } else {
+        1.0
+    };
+    m.idle_w + idle_jitter + range * load.power_share * clock_share
 }
 
 /// Power drawn at `t` (W) together with the unlimited demand and the limit.
@@ -271,8 +292,13 @@ fn power_violation(demand: f64, limit: f64) -> f64 {
     ((demand - limit) / (0.02 * limit)).clamp(0.0, 1.0)
 }
 
-/// Fraction of time the thermal slowdown is active at this temperature (0..1).
-fn thermal_violation(model: &Model, temp_c: f64) -> f64 {
+/// Fraction of time the thermal slowdown is active at this temperature (0..1); all of it
+/// inside a `thermal` fault.
+fn thermal_violation(gpu: &Gpu, temp_c: f64, t: f64) -> f64 {
+    if gpu.thermal_at(t).is_some() {
+        return 1.0;
+    }
+    let model = gpu.model;
     ((temp_c - (model.slowdown_c - 2.0)) / 2.0).clamp(0.0, 1.0)
 }
 
@@ -314,13 +340,23 @@ pub fn readings(sc: &Scenario, seed: u64, g: usize, t: f64) -> Option<Readings> 
     }
     let lagged = weighted / weights;
     let key = curves::key(&[seed, g as u64, 0x7465_6d70]);
-    let temp_c =
+    let normal_c =
         m.ambient_c + m.thermal_c_per_w * lagged + 0.4 * curves::smooth_noise(key, t / 20.0);
+    // A thermal fault holds the die at least at its temperature (no lag); HBM heats with it.
+    let forced_c = gpu.thermal_at(t);
+    let temp_c = forced_c.map_or(normal_c, |c| normal_c.max(c));
     let mem_temp_c = temp_c + 3.0 + 0.006 * lagged;
     let boost = (load.activity * 4.0).min(1.0);
     let mut sm = f64::from(m.sm_idle_mhz) + f64::from(m.sm_max_mhz - m.sm_idle_mhz) * boost;
     if demand > limit {
         sm *= (limit / demand).sqrt();
+    }
+    if forced_c.is_some() {
+        sm *= THERMAL_CLOCK_FACTOR;
+    }
+    let braked = gpu.power_braked(t);
+    if braked {
+        sm = f64::from(m.sm_idle_mhz);
     }
     let sm_mhz = ((sm / 15.0).round() * 15.0).max(f64::from(m.sm_idle_mhz)) as u32;
     let video = f64::from(m.video_idle_mhz) + f64::from(m.video_max_mhz - m.video_idle_mhz) * boost;
@@ -337,8 +373,14 @@ pub fn readings(sc: &Scenario, seed: u64, g: usize, t: f64) -> Option<Readings> 
     if power_violation(demand, limit) > 0.0 {
         reasons |= u64::from(nvmlClocksEventReasonSwPowerCap);
     }
-    if thermal_violation(m, temp_c) > 0.0 {
+    if thermal_violation(gpu, temp_c, t) > 0.0 {
         reasons |= u64::from(nvmlClocksEventReasonSwThermalSlowdown);
+    }
+    if forced_c.is_some() {
+        reasons |= THERMAL_REASONS;
+    }
+    if braked {
+        reasons |= POWER_BRAKE_REASONS;
     }
     let pstate = if idle && m.mem_idle_mhz != m.mem_mhz {
         8
@@ -530,7 +572,7 @@ pub fn rates(sc: &Scenario, seed: u64, g: usize, t: f64, out: &mut [f64]) {
     };
     set(out, CH_ENERGY, power_w * 1000.0);
     set(out, CH_VIOL_POWER, power_violation(demand, limit) * 1e9);
-    set(out, CH_VIOL_THERMAL, thermal_violation(m, temp) * 1e9);
+    set(out, CH_VIOL_THERMAL, thermal_violation(gpu, temp, t) * 1e9);
     set(out, CH_NVLINK_TX, load.nvlink_tx / 1024.0);
     set(out, CH_NVLINK_RX, load.nvlink_rx / 1024.0);
     write_gpm(out, CH_GPU_GPM, &load);
@@ -590,6 +632,136 @@ mod tests {
             .map(|uid| instance_memory(&sc, 3, 5, uid, 100.0).unwrap().used)
             .sum();
         assert_eq!(parent.used, sum);
+    }
+
+    /// A busy H100 (training at level 1, no swing), with `faults` appended.
+    fn busy_h100(faults: &str) -> Scenario {
+        let text = format!(
+            "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = {{ kind = \"training\", level \
+             = 1.0, amplitude = 0 }}\n{faults}"
+        );
+        crate::scenario::parse(&text, "test", "test").unwrap()
+    }
+
+    #[test]
+    fn thermal_fault_heats_and_slows_the_gpu() {
+        let base = busy_h100("");
+        let sc = busy_h100(
+            "[[faults]]\nat = 60\ngpu = 0\nkind = \"thermal\"\ncelsius = 95\nuntil = 160\n",
+        );
+        let m = sc.gpus[0].model;
+        // Before and after the window: exactly the readings without the fault.
+        for t in [0.0, 30.0, 59.9, 160.0, 200.0] {
+            assert_eq!(readings(&sc, 1, 0, t), readings(&base, 1, 0, t), "t = {t}");
+        }
+        let before = readings(&sc, 1, 0, 59.9).unwrap();
+        assert!(before.temp_c < 85.0, "{before:?}");
+        assert_eq!(before.reasons & THERMAL_REASONS, 0, "{before:?}");
+        for t in [60.0, 61.3, 100.0, 159.9] {
+            let r = readings(&sc, 1, 0, t).unwrap();
+            let n = readings(&base, 1, 0, t).unwrap();
+            // The die jumps to the fault's temperature, the HBM by the same delta.
+            assert_eq!(r.temp_c, 95.0, "{r:?}");
+            let delta = 95.0 - n.temp_c;
+            assert!(delta > 10.0, "{n:?}");
+            assert!(
+                (r.mem_temp_c - (n.mem_temp_c + delta)).abs() < 1e-9,
+                "{r:?}"
+            );
+            // HW and SW thermal slowdown on top of what was there.
+            assert_eq!(r.reasons, n.reasons | 0x60, "{r:?}");
+            // SM clock at ~60 %, on the 15 MHz grid, never below idle.
+            assert!(r.sm_mhz.is_multiple_of(15));
+            assert!(r.sm_mhz >= m.sm_idle_mhz);
+            let expect = 0.6 * f64::from(n.sm_mhz);
+            assert!(
+                (f64::from(r.sm_mhz) - expect).abs() <= 15.0,
+                "{r:?} vs {n:?}"
+            );
+            // Power and everything else are unchanged.
+            assert_eq!(
+                (r.power_w, r.load, r.mem_mhz),
+                (n.power_w, n.load, n.mem_mhz)
+            );
+        }
+        // Hotter than the fault asks: the reading stays at the natural temperature.
+        let cool = busy_h100(
+            "[[faults]]\nat = 60\ngpu = 0\nkind = \"thermal\"\ncelsius = 40\nuntil = 160\n",
+        );
+        let r = readings(&cool, 1, 0, 100.0).unwrap();
+        let n = readings(&base, 1, 0, 100.0).unwrap();
+        assert_eq!((r.temp_c, r.mem_temp_c), (n.temp_c, n.mem_temp_c));
+        assert_eq!(r.reasons & 0x60, 0x60);
+        // An idle GPU keeps its idle clock (60 % of it would be below idle).
+        let idle = crate::scenario::parse(
+            "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\n[[faults]]\nat = 0\ngpu = 0\nkind = \
+             \"thermal\"\ncelsius = 100\n",
+            "test",
+            "test",
+        )
+        .unwrap();
+        let r = readings(&idle, 1, 0, 10.0).unwrap();
+        assert_eq!((r.sm_mhz, r.temp_c), (m.sm_idle_mhz, 100.0));
+        assert_eq!(r.reasons, 0x1 | 0x20 | 0x40);
+    }
+
+    #[test]
+    fn thermal_fault_violation_rate() {
+        let base = busy_h100("");
+        let sc = busy_h100(
+            "[[faults]]\nat = 60\ngpu = 0\nkind = \"thermal\"\ncelsius = 95\nuntil = 160\n",
+        );
+        let mut out = vec![0.0; channel_count(&sc.gpus[0])];
+        let mut normal = out.clone();
+        for t in [10.0, 59.9, 60.0, 100.5, 159.9, 160.0, 300.0] {
+            rates(&sc, 1, 0, t, &mut out);
+            rates(&base, 1, 0, t, &mut normal);
+            let inside = (60.0..160.0).contains(&t);
+            let expect = if inside { 1e9 } else { normal[CH_VIOL_THERMAL] };
+            assert_eq!(out[CH_VIOL_THERMAL], expect, "t = {t}");
+            assert_eq!(out[CH_ENERGY], normal[CH_ENERGY], "t = {t}");
+            assert_eq!(out[CH_VIOL_POWER], normal[CH_VIOL_POWER], "t = {t}");
+        }
+        assert_eq!(normal[CH_VIOL_THERMAL], 0.0);
+    }
+
+    #[test]
+    fn power_brake_slams_clocks_and_power() {
+        let base = busy_h100("");
+        let sc = busy_h100("[[faults]]\nat = 60\ngpu = 0\nkind = \"power_brake\"\nuntil = 160\n");
+        let m = sc.gpus[0].model;
+        for t in [0.0, 59.9] {
+            assert_eq!(readings(&sc, 1, 0, t), readings(&base, 1, 0, t), "t = {t}");
+        }
+        for t in [60.0, 100.0, 159.9] {
+            let r = readings(&sc, 1, 0, t).unwrap();
+            let n = readings(&base, 1, 0, t).unwrap();
+            assert_eq!(r.sm_mhz, m.sm_idle_mhz, "{r:?}");
+            // Power brake + HW slowdown, and no SW power cap: power is far below the limit.
+            assert_eq!(n.reasons & 0x1, 0, "busy: {n:?}");
+            assert_eq!(r.reasons, 0x80 | 0x8, "{r:?}");
+            assert!(r.power_w < 0.4 * n.power_w, "{r:?} vs {n:?}");
+            assert!(r.power_w > m.idle_w - 1.0, "{r:?}");
+            assert_eq!(r.load, n.load);
+            let mut out = vec![0.0; channel_count(&sc.gpus[0])];
+            rates(&sc, 1, 0, t, &mut out);
+            assert_eq!(out[CH_VIOL_POWER], 0.0);
+            assert!((out[CH_ENERGY] - r.power_w * 1000.0).abs() < 1e-6);
+            assert_eq!(power(&sc, 1, 0, t).0, r.power_w);
+        }
+        // The die cools while braked (temperature follows power with a lag).
+        let late = readings(&sc, 1, 0, 159.9).unwrap();
+        assert!(late.temp_c < readings(&base, 1, 0, 159.9).unwrap().temp_c - 10.0);
+        // Right after the window clocks, reasons and power are back; the temperature has
+        // caught up once the lag (~50 s) has passed.
+        let r = readings(&sc, 1, 0, 160.0).unwrap();
+        let n = readings(&base, 1, 0, 160.0).unwrap();
+        assert_eq!(
+            (r.sm_mhz, r.reasons, r.power_w),
+            (n.sm_mhz, n.reasons, n.power_w)
+        );
+        assert!(r.temp_c < n.temp_c);
+        assert_eq!(readings(&sc, 1, 0, 220.0), readings(&base, 1, 0, 220.0));
     }
 
     #[test]

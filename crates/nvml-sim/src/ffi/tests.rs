@@ -385,6 +385,115 @@ fn events_through_the_abi() {
 }
 
 #[test]
+fn thermal_and_power_brake_through_the_abi() {
+    let _g = setup_text(
+        "thermal",
+        "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\" }\n\
+         [[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\" }\n\
+         [[faults]]\nat = 60\ngpu = 0\nkind = \"thermal\"\ncelsius = 96\nuntil = 160\n\
+         [[faults]]\nat = 60\ngpu = 1\nkind = \"power_brake\"\nuntil = 160\n",
+    );
+    struct Read {
+        temp: u32,
+        reasons: u64,
+        throttle: u64,
+        sm: u32,
+        thermal_ns: u64,
+        power_mw: u32,
+    }
+    let read = |d: nvmlDevice_t| unsafe {
+        let mut r = Read {
+            temp: 0,
+            reasons: 0,
+            throttle: 0,
+            sm: 0,
+            thermal_ns: 0,
+            power_mw: 0,
+        };
+        let mut viol: nvmlViolationTime_t = std::mem::zeroed();
+        assert_eq!(
+            nvmlDeviceGetTemperature(
+                d,
+                nvmlTemperatureSensors_enum_NVML_TEMPERATURE_GPU,
+                &mut r.temp
+            ),
+            0
+        );
+        assert_eq!(nvmlDeviceGetCurrentClocksEventReasons(d, &mut r.reasons), 0);
+        assert_eq!(
+            nvmlDeviceGetCurrentClocksThrottleReasons(d, &mut r.throttle),
+            0
+        );
+        assert_eq!(
+            nvmlDeviceGetClockInfo(d, nvmlClockType_enum_NVML_CLOCK_SM, &mut r.sm),
+            0
+        );
+        assert_eq!(
+            nvmlDeviceGetViolationStatus(
+                d,
+                nvmlPerfPolicyType_enum_NVML_PERF_POLICY_THERMAL,
+                &mut viol
+            ),
+            0
+        );
+        r.thermal_ns = viol.violationTime;
+        assert_eq!(nvmlDeviceGetPowerUsage(d, &mut r.power_mw), 0);
+        r
+    };
+    unsafe {
+        nvmlSimSetTime(59.0);
+        assert_eq!(nvmlInit_v2(), ret::SUCCESS);
+        let (d0, d1) = (handle(0), handle(1));
+        let hot_before = read(d0);
+        let braked_before = read(d1);
+        for r in [&hot_before, &braked_before] {
+            assert!(r.temp < 90, "{}", r.temp);
+            assert_eq!(r.reasons & 0xE8, 0, "{:#x}", r.reasons);
+            assert!(r.sm > 1000, "{}", r.sm);
+        }
+        nvmlSimSetTime(100.0);
+        let hot = read(d0);
+        assert_eq!(hot.temp, 96);
+        let thermal = u64::from(
+            nvmlClocksThrottleReasonHwThermalSlowdown | nvmlClocksEventReasonSwThermalSlowdown,
+        );
+        assert_eq!(hot.reasons & thermal, thermal, "{:#x}", hot.reasons);
+        assert_eq!(hot.throttle, hot.reasons);
+        assert!(hot.sm < hot_before.sm && hot.sm >= 345, "{}", hot.sm);
+        assert!(
+            hot.thermal_ns >= hot_before.thermal_ns + 40_000_000_000,
+            "{} {}",
+            hot_before.thermal_ns,
+            hot.thermal_ns
+        );
+        let braked = read(d1);
+        let brake = u64::from(
+            nvmlClocksThrottleReasonHwPowerBrakeSlowdown | nvmlClocksThrottleReasonHwSlowdown,
+        );
+        assert_eq!(braked.reasons, brake, "{:#x}", braked.reasons);
+        assert_eq!(braked.throttle, brake);
+        assert_eq!(braked.sm, 345);
+        assert!(braked.power_mw < braked_before.power_mw / 2);
+        nvmlSimSetTime(200.0);
+        let cooled = read(d0);
+        assert!(
+            cooled.temp < 90 && cooled.reasons & 0x40 == 0,
+            "{}",
+            cooled.temp
+        );
+        let grown = cooled.thermal_ns - hot_before.thermal_ns;
+        assert!(
+            grown.abs_diff(100_000_000_000) < 1_000_000,
+            "thermal violation grew {grown} ns from 59 s to 200 s"
+        );
+        let released = read(d1);
+        assert_eq!(released.reasons & brake, 0);
+        assert!(released.sm > 1000);
+        assert_eq!(nvmlShutdown(), ret::SUCCESS);
+    }
+}
+
+#[test]
 fn control_api() {
     let _g = setup(c"h100-mig", 10.0);
     unsafe {
@@ -403,7 +512,7 @@ fn control_api() {
         assert_eq!(nvmlSimScenarioNames(buf.as_mut_ptr(), needed), needed);
         assert_eq!(
             CStr::from_ptr(buf.as_ptr()).to_str(),
-            Ok("h100-mig,a100-l4")
+            Ok("h100-mig,a100-l4,incidents")
         );
         let needed = nvmlSimNodeName(ptr::null_mut(), 0);
         let mut buf = vec![0 as c_char; needed as usize];

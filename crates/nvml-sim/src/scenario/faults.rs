@@ -9,9 +9,12 @@ use toml::Spanned;
 use super::raw::{FAULT_KINDS, RawFault};
 use super::resolve::resolve_layout;
 use super::{
-    Bump, Counter, Ctx, Event, Gpu, Layout, NO_INSTANCE, PowerCap, ScenarioError, Target,
+    Bump, Counter, Ctx, Event, Gpu, Layout, NO_INSTANCE, PowerCap, ScenarioError, Target, Thermal,
     Unsupported, Window, XID_GPU_LOST,
 };
+
+/// Hottest die temperature a `thermal` fault may ask for, °C.
+const MAX_FAULT_CELSIUS: f64 = 120.0;
 
 pub(super) fn apply_fault(
     ctx: &Ctx<'_>,
@@ -266,6 +269,27 @@ pub(super) fn apply_fault(
                 ));
             }
             gpu.power_caps.push(PowerCap { window, watts });
+        }
+        "thermal" => {
+            let celsius = f
+                .celsius
+                .ok_or_else(|| ctx.err(span.clone(), "a \"thermal\" fault needs `celsius`"))?;
+            let model = gpu.model;
+            let idle = model.idle_temp_c();
+            if !(celsius > idle && celsius <= MAX_FAULT_CELSIUS) {
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "celsius = {celsius} is outside {idle:.1}..{MAX_FAULT_CELSIUS} °C for {} \
+                         (above its idle temperature, at most {MAX_FAULT_CELSIUS})",
+                        model.key
+                    ),
+                ));
+            }
+            gpu.thermal.push(Thermal { window, celsius });
+        }
+        "power_brake" => {
+            gpu.power_brakes.push(window);
         }
         "appear" => {
             if let Some(earlier) = gpu.appear_at {

@@ -138,6 +138,10 @@ pub struct Gpu {
     pub unsupported: Vec<Unsupported>,
     pub bumps: Vec<Bump>,
     pub power_caps: Vec<PowerCap>,
+    /// Thermal slowdown windows (`thermal` faults).
+    pub thermal: Vec<Thermal>,
+    /// Hardware power-brake windows (`power_brake` faults).
+    pub power_brakes: Vec<Window>,
     /// Scenario time the GPU is enumerated from (an `appear` fault); `None`: from the start.
     pub appear_at: Option<f64>,
 }
@@ -311,6 +315,13 @@ pub struct PowerCap {
     pub watts: f64,
 }
 
+/// A thermal slowdown inside a window: the GPU die is at least `celsius` hot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thermal {
+    pub window: Window,
+    pub celsius: f64,
+}
+
 /// An NVML event on the timeline.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Event {
@@ -393,6 +404,21 @@ impl Gpu {
             .rev()
             .find(|c| c.window.contains(t))
             .map_or(self.power_limit_w, |c| c.watts)
+    }
+
+    /// Die temperature a `thermal` fault forces at `t` (the hottest of the windows open
+    /// then), °C; `None` outside every window.
+    pub fn thermal_at(&self, t: f64) -> Option<f64> {
+        self.thermal
+            .iter()
+            .filter(|w| w.window.contains(t))
+            .map(|w| w.celsius)
+            .max_by(f64::total_cmp)
+    }
+
+    /// Whether a `power_brake` fault holds the GPU's clocks down at `t`.
+    pub fn power_braked(&self, t: f64) -> bool {
+        self.power_brakes.iter().any(|w| w.contains(t))
     }
 }
 

@@ -96,6 +96,7 @@ pub(super) struct RawFault {
     pub(super) recovery: Option<u64>,
     pub(super) count: Option<u64>,
     pub(super) watts: Option<f64>,
+    pub(super) celsius: Option<f64>,
 }
 
 impl RawFault {
@@ -126,6 +127,7 @@ impl RawFault {
         add(self.recovery.is_some(), "recovery");
         add(self.count.is_some(), "count");
         add(self.watts.is_some(), "watts");
+        add(self.celsius.is_some(), "celsius");
         keys
     }
 }
@@ -148,5 +150,7 @@ pub(super) const FAULT_KINDS: &[(&str, &[&str])] = &[
     ),
     ("pcie_replay", &["count"]),
     ("power_limit", &["watts", "until"]),
+    ("thermal", &["celsius", "until"]),
+    ("power_brake", &["until"]),
     ("appear", &[]),
 ];

@@ -97,6 +97,8 @@ pub(super) fn resolve_gpu(
         unsupported: Vec::new(),
         bumps: Vec::new(),
         power_caps: Vec::new(),
+        thermal: Vec::new(),
+        power_brakes: Vec::new(),
         appear_at: None,
     };
     if let Some(w) = &g.workload {

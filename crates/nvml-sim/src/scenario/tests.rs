@@ -387,3 +387,114 @@ fn pci_parsing() {
     assert!(Pci::parse("0000:1ff:00.0").is_none());
     assert_eq!(Pci::parse("3b:00.0").map(|p| p.bus), Some(0x3B));
 }
+
+#[test]
+fn thermal_and_power_brake_faults() {
+    let s = parse_ok(
+        r#"
+        [[gpus]]
+        model = "H100-SXM5-80GB"
+
+        [[gpus]]
+        model = "H100-SXM5-80GB"
+        mig = [{ profile = "7g.80gb" }]
+
+        [[faults]]
+        at = 10
+        gpu = 0
+        kind = "thermal"
+        celsius = 95
+        until = 20
+
+        [[faults]]
+        at = 15
+        gpu = 0
+        kind = "thermal"
+        celsius = 105.5
+
+        [[faults]]
+        at = 30
+        gpu = 0
+        kind = "power_brake"
+        until = 40
+
+        [[faults]]
+        at = 50
+        gpu = 1
+        kind = "thermal"
+        celsius = 90
+
+        [[faults]]
+        at = 60
+        gpu = 1
+        kind = "power_brake"
+        "#,
+    );
+    let g = &s.gpus[0];
+    assert_eq!(g.thermal_at(9.9), None);
+    assert_eq!(g.thermal_at(10.0), Some(95.0));
+    // Overlapping windows: the hottest wins; the first ends at 20 (exclusive), the second
+    // never does.
+    assert_eq!(g.thermal_at(15.0), Some(105.5));
+    assert_eq!(g.thermal_at(20.0), Some(105.5));
+    assert_eq!(g.thermal_at(1e6), Some(105.5));
+    assert!(!g.power_braked(29.9));
+    assert!(g.power_braked(30.0) && g.power_braked(39.9));
+    assert!(!g.power_braked(40.0));
+    // Device-level faults on a GPU in MIG mode.
+    let m = &s.gpus[1];
+    assert_eq!(m.thermal_at(49.0), None);
+    assert_eq!(m.thermal_at(50.0), Some(90.0));
+    assert!(!m.power_braked(59.0) && m.power_braked(1e6));
+    // No events on the timeline.
+    assert!(s.events.is_empty());
+}
+
+#[test]
+fn thermal_and_power_brake_validation() {
+    let base = "[[gpus]]\nmodel = \"L4\"\n";
+    let fault = |kind: &str, extra: &str| {
+        format!("{base}[[faults]]\nat = 5\ngpu = 0\nkind = \"{kind}\"\n{extra}")
+    };
+    let e = parse_err(&fault("thermal", "until = 9\n"));
+    assert!(e.starts_with("scenario file /x.toml: line 3: "), "{e}");
+    assert!(e.contains("a \"thermal\" fault needs `celsius`"), "{e}");
+    // L4 idles at 28 + 0.66 × 16 ≈ 38.6 °C.
+    for bad in ["38", "-5", "120.5", "nan", "inf"] {
+        let e = parse_err(&fault("thermal", &format!("celsius = {bad}\n")));
+        assert!(e.starts_with("scenario file /x.toml: line 3: "), "{e}");
+        assert!(
+            e.contains(&format!("celsius = {}", bad.parse::<f64>().unwrap())),
+            "{e}"
+        );
+        assert!(e.contains("is outside 38.6..120 °C for L4"), "{e}");
+    }
+    parse_ok(&fault("thermal", "celsius = 39\n"));
+    parse_ok(&fault("thermal", "celsius = 120\n"));
+    let e = parse_err(&fault("thermal", "celsius = 95\nwatts = 50\n"));
+    assert!(e.contains("line 3: "), "{e}");
+    assert!(
+        e.contains("`watts` does not apply to a \"thermal\" fault (it takes: celsius, until)"),
+        "{e}"
+    );
+    let e = parse_err(&fault("thermal", "celsius = 95\nuntil = 5\n"));
+    assert!(e.contains("until = 5 must be later than at = 5"), "{e}");
+    let e = parse_err(&fault("power_brake", "celsius = 95\n"));
+    assert!(e.contains("line 3: "), "{e}");
+    assert!(
+        e.contains("`celsius` does not apply to a \"power_brake\" fault (it takes: until)"),
+        "{e}"
+    );
+    let e = parse_err(&fault("power_limit", "watts = 50\ncelsius = 95\n"));
+    assert!(
+        e.contains("`celsius` does not apply to a \"power_limit\" fault"),
+        "{e}"
+    );
+    let e = parse_err(&fault("power_brake", "until = 1\n"));
+    assert!(e.contains("until = 1 must be later than at = 5"), "{e}");
+    let s = parse_ok(&fault("power_brake", ""));
+    assert!(s.gpus[0].power_braked(5.0) && s.gpus[0].power_braked(1e9));
+    // The kind list in the unknown-kind error names the new kinds.
+    let e = parse_err(&fault("meteor", ""));
+    assert!(e.contains("thermal, power_brake"), "{e}");
+}

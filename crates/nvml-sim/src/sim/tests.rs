@@ -495,3 +495,116 @@ fn processes_listed_per_entity() {
         Err(ret::NOT_FOUND)
     );
 }
+
+/// GPU 0: a busy H100; GPU 1: a busy H100 in MIG mode (one 7g.80gb instance); `faults`
+/// appended.
+fn busy_pair(faults: &str) -> Sim {
+    let text = format!(
+        "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = {{ kind = \"training\" }}\n\
+         [[gpus]]\nmodel = \"H100-SXM5-80GB\"\n\
+         mig = [{{ profile = \"7g.80gb\", workload = {{ kind = \"training\" }} }}]\n{faults}"
+    );
+    Sim::new(parse(&text, "test", "test").unwrap(), 1, Some(0.0))
+}
+
+#[test]
+fn thermal_fault_through_sim() {
+    use nvml_wrapper_sys::bindings::field_id::NVML_FI_DEV_MEMORY_TEMP;
+    let mut base = busy_pair("");
+    let mut s = busy_pair(
+        "[[faults]]\nat = 60\ngpu = 0\nkind = \"thermal\"\ncelsius = 97\nuntil = 160\n\
+         [[faults]]\nat = 60\ngpu = 1\nkind = \"thermal\"\ncelsius = 97\nuntil = 160\n",
+    );
+    for g in 0..2 {
+        let d = Dev::Gpu(g);
+        for t in [30.0, 59.0, 160.0, 250.0] {
+            assert_eq!(s.temperature(d, 0, t), base.temperature(d, 0, t), "{g} {t}");
+            assert_eq!(s.clock_reasons(d, t), base.clock_reasons(d, t), "{g} {t}");
+            assert_eq!(s.clock_mhz(d, 0, false, t), base.clock_mhz(d, 0, false, t));
+            assert_eq!(
+                s.field(d, NVML_FI_DEV_MEMORY_TEMP, t),
+                base.field(d, NVML_FI_DEV_MEMORY_TEMP, t)
+            );
+        }
+        for t in [60.0, 100.0, 159.0] {
+            assert_eq!(s.temperature(d, 0, t), Ok(97), "{g} {t}");
+            let normal_temp = f64::from(base.temperature(d, 0, t).unwrap());
+            let hbm = s.field(d, NVML_FI_DEV_MEMORY_TEMP, t).unwrap() as f64;
+            let normal_hbm = base.field(d, NVML_FI_DEV_MEMORY_TEMP, t).unwrap() as f64;
+            // Same delta (± rounding of both readings).
+            assert!(
+                ((hbm - normal_hbm) - (97.0 - normal_temp)).abs() <= 2.0,
+                "{hbm} {normal_hbm} {normal_temp}"
+            );
+            let reasons = s.clock_reasons(d, t).unwrap();
+            assert_eq!(reasons & 0x60, 0x60, "{reasons:#x}");
+            let sm = s.clock_mhz(d, 0, false, t).unwrap();
+            let normal_sm = base.clock_mhz(d, 0, false, t).unwrap();
+            assert!(
+                sm < normal_sm && sm.is_multiple_of(15) && sm >= 345,
+                "{sm} {normal_sm}"
+            );
+            // The graphics clock reads the same; the max clock is untouched.
+            assert_eq!(s.clock_mhz(d, 1, false, t), Ok(sm));
+            assert_eq!(s.clock_mhz(d, 0, true, t), Ok(1980));
+            assert_eq!(s.power_mw(d, t), base.power_mw(d, t));
+        }
+        // The thermal violation counter grows 1 s per s inside the window only.
+        let v = |s: &mut Sim, t: f64| s.violation(d, 1, t).unwrap().1 as f64;
+        let (v0, v60, v160, v300) = (
+            v(&mut s, 0.0),
+            v(&mut s, 60.0),
+            v(&mut s, 160.0),
+            v(&mut s, 300.0),
+        );
+        assert_eq!(v0, 0.0);
+        assert!(v60 < 1e6, "{v60}");
+        assert!((v160 - v60 - 100e9).abs() < 1e6, "{v60} {v160}");
+        assert_eq!(v300 - v160, v(&mut base, 300.0) - v(&mut base, 160.0));
+        // The power violation counter is not affected.
+        assert_eq!(
+            s.violation(d, 0, 300.0).map(|v| v.1),
+            base.violation(d, 0, 300.0).map(|v| v.1)
+        );
+    }
+    // MIG devices still answer NOT_SUPPORTED for device-wide telemetry.
+    let mig = s.mig_handle_by_index(Dev::Gpu(1), 0, 100.0).unwrap();
+    assert_eq!(s.temperature(mig, 0, 100.0), Err(ret::NOT_SUPPORTED));
+    assert_eq!(s.clock_reasons(mig, 100.0), Err(ret::NOT_SUPPORTED));
+}
+
+#[test]
+fn power_brake_through_sim() {
+    let mut base = busy_pair("");
+    let mut s = busy_pair(
+        "[[faults]]\nat = 60\ngpu = 0\nkind = \"power_brake\"\nuntil = 160\n\
+         [[faults]]\nat = 60\ngpu = 1\nkind = \"power_brake\"\n",
+    );
+    for g in 0..2 {
+        let d = Dev::Gpu(g);
+        assert_eq!(s.clock_reasons(d, 59.0), base.clock_reasons(d, 59.0));
+        assert_eq!(s.power_mw(d, 59.0), base.power_mw(d, 59.0));
+        for t in [60.0, 100.0, 159.0] {
+            assert_eq!(s.clock_reasons(d, t), Ok(0x88), "{g} {t}");
+            assert_eq!(s.clock_mhz(d, 0, false, t), Ok(345), "{g} {t}");
+            let p = s.power_mw(d, t).unwrap();
+            let normal = base.power_mw(d, t).unwrap();
+            assert!(p < normal / 2 && p > 77_000, "{p} {normal}");
+        }
+        // Energy grows more slowly while braked.
+        let e = |s: &mut Sim, t: f64| s.energy_mj(d, t).unwrap();
+        assert!(
+            e(&mut s, 160.0) - e(&mut s, 60.0) < (e(&mut base, 160.0) - e(&mut base, 60.0)) / 2
+        );
+    }
+    // GPU 0's window ends at 160; GPU 1's never does.
+    assert_eq!(
+        s.clock_reasons(Dev::Gpu(0), 160.0),
+        base.clock_reasons(Dev::Gpu(0), 160.0)
+    );
+    assert_eq!(
+        s.clock_mhz(Dev::Gpu(0), 0, false, 160.0),
+        base.clock_mhz(Dev::Gpu(0), 0, false, 160.0)
+    );
+    assert_eq!(s.clock_reasons(Dev::Gpu(1), 1000.0), Ok(0x88));
+}
