@@ -256,7 +256,7 @@ pub struct Cli {
     /// Per-scrape debug dumps (no meaning here).
     #[arg(long = "dump-enabled", env = "DCGM_EXPORTER_DUMP_ENABLED", action = ArgAction::SetTrue)]
     pub dump_enabled: bool,
-    /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4) or a TOML file.
+    /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4, incidents) or a TOML file.
     #[arg(long = "simulate", env = "GPU_EXPORTER_SIMULATE", num_args = 0..=1, default_missing_value = "h100-mig", value_name = "SCENARIO")]
     pub simulate: Option<String>,
     /// Seed of the simulation (values are deterministic for a seed).

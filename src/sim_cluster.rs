@@ -452,9 +452,15 @@ impl SimCluster {
     pub async fn start(sim: &SimLib, lib_path: Option<&Path>) -> Result<Self, String> {
         let spec = ClusterSpec::parse(&sim.scenario_text()?)?;
         let node = sim.node_name()?;
-        let nvml = crate::gpu::load(lib_path)
-            .map_err(|e| crate::gpu::describe_load_error(lib_path, &e))?;
-        let resolved = spec.resolve(nvml, &node)?;
+        // A scenario without pods needs no GPU indices resolved, and must not need NVML at
+        // start (a scenario whose driver loads late is served before it answers).
+        let resolved = if spec.is_empty() {
+            Resolved::default()
+        } else {
+            let nvml = crate::gpu::load(lib_path)
+                .map_err(|e| crate::gpu::describe_load_error(lib_path, &e))?;
+            spec.resolve(nvml, &node)?
+        };
         let dir = TempDir::new().map_err(|e| format!("--simulate: temporary directory: {e}"))?;
         let proc_root = dir.path().join("proc");
         write_proc_tree(&proc_root, &resolved, &resolved.host_pids)

@@ -1,0 +1,589 @@
+#!/usr/bin/env python3
+"""Builds the Grafana dashboards of this folder from the panel lists below.
+
+    python3 dashboards/generate.py          # rewrite dashboards/*.json
+    python3 dashboards/generate.py --check  # fail if a JSON file differs from what this builds
+
+The JSON files are what users import; this script is how we edit them, so that ids, layout,
+datasource references and selectors stay consistent. Standard library only. Every query is
+checked against a real Prometheus scraping `gpu-exporter --simulate` by
+tests/observability.rs.
+"""
+
+import json
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+DS = {"type": "prometheus", "uid": "${datasource}"}
+SCHEMA_VERSION = 39
+CRITICAL_XIDS = "48|62|64|74|79|95|119|120"
+
+# Label selectors shared by the queries. `cluster` is optional: `.*` also matches a series
+# without the label.
+NODE = 'cluster=~"$cluster", Hostname=~"$node"'
+GPU = NODE + ', gpu=~"$gpu"'
+K8S = NODE + ', namespace=~"$namespace"'
+EXPORTER_JOB = 'job=~".*(gpu|dcgm)-exporter.*", cluster=~"$cluster"'
+
+
+def util(sel):
+    """Utilization ratio of every GPU (driver) and MIG instance (GPM engine activity)."""
+    return f"(DCGM_FI_DEV_GPU_UTIL{{{sel}}} / 100 or DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{sel}}})"
+
+
+def device_util(sel):
+    """One utilization value per device, keyed by (cluster, UUID, GPU_I_ID)."""
+    return f"max by (cluster, UUID, GPU_I_ID) ({util(sel)})"
+
+
+def per_gpu(metric, sel=GPU, agg="max"):
+    """One series per physical GPU, whatever the MIG shape (instances repeating device
+    fields, or pod labels, do not multiply it)."""
+    return f"{agg} by (Hostname, gpu) ({metric}{{{sel}}})"
+
+
+MIG_LEGEND = "{{Hostname}} GPU {{gpu}} {{GPU_I_PROFILE}} {{GPU_I_ID}}"
+GPU_LEGEND = "{{Hostname}} GPU {{gpu}}"
+
+
+class Dashboard:
+    def __init__(self, uid, title, description, variables, tags):
+        self.uid = uid
+        self.title = title
+        self.description = description
+        self.variables = variables
+        self.tags = tags
+        self.panels = []
+        self.next_id = 1
+        self.x = 0
+        self.y = 0
+        self.row_h = 0
+
+    def _place(self, w, h):
+        if self.x + w > 24:
+            self.x = 0
+            self.y += self.row_h
+            self.row_h = 0
+        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        return pos
+
+    def row(self, title):
+        if self.x:
+            self.y += self.row_h
+        self.x, self.row_h = 0, 0
+        self.panels.append(
+            {
+                "type": "row",
+                "id": self._id(),
+                "title": title,
+                "collapsed": False,
+                "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y},
+                "panels": [],
+            }
+        )
+        self.y += 1
+
+    def _id(self):
+        i = self.next_id
+        self.next_id += 1
+        return i
+
+    def panel(self, kind, title, targets, unit, w=12, h=8, description="", **extra):
+        refs = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        tgts = []
+        for i, t in enumerate(targets):
+            expr, legend = (t, "") if isinstance(t, str) else t
+            tgt = {
+                "datasource": DS,
+                "refId": refs[i],
+                "expr": expr,
+                "legendFormat": legend or "__auto",
+                "range": kind in ("timeseries",),
+                "instant": kind not in ("timeseries",),
+            }
+            if kind == "table":
+                tgt["format"] = "table"
+            tgts.append(tgt)
+        defaults = {"unit": unit}
+        defaults.update(extra.pop("defaults", {}))
+        p = {
+            "type": kind,
+            "id": self._id(),
+            "title": title,
+            "description": description,
+            "datasource": DS,
+            "gridPos": self._place(w, h),
+            "targets": tgts,
+            "fieldConfig": {"defaults": defaults, "overrides": extra.pop("overrides", [])},
+            "options": extra.pop("options", {}),
+        }
+        if kind == "timeseries":
+            p["fieldConfig"]["defaults"].setdefault("custom", {"fillOpacity": 10, "showPoints": "never"})
+            p["options"] = {"legend": {"displayMode": "table", "placement": "right", "calcs": ["lastNotNull", "max"]},
+                            "tooltip": {"mode": "multi", "sort": "desc"}} | p["options"]
+        if kind in ("stat", "gauge", "bargauge"):
+            p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}} | p["options"]
+        p.update(extra)
+        self.panels.append(p)
+
+    def json(self):
+        return {
+            "annotations": {
+                "list": [
+                    {
+                        "builtIn": 1,
+                        "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                        "enable": True,
+                        "hide": True,
+                        "iconColor": "rgba(0, 211, 255, 1)",
+                        "name": "Annotations & Alerts",
+                        "type": "dashboard",
+                    }
+                ]
+            },
+            "description": self.description,
+            "editable": True,
+            "graphTooltip": 1,
+            "id": None,
+            "links": [
+                {"asDropdown": True, "includeVars": True, "keepTime": True, "tags": ["gpu-exporter"],
+                 "title": "GPU dashboards", "type": "dashboards"}
+            ],
+            "panels": self.panels,
+            "refresh": "30s",
+            "schemaVersion": SCHEMA_VERSION,
+            "tags": ["gpu-exporter"] + self.tags,
+            "templating": {"list": self.variables},
+            "time": {"from": "now-6h", "to": "now"},
+            "timepicker": {},
+            "timezone": "",
+            "title": self.title,
+            "uid": self.uid,
+            "version": 1,
+        }
+
+
+def datasource_var():
+    return {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+            "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": []}
+
+
+def query_var(name, label, query, multi=True, include_all=True, hide=0, description=""):
+    return {
+        "name": name,
+        "label": label,
+        "description": description,
+        "type": "query",
+        "datasource": DS,
+        "query": {"query": query, "refId": f"{name}-var"},
+        "definition": query,
+        "refresh": 2,
+        "sort": 3,
+        "multi": multi,
+        "includeAll": include_all,
+        "allValue": ".*",
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "hide": hide,
+        "regex": "",
+        "options": [],
+    }
+
+
+def cluster_var():
+    return query_var("cluster", "Cluster", "label_values(gpu_device_up, cluster)",
+                     description="Optional: the `cluster` label, when your Prometheus sets one.")
+
+
+def node_var():
+    return query_var("node", "Node", 'label_values(gpu_device_up{cluster=~"$cluster"}, Hostname)')
+
+
+def gpu_var():
+    return query_var("gpu", "GPU", 'label_values(gpu_device_up{cluster=~"$cluster", Hostname=~"$node"}, gpu)')
+
+
+# ---------------------------------------------------------------------------------------
+def nodes():
+    d = Dashboard(
+        "gpu-exporter-nodes",
+        "GPU nodes",
+        "GPUs and MIG instances of the selected nodes (gpu-exporter or dcgm-exporter). "
+        "Device-level fields (power, temperature, clocks, energy) are taken once per physical "
+        "GPU, so MIG instances never count twice. Panels marked 'recommended counters' need "
+        "counters/recommended.csv.",
+        [datasource_var(), cluster_var(), node_var(), gpu_var()],
+        ["gpu", "nvidia"],
+    )
+    d.row("Overview")
+    d.panel("stat", "GPUs up", [f"count(gpu_device_up{{{GPU}}} == 1)"], "none", w=4, h=4,
+            description="Physical GPUs that answer NVML.")
+    d.panel("stat", "MIG instances", [f"count(DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}})"], "none", w=4, h=4,
+            description="MIG GPU instances exported on the selected GPUs.")
+    d.panel("stat", "Power", [f"sum({per_gpu('DCGM_FI_DEV_POWER_USAGE')})"], "watt", w=4, h=4,
+            description="Board power of the selected GPUs, each GPU once.")
+    d.panel("gauge", "Average temperature", [f"avg({per_gpu('DCGM_FI_DEV_GPU_TEMP')})"], "celsius", w=4, h=4,
+            defaults={"min": 0, "max": 100, "thresholds": {"mode": "absolute", "steps": [
+                {"color": "green", "value": None}, {"color": "orange", "value": 80}, {"color": "red", "value": 85}]}})
+    d.panel("gauge", "Average utilization", [f"avg({util(GPU)})"], "percentunit", w=4, h=4,
+            description="Average over whole GPUs (driver utilization) and MIG instances (engine activity).",
+            defaults={"min": 0, "max": 1})
+    d.panel("gauge", "Framebuffer used",
+            [f"sum(DCGM_FI_DEV_FB_USED{{{GPU}}}) / sum(DCGM_FI_DEV_FB_USED{{{GPU}}} + DCGM_FI_DEV_FB_FREE{{{GPU}}})"],
+            "percentunit", w=4, h=4, defaults={"min": 0, "max": 1})
+
+    d.row("Thermals, power and energy")
+    d.panel("timeseries", "GPU temperature", [(per_gpu("DCGM_FI_DEV_GPU_TEMP"), GPU_LEGEND)], "celsius")
+    d.panel("timeseries", "Memory temperature", [(per_gpu("DCGM_FI_DEV_MEMORY_TEMP"), GPU_LEGEND)], "celsius",
+            description="HBM temperature; GDDR boards do not report it.")
+    d.panel("timeseries", "Power usage",
+            [(per_gpu("DCGM_FI_DEV_POWER_USAGE"), GPU_LEGEND),
+             (f"max({per_gpu('DCGM_FI_DEV_ENFORCED_POWER_LIMIT')})", "highest power limit")],
+            "watt", description="The power limit line needs the recommended counters.")
+    d.panel("bargauge", "Energy over the time range",
+            [(f"max by (Hostname, gpu) (increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{GPU}}}[$__range])) / 3.6e9",
+              GPU_LEGEND)],
+            "kwatth", description="From the driver's energy counter (mJ), per GPU.",
+            options={"displayMode": "gradient", "orientation": "horizontal"})
+    d.panel("timeseries", "SM clock", [(f"{per_gpu('DCGM_FI_DEV_SM_CLOCK')} * 1000000", GPU_LEGEND)], "hertz")
+    d.panel("timeseries", "Memory clock", [(f"{per_gpu('DCGM_FI_DEV_MEM_CLOCK')} * 1000000", GPU_LEGEND)], "hertz")
+    reasons = [(4, "power cap (software)"), (8, "hardware slowdown"), (32, "thermal (software)"),
+               (64, "thermal (hardware)"), (128, "power brake (hardware)")]
+    d.panel("timeseries", "GPUs held down, by reason",
+            [(f"sum(floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / {bit}) % 2)", name)
+             for bit, name in reasons],
+            "none", w=24,
+            description="Number of selected GPUs whose clocks are held down, per clock-event reason "
+                        "(recommended counters).")
+
+    d.row("Utilization and profiling")
+    d.panel("timeseries", "GPU utilization", [(f"DCGM_FI_DEV_GPU_UTIL{{{GPU}}} / 100", GPU_LEGEND)], "percentunit",
+            description="Driver utilization of whole GPUs (not reported for MIG-enabled GPUs).",
+            defaults={"min": 0, "max": 1})
+    d.panel("timeseries", "MIG instance activity",
+            [(f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{GPU}, GPU_I_ID!=\"\"}}", MIG_LEGEND)], "percentunit",
+            description="Graphics/compute engine activity of each MIG instance (GPM, Hopper and later).",
+            defaults={"min": 0, "max": 1})
+    d.panel("timeseries", "Tensor core activity",
+            [(f"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{{GPU}}}", MIG_LEGEND)], "percentunit",
+            defaults={"min": 0, "max": 1})
+    d.panel("timeseries", "Profiling activity (average of the selected devices)",
+            [(f"avg(DCGM_FI_PROF_{f}{{{GPU}}})", name) for f, name in [
+                ("GR_ENGINE_ACTIVE", "graphics engine"), ("SM_ACTIVE", "SM active"),
+                ("SM_OCCUPANCY", "SM occupancy"), ("PIPE_TENSOR_ACTIVE", "tensor pipes"),
+                ("DRAM_ACTIVE", "memory interface"), ("PIPE_FP64_ACTIVE", "FP64"),
+                ("PIPE_FP32_ACTIVE", "FP32"), ("PIPE_FP16_ACTIVE", "FP16")]],
+            "percentunit", description="SM, occupancy and FP pipes need the recommended counters.",
+            defaults={"min": 0, "max": 1})
+    d.panel("timeseries", "Memory copy utilization",
+            [(f"DCGM_FI_DEV_MEM_COPY_UTIL{{{GPU}}} / 100", GPU_LEGEND)], "percentunit",
+            defaults={"min": 0, "max": 1})
+    d.panel("timeseries", "Video encoder and decoder",
+            [(f"DCGM_FI_DEV_ENC_UTIL{{{GPU}}} / 100", "{{Hostname}} GPU {{gpu}} encoder"),
+             (f"DCGM_FI_DEV_DEC_UTIL{{{GPU}}} / 100", "{{Hostname}} GPU {{gpu}} decoder")],
+            "percentunit", defaults={"min": 0, "max": 1})
+
+    d.row("Memory")
+    d.panel("timeseries", "Framebuffer used", [(f"DCGM_FI_DEV_FB_USED{{{GPU}}} * 1048576", MIG_LEGEND)], "bytes")
+    d.panel("timeseries", "Framebuffer used, share of the device",
+            [(f"DCGM_FI_DEV_FB_USED{{{GPU}}} / (DCGM_FI_DEV_FB_USED{{{GPU}}} + DCGM_FI_DEV_FB_FREE{{{GPU}}})",
+              MIG_LEGEND)],
+            "percentunit", defaults={"min": 0, "max": 1})
+
+    d.row("PCIe and NVLink")
+    d.panel("timeseries", "PCIe traffic",
+            [(f"{per_gpu('DCGM_FI_DEV_PCIE_TX_THROUGHPUT')} * 1024", "{{Hostname}} GPU {{gpu}} sent"),
+             (f"{per_gpu('DCGM_FI_DEV_PCIE_RX_THROUGHPUT')} * 1024", "{{Hostname}} GPU {{gpu}} received")],
+            "Bps", description="From the driver's PCIe counters (KB/s; recommended counters).")
+    d.panel("timeseries", "NVLink traffic",
+            [(f"{per_gpu('DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL')} * 1048576", GPU_LEGEND)], "Bps",
+            description="Sent plus received on all links.")
+
+    d.row("GPUs")
+    table_cols = [
+        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_TEMP{{{GPU}}})", "temperature"),
+        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_POWER_USAGE{{{GPU}}})", "power"),
+        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_SM_CLOCK{{{GPU}}})", "SM clock"),
+        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_UTIL{{{GPU}}}) / 100", "utilization"),
+        (f"max by (Hostname, gpu, UUID, modelName) (gpu_device_up{{{GPU}}})", "up"),
+        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_XID_ERRORS{{{GPU}}})", "last Xid"),
+    ]
+    d.panel("table", "GPUs", [c for c, _ in table_cols], "none", w=24, h=9,
+            description="One row per physical GPU. Utilization is empty on a GPU in MIG mode (see the MIG table).",
+            transformations=[{"id": "merge", "options": {}},
+                             {"id": "organize", "options": {
+                                 "excludeByName": {"Time": True},
+                                 "renameByName": {f"Value #{'ABCDEF'[i]}": n for i, (_, n) in enumerate(table_cols)}}}],
+            overrides=[
+                {"matcher": {"id": "byName", "options": "temperature"}, "properties": [{"id": "unit", "value": "celsius"}]},
+                {"matcher": {"id": "byName", "options": "power"}, "properties": [{"id": "unit", "value": "watt"}]},
+                {"matcher": {"id": "byName", "options": "SM clock"}, "properties": [{"id": "unit", "value": "MHz"}]},
+                {"matcher": {"id": "byName", "options": "utilization"}, "properties": [{"id": "unit", "value": "percentunit"}]},
+            ])
+    mig_cols = [
+        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{GPU}, GPU_I_ID!=\"\"}})", "activity"),
+        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}}) * 1048576", "memory used"),
+        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}} / "
+         f"(DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}} + DCGM_FI_DEV_FB_FREE{{{GPU}, GPU_I_ID!=\"\"}}))", "memory share"),
+    ]
+    d.panel("table", "MIG instances", [c for c, _ in mig_cols], "none", w=24, h=9,
+            description="One row per MIG GPU instance, under its GPU (column gpu).",
+            transformations=[{"id": "merge", "options": {}},
+                             {"id": "organize", "options": {
+                                 "excludeByName": {"Time": True},
+                                 "renameByName": {f"Value #{'ABC'[i]}": n for i, (_, n) in enumerate(mig_cols)}}}],
+            overrides=[
+                {"matcher": {"id": "byName", "options": "activity"}, "properties": [{"id": "unit", "value": "percentunit"}]},
+                {"matcher": {"id": "byName", "options": "memory used"}, "properties": [{"id": "unit", "value": "bytes"}]},
+                {"matcher": {"id": "byName", "options": "memory share"}, "properties": [{"id": "unit", "value": "percentunit"}]},
+            ])
+    return d
+
+
+# ---------------------------------------------------------------------------------------
+def kubernetes():
+    d = Dashboard(
+        "gpu-exporter-kubernetes",
+        "GPU use by Kubernetes workloads",
+        "Who holds the GPUs and MIG instances and how much they use them (gpu-exporter with -k). "
+        "A device shared by n containers counts 1/n for each; a MIG instance counts as its share "
+        "of the GPU. The GPU-hours, energy and per-namespace panels read the recording rules of "
+        "alerts/gpu-exporter.rules.yaml.",
+        [datasource_var(), cluster_var(), node_var(),
+         query_var("namespace", "Namespace",
+                   'label_values(gpu_allocation_info{cluster=~"$cluster", Hostname=~"$node"}, namespace)')],
+        ["gpu", "kubernetes"],
+    )
+    alloc = f'gpu_allocation_info{{{K8S}}}'
+    ns_sel = 'cluster=~"$cluster", namespace=~"$namespace"'
+    idle = (f"(max by (cluster, UUID, GPU_I_ID) ({util(NODE)}) < 0.05)"
+            f" * on (cluster, UUID, GPU_I_ID) group_right () {alloc}")
+
+    d.row("Allocation")
+    d.panel("stat", "Devices allocated", [f"sum(gpu_allocated_devices{{{NODE}}})"], "none", w=4, h=4,
+            description="Device IDs of GPU resources the kubelet has allocated to containers.")
+    d.panel("stat", "Devices allocatable", [f"sum(gpu_allocatable_devices{{{NODE}}})"], "none", w=4, h=4)
+    d.panel("gauge", "Allocated share",
+            [f"sum(gpu_allocated_devices{{{NODE}}}) / sum(gpu_allocatable_devices{{{NODE}}})"],
+            "percentunit", w=4, h=4, defaults={"min": 0, "max": 1})
+    d.panel("stat", "Allocated but idle now", [f"count({idle})"], "none", w=4, h=4,
+            description="Devices held by a container and below 5 % utilization.",
+            defaults={"noValue": "0", "thresholds": {"mode": "absolute", "steps": [
+                {"color": "green", "value": None}, {"color": "orange", "value": 1}]}})
+    d.panel("stat", "GPU-equivalents held", [f"sum(namespace:accelerator_allocated_gpus:sum{{{ns_sel}}})"],
+            "none", w=4, h=4, description="Recording rule; MIG instances weighted by size.")
+    d.panel("stat", "GPU-equivalents busy", [f"sum(namespace:accelerator_busy_gpus:sum{{{ns_sel}}})"],
+            "none", w=4, h=4, description="Held GPU-equivalents times their utilization (recording rule).")
+    d.panel("timeseries", "Allocated versus allocatable, by resource",
+            [(f"sum by (resource) (gpu_allocated_devices{{{NODE}}})", "{{resource}} allocated"),
+             (f"sum by (resource) (gpu_allocatable_devices{{{NODE}}})", "{{resource}} allocatable")],
+            "none", w=24)
+
+    d.row("Use by namespace, workload and pod")
+    d.panel("timeseries", "GPU-equivalents busy, by namespace",
+            [(f"namespace:accelerator_busy_gpus:sum{{{ns_sel}}}", "{{namespace}}")], "none")
+    d.panel("timeseries", "Utilization of held devices, by namespace",
+            [(f"namespace:accelerator_utilization:ratio{{{ns_sel}}}", "{{namespace}}")], "percentunit",
+            defaults={"min": 0, "max": 1})
+    d.panel("table", "Workloads",
+            [f"sum by (namespace, workload_kind, workload_name) (allocation:accelerator_allocated_gpus:ratio{{{K8S}}})",
+             f"sum by (namespace, workload_kind, workload_name) (allocation:accelerator_allocated_gpus:ratio{{{K8S}}}"
+             f" * allocation:accelerator_utilization:ratio{{{K8S}}})"],
+            "none", w=24, description="GPU-equivalents held and busy per owning workload (pods without an owner show an empty workload).",
+            transformations=[{"id": "merge", "options": {}},
+                             {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                            "renameByName": {"Value #A": "GPUs held", "Value #B": "GPUs busy"}}}])
+    d.panel("table", "Pods and their devices",
+            [f"{alloc} * on (cluster, UUID, GPU_I_ID) group_left () {device_util(NODE)}",
+             f"{alloc} * on (cluster, UUID, GPU_I_ID) group_left () max by (cluster, UUID, GPU_I_ID) (DCGM_FI_DEV_FB_USED{{{NODE}}} * 1048576)"],
+            "none", w=24, h=10,
+            description="Every container holding a GPU or MIG instance, with the device's utilization and memory in use.",
+            transformations=[{"id": "merge", "options": {}},
+                             {"id": "organize", "options": {
+                                 "excludeByName": {"Time": True, "__name__": True, "job": True, "instance": True,
+                                                   "pci_bus_id": True, "device": True, "pod_uid": True},
+                                 "renameByName": {"Value #A": "utilization", "Value #B": "device memory used"}}}],
+            overrides=[
+                {"matcher": {"id": "byName", "options": "utilization"}, "properties": [{"id": "unit", "value": "percentunit"}]},
+                {"matcher": {"id": "byName", "options": "device memory used"}, "properties": [{"id": "unit", "value": "bytes"}]},
+            ])
+    d.panel("timeseries", "Shared GPUs: each container's own SM use",
+            [(f"gpu_container_sm_utilization_ratio{{{K8S}}}", "{{namespace}}/{{pod}} {{container}} GPU {{gpu}}")],
+            "percentunit", description="From NVML's per-process utilization (time-sliced and MPS GPUs).",
+            defaults={"min": 0, "max": 1})
+    d.panel("timeseries", "Shared GPUs: each container's own memory",
+            [(f"gpu_container_memory_used_bytes{{{K8S}}}", "{{namespace}}/{{pod}} {{container}} GPU {{gpu}}")],
+            "bytes")
+
+    d.row("Idle allocations")
+    d.panel("table", "Allocated but idle",
+            [idle,
+             f"sum_over_time(({idle.replace('< 0.05)', '< bool 0.05)')})[$__range:$__interval]) * $__interval_ms / 1000"],
+            "none", w=24, h=9,
+            description="Devices a container holds while below 5 % utilization, and how long each was idle within the time range.",
+            transformations=[{"id": "merge", "options": {}},
+                             {"id": "filterByValue", "options": {"filters": [{"fieldName": "Value #A", "config": {"id": "isNull", "options": {}}}],
+                                                                  "type": "exclude", "match": "any"}},
+                             {"id": "organize", "options": {
+                                 "excludeByName": {"Time": True, "__name__": True, "job": True, "instance": True,
+                                                   "pci_bus_id": True, "device": True, "pod_uid": True},
+                                 "renameByName": {"Value #A": "utilization now", "Value #B": "idle in range"}}}],
+            overrides=[
+                {"matcher": {"id": "byName", "options": "utilization now"}, "properties": [{"id": "unit", "value": "percentunit"}]},
+                {"matcher": {"id": "byName", "options": "idle in range"}, "properties": [{"id": "unit", "value": "s"}]},
+            ])
+
+    d.row("Cost: GPU-hours and energy over the time range")
+    d.panel("bargauge", "GPU-hours by namespace",
+            [(f"sum by (namespace) (sum_over_time(namespace:accelerator_allocated_gpus:sum{{{ns_sel}}}[$__range:$__interval])) * $__interval_ms / 3600000",
+              "{{namespace}}")],
+            "h", description="GPU-equivalents held, integrated over the dashboard's time range.",
+            options={"displayMode": "gradient", "orientation": "horizontal"})
+    d.panel("bargauge", "Energy by namespace",
+            [(f"sum by (namespace) (sum_over_time(namespace:accelerator_power_watts:sum{{{ns_sel}}}[$__range:$__interval])) * $__interval_ms / 3.6e9",
+              "{{namespace}}")],
+            "kwatth", description="Board power split by GPU-equivalents held, integrated over the time range.",
+            options={"displayMode": "gradient", "orientation": "horizontal"})
+    d.panel("timeseries", "Power by namespace",
+            [(f"namespace:accelerator_power_watts:sum{{{ns_sel}}}", "{{namespace}}")], "watt", w=24)
+    return d
+
+
+# ---------------------------------------------------------------------------------------
+def health():
+    d = Dashboard(
+        "gpu-exporter-health",
+        "GPU health",
+        "Faults of the selected GPUs (Xid, ECC, row remapping, NVLink, throttling, lost devices) and "
+        "the exporter's own health. ECC, row-remap pending, NVLink errors and throttling reasons need "
+        "counters/recommended.csv.",
+        [datasource_var(), cluster_var(), node_var(), gpu_var()],
+        ["gpu", "health"],
+    )
+    red_at_1 = {"noValue": "0", "thresholds": {"mode": "absolute", "steps": [
+        {"color": "green", "value": None}, {"color": "red", "value": 1}]}}
+    d.row("Now")
+    d.panel("stat", "GPUs lost", [f"count(gpu_device_up{{{GPU}}} == 0)"], "none", w=4, h=4, defaults=red_at_1)
+    d.panel("stat", "Critical Xids in range",
+            [f'sum(increase(gpu_xid_errors_total{{{GPU}, xid=~"{CRITICAL_XIDS}"}}[$__range]))'], "none", w=4, h=4,
+            defaults=red_at_1 | {"decimals": 0})
+    d.panel("stat", "GPUs with uncorrectable ECC errors",
+            [f"count({per_gpu('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL')} > 0)"], "none", w=4, h=4, defaults=red_at_1)
+    d.panel("stat", "Row remap failed", [f"count({per_gpu('DCGM_FI_DEV_ROW_REMAP_FAILURE')} == 1)"], "none",
+            w=4, h=4, defaults=red_at_1)
+    d.panel("stat", "Row remap pending", [f"count({per_gpu('DCGM_FI_DEV_ROW_REMAP_PENDING')} == 1)"], "none",
+            w=4, h=4, defaults=red_at_1)
+    d.panel("stat", "GPUs in hardware slowdown",
+            [f"count(floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 8) % 2 == 1"
+             f" or floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 64) % 2 == 1"
+             f" or floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 128) % 2 == 1)"],
+            "none", w=4, h=4, description="Hardware slowdown, hardware thermal slowdown or power brake.",
+            defaults=red_at_1)
+
+    d.row("Xid errors")
+    d.panel("table", "Xid errors in range, by code and GPU",
+            [f"sum by (Hostname, gpu, UUID, xid) (increase(gpu_xid_errors_total{{{GPU}}}[$__range])) > 0",
+             f"max by (Hostname, gpu, UUID, xid) (gpu_xid_last_seen_timestamp_seconds{{{GPU}}}) * 1000"],
+            "none", w=12, h=9,
+            description="Every occurrence counts, repeats included (gpu_xid_errors_total). "
+                        f"Critical codes: {CRITICAL_XIDS.replace('|', ', ')}; 13, 31 and 43 are application faults.",
+            transformations=[{"id": "merge", "options": {}},
+                             {"id": "filterByValue", "options": {"filters": [{"fieldName": "Value #A", "config": {"id": "isNull", "options": {}}}],
+                                                                  "type": "exclude", "match": "any"}},
+                             {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                            "renameByName": {"Value #A": "events", "Value #B": "last seen"}}}],
+            overrides=[{"matcher": {"id": "byName", "options": "last seen"}, "properties": [{"id": "unit", "value": "dateTimeAsIso"}]},
+                       {"matcher": {"id": "byName", "options": "events"}, "properties": [{"id": "decimals", "value": 0}]}])
+    d.panel("timeseries", "Xid errors over time",
+            [(f"sum by (Hostname, gpu, xid) (increase(gpu_xid_errors_total{{{GPU}}}[$__rate_interval])) > 0",
+              "{{Hostname}} GPU {{gpu}} Xid {{xid}}")],
+            "none", defaults={"custom": {"drawStyle": "bars", "fillOpacity": 80, "showPoints": "never"}})
+
+    d.row("Memory errors")
+    d.panel("timeseries", "ECC errors since the driver was loaded",
+            [(per_gpu("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"), "{{Hostname}} GPU {{gpu}} uncorrectable"),
+             (per_gpu("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"), "{{Hostname}} GPU {{gpu}} corrected")],
+            "none")
+    d.panel("table", "Row remapping",
+            [per_gpu("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"), per_gpu("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
+             per_gpu("DCGM_FI_DEV_ROW_REMAP_PENDING"), per_gpu("DCGM_FI_DEV_ROW_REMAP_FAILURE")],
+            "none", description="Rows remapped after uncorrectable / correctable errors; a pending remap needs a GPU reset, a failure needs service.",
+            transformations=[{"id": "merge", "options": {}},
+                             {"id": "organize", "options": {"excludeByName": {"Time": True}, "renameByName": {
+                                 "Value #A": "uncorrectable rows", "Value #B": "correctable rows",
+                                 "Value #C": "pending", "Value #D": "failed"}}}])
+
+    d.row("Interconnect errors")
+    nvl = [("CRC_FLIT", "CRC flit"), ("CRC_DATA", "CRC data"), ("REPLAY", "replay"), ("RECOVERY", "recovery")]
+    d.panel("timeseries", "NVLink errors",
+            [(f"sum by (Hostname, gpu) (increase(DCGM_FI_DEV_NVLINK_{f}_ERROR_COUNT_TOTAL{{{GPU}}}[$__rate_interval]))",
+              "{{Hostname}} GPU {{gpu}} " + n) for f, n in nvl],
+            "none", description="Errors per rate interval, all links summed (recommended counters).")
+    d.panel("timeseries", "PCIe replays",
+            [(f"sum by (Hostname, gpu) (increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{GPU}}}[$__rate_interval]))", GPU_LEGEND)],
+            "none")
+
+    d.row("Throttling")
+    d.panel("timeseries", "Time held down by temperature and power",
+            [(f"max by (Hostname, gpu) (rate(DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}[$__rate_interval])) / 1e9",
+              "{{Hostname}} GPU {{gpu}} thermal"),
+             (f"max by (Hostname, gpu) (rate(DCGM_FI_DEV_POWER_VIOLATION{{{GPU}}}[$__rate_interval])) / 1e9",
+              "{{Hostname}} GPU {{gpu}} power")],
+            "percentunit", description="Share of time the clocks were held down (violation counters, ns).",
+            defaults={"min": 0, "max": 1})
+    d.panel("timeseries", "Hardware thermal slowdown and power brake",
+            [(f"floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 64) % 2", "{{Hostname}} GPU {{gpu}} thermal"),
+             (f"floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 128) % 2", "{{Hostname}} GPU {{gpu}} power brake")],
+            "bool_on_off", description="1 while the reason is set.")
+
+    d.row("Devices")
+    d.panel("timeseries", "GPU up", [(f"gpu_device_up{{{GPU}}}", GPU_LEGEND)], "bool_on_off", w=24,
+            description="0 while NVML has lost the GPU.")
+
+    d.row("Exporter")
+    d.panel("timeseries", "Targets up", [(f"up{{{EXPORTER_JOB}}}", "{{instance}}")], "bool_on_off")
+    d.panel("timeseries", "NVML up", [('gpu_exporter_nvml_up{cluster=~"$cluster"}', "{{instance}}")], "bool_on_off")
+    d.panel("timeseries", "Age of the last successful sample",
+            [('time() - gpu_exporter_last_sample_success_timestamp_seconds{cluster=~"$cluster"}', "{{instance}}")], "s")
+    d.panel("timeseries", "Sampling time per tick",
+            [('gpu_exporter_sample_duration_seconds{cluster=~"$cluster"}', "{{instance}}")], "s")
+    d.panel("timeseries", "Pod attribution sources up",
+            [('gpu_exporter_pod_map_up{cluster=~"$cluster"}', "{{instance}} {{source}}")], "bool_on_off")
+    d.panel("table", "Fields not supported",
+            [('count by (instance, field) (gpu_exporter_field_unsupported{cluster=~"$cluster"})')], "none",
+            description="Configured fields NVML does not support, with the number of devices each; they are left out, not exported as 0.",
+            transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                            "renameByName": {"Value": "devices"}}}])
+    return d
+
+
+DASHBOARDS = {"gpu-nodes.json": nodes, "gpu-kubernetes.json": kubernetes, "gpu-health.json": health}
+
+
+def render(build):
+    return json.dumps(build().json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv):
+    check = "--check" in argv[1:]
+    stale = []
+    for name, build in DASHBOARDS.items():
+        path = HERE / name
+        text = render(build)
+        if check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    if stale:
+        print("dashboards/generate.py --check: out of date: " + ", ".join(stale)
+              + " (run python3 dashboards/generate.py and commit the result)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
