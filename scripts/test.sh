@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The project's test command (README "Run the tests"): installs what it needs, then runs
-# formatting, lints, the whole test suite, and promtool against the live output of --simulate.
+# formatting, lints, the whole test suite (tests/observability.rs runs promtool and a real
+# Prometheus against the dashboards and rules), and promtool against the live output of --simulate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_apt=()
-command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> installing ${need_apt[*]} (Debian packages)"
@@ -21,6 +23,9 @@ cargo fmt --all -- --check
 
 echo "==> cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
+
+echo "==> dashboards are what dashboards/generate.py builds"
+python3 dashboards/generate.py --check
 
 echo "==> cargo build --workspace (exporter + simulated NVML library)"
 cargo build --workspace
