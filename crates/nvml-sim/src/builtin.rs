@@ -10,7 +10,10 @@ pub const DEFAULT: &str = "h100-mig";
 const BUILTINS: &[(&str, &str)] = &[
     ("h100-mig", include_str!("../../../scenarios/h100-mig.toml")),
     ("a100-l4", include_str!("../../../scenarios/a100-l4.toml")),
-    ("incidents", include_str!("../../../scenarios/incidents.toml")),
+    (
+        "incidents",
+        include_str!("../../../scenarios/incidents.toml"),
+    ),
 ];
 
 /// The TOML text of a built-in scenario.
