@@ -305,7 +305,7 @@ def nodes():
     table_cols = [
         (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_TEMP{{{GPU}}})", "temperature"),
         (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_POWER_USAGE{{{GPU}}})", "power"),
-        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_SM_CLOCK{{{GPU}}})", "SM clock"),
+        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_SM_CLOCK{{{GPU}}}) * 1000000", "SM clock"),
         (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_UTIL{{{GPU}}}) / 100", "utilization"),
         (f"max by (Hostname, gpu, UUID, modelName) (gpu_device_up{{{GPU}}})", "up"),
         (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_XID_ERRORS{{{GPU}}})", "last Xid"),
@@ -319,7 +319,7 @@ def nodes():
             overrides=[
                 {"matcher": {"id": "byName", "options": "temperature"}, "properties": [{"id": "unit", "value": "celsius"}]},
                 {"matcher": {"id": "byName", "options": "power"}, "properties": [{"id": "unit", "value": "watt"}]},
-                {"matcher": {"id": "byName", "options": "SM clock"}, "properties": [{"id": "unit", "value": "MHz"}]},
+                {"matcher": {"id": "byName", "options": "SM clock"}, "properties": [{"id": "unit", "value": "hertz"}]},
                 {"matcher": {"id": "byName", "options": "utilization"}, "properties": [{"id": "unit", "value": "percentunit"}]},
             ])
     mig_cols = [

@@ -7,19 +7,11 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Minimal HTTP/1.1 GET; returns (status line, raw response).
 fn http_get(port: u16, path: &str, extra: &str) -> Option<(String, Vec<u8>)> {
@@ -48,7 +40,7 @@ fn spawn_ready_with(
     extra: &[&str],
 ) -> (std::process::Child, u16) {
     let lib = common::built_sim_lib();
-    let port = free_port();
+    let port = common::free_port();
     let mut cmd = Command::new(BIN);
     cmd.args([
         "--simulate",
@@ -142,7 +134,7 @@ fn malformed_csv_stops_startup_naming_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("bad.csv");
     std::fs::write(&csv, "# comment\nDCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature.\nDCGM_FI_DEV_GPU_TMEP, gauge, typo\n").unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let out = Command::new(BIN)
         .args(["--simulate", "-a", &format!("127.0.0.1:{port}"), "-f"])
         .arg(&csv)
@@ -216,7 +208,7 @@ fn daemon_counts_every_xid_of_a_burst_in_real_time() {
     // The scenario runs on the wall clock: a burst of 20 x Xid 13 at 3 s, Xid 48 at 4 s.
     let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/scenarios/xid-burst.toml");
-    let port = free_port();
+    let port = common::free_port();
     let mut child = Command::new(BIN)
         .arg("--simulate")
         .arg(&scenario)

@@ -33,7 +33,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -1075,14 +1075,6 @@ fn check_promtool(alerts: &Path) {
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Percent-encodes a query-string component.
 fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -1529,7 +1521,7 @@ fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     let mut targets = Vec::new();
     let mut waits = Vec::new();
     for scenario in SIMULATED {
-        let port = free_port();
+        let port = common::free_port();
         let name = format!("exporter-{}", scenario.replace('/', "_"));
         let idx = procs.spawn(&name, exporter(root, port).args(["--simulate", scenario]));
         waits.push((idx, port, "/ready"));
@@ -1537,7 +1529,7 @@ fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     }
     {
         // No driver: /ready never answers 200, /health does.
-        let port = free_port();
+        let port = common::free_port();
         let idx = procs.spawn(
             "exporter-no-driver",
             exporter(root, port).args(["--simulate", NO_DRIVER_SCENARIO]),
@@ -1545,7 +1537,7 @@ fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         waits.push((idx, port, "/health"));
         targets.push(port);
     }
-    targets.push(free_port());
+    targets.push(common::free_port());
     for (idx, port, path) in waits {
         procs.wait_http(idx, port, path, Duration::from_secs(60));
     }
@@ -1568,7 +1560,7 @@ fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     );
     let config_path = procs.dir.path().join("prometheus.yml");
     std::fs::write(&config_path, config).unwrap();
-    let prom_port = free_port();
+    let prom_port = common::free_port();
     let idx = procs.spawn(
         "prometheus",
         Command::new(&tools[0])

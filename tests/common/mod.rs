@@ -216,3 +216,12 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// A loopback port that was free a moment ago (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
