@@ -43,6 +43,32 @@ def per_gpu(metric, sel=GPU, agg="max"):
     return f"{agg} by (Hostname, gpu) ({metric}{{{sel}}})"
 
 
+REFS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Labels a pod table does not show.
+POD_TABLE_HIDDEN = ("Time", "__name__", "job", "instance", "pci_bus_id", "device", "pod_uid")
+
+
+def merged_table(names, hidden=("Time",), only_rows_with_first=False):
+    """Transformations of a table of instant queries: one row per series, the value of query
+    i in a column named names[i]; with only_rows_with_first, rows without the first query's
+    value are left out."""
+    steps = [{"id": "merge", "options": {}}]
+    if only_rows_with_first:
+        steps.append({"id": "filterByValue", "options": {
+            "filters": [{"fieldName": "Value #A", "config": {"id": "isNull", "options": {}}}],
+            "type": "exclude", "match": "any"}})
+    steps.append({"id": "organize", "options": {
+        "excludeByName": {h: True for h in hidden},
+        "renameByName": {f"Value #{REFS[i]}": n for i, n in enumerate(names)}}})
+    return steps
+
+
+def unit_overrides(units):
+    """Field overrides giving the named table columns their units: [(column, unit)]."""
+    return [{"matcher": {"id": "byName", "options": n}, "properties": [{"id": "unit", "value": u}]}
+            for n, u in units]
+
+
 MIG_LEGEND = "{{Hostname}} GPU {{gpu}} {{GPU_I_PROFILE}} {{GPU_I_ID}}"
 GPU_LEGEND = "{{Hostname}} GPU {{gpu}}"
 
@@ -92,13 +118,12 @@ class Dashboard:
         return i
 
     def panel(self, kind, title, targets, unit, w=12, h=8, description="", **extra):
-        refs = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
         tgts = []
         for i, t in enumerate(targets):
             expr, legend = (t, "") if isinstance(t, str) else t
             tgt = {
                 "datasource": DS,
-                "refId": refs[i],
+                "refId": REFS[i],
                 "expr": expr,
                 "legendFormat": legend or "__auto",
                 "range": kind in ("timeseries",),
@@ -312,16 +337,9 @@ def nodes():
     ]
     d.panel("table", "GPUs", [c for c, _ in table_cols], "none", w=24, h=9,
             description="One row per physical GPU. Utilization is empty on a GPU in MIG mode (see the MIG table).",
-            transformations=[{"id": "merge", "options": {}},
-                             {"id": "organize", "options": {
-                                 "excludeByName": {"Time": True},
-                                 "renameByName": {f"Value #{'ABCDEF'[i]}": n for i, (_, n) in enumerate(table_cols)}}}],
-            overrides=[
-                {"matcher": {"id": "byName", "options": "temperature"}, "properties": [{"id": "unit", "value": "celsius"}]},
-                {"matcher": {"id": "byName", "options": "power"}, "properties": [{"id": "unit", "value": "watt"}]},
-                {"matcher": {"id": "byName", "options": "SM clock"}, "properties": [{"id": "unit", "value": "hertz"}]},
-                {"matcher": {"id": "byName", "options": "utilization"}, "properties": [{"id": "unit", "value": "percentunit"}]},
-            ])
+            transformations=merged_table([n for _, n in table_cols]),
+            overrides=unit_overrides([("temperature", "celsius"), ("power", "watt"), ("SM clock", "hertz"),
+                                      ("utilization", "percentunit")]))
     mig_cols = [
         (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{GPU}, GPU_I_ID!=\"\"}})", "activity"),
         (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}}) * 1048576", "memory used"),
@@ -330,15 +348,9 @@ def nodes():
     ]
     d.panel("table", "MIG instances", [c for c, _ in mig_cols], "none", w=24, h=9,
             description="One row per MIG GPU instance, under its GPU (column gpu).",
-            transformations=[{"id": "merge", "options": {}},
-                             {"id": "organize", "options": {
-                                 "excludeByName": {"Time": True},
-                                 "renameByName": {f"Value #{'ABC'[i]}": n for i, (_, n) in enumerate(mig_cols)}}}],
-            overrides=[
-                {"matcher": {"id": "byName", "options": "activity"}, "properties": [{"id": "unit", "value": "percentunit"}]},
-                {"matcher": {"id": "byName", "options": "memory used"}, "properties": [{"id": "unit", "value": "bytes"}]},
-                {"matcher": {"id": "byName", "options": "memory share"}, "properties": [{"id": "unit", "value": "percentunit"}]},
-            ])
+            transformations=merged_table([n for _, n in mig_cols]),
+            overrides=unit_overrides([("activity", "percentunit"), ("memory used", "bytes"),
+                                      ("memory share", "percentunit")]))
     return d
 
 
@@ -358,8 +370,14 @@ def kubernetes():
     )
     alloc = f'gpu_allocation_info{{{K8S}}}'
     ns_sel = 'cluster=~"$cluster", namespace=~"$namespace"'
-    idle = (f"(max by (cluster, UUID, GPU_I_ID) ({util(NODE)}) < 0.05)"
-            f" * on (cluster, UUID, GPU_I_ID) group_right () {alloc}")
+
+    def held(cmp):
+        """Allocation rows whose device's utilization `cmp` 0.05 (`<`: only idle ones;
+        `< bool`: every row, 1 when idle)."""
+        return (f"(max by (cluster, UUID, GPU_I_ID) ({util(NODE)}) {cmp} 0.05)"
+                f" * on (cluster, UUID, GPU_I_ID) group_right () {alloc}")
+
+    idle = held("<")
 
     d.row("Allocation")
     d.panel("stat", "Devices allocated", [f"sum(gpu_allocated_devices{{{NODE}}})"], "none", w=4, h=4,
@@ -392,23 +410,14 @@ def kubernetes():
              f"sum by (namespace, workload_kind, workload_name) (allocation:accelerator_allocated_gpus:ratio{{{K8S}}}"
              f" * allocation:accelerator_utilization:ratio{{{K8S}}})"],
             "none", w=24, description="GPU-equivalents held and busy per owning workload (pods without an owner show an empty workload).",
-            transformations=[{"id": "merge", "options": {}},
-                             {"id": "organize", "options": {"excludeByName": {"Time": True},
-                                                            "renameByName": {"Value #A": "GPUs held", "Value #B": "GPUs busy"}}}])
+            transformations=merged_table(["GPUs held", "GPUs busy"]))
     d.panel("table", "Pods and their devices",
             [f"{alloc} * on (cluster, UUID, GPU_I_ID) group_left () {device_util(NODE)}",
              f"{alloc} * on (cluster, UUID, GPU_I_ID) group_left () max by (cluster, UUID, GPU_I_ID) (DCGM_FI_DEV_FB_USED{{{NODE}}} * 1048576)"],
             "none", w=24, h=10,
             description="Every container holding a GPU or MIG instance, with the device's utilization and memory in use.",
-            transformations=[{"id": "merge", "options": {}},
-                             {"id": "organize", "options": {
-                                 "excludeByName": {"Time": True, "__name__": True, "job": True, "instance": True,
-                                                   "pci_bus_id": True, "device": True, "pod_uid": True},
-                                 "renameByName": {"Value #A": "utilization", "Value #B": "device memory used"}}}],
-            overrides=[
-                {"matcher": {"id": "byName", "options": "utilization"}, "properties": [{"id": "unit", "value": "percentunit"}]},
-                {"matcher": {"id": "byName", "options": "device memory used"}, "properties": [{"id": "unit", "value": "bytes"}]},
-            ])
+            transformations=merged_table(["utilization", "device memory used"], hidden=POD_TABLE_HIDDEN),
+            overrides=unit_overrides([("utilization", "percentunit"), ("device memory used", "bytes")]))
     d.panel("timeseries", "Shared GPUs: each container's own SM use",
             [(f"gpu_container_sm_utilization_ratio{{{K8S}}}", "{{namespace}}/{{pod}} {{container}} GPU {{gpu}}")],
             "percentunit", description="From NVML's per-process utilization (time-sliced and MPS GPUs).",
@@ -420,20 +429,12 @@ def kubernetes():
     d.row("Idle allocations")
     d.panel("table", "Allocated but idle",
             [idle,
-             f"sum_over_time(({idle.replace('< 0.05)', '< bool 0.05)')})[$__range:$__interval]) * $__interval_ms / 1000"],
+             f"sum_over_time(({held('< bool')})[$__range:$__interval]) * $__interval_ms / 1000"],
             "none", w=24, h=9,
             description="Devices a container holds while below 5 % utilization, and how long each was idle within the time range.",
-            transformations=[{"id": "merge", "options": {}},
-                             {"id": "filterByValue", "options": {"filters": [{"fieldName": "Value #A", "config": {"id": "isNull", "options": {}}}],
-                                                                  "type": "exclude", "match": "any"}},
-                             {"id": "organize", "options": {
-                                 "excludeByName": {"Time": True, "__name__": True, "job": True, "instance": True,
-                                                   "pci_bus_id": True, "device": True, "pod_uid": True},
-                                 "renameByName": {"Value #A": "utilization now", "Value #B": "idle in range"}}}],
-            overrides=[
-                {"matcher": {"id": "byName", "options": "utilization now"}, "properties": [{"id": "unit", "value": "percentunit"}]},
-                {"matcher": {"id": "byName", "options": "idle in range"}, "properties": [{"id": "unit", "value": "s"}]},
-            ])
+            transformations=merged_table(["utilization now", "idle in range"], hidden=POD_TABLE_HIDDEN,
+                                         only_rows_with_first=True),
+            overrides=unit_overrides([("utilization now", "percentunit"), ("idle in range", "s")]))
 
     d.row("Cost: GPU-hours and energy over the time range")
     d.panel("bargauge", "GPU-hours by namespace",
@@ -489,13 +490,9 @@ def health():
             "none", w=12, h=9,
             description="Every occurrence counts, repeats included (gpu_xid_errors_total). "
                         f"Critical codes: {CRITICAL_XIDS.replace('|', ', ')}; 13, 31 and 43 are application faults.",
-            transformations=[{"id": "merge", "options": {}},
-                             {"id": "filterByValue", "options": {"filters": [{"fieldName": "Value #A", "config": {"id": "isNull", "options": {}}}],
-                                                                  "type": "exclude", "match": "any"}},
-                             {"id": "organize", "options": {"excludeByName": {"Time": True},
-                                                            "renameByName": {"Value #A": "events", "Value #B": "last seen"}}}],
-            overrides=[{"matcher": {"id": "byName", "options": "last seen"}, "properties": [{"id": "unit", "value": "dateTimeAsIso"}]},
-                       {"matcher": {"id": "byName", "options": "events"}, "properties": [{"id": "decimals", "value": 0}]}])
+            transformations=merged_table(["events", "last seen"], only_rows_with_first=True),
+            overrides=unit_overrides([("last seen", "dateTimeAsIso")])
+            + [{"matcher": {"id": "byName", "options": "events"}, "properties": [{"id": "decimals", "value": 0}]}])
     d.panel("timeseries", "Xid errors over time",
             [(f"sum by (Hostname, gpu, xid) (increase(gpu_xid_errors_total{{{GPU}}}[$__rate_interval])) > 0",
               "{{Hostname}} GPU {{gpu}} Xid {{xid}}")],
@@ -510,10 +507,7 @@ def health():
             [per_gpu("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"), per_gpu("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
              per_gpu("DCGM_FI_DEV_ROW_REMAP_PENDING"), per_gpu("DCGM_FI_DEV_ROW_REMAP_FAILURE")],
             "none", description="Rows remapped after uncorrectable / correctable errors; a pending remap needs a GPU reset, a failure needs service.",
-            transformations=[{"id": "merge", "options": {}},
-                             {"id": "organize", "options": {"excludeByName": {"Time": True}, "renameByName": {
-                                 "Value #A": "uncorrectable rows", "Value #B": "correctable rows",
-                                 "Value #C": "pending", "Value #D": "failed"}}}])
+            transformations=merged_table(["uncorrectable rows", "correctable rows", "pending", "failed"]))
 
     d.row("Interconnect errors")
     nvl = [("CRC_FLIT", "CRC flit"), ("CRC_DATA", "CRC data"), ("REPLAY", "replay"), ("RECOVERY", "recovery")]
