@@ -609,24 +609,42 @@ impl Cli {
     }
 
     /// Loads the counter set: the given file, else the default path, else the built-in set.
-    /// Returns the set and a note saying where it came from.
-    pub fn load_counters(&self) -> Result<(CounterSet, String), ConfigError> {
+    /// Returns the set, a note saying where it came from, and the file it was read from (the
+    /// file that hot reload watches; `None` for the built-in set).
+    pub fn load_counters(&self) -> Result<LoadedCounters, ConfigError> {
         if let Some(p) = &self.collectors {
-            return Ok((load_counters(p)?, format!("counters from {}", p.display())));
+            return Ok(LoadedCounters {
+                set: load_counters(p)?,
+                origin: format!("counters from {}", p.display()),
+                file: Some(p.clone()),
+            });
         }
         let default = std::path::Path::new(DEFAULT_COLLECTORS);
         if default.exists() {
-            return Ok((
-                load_counters(default)?,
-                format!("counters from {DEFAULT_COLLECTORS}"),
-            ));
+            return Ok(LoadedCounters {
+                set: load_counters(default)?,
+                origin: format!("counters from {DEFAULT_COLLECTORS}"),
+                file: Some(default.to_path_buf()),
+            });
         }
         let set = parse_counters("built-in default-counters.csv", BUILTIN_DEFAULT_COUNTERS)?;
-        Ok((
+        Ok(LoadedCounters {
             set,
-            format!("{DEFAULT_COLLECTORS} not found: using the built-in default counters"),
-        ))
+            origin: format!("{DEFAULT_COLLECTORS} not found: using the built-in default counters"),
+            file: None,
+        })
     }
+}
+
+/// The counter set chosen at start-up.
+#[derive(Debug)]
+pub struct LoadedCounters {
+    /// The parsed set.
+    pub set: CounterSet,
+    /// Where it came from, for the start-up log.
+    pub origin: String,
+    /// The file it was read from (watched for changes); `None` for the built-in set.
+    pub file: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@
 pub mod attribution;
 pub mod catalogue;
 pub mod config;
+pub mod counters_reload;
 pub mod devices;
 pub mod encode;
 pub mod gpu;

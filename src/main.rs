@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::Parser;
 use gpu_exporter::attribution::{self, AttributionOptions, Attributor, Sources};
 use gpu_exporter::config::{Cli, Config};
+use gpu_exporter::counters_reload::{self, CountersFile};
 use gpu_exporter::encode::EncodeOptions;
 use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::hpc::HpcWatcher;
@@ -65,9 +66,11 @@ fn run(cli: Cli) -> Result<(), String> {
     for w in &cfg.warnings {
         warn!("{w}");
     }
-    let (counters, origin) = cli.load_counters().map_err(|e| e.to_string())?;
+    let loaded = cli.load_counters().map_err(|e| e.to_string())?;
+    let counters = loaded.set;
     info!(
-        "{origin} ({} metrics, {} labels)",
+        "{} ({} metrics, {} labels)",
+        loaded.origin,
         counters.metrics().count(),
         counters.labels().count()
     );
@@ -75,6 +78,8 @@ fn run(cli: Cli) -> Result<(), String> {
         warn!("{w}");
     }
     let counters = Arc::new(counters);
+    // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.
+    let counters_file = loaded.file.map(CountersFile::new);
 
     // With --simulate the simulated library is configured, then loaded like the real one.
     let (lib_path, _sim) = match &cfg.simulate {
@@ -126,6 +131,14 @@ fn run(cli: Cli) -> Result<(), String> {
     let (attributor, _cluster) = start_attribution(&cfg, &rt, _sim.as_ref(), lib_path.as_deref())?;
     if let Some(a) = attributor {
         sampler = sampler.with_attribution(a);
+    }
+    counters_reload::listen_for_hangup(
+        rt.handle(),
+        counters_file.as_ref().map(CountersFile::hangup_flag),
+    );
+    if let Some(f) = counters_file {
+        info!(file = %f.path().display(), "counters reload on file change and on SIGHUP");
+        sampler = sampler.with_counters_file(f);
     }
     let stop = Arc::new(AtomicBool::new(false));
     let handle = sampler::spawn(

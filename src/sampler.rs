@@ -15,6 +15,7 @@ use tracing::{error, info, warn};
 
 use crate::attribution::Attributor;
 use crate::catalogue::csv::CounterSet;
+use crate::counters_reload::CountersFile;
 use crate::encode::{EncodeOptions, encode, gzip};
 use crate::gpu::reader::{Reader, ReaderOptions};
 use crate::publish::{Published, Shared};
@@ -37,6 +38,7 @@ pub struct Sampler {
     last_success_unix: f64,
     nvml_errors: u64,
     attributor: Option<Attributor>,
+    counters_file: Option<CountersFile>,
 }
 
 impl Sampler {
@@ -58,7 +60,15 @@ impl Sampler {
             last_success_unix: 0.0,
             nvml_errors: 0,
             attributor: None,
+            counters_file: None,
         }
+    }
+
+    /// Re-reads the counters from `file` when it changes (or on SIGHUP); the new set applies
+    /// from the tick that sees it.
+    pub fn with_counters_file(mut self, file: CountersFile) -> Self {
+        self.counters_file = Some(file);
+        self
     }
 
     /// Joins each snapshot with pods, jobs and processes through `attributor`.
@@ -95,6 +105,11 @@ impl Sampler {
     /// Takes one sample. `now_unix` is the wall-clock time stamped on the snapshot.
     pub fn tick(&mut self, now_unix: f64) -> Snapshot {
         let started = Instant::now();
+        if let Some(file) = self.counters_file.as_mut()
+            && let Some(set) = file.poll(now_unix)
+        {
+            self.counters = Arc::new(set);
+        }
         self.ensure_reader();
         self.ticks += 1;
         let mut snap = Snapshot {
@@ -145,6 +160,7 @@ impl Sampler {
                 .map(|r| r.unsupported().to_vec())
                 .unwrap_or_default(),
             nvml_up,
+            counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),
         };
         snap
     }

@@ -60,6 +60,45 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     write_value(out, st.last_success_unix);
     out.push('\n');
 
+    if let Some(r) = &st.counters_reload {
+        write_header(
+            out,
+            "gpu_exporter_counters_last_reload_successful",
+            "1 when the counters file last read (at start, on change or on SIGHUP) was applied; 0 when it could not be read or parsed and the previous set is still in use.",
+            "gauge",
+        );
+        let _ = writeln!(
+            out,
+            "gpu_exporter_counters_last_reload_successful {}",
+            u8::from(r.last_ok)
+        );
+        write_header(
+            out,
+            "gpu_exporter_counters_last_reload_success_timestamp_seconds",
+            "Unix time at which the counter set in use was loaded.",
+            "gauge",
+        );
+        out.push_str("gpu_exporter_counters_last_reload_success_timestamp_seconds ");
+        write_value(out, r.last_success_unix);
+        out.push('\n');
+        write_header(
+            out,
+            "gpu_exporter_counters_reloads_total",
+            "Counters file reloads since start, by result (the start-up load is not counted).",
+            "counter",
+        );
+        let _ = writeln!(
+            out,
+            "gpu_exporter_counters_reloads_total{{result=\"success\"}} {}",
+            r.successes
+        );
+        let _ = writeln!(
+            out,
+            "gpu_exporter_counters_reloads_total{{result=\"failure\"}} {}",
+            r.failures
+        );
+    }
+
     if !st.field_errors.is_empty() {
         write_header(
             out,

@@ -134,6 +134,8 @@ pub struct SampleStats {
     pub unsupported: Vec<Unsupported>,
     /// `false` while NVML itself is unavailable.
     pub nvml_up: bool,
+    /// Counters hot-reload state, when the counters come from a watched file.
+    pub counters_reload: Option<crate::counters_reload::ReloadStats>,
 }
 
 /// One point in time.

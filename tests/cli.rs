@@ -6,27 +6,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
+use common::http_get;
 
-/// Minimal HTTP/1.1 GET; returns (status line, raw response).
-fn http_get(port: u16, path: &str, extra: &str) -> Option<(String, Vec<u8>)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Connection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).ok()?;
-    let status = String::from_utf8_lossy(&buf).lines().next()?.to_owned();
-    Some((status, buf))
-}
+const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
 
 /// Starts `--simulate` on a free port and waits until `/ready` answers 200.
 fn spawn_ready(node_name: Option<&str>) -> (std::process::Child, u16) {
@@ -158,7 +144,7 @@ fn malformed_csv_stops_startup_naming_the_line() {
         "suggests the nearest name: {err}"
     );
     assert!(
-        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
         "must not serve"
     );
 }

@@ -225,3 +225,20 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Minimal HTTP/1.1 GET; returns (status line, raw response).
+pub fn http_get(port: u16, path: &str, extra: &str) -> Option<(String, Vec<u8>)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Connection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    let status = String::from_utf8_lossy(&buf).lines().next()?.to_owned();
+    Some((status, buf))
+}

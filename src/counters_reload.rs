@@ -1,0 +1,336 @@
+//! Counters hot reload: the sampler re-reads the counters CSV when the file changes or when
+//! the process gets SIGHUP, and applies the new set from that tick on.
+//!
+//! The file is checked once per tick with one `stat` that follows symlinks, so a Kubernetes
+//! ConfigMap volume works: the kubelet writes the new data into a fresh directory and swaps the
+//! `..data` symlink, which gives the path a new inode. (A `subPath` mount never sees the update;
+//! that is a Kubernetes limitation, see deploy/README.md.) A changed stamp whose bytes are the
+//! same as the set in use is not a reload.
+//!
+//! A file that cannot be read or parsed keeps the old set: the error (with `file:line`) is
+//! logged once per distinct content, and the self-metrics say the last reload failed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+
+use tracing::{error, info, warn};
+
+use crate::catalogue::csv::{CounterSet, parse_counters};
+
+/// What identifies one version of the file without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+fn stamp(path: &Path) -> std::io::Result<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok(Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        len: m.len(),
+        modified: m.modified().ok(),
+    })
+}
+
+/// Reload state, copied into each snapshot for the self-metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReloadStats {
+    /// `false` when the last attempt to read a changed file failed (the old set is in use).
+    pub last_ok: bool,
+    /// Unix time of the last successful load (the start-up load counts).
+    pub last_success_unix: f64,
+    /// Successful reloads since start (the start-up load not included).
+    pub successes: u64,
+    /// Failed reloads since start.
+    pub failures: u64,
+}
+
+/// Watches the counters file the exporter was started with.
+pub struct CountersFile {
+    path: PathBuf,
+    stamp: Option<Stamp>,
+    /// The bytes of the set in use, to tell a real change from a touch.
+    loaded: Vec<u8>,
+    /// The bytes whose parse failed last, so one broken version is logged once.
+    last_bad: Option<Vec<u8>>,
+    /// Set by the SIGHUP listener; the next tick re-reads the file whatever its stamp.
+    hangup: Arc<AtomicBool>,
+    stats: ReloadStats,
+    started: bool,
+}
+
+impl CountersFile {
+    /// Watches `path`, whose current content is the set in use (read at start-up).
+    pub fn new(path: PathBuf) -> Self {
+        let st = stamp(&path).ok();
+        let loaded = std::fs::read(&path).unwrap_or_default();
+        Self {
+            path,
+            stamp: st,
+            loaded,
+            last_bad: None,
+            hangup: Arc::new(AtomicBool::new(false)),
+            stats: ReloadStats {
+                last_ok: true,
+                ..ReloadStats::default()
+            },
+            started: false,
+        }
+    }
+
+    /// The flag a SIGHUP listener sets (see [`listen_for_hangup`]).
+    pub fn hangup_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.hangup)
+    }
+
+    /// The watched path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The reload state so far.
+    pub fn stats(&self) -> &ReloadStats {
+        &self.stats
+    }
+
+    /// Checks the file; returns the new set when it changed and parsed. `now_unix` stamps the
+    /// first call (the start-up load) and every successful reload.
+    pub fn poll(&mut self, now_unix: f64) -> Option<CounterSet> {
+        if !self.started {
+            self.started = true;
+            self.stats.last_success_unix = now_unix;
+        }
+        let forced = self.hangup.swap(false, Ordering::AcqRel);
+        if forced {
+            info!(file = %self.path.display(), "SIGHUP: re-reading the counters file");
+        }
+        let current = match stamp(&self.path) {
+            Ok(s) => s,
+            Err(e) => {
+                let msg = format!(
+                    "{}: cannot read counters file: {e}; keeping the counters in use",
+                    self.path.display()
+                );
+                // A missing file is reported once, not on every tick.
+                if forced || self.stamp.is_some() {
+                    self.fail(&msg);
+                }
+                self.stamp = None;
+                return None;
+            }
+        };
+        if !forced && self.stamp.as_ref() == Some(&current) {
+            return None;
+        }
+        self.stamp = Some(current);
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) => {
+                self.stamp = None;
+                self.fail(&format!(
+                    "{}: cannot read counters file: {e}; keeping the counters in use",
+                    self.path.display()
+                ));
+                return None;
+            }
+        };
+        if bytes == self.loaded {
+            if !self.stats.last_ok {
+                // Back to the content in use: the broken version is gone.
+                info!(file = %self.path.display(), "counters file is back to the set in use");
+                self.stats.last_ok = true;
+                self.last_bad = None;
+            } else if forced {
+                info!(file = %self.path.display(), "counters file unchanged");
+            }
+            return None;
+        }
+        if !forced && self.last_bad.as_deref() == Some(bytes.as_slice()) {
+            return None;
+        }
+        let origin = self.path.display().to_string();
+        let parsed = std::str::from_utf8(&bytes)
+            .map_err(|e| format!("{origin}: not UTF-8 text ({e})"))
+            .and_then(|text| parse_counters(&origin, text).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(set) => {
+                info!(
+                    file = %origin,
+                    metrics = set.metrics().count(),
+                    labels = set.labels().count(),
+                    "counters reloaded; the new set applies from this tick"
+                );
+                for w in &set.warnings {
+                    warn!("{w}");
+                }
+                self.loaded = bytes;
+                self.last_bad = None;
+                self.stats.last_ok = true;
+                self.stats.successes += 1;
+                self.stats.last_success_unix = now_unix;
+                Some(set)
+            }
+            Err(e) => {
+                self.last_bad = Some(bytes);
+                self.fail(&format!("{e}; keeping the counters in use"));
+                None
+            }
+        }
+    }
+
+    fn fail(&mut self, msg: &str) {
+        error!("counters reload failed: {msg}");
+        self.stats.last_ok = false;
+        self.stats.failures += 1;
+    }
+}
+
+/// Sets `flag` on every SIGHUP, on `runtime`. With no flag (built-in counters) SIGHUP is
+/// logged and otherwise ignored: it must never fall through to its default action, which
+/// would end the process. Logs when SIGHUP cannot be listened for; the file watch still works.
+pub fn listen_for_hangup(runtime: &tokio::runtime::Handle, flag: Option<Arc<AtomicBool>>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Registered here, before start-up goes on, so an early SIGHUP cannot end the process.
+    let _entered = runtime.enter();
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(s) => s,
+        Err(e) => {
+            warn!("cannot listen for SIGHUP ({e}); counters reload on file change only");
+            return;
+        }
+    };
+    runtime.spawn(async move {
+        while hangups.recv().await.is_some() {
+            match &flag {
+                Some(f) => f.store(true, Ordering::Release),
+                None => {
+                    info!("SIGHUP: the built-in counters are in use, there is no file to re-read")
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, temperature\n";
+    const B: &str =
+        "DCGM_FI_DEV_GPU_TEMP, gauge, temperature\nDCGM_FI_DEV_POWER_USAGE, gauge, power\n";
+
+    fn names(set: &CounterSet) -> Vec<String> {
+        set.metrics().map(|r| r.name.clone()).collect()
+    }
+
+    #[test]
+    fn unchanged_file_is_not_reloaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, A).unwrap();
+        let mut w = CountersFile::new(p.clone());
+        assert!(w.poll(10.0).is_none());
+        assert!(w.poll(11.0).is_none());
+        assert_eq!(w.stats().last_success_unix, 10.0);
+        assert_eq!(w.stats().successes, 0);
+        // Rewritten with the same bytes: a new stamp, but no reload.
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(&p, A).unwrap();
+        assert!(w.poll(12.0).is_none());
+        assert_eq!(w.stats().successes, 0);
+        assert!(w.stats().last_ok);
+    }
+
+    #[test]
+    fn changed_file_is_reloaded_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, A).unwrap();
+        let mut w = CountersFile::new(p.clone());
+        assert!(w.poll(1.0).is_none());
+        let tmp = dir.path().join("c.tmp");
+        std::fs::write(&tmp, B).unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
+        let set = w.poll(2.0).expect("reloaded");
+        assert_eq!(
+            names(&set),
+            ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"]
+        );
+        assert!(w.poll(3.0).is_none());
+        assert_eq!(w.stats().successes, 1);
+        assert_eq!(w.stats().last_success_unix, 2.0);
+    }
+
+    #[test]
+    fn broken_file_keeps_old_set_and_recovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, A).unwrap();
+        let mut w = CountersFile::new(p.clone());
+        assert!(w.poll(1.0).is_none());
+        std::fs::write(
+            &p,
+            "# ok\nDCGM_FI_DEV_GPU_TEMP, gauge, t\nNOT_A_FIELD, gauge, x\n",
+        )
+        .unwrap();
+        assert!(w.poll(2.0).is_none());
+        assert!(!w.stats().last_ok);
+        assert_eq!(w.stats().failures, 1);
+        // The same broken content is not counted again on the next ticks.
+        assert!(w.poll(3.0).is_none());
+        assert_eq!(w.stats().failures, 1);
+        // Fixed: reloaded.
+        std::fs::write(&p, B).unwrap();
+        assert!(w.poll(4.0).is_some());
+        assert!(w.stats().last_ok);
+        assert_eq!(w.stats().last_success_unix, 4.0);
+    }
+
+    #[test]
+    fn missing_file_is_a_failure_reported_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, A).unwrap();
+        let mut w = CountersFile::new(p.clone());
+        assert!(w.poll(1.0).is_none());
+        std::fs::remove_file(&p).unwrap();
+        assert!(w.poll(2.0).is_none());
+        assert!(w.poll(3.0).is_none());
+        assert_eq!(w.stats().failures, 1);
+        assert!(!w.stats().last_ok);
+        // It comes back with the content in use: no reload, healthy again.
+        std::fs::write(&p, A).unwrap();
+        assert!(w.poll(4.0).is_none());
+        assert!(w.stats().last_ok);
+    }
+
+    #[test]
+    fn hangup_forces_a_read_even_with_an_unchanged_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, A).unwrap();
+        let mut w = CountersFile::new(p.clone());
+        assert!(w.poll(1.0).is_none());
+        // Same length, same inode, same mtime: invisible to the stamp.
+        let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+        let same_len = A.replace("temperature", "TEMPERATURE");
+        std::fs::write(&p, &same_len).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert!(w.poll(2.0).is_none(), "the stamp alone does not see it");
+        w.hangup_flag().store(true, Ordering::Release);
+        let set = w.poll(3.0).expect("SIGHUP re-reads");
+        assert_eq!(set.rows[0].help, "TEMPERATURE");
+    }
+}

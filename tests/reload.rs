@@ -1,0 +1,360 @@
+//! Counters hot reload, end to end on the binary: a ConfigMap-style symlink swap applies the
+//! new set at a tick without any scrape seeing an empty or mixed set; a broken file keeps the
+//! old set, logs `file:line` and shows in the self-metrics; SIGHUP forces a re-read; SIGHUP
+//! with the built-in set does not end the process.
+
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::http_get;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
+
+/// Set A: temperature and power.
+const SET_A: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C).\n\
+                     DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (W).\n";
+/// Set B: temperature and SM clock, no power.
+const SET_B: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C).\n\
+                     DCGM_FI_DEV_SM_CLOCK, gauge, SM clock (MHz).\n";
+
+/// A running exporter whose log goes to a file, killed on drop.
+struct Exporter {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Exporter {
+    fn start(dir: &Path, extra: &[&str]) -> Self {
+        let port = common::free_port();
+        let log = dir.join("exporter.log");
+        let mut child = Command::new(BIN)
+            .args(["--simulate", "a100-l4", "-c", "200"])
+            .args(["-a", &format!("127.0.0.1:{port}")])
+            .arg("--nvml-lib")
+            .arg(common::built_sim_lib())
+            .args(extra)
+            .env_remove("NODE_NAME")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some((status, _)) = http_get(port, "/ready", "")
+                && status.contains(" 200 ")
+            {
+                break;
+            }
+            if let Some(s) = child.try_wait().unwrap() {
+                panic!(
+                    "exporter exited with {s}: {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < deadline, "exporter never became ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port, log }
+    }
+
+    fn metrics(&self) -> String {
+        let (status, body) = http_get(self.port, "/metrics", "").expect("scrape");
+        assert!(status.contains(" 200 "), "{status}");
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
+    /// Scrapes until `cond` holds (a deadline, not a timing assertion).
+    fn metrics_until(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = self.metrics();
+            if cond(&text) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting: {what}\nlast scrape:\n{text}\nlog:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        let rc = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(rc.success());
+    }
+
+    fn samples(&self) -> u64 {
+        self_value(&self.metrics(), "gpu_exporter_samples_total") as u64
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of an unlabelled (or fully written) series.
+fn self_value(text: &str, series: &str) -> f64 {
+    let prefix = format!("{series} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("{series} missing in:\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn has_family(text: &str, name: &str) -> bool {
+    text.lines().any(|l| l.starts_with(&format!("{name}{{")))
+}
+
+/// The kubelet's ConfigMap volume layout: `<dir>/<key>` → `..data/<key>`, `..data` → a
+/// timestamped directory holding the real file.
+struct ConfigMapVolume {
+    dir: PathBuf,
+    version: u32,
+}
+
+impl ConfigMapVolume {
+    const KEY: &str = "default-counters.csv";
+
+    fn new(dir: &Path, content: &str) -> Self {
+        let mut v = Self {
+            dir: dir.to_path_buf(),
+            version: 0,
+        };
+        v.write_version(content);
+        std::os::unix::fs::symlink(format!("..data/{}", Self::KEY), v.dir.join(Self::KEY)).unwrap();
+        v
+    }
+
+    fn file(&self) -> PathBuf {
+        self.dir.join(Self::KEY)
+    }
+
+    fn write_version(&mut self, content: &str) {
+        self.version += 1;
+        let ts = format!(
+            "..2026_11_21_00_00_0{}.{}",
+            self.version,
+            100 + self.version
+        );
+        std::fs::create_dir(self.dir.join(&ts)).unwrap();
+        std::fs::write(self.dir.join(&ts).join(Self::KEY), content).unwrap();
+        // As the kubelet's atomic writer: a new symlink, renamed over `..data`.
+        let tmp = self.dir.join("..data_tmp");
+        std::os::unix::fs::symlink(&ts, &tmp).unwrap();
+        std::fs::rename(&tmp, self.dir.join("..data")).unwrap();
+    }
+
+    /// Publishes `content` and removes the previous version's directory.
+    fn update(&mut self, content: &str) {
+        let old = std::fs::read_link(self.dir.join("..data")).unwrap();
+        self.write_version(content);
+        std::fs::remove_dir_all(self.dir.join(old)).unwrap();
+    }
+}
+
+#[test]
+fn configmap_symlink_swap_applies_the_new_set_without_empty_or_mixed_scrapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let vol_dir = dir.path().join("counters");
+    std::fs::create_dir(&vol_dir).unwrap();
+    let mut vol = ConfigMapVolume::new(&vol_dir, SET_A);
+    let exp = Exporter::start(dir.path(), &["-f", vol.file().to_str().unwrap()]);
+    let first = exp.metrics();
+    assert!(has_family(&first, "DCGM_FI_DEV_POWER_USAGE"), "{first}");
+    assert!(!has_family(&first, "DCGM_FI_DEV_SM_CLOCK"), "{first}");
+    assert_eq!(
+        self_value(&first, "gpu_exporter_counters_last_reload_successful"),
+        1.0
+    );
+
+    // Scrape continuously while the volume is swapped.
+    let stop = Arc::new(AtomicBool::new(false));
+    let port = exp.port;
+    let scraper = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut bodies = Vec::new();
+            while !stop.load(Ordering::Acquire) {
+                let (status, body) = http_get(port, "/metrics", "").expect("scrape");
+                bodies.push((status, String::from_utf8_lossy(&body).into_owned()));
+            }
+            bodies
+        })
+    };
+    // Let the scraper see the old set first.
+    let before = exp.samples();
+    common::wait_until("two more ticks", || exp.samples() >= before + 2);
+    vol.update(SET_B);
+    let after = exp.metrics_until("set B served", |t| {
+        has_family(t, "DCGM_FI_DEV_SM_CLOCK") && !has_family(t, "DCGM_FI_DEV_POWER_USAGE")
+    });
+    let applied = exp.samples();
+    common::wait_until("two more ticks", || exp.samples() >= applied + 2);
+    stop.store(true, Ordering::Release);
+    let bodies = scraper.join().unwrap();
+
+    let (mut old, mut new) = (0, 0);
+    for (status, body) in &bodies {
+        assert!(status.contains(" 200 "), "{status}");
+        assert!(
+            has_family(body, "DCGM_FI_DEV_GPU_TEMP"),
+            "a scrape without the GPU families:\n{body}"
+        );
+        match (
+            has_family(body, "DCGM_FI_DEV_POWER_USAGE"),
+            has_family(body, "DCGM_FI_DEV_SM_CLOCK"),
+        ) {
+            (true, false) => old += 1,
+            (false, true) => new += 1,
+            other => panic!("a scrape with a mixed counter set {other:?}:\n{body}"),
+        }
+    }
+    assert!(old > 0 && new > 0, "old {old}, new {new}");
+    assert_eq!(
+        self_value(
+            &after,
+            "gpu_exporter_counters_reloads_total{result=\"success\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        self_value(&after, "gpu_exporter_counters_last_reload_successful"),
+        1.0
+    );
+    assert!(exp.log().contains("counters reloaded"), "{}", exp.log());
+}
+
+#[test]
+fn broken_file_keeps_the_old_set_logs_the_line_and_shows_in_self_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("c.csv");
+    std::fs::write(&csv, SET_A).unwrap();
+    let exp = Exporter::start(dir.path(), &["-f", csv.to_str().unwrap()]);
+
+    // Line 3 names no field.
+    let tmp = dir.path().join("c.tmp");
+    std::fs::write(
+        &tmp,
+        format!("{SET_B}DCGM_FI_DEV_NOT_A_FIELD, gauge, nothing.\n"),
+    )
+    .unwrap();
+    std::fs::rename(&tmp, &csv).unwrap();
+    let text = exp.metrics_until("the failed reload to show", |t| {
+        t.contains("gpu_exporter_counters_last_reload_successful 0")
+    });
+    // The old set is still served, whole.
+    assert!(has_family(&text, "DCGM_FI_DEV_POWER_USAGE"), "{text}");
+    assert!(!has_family(&text, "DCGM_FI_DEV_SM_CLOCK"), "{text}");
+    assert_eq!(
+        self_value(
+            &text,
+            "gpu_exporter_counters_reloads_total{result=\"failure\"}"
+        ),
+        1.0
+    );
+    let log = exp.log();
+    let line = format!("{}:3:", csv.display());
+    assert!(
+        log.contains("counters reload failed") && log.contains(&line),
+        "the log should name {line}:\n{log}"
+    );
+    // The same broken file is reported once, not on every tick.
+    let seen = exp.samples();
+    common::wait_until("three more ticks", || exp.samples() >= seen + 3);
+    assert_eq!(exp.log().matches("counters reload failed").count(), 1);
+
+    // Fixed: the new set applies and the state is healthy again.
+    std::fs::write(&tmp, SET_B).unwrap();
+    std::fs::rename(&tmp, &csv).unwrap();
+    let text = exp.metrics_until("the fixed file to apply", |t| {
+        has_family(t, "DCGM_FI_DEV_SM_CLOCK")
+    });
+    assert!(!has_family(&text, "DCGM_FI_DEV_POWER_USAGE"), "{text}");
+    assert_eq!(
+        self_value(&text, "gpu_exporter_counters_last_reload_successful"),
+        1.0
+    );
+}
+
+#[test]
+fn sighup_rereads_a_file_whose_stamp_did_not_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("c.csv");
+    std::fs::write(&csv, SET_A).unwrap();
+    let exp = Exporter::start(dir.path(), &["-f", csv.to_str().unwrap()]);
+    assert!(
+        exp.metrics()
+            .contains("# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (C).")
+    );
+
+    // Same length, same inode, same mtime: the per-tick check cannot see it.
+    let mtime = std::fs::metadata(&csv).unwrap().modified().unwrap();
+    let edited = SET_A.replace("GPU temperature (C).", "GPU TEMPERATURE (C).");
+    assert_eq!(edited.len(), SET_A.len());
+    std::fs::write(&csv, &edited).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&csv)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let seen = exp.samples();
+    common::wait_until("three more ticks", || exp.samples() >= seen + 3);
+    assert!(
+        exp.metrics()
+            .contains("# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (C)."),
+        "the edit should be invisible without SIGHUP"
+    );
+
+    exp.signal("-HUP");
+    exp.metrics_until("the SIGHUP re-read", |t| {
+        t.contains("# HELP DCGM_FI_DEV_GPU_TEMP GPU TEMPERATURE (C).")
+    });
+    assert!(exp.log().contains("SIGHUP: re-reading"), "{}", exp.log());
+}
+
+#[test]
+fn sighup_with_the_built_in_set_keeps_serving() {
+    if Path::new(gpu_exporter::config::DEFAULT_COLLECTORS).exists() {
+        eprintln!("skipped: a counters file exists at the default path on this machine");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exp = Exporter::start(dir.path(), &[]);
+    let text = exp.metrics();
+    // Without a file there is no reload state to show.
+    assert!(!text.contains("gpu_exporter_counters_last_reload_successful"));
+    exp.signal("-HUP");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !exp.log().contains("no file to re-read") {
+        assert!(Instant::now() < deadline, "{}", exp.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = exp.samples();
+    common::wait_until("two more ticks", || exp.samples() >= seen + 2);
+    assert!(has_family(&exp.metrics(), "DCGM_FI_DEV_GPU_TEMP"));
+}
