@@ -258,15 +258,32 @@ async fn refresh(
     Ok(KubeletView { pods, allocatable })
 }
 
-/// A gRPC status as one line, with the transport error behind an `Unavailable`.
+/// Appended to a connection refused for lack of permission: what the operator has to change.
+/// Connecting to a unix socket needs write permission on it (and search permission on its
+/// directory); the kubelet creates both owned by root, writable by root only.
+const PERMISSION_HINT: &str = "permission denied: the kubelet creates its pod-resources \
+     socket owned by root and writable by root only (mode 0755, in a 0750 directory), and \
+     connecting to a unix socket needs write permission on it; run the exporter as uid 0 \
+     (runAsUser: 0; no capabilities are needed) for pod mapping";
+
+/// A gRPC status as one line, with the transport error behind an `Unavailable`, and
+/// [`PERMISSION_HINT`] when the socket refused us for lack of permission.
 fn describe(s: &tonic::Status) -> String {
     use std::error::Error as _;
     let mut msg = format!("{:?}: {}", s.code(), s.message());
+    let mut denied = false;
     let mut src = s.source();
     while let Some(e) = src {
         msg.push_str(": ");
         msg.push_str(&e.to_string());
+        denied |= e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied);
         src = e.source();
+    }
+    if denied {
+        msg.push_str("; ");
+        msg.push_str(PERMISSION_HINT);
     }
     msg
 }

@@ -1,0 +1,68 @@
+# syntax=docker/dockerfile:1
+#
+# The gpu-exporter container image (docs/container-image.md).
+#
+# Stage "builder" compiles the release binary on the official Rust image; the runtime stage is
+# distroless (glibc and libgcc, no shell, no package manager) and runs as the unprivileged user
+# 65532. NVML (libnvidia-ml.so.1) and the /dev/nvidia* device nodes are NOT in the image: the
+# NVIDIA container toolkit injects them when the container starts (NVIDIA_VISIBLE_DEVICES and
+# NVIDIA_DRIVER_CAPABILITIES below ask it to).
+#
+# This repository's CI has no container engine, so the image is never built there;
+# tests/privileges.rs checks this file's structure instead (COPY sources, the user, the
+# entrypoint, the Rust version).
+
+ARG RUST_VERSION=1.89
+
+FROM docker.io/library/rust:${RUST_VERSION}-bookworm AS builder
+WORKDIR /src
+# The shipped binary carries no debug info (Cargo.toml's release profile keeps some for
+# profiling); its symbols stay, so a backtrace still names functions.
+ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
+    CARGO_PROFILE_RELEASE_STRIP=debuginfo
+
+# Dependencies first, in their own layer: editing the sources does not download them again.
+# Cargo needs every file the manifests name to read the workspace: the declared benches and a
+# crate root for the simulated-NVML member (an empty stub; it is a dev-dependency and is not
+# built here).
+COPY Cargo.toml Cargo.lock ./
+COPY crates/nvml-sim/Cargo.toml crates/nvml-sim/Cargo.toml
+COPY benches benches
+RUN mkdir -p src crates/nvml-sim/src \
+ && touch src/lib.rs src/main.rs crates/nvml-sim/src/lib.rs \
+ && cargo fetch --locked
+
+# What the exporter's build reads: build.rs compiles proto/ with protox (pure Rust, no protoc),
+# and src/config.rs embeds counters/default-counters.csv.
+COPY build.rs ./
+COPY proto proto
+COPY counters counters
+COPY src src
+RUN cargo build --release --locked --offline -p gpu-exporter --bin gpu-exporter
+
+FROM gcr.io/distroless/cc-debian12:nonroot
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="gpu-exporter" \
+      org.opencontainers.image.description="Prometheus exporter for NVIDIA GPUs on Kubernetes, drop-in compatible with dcgm-exporter" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="https://github.com/gpu-exporter/gpu-exporter" \
+      org.opencontainers.image.documentation="https://github.com/gpu-exporter/gpu-exporter/blob/main/docs/container-image.md"
+
+COPY --from=builder /src/target/release/gpu-exporter /usr/bin/gpu-exporter
+# The counters files at dcgm-exporter's paths: -f defaults to default-counters.csv, and the GPU
+# Operator's DaemonSet points DCGM_EXPORTER_COLLECTORS at dcp-metrics-included.csv.
+COPY counters/default-counters.csv counters/dcp-metrics-included.csv counters/recommended.csv /etc/dcgm-exporter/
+
+# NVML needs only the "utility" driver capability: the toolkit then mounts libnvidia-ml.so.1
+# and creates /dev/nvidiactl and /dev/nvidia<N> for the visible GPUs.
+ENV NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=utility
+EXPOSE 9400
+# Numeric, so that Kubernetes' runAsNonRoot can verify it. Pod mapping (-k) needs uid 0 to
+# connect to the kubelet's root-owned socket; the Helm chart sets runAsUser: 0 for that
+# (docs/least-privilege.md).
+USER 65532:65532
+ENTRYPOINT ["/usr/bin/gpu-exporter"]
