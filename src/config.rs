@@ -3,8 +3,8 @@
 //! Flag names, short forms and `DCGM_EXPORTER_*` variables follow dcgm-exporter 4.8 so that a
 //! switch keeps the DaemonSet's arguments. Flags that have no meaning here (remote hostengine,
 //! DCGM logging) are accepted with a warning; flags of features not built yet are accepted
-//! with a warning too, except `--web-config-file`, which refuses to start rather than serve
-//! unprotected. Validation errors name the flag.
+//! with a warning too. `--web-config-file` is read and checked here (certificates, keys,
+//! bcrypt hashes), so that a broken file stops start-up. Validation errors name the flag.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -189,7 +189,8 @@ pub struct Cli {
         default_value = "/proc"
     )]
     pub proc_root: PathBuf,
-    /// exporter-toolkit web config (TLS, basic auth). Not implemented yet: refuses to start.
+    /// exporter-toolkit web config file (TLS, client certificates, basic auth, response
+    /// headers); see docs/web-config.md. `/health` and `/ready` stay open to probes.
     #[arg(long = "web-config-file", env = "DCGM_EXPORTER_WEB_CONFIG_FILE")]
     pub web_config_file: Option<PathBuf>,
     /// systemd socket activation (not supported).
@@ -320,6 +321,8 @@ pub struct Config {
     pub kubernetes: Option<KubernetesConfig>,
     /// `--hpc-job-mapping-dir`.
     pub hpc_job_dir: Option<PathBuf>,
+    /// `--web-config-file`, parsed and checked; `None` serves plain HTTP without auth.
+    pub web_config: Option<std::sync::Arc<crate::web_config::WebConfig>>,
     /// Warnings to log once logging is set up.
     pub warnings: Vec<String>,
 }
@@ -413,13 +416,18 @@ impl Cli {
                 self.collect_interval
             )));
         }
-        if let Some(p) = &self.web_config_file {
-            return Err(ConfigError::Flag(format!(
-                "--web-config-file {}: TLS and basic auth are not implemented in this version; \
-                 refusing to start rather than serve metrics unprotected",
-                p.display()
-            )));
-        }
+        // An empty value means no file, as in exporter-toolkit.
+        let web_config = match self
+            .web_config_file
+            .as_ref()
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            Some(p) => Some(std::sync::Arc::new(
+                crate::web_config::WebConfig::load(p)
+                    .map_err(|e| ConfigError::Flag(format!("--web-config-file {e}")))?,
+            )),
+            None => None,
+        };
         crate::http::parse_address(&self.address).map_err(ConfigError::Flag)?;
         let devices =
             DeviceSelection::parse("-d/--devices", &self.devices).map_err(ConfigError::Flag)?;
@@ -519,6 +527,7 @@ impl Cli {
             debug: self.debug,
             kubernetes,
             hpc_job_dir: self.hpc_job_mapping_dir.clone(),
+            web_config,
             warnings,
         })
     }
@@ -744,11 +753,14 @@ mod tests {
         assert!(e.contains("--collect-interval"), "{e}");
         let e = cli(&["-a", "nope"]).validate().unwrap_err().to_string();
         assert!(e.contains("--address"), "{e}");
-        let e = cli(&["--web-config-file", "/w.yml"])
+        let e = cli(&["--web-config-file", "/nonexistent/w.yml"])
             .validate()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--web-config-file"), "{e}");
+        assert!(
+            e.starts_with("--web-config-file /nonexistent/w.yml: cannot read"),
+            "{e}"
+        );
         let e = cli(&["-d", "g:1-x"]).validate().unwrap_err().to_string();
         assert!(e.starts_with("-d/--devices \"g:1-x\": "), "{e}");
         assert!(e.contains("\"1-x\" is not a GPU index"), "{e}");

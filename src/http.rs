@@ -3,6 +3,8 @@
 //! Handlers only read the last [`Published`](crate::publish::Published) value: `/metrics`
 //! returns its cached bytes (gzip when the client accepts it) and never calls NVML, the
 //! kubelet or the API server. [`app`] builds the router so tests can drive it without a socket.
+//! [`serve`] runs it on a bound listener, in plain HTTP or, with a `--web-config-file`, with
+//! TLS, client certificates, basic auth and extra headers (see [`crate::web_config`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use axum::routing::get;
 
 use crate::landing;
 use crate::publish::Shared;
+use crate::web_config::{BasicAuth, TlsServer, WebConfig};
 
 /// Content type of the text exposition format 0.0.4.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -148,6 +151,232 @@ pub async fn bind(addr: &str) -> Result<Listener, String> {
         }
     }
     Err(last)
+}
+
+/// Paths that basic auth leaves open: kubelet probes cannot send credentials.
+pub const UNAUTHENTICATED_PATHS: &[&str] = &["/health", "/ready"];
+
+/// How long a client may take to complete the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Adds a web config's response headers and basic auth to `router`. Basic auth covers every
+/// path except [`UNAUTHENTICATED_PATHS`]; the headers go on every response, 401s included.
+pub fn protect(router: Router, web: &WebConfig) -> Router {
+    let mut router = router;
+    if let Some(auth) = &web.basic_auth {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            Arc::clone(auth),
+            require_basic_auth,
+        ));
+    }
+    if !web.headers.is_empty() {
+        let headers = Arc::new(web.headers.clone());
+        router = router.layer(axum::middleware::map_response_with_state(
+            headers,
+            add_headers,
+        ));
+    }
+    router
+}
+
+async fn require_basic_auth(
+    State(auth): State<Arc<BasicAuth>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if UNAUTHENTICATED_PATHS.contains(&req.uri().path())
+        || auth.check(req.headers().get(header::AUTHORIZATION)).await
+    {
+        return next.run(req).await;
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic"))],
+        "Unauthorized\n",
+    )
+        .into_response()
+}
+
+async fn add_headers(
+    State(headers): State<Arc<Vec<(header::HeaderName, HeaderValue)>>>,
+    mut resp: Response,
+) -> Response {
+    for (name, value) in headers.iter() {
+        resp.headers_mut().insert(name.clone(), value.clone());
+    }
+    resp
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then finishes the requests in
+/// flight. Without a web config (or with one that sets no certificate) this is plain HTTP;
+/// with a certificate each connection is a TLS connection, its handshake run in the
+/// connection's own task so that a slow client holds up no one else. Logs the mode once.
+pub async fn serve<F>(
+    listener: Listener,
+    router: Router,
+    web: Option<Arc<WebConfig>>,
+    shutdown: F,
+) -> Result<(), String>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let Some(web) = web else {
+        tracing::info!(
+            mode = "plain HTTP",
+            basic_auth = false,
+            "no --web-config-file: no TLS, no basic auth"
+        );
+        return axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|e| format!("HTTP server failed: {e}"));
+    };
+    let users = web.basic_auth.as_ref().map_or(0, |a| a.user_count());
+    tracing::info!(
+        config = %web.path.display(),
+        mode = %web.mode(),
+        basic_auth = users > 0,
+        users,
+        headers = web.headers.len(),
+        "web config: {}{}",
+        web.mode(),
+        if users > 0 {
+            format!(", basic auth for {users} user(s) (not on /health and /ready)")
+        } else {
+            ", no basic auth".to_owned()
+        }
+    );
+    for note in &web.notes {
+        tracing::warn!("{note}");
+    }
+    let router = protect(router, &web);
+    match &web.tls {
+        None => axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|e| format!("HTTP server failed: {e}")),
+        Some(tls) => {
+            serve_tls(listener, router, Arc::clone(tls), shutdown).await;
+            Ok(())
+        }
+    }
+}
+
+/// The TLS accept loop: one task per connection (handshake, then HTTP/1.1); on shutdown,
+/// handshakes in progress are dropped and open connections finish their requests.
+async fn serve_tls<F>(mut listener: Listener, router: Router, tls: Arc<TlsServer>, shutdown: F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    use axum::serve::Listener as _;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // Dropping the sender tells handshakes in progress to give up.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(());
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (tcp, remote) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let tls = Arc::clone(&tls);
+        let router = router.clone();
+        let watcher = graceful.watcher();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            let stream = tokio::select! {
+                r = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls_handshake(tcp, &tls)) => match r {
+                    Ok(Some(s)) => s,
+                    Ok(None) => return,
+                    Err(_) => {
+                        tracing::debug!(%remote, "TLS handshake timed out");
+                        return;
+                    }
+                },
+                _ = stop.changed() => return,
+            };
+            let service = hyper_util::service::TowerToHyperService::new(router);
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(e) = watcher.watch(conn).await {
+                tracing::debug!(%remote, "HTTPS connection ended with an error: {e}");
+            }
+        });
+    }
+    drop(listener);
+    drop(stop_tx);
+    graceful.shutdown().await;
+}
+
+/// Runs the server side of the handshake. A client that speaks plain HTTP to the TLS port
+/// gets a `400` saying so (as Go's server does) instead of a TLS alert it cannot read.
+async fn tls_handshake(
+    tcp: tokio::net::TcpStream,
+    tls: &TlsServer,
+) -> Option<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
+    let mut first = [0u8; 1];
+    match tcp.peek(&mut first).await {
+        Ok(1) => {}
+        _ => return None,
+    }
+    // 0x16: a TLS handshake record.
+    if first[0] != 0x16 {
+        if first[0].is_ascii_uppercase() {
+            refuse_plain_http(tcp).await;
+        }
+        return None;
+    }
+    match tokio_rustls::TlsAcceptor::from(tls.config())
+        .accept(tcp)
+        .await
+    {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::debug!("TLS handshake failed: {e}");
+            None
+        }
+    }
+}
+
+/// Answers a plain HTTP request on the TLS port with `400`, then closes politely: what the
+/// client sent is read first, so that closing does not turn into a reset that loses the answer.
+async fn refuse_plain_http(mut tcp: tokio::net::TcpStream) {
+    use tokio::io::AsyncWrite;
+    const ANSWER: &[u8] =
+        b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
+        Connection: close\r\n\r\nThis port serves HTTPS: use an https:// URL.\n";
+    let mut sink = [0u8; 4096];
+    // What has already arrived of the request (bounded: this loop does not yield).
+    for _ in 0..16 {
+        match tcp.try_read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
+    let mut rest = ANSWER;
+    while !rest.is_empty() {
+        if tcp.writable().await.is_err() {
+            return;
+        }
+        match tcp.try_write(rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
+    }
+    let _ = std::future::poll_fn(|cx| std::pin::Pin::new(&mut tcp).poll_shutdown(cx)).await;
+    // Until the client closes its side (the caller's handshake timeout bounds this).
+    loop {
+        if tcp.readable().await.is_err() {
+            return;
+        }
+        match tcp.try_read(&mut sink) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
+    }
 }
 
 #[cfg(test)]

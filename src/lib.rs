@@ -32,3 +32,4 @@ pub mod self_metrics;
 pub mod sim_cluster;
 pub mod simulate;
 pub mod snapshot;
+pub mod web_config;

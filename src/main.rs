@@ -154,10 +154,8 @@ fn run(cli: Cli) -> Result<(), String> {
         let listener = http::bind(&cfg.address).await?;
         let local = axum::serve::Listener::local_addr(&listener).map_err(|e| e.to_string())?;
         info!(address = %local, interval_ms = cfg.interval.as_millis() as u64, "serving /metrics");
-        axum::serve(listener, http::app(Arc::clone(&shared)))
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-            .map_err(|e| format!("HTTP server failed: {e}"))
+        let app = http::app(Arc::clone(&shared));
+        http::serve(listener, app, cfg.web_config.clone(), shutdown_signal()).await
     });
     stop.store(true, Ordering::Release);
     if handle.join().is_err() {
