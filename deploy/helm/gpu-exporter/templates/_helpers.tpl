@@ -1,0 +1,257 @@
+{{- /*
+Named templates of the gpu-exporter chart: names and labels, the derived switches (does anything
+need the Kubernetes API? is a web config needed?), the paths inside the container, and the
+checks that fail rendering on contradictory values.
+*/ -}}
+
+{{/* Chart name, or nameOverride. */}}
+{{- define "gpu-exporter.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Object name prefix: fullnameOverride, else the release name when it holds the chart
+name, else release-chart. */}}
+{{- define "gpu-exporter.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gpu-exporter.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "gpu-exporter.labels" -}}
+helm.sh/chart: {{ include "gpu-exporter.chart" . }}
+{{ include "gpu-exporter.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: gpu-metrics
+app.kubernetes.io/part-of: gpu-exporter
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Labels that select the exporter's pods (Service, DaemonSet, monitors). */}}
+{{- define "gpu-exporter.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gpu-exporter.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gpu-exporter.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gpu-exporter.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "gpu-exporter.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* "true" when the exporter uses the Kubernetes API (the pod watch, and ResourceSlices with
+DRA). The API features work only with -k (kubernetes.podMapping). */}}
+{{- define "gpu-exporter.apiEnabled" -}}
+{{- $k := .Values.kubernetes }}
+{{- if and $k.podMapping (or $k.podMetadata $k.enablePodLabels $k.enablePodUID .Values.kubernetesDRA.enabled) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the API token is mounted into the pod. */}}
+{{- define "gpu-exporter.automountToken" -}}
+{{- $a := .Values.serviceAccount.automountToken | toString }}
+{{- if eq $a "auto" }}{{ include "gpu-exporter.apiEnabled" . }}{{ else if eq $a "true" }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the pod shares the host's PID namespace (per-process attribution). */}}
+{{- define "gpu-exporter.hostPID" -}}
+{{- if and .Values.kubernetes.podMapping .Values.kubernetes.processMetrics }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the exporter gets a web config (TLS and/or basic auth). */}}
+{{- define "gpu-exporter.webConfigEnabled" -}}
+{{- if or .Values.tlsServerConfig.enabled (gt (len .Values.basicAuth.users) 0) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the server demands a client certificate, which the kubelet's probes cannot
+present. */}}
+{{- define "gpu-exporter.clientCertRequired" -}}
+{{- if and .Values.tlsServerConfig.enabled (has .Values.tlsServerConfig.clientAuthType (list "RequireAnyClientCert" "RequireAndVerifyClientCert")) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the client auth type verifies client certificates against a CA. */}}
+{{- define "gpu-exporter.clientCANeeded" -}}
+{{- if and .Values.tlsServerConfig.enabled (has .Values.tlsServerConfig.clientAuthType (list "VerifyClientCertIfGiven" "RequireAndVerifyClientCert")) }}true{{ end }}
+{{- end }}
+
+{{- define "gpu-exporter.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "gpu-exporter.fullname" .)) .Values.tlsServerConfig.existingSecret }}
+{{- end }}
+
+{{- define "gpu-exporter.webConfigSecretName" -}}
+{{- printf "%s-web-config" (include "gpu-exporter.fullname" .) }}
+{{- end }}
+
+{{- define "gpu-exporter.scrapeAuthSecretName" -}}
+{{- printf "%s-scrape-auth" (include "gpu-exporter.fullname" .) }}
+{{- end }}
+
+{{- define "gpu-exporter.countersConfigMapName" -}}
+{{- default (printf "%s-counters" (include "gpu-exporter.fullname" .)) .Values.counters.existingConfigMap }}
+{{- end }}
+
+{{/* Paths inside the container. */}}
+{{- define "gpu-exporter.countersDir" -}}/etc/dcgm-exporter{{- end }}
+{{- define "gpu-exporter.webConfigDir" -}}/etc/gpu-exporter/web{{- end }}
+{{- define "gpu-exporter.tlsDir" -}}/etc/gpu-exporter/tls{{- end }}
+{{- define "gpu-exporter.clientCADir" -}}/etc/gpu-exporter/client-ca{{- end }}
+
+{{/* The Service's DNS name, which the generated certificate carries and the monitors verify. */}}
+{{- define "gpu-exporter.serviceDNSName" -}}
+{{- printf "%s.%s.svc" (include "gpu-exporter.fullname" .) .Release.Namespace }}
+{{- end }}
+
+{{/* The counters CSV the chart puts into its ConfigMap. */}}
+{{- define "gpu-exporter.countersCSV" -}}
+{{- if .Values.counters.custom }}
+{{- .Values.counters.custom }}
+{{- else }}
+{{- $file := printf "files/counters/%s.csv" (ternary "default-counters" .Values.counters.preset (eq .Values.counters.preset "default")) }}
+{{- $text := .Files.Get $file }}
+{{- if not $text }}
+{{- fail (printf "counters.preset %q: the chart has no %s (run deploy/sync.sh)" .Values.counters.preset $file) }}
+{{- end }}
+{{- $text }}
+{{- end }}
+{{- end }}
+
+{{/*
+Contradictions in the values: fail rendering with a message that names the values to change.
+Included by every template, so `helm template --show-only` fails too.
+*/}}
+{{- define "gpu-exporter.validate" -}}
+{{- $v := .Values }}
+{{- $k := $v.kubernetes }}
+{{- if and $v.serviceMonitor.enabled $v.podMonitor.enabled }}
+{{- fail "serviceMonitor.enabled and podMonitor.enabled are both true: Prometheus would scrape every exporter twice. Enable one of them." }}
+{{- end }}
+{{- if and $v.serviceMonitor.enabled (not $v.service.enabled) }}
+{{- fail "serviceMonitor.enabled needs service.enabled (a ServiceMonitor selects a Service); turn the Service on, or use podMonitor.enabled instead." }}
+{{- end }}
+{{- if not (has $v.counters.preset (list "default" "recommended")) }}
+{{- fail (printf "counters.preset %q is not a preset: use \"default\" or \"recommended\", or give the CSV in counters.custom." (toString $v.counters.preset)) }}
+{{- end }}
+{{- if and $v.counters.custom $v.counters.existingConfigMap }}
+{{- fail "counters.custom and counters.existingConfigMap are both set: give the CSV in one place." }}
+{{- end }}
+{{- $needMeta := list }}
+{{- if $k.enablePodLabels }}{{ $needMeta = append $needMeta "kubernetes.enablePodLabels" }}{{ end }}
+{{- if $k.enablePodUID }}{{ $needMeta = append $needMeta "kubernetes.enablePodUID" }}{{ end }}
+{{- if $v.kubernetesDRA.enabled }}{{ $needMeta = append $needMeta "kubernetesDRA.enabled" }}{{ end }}
+{{- $needMapping := $needMeta }}
+{{- if $k.processMetrics }}{{ $needMapping = append $needMapping "kubernetes.processMetrics" }}{{ end }}
+{{- if $k.virtualGPUs }}{{ $needMapping = append $needMapping "kubernetes.virtualGPUs" }}{{ end }}
+{{- if $k.podLabelAllowlistRegex }}{{ $needMapping = append $needMapping "kubernetes.podLabelAllowlistRegex" }}{{ end }}
+{{- if and $needMapping (not $k.podMapping) }}
+{{- fail (printf "%s need(s) kubernetes.podMapping=true (-k): without it the exporter attributes nothing to pods." (join ", " $needMapping)) }}
+{{- end }}
+{{- if and $needMeta (not $k.podMetadata) }}
+{{- fail (printf "%s read(s) pods through the Kubernetes API, but kubernetes.podMetadata=false says the exporter must not use the API: turn kubernetes.podMetadata on, or those features off." (join ", " $needMeta)) }}
+{{- end }}
+{{- if and $k.podLabelAllowlistRegex (not $k.enablePodLabels) }}
+{{- fail "kubernetes.podLabelAllowlistRegex is set but kubernetes.enablePodLabels=false: the allowlist filters pod labels, so turn pod labels on or drop the list." }}
+{{- end }}
+{{- range $k.podLabelAllowlistRegex }}
+{{- if contains "," . }}
+{{- fail (printf "kubernetes.podLabelAllowlistRegex entry %q holds a comma, but the flag takes a comma-separated list: split it into several entries." .) }}
+{{- end }}
+{{- end }}
+{{- if include "gpu-exporter.apiEnabled" . }}
+{{- if and (not $v.rbac.create) (or $v.serviceAccount.create (not $v.serviceAccount.name)) }}
+{{- fail "rbac.create=false, but the exporter reads pods through the Kubernetes API (kubernetes.podMetadata, pod labels/UID or DRA) and no existing service account was named: set rbac.create=true, or serviceAccount.create=false with serviceAccount.name naming an account that may get/list/watch pods, or set kubernetes.podMetadata=false." }}
+{{- end }}
+{{- if eq (toString $v.serviceAccount.automountToken) "false" }}
+{{- fail "serviceAccount.automountToken=false, but the exporter reads pods through the Kubernetes API (kubernetes.podMetadata, pod labels/UID or DRA) and needs the token: use auto, or turn those features off." }}
+{{- end }}
+{{- end }}
+{{- if not (has (toString $v.serviceAccount.automountToken) (list "auto" "true" "false")) }}
+{{- fail (printf "serviceAccount.automountToken %q: use auto, true or false." (toString $v.serviceAccount.automountToken)) }}
+{{- end }}
+{{- $tls := $v.tlsServerConfig }}
+{{- if not (has $tls.minVersion (list "TLS10" "TLS11" "TLS12" "TLS13")) }}
+{{- fail (printf "tlsServerConfig.minVersion %q: use TLS10, TLS11, TLS12 or TLS13." (toString $tls.minVersion)) }}
+{{- end }}
+{{- if $tls.clientAuthType }}
+{{- if not $tls.enabled }}
+{{- fail "tlsServerConfig.clientAuthType is set but tlsServerConfig.enabled=false: client certificates need TLS." }}
+{{- end }}
+{{- if not (has $tls.clientAuthType (list "NoClientCert" "RequestClientCert" "RequireAnyClientCert" "VerifyClientCertIfGiven" "RequireAndVerifyClientCert")) }}
+{{- fail (printf "tlsServerConfig.clientAuthType %q: use NoClientCert, RequestClientCert, RequireAnyClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert." $tls.clientAuthType) }}
+{{- end }}
+{{- end }}
+{{- if and (include "gpu-exporter.clientCANeeded" .) (not $tls.existingSecret) (not $tls.clientCASecret) }}
+{{- fail (printf "tlsServerConfig.clientAuthType=%s verifies client certificates, but no client CA was given: set tlsServerConfig.clientCASecret (a Secret with ca.crt), or tlsServerConfig.existingSecret with a ca.crt (the self-signed CA the chart makes keeps no key to sign client certificates with)." $tls.clientAuthType) }}
+{{- end }}
+{{- if and $tls.clientCASecret (not (include "gpu-exporter.clientCANeeded" .)) }}
+{{- fail "tlsServerConfig.clientCASecret is set, but tlsServerConfig.clientAuthType does not verify client certificates: use VerifyClientCertIfGiven or RequireAndVerifyClientCert, or drop the Secret." }}
+{{- end }}
+{{- range $user, $_ := $v.basicAuth.users }}
+{{- if contains ":" $user }}
+{{- fail (printf "basicAuth.users: the user name %q holds a colon, which basic auth cannot carry." $user) }}
+{{- end }}
+{{- end }}
+{{- $ms := $v.collectIntervalMs }}
+{{- if not (or (kindIs "float64" $ms) (kindIs "int64" $ms) (kindIs "int" $ms)) }}
+{{- fail (printf "collectIntervalMs %v: must be a number of milliseconds (at least 100)." $ms) }}
+{{- else if lt (int64 $ms) 100 }}
+{{- fail (printf "collectIntervalMs %v: must be at least 100 (milliseconds)." $ms) }}
+{{- end }}
+{{- if not (kindIs "slice" $v.arguments) }}
+{{- fail "arguments must be a list of strings, e.g. [\"--debug\"]." }}
+{{- end }}
+{{- end }}
+
+{{/* The scrape settings shared by the ServiceMonitor endpoint and the PodMonitor endpoint: the
+values of one monitor, plus HTTPS and credentials when the exporter demands them. */}}
+{{- define "gpu-exporter.scrapeEndpoint" -}}
+{{- $m := .monitor }}
+{{- $ := .root }}
+port: metrics
+path: /metrics
+interval: {{ $m.interval }}
+scrapeTimeout: {{ $m.scrapeTimeout }}
+honorLabels: {{ $m.honorLabels }}
+{{- if $.Values.tlsServerConfig.enabled }}
+scheme: https
+tlsConfig:
+  # Pods are scraped by IP, so the name to verify is given explicitly.
+  serverName: {{ include "gpu-exporter.serviceDNSName" $ }}
+  ca:
+    secret:
+      name: {{ include "gpu-exporter.tlsSecretName" $ }}
+      key: ca.crt
+{{- end }}
+{{- if $.Values.basicAuth.users }}
+basicAuth:
+  username:
+    name: {{ include "gpu-exporter.scrapeAuthSecretName" $ }}
+    key: username
+  password:
+    name: {{ include "gpu-exporter.scrapeAuthSecretName" $ }}
+    key: password
+{{- end }}
+{{- with $m.relabelings }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $m.metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
