@@ -6,72 +6,41 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::http_get;
-
-const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
+use common::{BIN, Exporter, http_get};
 
 /// Starts `--simulate` on a free port and waits until `/ready` answers 200.
-fn spawn_ready(node_name: Option<&str>) -> (std::process::Child, u16) {
+fn spawn_ready(node_name: Option<&str>) -> Exporter {
     spawn_ready_with(node_name, "h100-mig", &[])
 }
 
 /// As [`spawn_ready`], with a scenario and extra flags.
-fn spawn_ready_with(
-    node_name: Option<&str>,
-    scenario: &str,
-    extra: &[&str],
-) -> (std::process::Child, u16) {
-    let lib = common::built_sim_lib();
-    let port = common::free_port();
-    let mut cmd = Command::new(BIN);
-    cmd.args([
-        "--simulate",
-        scenario,
-        "-c",
-        "500",
-        "-a",
-        &format!("127.0.0.1:{port}"),
-    ])
-    .args(extra)
-    .arg("--nvml-lib")
-    .arg(&lib)
-    .env_remove("NODE_NAME")
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
+fn spawn_ready_with(node_name: Option<&str>, scenario: &str, extra: &[&str]) -> Exporter {
+    let mut exporter = Exporter::builder()
+        .args(["--simulate", scenario, "-c", "500"])
+        .args(extra)
+        .env_remove("NODE_NAME")
+        .log_pipe();
     if let Some(n) = node_name {
-        cmd.env("NODE_NAME", n);
+        exporter = exporter.env("NODE_NAME", n);
     }
-    let mut child = cmd.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if let Some((status, _)) = http_get(port, "/ready", "")
-            && status.contains(" 200 ")
-        {
-            return (child, port);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("exporter never became ready");
+    exporter.start()
 }
 
 #[test]
 fn simulate_uses_the_scenario_node_name_without_node_name() {
-    let (mut child, port) = spawn_ready(None);
-    let (_, body) = http_get(port, "/metrics", "").unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    let e = spawn_ready(None);
+    let (_, body) = http_get(e.port, "/metrics", "").unwrap();
+    drop(e);
     assert!(String::from_utf8_lossy(&body).contains("Hostname=\"sim-h100-node\""));
 }
 
 #[test]
 fn simulate_serves_metrics_and_stops_on_sigterm() {
-    let (mut child, port) = spawn_ready(Some("test-node"));
+    let mut e = spawn_ready(Some("test-node"));
+    let port = e.port;
     let (status, body) = http_get(port, "/metrics", "").unwrap();
     assert!(status.contains(" 200 "), "{status}");
     let body = String::from_utf8_lossy(&body);
@@ -88,29 +57,8 @@ fn simulate_serves_metrics_and_stops_on_sigterm() {
     );
 
     // SAFETY-free SIGTERM through the kill command.
-    let rc = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(rc.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "exporter did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let status = e.sigterm();
+    let err = e.log();
     assert!(status.success(), "exit status {status:?}; stderr:\n{err}");
     assert!(err.contains("SIGTERM received"), "{err}");
 }
@@ -194,23 +142,17 @@ fn daemon_counts_every_xid_of_a_burst_in_real_time() {
     // The scenario runs on the wall clock: a burst of 20 x Xid 13 at 3 s, Xid 48 at 4 s.
     let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/scenarios/xid-burst.toml");
-    let port = common::free_port();
-    let mut child = Command::new(BIN)
+    let e = Exporter::builder()
         .arg("--simulate")
         .arg(&scenario)
-        .args(["-c", "200", "-d", "g:0", "-a", &format!("127.0.0.1:{port}")])
-        .arg("--nvml-lib")
-        .arg(common::built_sim_lib())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .args(["-c", "200", "-d", "g:0"])
+        .spawn();
     let want13 = "xid=\"13\"} 20\n";
     let want48 = "xid=\"48\"} 1\n";
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last = String::new();
     while Instant::now() < deadline {
-        if let Some((_, body)) = http_get(port, "/metrics", "") {
+        if let Some((_, body)) = http_get(e.port, "/metrics", "") {
             last = String::from_utf8_lossy(&body).into_owned();
             let totals: Vec<&str> = last
                 .lines()
@@ -224,8 +166,7 @@ fn daemon_counts_every_xid_of_a_burst_in_real_time() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(e);
     assert!(last.contains(want13), "{last}");
     assert!(last.contains(want48), "{last}");
     assert!(
@@ -234,31 +175,16 @@ fn daemon_counts_every_xid_of_a_burst_in_real_time() {
     );
 }
 
-/// Scrapes until `cond` holds (the simulated kubelet answers shortly after start).
-fn metrics_until(port: u16, what: &str, cond: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, body) = http_get(port, "/metrics", "").unwrap();
-        let text = String::from_utf8_lossy(&body).into_owned();
-        if cond(&text) {
-            return text;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn simulate_shows_pods_on_whole_gpus_mig_instances_and_time_sliced_gpus() {
-    let (mut child, port) = spawn_ready_with(None, "h100-mig", &["--kubernetes-enable-pod-labels"]);
+    let e = spawn_ready_with(None, "h100-mig", &["--kubernetes-enable-pod-labels"]);
     // The kubelet, the pod watch and the ResourceSlice watch each answer on their own time.
-    let text = metrics_until(port, "pods attributed", |t| {
+    let text = e.metrics_until("pods attributed", |t| {
         t.lines().any(|l| {
             l.starts_with("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"") && l.contains("app=\"llm-train\"")
         }) && t.contains("dra_device_name=")
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(e);
     let util = common::series(&text, "DCGM_FI_DEV_GPU_UTIL");
     let whole = util
         .iter()
@@ -301,10 +227,9 @@ fn simulate_shows_pods_on_whole_gpus_mig_instances_and_time_sliced_gpus() {
 #[test]
 fn hpc_job_files_label_the_series_of_their_gpus() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hpc");
-    let (mut child, port) = spawn_ready_with(None, "a100-l4", &["--hpc-job-mapping-dir", dir]);
-    let text = metrics_until(port, "jobs attributed", |t| t.contains("hpc_job="));
-    let _ = child.kill();
-    let _ = child.wait();
+    let e = spawn_ready_with(None, "a100-l4", &["--hpc-job-mapping-dir", dir]);
+    let text = e.metrics_until("jobs attributed", |t| t.contains("hpc_job="));
+    drop(e);
     let mut jobs: Vec<(&str, &str)> = common::series(&text, "DCGM_FI_DEV_GPU_UTIL")
         .into_iter()
         .map(|l| (common::label(l, "gpu"), common::label(l, "hpc_job")))

@@ -37,11 +37,14 @@
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::Failures;
 use gpu_exporter::catalogue::csv::parse_counters;
 use serde_json::{Value, json};
 
@@ -1704,24 +1707,4 @@ fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-/// Every problem found by one test; [`Failures::finish`] panics once with all of them.
-#[derive(Default)]
-struct Failures(Vec<String>);
-
-impl Failures {
-    fn add(&mut self, msg: impl Into<String>) {
-        self.0.push(msg.into());
-    }
-
-    fn finish(self, what: &str) {
-        if !self.0.is_empty() {
-            panic!(
-                "{what}: {} problem(s):\n  - {}",
-                self.0.len(),
-                self.0.join("\n  - ")
-            );
-        }
-    }
 }

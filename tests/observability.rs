@@ -38,9 +38,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{BIN, Failures};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
 
 /// The built-in scenario with a cause for every shipped alert.
 const INCIDENTS_SCENARIO: &str = "incidents";
@@ -125,26 +124,6 @@ fn layout() -> Layout {
     Layout {
         dashboards: root.join("dashboards"),
         alerts: root.join("alerts"),
-    }
-}
-
-/// Every problem found by one check; [`Failures::finish`] panics once with all of them.
-#[derive(Default)]
-struct Failures(Vec<String>);
-
-impl Failures {
-    fn add(&mut self, msg: impl Into<String>) {
-        self.0.push(msg.into());
-    }
-
-    fn finish(self, what: &str) {
-        if !self.0.is_empty() {
-            panic!(
-                "{what}: {} problem(s):\n  - {}",
-                self.0.len(),
-                self.0.join("\n  - ")
-            );
-        }
     }
 }
 

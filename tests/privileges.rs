@@ -19,18 +19,15 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use common::{label_opt, series, value};
+use common::{BIN, Exporter, ExporterBuilder, label_opt, series, value};
 use gpu_exporter::podresources::client::{ContainerDevices, KubeletView, PodDevices};
 use gpu_exporter::podresources::server::FakeKubelet;
 
-const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
 const ROOT_DIR: &str = env!("CARGO_MANIFEST_DIR");
 /// The image's user and group (Dockerfile `USER`), and the chart's `runAsUser` without pod
 /// mapping.
@@ -147,42 +144,34 @@ impl Sandbox {
     }
 
     /// Starts the exporter as `who` on the simulated `a100-l4` node (two GPUs) with `args`,
-    /// and waits until `/ready` answers 200.
+    /// waits until `/ready` answers 200, and checks its identity.
     fn start(&self, who: Identity, args: &[&str]) -> Exporter {
-        let port = common::free_port();
-        let log = self.path().join(format!("exporter-{port}.log"));
-        let mut cmd = Command::new("setpriv");
+        let mut setpriv = Command::new("setpriv");
         if who == Identity::NonRoot {
-            cmd.args(nonroot_args());
+            setpriv.args(nonroot_args());
         }
-        cmd.args([
+        setpriv.args([
             "--inh-caps=-all",
             "--bounding-set=-all",
             "--no-new-privs",
             "--",
-        ])
-        .arg(&self.bin)
-        .arg("--nvml-lib")
-        .arg(&self.lib)
-        .args(["-a", &format!("127.0.0.1:{port}"), "-c", "200"])
-        .args(["--log-format", "json"])
-        .args(args)
-        .env("NVML_SIM_SCENARIO", "a100-l4")
-        .env("NODE_NAME", "privileges-test-node")
-        .env_remove("RUST_LOG")
-        .current_dir(self.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(&log).unwrap());
-        let child = cmd.spawn().unwrap();
-        let mut ex = Exporter {
-            child,
-            port,
-            log,
-            who,
-        };
-        ex.wait_ready();
-        ex.assert_identity();
+        ]);
+        let exporter = ExporterBuilder::wrapped(setpriv, &self.bin);
+        let log = self
+            .path()
+            .join(format!("exporter-{}.log", exporter.port()));
+        let ex = exporter
+            .nvml_lib(&self.lib)
+            .args(["-c", "200", "--log-format", "json"])
+            .args(args)
+            .env("NVML_SIM_SCENARIO", "a100-l4")
+            .env("NODE_NAME", "privileges-test-node")
+            .env_remove("RUST_LOG")
+            .current_dir(self.path())
+            .log_file(log)
+            .scrape_deadline(Duration::from_secs(20))
+            .start();
+        assert_identity(&ex, who);
         ex
     }
 }
@@ -195,135 +184,48 @@ fn nonroot_args() -> [String; 3] {
     ]
 }
 
-/// A running exporter; killed on drop.
-struct Exporter {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-    who: Identity,
-}
-
-impl Exporter {
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "the exporter ({:?}) exited with {status} before /ready; log:\n{}",
-                    self.who,
-                    self.log_text()
-                );
-            }
-            if self
-                .get("/ready")
-                .is_some_and(|r| r.starts_with("HTTP/1.1 200"))
-            {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the exporter ({:?}) never became ready; log:\n{}",
-                self.who,
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The running process has exactly the identity asked for: all four uids, no capability
-    /// in any set, no_new_privs.
-    fn assert_identity(&self) {
-        let status = fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let uid = self.who.uid().to_string();
+/// The running process has exactly the identity asked for: all four uids, no capability in
+/// any set, no_new_privs.
+fn assert_identity(ex: &Exporter, who: Identity) {
+    let status = fs::read_to_string(format!("/proc/{}/status", ex.child.id())).unwrap();
+    let uid = who.uid().to_string();
+    assert_eq!(
+        status_numbers(&status, "Uid:"),
+        vec![uid.clone(); 4],
+        "uids of the exporter run as {who:?}"
+    );
+    assert_eq!(status_numbers(&status, "Gid:"), vec![uid; 4], "gids");
+    for caps in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
         assert_eq!(
-            status_numbers(&status, "Uid:"),
-            vec![uid.clone(); 4],
-            "uids of the exporter run as {:?}",
-            self.who
+            status_numbers(&status, caps),
+            vec!["0000000000000000".to_owned()],
+            "{caps} of the exporter run as {who:?}"
         );
-        assert_eq!(status_numbers(&status, "Gid:"), vec![uid; 4], "gids");
-        for caps in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
-            assert_eq!(
-                status_numbers(&status, caps),
-                vec!["0000000000000000".to_owned()],
-                "{caps} of the exporter run as {:?}",
-                self.who
-            );
-        }
-        assert_eq!(status_numbers(&status, "NoNewPrivs:"), vec!["1".to_owned()]);
-        if self.who == Identity::NonRoot {
-            assert_eq!(status_numbers(&status, "Groups:"), Vec::<String>::new());
-        }
     }
-
-    /// Raw HTTP/1.1 response to a GET, if the server answered.
-    fn get(&self, path: &str) -> Option<String> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).ok()?;
-        Some(String::from_utf8_lossy(&buf).into_owned())
-    }
-
-    fn metrics(&self) -> String {
-        let r = self.get("/metrics").expect("/metrics answers");
-        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
-        r
-    }
-
-    /// Scrapes until `cond` holds; returns that exposition.
-    fn metrics_until(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let mut last = String::new();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            last = self.get("/metrics").unwrap_or(last);
-            if cond(&last) {
-                return last;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting: {what}; last exposition:\n{last}\nlog:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The JSON log records (`--log-format json`).
-    fn log_records(&self) -> Vec<serde_json::Value> {
-        self.log_text()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// The messages of the WARN records.
-    fn warnings(&self) -> Vec<(String, serde_json::Value)> {
-        self.log_records()
-            .into_iter()
-            .filter(|r| r["level"] == "WARN")
-            .map(|r| {
-                let msg = r["fields"]["message"].as_str().unwrap_or("").to_owned();
-                (msg, r["fields"].clone())
-            })
-            .collect()
+    assert_eq!(status_numbers(&status, "NoNewPrivs:"), vec!["1".to_owned()]);
+    if who == Identity::NonRoot {
+        assert_eq!(status_numbers(&status, "Groups:"), Vec::<String>::new());
     }
 }
 
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The JSON log records (`--log-format json`).
+fn log_records(ex: &Exporter) -> Vec<serde_json::Value> {
+    ex.log()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The messages of the WARN records.
+fn warnings(ex: &Exporter) -> Vec<(String, serde_json::Value)> {
+    log_records(ex)
+        .into_iter()
+        .filter(|r| r["level"] == "WARN")
+        .map(|r| {
+            let msg = r["fields"]["message"].as_str().unwrap_or("").to_owned();
+            (msg, r["fields"].clone())
+        })
+        .collect()
 }
 
 /// The value of the self-metric line `name{source="<source>"}`, if present.
@@ -438,7 +340,7 @@ fn assert_refused(ex: &Exporter, socket: &Path, kubelet: &FakeKubelet) {
     );
     assert_eq!(kubelet.lists(), 0, "no List call got through");
     let sock = socket.display().to_string();
-    let warnings = ex.warnings();
+    let warnings = warnings(ex);
     let refused = warnings
         .iter()
         .map(|(m, _)| m)
@@ -498,9 +400,9 @@ fn kubelet_socket_refuses_non_root_and_accepts_uid_0_without_capabilities() {
     assert!(kubelet.lists() >= 1);
     let sock = socket.display().to_string();
     assert!(
-        ex.warnings().iter().all(|(m, _)| !m.contains(&sock)),
+        warnings(&ex).iter().all(|(m, _)| !m.contains(&sock)),
         "no kubelet warning as uid 0: {:?}",
-        ex.warnings()
+        warnings(&ex)
     );
 }
 
@@ -589,7 +491,7 @@ fn processes_outside_the_pid_namespace_are_reported_without_a_pod() {
             .is_some_and(|n| n >= 1.0)
     );
     let root = proc_root.display().to_string();
-    let warnings = ex.warnings();
+    let warnings = warnings(&ex);
     assert!(
         warnings
             .iter()

@@ -9,14 +9,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::http_get;
-
-const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
+use common::{Exporter, http_get};
 
 /// Set A: temperature and power.
 const SET_A: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C).\n\
@@ -25,93 +22,21 @@ const SET_A: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C).\n\
 const SET_B: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C).\n\
                      DCGM_FI_DEV_SM_CLOCK, gauge, SM clock (MHz).\n";
 
-/// A running exporter whose log goes to a file, killed on drop.
-struct Exporter {
-    child: Child,
-    port: u16,
-    log: PathBuf,
+/// Starts the exporter on the simulated `a100-l4` node with `extra` flags, its log in `dir`,
+/// and waits until it is ready.
+fn start(dir: &Path, extra: &[&str]) -> Exporter {
+    Exporter::builder()
+        .args(["--simulate", "a100-l4", "-c", "200"])
+        .args(extra)
+        .env_remove("NODE_NAME")
+        .env("RUST_LOG", "info")
+        .log_file(dir.join("exporter.log"))
+        .start()
 }
 
-impl Exporter {
-    fn start(dir: &Path, extra: &[&str]) -> Self {
-        let port = common::free_port();
-        let log = dir.join("exporter.log");
-        let mut child = Command::new(BIN)
-            .args(["--simulate", "a100-l4", "-c", "200"])
-            .args(["-a", &format!("127.0.0.1:{port}")])
-            .arg("--nvml-lib")
-            .arg(common::built_sim_lib())
-            .args(extra)
-            .env_remove("NODE_NAME")
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some((status, _)) = http_get(port, "/ready", "")
-                && status.contains(" 200 ")
-            {
-                break;
-            }
-            if let Some(s) = child.try_wait().unwrap() {
-                panic!(
-                    "exporter exited with {s}: {}",
-                    std::fs::read_to_string(&log).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < deadline, "exporter never became ready");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self { child, port, log }
-    }
-
-    fn metrics(&self) -> String {
-        let (status, body) = http_get(self.port, "/metrics", "").expect("scrape");
-        assert!(status.contains(" 200 "), "{status}");
-        String::from_utf8_lossy(&body).into_owned()
-    }
-
-    /// Scrapes until `cond` holds (a deadline, not a timing assertion).
-    fn metrics_until(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let text = self.metrics();
-            if cond(&text) {
-                return text;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting: {what}\nlast scrape:\n{text}\nlog:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: &str) {
-        let rc = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(rc.success());
-    }
-
-    fn samples(&self) -> u64 {
-        self_value(&self.metrics(), "gpu_exporter_samples_total") as u64
-    }
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The exporter's tick count.
+fn samples(exp: &Exporter) -> u64 {
+    self_value(&exp.metrics(), "gpu_exporter_samples_total") as u64
 }
 
 /// The value of an unlabelled (or fully written) series.
@@ -182,7 +107,7 @@ fn configmap_symlink_swap_applies_the_new_set_without_empty_or_mixed_scrapes() {
     let vol_dir = dir.path().join("counters");
     std::fs::create_dir(&vol_dir).unwrap();
     let mut vol = ConfigMapVolume::new(&vol_dir, SET_A);
-    let exp = Exporter::start(dir.path(), &["-f", vol.file().to_str().unwrap()]);
+    let exp = start(dir.path(), &["-f", vol.file().to_str().unwrap()]);
     let first = exp.metrics();
     assert!(has_family(&first, "DCGM_FI_DEV_POWER_USAGE"), "{first}");
     assert!(!has_family(&first, "DCGM_FI_DEV_SM_CLOCK"), "{first}");
@@ -206,14 +131,14 @@ fn configmap_symlink_swap_applies_the_new_set_without_empty_or_mixed_scrapes() {
         })
     };
     // Let the scraper see the old set first.
-    let before = exp.samples();
-    common::wait_until("two more ticks", || exp.samples() >= before + 2);
+    let before = samples(&exp);
+    common::wait_until("two more ticks", || samples(&exp) >= before + 2);
     vol.update(SET_B);
     let after = exp.metrics_until("set B served", |t| {
         has_family(t, "DCGM_FI_DEV_SM_CLOCK") && !has_family(t, "DCGM_FI_DEV_POWER_USAGE")
     });
-    let applied = exp.samples();
-    common::wait_until("two more ticks", || exp.samples() >= applied + 2);
+    let applied = samples(&exp);
+    common::wait_until("two more ticks", || samples(&exp) >= applied + 2);
     stop.store(true, Ordering::Release);
     let bodies = scraper.join().unwrap();
 
@@ -253,7 +178,7 @@ fn broken_file_keeps_the_old_set_logs_the_line_and_shows_in_self_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("c.csv");
     std::fs::write(&csv, SET_A).unwrap();
-    let exp = Exporter::start(dir.path(), &["-f", csv.to_str().unwrap()]);
+    let exp = start(dir.path(), &["-f", csv.to_str().unwrap()]);
 
     // Line 3 names no field.
     let tmp = dir.path().join("c.tmp");
@@ -283,8 +208,8 @@ fn broken_file_keeps_the_old_set_logs_the_line_and_shows_in_self_metrics() {
         "the log should name {line}:\n{log}"
     );
     // The same broken file is reported once, not on every tick.
-    let seen = exp.samples();
-    common::wait_until("three more ticks", || exp.samples() >= seen + 3);
+    let seen = samples(&exp);
+    common::wait_until("three more ticks", || samples(&exp) >= seen + 3);
     assert_eq!(exp.log().matches("counters reload failed").count(), 1);
 
     // Fixed: the new set applies and the state is healthy again.
@@ -305,7 +230,7 @@ fn sighup_rereads_a_file_whose_stamp_did_not_change() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("c.csv");
     std::fs::write(&csv, SET_A).unwrap();
-    let exp = Exporter::start(dir.path(), &["-f", csv.to_str().unwrap()]);
+    let exp = start(dir.path(), &["-f", csv.to_str().unwrap()]);
     assert!(
         exp.metrics()
             .contains("# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (C).")
@@ -322,8 +247,8 @@ fn sighup_rereads_a_file_whose_stamp_did_not_change() {
         .unwrap()
         .set_modified(mtime)
         .unwrap();
-    let seen = exp.samples();
-    common::wait_until("three more ticks", || exp.samples() >= seen + 3);
+    let seen = samples(&exp);
+    common::wait_until("three more ticks", || samples(&exp) >= seen + 3);
     assert!(
         exp.metrics()
             .contains("# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (C)."),
@@ -344,17 +269,13 @@ fn sighup_with_the_built_in_set_keeps_serving() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let exp = Exporter::start(dir.path(), &[]);
+    let exp = start(dir.path(), &[]);
     let text = exp.metrics();
     // Without a file there is no reload state to show.
     assert!(!text.contains("gpu_exporter_counters_last_reload_successful"));
     exp.signal("-HUP");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !exp.log().contains("no file to re-read") {
-        assert!(Instant::now() < deadline, "{}", exp.log());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let seen = exp.samples();
-    common::wait_until("two more ticks", || exp.samples() >= seen + 2);
+    exp.wait_log("no file to re-read", Duration::from_secs(20));
+    let seen = samples(&exp);
+    common::wait_until("two more ticks", || samples(&exp) >= seen + 2);
     assert!(has_family(&exp.metrics(), "DCGM_FI_DEV_GPU_TEMP"));
 }

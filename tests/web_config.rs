@@ -9,15 +9,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
+use common::{BIN, Exporter};
 
 // ------------------------------------------------------------------------------------------
 // Certificates.
@@ -120,69 +120,19 @@ fn pki() -> tempfile::TempDir {
 // ------------------------------------------------------------------------------------------
 // The exporter.
 
-/// A running exporter; killed on drop. Its stderr is collected for messages.
-struct Exporter {
-    child: Child,
-    port: u16,
-    log: Arc<Mutex<String>>,
-}
-
-impl Exporter {
-    /// Starts `--simulate a100-l4` with `--web-config-file web` on a free port and waits until
-    /// its web config is logged (the listener is bound by then).
-    fn start(web: &Path) -> Self {
-        let port = common::free_port();
-        let mut child = Command::new(BIN)
-            .args(["--simulate", "a100-l4", "-c", "500", "-a"])
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--nvml-lib")
-            .arg(common::built_sim_lib())
-            .arg("--web-config-file")
-            .arg(web)
-            .env_remove("NODE_NAME")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        let e = Self { child, port, log };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !e.log().contains("web config: ") {
-            assert!(
-                Instant::now() < deadline,
-                "exporter did not start; log:\n{}",
-                e.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        e
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn https(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Starts `--simulate a100-l4` with `--web-config-file web` on a free port, its stderr
+/// collected for messages, and waits until its web config is logged (the listener is bound
+/// by then).
+fn start(web: &Path) -> Exporter {
+    let e = Exporter::builder()
+        .args(["--simulate", "a100-l4", "-c", "500", "--web-config-file"])
+        .arg(web)
+        .env_remove("NODE_NAME")
+        .env_remove("RUST_LOG")
+        .log_pipe()
+        .spawn();
+    e.wait_log("web config: ", Duration::from_secs(60));
+    e
 }
 
 /// A curl run: exit code, HTTP status (0 when none), output, stderr.
@@ -212,7 +162,7 @@ fn curl(args: &[&str], url: &str) -> Curl {
 
 /// Polls `url` with curl until `/ready`-style success (HTTP 200), so that later failures are
 /// TLS's doing, not a server still starting.
-fn wait_ready(e: &Exporter, args: &[&str]) {
+fn wait_https_ready(e: &Exporter, args: &[&str]) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let r = curl(args, &e.https("/ready"));
@@ -261,22 +211,6 @@ fn write_config(dir: &Path, text: &str) -> PathBuf {
     p
 }
 
-fn sigterm(child: &mut Child) -> std::process::ExitStatus {
-    let rc = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(rc.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "no exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 // ------------------------------------------------------------------------------------------
 // TLS.
 
@@ -289,7 +223,7 @@ fn tls_serves_metrics_refuses_plain_http_and_survives_stalled_handshakes() {
         "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n\
          http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n",
     );
-    let mut e = Exporter::start(&web);
+    let mut e = start(&web);
     assert!(
         e.log()
             .contains("web config: TLS (TLS 1.2 and 1.3), no basic auth"),
@@ -298,7 +232,7 @@ fn tls_serves_metrics_refuses_plain_http_and_survives_stalled_handshakes() {
     );
     let ca = dir.path().join("ca.pem");
     let ca = ca.to_str().unwrap();
-    wait_ready(&e, &["--cacert", ca]);
+    wait_https_ready(&e, &["--cacert", ca]);
 
     let r = curl(&["--cacert", ca, "-D", "-"], &e.https("/metrics"));
     assert_eq!(r.status, 200, "{}", r.err);
@@ -337,7 +271,7 @@ fn tls_serves_metrics_refuses_plain_http_and_survives_stalled_handshakes() {
     }
 
     // Graceful shutdown over TLS.
-    let status = sigterm(&mut e.child);
+    let status = e.sigterm();
     assert!(status.success(), "{status:?}\n{}", e.log());
 }
 
@@ -348,7 +282,7 @@ fn min_version_tls13_refuses_a_tls12_client() {
         dir.path(),
         "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n  min_version: TLS13\n",
     );
-    let e = Exporter::start(&web);
+    let e = start(&web);
     let ca = dir.path().join("ca.pem");
     let ca = ca.to_str().unwrap();
     assert!(
@@ -356,7 +290,7 @@ fn min_version_tls13_refuses_a_tls12_client() {
         "{}",
         e.log()
     );
-    wait_ready(&e, &["--cacert", ca, "--tlsv1.3"]);
+    wait_https_ready(&e, &["--cacert", ca, "--tlsv1.3"]);
     let r = curl(&["--cacert", ca, "--tls-max", "1.2"], &e.https("/metrics"));
     assert_ne!(r.exit, Some(0), "a TLS 1.2 client must fail: {}", r.out);
     assert_eq!(r.status, 0);
@@ -373,10 +307,10 @@ fn cipher_suites_restrict_what_a_tls12_client_can_negotiate() {
          \x20 cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]\n\
          \x20 curve_preferences: [CurveP256, X25519]\n",
     );
-    let e = Exporter::start(&web);
+    let e = start(&web);
     let ca = dir.path().join("ca.pem");
     let ca = ca.to_str().unwrap();
-    wait_ready(&e, &["--cacert", ca]);
+    wait_https_ready(&e, &["--cacert", ca]);
     let tls12 = |cipher: &str| {
         curl(
             &["--cacert", ca, "--tls-max", "1.2", "--ciphers", cipher],
@@ -419,7 +353,7 @@ fn mutual_tls_requires_a_certificate_from_the_client_ca() {
         "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n\
          \x20 client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n",
     );
-    let e = Exporter::start(&web);
+    let e = start(&web);
     assert!(
         e.log().contains(
             "web config: mTLS (TLS 1.2 and 1.3; client certificates: RequireAndVerifyClientCert)"
@@ -430,7 +364,7 @@ fn mutual_tls_requires_a_certificate_from_the_client_ca() {
     let s = |f: &str| p.join(f).to_str().unwrap().to_owned();
     let (ca, client, client_key) = (s("ca.pem"), s("client.pem"), s("client.key"));
     let good = ["--cacert", &ca, "--cert", &client, "--key", &client_key];
-    wait_ready(&e, &good);
+    wait_https_ready(&e, &good);
 
     let r = curl(&["--cacert", &ca], &e.https("/metrics"));
     assert_eq!(r.status, 0, "no client certificate must fail: {}", r.out);
@@ -469,7 +403,7 @@ fn client_allowed_sans_limit_which_client_certificates_pass() {
          \x20 client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n\
          \x20 client_allowed_sans: [10.0.0.7]\n",
     );
-    let e = Exporter::start(&web);
+    let e = start(&web);
     let s = |f: &str| p.join(f).to_str().unwrap().to_owned();
     let ca = s("ca.pem");
     let (a, ak, d, dk) = (
@@ -479,7 +413,7 @@ fn client_allowed_sans_limit_which_client_certificates_pass() {
         s("denied.key"),
     );
     let allowed = ["--cacert", &ca, "--cert", &a, "--key", &ak];
-    wait_ready(&e, &allowed);
+    wait_https_ready(&e, &allowed);
     let r = curl(
         &["--cacert", &ca, "--cert", &d, "--key", &dk],
         &e.https("/metrics"),
@@ -500,11 +434,11 @@ fn require_any_client_cert_takes_an_unverified_certificate_but_not_none() {
         "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n\
          \x20 client_auth_type: RequireAnyClientCert\n",
     );
-    let e = Exporter::start(&web);
+    let e = start(&web);
     let s = |f: &str| p.join(f).to_str().unwrap().to_owned();
     let (ca, own, own_key) = (s("ca.pem"), s("self.pem"), s("self.key"));
     let with_cert = ["--cacert", &ca, "--cert", &own, "--key", &own_key];
-    wait_ready(&e, &with_cert);
+    wait_https_ready(&e, &with_cert);
     let r = curl(&["--cacert", &ca], &e.https("/metrics"));
     assert_eq!(r.status, 0, "no certificate must fail: {}", r.out);
     let r = curl(&with_cert, &e.https("/metrics"));
@@ -519,10 +453,10 @@ fn a_rotated_certificate_is_served_to_new_connections() {
         p,
         "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n",
     );
-    let e = Exporter::start(&web);
+    let e = start(&web);
     let ca = p.join("ca.pem");
     let ca = ca.to_str().unwrap();
-    wait_ready(&e, &["--cacert", ca]);
+    wait_https_ready(&e, &["--cacert", ca]);
     let r = curl(&["--cacert", ca, "-v"], &e.https("/health"));
     assert!(r.err.contains("CN=first"), "{}", r.err);
 
@@ -560,12 +494,8 @@ fn a_rotated_certificate_is_served_to_new_connections() {
 fn start_with_user(dir: &Path, cost: u32) -> Exporter {
     let hash = bcrypt::hash("secret", cost).unwrap();
     let web = write_config(dir, &format!("basic_auth_users:\n  prom: \"{hash}\"\n"));
-    let e = Exporter::start(&web);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !status_line(&http_get(e.port, "/ready", "")).contains(" 200 ") {
-        assert!(Instant::now() < deadline, "never ready:\n{}", e.log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut e = start(&web);
+    e.wait_ready();
     e
 }
 

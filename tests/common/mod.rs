@@ -1,12 +1,17 @@
 //! Shared helpers for the integration tests: a private copy of the simulated NVML library per
-//! test (so parallel tests never share its state), and a sampler over it.
+//! test (so parallel tests never share its state), and a sampler over it; the exporter binary
+//! run as a process ([`Exporter`]); [`Failures`] collected across one check.
 
 #![allow(dead_code)]
 // Test support: a failed set-up step should stop the test with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
@@ -241,4 +246,330 @@ pub fn http_get(port: u16, path: &str, extra: &str) -> Option<(String, Vec<u8>)>
     s.read_to_end(&mut buf).ok()?;
     let status = String::from_utf8_lossy(&buf).lines().next()?.to_owned();
     Some((status, buf))
+}
+
+/// The exporter binary cargo built for these tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_gpu-exporter");
+
+/// Every problem found by one test; [`Failures::finish`] panics once with all of them.
+#[derive(Default)]
+pub struct Failures(pub Vec<String>);
+
+impl Failures {
+    pub fn add(&mut self, msg: impl Into<String>) {
+        self.0.push(msg.into());
+    }
+
+    pub fn finish(self, what: &str) {
+        if !self.0.is_empty() {
+            panic!(
+                "{what}: {} problem(s):\n  - {}",
+                self.0.len(),
+                self.0.join("\n  - ")
+            );
+        }
+    }
+}
+
+/// Sends SIGTERM (through the `kill` command) and waits up to 20 s for the exit.
+pub fn sigterm(child: &mut Child) -> ExitStatus {
+    signal(child, "-TERM");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "no exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends `sig` (`-HUP`, `-TERM`, ...) to `child` with the `kill` command.
+pub fn signal(child: &Child, sig: &str) {
+    let rc = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rc.success(), "kill {sig}: {rc}");
+}
+
+/// Where the exporter's stderr is to go.
+enum Stderr {
+    Null,
+    File(PathBuf),
+    Pipe,
+}
+
+/// Where a running exporter's stderr goes.
+enum Log {
+    Discarded,
+    File(PathBuf),
+    /// Collected line by line by a reader thread.
+    Pipe {
+        text: Arc<Mutex<String>>,
+        reader: Option<JoinHandle<()>>,
+    },
+}
+
+/// How to run the exporter: on a free loopback port (`-a 127.0.0.1:<port>`), loading NVML from
+/// `--nvml-lib` (the simulated library unless told otherwise), stdin and stdout null, stderr
+/// discarded unless a log file or a pipe is asked for.
+pub struct ExporterBuilder {
+    cmd: Command,
+    port: u16,
+    nvml_lib: PathBuf,
+    stderr: Stderr,
+    scrape_deadline: Duration,
+}
+
+impl ExporterBuilder {
+    /// The binary itself.
+    pub fn new() -> Self {
+        Self::from_command(Command::new(BIN))
+    }
+
+    /// The exporter binary `bin` run by `prefix`, a command such as `setpriv ... --`.
+    pub fn wrapped(mut prefix: Command, bin: impl AsRef<OsStr>) -> Self {
+        prefix.arg(bin);
+        Self::from_command(prefix)
+    }
+
+    fn from_command(mut cmd: Command) -> Self {
+        let port = free_port();
+        cmd.args(["-a", &format!("127.0.0.1:{port}")]);
+        Self {
+            cmd,
+            port,
+            nvml_lib: built_sim_lib(),
+            stderr: Stderr::Null,
+            scrape_deadline: Duration::from_secs(30),
+        }
+    }
+
+    /// The port the exporter will listen on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub fn args<S: AsRef<OsStr>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+        self.cmd.args(args);
+        self
+    }
+
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
+        self.cmd.env_remove(key);
+        self
+    }
+
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cmd.current_dir(dir);
+        self
+    }
+
+    /// The NVML library to load (`--nvml-lib`).
+    pub fn nvml_lib(mut self, lib: impl Into<PathBuf>) -> Self {
+        self.nvml_lib = lib.into();
+        self
+    }
+
+    /// Stderr to the file `path`.
+    pub fn log_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.stderr = Stderr::File(path.into());
+        self
+    }
+
+    /// Stderr collected through a pipe.
+    pub fn log_pipe(mut self) -> Self {
+        self.stderr = Stderr::Pipe;
+        self
+    }
+
+    /// How long [`Exporter::metrics_until`] waits (30 s unless told).
+    pub fn scrape_deadline(mut self, within: Duration) -> Self {
+        self.scrape_deadline = within;
+        self
+    }
+
+    /// Starts the process without waiting for it.
+    pub fn spawn(mut self) -> Exporter {
+        self.cmd
+            .arg("--nvml-lib")
+            .arg(&self.nvml_lib)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        let stderr = match &self.stderr {
+            Stderr::Null => Stdio::null(),
+            Stderr::File(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            Stderr::Pipe => Stdio::piped(),
+        };
+        let mut child = self
+            .cmd
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", self.cmd));
+        let log = match self.stderr {
+            Stderr::Null => Log::Discarded,
+            Stderr::File(path) => Log::File(path),
+            Stderr::Pipe => {
+                let text = Arc::new(Mutex::new(String::new()));
+                let stderr = child.stderr.take().unwrap();
+                let sink = Arc::clone(&text);
+                let reader = std::thread::spawn(move || {
+                    use std::io::BufRead;
+                    for line in std::io::BufReader::new(stderr).lines() {
+                        let Ok(line) = line else { break };
+                        let mut l = sink.lock().unwrap();
+                        l.push_str(&line);
+                        l.push('\n');
+                    }
+                });
+                Log::Pipe {
+                    text,
+                    reader: Some(reader),
+                }
+            }
+        };
+        Exporter {
+            child,
+            port: self.port,
+            log,
+            scrape_deadline: self.scrape_deadline,
+        }
+    }
+
+    /// Starts the process and waits until `/ready` answers 200.
+    pub fn start(self) -> Exporter {
+        let mut e = self.spawn();
+        e.wait_ready();
+        e
+    }
+}
+
+impl Default for ExporterBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A running exporter, killed on drop.
+pub struct Exporter {
+    pub child: Child,
+    pub port: u16,
+    log: Log,
+    scrape_deadline: Duration,
+}
+
+impl Exporter {
+    /// How to run the binary; see [`ExporterBuilder`].
+    pub fn builder() -> ExporterBuilder {
+        ExporterBuilder::new()
+    }
+
+    /// Waits up to 60 s until `/ready` answers 200; fails with the log if the process exits.
+    pub fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some((status, _)) = http_get(self.port, "/ready", "")
+                && status.contains(" 200 ")
+            {
+                return;
+            }
+            if let Some(s) = self.child.try_wait().unwrap() {
+                panic!(
+                    "exporter exited with {s} before /ready; log:\n{}",
+                    self.log()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "exporter never became ready; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A scrape of `/metrics`, which must answer 200: the raw response.
+    pub fn metrics(&self) -> String {
+        let (status, body) = http_get(self.port, "/metrics", "").expect("scrape");
+        assert!(status.contains(" 200 "), "{status}");
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
+    /// Scrapes until `cond` holds (a deadline, not a timing assertion); returns that scrape.
+    pub fn metrics_until(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + self.scrape_deadline;
+        loop {
+            let text = self.metrics();
+            if cond(&text) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting: {what}\nlast scrape:\n{text}\nlog:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The log so far (empty when stderr is discarded).
+    pub fn log(&self) -> String {
+        match &self.log {
+            Log::Discarded => String::new(),
+            Log::File(path) => std::fs::read_to_string(path).unwrap_or_default(),
+            Log::Pipe { text, .. } => text.lock().unwrap().clone(),
+        }
+    }
+
+    /// Waits up to `within` until the log contains `needle`.
+    pub fn wait_log(&self, needle: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.log().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} never logged; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends `sig` (`-HUP`, ...) with the `kill` command.
+    pub fn signal(&self, sig: &str) {
+        signal(&self.child, sig);
+    }
+
+    /// SIGTERM, then waits for the exit; the log is complete afterwards.
+    pub fn sigterm(&mut self) -> ExitStatus {
+        let status = sigterm(&mut self.child);
+        if let Log::Pipe { reader, .. } = &mut self.log
+            && let Some(r) = reader.take()
+        {
+            r.join().unwrap();
+        }
+        status
+    }
+
+    /// `path` on this exporter over HTTPS.
+    pub fn https(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
