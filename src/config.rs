@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser};
 
-use crate::catalogue::csv::{CounterSet, CsvError, load_counters, parse_counters};
+use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
+use crate::counters_reload::CountersFile;
 use crate::devices::DeviceSelection;
 
 /// dcgm-exporter's default counters path.
@@ -618,22 +619,22 @@ impl Cli {
     }
 
     /// Loads the counter set: the given file, else the default path, else the built-in set.
-    /// Returns the set, a note saying where it came from, and the file it was read from (the
-    /// file that hot reload watches; `None` for the built-in set).
+    /// Returns the set, a note saying where it came from, and the watch on the file it was
+    /// read from (for hot reload; `None` for the built-in set).
     pub fn load_counters(&self) -> Result<LoadedCounters, ConfigError> {
-        if let Some(p) = &self.collectors {
-            return Ok(LoadedCounters {
-                set: load_counters(p)?,
-                origin: format!("counters from {}", p.display()),
-                file: Some(p.clone()),
-            });
-        }
         let default = std::path::Path::new(DEFAULT_COLLECTORS);
-        if default.exists() {
+        let path = match &self.collectors {
+            Some(p) => Some(p.clone()),
+            None if default.exists() => Some(default.to_path_buf()),
+            None => None,
+        };
+        if let Some(p) = path {
+            let origin = format!("counters from {}", p.display());
+            let (file, set) = CountersFile::open(p)?;
             return Ok(LoadedCounters {
-                set: load_counters(default)?,
-                origin: format!("counters from {DEFAULT_COLLECTORS}"),
-                file: Some(default.to_path_buf()),
+                set,
+                origin,
+                file: Some(file),
             });
         }
         let set = parse_counters("built-in default-counters.csv", BUILTIN_DEFAULT_COUNTERS)?;
@@ -646,14 +647,13 @@ impl Cli {
 }
 
 /// The counter set chosen at start-up.
-#[derive(Debug)]
 pub struct LoadedCounters {
     /// The parsed set.
     pub set: CounterSet,
     /// Where it came from, for the start-up log.
     pub origin: String,
-    /// The file it was read from (watched for changes); `None` for the built-in set.
-    pub file: Option<PathBuf>,
+    /// The watch on the file it was read from; `None` for the built-in set.
+    pub file: Option<CountersFile>,
 }
 
 #[cfg(test)]

@@ -13,31 +13,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::SystemTime;
 
 use tracing::{error, info, warn};
 
-use crate::catalogue::csv::{CounterSet, parse_counters};
-
-/// What identifies one version of the file without reading it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    modified: Option<SystemTime>,
-}
-
-fn stamp(path: &Path) -> std::io::Result<Stamp> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path)?;
-    Ok(Stamp {
-        dev: m.dev(),
-        ino: m.ino(),
-        len: m.len(),
-        modified: m.modified().ok(),
-    })
-}
+use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
+use crate::file_stamp::FileStamp;
 
 /// Reload state, copied into each snapshot for the self-metrics.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -55,7 +35,7 @@ pub struct ReloadStats {
 /// Watches the counters file the exporter was started with.
 pub struct CountersFile {
     path: PathBuf,
-    stamp: Option<Stamp>,
+    stamp: Option<FileStamp>,
     /// The bytes of the set in use, to tell a real change from a touch.
     loaded: Vec<u8>,
     /// The bytes whose parse failed last, so one broken version is logged once.
@@ -67,14 +47,21 @@ pub struct CountersFile {
 }
 
 impl CountersFile {
-    /// Watches `path`, whose current content is the set in use (read at start-up).
-    pub fn new(path: PathBuf) -> Self {
-        let st = stamp(&path).ok();
-        let loaded = std::fs::read(&path).unwrap_or_default();
-        Self {
+    /// Loads the counters from `path` and watches it from then on. The stamp is taken before
+    /// the read, so a change during the read shows as a new stamp at the next check.
+    pub fn open(path: PathBuf) -> Result<(Self, CounterSet), CsvError> {
+        let origin = path.display().to_string();
+        let io = |source| CsvError::Io {
+            origin: origin.clone(),
+            source,
+        };
+        let stamp = FileStamp::of(&path).map_err(io)?;
+        let text = std::fs::read_to_string(&path).map_err(io)?;
+        let set = parse_counters(&origin, &text)?;
+        let watch = Self {
             path,
-            stamp: st,
-            loaded,
+            stamp: Some(stamp),
+            loaded: text.into_bytes(),
             last_bad: None,
             hangup: Arc::new(AtomicBool::new(false)),
             stats: ReloadStats {
@@ -82,7 +69,8 @@ impl CountersFile {
                 ..ReloadStats::default()
             },
             started: false,
-        }
+        };
+        Ok((watch, set))
     }
 
     /// The flag a SIGHUP listener sets (see [`listen_for_hangup`]).
@@ -111,7 +99,7 @@ impl CountersFile {
         if forced {
             info!(file = %self.path.display(), "SIGHUP: re-reading the counters file");
         }
-        let current = match stamp(&self.path) {
+        let current = match FileStamp::of(&self.path) {
             Ok(s) => s,
             Err(e) => {
                 let msg = format!(
@@ -235,7 +223,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let mut w = CountersFile::new(p.clone());
+        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
         assert!(w.poll(10.0).is_none());
         assert!(w.poll(11.0).is_none());
         assert_eq!(w.stats().last_success_unix, 10.0);
@@ -253,7 +241,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let mut w = CountersFile::new(p.clone());
+        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
         assert!(w.poll(1.0).is_none());
         let tmp = dir.path().join("c.tmp");
         std::fs::write(&tmp, B).unwrap();
@@ -273,7 +261,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let mut w = CountersFile::new(p.clone());
+        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
         assert!(w.poll(1.0).is_none());
         std::fs::write(
             &p,
@@ -298,7 +286,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let mut w = CountersFile::new(p.clone());
+        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
         assert!(w.poll(1.0).is_none());
         std::fs::remove_file(&p).unwrap();
         assert!(w.poll(2.0).is_none());
@@ -316,7 +304,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let mut w = CountersFile::new(p.clone());
+        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
         assert!(w.poll(1.0).is_none());
         // Same length, same inode, same mtime: invisible to the stamp.
         let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();

@@ -220,43 +220,44 @@ pub async fn serve<F>(
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
-    let Some(web) = web else {
-        tracing::info!(
-            mode = "plain HTTP",
-            basic_auth = false,
-            "no --web-config-file: no TLS, no basic auth"
-        );
-        return axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(|e| format!("HTTP server failed: {e}"));
-    };
-    let users = web.basic_auth.as_ref().map_or(0, |a| a.user_count());
-    tracing::info!(
-        config = %web.path.display(),
-        mode = %web.mode(),
-        basic_auth = users > 0,
-        users,
-        headers = web.headers.len(),
-        "web config: {}{}",
-        web.mode(),
-        if users > 0 {
-            format!(", basic auth for {users} user(s) (not on /health and /ready)")
-        } else {
-            ", no basic auth".to_owned()
+    let (router, tls) = match web {
+        None => {
+            tracing::info!(
+                mode = "plain HTTP",
+                basic_auth = false,
+                "no --web-config-file: no TLS, no basic auth"
+            );
+            (router, None)
         }
-    );
-    for note in &web.notes {
-        tracing::warn!("{note}");
-    }
-    let router = protect(router, &web);
-    match &web.tls {
+        Some(web) => {
+            let users = web.basic_auth.as_ref().map_or(0, |a| a.user_count());
+            let mode = web.mode();
+            tracing::info!(
+                config = %web.path.display(),
+                mode = %mode,
+                basic_auth = users > 0,
+                users,
+                headers = web.headers.len(),
+                "web config: {mode}{}",
+                if users > 0 {
+                    format!(", basic auth for {users} user(s) (not on /health and /ready)")
+                } else {
+                    ", no basic auth".to_owned()
+                }
+            );
+            for note in &web.notes {
+                tracing::warn!("{note}");
+            }
+            (protect(router, &web), web.tls.clone())
+        }
+    };
+    match tls {
         None => axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
             .map_err(|e| format!("HTTP server failed: {e}")),
         Some(tls) => {
-            serve_tls(listener, router, Arc::clone(tls), shutdown).await;
+            serve_tls(listener, router, tls, shutdown).await;
             Ok(())
         }
     }
@@ -341,7 +342,7 @@ async fn tls_handshake(
 /// Answers a plain HTTP request on the TLS port with `400`, then closes politely: what the
 /// client sent is read first, so that closing does not turn into a reset that loses the answer.
 async fn refuse_plain_http(mut tcp: tokio::net::TcpStream) {
-    use tokio::io::AsyncWrite;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     const ANSWER: &[u8] =
         b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
         Connection: close\r\n\r\nThis port serves HTTPS: use an https:// URL.\n";
@@ -353,28 +354,14 @@ async fn refuse_plain_http(mut tcp: tokio::net::TcpStream) {
             _ => break,
         }
     }
-    let mut rest = ANSWER;
-    while !rest.is_empty() {
-        if tcp.writable().await.is_err() {
-            return;
-        }
-        match tcp.try_write(rest) {
-            Ok(n) => rest = &rest[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => return,
-        }
+    if tcp.write_all(ANSWER).await.is_err() {
+        return;
     }
-    let _ = std::future::poll_fn(|cx| std::pin::Pin::new(&mut tcp).poll_shutdown(cx)).await;
+    let _ = tcp.shutdown().await;
     // Until the client closes its side (the caller's handshake timeout bounds this).
-    loop {
-        if tcp.readable().await.is_err() {
+    while let Ok(n) = tcp.read(&mut sink).await {
+        if n == 0 {
             return;
-        }
-        match tcp.try_read(&mut sink) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => return,
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod config;
 pub mod counters_reload;
 pub mod devices;
 pub mod encode;
+pub mod file_stamp;
 pub mod gpu;
 pub mod hpc;
 pub mod http;

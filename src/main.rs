@@ -79,7 +79,7 @@ fn run(cli: Cli) -> Result<(), String> {
     }
     let counters = Arc::new(counters);
     // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.
-    let counters_file = loaded.file.map(CountersFile::new);
+    let counters_file = loaded.file;
 
     // With --simulate the simulated library is configured, then loaded like the real one.
     let (lib_path, _sim) = match &cfg.simulate {

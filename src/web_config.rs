@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use axum::http::{HeaderName, HeaderValue};
@@ -28,6 +28,8 @@ use rustls::{
     SupportedCipherSuite, SupportedProtocolVersion,
 };
 use serde::Deserialize;
+
+use crate::file_stamp::FileStamp;
 
 /// How often, at most, the certificate, key and CA files are checked for changes.
 pub const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(5);
@@ -777,12 +779,13 @@ impl TlsSettings {
         })
     }
 
-    /// The files whose change triggers a rebuild.
-    fn files(&self) -> Vec<PathBuf> {
+    /// The stamps of the files whose change triggers a rebuild (`None`: unreadable now).
+    fn stamps(&self) -> Vec<Option<FileStamp>> {
         [Some(&self.cert), Some(&self.key), self.client_ca.as_ref()]
             .into_iter()
             .flatten()
-            .filter_map(|p| p.file().map(Path::to_path_buf))
+            .filter_map(Pem::file)
+            .map(|p| FileStamp::of(p).ok())
             .collect()
     }
 }
@@ -1008,26 +1011,6 @@ pub fn subject_alt_names(cert: &[u8]) -> Option<Vec<String>> {
 // ---------------------------------------------------------------------------------------------
 // TLS at run time: the current configuration, rebuilt when the files change.
 
-/// What identifies a file's content cheaply: a rotated Secret gets a new inode.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct FileStamp {
-    modified: Option<SystemTime>,
-    len: u64,
-    inode: u64,
-    device: u64,
-}
-
-fn stamp(path: &Path) -> Option<FileStamp> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).ok()?;
-    Some(FileStamp {
-        modified: m.modified().ok(),
-        len: m.len(),
-        inode: m.ino(),
-        device: m.dev(),
-    })
-}
-
 struct ReloadState {
     checked: Instant,
     stamps: Vec<Option<FileStamp>>,
@@ -1042,7 +1025,7 @@ pub struct TlsServer {
 
 impl TlsServer {
     fn new(settings: TlsSettings) -> Result<Self, WebConfigError> {
-        let stamps = settings.files().iter().map(|p| stamp(p)).collect();
+        let stamps = settings.stamps();
         let cfg = settings.build()?;
         Ok(Self {
             settings,
@@ -1105,8 +1088,7 @@ impl TlsServer {
             return false;
         }
         state.checked = Instant::now();
-        let stamps: Vec<Option<FileStamp>> =
-            self.settings.files().iter().map(|p| stamp(p)).collect();
+        let stamps = self.settings.stamps();
         if stamps == state.stamps {
             return false;
         }
