@@ -25,17 +25,17 @@ use std::time::{Duration, Instant};
 use gpu_exporter::attribution::{AttributionOptions, Attributor, Sources, build_join};
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
-use gpu_exporter::encode::{EncodeOptions, encode, gzip};
+use gpu_exporter::exposition::{EncodeOptions, encode, gzip};
 use gpu_exporter::gpu::processes::{EntityProcesses, ProcessUse};
-use gpu_exporter::k8s::cgroup::ProcTree;
-use gpu_exporter::k8s::fake_api::FakeApi;
-use gpu_exporter::k8s::labels::LabelAllowlist;
-use gpu_exporter::k8s::meta::{ContainerMeta, PodIndex, PodMeta, PodSource, Workload};
-use gpu_exporter::podresources::client::{
+use gpu_exporter::sim::api::FakeApi;
+use gpu_exporter::sim::kubelet::FakeKubelet;
+use gpu_exporter::snapshot::{EntityId, EntitySample, MigIdentity, Snapshot, Value};
+use gpu_exporter::sources::cgroup::ProcTree;
+use gpu_exporter::sources::kube::labels::LabelAllowlist;
+use gpu_exporter::sources::kube::meta::{ContainerMeta, PodIndex, PodMeta, PodSource, Workload};
+use gpu_exporter::sources::kubelet::client::{
     ContainerDevices, KubeletOptions, KubeletView, PodDevices, PodResourcesSource,
 };
-use gpu_exporter::podresources::server::FakeKubelet;
-use gpu_exporter::snapshot::{EntityId, EntitySample, MigIdentity, Snapshot, Value};
 use serde_json::{Value as Json, json};
 use tempfile::TempDir;
 

@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use gpu_exporter::catalogue::csv::CounterSet;
-use gpu_exporter::encode::{EncodeOptions, encode, gzip};
+use gpu_exporter::exposition::{EncodeOptions, encode, gzip};
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::snapshot::Snapshot;
 

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::get;
 use bytes::Bytes;
-use gpu_exporter::encode::EncodeOptions;
-use gpu_exporter::publish::Shared;
+use gpu_exporter::exposition::EncodeOptions;
+use gpu_exporter::exposition::publish::Shared;
 use gpu_exporter::sampler::render;
 
 const SCENARIO: &str = concat!(
@@ -143,9 +143,9 @@ fn serving() {
         let a = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let b = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
-        let a = gpu_exporter::http::with_nodelay(a);
-        let b = gpu_exporter::http::with_nodelay(b);
-        tokio::spawn(async move { axum::serve(a, gpu_exporter::http::app(shared)).await });
+        let a = gpu_exporter::serve::with_nodelay(a);
+        let b = gpu_exporter::serve::with_nodelay(b);
+        tokio::spawn(async move { axum::serve(a, gpu_exporter::serve::app(shared)).await });
         let static_app = Router::new().route(
             "/metrics",
             get(move || {

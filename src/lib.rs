@@ -1,36 +1,37 @@
 //! gpu-exporter: a Prometheus exporter for NVIDIA GPUs, drop-in compatible with dcgm-exporter.
 //!
-//! Data flow, one owner per arrow:
+//! Two flows meet in the sampler's snapshot; each module owns one arrow, lower layers never
+//! import higher ones.
 //!
 //! ```text
-//! NVML (gpu::load, gpu::reader) -> sampler (background, every --collect-interval)
-//!   -> snapshot (immutable) -> encode (+ self_metrics; plain + gzip, once per tick)
-//!   -> publish (atomic swap) -> http (serves cached bytes; no NVML on a scrape)
+//! NVML ──> gpu ──────────────┐
+//! kubelet, kube API, /proc,  │
+//!   HPC dir ──> sources ──> attribution ──> sampler ──> snapshot ──> exposition ──> serve
 //! ```
 //!
-//! `catalogue` describes every field (DCGM name and id, unit, entity level, NVML source) and
-//! parses the counters CSV; `config` turns flags into a validated configuration; `simulate`
-//! opens the simulated NVML library for `--simulate`; `landing` renders the `/` page.
+//! From the bottom up:
 
 #![warn(missing_docs)]
 
+/// The join of entities with pods, containers, HPC jobs and processes.
 pub mod attribution;
+/// Leaves every layer may use: wall clock, version, file change stamps.
+pub mod base;
+/// Every DCGM field (name, id, unit, entity level, NVML source) and the counters CSV grammar.
 pub mod catalogue;
+/// Flags and environment → a validated configuration; device selection; counters file reload.
 pub mod config;
-pub mod counters_reload;
-pub mod devices;
-pub mod encode;
-pub mod file_stamp;
+/// Text exposition of a snapshot (dcgm families, native families, self-metrics), gzip, publish.
+pub mod exposition;
+/// NVML: loading the library and reading every GPU and MIG instance once per tick; Xid events.
 pub mod gpu;
-pub mod hpc;
-pub mod http;
-pub mod k8s;
-pub mod landing;
-pub mod podresources;
-pub mod publish;
+/// The background loop: read NVML, join attribution, snapshot, encode and publish each tick.
 pub mod sampler;
-pub mod self_metrics;
-pub mod sim_cluster;
-pub mod simulate;
+/// HTTP: `/metrics` from the published bytes, `/health`, `/ready`, the landing page, TLS.
+pub mod serve;
+/// `--simulate`: the simulated library's controls, fake kubelet and API server, the cluster.
+pub mod sim;
+/// The immutable result of one tick: entities, values, devices, attribution, statistics.
 pub mod snapshot;
-pub mod web_config;
+/// Background sources for attribution: kubelet pod-resources, Kubernetes API, cgroups, HPC.
+pub mod sources;

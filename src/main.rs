@@ -10,16 +10,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Parser;
 use gpu_exporter::attribution::{self, AttributionOptions, Attributor, Sources};
+use gpu_exporter::config::counters::{self, CountersFile};
 use gpu_exporter::config::{Cli, Config};
-use gpu_exporter::counters_reload::{self, CountersFile};
-use gpu_exporter::encode::EncodeOptions;
+use gpu_exporter::exposition::EncodeOptions;
+use gpu_exporter::exposition::publish::Shared;
+use gpu_exporter::gpu;
 use gpu_exporter::gpu::reader::ReaderOptions;
-use gpu_exporter::hpc::HpcWatcher;
-use gpu_exporter::publish::Shared;
 use gpu_exporter::sampler::{self, Sampler};
-use gpu_exporter::sim_cluster::SimCluster;
+use gpu_exporter::serve as http;
+use gpu_exporter::sim::cluster::SimCluster;
+use gpu_exporter::sim::library as simulate;
 use gpu_exporter::snapshot::Snapshot;
-use gpu_exporter::{gpu, http, simulate};
+use gpu_exporter::sources::hpc::HpcWatcher;
 use tracing::{error, info, warn};
 
 fn init_logging(cfg: &Config) {
@@ -62,6 +64,17 @@ async fn shutdown_signal() {
 
 fn run(cli: Cli) -> Result<(), String> {
     let mut cfg = cli.validate().map_err(|e| e.to_string())?;
+    // An empty value means no file, as in exporter-toolkit.
+    let web_config = match cli
+        .web_config_file
+        .as_ref()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        Some(p) => Some(Arc::new(
+            http::web_config::WebConfig::load(p).map_err(|e| format!("--web-config-file {e}"))?,
+        )),
+        None => None,
+    };
     init_logging(&cfg);
     for w in &cfg.warnings {
         warn!("{w}");
@@ -132,7 +145,7 @@ fn run(cli: Cli) -> Result<(), String> {
     if let Some(a) = attributor {
         sampler = sampler.with_attribution(a);
     }
-    counters_reload::listen_for_hangup(
+    counters::listen_for_hangup(
         rt.handle(),
         counters_file.as_ref().map(CountersFile::hangup_flag),
     );
@@ -155,7 +168,7 @@ fn run(cli: Cli) -> Result<(), String> {
         let local = axum::serve::Listener::local_addr(&listener).map_err(|e| e.to_string())?;
         info!(address = %local, interval_ms = cfg.interval.as_millis() as u64, "serving /metrics");
         let app = http::app(Arc::clone(&shared));
-        http::serve(listener, app, cfg.web_config.clone(), shutdown_signal()).await
+        http::serve(listener, app, web_config, shutdown_signal()).await
     });
     stop.store(true, Ordering::Release);
     if handle.join().is_err() {

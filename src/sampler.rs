@@ -8,17 +8,18 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use nvml_wrapper::Nvml;
 use tracing::{error, info, warn};
 
 use crate::attribution::Attributor;
+use crate::base::clock::unix_now;
 use crate::catalogue::csv::CounterSet;
-use crate::counters_reload::CountersFile;
-use crate::encode::{EncodeOptions, encode, gzip};
+use crate::config::counters::CountersFile;
+use crate::exposition::publish::{Published, Shared};
+use crate::exposition::{EncodeOptions, encode, gzip};
 use crate::gpu::reader::{Reader, ReaderOptions};
-use crate::publish::{Published, Shared};
 use crate::snapshot::{SampleStats, Snapshot};
 
 /// Opens NVML; returns an operator-facing description on failure.
@@ -176,14 +177,6 @@ pub fn render(snapshot: Snapshot, counters: &Arc<CounterSet>, opts: &EncodeOptio
         plain: plain.into(),
         gzip: gz.into(),
     }
-}
-
-/// Wall-clock seconds since the Unix epoch.
-pub fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// Runs the sampler on its own thread until `stop` is set. Ticks are scheduled on a fixed

@@ -135,7 +135,7 @@ pub struct SampleStats {
     /// `false` while NVML itself is unavailable.
     pub nvml_up: bool,
     /// Counters hot-reload state, when the counters come from a watched file.
-    pub counters_reload: Option<crate::counters_reload::ReloadStats>,
+    pub counters_reload: Option<ReloadStats>,
 }
 
 /// One point in time.
@@ -221,4 +221,17 @@ pub struct SourceHealth {
     pub age_seconds: Option<f64>,
     /// Failures so far.
     pub errors: u64,
+}
+
+/// Reload state, copied into each snapshot for the self-metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReloadStats {
+    /// `false` when the last attempt to read a changed file failed (the old set is in use).
+    pub last_ok: bool,
+    /// Unix time of the last successful load (the start-up load counts).
+    pub last_success_unix: f64,
+    /// Successful reloads since start (the start-up load not included).
+    pub successes: u64,
+    /// Failed reloads since start.
+    pub failures: u64,
 }

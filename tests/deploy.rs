@@ -856,7 +856,7 @@ fn tls_and_basic_auth_render_a_web_config() {
             // The server certificate names the Service, which the monitors verify.
             let cert = std::fs::read_to_string(tls_dir.path().join("tls.crt")).unwrap();
             let sans = pem_body(&cert)
-                .and_then(|der| gpu_exporter::web_config::subject_alt_names(&der))
+                .and_then(|der| gpu_exporter::serve::web_config::subject_alt_names(&der))
                 .unwrap_or_default();
             let svc = format!("{RELEASE}.{NAMESPACE}.svc");
             if !sans.contains(&svc) || ep_server_name(&r) != Some(svc.clone()) {
@@ -900,7 +900,7 @@ fn tls_and_basic_auth_render_a_web_config() {
         .as_str()
         .unwrap()
         .replace(TLS_DIR, &tls_dir.path().to_string_lossy());
-    match gpu_exporter::web_config::WebConfig::parse(&tls_dir.path().join(file), &text) {
+    match gpu_exporter::serve::web_config::WebConfig::parse(&tls_dir.path().join(file), &text) {
         Ok(w) => {
             if w.tls.is_none() || w.basic_auth.as_ref().map(|b| b.user_count()) != Some(users.len())
             {

@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use gpu_exporter::encode::{EncodeOptions, encode};
+use gpu_exporter::exposition::{EncodeOptions, encode};
 
 const EPOCH: f64 = 1_700_000_000.0;
 
@@ -32,7 +32,7 @@ fn exposition_on(scenario: &str, counters_file: Option<&str>, ticks: &[f64], pod
     let cluster = pods.then(|| common::Cluster::start(&node));
     if let Some(c) = &cluster {
         let mut k = c.config();
-        k.pod_labels = Some(gpu_exporter::k8s::labels::LabelAllowlist::default());
+        k.pod_labels = Some(gpu_exporter::sources::kube::labels::LabelAllowlist::default());
         sampler = sampler.with_attribution(c.attributor(&k));
     }
     let mut snap = Default::default();

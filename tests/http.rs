@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use gpu_exporter::encode::EncodeOptions;
-use gpu_exporter::http::{CONTENT_TYPE, app};
-use gpu_exporter::publish::Shared;
+use gpu_exporter::exposition::EncodeOptions;
+use gpu_exporter::exposition::publish::Shared;
 use gpu_exporter::sampler::render;
+use gpu_exporter::serve::{CONTENT_TYPE, app};
 use gpu_exporter::snapshot::Snapshot;
 use http_body_util::BodyExt;
 use tower::ServiceExt;

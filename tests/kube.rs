@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use gpu_exporter::k8s::dra::{DraKind, DraSource, NVIDIA_GPU_DRIVER};
-use gpu_exporter::k8s::fake_api::FakeApi;
-use gpu_exporter::k8s::meta::{PodSource, Workload};
+use gpu_exporter::sim::api::FakeApi;
+use gpu_exporter::sources::kube::dra::{DraKind, DraSource, NVIDIA_GPU_DRIVER};
+use gpu_exporter::sources::kube::meta::{PodSource, Workload};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::runtime::watcher::{self, Event};

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::{Run, label, series, value};
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
-use gpu_exporter::encode::{EncodeOptions, encode};
+use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::sampler::Sampler;
 
@@ -108,7 +108,7 @@ fn describe_driver_not_loaded_says_so_and_where() {
 #[test]
 fn nvml_library_absent_at_start_then_present() {
     let dir = tempfile::tempdir().unwrap();
-    let path: PathBuf = dir.path().join(gpu_exporter::simulate::LIB_NAME);
+    let path: PathBuf = dir.path().join(gpu_exporter::sim::library::LIB_NAME);
     let loader_path = path.clone();
     let counters = counters();
     let mut sampler = Sampler::new(
@@ -123,7 +123,7 @@ fn nvml_library_absent_at_start_then_present() {
     assert!(snap.entities.is_empty());
     // The library arrives (the GPU Operator's driver container finished).
     std::fs::copy(common::built_sim_lib(), &path).unwrap();
-    let sim = gpu_exporter::simulate::SimLib::open(&path).unwrap();
+    let sim = gpu_exporter::sim::library::SimLib::open(&path).unwrap();
     sim.configure("a100-l4", 1).unwrap();
     sim.set_time(30.0).unwrap();
     // Within the back-off the sampler does not retry; after it, it does.

@@ -15,10 +15,10 @@ use std::time::Duration;
 use common::{SimNode, label, label_opt, series, value, wait_until};
 use gpu_exporter::catalogue::csv::CounterSet;
 use gpu_exporter::config::KubernetesConfig;
-use gpu_exporter::encode::{EncodeOptions, encode};
-use gpu_exporter::podresources::client::{ContainerDevices, KubeletView, PodDevices};
-use gpu_exporter::podresources::server::FakeKubelet;
+use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::sampler::Sampler;
+use gpu_exporter::sim::kubelet::FakeKubelet;
+use gpu_exporter::sources::kubelet::client::{ContainerDevices, KubeletView, PodDevices};
 
 /// A sampler with pod attribution from the kubelet socket only (no API server, no processes).
 struct Node {

@@ -25,8 +25,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{BIN, Exporter, ExporterBuilder, label_opt, series, value};
-use gpu_exporter::podresources::client::{ContainerDevices, KubeletView, PodDevices};
-use gpu_exporter::podresources::server::FakeKubelet;
+use gpu_exporter::sim::kubelet::FakeKubelet;
+use gpu_exporter::sources::kubelet::client::{ContainerDevices, KubeletView, PodDevices};
 
 const ROOT_DIR: &str = env!("CARGO_MANIFEST_DIR");
 /// The image's user and group (Dockerfile `USER`), and the chart's `runAsUser` without pod
@@ -110,7 +110,7 @@ impl Sandbox {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-        let lib = dir.path().join(gpu_exporter::simulate::LIB_NAME);
+        let lib = dir.path().join(gpu_exporter::sim::library::LIB_NAME);
         fs::copy(common::built_sim_lib(), &lib).unwrap();
         fs::set_permissions(&lib, fs::Permissions::from_mode(0o755)).unwrap();
         // The built binary, if the unprivileged user can reach it (a checkout under /root

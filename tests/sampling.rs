@@ -10,7 +10,7 @@ mod common;
 use std::collections::HashSet;
 
 use common::{Run, label, series, value};
-use gpu_exporter::encode::{EncodeOptions, encode};
+use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
 
 /// The shipped default counters on `scenario` (seed 3), with `Hostname="sim-node"`.

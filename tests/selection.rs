@@ -9,8 +9,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{label_opt, series};
-use gpu_exporter::devices::DeviceSelection;
-use gpu_exporter::encode::{EncodeOptions, encode};
+use gpu_exporter::config::devices::DeviceSelection;
+use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
 
 /// Exposition of the second of two ticks (30 s, 35 s) with `options`.

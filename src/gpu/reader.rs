@@ -27,7 +27,7 @@ use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::catalogue::{
     ClockKind, FieldDef, Level, MemKind, Source, TextKind, UtilKind, Violation, WindowKind,
 };
-use crate::devices::DeviceSelection;
+use crate::config::devices::DeviceSelection;
 use crate::gpu::processes::{self, EntityProcesses};
 use crate::gpu::text;
 use crate::gpu::xid::{self, Watch, XidWatcher};
@@ -92,7 +92,7 @@ impl Default for ReaderOptions {
             xid_initialized: DEFAULT_XID_INITIALIZED.to_vec(),
             xid_poll: Duration::from_millis(100),
             xid_sync: false,
-            clock: std::sync::Arc::new(crate::sampler::unix_now),
+            clock: std::sync::Arc::new(crate::base::clock::unix_now),
             processes: false,
         }
     }

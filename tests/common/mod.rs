@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
-use gpu_exporter::encode::{EncodeOptions, encode};
+use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::sampler::Sampler;
-use gpu_exporter::simulate::{LIB_NAME, SimLib};
+use gpu_exporter::sim::library::{LIB_NAME, SimLib};
 
 /// Finds the simulated library built by cargo for this test run (it is a dev-dependency, so
 /// `cargo test` builds `target/<profile>/deps/libnvml_sim.so`).
@@ -166,7 +166,7 @@ pub fn value(line: &str) -> f64 {
 /// runtime its servers and the attribution sources run on.
 pub struct Cluster {
     pub rt: tokio::runtime::Runtime,
-    pub sim: gpu_exporter::sim_cluster::SimCluster,
+    pub sim: gpu_exporter::sim::cluster::SimCluster,
 }
 
 impl Cluster {
@@ -178,7 +178,7 @@ impl Cluster {
             .build()
             .unwrap();
         let sim = rt
-            .block_on(gpu_exporter::sim_cluster::SimCluster::start(
+            .block_on(gpu_exporter::sim::cluster::SimCluster::start(
                 &node.sim,
                 Some(node.lib_path()),
             ))

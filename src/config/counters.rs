@@ -16,21 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing::{error, info, warn};
 
+use crate::base::file_stamp::FileStamp;
 use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
-use crate::file_stamp::FileStamp;
-
-/// Reload state, copied into each snapshot for the self-metrics.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ReloadStats {
-    /// `false` when the last attempt to read a changed file failed (the old set is in use).
-    pub last_ok: bool,
-    /// Unix time of the last successful load (the start-up load counts).
-    pub last_success_unix: f64,
-    /// Successful reloads since start (the start-up load not included).
-    pub successes: u64,
-    /// Failed reloads since start.
-    pub failures: u64,
-}
+use crate::snapshot::ReloadStats;
 
 /// Watches the counters file the exporter was started with.
 pub struct CountersFile {

@@ -6,11 +6,9 @@
 
 use std::fmt::Write as _;
 
-use crate::encode::{EncodeOptions, write_header, write_label, write_value};
+use crate::base::version::VERSION;
+use crate::exposition::text::{EncodeOptions, write_header, write_label, write_value};
 use crate::snapshot::Snapshot;
-
-/// The crate version, for `gpu_exporter_build_info`.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Appends the self-metrics of `snap` to `out`.
 pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {

@@ -32,10 +32,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::config::KubernetesConfig;
-use crate::k8s::fake_api::FakeApi;
-use crate::podresources::client::{ClaimDevice, ContainerDevices, KubeletView, PodDevices};
-use crate::podresources::server::FakeKubelet;
-use crate::simulate::SimLib;
+use crate::sim::api::FakeApi;
+use crate::sim::kubelet::FakeKubelet;
+use crate::sim::library::SimLib;
+use crate::sources::kubelet::client::{ClaimDevice, ContainerDevices, KubeletView, PodDevices};
 
 /// Replicas a time-sliced GPU is advertised as (the device plugin's `replicas`).
 pub const SHARED_REPLICAS: u32 = 4;

@@ -29,7 +29,7 @@ use rustls::{
 };
 use serde::Deserialize;
 
-use crate::file_stamp::FileStamp;
+use crate::base::file_stamp::FileStamp;
 
 /// How often, at most, the certificate, key and CA files are checked for changes.
 pub const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(5);

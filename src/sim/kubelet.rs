@@ -15,9 +15,11 @@ use tokio::sync::oneshot;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
 
-use super::client::KubeletView;
-use super::v1;
-use super::v1::pod_resources_lister_server::{PodResourcesLister, PodResourcesListerServer};
+use crate::sources::kubelet::client::KubeletView;
+use crate::sources::kubelet::v1;
+use crate::sources::kubelet::v1::pod_resources_lister_server::{
+    PodResourcesLister, PodResourcesListerServer,
+};
 
 #[derive(Default)]
 struct State {

@@ -281,7 +281,7 @@ impl<T: Default> Published<T> {
         self.current.store(Arc::new(value));
         let mut st = self.lock();
         st.objects = objects;
-        st.last_change_unix = crate::sampler::unix_now();
+        st.last_change_unix = crate::base::clock::unix_now();
     }
 
     /// Marks a successful call; `synced` is set after a complete list.

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
+use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
-use crate::self_metrics::VERSION;
 use crate::snapshot::{EntitySample, Snapshot};
 
 /// Key columns: (header, canonical field, unit suffix).

@@ -5,6 +5,12 @@
 //! series. Metric names are the CSV names verbatim (no suffix added). Label values and help
 //! text are escaped; NaN and ±Inf are written as Prometheus expects. This module does no I/O.
 
+pub mod publish;
+pub mod self_metrics;
+pub mod text;
+
+pub use text::{EncodeOptions, escape_help, escape_label, write_header, write_label, write_value};
+
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -13,78 +19,7 @@ use flate2::write::GzEncoder;
 
 use crate::catalogue::csv::CounterSet;
 use crate::gpu::xid_message;
-use crate::self_metrics;
 use crate::snapshot::{EntityId, Snapshot, Value};
-
-/// How the identity labels are spelt.
-#[derive(Debug, Clone, Default)]
-pub struct EncodeOptions {
-    /// Value of the `Hostname` label; `None` omits it (`--no-hostname`).
-    pub hostname: Option<String>,
-    /// `true` writes `uuid` instead of `UUID` (`--use-old-namespace`).
-    pub old_namespace: bool,
-    /// `true` replaces spaces in `modelName` with `-` (`--replace-blanks-in-model-name`).
-    pub replace_blanks_in_model_name: bool,
-}
-
-/// Escapes a label value: `\` → `\\`, `"` → `\"`, newline → `\n`.
-pub fn escape_label(out: &mut String, v: &str) {
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-}
-
-/// Escapes HELP text: `\` → `\\`, newline → `\n`.
-pub fn escape_help(out: &mut String, v: &str) {
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-}
-
-/// Writes a sample value: integers without a fraction, `NaN`, `+Inf`, `-Inf`.
-pub fn write_value(out: &mut String, v: f64) {
-    if v.is_nan() {
-        out.push_str("NaN");
-    } else if v.is_infinite() {
-        out.push_str(if v > 0.0 { "+Inf" } else { "-Inf" });
-    } else {
-        let _ = write!(out, "{v}");
-    }
-}
-
-/// Writes `# HELP` and `# TYPE` for a family.
-pub fn write_header(out: &mut String, name: &str, help: &str, kind: &str) {
-    out.push_str("# HELP ");
-    out.push_str(name);
-    out.push(' ');
-    escape_help(out, help);
-    out.push_str("\n# TYPE ");
-    out.push_str(name);
-    out.push(' ');
-    out.push_str(kind);
-    out.push('\n');
-}
-
-/// Writes one `name="value"` pair, preceded by a comma unless it is the first.
-pub fn write_label(out: &mut String, first: &mut bool, name: &str, value: &str) {
-    if !*first {
-        out.push(',');
-    }
-    *first = false;
-    out.push_str(name);
-    out.push_str("=\"");
-    escape_label(out, value);
-    out.push('"');
-}
 
 /// Writes the identity labels of an entity in the compatibility-contract order.
 fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {

@@ -8,14 +8,12 @@
 //!   `GetAllocatableResources` on an interval, deadlines, backoff).
 //! - [`device_id`]: the pure parsing of the device IDs the kubelet reports for each container
 //!   and of which resource names are NVIDIA GPU resources.
-//! - [`server`]: a pod-resources server on a unix socket (the simulated kubelet).
 //! - [`v1`]: the generated protobuf types and gRPC stubs.
 //!
 //! Resolving parsed IDs to NVML devices and pods to series is `attribution`'s job.
 
 pub mod client;
 pub mod device_id;
-pub mod server;
 
 /// Generated from `proto/podresources.proto` (package `v1`).
 #[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]

@@ -6,20 +6,24 @@
 //! with a warning too. `--web-config-file` is read and checked here (certificates, keys,
 //! bcrypt hashes), so that a broken file stops start-up. Validation errors name the flag.
 
+pub mod address;
+pub mod counters;
+pub mod devices;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Parser};
 
 use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
-use crate::counters_reload::CountersFile;
-use crate::devices::DeviceSelection;
+use crate::config::counters::CountersFile;
+use crate::config::devices::DeviceSelection;
 
 /// dcgm-exporter's default counters path.
 pub const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/default-counters.csv";
 
 /// The shipped default counter set, used when no file is given and the default path is absent.
-pub const BUILTIN_DEFAULT_COUNTERS: &str = include_str!("../counters/default-counters.csv");
+pub const BUILTIN_DEFAULT_COUNTERS: &str = include_str!("../../counters/default-counters.csv");
 
 /// Default sampling interval in milliseconds (see README "Sampling interval").
 pub const DEFAULT_INTERVAL_MS: u64 = 5000;
@@ -322,8 +326,6 @@ pub struct Config {
     pub kubernetes: Option<KubernetesConfig>,
     /// `--hpc-job-mapping-dir`.
     pub hpc_job_dir: Option<PathBuf>,
-    /// `--web-config-file`, parsed and checked; `None` serves plain HTTP without auth.
-    pub web_config: Option<std::sync::Arc<crate::web_config::WebConfig>>,
     /// Warnings to log once logging is set up.
     pub warnings: Vec<String>,
 }
@@ -342,7 +344,7 @@ pub struct KubernetesConfig {
     /// `--kubernetes-virtual-gpus`.
     pub virtual_gpus: bool,
     /// `--kubernetes-enable-pod-labels` with its parsed allow-list; `None` when off.
-    pub pod_labels: Option<crate::k8s::labels::LabelAllowlist>,
+    pub pod_labels: Option<crate::sources::kube::labels::LabelAllowlist>,
     /// `--kubernetes-enable-pod-uid`.
     pub pod_uid: bool,
     /// `--kubernetes-enable-dra`.
@@ -417,19 +419,7 @@ impl Cli {
                 self.collect_interval
             )));
         }
-        // An empty value means no file, as in exporter-toolkit.
-        let web_config = match self
-            .web_config_file
-            .as_ref()
-            .filter(|p| !p.as_os_str().is_empty())
-        {
-            Some(p) => Some(std::sync::Arc::new(
-                crate::web_config::WebConfig::load(p)
-                    .map_err(|e| ConfigError::Flag(format!("--web-config-file {e}")))?,
-            )),
-            None => None,
-        };
-        crate::http::parse_address(&self.address).map_err(ConfigError::Flag)?;
+        address::parse_address(&self.address).map_err(ConfigError::Flag)?;
         let devices =
             DeviceSelection::parse("-d/--devices", &self.devices).map_err(ConfigError::Flag)?;
         DeviceSelection::check_syntax("-s/--switch-devices", &self.switch_devices)
@@ -528,7 +518,6 @@ impl Cli {
             debug: self.debug,
             kubernetes,
             hpc_job_dir: self.hpc_job_mapping_dir.clone(),
-            web_config,
             warnings,
         })
     }
@@ -557,7 +546,7 @@ impl Cli {
                 )));
             }
         }
-        let allowlist = crate::k8s::labels::LabelAllowlist::parse(
+        let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(
             self.kubernetes_pod_label_allowlist_regex.as_deref(),
         )
         .map_err(ConfigError::Flag)?;

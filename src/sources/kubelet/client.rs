@@ -128,7 +128,7 @@ impl PodResourcesSource {
                             me.latest.store(Some(Arc::new(view)));
                         }
                         let mut st = me.status.lock().unwrap_or_else(|p| p.into_inner());
-                        st.last_success_unix = crate::sampler::unix_now();
+                        st.last_success_unix = crate::base::clock::unix_now();
                         st.last_error = None;
                         backoff = opts.interval;
                         opts.interval

@@ -1,12 +1,14 @@
 //! The HTTP server: `/metrics`, `/health`, `/ready` and the landing page `/`.
 //!
-//! Handlers only read the last [`Published`](crate::publish::Published) value: `/metrics`
+//! Handlers only read the last [`Published`](crate::exposition::publish::Published) value: `/metrics`
 //! returns its cached bytes (gzip when the client accepts it) and never calls NVML, the
 //! kubelet or the API server. [`app`] builds the router so tests can drive it without a socket.
 //! [`serve`] runs it on a bound listener, in plain HTTP or, with a `--web-config-file`, with
-//! TLS, client certificates, basic auth and extra headers (see [`crate::web_config`]).
+//! TLS, client certificates, basic auth and extra headers (see [`crate::serve::web_config`]).
 
-use std::net::SocketAddr;
+pub mod landing;
+pub mod web_config;
+
 use std::sync::Arc;
 
 use axum::Router;
@@ -15,9 +17,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
-use crate::landing;
-use crate::publish::Shared;
-use crate::web_config::{BasicAuth, TlsServer, WebConfig};
+use crate::exposition::publish::Shared;
+use crate::serve::web_config::{BasicAuth, TlsServer, WebConfig};
 
 /// Content type of the text exposition format 0.0.4.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -98,32 +99,6 @@ async fn index(State(shared): State<Arc<Shared>>) -> Html<String> {
     ))
 }
 
-/// Resolves a dcgm-exporter style listen address: `:9400` (all interfaces), `host:port`,
-/// `[v6]:port`. Returns the candidates to try in order.
-pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, String> {
-    let bad = || {
-        format!("--address {addr:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")
-    };
-    if let Some(port) = addr.strip_prefix(':') {
-        let port: u16 = port.parse().map_err(|_| bad())?;
-        return Ok(vec![
-            SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
-            SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, port)),
-        ]);
-    }
-    if let Ok(a) = addr.parse::<SocketAddr>() {
-        return Ok(vec![a]);
-    }
-    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
-    let port: u16 = port.parse().map_err(|_| bad())?;
-    use std::net::ToSocketAddrs;
-    let v: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("--address {addr:?}: {e}"))?
-        .collect();
-    if v.is_empty() { Err(bad()) } else { Ok(v) }
-}
-
 /// A listener whose accepted connections have `TCP_NODELAY` set, so that a response written
 /// as headers + body is not held back by Nagle's algorithm waiting for a delayed ACK (that
 /// costs ~40 ms per keep-alive request).
@@ -144,7 +119,7 @@ pub fn with_nodelay(l: tokio::net::TcpListener) -> Listener {
 /// Binds the first candidate that works (`[::]` may be unavailable where IPv6 is off).
 pub async fn bind(addr: &str) -> Result<Listener, String> {
     let mut last = String::new();
-    for cand in parse_address(addr)? {
+    for cand in crate::config::address::parse_address(addr)? {
         match tokio::net::TcpListener::bind(cand).await {
             Ok(l) => return Ok(with_nodelay(l)),
             Err(e) => last = format!("cannot listen on {cand} (--address {addr:?}): {e}"),
@@ -384,20 +359,5 @@ mod tests {
         assert!(!accepts_gzip(&h("gzip;q=0")));
         assert!(!accepts_gzip(&h("identity")));
         assert!(!accepts_gzip(&HeaderMap::new()));
-    }
-
-    #[test]
-    fn addresses() {
-        assert_eq!(parse_address(":9400").unwrap().len(), 2);
-        assert_eq!(
-            parse_address("127.0.0.1:9400").unwrap(),
-            vec!["127.0.0.1:9400".parse().unwrap()]
-        );
-        assert_eq!(
-            parse_address("[::1]:9400").unwrap(),
-            vec!["[::1]:9400".parse().unwrap()]
-        );
-        assert!(parse_address("9400").is_err());
-        assert!(parse_address(":notaport").is_err());
     }
 }

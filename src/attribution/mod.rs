@@ -23,16 +23,18 @@ use std::sync::Arc;
 use tracing::warn;
 
 use crate::config::KubernetesConfig;
-use crate::encode::write_label;
+use crate::exposition::text::write_label;
 use crate::gpu::processes::EntityProcesses;
-use crate::hpc::{HpcJobs, HpcWatcher};
-use crate::k8s::cgroup::ProcTree;
-use crate::k8s::dra::{DraIndex, DraKind, DraSource};
-use crate::k8s::labels::{LabelAllowlist, pod_label_pairs};
-use crate::k8s::meta::{PodIndex, PodMeta, PodSource, SourceStatus};
-use crate::podresources::client::{ClaimDevice, KubeletOptions, KubeletView, PodResourcesSource};
-use crate::podresources::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
 use crate::snapshot::{Attribution, ContainerUse, EntitySample, Join, Snapshot, SourceHealth};
+use crate::sources::cgroup::ProcTree;
+use crate::sources::hpc::{HpcJobs, HpcWatcher};
+use crate::sources::kube::dra::{DraIndex, DraKind, DraSource};
+use crate::sources::kube::labels::{LabelAllowlist, pod_label_pairs};
+use crate::sources::kube::meta::{PodIndex, PodMeta, PodSource, SourceStatus};
+use crate::sources::kubelet::client::{
+    ClaimDevice, KubeletOptions, KubeletView, PodResourcesSource,
+};
+use crate::sources::kubelet::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
 
 /// The NVIDIA DRA driver's name: its claims that match no ResourceSlice device are reported.
 pub const NVIDIA_DRA_DRIVER: &str = "gpu.nvidia.com";
@@ -710,9 +712,9 @@ fn allocation_suffix(opts: &AttributionOptions, h: &Holder<'_>, pods: Option<&Po
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::meta::{ContainerMeta, Workload};
-    use crate::podresources::client::{ContainerDevices, PodDevices};
     use crate::snapshot::{EntityId, MigIdentity};
+    use crate::sources::kube::meta::{ContainerMeta, Workload};
+    use crate::sources::kubelet::client::{ContainerDevices, PodDevices};
 
     const G0: &str = "GPU-00000000-0000-0000-0000-000000000000";
     const G1: &str = "GPU-11111111-1111-1111-1111-111111111111";
@@ -986,7 +988,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("0"), "job-a\njob-b\n").unwrap();
         std::fs::write(dir.path().join("1.2"), "job-c\n").unwrap();
-        let (jobs, warnings) = crate::hpc::read_dir(dir.path()).unwrap();
+        let (jobs, warnings) = crate::sources::hpc::read_dir(dir.path()).unwrap();
         assert!(warnings.is_empty());
         let (j, _) = build_join(
             &AttributionOptions::default(),

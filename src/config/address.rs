@@ -1,0 +1,52 @@
+//! The listen address flag (`-a/--address`) in dcgm-exporter's forms.
+//!
+//! Owns turning the flag's text into socket addresses to try in order. It must not bind,
+//! listen or serve: that is `serve`'s job.
+
+use std::net::SocketAddr;
+
+/// Resolves a dcgm-exporter style listen address: `:9400` (all interfaces), `host:port`,
+/// `[v6]:port`. Returns the candidates to try in order.
+pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, String> {
+    let bad = || {
+        format!("--address {addr:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")
+    };
+    if let Some(port) = addr.strip_prefix(':') {
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        return Ok(vec![
+            SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
+            SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, port)),
+        ]);
+    }
+    if let Ok(a) = addr.parse::<SocketAddr>() {
+        return Ok(vec![a]);
+    }
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    use std::net::ToSocketAddrs;
+    let v: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("--address {addr:?}: {e}"))?
+        .collect();
+    if v.is_empty() { Err(bad()) } else { Ok(v) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_address(":9400").unwrap().len(), 2);
+        assert_eq!(
+            parse_address("127.0.0.1:9400").unwrap(),
+            vec!["127.0.0.1:9400".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_address("[::1]:9400").unwrap(),
+            vec!["[::1]:9400".parse().unwrap()]
+        );
+        assert!(parse_address("9400").is_err());
+        assert!(parse_address(":notaport").is_err());
+    }
+}
