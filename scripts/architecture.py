@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""The crate's structure rules, checked on every CI run (scripts/test.sh).
+
+For the library under src/ (the production part of each file: the lines before the first
+`#[cfg(test)]` at the start of a line, comments removed):
+
+1. No import cycle between files, and none between top-level modules (folders).
+2. Layers: a top-level module imports only from itself and from the modules listed before it
+   in LAYERS. A top-level module that is not listed is an error, so a new one gets a place.
+3. No production part over MAX_LINES lines.
+4. Every .rs file of the repository (src/, tests/, benches/, crates/) starts with a `//!`
+   header.
+5. No tracked file points into the steering folder beside the checkout (users do not have it).
+
+An import is any `crate::a::b` path, a `super::` path, or a child module named by its parent
+(`child::item`, `use child::…`); a `mod child;` declaration alone is not one. Test code is not
+checked: it may use any layer.
+
+`--self-test` runs the checker on small trees that break each rule and fails unless every one
+is caught (and a clean tree passes).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+# Bottom to top. `main.rs` (the binary) sits above all of them and is not checked here.
+LAYERS = [
+    "base",
+    "catalogue",
+    "snapshot",
+    "sources",
+    "config",
+    "gpu",
+    "attribution",
+    "exposition",
+    "sampler",
+    "serve",
+    "sim",
+]
+MAX_LINES = 650
+# Split so that this file does not match itself.
+STEERING = "../" + "shared/"
+
+
+def production_part(text):
+    """The lines before the first `#[cfg(test)]` at column 0."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("#[cfg(test)]"):
+            return lines[:i]
+    return lines
+
+
+def strip_comments(src):
+    """Removes // and /* */ comments and the contents of string literals (keeps line count)."""
+    out = []
+    i, n = 0, len(src)
+    while i < n:
+        c = src[i]
+        if src.startswith("//", i):
+            j = src.find("\n", i)
+            i = n if j < 0 else j
+        elif src.startswith("/*", i):
+            j = src.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * src.count("\n", i, j))
+            i = j
+        elif c == '"' and (i == 0 or src[i - 1] not in "'\\"):
+            # raw strings r"..." / r#"..."# are rare here; treat like normal strings
+            j = i + 1
+            while j < n and src[j] != '"':
+                j += 2 if src[j] == "\\" else 1
+            out.append('"' + "\n" * src.count("\n", i, j) + '"')
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def module_of(rel):
+    """src/a/b.rs -> ('a','b'); src/a/mod.rs -> ('a',); src/lib.rs -> ()."""
+    parts = rel[len("src/"):-len(".rs")].split("/")
+    if parts[-1] in ("mod", "lib"):
+        parts = parts[:-1]
+    return tuple(parts)
+
+
+def load_tree(root):
+    files = {}
+    for dirpath, _, names in os.walk(os.path.join(root, "src")):
+        for name in names:
+            if name.endswith(".rs"):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                if rel == "src/main.rs":
+                    continue
+                with open(full, encoding="utf-8") as f:
+                    files[rel] = f.read()
+    return files
+
+
+PATH_RE = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+|::\{)")
+
+
+def group_paths(text, start):
+    """Paths inside a `{…}` use-group starting at text[start] == '{'; nested groups flattened.
+    `self` inside a group names the group's prefix itself (returned as '')."""
+    out = []
+
+    def parse(i, prefix):
+        cur = ""
+        while i < len(text):
+            c = text[i]
+            if c == "{":
+                i = parse(i + 1, prefix + cur.strip().rstrip(":").strip())
+                cur = ""
+                continue
+            if c in ",}":
+                item = re.sub(r"\s+as\s+\w+\s*$", "", cur.strip())
+                item = re.sub(r"\s+", "", item)
+                if item and item != "*":
+                    full = prefix if item == "self" else (prefix + "::" + item if prefix else item)
+                    out.append(full)
+                cur = ""
+                if c == "}":
+                    return i + 1
+            else:
+                cur += c
+            i += 1
+        return i
+
+    def parse_top():
+        parse(start + 1, "")
+
+    parse_top()
+    return [p.strip(":") for p in out]
+
+
+def references(mod, code, modules):
+    """(target module, line) for every import in `code` of module `mod`."""
+    refs = []
+    children = {m[-1] for m in modules if len(m) == len(mod) + 1 and m[: len(mod)] == mod}
+    for m in PATH_RE.finditer(code):
+        head, rest = m.group(1), m.group(2)
+        line = code.count("\n", 0, m.start()) + 1
+        if head == "crate":
+            base = ()
+        elif head == "super":
+            base = mod[:-1]
+            # super::super::…
+            while rest.startswith("::super"):
+                base = base[:-1]
+                rest = rest[len("::super"):]
+        else:
+            base = mod
+        if rest == "::{":
+            tails = group_paths(code, m.end() - 1)
+        else:
+            tails = [rest[2:]]
+        for tail in tails:
+            segs = [s for s in tail.split("::") if s]
+            target = resolve(base + tuple(segs), modules)
+            if target is not None:
+                refs.append((target, line))
+    # A parent naming its child: `child::x` not preceded by `::` (already handled above).
+    for child in children:
+        for m in re.finditer(r"(?<![:\w])" + re.escape(child) + r"::", code):
+            before = code[max(0, m.start() - 4): m.start()]
+            if before.endswith("mod "):
+                continue
+            line = code.count("\n", 0, m.start()) + 1
+            refs.append((mod + (child,), line))
+    return refs
+
+
+def resolve(path, modules):
+    """The longest prefix of `path` that is a file module."""
+    for k in range(len(path), -1, -1):
+        if path[:k] in modules:
+            return path[:k]
+    return None
+
+
+def sccs(graph):
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(comp)
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [c for c in out if len(c) > 1]
+
+
+def name(mod):
+    return "::".join(mod) if mod else "crate"
+
+
+def check(root, tracked=None):
+    errors = []
+    files = load_tree(root)
+    modules = {module_of(rel): rel for rel in files}
+    file_graph, top_graph, where = {}, {}, {}
+    for rel, text in sorted(files.items()):
+        mod = module_of(rel)
+        prod = production_part(text)
+        if len(prod) > MAX_LINES:
+            errors.append(f"{rel}: {len(prod)} production lines (at most {MAX_LINES})")
+        code = strip_comments("\n".join(prod))
+        file_graph.setdefault(mod, set())
+        for target, line in references(mod, code, modules):
+            if target == mod or (target == () and mod != ()):
+                continue
+            if target[: len(mod)] == mod and mod != ():
+                pass  # parent -> own descendant: still a file edge
+            file_graph[mod].add(target)
+            where.setdefault((mod, target), f"{rel}:{line}")
+            a, b = mod[:1], target[:1]
+            if a and b and a != b:
+                top_graph.setdefault(a[0], set()).add(b[0])
+                where.setdefault((a[0], b[0]), f"{rel}:{line}")
+    for comp in sccs(file_graph):
+        members = sorted(comp)
+        edges = [
+            f"{name(a)} -> {name(b)} ({where[(a, b)]})"
+            for a in members
+            for b in sorted(file_graph.get(a, ()))
+            if b in comp
+        ]
+        errors.append("import cycle between files: " + "; ".join(edges))
+    for comp in sccs(top_graph):
+        members = sorted(comp)
+        edges = [
+            f"{a} -> {b} ({where[(a, b)]})"
+            for a in members
+            for b in sorted(top_graph.get(a, ()))
+            if b in comp
+        ]
+        errors.append("import cycle between modules: " + "; ".join(edges))
+    tops = {m[0] for m in modules if m}
+    for t in sorted(tops - set(LAYERS)):
+        errors.append(f"src/{t}: top-level module not placed in LAYERS (scripts/architecture.py)")
+    for a, bs in sorted(top_graph.items()):
+        for b in sorted(bs):
+            if a in LAYERS and b in LAYERS and LAYERS.index(b) > LAYERS.index(a):
+                errors.append(f"layer violation: {a} imports {b}, a higher layer ({where[(a, b)]})")
+    if tracked is None:
+        tracked = [
+            os.path.relpath(os.path.join(dp, n), root)
+            for dp, _, ns in os.walk(root)
+            for n in ns
+        ]
+    for rel in sorted(tracked):
+        full = os.path.join(root, rel)
+        if not os.path.isfile(full) or rel.endswith("Cargo.lock"):
+            continue
+        try:
+            with open(full, encoding="utf-8") as f:
+                text = f.read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        if rel.endswith(".rs") and not text.startswith("//!"):
+            errors.append(f"{rel}: no `//!` header saying what the file owns")
+        if STEERING in text:
+            line = text[: text.index(STEERING)].count("\n") + 1
+            errors.append(f"{rel}:{line}: points into {STEERING}, which users do not have")
+    return errors
+
+
+def write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def self_test():
+    ok = True
+    clean = {
+        "src/lib.rs": "//! x\npub mod base;\npub mod gpu;\n",
+        "src/base/mod.rs": "//! x\npub mod clock;\n",
+        "src/base/clock.rs": "//! x\npub fn now() {}\n",
+        "src/gpu/mod.rs": "//! x\npub mod text;\npub mod reader;\npub use text::f;\n",
+        "src/gpu/text.rs": "//! x\nuse crate::base::clock::now;\npub fn f() { now() }\n",
+        "src/gpu/reader.rs": "//! x\nuse super::text;\n#[cfg(test)]\nmod tests { use crate::gpu::f; }\n",
+    }
+    broken = {
+        "file cycle": {"src/gpu/text.rs": "//! x\nuse crate::gpu::reader::g;\n", "src/gpu/reader.rs": "//! x\nuse super::text::f;\npub fn g() {}\n"},
+        "parent/child cycle": {"src/gpu/text.rs": "//! x\nuse crate::gpu::f;\n"},
+        "grouped import cycle": {"src/gpu/text.rs": "//! x\nuse crate::{base::clock, gpu::{reader::g}};\n", "src/gpu/reader.rs": "//! x\nuse super::text::f;\npub fn g() {}\n"},
+        "layer violation": {"src/base/clock.rs": "//! x\npub fn now() { crate::gpu::text::f() }\n"},
+        "unplaced module": {"src/extra.rs": "//! x\n"},
+        "too long": {"src/base/clock.rs": "//! x\n" + "fn a() {}\n" * (MAX_LINES + 1)},
+        "no header": {"src/base/clock.rs": "pub fn now() {}\n"},
+        "steering pointer": {"docs/x.md": "see " + STEERING + "reference\n"},
+    }
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in clean.items():
+            write(d, rel, text)
+        errs = check(d)
+        if errs:
+            print("self-test: the clean tree failed:", errs)
+            ok = False
+    for what, change in broken.items():
+        with tempfile.TemporaryDirectory() as d:
+            for rel, text in {**clean, **change}.items():
+                write(d, rel, text)
+            errs = check(d)
+            if not errs:
+                print(f"self-test: '{what}' was not caught")
+                ok = False
+    # Comments and test code are not imports.
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in {**clean, "src/base/clock.rs": "//! x\n// crate::gpu::f\n/* crate::gpu::f */\npub fn now() {}\n#[cfg(test)]\nmod t { use crate::gpu::f; }\n"}.items():
+            write(d, rel, text)
+        errs = check(d)
+        if errs:
+            print("self-test: comments or test code counted as imports:", errs)
+            ok = False
+    print("architecture self-test:", "ok" if ok else "FAILED")
+    return ok
+
+
+def main():
+    if "--self-test" in sys.argv:
+        return 0 if self_test() else 1
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tracked = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=root, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    errors = check(root, tracked)
+    for e in errors:
+        print("architecture:", e)
+    if errors:
+        print(f"architecture: {len(errors)} problem(s)")
+        return 1
+    files = load_tree(root)
+    print(f"architecture: ok ({len(files)} files in src/, layers {' < '.join(LAYERS)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
