@@ -1,9 +1,12 @@
 //! The background sampling loop.
 //!
 //! Every `--collect-interval` the [`Sampler`] reads NVML through [`Reader`] into one immutable
-//! [`Snapshot`], encodes it (plain and gzip) and publishes it to [`Shared`]. It is the only
-//! place NVML is called from after start-up. While NVML cannot be loaded it keeps publishing
-//! the self-metrics and retries with exponential backoff.
+//! [`Snapshot`], joins the attribution sources' latest state onto it, applies a changed
+//! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. Its thread is the
+//! only one that reads NVML values after start-up; the Xid thread (`gpu::xid`) also calls NVML,
+//! only to wait for events. While NVML cannot be loaded it keeps publishing the self-metrics
+//! and retries with exponential backoff. It must not serve HTTP or wait on a scrape, and it
+//! must not block on the network: attribution sources refresh on their own tasks.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

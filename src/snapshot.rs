@@ -1,9 +1,12 @@
-//! The immutable result of one sampler tick.
+//! The immutable result of one sampler tick: plain data types, no behaviour beyond accessors.
 //!
 //! A [`Snapshot`] holds every value the exporter will serve until the next tick: one
 //! [`EntitySample`] per physical GPU and per MIG instance, the up/down state of every device,
-//! and the sampler's own statistics. It is built by `sampler`, read by `encode` and the landing
-//! page, and never mutated after it is published. No I/O here.
+//! the Xid totals, the attribution join and the sampler's own statistics. Its parts are filled
+//! during one tick by `gpu` (entities, values, devices, Xids), `attribution` (the join) and
+//! `sampler` (statistics, reload state); `exposition` and the landing page only read it, and
+//! nothing mutates it after it is published. It must not do I/O or import any layer above
+//! `catalogue`.
 
 use std::sync::Arc;
 use std::time::Duration;
