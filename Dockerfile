@@ -38,7 +38,7 @@ COPY build.rs ./
 COPY proto proto
 COPY counters counters
 COPY src src
-RUN cargo build --release --locked --offline -p gpu-exporter --bin gpu-exporter
+RUN cargo build --release --locked --offline --no-default-features -p gpu-exporter --bin gpu-exporter
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 ARG VERSION=0.1.0

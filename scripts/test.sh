@@ -29,11 +29,20 @@ deploy_tools=$(bash scripts/deploy-tools.sh)  # a failed install stops here (set
 eval "$deploy_tools"
 export HELM KUBERNETES_VALIDATE
 
+echo "==> crate structure: no import cycles, layer order, file size, headers (scripts/architecture.py)"
+python3 scripts/architecture.py --self-test
+python3 scripts/architecture.py
+
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "==> cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
+
+echo "==> production feature set (no simulator): clippy, build, and no simulator code in the binary"
+cargo clippy --no-default-features --all-targets -- -D warnings
+cargo build --no-default-features --bin gpu-exporter
+bash scripts/check-production-binary.sh target/debug/gpu-exporter production
 
 echo "==> dashboards are what dashboards/generate.py builds"
 python3 dashboards/generate.py --check
@@ -43,6 +52,8 @@ bash deploy/render.sh --check
 
 echo "==> cargo build --workspace (exporter + simulated NVML library)"
 cargo build --workspace
+# The check above must be able to fail: the default build does carry the simulator.
+bash scripts/check-production-binary.sh target/debug/gpu-exporter default
 
 echo "==> cargo test --workspace"
 log=$(mktemp)

@@ -30,6 +30,8 @@ pub mod sampler;
 /// HTTP: `/metrics` from the published bytes, `/health`, `/ready`, the landing page, TLS.
 pub mod serve;
 /// `--simulate`: the simulated library's controls, fake kubelet and API server, the cluster.
+/// Only with the `sim` cargo feature (on by default; off in the container image).
+#[cfg(feature = "sim")]
 pub mod sim;
 /// The immutable result of one tick: entities, values, devices, attribution, statistics.
 pub mod snapshot;

@@ -18,8 +18,8 @@ use gpu_exporter::gpu;
 use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::sampler::{self, Sampler};
 use gpu_exporter::serve as http;
-use gpu_exporter::sim::cluster::SimCluster;
-use gpu_exporter::sim::library as simulate;
+#[cfg(feature = "sim")]
+use gpu_exporter::sim::{cluster::SimCluster, library::SimLib};
 use gpu_exporter::snapshot::Snapshot;
 use gpu_exporter::sources::hpc::HpcWatcher;
 use tracing::{error, info, warn};
@@ -95,16 +95,9 @@ fn run(cli: Cli) -> Result<(), String> {
     let counters_file = loaded.file;
 
     // With --simulate the simulated library is configured, then loaded like the real one.
-    let (lib_path, _sim) = match &cfg.simulate {
+    let (lib_path, _sim) = match cfg.simulate.clone() {
         Some(scenario) => {
-            let path = simulate::find_library(cfg.nvml_lib.as_deref())?;
-            let sim = simulate::SimLib::open(&path)?;
-            sim.configure(scenario, cfg.simulate_seed)?;
-            info!(library = %path.display(), scenario, seed = cfg.simulate_seed, "running on a simulated node");
-            // The simulated node's name stands in for the host name unless NODE_NAME is set.
-            if cfg.hostname.is_some() && std::env::var_os("NODE_NAME").is_none() {
-                cfg.hostname = Some(sim.node_name()?);
-            }
+            let (path, sim) = open_simulated_node(&scenario, &mut cfg)?;
             (Some(path), Some(sim))
         }
         None => (cfg.nvml_lib.clone(), None),
@@ -177,12 +170,84 @@ fn run(cli: Cli) -> Result<(), String> {
     served
 }
 
+/// Configures the simulated NVML library for `--simulate SCENARIO`; the library is then loaded
+/// like the real one.
+#[cfg(feature = "sim")]
+fn open_simulated_node(
+    scenario: &str,
+    cfg: &mut Config,
+) -> Result<(std::path::PathBuf, SimLib), String> {
+    use gpu_exporter::sim::library::find_library;
+    let path = find_library(cfg.nvml_lib.as_deref())?;
+    let sim = SimLib::open(&path)?;
+    sim.configure(scenario, cfg.simulate_seed)?;
+    info!(library = %path.display(), scenario, seed = cfg.simulate_seed, "running on a simulated node");
+    // The simulated node's name stands in for the host name unless NODE_NAME is set.
+    if cfg.hostname.is_some() && std::env::var_os("NODE_NAME").is_none() {
+        cfg.hostname = Some(sim.node_name()?);
+    }
+    Ok((path, sim))
+}
+
+/// Without the `sim` feature there is no simulated node: `--simulate` is refused at start
+/// instead of running on whatever NVML the machine has.
+#[cfg(not(feature = "sim"))]
+fn open_simulated_node(
+    _scenario: &str,
+    _cfg: &mut Config,
+) -> Result<(std::path::PathBuf, SimLib), String> {
+    Err(
+        "--simulate: this build has no simulator (it was built without the `sim` cargo \
+         feature, as the container image is); build with default features to simulate a node"
+            .to_owned(),
+    )
+}
+
+/// Stand-ins for the simulator's types in a build without it: they have no values, so the
+/// code paths that would use them cannot run.
+#[cfg(not(feature = "sim"))]
+enum SimLib {}
+#[cfg(not(feature = "sim"))]
+enum SimCluster {}
+
+/// Starts the simulated kubelet, API server and proc tree of the scenario's `[[pods]]` and
+/// points `k` at them.
+#[cfg(feature = "sim")]
+fn start_sim_cluster(
+    sim: &SimLib,
+    lib_path: Option<&std::path::Path>,
+    rt: &tokio::runtime::Runtime,
+    k: &mut gpu_exporter::config::KubernetesConfig,
+) -> Result<(SimCluster, kube::Client), String> {
+    let c = rt.block_on(SimCluster::start(sim, lib_path))?;
+    info!(
+        pods = c.pods,
+        socket = %c.socket.display(),
+        api = %c.api.url(),
+        proc_root = %c.proc_root.display(),
+        "simulated kubelet, API server and proc tree started"
+    );
+    c.configure(k);
+    let client = c.client.clone();
+    Ok((c, client))
+}
+
+#[cfg(not(feature = "sim"))]
+fn start_sim_cluster(
+    sim: &SimLib,
+    _: Option<&std::path::Path>,
+    _: &tokio::runtime::Runtime,
+    _: &mut gpu_exporter::config::KubernetesConfig,
+) -> Result<(SimCluster, kube::Client), String> {
+    match *sim {}
+}
+
 /// Starts the attribution sources that the flags ask for (with `--simulate`: against a
 /// simulated kubelet, API server and proc tree built from the scenario's `[[pods]]`).
 fn start_attribution(
     cfg: &Config,
     rt: &tokio::runtime::Runtime,
-    sim: Option<&simulate::SimLib>,
+    sim: Option<&SimLib>,
     lib_path: Option<&std::path::Path>,
 ) -> Result<(Option<Attributor>, Option<SimCluster>), String> {
     let hpc = cfg.hpc_job_dir.clone().map(|d| {
@@ -207,16 +272,8 @@ fn start_attribution(
     let mut cluster = None;
     let mut client = None;
     if let Some(sim) = sim {
-        let c = rt.block_on(SimCluster::start(sim, lib_path))?;
-        info!(
-            pods = c.pods,
-            socket = %c.socket.display(),
-            api = %c.api.url(),
-            proc_root = %c.proc_root.display(),
-            "simulated kubelet, API server and proc tree started"
-        );
-        c.configure(&mut k);
-        client = Some(c.client.clone());
+        let (c, api) = start_sim_cluster(sim, lib_path, rt, &mut k)?;
+        client = Some(api);
         cluster = Some(c);
     } else if k.pod_metadata {
         client = match rt.block_on(kube::Client::try_default()) {

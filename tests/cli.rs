@@ -1,5 +1,7 @@
 //! The binary end to end: `--simulate` serving over a real socket, graceful SIGTERM, and a
 //! malformed counters CSV stopping start-up with a message naming the line.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

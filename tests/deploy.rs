@@ -33,6 +33,8 @@
 //! `$KUBERNETES_VALIDATE`, else PATH, else `target/tools/`); without them these tests fail
 //! unless `GPU_EXPORTER_SKIP_HELM=1` says to skip them. promtool comes from Debian's
 //! `prometheus` package (`GPU_EXPORTER_SKIP_PROMETHEUS=1` skips the promtool step).
+#![cfg(feature = "sim")]
+// tests/common drives the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,6 +1,8 @@
 //! Golden exposition tests: scenario → two sampler ticks at fixed scenario times → encoded
 //! text, compared byte for byte with `tests/golden/<case>.prom`. `UPDATE_GOLDEN=1` rewrites.
 //! Two ticks are needed because GPM profiling fields and rates average over an interval.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,5 +1,7 @@
 //! HTTP endpoints driven through the router (no socket): `/metrics` plain and gzip,
 //! `/health`, `/ready` before and after the first sample, and the landing page.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

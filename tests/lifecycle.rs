@@ -2,6 +2,8 @@
 //! a driver that loads late, a burst of repeated Xids, the Xid and clock-event windows, a MIG
 //! layout change mid-run, a GPU lost and back, a GPU that appears later, a GPU without GPM,
 //! and the NVML library itself arriving after start.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -25,6 +25,8 @@
 //! them the last two tests fail, unless `GPU_EXPORTER_SKIP_PROMETHEUS=1` says to skip them.
 //! `GPU_EXPORTER_OBSERVABILITY_ROOT=DIR` checks `DIR/dashboards` and `DIR/alerts` instead of
 //! the repository's (to try artefacts out before they move in).
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

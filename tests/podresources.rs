@@ -2,6 +2,8 @@
 //! (the simulated kubelet), the background client, the join and the exposition, over the
 //! simulated NVML library. Covers every device-ID form over the wire, a kubelet that is absent
 //! at start, one that restarts mid-run, and one that is too slow.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

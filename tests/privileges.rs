@@ -11,6 +11,8 @@
 //! Changing user needs root. Where the tests do not run as root, or `setpriv` is missing, the
 //! privilege tests fail, unless `GPU_EXPORTER_SKIP_PRIVILEGE_TESTS=1` says to skip them. The
 //! Dockerfile and linking checks need neither.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -903,6 +905,7 @@ fn dockerfile_copies_only_files_that_exist_and_reach_the_build_context() {
     for flag in [
         "--release",
         "--locked",
+        "--no-default-features",
         "-p gpu-exporter",
         "--bin gpu-exporter",
     ] {

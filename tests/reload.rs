@@ -2,6 +2,8 @@
 //! new set at a tick without any scrape seeing an empty or mixed set; a broken file keeps the
 //! old set, logs `file:line` and shows in the self-metrics; SIGHUP forces a re-read; SIGHUP
 //! with the built-in set does not end the process.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

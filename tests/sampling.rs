@@ -1,6 +1,8 @@
 //! Behaviour of the sampler + encoder on the simulated node, asserted property by property
 //! (independent of the golden files): the contract's labels, MIG placement of fields,
 //! unsupported fields left out, Xid, a lost GPU and its return.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

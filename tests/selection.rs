@@ -1,5 +1,7 @@
 //! `-d/--devices` ranges and `--mig-repeat-device-fields` on the simulated H100 node
 //! (GPU 2: 7 × 1g.10gb, GI 7-13; GPU 5: 3g.40gb GI 2, 2g.20gb GI 3, 1g.10gb GI 7).
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

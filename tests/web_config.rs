@@ -3,6 +3,8 @@
 //! temporary directory. Covers TLS, TLS versions and cipher suites, mutual TLS, allowed client
 //! SANs, basic auth (including a flood of wrong passwords), certificate rotation, plain HTTP on
 //! the TLS port, stalled handshakes, and broken files stopping start-up.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
 
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -443,7 +443,7 @@ pub struct SimCluster {
     pub has_claims: bool,
     /// Number of pods served.
     pub pods: usize,
-    _dir: TempDir,
+    _dir: tempfile::TempDir,
 }
 
 impl SimCluster {
@@ -461,7 +461,10 @@ impl SimCluster {
                 .map_err(|e| crate::gpu::describe_load_error(lib_path, &e))?;
             spec.resolve(nvml, &node)?
         };
-        let dir = TempDir::new().map_err(|e| format!("--simulate: temporary directory: {e}"))?;
+        let dir = tempfile::Builder::new()
+            .prefix("gpu-exporter-sim-")
+            .tempdir()
+            .map_err(|e| format!("--simulate: temporary directory: {e}"))?;
         let proc_root = dir.path().join("proc");
         write_proc_tree(&proc_root, &resolved, &resolved.host_pids)
             .map_err(|e| format!("--simulate: writing the simulated proc tree: {e}"))?;
@@ -502,36 +505,6 @@ impl SimCluster {
         k.node_name = Some(self.node.clone());
         k.pod_metadata = true;
         k.dra = k.dra || self.has_claims;
-    }
-}
-
-/// A private temporary directory, removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    /// Creates `<tmp>/gpu-exporter-sim-<pid>-<n>`.
-    pub fn new() -> std::io::Result<Self> {
-        let base = std::env::temp_dir();
-        for n in 0..1000u32 {
-            let p = base.join(format!("gpu-exporter-sim-{}-{n}", std::process::id()));
-            match std::fs::create_dir(&p) {
-                Ok(()) => return Ok(Self(p)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(std::io::Error::other("no free temporary directory name"))
-    }
-
-    /// The directory.
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
