@@ -7,7 +7,7 @@
 //! ([`Source`]), the unit it is exported in, and whether it belongs to the physical GPU or
 //! to each MIG instance ([`Level`]). Help texts are ours; a counters CSV may override them.
 
-use super::{
+use super::field::{
     ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind,
 };
 
