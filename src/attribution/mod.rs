@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use tracing::warn;
 
+use crate::base::label_text::write_label;
 use crate::config::KubernetesConfig;
-use crate::exposition::text::write_label;
 use crate::gpu::processes::EntityProcesses;
 use crate::snapshot::{Attribution, ContainerUse, EntitySample, Join, Snapshot, SourceHealth};
 use crate::sources::cgroup::ProcTree;

@@ -1,8 +1,9 @@
-//! Leaves shared by every layer: the clock, the version, file change stamps.
+//! Leaves shared by every layer: the clock, the version, file change stamps, label text.
 //!
 //! Nothing here knows about NVML, Kubernetes, the exposition or HTTP, and no module in
 //! `base` imports any other module of the crate outside `base`.
 
 pub mod clock;
 pub mod file_stamp;
+pub mod label_text;
 pub mod version;

@@ -16,7 +16,6 @@ pub use field::{
 };
 pub use fields::FIELDS;
 
-
 /// Finds a field by canonical name (exact, case-sensitive) or by legacy 1.x alias
 /// (case-insensitive, e.g. `dcgm_gpu_temp`).
 pub fn lookup(name: &str) -> Option<&'static FieldDef> {

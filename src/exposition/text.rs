@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+pub use crate::base::label_text::{escape_label, write_label};
+
 /// How the identity labels are spelt.
 #[derive(Debug, Clone, Default)]
 pub struct EncodeOptions {
@@ -14,18 +16,6 @@ pub struct EncodeOptions {
     pub old_namespace: bool,
     /// `true` replaces spaces in `modelName` with `-` (`--replace-blanks-in-model-name`).
     pub replace_blanks_in_model_name: bool,
-}
-
-/// Escapes a label value: `\` → `\\`, `"` → `\"`, newline → `\n`.
-pub fn escape_label(out: &mut String, v: &str) {
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
 }
 
 /// Escapes HELP text: `\` → `\\`, newline → `\n`.
@@ -61,16 +51,4 @@ pub fn write_header(out: &mut String, name: &str, help: &str, kind: &str) {
     out.push(' ');
     out.push_str(kind);
     out.push('\n');
-}
-
-/// Writes one `name="value"` pair, preceded by a comma unless it is the first.
-pub fn write_label(out: &mut String, first: &mut bool, name: &str, value: &str) {
-    if !*first {
-        out.push(',');
-    }
-    *first = false;
-    out.push_str(name);
-    out.push_str("=\"");
-    escape_label(out, value);
-    out.push('"');
 }

@@ -1,0 +1,197 @@
+//! The types that describe one field: its entity level, how NVML serves it ([`Source`]), its
+//! scale and unit ([`FieldDef`]).
+//!
+//! Plain data, shared by the field table (`fields`), the lookups (`catalogue`) and the CSV
+//! parser; it must not hold the table itself, do I/O or call NVML.
+
+/// Which entity a field's value belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// A property of the physical GPU (power, temperature, clocks, ECC, PCIe, NVLink, labels).
+    /// Exported once, on the physical GPU's series, also when the GPU is in MIG mode.
+    Device,
+    /// Readable per MIG GPU instance (framebuffer, profiling). On a GPU without MIG it is read
+    /// on the GPU itself; on a MIG-enabled GPU it is read on each instance and not on the parent.
+    Instance,
+}
+
+/// NVML clock domains read through `nvmlDeviceGetClockInfo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClockKind {
+    /// Graphics clock.
+    Graphics,
+    /// Streaming-multiprocessor clock.
+    Sm,
+    /// Memory clock.
+    Mem,
+    /// Video clock.
+    Video,
+}
+
+/// Which part of `nvmlDeviceGetMemoryInfo_v2` a framebuffer field reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemKind {
+    /// Total framebuffer.
+    Total,
+    /// Free framebuffer.
+    Free,
+    /// Used framebuffer.
+    Used,
+    /// Reserved by the driver/firmware.
+    Reserved,
+    /// Used as a percentage of total (used / total * 100).
+    UsedPercent,
+}
+
+/// Utilization readings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UtilKind {
+    /// `nvmlDeviceGetUtilizationRates().gpu`.
+    Gpu,
+    /// `nvmlDeviceGetUtilizationRates().memory` (memory copy engine).
+    MemCopy,
+    /// `nvmlDeviceGetEncoderUtilization`.
+    Encoder,
+    /// `nvmlDeviceGetDecoderUtilization`.
+    Decoder,
+}
+
+/// String-valued device properties, used as `label` fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TextKind {
+    /// `nvmlSystemGetDriverVersion`.
+    DriverVersion,
+    /// `nvmlSystemGetNVMLVersion`.
+    NvmlVersion,
+    /// `nvmlDeviceGetName`.
+    Name,
+    /// `nvmlDeviceGetBrand`, spelt like DCGM does.
+    Brand,
+    /// `nvmlDeviceGetSerial`.
+    Serial,
+    /// `nvmlDeviceGetUUID`.
+    Uuid,
+    /// `nvmlDeviceGetPciInfo_v3().busId`.
+    PciBusId,
+    /// `nvmlDeviceGetVbiosVersion`.
+    VbiosVersion,
+    /// `nvmlDeviceGetInforomVersion(NVML_INFOROM_OEM)`.
+    InforomOem,
+    /// `nvmlDeviceGetInforomVersion(NVML_INFOROM_ECC)`.
+    InforomEcc,
+    /// `nvmlDeviceGetInforomVersion(NVML_INFOROM_POWER)`.
+    InforomPower,
+    /// `nvmlDeviceGetInforomImageVersion`.
+    InforomImage,
+}
+
+/// Throttling-duration counters from `nvmlDeviceGetViolationStatus` (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Violation {
+    /// `NVML_PERF_POLICY_POWER`.
+    Power,
+    /// `NVML_PERF_POLICY_THERMAL`.
+    Thermal,
+    /// `NVML_PERF_POLICY_SYNC_BOOST`.
+    SyncBoost,
+    /// `NVML_PERF_POLICY_BOARD_LIMIT`.
+    BoardLimit,
+    /// `NVML_PERF_POLICY_LOW_UTILIZATION`.
+    LowUtil,
+    /// `NVML_PERF_POLICY_RELIABILITY`.
+    Reliability,
+}
+
+/// Conversion applied to a raw NVML number to reach the field's DCGM unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    /// The NVML value is already in the DCGM unit.
+    Identity,
+    /// Multiply by this factor (e.g. mW → W is `Mul(0.001)`).
+    Mul(f64),
+}
+
+impl Scale {
+    /// Applies the conversion.
+    pub fn apply(self, v: f64) -> f64 {
+        match self {
+            Scale::Identity => v,
+            Scale::Mul(f) => v * f,
+        }
+    }
+}
+
+/// How NVML serves a field. The reader in `gpu` is the only interpreter of this enum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Source {
+    /// `nvmlDeviceGetClockInfo` (MHz).
+    Clock(ClockKind),
+    /// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)` (°C).
+    GpuTemperature,
+    /// `nvmlDeviceGetPowerUsage` (mW, scaled to W).
+    PowerUsage,
+    /// `nvmlDeviceGetEnforcedPowerLimit` (mW, scaled to W).
+    PowerLimit,
+    /// `nvmlDeviceGetTotalEnergyConsumption` (mJ).
+    TotalEnergy,
+    /// `nvmlDeviceGetPcieReplayCounter`.
+    PcieReplay,
+    /// `nvmlDeviceGetPcieThroughput` (KB/s); `true` is TX.
+    PcieThroughput(bool),
+    /// Utilization (%).
+    Utilization(UtilKind),
+    /// `nvmlDeviceGetMemoryInfo_v2` (bytes, scaled to MiB).
+    Memory(MemKind),
+    /// `nvmlDeviceGetViolationStatus` (ns).
+    Violation(Violation),
+    /// `nvmlDeviceGetCurrentClocksEventReasons` bitmask.
+    ClockEventReasons,
+    /// `nvmlDeviceGetFieldValues` with this NVML field id (`NVML_FI_*`), then scaled.
+    NvmlField(u32, Scale),
+    /// Rate from two successive readings of the sum of these NVML counter fields, per second,
+    /// then scaled (NVLink bandwidth from the throughput counters).
+    NvmlFieldRate(&'static [u32], Scale),
+    /// NVML GPM metric (`NVML_GPM_METRIC_*` id) averaged over the sampling interval, scaled
+    /// (percent → ratio, MiB/s → B/s). Hopper and later.
+    Gpm(u32, Scale),
+    /// Last Xid seen through the NVML event set (`nvmlEventSetWait_v2`).
+    Xid,
+    /// A string property, exported as a label.
+    Text(TextKind),
+    /// Number of GPUs NVML reports (`nvmlDeviceGetCount_v2`).
+    DeviceCount,
+    /// The NVML device index.
+    NvmlIndex,
+    /// A count over a sliding window computed by the exporter (`DCGM_EXP_*_COUNT`), one
+    /// series per Xid code or clock-event reason.
+    Window(WindowKind),
+    /// Known to DCGM but not readable through NVML on this build; the reason is logged once.
+    Unavailable(&'static str),
+}
+
+/// What a windowed `DCGM_EXP_*_COUNT` field counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WindowKind {
+    /// Xid events per code (`DCGM_EXP_XID_ERRORS_COUNT`, `--xid-count-window-size`).
+    Xid,
+    /// Samples with each clock-event reason set (`DCGM_EXP_CLOCK_EVENTS_COUNT`,
+    /// `--clock-events-count-window-size`).
+    ClockEvents,
+}
+
+/// The static description of one field.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldDef {
+    /// Canonical DCGM name, e.g. `DCGM_FI_DEV_GPU_TEMP`.
+    pub name: &'static str,
+    /// DCGM numeric field id (`dcgm_fields.h`); `DCGM_EXP_*` use dcgm-exporter's 9001–9004.
+    pub id: u32,
+    /// Entity level.
+    pub level: Level,
+    /// Unit of the exported value, for documentation (`C`, `W`, `MHz`, `MiB`, `%`, `ratio`, …).
+    pub unit: &'static str,
+    /// How NVML reads it.
+    pub source: Source,
+    /// Default help text (used by docs; the CSV's help wins in the exposition).
+    pub help: &'static str,
+}
