@@ -2,8 +2,10 @@
 //! pod-resources, Kubernetes API metadata, DRA ResourceSlices), HPC jobs, and the processes
 //! running on shared GPUs.
 //!
-//! The sources refresh in the background; here the sampler thread only reads their latest
-//! published state. The device-to-holder [`Join`] is rebuilt only when an input changed (a new
+//! The kubelet, pod and ResourceSlice sources refresh in the background; here the sampler
+//! thread reads their latest published state. The HPC job directory is the exception: its
+//! watcher checks the directory's modification time on the sampler thread each tick and re-reads
+//! the job files only when it changed. The join itself is in `join`, its label text in `labels`. The device-to-holder [`Join`] is rebuilt only when an input changed (a new
 //! kubelet answer, a pod or slice change, a job file change, or a different set of entities),
 //! so an idle node pays a few pointer comparisons per tick. Per-container process use is
 //! recomputed every tick from NVML's process list, with PID → container lookups cached.
@@ -17,42 +19,26 @@
 //! series per holder, with `vgpu`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use tracing::warn;
 
-use crate::base::label_text::write_label;
+mod join;
+mod labels;
+mod options;
+
+pub use join::build_join;
+use labels::container_labels;
+pub use options::{AttributionOptions, NVIDIA_DRA_DRIVER};
+
 use crate::config::KubernetesConfig;
 use crate::gpu::processes::EntityProcesses;
-use crate::snapshot::{Attribution, ContainerUse, EntitySample, Join, Snapshot, SourceHealth};
+use crate::snapshot::{Attribution, ContainerUse, Join, Snapshot, SourceHealth};
 use crate::sources::cgroup::ProcTree;
 use crate::sources::hpc::{HpcJobs, HpcWatcher};
-use crate::sources::kube::dra::{DraIndex, DraKind, DraSource};
-use crate::sources::kube::labels::{LabelAllowlist, pod_label_pairs};
-use crate::sources::kube::meta::{PodIndex, PodMeta, PodSource, SourceStatus};
-use crate::sources::kubelet::client::{
-    ClaimDevice, KubeletOptions, KubeletView, PodResourcesSource,
-};
-use crate::sources::kubelet::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
-
-/// The NVIDIA DRA driver's name: its claims that match no ResourceSlice device are reported.
-pub const NVIDIA_DRA_DRIVER: &str = "gpu.nvidia.com";
-
-/// How holders are turned into labels.
-#[derive(Debug, Clone, Default)]
-pub struct AttributionOptions {
-    /// `--nvidia-resource-names`: resources matched besides the `nvidia.com/*` GPU names.
-    pub extra_resources: Vec<String>,
-    /// `--kubernetes-virtual-gpus`: one copy of each series per holder, with `vgpu`.
-    pub virtual_gpus: bool,
-    /// `--kubernetes-enable-pod-labels` (with its allow-list): pod labels on the series.
-    pub pod_labels: Option<LabelAllowlist>,
-    /// `--kubernetes-enable-pod-uid`: `pod_uid` on the series.
-    pub pod_uid: bool,
-    /// `--use-old-namespace`: `pod_name`, `pod_namespace`, `container_name`.
-    pub old_namespace: bool,
-}
+use crate::sources::kube::dra::{DraIndex, DraSource};
+use crate::sources::kube::meta::{PodIndex, PodSource, SourceStatus};
+use crate::sources::kubelet::client::{KubeletOptions, KubeletView, PodResourcesSource};
 
 /// The background sources the join reads; each is optional.
 #[derive(Default)]
@@ -355,365 +341,12 @@ impl Attributor {
     }
 }
 
-/// Labels of a container found through its process's cgroup.
-fn container_labels(pods: Option<&PodIndex>, uid: &str, container_id: Option<&str>) -> String {
-    let mut s = String::new();
-    let mut first = false;
-    let pod = pods.and_then(|p| p.by_uid(uid));
-    if let Some(pod) = pod {
-        let container = container_id
-            .and_then(|id| pods.and_then(|p| p.container_by_id(id)))
-            .filter(|(p, _)| p.uid == pod.uid)
-            .map(|(_, c)| c.to_owned());
-        if let Some(c) = container {
-            write_label(&mut s, &mut first, "container", &c);
-        }
-        write_label(&mut s, &mut first, "namespace", &pod.namespace);
-        write_label(&mut s, &mut first, "pod", &pod.name);
-    }
-    write_label(&mut s, &mut first, "pod_uid", uid);
-    s
-}
-
-/// One container holding one device (or one share of it).
-struct Holder<'a> {
-    namespace: &'a str,
-    pod: &'a str,
-    container: &'a str,
-    resource: &'a str,
-    replica: Option<u32>,
-    claim: Option<&'a ClaimDevice>,
-}
-
-impl Holder<'_> {
-    fn container_key(&self) -> (&str, &str, &str) {
-        (self.namespace, self.pod, self.container)
-    }
-}
-
-/// Finds entities by each of the keys the kubelet may use.
-struct Lookup<'a> {
-    gpu_uuid: HashMap<&'a str, usize>,
-    mig_uuid: HashMap<&'a str, usize>,
-    gpu_index: HashMap<u32, usize>,
-    /// (parent GPU UUID, GPU instance id) and (GPU index, GPU instance id).
-    mig_by_uuid_gi: HashMap<(&'a str, u32), usize>,
-    mig_by_index_gi: HashMap<(u32, u32), usize>,
-}
-
-impl<'a> Lookup<'a> {
-    fn new(entities: &'a [EntitySample]) -> Self {
-        let mut l = Lookup {
-            gpu_uuid: HashMap::new(),
-            mig_uuid: HashMap::new(),
-            gpu_index: HashMap::new(),
-            mig_by_uuid_gi: HashMap::new(),
-            mig_by_index_gi: HashMap::new(),
-        };
-        for (i, e) in entities.iter().enumerate() {
-            match &e.id.mig {
-                None => {
-                    l.gpu_uuid.insert(e.id.uuid.as_str(), i);
-                    l.gpu_index.insert(e.id.gpu, i);
-                }
-                Some(m) => {
-                    l.mig_uuid.insert(m.uuid.as_str(), i);
-                    l.mig_by_uuid_gi
-                        .insert((e.id.uuid.as_str(), m.gpu_instance_id), i);
-                    l.mig_by_index_gi.insert((e.id.gpu, m.gpu_instance_id), i);
-                }
-            }
-        }
-        l
-    }
-
-    fn device(&self, d: &DeviceRef) -> Option<usize> {
-        match d {
-            DeviceRef::GpuUuid(u) => self.gpu_uuid.get(u.as_str()).copied(),
-            DeviceRef::MigUuid(u) => self.mig_uuid.get(u.as_str()).copied(),
-            DeviceRef::MigLegacy {
-                gpu_uuid,
-                gpu_instance,
-                ..
-            } => self
-                .mig_by_uuid_gi
-                .get(&(gpu_uuid.as_str(), *gpu_instance))
-                .copied(),
-            DeviceRef::GpuIndex(n) => self.gpu_index.get(n).copied(),
-            DeviceRef::MigIndex { gpu, gpu_instance } => {
-                self.mig_by_index_gi.get(&(*gpu, *gpu_instance)).copied()
-            }
-            DeviceRef::Other(s) => self
-                .gpu_uuid
-                .get(s.as_str())
-                .or_else(|| self.mig_uuid.get(s.as_str()))
-                .copied(),
-        }
-    }
-}
-
-/// Builds the join; also returns the GPU device IDs that matched no entity.
-pub fn build_join(
-    opts: &AttributionOptions,
-    entities: &[EntitySample],
-    view: Option<&KubeletView>,
-    pods: Option<&PodIndex>,
-    dra: Option<&DraIndex>,
-    hpc: Option<&HpcJobs>,
-) -> (Join, Vec<String>) {
-    let lookup = Lookup::new(entities);
-    let mut holders: Vec<Vec<Holder<'_>>> = (0..entities.len()).map(|_| Vec::new()).collect();
-    let mut allocated: BTreeMap<String, usize> = BTreeMap::new();
-    let mut unmatched = Vec::new();
-    for pod in view.iter().flat_map(|v| v.pods.iter()) {
-        for c in &pod.containers {
-            for (resource, ids) in &c.devices {
-                if !is_gpu_resource(resource, &opts.extra_resources) {
-                    continue;
-                }
-                *allocated.entry(resource.clone()).or_default() += ids.len();
-                for id in ids {
-                    let parsed = parse_device_id(id);
-                    match lookup.device(&parsed.device) {
-                        Some(e) => holders[e].push(Holder {
-                            namespace: &pod.namespace,
-                            pod: &pod.name,
-                            container: &c.name,
-                            resource,
-                            replica: parsed.replica,
-                            claim: None,
-                        }),
-                        None => unmatched.push(id.clone()),
-                    }
-                }
-            }
-            let Some(dra) = dra else { continue };
-            for claim in &c.claims {
-                let Some(dev) = dra.get(&claim.driver, &claim.pool, &claim.device) else {
-                    // Claims of other drivers (NICs, FPGAs) are not ours to report.
-                    if claim.driver == NVIDIA_DRA_DRIVER {
-                        unmatched.push(format!("{}/{}/{}", claim.driver, claim.pool, claim.device));
-                    }
-                    continue;
-                };
-                *allocated.entry(claim.driver.clone()).or_default() += 1;
-                let found = match dev.kind {
-                    DraKind::Gpu => lookup.gpu_uuid.get(dev.uuid.as_str()),
-                    DraKind::Mig => lookup.mig_uuid.get(dev.uuid.as_str()),
-                };
-                match found {
-                    Some(&e) => holders[e].push(Holder {
-                        namespace: &pod.namespace,
-                        pod: &pod.name,
-                        container: &c.name,
-                        resource: &claim.driver,
-                        replica: None,
-                        claim: Some(claim),
-                    }),
-                    None => unmatched.push(dev.uuid.clone()),
-                }
-            }
-        }
-    }
-
-    let names = LabelNames::new(opts.old_namespace);
-    let mut join = Join {
-        series_labels: Vec::with_capacity(entities.len()),
-        ..Join::default()
-    };
-    for (i, (e, hs)) in entities.iter().zip(holders.iter_mut()).enumerate() {
-        hs.sort_by(|a, b| {
-            (a.container_key(), a.replica, a.resource).cmp(&(
-                b.container_key(),
-                b.replica,
-                b.resource,
-            ))
-        });
-        hs.dedup_by(|a, b| {
-            a.container_key() == b.container_key()
-                && a.replica == b.replica
-                && a.resource == b.resource
-                && a.claim == b.claim
-        });
-        let containers: HashSet<_> = hs.iter().map(Holder::container_key).collect();
-        let mut variants: Vec<String> = if opts.virtual_gpus {
-            let mut v: Vec<String> = hs
-                .iter()
-                .map(|h| series_suffix(opts, &names, h, pods, true))
-                .collect();
-            v.dedup();
-            v
-        } else if containers.len() == 1 {
-            hs.first()
-                .map(|h| vec![series_suffix(opts, &names, h, pods, false)])
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let jobs = match (hpc, &e.id.mig) {
-            (None, _) => &[][..],
-            (Some(j), None) => j.for_gpu(e.id.gpu),
-            (Some(j), Some(m)) => j.for_instance(e.id.gpu, m.gpu_instance_id),
-        };
-        if !jobs.is_empty() {
-            if variants.is_empty() {
-                variants.push(String::new());
-            }
-            variants = variants
-                .iter()
-                .flat_map(|v| {
-                    jobs.iter().map(move |job| {
-                        let mut s = v.clone();
-                        let mut first = false;
-                        write_label(&mut s, &mut first, "hpc_job", job);
-                        s
-                    })
-                })
-                .collect();
-        }
-        join.series_labels.push(variants);
-        for h in hs.iter() {
-            join.allocations.push((i, allocation_suffix(opts, h, pods)));
-        }
-    }
-
-    let mut resources: BTreeMap<String, (Option<usize>, usize)> =
-        allocated.into_iter().map(|(r, n)| (r, (None, n))).collect();
-    if let Some(alloc) = view.and_then(|v| v.allocatable.as_ref()) {
-        for (r, ids) in alloc {
-            if is_gpu_resource(r, &opts.extra_resources) {
-                let e = resources.entry(r.clone()).or_default();
-                e.0 = Some(e.0.unwrap_or(0) + ids.len());
-            }
-        }
-        // A device-plugin GPU resource the kubelet lists nothing allocatable for: 0.
-        for (r, (a, _)) in resources.iter_mut() {
-            if is_gpu_resource(r, &opts.extra_resources) {
-                a.get_or_insert(0);
-            }
-        }
-    }
-    // DRA: what the driver's ResourceSlices publish on this node is what can be allocated.
-    if let Some(dra) = dra {
-        for (driver, _, _, _) in dra.iter() {
-            if driver == NVIDIA_DRA_DRIVER {
-                let e = resources.entry(driver.to_owned()).or_default();
-                e.0 = Some(e.0.unwrap_or(0) + 1);
-            }
-        }
-    }
-    join.resources = resources.into_iter().map(|(r, (a, n))| (r, a, n)).collect();
-    join.unmatched = unmatched.len();
-    (join, unmatched)
-}
-
-/// The names of the pod labels on device series (dcgm-exporter's old names with
-/// `--use-old-namespace`).
-struct LabelNames {
-    container: &'static str,
-    namespace: &'static str,
-    pod: &'static str,
-}
-
-impl LabelNames {
-    fn new(old: bool) -> Self {
-        if old {
-            Self {
-                container: "container_name",
-                namespace: "pod_namespace",
-                pod: "pod_name",
-            }
-        } else {
-            Self {
-                container: "container",
-                namespace: "namespace",
-                pod: "pod",
-            }
-        }
-    }
-}
-
-fn meta<'a>(pods: Option<&'a PodIndex>, h: &Holder<'_>) -> Option<&'a Arc<PodMeta>> {
-    pods.and_then(|p| p.get(h.namespace, h.pod))
-}
-
-/// The labels a holder puts on its device's series, in dcgm-exporter's order: pod labels,
-/// then `container`, `dra_*`, `namespace`, `pod`, `pod_uid`, `vgpu`.
-fn series_suffix(
-    opts: &AttributionOptions,
-    names: &LabelNames,
-    h: &Holder<'_>,
-    pods: Option<&PodIndex>,
-    vgpu: bool,
-) -> String {
-    let mut s = String::new();
-    let mut first = false;
-    let meta = meta(pods, h);
-    if let (Some(allow), Some(m)) = (&opts.pod_labels, meta) {
-        for (k, v) in pod_label_pairs(&m.labels, allow) {
-            write_label(&mut s, &mut first, &k, &v);
-        }
-    }
-    write_label(&mut s, &mut first, names.container, h.container);
-    if let Some(c) = h.claim {
-        write_dra(&mut s, c);
-    }
-    write_label(&mut s, &mut first, names.namespace, h.namespace);
-    write_label(&mut s, &mut first, names.pod, h.pod);
-    if opts.pod_uid
-        && let Some(m) = meta
-    {
-        write_label(&mut s, &mut first, "pod_uid", &m.uid);
-    }
-    if vgpu && let Some(r) = h.replica {
-        let _ = write!(s, ",vgpu=\"{r}\"");
-    }
-    s
-}
-
-fn write_dra(s: &mut String, c: &ClaimDevice) {
-    let mut first = false;
-    write_label(s, &mut first, "dra_claim_name", &c.claim_name);
-    write_label(s, &mut first, "dra_claim_namespace", &c.claim_namespace);
-    write_label(s, &mut first, "dra_device_name", &c.device);
-    write_label(s, &mut first, "dra_driver_name", &c.driver);
-    write_label(s, &mut first, "dra_pool_name", &c.pool);
-}
-
-/// The labels of one `gpu_allocation_info` row after the entity's identity.
-fn allocation_suffix(opts: &AttributionOptions, h: &Holder<'_>, pods: Option<&PodIndex>) -> String {
-    let mut s = String::new();
-    let mut first = false;
-    write_label(&mut s, &mut first, "resource", h.resource);
-    write_label(&mut s, &mut first, "namespace", h.namespace);
-    write_label(&mut s, &mut first, "pod", h.pod);
-    write_label(&mut s, &mut first, "container", h.container);
-    if let Some(r) = h.replica {
-        let _ = write!(s, ",vgpu=\"{r}\"");
-    }
-    if let Some(c) = h.claim {
-        write_dra(&mut s, c);
-    }
-    if let Some(m) = meta(pods, h) {
-        write_label(&mut s, &mut first, "pod_uid", &m.uid);
-        if let Some(w) = &m.workload {
-            write_label(&mut s, &mut first, "workload_kind", &w.kind);
-            write_label(&mut s, &mut first, "workload_name", &w.name);
-        }
-        if let Some(allow) = &opts.pod_labels {
-            for (k, v) in pod_label_pairs(&m.labels, allow) {
-                write_label(&mut s, &mut first, &k, &v);
-            }
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{EntityId, MigIdentity};
-    use crate::sources::kube::meta::{ContainerMeta, Workload};
+    use crate::snapshot::{EntityId, EntitySample, MigIdentity};
+    use crate::sources::kube::labels::LabelAllowlist;
+    use crate::sources::kube::meta::{ContainerMeta, PodMeta, Workload};
     use crate::sources::kubelet::client::{ContainerDevices, PodDevices};
 
     const G0: &str = "GPU-00000000-0000-0000-0000-000000000000";

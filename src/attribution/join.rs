@@ -1,0 +1,234 @@
+//! The device-to-holder join: which pods, containers, DRA claims and HPC jobs hold which
+//! entity, from the kubelet's answer, the pod and ResourceSlice indexes and the HPC job files.
+//!
+//! Pure: it reads the sources' published state handed to it and returns a [`Join`]; it must not
+//! do I/O, wait on a source or encode anything beyond the label suffixes `labels` renders.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::snapshot::{EntitySample, Join};
+use crate::sources::hpc::HpcJobs;
+use crate::sources::kube::dra::{DraIndex, DraKind};
+use crate::sources::kube::meta::PodIndex;
+use crate::sources::kubelet::client::KubeletView;
+use crate::sources::kubelet::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
+
+use super::labels::{Holder, LabelNames, allocation_suffix, series_suffix};
+use super::options::{AttributionOptions, NVIDIA_DRA_DRIVER};
+use crate::base::label_text::write_label;
+
+/// Finds entities by each of the keys the kubelet may use.
+struct Lookup<'a> {
+    gpu_uuid: HashMap<&'a str, usize>,
+    mig_uuid: HashMap<&'a str, usize>,
+    gpu_index: HashMap<u32, usize>,
+    /// (parent GPU UUID, GPU instance id) and (GPU index, GPU instance id).
+    mig_by_uuid_gi: HashMap<(&'a str, u32), usize>,
+    mig_by_index_gi: HashMap<(u32, u32), usize>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(entities: &'a [EntitySample]) -> Self {
+        let mut l = Lookup {
+            gpu_uuid: HashMap::new(),
+            mig_uuid: HashMap::new(),
+            gpu_index: HashMap::new(),
+            mig_by_uuid_gi: HashMap::new(),
+            mig_by_index_gi: HashMap::new(),
+        };
+        for (i, e) in entities.iter().enumerate() {
+            match &e.id.mig {
+                None => {
+                    l.gpu_uuid.insert(e.id.uuid.as_str(), i);
+                    l.gpu_index.insert(e.id.gpu, i);
+                }
+                Some(m) => {
+                    l.mig_uuid.insert(m.uuid.as_str(), i);
+                    l.mig_by_uuid_gi
+                        .insert((e.id.uuid.as_str(), m.gpu_instance_id), i);
+                    l.mig_by_index_gi.insert((e.id.gpu, m.gpu_instance_id), i);
+                }
+            }
+        }
+        l
+    }
+
+    fn device(&self, d: &DeviceRef) -> Option<usize> {
+        match d {
+            DeviceRef::GpuUuid(u) => self.gpu_uuid.get(u.as_str()).copied(),
+            DeviceRef::MigUuid(u) => self.mig_uuid.get(u.as_str()).copied(),
+            DeviceRef::MigLegacy {
+                gpu_uuid,
+                gpu_instance,
+                ..
+            } => self
+                .mig_by_uuid_gi
+                .get(&(gpu_uuid.as_str(), *gpu_instance))
+                .copied(),
+            DeviceRef::GpuIndex(n) => self.gpu_index.get(n).copied(),
+            DeviceRef::MigIndex { gpu, gpu_instance } => {
+                self.mig_by_index_gi.get(&(*gpu, *gpu_instance)).copied()
+            }
+            DeviceRef::Other(s) => self
+                .gpu_uuid
+                .get(s.as_str())
+                .or_else(|| self.mig_uuid.get(s.as_str()))
+                .copied(),
+        }
+    }
+}
+
+/// Builds the join; also returns the GPU device IDs that matched no entity.
+pub fn build_join(
+    opts: &AttributionOptions,
+    entities: &[EntitySample],
+    view: Option<&KubeletView>,
+    pods: Option<&PodIndex>,
+    dra: Option<&DraIndex>,
+    hpc: Option<&HpcJobs>,
+) -> (Join, Vec<String>) {
+    let lookup = Lookup::new(entities);
+    let mut holders: Vec<Vec<Holder<'_>>> = (0..entities.len()).map(|_| Vec::new()).collect();
+    let mut allocated: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unmatched = Vec::new();
+    for pod in view.iter().flat_map(|v| v.pods.iter()) {
+        for c in &pod.containers {
+            for (resource, ids) in &c.devices {
+                if !is_gpu_resource(resource, &opts.extra_resources) {
+                    continue;
+                }
+                *allocated.entry(resource.clone()).or_default() += ids.len();
+                for id in ids {
+                    let parsed = parse_device_id(id);
+                    match lookup.device(&parsed.device) {
+                        Some(e) => holders[e].push(Holder {
+                            namespace: &pod.namespace,
+                            pod: &pod.name,
+                            container: &c.name,
+                            resource,
+                            replica: parsed.replica,
+                            claim: None,
+                        }),
+                        None => unmatched.push(id.clone()),
+                    }
+                }
+            }
+            let Some(dra) = dra else { continue };
+            for claim in &c.claims {
+                let Some(dev) = dra.get(&claim.driver, &claim.pool, &claim.device) else {
+                    // Claims of other drivers (NICs, FPGAs) are not ours to report.
+                    if claim.driver == NVIDIA_DRA_DRIVER {
+                        unmatched.push(format!("{}/{}/{}", claim.driver, claim.pool, claim.device));
+                    }
+                    continue;
+                };
+                *allocated.entry(claim.driver.clone()).or_default() += 1;
+                let found = match dev.kind {
+                    DraKind::Gpu => lookup.gpu_uuid.get(dev.uuid.as_str()),
+                    DraKind::Mig => lookup.mig_uuid.get(dev.uuid.as_str()),
+                };
+                match found {
+                    Some(&e) => holders[e].push(Holder {
+                        namespace: &pod.namespace,
+                        pod: &pod.name,
+                        container: &c.name,
+                        resource: &claim.driver,
+                        replica: None,
+                        claim: Some(claim),
+                    }),
+                    None => unmatched.push(dev.uuid.clone()),
+                }
+            }
+        }
+    }
+
+    let names = LabelNames::new(opts.old_namespace);
+    let mut join = Join {
+        series_labels: Vec::with_capacity(entities.len()),
+        ..Join::default()
+    };
+    for (i, (e, hs)) in entities.iter().zip(holders.iter_mut()).enumerate() {
+        hs.sort_by(|a, b| {
+            (a.container_key(), a.replica, a.resource).cmp(&(
+                b.container_key(),
+                b.replica,
+                b.resource,
+            ))
+        });
+        hs.dedup_by(|a, b| {
+            a.container_key() == b.container_key()
+                && a.replica == b.replica
+                && a.resource == b.resource
+                && a.claim == b.claim
+        });
+        let containers: HashSet<_> = hs.iter().map(Holder::container_key).collect();
+        let mut variants: Vec<String> = if opts.virtual_gpus {
+            let mut v: Vec<String> = hs
+                .iter()
+                .map(|h| series_suffix(opts, &names, h, pods, true))
+                .collect();
+            v.dedup();
+            v
+        } else if containers.len() == 1 {
+            hs.first()
+                .map(|h| vec![series_suffix(opts, &names, h, pods, false)])
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let jobs = match (hpc, &e.id.mig) {
+            (None, _) => &[][..],
+            (Some(j), None) => j.for_gpu(e.id.gpu),
+            (Some(j), Some(m)) => j.for_instance(e.id.gpu, m.gpu_instance_id),
+        };
+        if !jobs.is_empty() {
+            if variants.is_empty() {
+                variants.push(String::new());
+            }
+            variants = variants
+                .iter()
+                .flat_map(|v| {
+                    jobs.iter().map(move |job| {
+                        let mut s = v.clone();
+                        let mut first = false;
+                        write_label(&mut s, &mut first, "hpc_job", job);
+                        s
+                    })
+                })
+                .collect();
+        }
+        join.series_labels.push(variants);
+        for h in hs.iter() {
+            join.allocations.push((i, allocation_suffix(opts, h, pods)));
+        }
+    }
+
+    let mut resources: BTreeMap<String, (Option<usize>, usize)> =
+        allocated.into_iter().map(|(r, n)| (r, (None, n))).collect();
+    if let Some(alloc) = view.and_then(|v| v.allocatable.as_ref()) {
+        for (r, ids) in alloc {
+            if is_gpu_resource(r, &opts.extra_resources) {
+                let e = resources.entry(r.clone()).or_default();
+                e.0 = Some(e.0.unwrap_or(0) + ids.len());
+            }
+        }
+        // A device-plugin GPU resource the kubelet lists nothing allocatable for: 0.
+        for (r, (a, _)) in resources.iter_mut() {
+            if is_gpu_resource(r, &opts.extra_resources) {
+                a.get_or_insert(0);
+            }
+        }
+    }
+    // DRA: what the driver's ResourceSlices publish on this node is what can be allocated.
+    if let Some(dra) = dra {
+        for (driver, _, _, _) in dra.iter() {
+            if driver == NVIDIA_DRA_DRIVER {
+                let e = resources.entry(driver.to_owned()).or_default();
+                e.0 = Some(e.0.unwrap_or(0) + 1);
+            }
+        }
+    }
+    join.resources = resources.into_iter().map(|(r, (a, n))| (r, a, n)).collect();
+    join.unmatched = unmatched.len();
+    (join, unmatched)
+}
