@@ -4,8 +4,9 @@
 //!
 //! The kubelet, pod and ResourceSlice sources refresh in the background; here the sampler
 //! thread reads their latest published state. The HPC job directory is the exception: its
-//! watcher checks the directory's modification time on the sampler thread each tick and re-reads
-//! the job files only when it changed. The join itself is in `join`, its label text in `labels`. The device-to-holder [`Join`] is rebuilt only when an input changed (a new
+//! watcher checks the directory on the sampler thread each tick and re-reads the job files
+//! when something changed (or every 30 s). The join itself is in `join`, its label text in
+//! `labels`. The device-to-holder [`Join`] is rebuilt only when an input changed (a new
 //! kubelet answer, a pod or slice change, a job file change, or a different set of entities),
 //! so an idle node pays a few pointer comparisons per tick. Per-container process use is
 //! recomputed every tick from NVML's process list, with PID → container lookups cached.
