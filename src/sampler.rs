@@ -40,7 +40,8 @@ pub struct Sampler {
     counters: Arc<CounterSet>,
     ticks: u64,
     last_success_unix: f64,
-    nvml_errors: u64,
+    /// Failed device-count calls (NVML itself not answering), per reason.
+    nvml_errors: std::collections::BTreeMap<&'static str, u64>,
     attributor: Option<Attributor>,
     counters_file: Option<CountersFile>,
 }
@@ -62,7 +63,7 @@ impl Sampler {
             counters,
             ticks: 0,
             last_success_unix: 0.0,
-            nvml_errors: 0,
+            nvml_errors: Default::default(),
             attributor: None,
             counters_file: None,
         }
@@ -135,7 +136,10 @@ impl Sampler {
                     nvml_up = true;
                 }
                 Err(e) => {
-                    self.nvml_errors += 1;
+                    *self
+                        .nvml_errors
+                        .entry(crate::gpu::reader::read_error_reason(&e))
+                        .or_default() += 1;
                     warn!("NVML did not answer this tick: {e}");
                 }
             }
@@ -148,8 +152,12 @@ impl Sampler {
             .as_ref()
             .map(|r| r.field_errors())
             .unwrap_or_default();
-        if self.nvml_errors > 0 {
-            field_errors.push(("nvml_device_count", self.nvml_errors));
+        if !self.nvml_errors.is_empty() {
+            field_errors.extend(
+                self.nvml_errors
+                    .iter()
+                    .map(|(reason, n)| ("nvml_device_count", *reason, *n)),
+            );
             field_errors.sort();
         }
         snap.stats = SampleStats {

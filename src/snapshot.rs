@@ -127,8 +127,8 @@ pub struct Unsupported {
 pub struct SampleStats {
     /// Wall time the tick took.
     pub duration: Duration,
-    /// Cumulative read errors per canonical field name (sorted by name).
-    pub field_errors: Vec<(&'static str, u64)>,
+    /// Cumulative read errors per (canonical field name or step, reason), sorted.
+    pub field_errors: Vec<(&'static str, &'static str, u64)>,
     /// Unix time (seconds) of the last tick in which NVML answered.
     pub last_success_unix: f64,
     /// Number of ticks so far.

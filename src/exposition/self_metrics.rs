@@ -101,13 +101,13 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         write_header(
             out,
             "gpu_exporter_field_read_errors_total",
-            "Failed NVML reads per field (unsupported fields excluded; they are listed in gpu_exporter_field_unsupported).",
+            "Failed NVML reads per field and NVML error kind (unsupported fields excluded; they are listed in gpu_exporter_field_unsupported).",
             "counter",
         );
-        for (field, n) in &st.field_errors {
+        for (field, reason, n) in &st.field_errors {
             let _ = writeln!(
                 out,
-                "gpu_exporter_field_read_errors_total{{field=\"{field}\"}} {n}"
+                "gpu_exporter_field_read_errors_total{{field=\"{field}\",reason=\"{reason}\"}} {n}"
             );
         }
     }
@@ -213,5 +213,41 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
             }
             let _ = writeln!(out, "}} {}", u8::from(d.up));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::SampleStats;
+
+    #[test]
+    fn read_errors_carry_field_and_reason() {
+        let snap = Snapshot {
+            stats: SampleStats {
+                field_errors: vec![
+                    ("DCGM_FI_DEV_POWER_USAGE", "timeout", 2),
+                    ("nvml_device_count", "driver_not_loaded", 1),
+                ],
+                ..SampleStats::default()
+            },
+            ..Snapshot::default()
+        };
+        let mut out = String::new();
+        encode(&mut out, &snap, &EncodeOptions::default());
+        assert!(
+            out.contains(
+                "gpu_exporter_field_read_errors_total{field=\"DCGM_FI_DEV_POWER_USAGE\",reason=\"timeout\"} 2\n"
+            ),
+            "{out}"
+        );
+        assert!(out.contains(
+            "gpu_exporter_field_read_errors_total{field=\"nvml_device_count\",reason=\"driver_not_loaded\"} 1\n"
+        ));
+        assert_eq!(
+            out.matches("# TYPE gpu_exporter_field_read_errors_total counter")
+                .count(),
+            1
+        );
     }
 }

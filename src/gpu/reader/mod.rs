@@ -1,0 +1,429 @@
+//! One tick of NVML reads: every physical GPU and MIG instance, every field of the counter set.
+//!
+//! The reader owns all state that must survive between ticks — cached identity strings, the
+//! previous GPM sample and counter reading for rates, the per-device Xid event sets, and the
+//! set of fields found unsupported — and returns plain [`TickData`]. It never encodes and
+//! never serves. Error policy:
+//! - `NOT_SUPPORTED` (or a symbol the driver lacks) on an entity: the field is logged once and
+//!   never read again on that entity; it is listed in the self-metrics, not exported as 0.
+//! - `GPU_IS_LOST`: the device's series are dropped for this tick and it is reported down.
+//! - anything else: the series is absent this tick and the field's error counter goes up.
+
+use book::{Book, Place};
+use entities::{Handle, read_ident};
+use state::{EntityState, GpuState};
+use values::{Ctx, read_rows, read_text_field};
+mod book;
+mod entities;
+mod gpm;
+mod options;
+mod state;
+mod values;
+
+pub use book::reason as read_error_reason;
+pub use entities::enumerate_mig;
+pub use options::{CLOCK_EVENT_REASONS, DEFAULT_XID_INITIALIZED, ReaderOptions};
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::error::NvmlError;
+use tracing::warn;
+
+use crate::catalogue::csv::{CounterRow, CounterSet};
+use crate::catalogue::{FieldDef, Level, TextKind};
+use crate::gpu::processes::{self, EntityProcesses};
+use crate::gpu::xid::{Watch, XidWatcher};
+use crate::snapshot::{DeviceStatus, EntitySample, Unsupported, XidTotals};
+
+/// What one tick read.
+#[derive(Debug, Default)]
+pub struct TickData {
+    /// Entities in stable order (GPU index, then GPU instance id).
+    pub entities: Vec<EntitySample>,
+    /// Every selected physical GPU, up or down.
+    pub devices: Vec<DeviceStatus>,
+    /// Xid counts of every selected GPU whose events are watched.
+    pub xids: Vec<XidTotals>,
+    /// Time spent waiting for the Xid thread to catch up (not NVML reading time).
+    pub event_wait: Duration,
+    /// Processes per exported entity, when [`ReaderOptions::processes`] is on.
+    pub processes: Vec<EntityProcesses>,
+}
+
+/// Reads NVML once per tick. See the module docs for the error policy.
+pub struct Reader {
+    nvml: &'static Nvml,
+    opts: ReaderOptions,
+    xid: Option<XidWatcher>,
+    gpus: BTreeMap<u32, GpuState>,
+    entities: HashMap<String, EntityState>,
+    book: Book,
+    system_texts: HashMap<TextKind, Result<String, String>>,
+}
+
+impl Reader {
+    /// A reader over an initialised NVML with default options.
+    pub fn new(nvml: &'static Nvml) -> Self {
+        Self::with_options(nvml, ReaderOptions::default())
+    }
+
+    /// A reader over an initialised NVML; starts the Xid thread.
+    pub fn with_options(nvml: &'static Nvml, opts: ReaderOptions) -> Self {
+        let keep = opts.xid_window.max(Duration::from_secs(1));
+        let xid = match XidWatcher::start(nvml, opts.xid_poll, keep, opts.clock.clone()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                warn!("cannot start the Xid event thread: {e}; Xid errors are not counted");
+                None
+            }
+        };
+        Self {
+            nvml,
+            opts,
+            xid,
+            gpus: BTreeMap::new(),
+            entities: HashMap::new(),
+            book: Book::default(),
+            system_texts: HashMap::new(),
+        }
+    }
+
+    /// Cumulative read errors per (field or step, reason), sorted.
+    pub fn field_errors(&self) -> Vec<(&'static str, &'static str, u64)> {
+        self.book
+            .errors
+            .iter()
+            .map(|((f, r), n)| (*f, *r, *n))
+            .collect()
+    }
+
+    /// Fields found unsupported so far.
+    pub fn unsupported(&self) -> &[Unsupported] {
+        &self.book.unsupported_list
+    }
+
+    /// The handle and (cached) identity of a GPU.
+    fn device(&mut self, index: u32) -> Handle {
+        let dev = self
+            .nvml
+            .device_by_index(index)
+            .map_err(|e| ("device_handle", e))?;
+        let state = self.gpus.entry(index).or_default();
+        let ident = match &state.ident {
+            Some(i) => i.clone(),
+            None => {
+                let i = read_ident(&dev).map_err(|e| ("device_identity", e))?;
+                state.ident = Some(i.clone());
+                i
+            }
+        };
+        Ok((dev, ident))
+    }
+
+    /// Hands the GPUs to watch to the Xid thread; with `xid_sync`, waits until it has
+    /// recorded every event pending now (the wait is added to `out.event_wait`).
+    fn watch_xids(&mut self, gpus: &[(u32, String)], out: &mut TickData) {
+        let Some(w) = &self.xid else {
+            return;
+        };
+        w.watch(gpus);
+        if self.opts.xid_sync {
+            let started = Instant::now();
+            if !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100)) {
+                *self
+                    .book
+                    .errors
+                    .entry(("xid_events", "timeout"))
+                    .or_default() += 1;
+            }
+            out.event_wait += started.elapsed();
+        }
+    }
+
+    /// Reads every selected device at `now` (Unix seconds, for windows). Fails only when
+    /// NVML cannot even count devices.
+    pub fn read(&mut self, counters: &CounterSet, now: f64) -> Result<TickData, NvmlError> {
+        let count = self.nvml.device_count()?;
+        let mut out = TickData::default();
+        // Forget GPUs that are no longer enumerated: their cached identity and texts are stale.
+        self.gpus.retain(|i, _| *i < count);
+        // Each selected GPU's handle and identity, looked up once for the whole tick.
+        let selected: Vec<u32> = (0..count)
+            .filter(|i| self.opts.devices.touches(*i))
+            .collect();
+        let handles: Vec<_> = selected.into_iter().map(|i| (i, self.device(i))).collect();
+
+        // The Xid thread first: it watches every GPU that answers and was not lost last tick
+        // (a change rebuilds its event set), so a new GPU is registered before it is read.
+        let watch: Vec<(u32, String)> = handles
+            .iter()
+            .filter(|(i, _)| !self.gpus.get(i).is_some_and(|g| g.down))
+            .filter_map(|(i, h)| h.as_ref().ok().map(|(_, id)| (*i, id.uuid.clone())))
+            .collect();
+        self.watch_xids(&watch, &mut out);
+
+        // The metric rows, listed once per tick and shared by every entity.
+        let rows: Vec<&CounterRow> = counters.metrics().collect();
+        for (index, handle) in handles {
+            self.read_gpu(index, handle, counters, &rows, now, &mut out);
+        }
+        for d in &out.devices {
+            if let Some(g) = self.gpus.get_mut(&d.gpu) {
+                g.down = !d.up;
+            }
+        }
+        // A GPU that was lost and answers again joins the event set now, not a tick later.
+        let up: Vec<(u32, String)> = out
+            .devices
+            .iter()
+            .filter(|d| d.up)
+            .map(|d| (d.gpu, d.uuid.clone()))
+            .collect();
+        self.watch_xids(&up, &mut out);
+        // Forget per-entity state (previous GPM sample, rate readings) of entities that are
+        // gone (a MIG instance destroyed, a GPU lost), so state does not grow over time.
+        let seen: HashSet<&str> = out
+            .entities
+            .iter()
+            .filter_map(|e| e.id.mig.as_ref().map(|m| m.uuid.as_str()))
+            .chain(out.devices.iter().filter(|d| d.up).map(|d| d.uuid.as_str()))
+            .collect();
+        self.entities.retain(|k, _| seen.contains(k.as_str()));
+        self.xid_totals(&mut out);
+        Ok(out)
+    }
+
+    /// `gpu_xid_errors_total` for every selected GPU whose events are watched, up or down.
+    fn xid_totals(&self, out: &mut TickData) {
+        let Some(w) = &self.xid else {
+            return;
+        };
+        for d in &out.devices {
+            let Some(ident) = self.gpus.get(&d.gpu).and_then(|g| g.ident.as_ref()) else {
+                continue;
+            };
+            let seen = w.get(&ident.uuid);
+            if w.status(&ident.uuid) != Some(Watch::Watching) && seen.is_none() {
+                continue;
+            }
+            let mut codes: BTreeMap<u64, (u64, Option<f64>)> = self
+                .opts
+                .xid_initialized
+                .iter()
+                .map(|c| (*c, (0, None)))
+                .collect();
+            for (code, (n, t)) in seen.iter().flat_map(|g| g.codes.iter()) {
+                codes.insert(*code, (*n, Some(*t)));
+            }
+            out.xids.push(XidTotals {
+                id: ident.entity_id(d.gpu),
+                codes: codes.into_iter().map(|(c, (n, t))| (c, n, t)).collect(),
+            });
+        }
+    }
+
+    fn read_gpu(
+        &mut self,
+        index: u32,
+        handle: Handle,
+        counters: &CounterSet,
+        rows: &[&CounterRow],
+        now: f64,
+        out: &mut TickData,
+    ) {
+        let nvml = self.nvml;
+        let known = self.gpus.get(&index).and_then(|g| g.ident.clone());
+        let mut status = DeviceStatus {
+            gpu: index,
+            uuid: known.as_ref().map(|i| i.uuid.clone()).unwrap_or_default(),
+            model_name: known.as_ref().map(|i| i.name.clone()).unwrap_or_default(),
+            up: false,
+        };
+        let (dev, ident) = match handle {
+            Ok(d) => d,
+            Err((step, e)) => {
+                if !matches!(e, NvmlError::GpuLost) {
+                    *self
+                        .book
+                        .errors
+                        .entry((step, book::reason(&e)))
+                        .or_default() += 1;
+                }
+                out.devices.push(status);
+                return;
+            }
+        };
+        status.uuid = ident.uuid.clone();
+        status.model_name = ident.name.clone();
+        let ctx = Ctx {
+            nvml,
+            xid: self.xid.as_ref(),
+            opts: &self.opts,
+            now,
+        };
+        let state = self.gpus.entry(index).or_default();
+
+        let mut lost = false;
+        let base = ident.entity_id(index);
+        let migs = match dev.mig_mode() {
+            Ok(m) if m.current == 1 => match enumerate_mig(nvml, &dev) {
+                Ok(v) => Some(v),
+                Err(NvmlError::GpuLost) => {
+                    out.devices.push(status);
+                    return;
+                }
+                Err(e) => {
+                    let what = "listing MIG instances";
+                    self.book
+                        .failed("mig_enumeration", &ident.uuid, index, what, &e);
+                    Some(Vec::new())
+                }
+            },
+            Err(NvmlError::GpuLost) => {
+                out.devices.push(status);
+                return;
+            }
+            _ => None,
+        };
+        let sel = &ctx.opts.devices;
+        let repeat = ctx.opts.repeat_device_fields && migs.is_some();
+
+        // Label rows are read on the physical GPU and repeated on its instances.
+        let labels: Vec<Option<String>> = counters
+            .labels()
+            .map(|row| {
+                let at = Place {
+                    key: &ident.uuid,
+                    uuid: &ident.uuid,
+                    gpu: index,
+                    gi: None,
+                };
+                if self.book.is_unsupported(at.key, row.field) {
+                    return None;
+                }
+                let r = read_text_field(nvml, &dev, row.field, state, &mut self.system_texts);
+                self.book.settle(&at, row.field, &mut lost, r)
+            })
+            .collect();
+
+        let mut entities = Vec::new();
+        // What a GPU supports depends on its MIG mode (utilization is not served in MIG
+        // mode), so the unsupported-field memory is kept per mode.
+        let phys_key = if migs.is_some() {
+            format!("{}/mig", ident.uuid)
+        } else {
+            ident.uuid.clone()
+        };
+        // The physical GPU's own series, also read when its values are repeated on instances.
+        let phys_values = if sel.wants_gpu(index) || repeat {
+            let phys_rows = |f: &FieldDef| f.level == Level::Device || migs.is_none();
+            Some(read_rows(
+                &ctx,
+                &dev,
+                None,
+                &Place {
+                    key: &phys_key,
+                    uuid: &ident.uuid,
+                    gpu: index,
+                    gi: None,
+                },
+                rows,
+                &phys_rows,
+                state,
+                self.entities.entry(ident.uuid.clone()).or_default(),
+                &mut self.book,
+                &mut lost,
+            ))
+        } else {
+            None
+        };
+
+        for (mig_dev, mig) in migs.iter().flatten() {
+            if !sel.wants_instance(index, mig.gpu_instance_id) {
+                continue;
+            }
+            let inst_rows = |f: &FieldDef| f.level == Level::Instance;
+            let at = Place {
+                key: &mig.uuid,
+                uuid: &ident.uuid,
+                gpu: index,
+                gi: Some(mig.gpu_instance_id),
+            };
+            let mut values = read_rows(
+                &ctx,
+                mig_dev,
+                Some((&dev, mig.gpu_instance_id)),
+                &at,
+                rows,
+                &inst_rows,
+                state,
+                self.entities.entry(mig.uuid.clone()).or_default(),
+                &mut self.book,
+                &mut lost,
+            );
+            if repeat && let Some(phys) = &phys_values {
+                for ((slot, row), v) in rows.iter().enumerate().zip(phys) {
+                    if row.field.level == Level::Device
+                        && let Some(dst) = values.get_mut(slot)
+                    {
+                        *dst = v.clone();
+                    }
+                }
+            }
+            let mut id = base.clone();
+            id.mig = Some(mig.clone());
+            entities.push(EntitySample {
+                id,
+                values,
+                labels: labels.clone(),
+            });
+        }
+        if let Some(values) = phys_values.filter(|_| sel.wants_gpu(index) && !repeat) {
+            entities.insert(
+                0,
+                EntitySample {
+                    id: base,
+                    values,
+                    labels,
+                },
+            );
+        }
+
+        if self.opts.processes && !lost {
+            let mut procs = Vec::new();
+            if migs.is_none() && sel.wants_gpu(index) {
+                procs.push(processes::read(
+                    &dev,
+                    &ident.uuid,
+                    Some(&mut state.proc_util_seen),
+                ));
+            }
+            for (mig_dev, mig) in migs.iter().flatten() {
+                if sel.wants_instance(index, mig.gpu_instance_id) {
+                    procs.push(processes::read(mig_dev, &mig.uuid, None));
+                }
+            }
+            for p in procs {
+                match p {
+                    Ok(p) => out.processes.push(p),
+                    Err(NvmlError::GpuLost) => lost = true,
+                    Err(e) => {
+                        let what = "listing processes";
+                        self.book.failed("processes", &ident.uuid, index, what, &e);
+                    }
+                }
+            }
+        }
+        if lost {
+            // The device fell off mid-read: drop everything it gave this tick.
+            warn!(gpu = index, uuid = %ident.uuid, "GPU is lost (NVML_ERROR_GPU_IS_LOST)");
+            out.devices.push(status);
+            return;
+        }
+        status.up = true;
+        out.devices.push(status);
+        out.entities.extend(entities);
+    }
+}

@@ -1,0 +1,87 @@
+//! What the reader is asked to do ([`ReaderOptions`]: device selection, MIG shape, windows,
+//! processes) and the constants it exports by default.
+//!
+//! Plain data; it must not call NVML.
+
+use std::time::Duration;
+
+use crate::config::devices::DeviceSelection;
+use crate::gpu::xid::{self};
+
+pub(super) const MIB: f64 = 1024.0 * 1024.0;
+
+/// Xid codes whose `gpu_xid_errors_total` series exist at 0 from the start, so that the first
+/// occurrence is an increase Prometheus can see: the codes that mean a GPU needs attention
+/// (see alerts/README.md).
+pub const DEFAULT_XID_INITIALIZED: &[u64] = &[48, 62, 64, 74, 79, 95, 119, 120];
+
+/// Clock-event reason bits (NVML `nvmlClocksEventReason*`, the same values as DCGM's) and the
+/// `clock_event` label dcgm-exporter gives each in `DCGM_EXP_CLOCK_EVENTS_COUNT`.
+pub const CLOCK_EVENT_REASONS: &[(u64, &str)] = &[
+    (0x1, "gpu_idle"),
+    (0x2, "clocks_setting"),
+    (0x4, "power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal"),
+    (0x40, "hw_thermal"),
+    (0x80, "hw_power_brake"),
+    (0x100, "display_clocks"),
+];
+
+/// How the reader selects, shapes and times what it reads.
+#[derive(Clone)]
+pub struct ReaderOptions {
+    /// `-d/--devices`.
+    pub devices: DeviceSelection,
+    /// `--mig-repeat-device-fields`: represent a MIG-enabled GPU only by its instances, each
+    /// carrying the GPU's device-level fields (dcgm-exporter's behaviour).
+    pub repeat_device_fields: bool,
+    /// `-x/--xid-count-window-size`.
+    pub xid_window: Duration,
+    /// `--clock-events-count-window-size`.
+    pub clock_events_window: Duration,
+    /// `--xid-initialized-codes`.
+    pub xid_initialized: Vec<u64>,
+    /// Longest blocking wait of the Xid thread.
+    pub xid_poll: Duration,
+    /// Make each tick wait (up to a few polls) until the Xid thread has recorded every event
+    /// pending at the tick, so values are exactly as of the tick. Off in the daemon, where an
+    /// event that arrives during a tick simply shows at the next one; on in tests.
+    pub xid_sync: bool,
+    /// Time stamps of Xid events (Unix seconds).
+    pub clock: xid::Clock,
+    /// List each entity's processes (per-container attribution on shared GPUs).
+    pub processes: bool,
+}
+
+impl Default for ReaderOptions {
+    fn default() -> Self {
+        Self {
+            devices: DeviceSelection::all(),
+            repeat_device_fields: false,
+            xid_window: Duration::from_secs(300),
+            clock_events_window: Duration::from_secs(300),
+            xid_initialized: DEFAULT_XID_INITIALIZED.to_vec(),
+            xid_poll: Duration::from_millis(100),
+            xid_sync: false,
+            clock: std::sync::Arc::new(crate::base::clock::unix_now),
+            processes: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for ReaderOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderOptions")
+            .field("devices", &self.devices)
+            .field("repeat_device_fields", &self.repeat_device_fields)
+            .field("xid_window", &self.xid_window)
+            .field("clock_events_window", &self.clock_events_window)
+            .field("xid_initialized", &self.xid_initialized)
+            .field("xid_poll", &self.xid_poll)
+            .field("xid_sync", &self.xid_sync)
+            .field("processes", &self.processes)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,45 @@
+//! What the reader keeps about a GPU and an entity between ticks: identity, texts, GPM
+//! support and previous sample, previous counter readings for rates, clock-event history.
+//!
+//! Plain data; it must not call NVML.
+
+use super::entities::Ident;
+use std::collections::{HashMap, VecDeque};
+
+use nvml_wrapper::GpmSample;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::struct_wrappers::device::{MemoryInfo, Utilization};
+
+use crate::catalogue::TextKind;
+
+/// Per-entity state that lives across ticks (keyed by entity UUID).
+#[derive(Default)]
+pub(super) struct EntityState {
+    pub(super) gpm_prev: Option<GpmSample<'static>>,
+    pub(super) rate_prev: HashMap<u32, (f64, i64)>,
+}
+
+/// State of one physical GPU across ticks (keyed by NVML index).
+#[derive(Default)]
+pub(super) struct GpuState {
+    pub(super) ident: Option<Ident>,
+    pub(super) texts: HashMap<TextKind, String>,
+    pub(super) gpm_supported: Option<bool>,
+    /// Clock-event reasons of recent ticks (time, bitmask), for the window count.
+    pub(super) clock_events: VecDeque<(f64, u64)>,
+    /// The last tick found the GPU lost: keep it out of the Xid event set until it answers
+    /// again (registering a lost GPU fails, and a later return would not retry it).
+    pub(super) down: bool,
+    /// NVML time stamp (µs) of the newest process utilization sample read.
+    pub(super) proc_util_seen: u64,
+}
+
+/// Per-entity, per-tick cache of calls that serve several fields.
+#[derive(Default)]
+pub(super) struct TickCache {
+    pub(super) mem: Option<Result<MemoryInfo, NvmlError>>,
+    pub(super) util: Option<Result<Utilization, NvmlError>>,
+    pub(super) reasons: Option<Result<u64, NvmlError>>,
+    pub(super) fields: HashMap<u32, Result<(f64, i64), NvmlError>>,
+    pub(super) gpm: HashMap<u32, Result<f64, NvmlError>>,
+}

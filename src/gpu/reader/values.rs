@@ -1,0 +1,357 @@
+//! Reading one counter row into a [`Value`]: NVML field values, the typed getters (clocks,
+//! memory, utilization, power, temperature, throttling, PCIe, ECC), windows and texts, with a
+//! per-tick cache of calls that serve several fields.
+//!
+//! Returns values or NVML errors; it must not decide what an error means (that is `book`).
+
+use super::book::{Book, Place, clone_err};
+use super::gpm::{read_gpm, sample_f64};
+use super::options::{CLOCK_EVENT_REASONS, MIB, ReaderOptions};
+use super::state::{EntityState, GpuState, TickCache};
+use std::collections::HashMap;
+
+use nvml_wrapper::enum_wrappers::device::InfoRom;
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, PcieUtilCounter, PerformancePolicy, TemperatureSensor,
+};
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::structs::device::FieldId;
+use nvml_wrapper::{Device, Nvml};
+
+use crate::catalogue::csv::CounterRow;
+use crate::catalogue::{
+    ClockKind, FieldDef, MemKind, Source, TextKind, UtilKind, Violation, WindowKind,
+};
+use crate::gpu::text;
+use crate::gpu::xid::{Watch, XidWatcher};
+use crate::snapshot::{Value, WindowCounts};
+
+/// What every read of one tick shares.
+pub(super) struct Ctx<'a> {
+    pub(super) nvml: &'static Nvml,
+    pub(super) xid: Option<&'a XidWatcher>,
+    pub(super) opts: &'a ReaderOptions,
+    pub(super) now: f64,
+}
+
+/// Reads the metric rows accepted by `wanted` on one entity.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn read_rows(
+    ctx: &Ctx<'_>,
+    dev: &Device<'static>,
+    parent: Option<(&Device<'static>, u32)>,
+    at: &Place<'_>,
+    rows: &[&CounterRow],
+    wanted: &dyn Fn(&FieldDef) -> bool,
+    gpu: &mut GpuState,
+    ent: &mut EntityState,
+    book: &mut Book,
+    lost: &mut bool,
+) -> Vec<Option<Value>> {
+    // Decided once per tick, before any read can mark a field unsupported.
+    let active_rows: Vec<bool> = rows
+        .iter()
+        .map(|r| wanted(r.field) && !book.is_unsupported(at.key, r.field))
+        .collect();
+    let mut cache = TickCache::default();
+
+    // One nvmlDeviceGetFieldValues call for every field-value row of this entity.
+    let mut ids: Vec<u32> = Vec::new();
+    for (row, _) in rows.iter().zip(&active_rows).filter(|(_, a)| **a) {
+        match row.field.source {
+            Source::NvmlField(id, _) => ids.push(id),
+            Source::NvmlFieldRate(list, _) => ids.extend_from_slice(list),
+            _ => {}
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    if !ids.is_empty() {
+        let req: Vec<FieldId> = ids.iter().map(|i| FieldId(*i)).collect();
+        match dev.field_values_for(&req) {
+            Ok(samples) => {
+                for (id, s) in ids.iter().zip(samples) {
+                    let v = s.and_then(|s| {
+                        let ts = s.timestamp;
+                        s.value.map(|v| (sample_f64(&v), ts))
+                    });
+                    cache.fields.insert(*id, v);
+                }
+            }
+            Err(e) => {
+                for id in &ids {
+                    cache.fields.insert(*id, Err(clone_err(&e)));
+                }
+            }
+        }
+    }
+
+    // GPM: one sample per tick, metrics against the previous tick's sample.
+    let gpm_ids: Vec<u32> = rows
+        .iter()
+        .zip(&active_rows)
+        .filter(|(_, a)| **a)
+        .filter_map(|(r, _)| match r.field.source {
+            Source::Gpm(id, _) => Some(id),
+            _ => None,
+        })
+        .collect();
+    if !gpm_ids.is_empty() {
+        read_gpm(ctx.nvml, dev, parent, gpu, ent, &gpm_ids, &mut cache);
+    }
+
+    let mut values = Vec::with_capacity(rows.len());
+    for (row, active) in rows.iter().zip(&active_rows) {
+        let f = row.field;
+        if !active {
+            values.push(None);
+            continue;
+        }
+        let r = read_value(ctx, at, dev, f, gpu, ent, &mut cache);
+        values.push(book.settle(at, f, lost, r));
+    }
+    values
+}
+
+pub(super) fn num(v: f64) -> Result<Option<Value>, NvmlError> {
+    Ok(Some(Value::Num(v)))
+}
+
+/// Reads one numeric field on one entity.
+pub(super) fn read_value(
+    ctx: &Ctx<'_>,
+    at: &Place<'_>,
+    dev: &Device<'static>,
+    f: &'static FieldDef,
+    gpu: &mut GpuState,
+    ent: &mut EntityState,
+    cache: &mut TickCache,
+) -> Result<Option<Value>, NvmlError> {
+    match f.source {
+        Source::Clock(k) => num(f64::from(dev.clock_info(match k {
+            ClockKind::Graphics => Clock::Graphics,
+            ClockKind::Sm => Clock::SM,
+            ClockKind::Mem => Clock::Memory,
+            ClockKind::Video => Clock::Video,
+        })?)),
+        Source::GpuTemperature => num(f64::from(dev.temperature(TemperatureSensor::Gpu)?)),
+        Source::PowerUsage => num(f64::from(dev.power_usage()?) / 1000.0),
+        Source::PowerLimit => num(f64::from(dev.enforced_power_limit()?) / 1000.0),
+        Source::TotalEnergy => num(dev.total_energy_consumption()? as f64),
+        Source::PcieReplay => num(f64::from(dev.pcie_replay_counter()?)),
+        Source::PcieThroughput(tx) => num(f64::from(dev.pcie_throughput(if tx {
+            PcieUtilCounter::Send
+        } else {
+            PcieUtilCounter::Receive
+        })?)),
+        Source::Utilization(k) => match k {
+            UtilKind::Gpu | UtilKind::MemCopy => {
+                let u = cache.util.get_or_insert_with(|| dev.utilization_rates());
+                let u = u.as_ref().map_err(clone_err)?;
+                num(f64::from(if k == UtilKind::Gpu { u.gpu } else { u.memory }))
+            }
+            UtilKind::Encoder => num(f64::from(dev.encoder_utilization()?.utilization)),
+            UtilKind::Decoder => num(f64::from(dev.decoder_utilization()?.utilization)),
+        },
+        Source::Memory(k) => {
+            let m = cache.mem.get_or_insert_with(|| dev.memory_info());
+            let m = m.as_ref().map_err(clone_err)?;
+            let b = |x: u64| x as f64 / MIB;
+            num(match k {
+                MemKind::Total => b(m.total),
+                MemKind::Free => b(m.free),
+                MemKind::Used => b(m.used),
+                MemKind::Reserved => b(m.reserved),
+                MemKind::UsedPercent if m.total > 0 => m.used as f64 * 100.0 / m.total as f64,
+                MemKind::UsedPercent => return Ok(None),
+            })
+        }
+        Source::Violation(v) => num(dev
+            .violation_status(match v {
+                Violation::Power => PerformancePolicy::Power,
+                Violation::Thermal => PerformancePolicy::Thermal,
+                Violation::SyncBoost => PerformancePolicy::SyncBoost,
+                Violation::BoardLimit => PerformancePolicy::BoardLimit,
+                Violation::LowUtil => PerformancePolicy::LowUtilization,
+                Violation::Reliability => PerformancePolicy::Reliability,
+            })?
+            .violation_time as f64),
+        Source::ClockEventReasons => num(clock_event_reasons(dev, cache)? as f64),
+        Source::NvmlField(id, scale) => match cache.fields.get(&id) {
+            Some(Ok((v, _))) => num(scale.apply(*v)),
+            Some(Err(e)) => Err(clone_err(e)),
+            None => Ok(None),
+        },
+        Source::NvmlFieldRate(ids, scale) => {
+            let mut sum = 0.0;
+            let mut ts = i64::MIN;
+            for id in ids {
+                match cache.fields.get(id) {
+                    Some(Ok((v, t))) => {
+                        sum += v;
+                        ts = ts.max(*t);
+                    }
+                    Some(Err(e)) => return Err(clone_err(e)),
+                    None => return Ok(None),
+                }
+            }
+            let prev = ent.rate_prev.insert(f.id, (sum, ts));
+            match prev {
+                Some((p, pt)) if ts > pt && sum >= p => {
+                    let secs = (ts - pt) as f64 / 1e6;
+                    num(scale.apply((sum - p) / secs))
+                }
+                _ => Ok(None),
+            }
+        }
+        Source::Gpm(id, scale) => match cache.gpm.get(&id) {
+            Some(Ok(v)) => num(scale.apply(*v)),
+            Some(Err(e)) => Err(clone_err(e)),
+            None => Ok(None),
+        },
+        Source::Xid => match xid_watch(ctx, at)? {
+            Some(w) => Ok(Some(Value::Xid(
+                w.get(at.uuid).and_then(|g| g.last).unwrap_or(0),
+            ))),
+            None => Ok(None),
+        },
+        Source::DeviceCount => num(f64::from(ctx.nvml.device_count()?)),
+        Source::NvmlIndex => num(f64::from(dev.index()?)),
+        Source::Text(_) => Err(NvmlError::NotSupported),
+        Source::Window(WindowKind::Xid) => match xid_watch(ctx, at)? {
+            Some(w) => {
+                let counts = w
+                    .get(at.uuid)
+                    .map(|g| g.window_counts(ctx.now, ctx.opts.xid_window))
+                    .unwrap_or_default();
+                Ok(Some(Value::Window(WindowCounts {
+                    label: "xid",
+                    window_ms: ctx.opts.xid_window.as_millis() as u64,
+                    counts: counts
+                        .into_iter()
+                        .map(|(c, n)| (c.to_string(), n))
+                        .collect(),
+                })))
+            }
+            None => Ok(None),
+        },
+        Source::Window(WindowKind::ClockEvents) => {
+            let bits = clock_event_reasons(dev, cache)?;
+            let window = ctx.opts.clock_events_window;
+            let hist = &mut gpu.clock_events;
+            if hist.back().map(|(t, _)| *t) != Some(ctx.now) {
+                hist.push_back((ctx.now, bits));
+            }
+            let from = ctx.now - window.as_secs_f64();
+            while hist.front().is_some_and(|(t, _)| *t <= from) {
+                hist.pop_front();
+            }
+            let counts = CLOCK_EVENT_REASONS
+                .iter()
+                .filter_map(|(bit, name)| {
+                    let n = hist.iter().filter(|(_, b)| b & bit != 0).count() as u64;
+                    (n > 0).then(|| ((*name).to_owned(), n))
+                })
+                .collect();
+            Ok(Some(Value::Window(WindowCounts {
+                label: "clock_event",
+                window_ms: window.as_millis() as u64,
+                counts,
+            })))
+        }
+        Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
+    }
+}
+
+/// `nvmlDeviceGetCurrentClocksEventReasons`, read once per entity and tick.
+pub(super) fn clock_event_reasons(
+    dev: &Device<'static>,
+    cache: &mut TickCache,
+) -> Result<u64, NvmlError> {
+    cache
+        .reasons
+        .get_or_insert_with(|| dev.current_throttle_reasons().map(|r| r.bits()))
+        .as_ref()
+        .map(|b| *b)
+        .map_err(clone_err)
+}
+
+/// The Xid watcher when the entity's GPU is watched; `Ok(None)` while registration is
+/// pending, unsupported when the GPU offers no Xid events.
+pub(super) fn xid_watch<'a>(
+    ctx: &Ctx<'a>,
+    at: &Place<'_>,
+) -> Result<Option<&'a XidWatcher>, NvmlError> {
+    let Some(w) = ctx.xid else {
+        return Err(NvmlError::FailedToLoadSymbol(
+            "the Xid event thread could not be started".into(),
+        ));
+    };
+    match w.status(at.uuid) {
+        Some(Watch::Watching) => Ok(Some(w)),
+        Some(Watch::Unsupported) => Err(NvmlError::FailedToLoadSymbol(
+            "the GPU offers no Xid events (see the log for why)".into(),
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The string behind a label row, read once per GPU (or once per process for the driver and
+/// NVML versions) and cached; `Ok(None)` when NVML returns an empty string.
+pub(super) fn read_text_field(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    f: &FieldDef,
+    gpu: &mut GpuState,
+    system: &mut HashMap<TextKind, Result<String, String>>,
+) -> Result<Option<String>, NvmlError> {
+    let kind = match f.source {
+        Source::Text(k) => k,
+        Source::Unavailable(why) => return Err(NvmlError::FailedToLoadSymbol(why.into())),
+        // A numeric field as a label row is not supported (reported once as unavailable).
+        _ => {
+            return Err(NvmlError::FailedToLoadSymbol(
+                "only string fields can be labels here".into(),
+            ));
+        }
+    };
+    match kind {
+        TextKind::DriverVersion | TextKind::NvmlVersion => {
+            let r = system.entry(kind).or_insert_with(|| {
+                let r = if kind == TextKind::DriverVersion {
+                    nvml.sys_driver_version()
+                } else {
+                    nvml.sys_nvml_version()
+                };
+                r.map_err(|e| e.to_string())
+            });
+            match r {
+                Ok(v) => Ok(Some(v.clone())),
+                Err(e) => Err(NvmlError::FailedToLoadSymbol(e.clone())),
+            }
+        }
+        _ => {
+            if let Some(v) = gpu.texts.get(&kind) {
+                return Ok(Some(v.clone()));
+            }
+            let s = match kind {
+                TextKind::Name => dev.name()?,
+                TextKind::Brand => text::brand_name(&dev.brand()?),
+                TextKind::Serial => dev.serial()?,
+                TextKind::Uuid => dev.uuid()?,
+                TextKind::PciBusId => dev.pci_info()?.bus_id,
+                TextKind::VbiosVersion => dev.vbios_version()?,
+                TextKind::InforomOem => dev.info_rom_version(InfoRom::OEM)?,
+                TextKind::InforomEcc => dev.info_rom_version(InfoRom::ECC)?,
+                TextKind::InforomPower => dev.info_rom_version(InfoRom::Power)?,
+                TextKind::InforomImage => dev.info_rom_image_version()?,
+                TextKind::DriverVersion | TextKind::NvmlVersion => return Ok(None),
+            };
+            if s.is_empty() {
+                return Ok(None);
+            }
+            gpu.texts.insert(kind, s.clone());
+            Ok(Some(s))
+        }
+    }
+}
