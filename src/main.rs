@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use anyhow::anyhow;
 use clap::Parser;
 use gpu_exporter::attribution::{self, AttributionOptions, Attributor, Sources};
 use gpu_exporter::config::counters::{self, CountersFile};
@@ -62,8 +63,8 @@ async fn shutdown_signal() {
     }
 }
 
-fn run(cli: Cli) -> Result<(), String> {
-    let mut cfg = cli.validate().map_err(|e| e.to_string())?;
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let mut cfg = cli.validate()?;
     // An empty value means no file, as in exporter-toolkit.
     let web_config = match cli
         .web_config_file
@@ -71,7 +72,7 @@ fn run(cli: Cli) -> Result<(), String> {
         .filter(|p| !p.as_os_str().is_empty())
     {
         Some(p) => Some(Arc::new(
-            http::web_config::WebConfig::load(p).map_err(|e| format!("--web-config-file {e}"))?,
+            http::web_config::WebConfig::load(p).map_err(|e| anyhow!("--web-config-file {e}"))?,
         )),
         None => None,
     };
@@ -79,7 +80,7 @@ fn run(cli: Cli) -> Result<(), String> {
     for w in &cfg.warnings {
         warn!("{w}");
     }
-    let loaded = cli.load_counters().map_err(|e| e.to_string())?;
+    let loaded = cli.load_counters()?;
     let counters = loaded.set;
     info!(
         "{} ({} metrics, {} labels)",
@@ -97,7 +98,8 @@ fn run(cli: Cli) -> Result<(), String> {
     // With --simulate the simulated library is configured, then loaded like the real one.
     let (lib_path, _sim) = match cfg.simulate.clone() {
         Some(scenario) => {
-            let (path, sim) = open_simulated_node(&scenario, &mut cfg)?;
+            let (path, sim) =
+                open_simulated_node(&scenario, &mut cfg).map_err(anyhow::Error::msg)?;
             (Some(path), Some(sim))
         }
         None => (cfg.nvml_lib.clone(), None),
@@ -131,10 +133,11 @@ fn run(cli: Cli) -> Result<(), String> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
     // Pod attribution: its sources run on the runtime; the sampler reads their latest state.
     let mut sampler = Sampler::with_options(loader, Arc::clone(&counters), options);
-    let (attributor, _cluster) = start_attribution(&cfg, &rt, _sim.as_ref(), lib_path.as_deref())?;
+    let (attributor, _cluster) = start_attribution(&cfg, &rt, _sim.as_ref(), lib_path.as_deref())
+        .map_err(anyhow::Error::msg)?;
     if let Some(a) = attributor {
         sampler = sampler.with_attribution(a);
     }
@@ -154,7 +157,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Arc::clone(&shared),
         Arc::clone(&stop),
     )
-    .map_err(|e| format!("cannot start the sampler thread: {e}"))?;
+    .map_err(|e| anyhow!("cannot start the sampler thread: {e}"))?;
 
     let served = rt.block_on(async {
         let listener = http::bind(&cfg.address).await?;
@@ -167,7 +170,7 @@ fn run(cli: Cli) -> Result<(), String> {
     if handle.join().is_err() {
         error!("the sampler thread panicked");
     }
-    served
+    served.map_err(anyhow::Error::msg)
 }
 
 /// Configures the simulated NVML library for `--simulate SCENARIO`; the library is then loaded
