@@ -654,4 +654,19 @@ fn bad_web_config_files_stop_startup_naming_file_and_key() {
             "must not serve"
         );
     }
+    // A file that does not exist (checked in config's unit tests before the web config moved
+    // to main): the same message, from the binary.
+    let out = Command::new(BIN)
+        .args(["--simulate", "a100-l4", "-a", "127.0.0.1:0"])
+        .arg("--nvml-lib")
+        .arg(common::built_sim_lib())
+        .args(["--web-config-file", "/nonexistent/w.yml"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("gpu-exporter: error: --web-config-file /nonexistent/w.yml: cannot read"),
+        "{err}"
+    );
 }
