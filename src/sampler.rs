@@ -17,6 +17,7 @@ use nvml_wrapper::Nvml;
 use tracing::{error, info, warn};
 
 use crate::attribution::Attributor;
+use crate::base::backoff::Backoff;
 use crate::base::clock::unix_now;
 use crate::catalogue::csv::CounterSet;
 use crate::config::counters::CountersFile;
@@ -28,6 +29,7 @@ use crate::snapshot::{SampleStats, Snapshot};
 /// Opens NVML; returns an operator-facing description on failure.
 pub type Loader = Box<dyn FnMut() -> Result<&'static Nvml, String> + Send>;
 
+/// NVML loading is retried 1 s, 2 s, 4 s, … up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// Reads one snapshot per tick.
@@ -36,7 +38,7 @@ pub struct Sampler {
     options: ReaderOptions,
     reader: Option<Reader>,
     next_attempt: Instant,
-    backoff: Duration,
+    backoff: Backoff,
     counters: Arc<CounterSet>,
     ticks: u64,
     last_success_unix: f64,
@@ -59,7 +61,7 @@ impl Sampler {
             options,
             reader: None,
             next_attempt: Instant::now(),
-            backoff: Duration::from_secs(1),
+            backoff: Backoff::new(Duration::from_secs(1), MAX_BACKOFF),
             counters,
             ticks: 0,
             last_success_unix: 0.0,
@@ -97,12 +99,12 @@ impl Sampler {
             Ok(nvml) => {
                 info!("NVML loaded");
                 self.reader = Some(Reader::with_options(nvml, self.options.clone()));
-                self.backoff = Duration::from_secs(1);
+                self.backoff.reset();
             }
             Err(e) => {
-                error!(retry_in_s = self.backoff.as_secs(), "{e}");
-                self.next_attempt = Instant::now() + self.backoff;
-                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+                let delay = self.backoff.next_delay();
+                error!(retry_in_s = delay.as_secs(), "{e}");
+                self.next_attempt = Instant::now() + delay;
             }
         }
     }

@@ -17,8 +17,8 @@
 //!   the rules without errors, and every rule expression, panel query and `label_values`
 //!   variable returns data through its HTTP API.
 //! - `helpers_parse_what_the_checks_rely_on`: the helpers above (variable references, heading
-//!   anchors, `label_values`, percent-encoding, chunked bodies, the PrometheusRule text) on
-//!   small inputs.
+//!   anchors, `label_values`, the PrometheusRule text) on small inputs. HTTP to Prometheus goes
+//!   through the `ureq` crate.
 //!
 //! Each test collects every failure and panics once with the whole list. `prometheus` and
 //! `promtool` come from Debian's `prometheus` package (scripts/test.sh installs it); without
@@ -34,8 +34,8 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -1056,86 +1056,29 @@ fn check_promtool(alerts: &Path) {
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
-/// Percent-encodes a query-string component.
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Blocking HTTP/1.1 GET on 127.0.0.1; returns (status code, body).
+/// HTTP GET on 127.0.0.1 through ureq (query parameters percent-encoded by it, chunked bodies
+/// decoded by it); returns (status code, body) for any status.
 fn http_get(port: u16, path: &str, params: &[(&str, &str)]) -> Result<(u16, Vec<u8>), String> {
-    let mut target = path.to_owned();
-    for (i, (k, v)) in params.iter().enumerate() {
-        target.push(if i == 0 { '?' } else { '&' });
-        target.push_str(&encode(k));
-        target.push('=');
-        target.push_str(&encode(v));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(2)))
+        .timeout_global(Some(Duration::from_secs(20)))
+        .build()
+        .into();
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let mut req = agent.get(&url).header("Accept", "application/json");
+    for (k, v) in params {
+        req = req.query(*k, *v);
     }
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .map_err(|e| format!("connect {addr}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(20)))
-        .map_err(|e| e.to_string())?;
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| format!("send to {addr}: {e}"))?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf)
-        .map_err(|e| format!("read from {addr}: {e}"))?;
-    let split = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| format!("{addr}{path}: no end of headers"))?;
-    let head = String::from_utf8_lossy(&buf[..split]).into_owned();
-    let body = &buf[split + 4..];
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("{addr}{path}: bad status line {head:?}"))?;
-    let chunked = head.lines().any(|l| {
-        let l = l.to_ascii_lowercase();
-        l.starts_with("transfer-encoding:") && l.contains("chunked")
-    });
-    let body = if chunked {
-        dechunk(body)?
-    } else {
-        body.to_vec()
-    };
+    let mut resp = req.call().map_err(|e| format!("{url}: {e}"))?;
+    let code = resp.status().as_u16();
+    let body = resp
+        .body_mut()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_vec()
+        .map_err(|e| format!("{url}: reading the body: {e}"))?;
     Ok((code, body))
-}
-
-/// Decodes a chunked transfer-encoded body.
-fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let eol = b
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("chunked body: no chunk size line")?;
-        let line = String::from_utf8_lossy(&b[..eol]);
-        let size = line.split(';').next().unwrap_or_default().trim();
-        let n = usize::from_str_radix(size, 16)
-            .map_err(|_| format!("chunked body: bad chunk size {size:?}"))?;
-        b = &b[eol + 2..];
-        if n == 0 {
-            return Ok(out);
-        }
-        if b.len() < n {
-            return Err("chunked body: truncated chunk".into());
-        }
-        out.extend_from_slice(&b[..n]);
-        b = b.get(n + 2..).unwrap_or_default();
-    }
 }
 
 /// What a Prometheus API call said: its `data`, or why not.
@@ -1728,11 +1671,6 @@ fn helpers_parse_what_the_checks_rely_on() {
     assert_eq!(
         parse_label_values("label_values(gpu)"),
         Some((None, "gpu".to_owned()))
-    );
-    assert_eq!(encode("a b&c=\"{}\""), "a%20b%26c%3D%22%7B%7D%22");
-    assert_eq!(
-        dechunk(b"3\r\nabc\r\n2;x\r\nde\r\n0\r\n\r\n").unwrap(),
-        b"abcde"
     );
     let text = "# c\ngroups:\n  - name: g\n\n    rules: []   \n";
     assert_eq!(

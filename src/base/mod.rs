@@ -1,8 +1,10 @@
-//! Leaves shared by every layer: the clock, the version, file change stamps, label text.
+//! Leaves shared by every layer: the clock, the version, file change stamps, label text, the
+//! retry backoff.
 //!
 //! Nothing here knows about NVML, Kubernetes, the exposition or HTTP, and no module in
 //! `base` imports any other module of the crate outside `base`.
 
+pub mod backoff;
 pub mod clock;
 pub mod file_stamp;
 pub mod label_text;

@@ -30,6 +30,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
+use crate::base::backoff::Backoff;
+
 use super::meta::{
     Published, Recovery, access_hint, api_status, describe_kube_error, describe_watch_error,
     watch_phase,
@@ -253,7 +255,7 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Publish
              it from the downward API (fieldRef spec.nodeName)"
         );
     }
-    let mut delay = RETRY_MIN;
+    let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
     loop {
         match discover(&client).await {
             Ok(version) => {
@@ -261,16 +263,17 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Publish
                     "watching ResourceSlices of {NVIDIA_GPU_DRIVER} through {RESOURCE_GROUP}/{version}"
                 );
                 if watch_slices(&client, version, node.as_deref(), &shared).await {
-                    delay = RETRY_MIN;
+                    backoff.reset();
                 }
+                tokio::time::sleep(backoff.next_delay()).await;
             }
             Err(msg) => {
+                let delay = backoff.next_delay();
                 tracing::warn!(retry_in_s = delay.as_secs_f64(), "{msg}");
                 shared.failed(msg);
+                tokio::time::sleep(delay).await;
             }
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(RETRY_MAX);
     }
 }
 

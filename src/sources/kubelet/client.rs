@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
+
+use crate::base::backoff::Backoff;
 use tonic::transport::{Channel, Endpoint};
 use tracing::{info, warn};
 
@@ -109,7 +111,7 @@ impl PodResourcesSource {
         let weak = Arc::downgrade(&me);
         runtime.spawn(async move {
             let channel = channel(&opts.socket, opts.timeout);
-            let mut backoff = opts.interval;
+            let mut backoff = Backoff::new(opts.interval, MAX_BACKOFF);
             let mut last_logged: Option<String> = None;
             loop {
                 let Some(me) = weak.upgrade() else { return };
@@ -130,7 +132,7 @@ impl PodResourcesSource {
                         let mut st = me.status.lock().unwrap_or_else(|p| p.into_inner());
                         st.last_success_unix = crate::base::clock::unix_now();
                         st.last_error = None;
-                        backoff = opts.interval;
+                        backoff.reset();
                         opts.interval
                     }
                     Err(e) => {
@@ -139,15 +141,14 @@ impl PodResourcesSource {
                              known values",
                             opts.socket.display()
                         );
+                        let d = backoff.next_delay();
                         if last_logged.as_deref() != Some(msg.as_str()) {
-                            warn!(retry_in_s = backoff.as_secs_f64(), "{msg}");
+                            warn!(retry_in_s = d.as_secs_f64(), "{msg}");
                             last_logged = Some(msg.clone());
                         }
                         let mut st = me.status.lock().unwrap_or_else(|p| p.into_inner());
                         st.errors += 1;
                         st.last_error = Some(msg);
-                        let d = backoff;
-                        backoff = (backoff * 2).min(MAX_BACKOFF.max(opts.interval));
                         d
                     }
                 };
