@@ -33,7 +33,7 @@ RUN mkdir -p src crates/nvml-sim/src \
  && cargo fetch --locked
 
 # What the exporter's build reads: build.rs compiles proto/ with protox (pure Rust, no protoc),
-# and src/config.rs embeds counters/default-counters.csv.
+# and src/config/cli.rs embeds counters/default-counters.csv.
 COPY build.rs ./
 COPY proto proto
 COPY counters counters
