@@ -236,32 +236,21 @@ def check(root, tracked=None):
         for target, line in references(mod, code, modules):
             if target == mod or (target == () and mod != ()):
                 continue
-            if target[: len(mod)] == mod and mod != ():
-                pass  # parent -> own descendant: still a file edge
             file_graph[mod].add(target)
             where.setdefault((mod, target), f"{rel}:{line}")
             a, b = mod[:1], target[:1]
             if a and b and a != b:
                 top_graph.setdefault(a[0], set()).add(b[0])
                 where.setdefault((a[0], b[0]), f"{rel}:{line}")
-    for comp in sccs(file_graph):
-        members = sorted(comp)
-        edges = [
-            f"{name(a)} -> {name(b)} ({where[(a, b)]})"
-            for a in members
-            for b in sorted(file_graph.get(a, ()))
-            if b in comp
-        ]
-        errors.append("import cycle between files: " + "; ".join(edges))
-    for comp in sccs(top_graph):
-        members = sorted(comp)
-        edges = [
-            f"{a} -> {b} ({where[(a, b)]})"
-            for a in members
-            for b in sorted(top_graph.get(a, ()))
-            if b in comp
-        ]
-        errors.append("import cycle between modules: " + "; ".join(edges))
+    for what, graph, show in (("files", file_graph, name), ("modules", top_graph, str)):
+        for comp in sccs(graph):
+            edges = [
+                f"{show(a)} -> {show(b)} ({where[(a, b)]})"
+                for a in sorted(comp)
+                for b in sorted(graph.get(a, ()))
+                if b in comp
+            ]
+            errors.append(f"import cycle between {what}: " + "; ".join(edges))
     tops = {m[0] for m in modules if m}
     for t in sorted(tops - set(LAYERS)):
         errors.append(f"src/{t}: top-level module not placed in LAYERS (scripts/architecture.py)")
