@@ -159,18 +159,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     )
     .map_err(|e| anyhow!("cannot start the sampler thread: {e}"))?;
 
-    let served = rt.block_on(async {
+    let served: anyhow::Result<()> = rt.block_on(async {
         let listener = http::bind(&cfg.address).await?;
-        let local = axum::serve::Listener::local_addr(&listener).map_err(|e| e.to_string())?;
+        let local = axum::serve::Listener::local_addr(&listener)?;
         info!(address = %local, interval_ms = cfg.interval.as_millis() as u64, "serving /metrics");
         let app = http::app(Arc::clone(&shared));
-        http::serve(listener, app, web_config, shutdown_signal()).await
+        Ok(http::serve(listener, app, web_config, shutdown_signal()).await?)
     });
     stop.store(true, Ordering::Release);
     if handle.join().is_err() {
         error!("the sampler thread panicked");
     }
-    served.map_err(anyhow::Error::msg)
+    served
 }
 
 /// Configures the simulated NVML library for `--simulate SCENARIO`; the library is then loaded

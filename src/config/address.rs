@@ -3,14 +3,28 @@
 //! Owns turning the flag's text into socket addresses to try in order. It must not bind,
 //! listen or serve: that is `serve`'s job.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// An `-a/--address` value that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AddressError {
+    /// Not `[HOST]:PORT`.
+    #[error("--address {0:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")]
+    Syntax(String),
+    /// The host name does not resolve.
+    #[error("--address {addr:?}: {source}")]
+    Resolve {
+        /// The value as given.
+        addr: String,
+        /// The resolver's answer.
+        source: std::io::Error,
+    },
+}
 
 /// Resolves a dcgm-exporter style listen address: `:9400` (all interfaces), `host:port`,
 /// `[v6]:port`. Returns the candidates to try in order.
-pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, String> {
-    let bad = || {
-        format!("--address {addr:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")
-    };
+pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, AddressError> {
+    let bad = || AddressError::Syntax(addr.to_owned());
     if let Some(port) = addr.strip_prefix(':') {
         let port: u16 = port.parse().map_err(|_| bad())?;
         return Ok(vec![
@@ -23,10 +37,12 @@ pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, String> {
     }
     let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
     let port: u16 = port.parse().map_err(|_| bad())?;
-    use std::net::ToSocketAddrs;
     let v: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("--address {addr:?}: {e}"))?
+        .map_err(|source| AddressError::Resolve {
+            addr: addr.to_owned(),
+            source,
+        })?
         .collect();
     if v.is_empty() { Err(bad()) } else { Ok(v) }
 }

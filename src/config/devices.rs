@@ -118,6 +118,19 @@ impl Default for DeviceSelection {
     }
 }
 
+/// A device-selection value that does not parse: the flag, the value as given and what is
+/// wrong with it (`-d/--devices "g:1-x": "1-x" is not a GPU index …`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{flag} {value:?}: {problem}")]
+pub struct DeviceSpecError {
+    /// The flag, e.g. `-d/--devices`.
+    pub flag: String,
+    /// The value as given.
+    pub value: String,
+    /// What is wrong, naming the item.
+    pub problem: String,
+}
+
 impl DeviceSelection {
     /// Every GPU and every MIG instance (`f`).
     pub const fn all() -> Self {
@@ -129,7 +142,7 @@ impl DeviceSelection {
     }
 
     /// Parses a device value. `flag` names the flag in error messages, e.g. `-d/--devices`.
-    pub fn parse(flag: &str, value: &str) -> Result<Self, String> {
+    pub fn parse(flag: &str, value: &str) -> Result<Self, DeviceSpecError> {
         let mut gpus = GpuSet::NONE;
         let mut instance_gpus = GpuSet::NONE;
         let mut instances = Vec::new();
@@ -151,7 +164,7 @@ impl DeviceSelection {
     /// GPU indices and instance ids are not applied: this is for the flags whose entities are
     /// not GPUs (`-s/--switch-devices`, `-p/--cpu-devices`), where dcgm-exporter's lists number
     /// switches, links, CPUs or cores.
-    pub fn check_syntax(flag: &str, value: &str) -> Result<(), String> {
+    pub fn check_syntax(flag: &str, value: &str) -> Result<(), DeviceSpecError> {
         parse_items(flag, value, SYNTAX_LIMITS, |_| {})
     }
 
@@ -321,8 +334,12 @@ fn parse_items(
     value: &str,
     limits: Limits,
     mut sink: impl FnMut(Item),
-) -> Result<(), String> {
-    let err = |msg: String| format!("{flag} {value:?}: {msg}");
+) -> Result<(), DeviceSpecError> {
+    let err = |problem: String| DeviceSpecError {
+        flag: flag.to_owned(),
+        value: value.to_owned(),
+        problem,
+    };
     if !value.contains(|c: char| !is_sep(c)) {
         return Err(err(format!("empty value ({EXPECTED_SPEC})")));
     }
@@ -522,7 +539,7 @@ mod tests {
     fn err(v: &str) -> String {
         match DeviceSelection::parse(D, v) {
             Ok(s) => panic!("{v:?} parsed as {s:?}"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     }
 
@@ -830,7 +847,9 @@ mod tests {
 
     #[test]
     fn other_flags_are_named() {
-        let e = DeviceSelection::parse("-s/--switch-devices", "q").unwrap_err();
+        let e = DeviceSelection::parse("-s/--switch-devices", "q")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("-s/--switch-devices \"q\": "), "{e}");
     }
 
@@ -851,7 +870,9 @@ mod tests {
             ("g:1-x", "not a GPU index"),
             ("g:99999999999", "out of range"),
         ] {
-            let e = DeviceSelection::check_syntax("-p/--cpu-devices", v).unwrap_err();
+            let e = DeviceSelection::check_syntax("-p/--cpu-devices", v)
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("-p/--cpu-devices "), "{e}");
             assert!(e.contains(part), "{v:?}: {e}");
         }

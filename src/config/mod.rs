@@ -31,6 +31,12 @@ pub enum ConfigError {
     /// The counters file is invalid.
     #[error(transparent)]
     Counters(#[from] CsvError),
+    /// `-d`, `-s` or `-p` does not parse.
+    #[error(transparent)]
+    Devices(#[from] devices::DeviceSpecError),
+    /// `-a/--address` cannot be used.
+    #[error(transparent)]
+    Address(#[from] address::AddressError),
 }
 
 /// Validated configuration.
@@ -163,13 +169,10 @@ impl Cli {
                 self.collect_interval
             )));
         }
-        address::parse_address(&self.address).map_err(ConfigError::Flag)?;
-        let devices =
-            DeviceSelection::parse("-d/--devices", &self.devices).map_err(ConfigError::Flag)?;
-        DeviceSelection::check_syntax("-s/--switch-devices", &self.switch_devices)
-            .map_err(ConfigError::Flag)?;
-        DeviceSelection::check_syntax("-p/--cpu-devices", &self.cpu_devices)
-            .map_err(ConfigError::Flag)?;
+        address::parse_address(&self.address)?;
+        let devices = DeviceSelection::parse("-d/--devices", &self.devices)?;
+        DeviceSelection::check_syntax("-s/--switch-devices", &self.switch_devices)?;
+        DeviceSelection::check_syntax("-p/--cpu-devices", &self.cpu_devices)?;
         for (flag, ms) in [
             ("-x/--xid-count-window-size", self.xid_count_window_size),
             (

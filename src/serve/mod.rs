@@ -9,6 +9,7 @@
 pub mod landing;
 pub mod web_config;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -116,16 +117,45 @@ pub fn with_nodelay(l: tokio::net::TcpListener) -> Listener {
     l.tap_io(no_delay as fn(&mut tokio::net::TcpStream))
 }
 
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `--address` does not parse or resolve.
+    #[error(transparent)]
+    Address(#[from] crate::config::address::AddressError),
+    /// No candidate address could be bound (the last candidate's error).
+    #[error("cannot listen on {candidate} (--address {flag:?}): {source}")]
+    Listen {
+        /// The address tried last.
+        candidate: SocketAddr,
+        /// `--address` as given.
+        flag: String,
+        /// Why binding it failed.
+        source: std::io::Error,
+    },
+    /// The HTTP server itself failed.
+    #[error("HTTP server failed: {0}")]
+    Server(std::io::Error),
+}
+
 /// Binds the first candidate that works (`[::]` may be unavailable where IPv6 is off).
-pub async fn bind(addr: &str) -> Result<Listener, String> {
-    let mut last = String::new();
+pub async fn bind(addr: &str) -> Result<Listener, ServeError> {
+    let mut last = None;
     for cand in crate::config::address::parse_address(addr)? {
         match tokio::net::TcpListener::bind(cand).await {
             Ok(l) => return Ok(with_nodelay(l)),
-            Err(e) => last = format!("cannot listen on {cand} (--address {addr:?}): {e}"),
+            Err(source) => {
+                last = Some(ServeError::Listen {
+                    candidate: cand,
+                    flag: addr.to_owned(),
+                    source,
+                })
+            }
         }
     }
-    Err(last)
+    // parse_address never returns an empty list, so `last` is set here.
+    Err(last
+        .unwrap_or_else(|| crate::config::address::AddressError::Syntax(addr.to_owned()).into()))
 }
 
 /// Paths that basic auth leaves open: kubelet probes cannot send credentials.
@@ -191,7 +221,7 @@ pub async fn serve<F>(
     router: Router,
     web: Option<Arc<WebConfig>>,
     shutdown: F,
-) -> Result<(), String>
+) -> Result<(), ServeError>
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
@@ -230,7 +260,7 @@ where
         None => axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
-            .map_err(|e| format!("HTTP server failed: {e}")),
+            .map_err(ServeError::Server),
         Some(tls) => {
             serve_tls(listener, router, tls, shutdown).await;
             Ok(())
