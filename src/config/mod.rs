@@ -37,6 +37,9 @@ pub enum ConfigError {
     /// `-a/--address` cannot be used.
     #[error(transparent)]
     Address(#[from] address::AddressError),
+    /// A pod-label allow-list regex does not compile.
+    #[error(transparent)]
+    LabelAllowlist(#[from] crate::sources::kube::labels::AllowlistError),
 }
 
 /// Validated configuration.
@@ -295,8 +298,7 @@ impl Cli {
         }
         let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(
             self.kubernetes_pod_label_allowlist_regex.as_deref(),
-        )
-        .map_err(ConfigError::Flag)?;
+        )?;
         if !self.kubernetes && self.simulate.is_none() {
             for (set, flag) in [
                 (

@@ -85,6 +85,16 @@ pub fn sanitize_label_name(name: &str) -> String {
     out
 }
 
+/// A `--kubernetes-pod-label-allowlist-regex` entry that does not compile.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: invalid regex {regex:?}: {source}", ALLOWLIST_FLAG)]
+pub struct AllowlistError {
+    /// The entry as given (trimmed).
+    pub regex: String,
+    /// Why it does not compile.
+    pub source: regex::Error,
+}
+
 /// Which pod labels may become series labels (`--kubernetes-pod-label-allowlist-regex`).
 ///
 /// Each regex must match the whole original pod-label key (it is anchored), e.g.
@@ -100,15 +110,17 @@ impl LabelAllowlist {
     /// around each entry are ignored). `None` or an empty value allows every label.
     ///
     /// The error names the flag, the regex that did not compile and why.
-    pub fn parse(spec: Option<&str>) -> Result<Self, String> {
+    pub fn parse(spec: Option<&str>) -> Result<Self, AllowlistError> {
         let mut patterns = Vec::new();
         for raw in spec.unwrap_or("").split(',') {
             let re = raw.trim();
             if re.is_empty() {
                 continue;
             }
-            let anchored = Regex::new(&format!("^(?:{re})$"))
-                .map_err(|e| format!("{ALLOWLIST_FLAG}: invalid regex {re:?}: {e}"))?;
+            let anchored = Regex::new(&format!("^(?:{re})$")).map_err(|source| AllowlistError {
+                regex: re.to_owned(),
+                source,
+            })?;
             patterns.push(anchored);
         }
         Ok(Self { patterns })
@@ -226,7 +238,9 @@ mod tests {
 
     #[test]
     fn allowlist_error_names_flag_and_regex() {
-        let err = LabelAllowlist::parse(Some("ok,(unclosed")).unwrap_err();
+        let err = LabelAllowlist::parse(Some("ok,(unclosed"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(ALLOWLIST_FLAG), "{err}");
         assert!(err.contains("(unclosed"), "{err}");
     }
