@@ -179,26 +179,64 @@ impl PodResourcesSource {
     }
 }
 
+/// Why one refresh round failed; its text is what the log and `check` show.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum KubeletError {
+    /// The socket path is not usable as a gRPC endpoint.
+    #[error("invalid socket path {path}: {message}")]
+    Socket {
+        /// The socket path.
+        path: String,
+        /// The endpoint parser's complaint.
+        message: String,
+    },
+    /// A call did not answer within `--pod-resources-timeout`.
+    #[error("{call} did not answer within {timeout:?}")]
+    Timeout {
+        /// `List` or `GetAllocatableResources`.
+        call: &'static str,
+        /// The deadline.
+        timeout: Duration,
+    },
+    /// A call answered with a gRPC error (described on one line, with a permission hint).
+    #[error("{prefix}{status}")]
+    Status {
+        /// `GetAllocatableResources: ` for that call, empty for `List`.
+        prefix: &'static str,
+        /// The described status.
+        status: String,
+    },
+}
+
 /// A lazy channel on the socket: it connects on first use and reconnects after a failure.
-fn channel(socket: &Path, timeout: Duration) -> Result<Channel, String> {
+fn channel(socket: &Path, timeout: Duration) -> Result<Channel, KubeletError> {
     // The authority is ignored for unix sockets; tonic needs a syntactically valid URI.
     let uri = format!("unix://{}", socket.display());
     Endpoint::from_shared(uri)
         .map(|e| e.connect_timeout(timeout).timeout(timeout).connect_lazy())
-        .map_err(|e| format!("invalid socket path {}: {e}", socket.display()))
+        .map_err(|e| KubeletError::Socket {
+            path: socket.display().to_string(),
+            message: e.to_string(),
+        })
 }
 
 /// One `List` (and `GetAllocatableResources`) round.
 async fn refresh(
-    channel: &Result<Channel, String>,
+    channel: &Result<Channel, KubeletError>,
     timeout: Duration,
-) -> Result<KubeletView, String> {
+) -> Result<KubeletView, KubeletError> {
     let channel = channel.as_ref().map_err(Clone::clone)?;
     let mut client = PodResourcesListerClient::new(channel.clone());
     let list = tokio::time::timeout(timeout, client.list(ListPodResourcesRequest {}))
         .await
-        .map_err(|_| format!("List did not answer within {timeout:?}"))?
-        .map_err(|s| describe(&s))?
+        .map_err(|_| KubeletError::Timeout {
+            call: "List",
+            timeout,
+        })?
+        .map_err(|s| KubeletError::Status {
+            prefix: "",
+            status: describe(&s),
+        })?
         .into_inner();
     let pods = list
         .pod_resources
@@ -249,11 +287,17 @@ async fn refresh(
         ),
         // Older kubelets (or the feature gate off): allocation still works without it.
         Ok(Err(s)) if s.code() == tonic::Code::Unimplemented => None,
-        Ok(Err(s)) => return Err(format!("GetAllocatableResources: {}", describe(&s))),
+        Ok(Err(s)) => {
+            return Err(KubeletError::Status {
+                prefix: "GetAllocatableResources: ",
+                status: describe(&s),
+            });
+        }
         Err(_) => {
-            return Err(format!(
-                "GetAllocatableResources did not answer within {timeout:?}"
-            ));
+            return Err(KubeletError::Timeout {
+                call: "GetAllocatableResources",
+                timeout,
+            });
         }
     };
     Ok(KubeletView { pods, allocatable })
