@@ -22,7 +22,7 @@ use gpu_exporter::serve as http;
 #[cfg(feature = "sim")]
 use gpu_exporter::sim::{cluster::SimCluster, library::SimLib};
 use gpu_exporter::snapshot::Snapshot;
-use gpu_exporter::sources::hpc::HpcWatcher;
+use gpu_exporter::sources::hpc::{CHECK_INTERVAL, HpcSource};
 use tracing::{error, info, warn};
 
 fn init_logging(cfg: &Config) {
@@ -253,10 +253,16 @@ fn start_attribution(
     sim: Option<&SimLib>,
     lib_path: Option<&std::path::Path>,
 ) -> Result<(Option<Attributor>, Option<SimCluster>), String> {
-    let hpc = cfg.hpc_job_dir.clone().map(|d| {
-        info!(dir = %d.display(), "HPC job mapping enabled");
-        HpcWatcher::new(d)
-    });
+    let hpc = match cfg.hpc_job_dir.clone() {
+        Some(d) => {
+            info!(dir = %d.display(), "HPC job mapping enabled");
+            Some(
+                HpcSource::spawn(d, CHECK_INTERVAL)
+                    .map_err(|e| format!("cannot start the HPC job thread: {e}"))?,
+            )
+        }
+        None => None,
+    };
     let Some(k) = cfg.kubernetes.clone() else {
         return Ok((
             hpc.map(|h| {

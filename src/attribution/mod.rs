@@ -3,10 +3,8 @@
 //! running on shared GPUs.
 //!
 //! The kubelet, pod and ResourceSlice sources refresh in the background; here the sampler
-//! thread reads their latest published state. The HPC job directory is the exception: its
-//! watcher checks the directory on the sampler thread each tick and re-reads the job files
-//! when something changed (or every 30 s). The join itself is in `join`, its label text in
-//! `labels`. The device-to-holder [`Join`] is rebuilt only when an input changed (a new
+//! thread only reads their latest published state (the HPC job directory too: its own thread
+//! checks it every second). The join itself is in `join`, its label text in `labels`. The device-to-holder [`Join`] is rebuilt only when an input changed (a new
 //! kubelet answer, a pod or slice change, a job file change, or a different set of entities),
 //! so an idle node pays a few pointer comparisons per tick. Per-container process use is
 //! recomputed every tick from NVML's process list, with PID → container lookups cached.
@@ -36,7 +34,7 @@ use crate::config::KubernetesConfig;
 use crate::gpu::processes::EntityProcesses;
 use crate::snapshot::{Attribution, ContainerUse, Join, Snapshot, SourceHealth};
 use crate::sources::cgroup::ProcTree;
-use crate::sources::hpc::{HpcJobs, HpcWatcher};
+use crate::sources::hpc::{HpcJobs, HpcSource};
 use crate::sources::kube::dra::{DraIndex, DraSource};
 use crate::sources::kube::meta::{PodIndex, PodSource, SourceStatus};
 use crate::sources::kubelet::client::{KubeletOptions, KubeletView, PodResourcesSource};
@@ -51,7 +49,7 @@ pub struct Sources {
     /// The DRA driver's ResourceSlices.
     pub dra: Option<Arc<DraSource>>,
     /// The HPC job directory.
-    pub hpc: Option<HpcWatcher>,
+    pub hpc: Option<HpcSource>,
     /// The proc tree for PID → container (shared GPUs).
     pub procs: Option<ProcTree>,
 }
@@ -61,7 +59,7 @@ struct Inputs {
     view: Option<Arc<KubeletView>>,
     pods: Option<Arc<PodIndex>>,
     dra: Option<Arc<DraIndex>>,
-    hpc: Option<HpcJobs>,
+    hpc: Option<Arc<HpcJobs>>,
     entities: Vec<(String, Option<String>)>,
 }
 
@@ -89,7 +87,7 @@ pub fn start(
     k: &KubernetesConfig,
     old_namespace: bool,
     client: Option<kube::Client>,
-    hpc: Option<HpcWatcher>,
+    hpc: Option<HpcSource>,
     runtime: &tokio::runtime::Handle,
 ) -> Attributor {
     let kubelet = PodResourcesSource::spawn(
@@ -175,7 +173,7 @@ impl Attributor {
             view: self.sources.kubelet.as_ref().and_then(|k| k.view()),
             pods: self.sources.pods.as_ref().map(|p| p.index()),
             dra: self.sources.dra.as_ref().map(|d| d.index()),
-            hpc: self.sources.hpc.as_mut().map(|h| h.jobs().clone()),
+            hpc: self.sources.hpc.as_ref().map(HpcSource::jobs),
             entities: snap
                 .entities
                 .iter()
@@ -191,7 +189,7 @@ impl Attributor {
                     inputs.view.as_deref(),
                     inputs.pods.as_deref(),
                     inputs.dra.as_deref(),
-                    inputs.hpc.as_ref(),
+                    inputs.hpc.as_deref(),
                 );
                 for id in unmatched {
                     if self.warned.insert(format!("unmatched:{id}")) {

@@ -6,8 +6,10 @@
 //! exporter then writes every metric of a mapped GPU or instance once per job, with the label
 //! `hpc_job="<id>"`.
 //!
-//! [`read_dir`] reads the directory once; [`HpcWatcher`] keeps the result between ticks and
-//! re-reads only when something in the directory changed (or every 30 s at the latest).
+//! [`read_dir`] reads the directory once; [`HpcWatcher`] keeps the result between readings and
+//! re-reads only when something in the directory changed (or every 30 s at the latest);
+//! [`HpcSource`] runs a watcher on its own thread, checking every second, and publishes the
+//! jobs, so the sampler thread never touches the file system for them.
 //!
 //! Rules, as dcgm-exporter's:
 //! - a file name must match `^\d+(\.\d+)?$`; other names are skipped with a warning;
@@ -319,6 +321,70 @@ impl HpcWatcher {
     }
 }
 
+/// How often [`HpcSource`]'s thread checks the directory for changes.
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What the background thread publishes.
+#[derive(Debug, Default)]
+struct Published {
+    jobs: arc_swap::ArcSwap<HpcJobs>,
+    errors: std::sync::atomic::AtomicU64,
+}
+
+/// An [`HpcWatcher`] on a thread of its own: the directory is checked every
+/// [`CHECK_INTERVAL`] (read again only when it changed) and the latest jobs are published for
+/// [`HpcSource::jobs`]. The thread ends within one interval after the source is dropped.
+#[derive(Debug)]
+pub struct HpcSource {
+    dir: PathBuf,
+    shared: std::sync::Arc<Published>,
+}
+
+impl HpcSource {
+    /// Reads `dir` once now (so the first tick already sees the jobs), then starts the thread.
+    pub fn spawn(dir: PathBuf, interval: Duration) -> std::io::Result<Self> {
+        use std::sync::atomic::Ordering;
+        let mut watcher = HpcWatcher::new(dir.clone());
+        let shared = std::sync::Arc::new(Published::default());
+        shared
+            .jobs
+            .store(std::sync::Arc::new(watcher.jobs().clone()));
+        shared.errors.store(watcher.errors(), Ordering::Relaxed);
+        let weak = std::sync::Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name("hpc-jobs".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(interval);
+                    let Some(shared) = weak.upgrade() else { return };
+                    let jobs = watcher.jobs();
+                    if **shared.jobs.load() != *jobs {
+                        shared.jobs.store(std::sync::Arc::new(jobs.clone()));
+                    }
+                    shared.errors.store(watcher.errors(), Ordering::Relaxed);
+                }
+            })?;
+        Ok(Self { dir, shared })
+    }
+
+    /// The latest jobs (empty while the directory cannot be read).
+    pub fn jobs(&self) -> std::sync::Arc<HpcJobs> {
+        self.shared.jobs.load_full()
+    }
+
+    /// Failed readings so far.
+    pub fn errors(&self) -> u64 {
+        self.shared
+            .errors
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The watched directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -531,5 +597,41 @@ mod tests {
         fs::remove_dir(&dir).unwrap();
         assert!(watcher.jobs().is_empty());
         assert_eq!(watcher.errors(), 3);
+    }
+
+    #[test]
+    fn source_reads_at_start_and_publishes_changes_from_its_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("0"), "job-a\n").unwrap();
+        let src = HpcSource::spawn(dir.path().to_owned(), Duration::from_millis(20)).unwrap();
+        // Read before spawn returns: the first tick sees the jobs.
+        assert_eq!(src.jobs().for_gpu(0), ["job-a".to_owned()]);
+        fs::write(dir.path().join("1"), "job-b\n").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while src.jobs().for_gpu(1).is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the thread never published job-b"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(src.jobs().for_gpu(1), ["job-b".to_owned()]);
+        assert_eq!(src.errors(), 0);
+    }
+
+    #[test]
+    fn source_counts_a_missing_directory_as_errors() {
+        let src = HpcSource::spawn(
+            "/nonexistent/gpu-exporter-hpc".into(),
+            Duration::from_millis(20),
+        )
+        .unwrap();
+        assert!(src.errors() >= 1);
+        assert!(src.jobs().is_empty());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while src.errors() < 2 {
+            assert!(Instant::now() < deadline, "the thread never retried");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
