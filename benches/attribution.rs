@@ -453,7 +453,10 @@ fn join_cold(bencher: divan::Bencher) {
         entities.len(),
         labelled,
         join.allocations.len(),
-        join.allocations.iter().map(|(_, s)| s.len()).sum::<usize>(),
+        join.allocations
+            .iter()
+            .map(|(_, s)| s.to_string().len())
+            .sum::<usize>(),
         join.resources
     );
     bencher.bench_local(|| {
@@ -538,8 +541,10 @@ fn processes_200(bencher: divan::Bencher) {
     let c = &snap.attribution.containers;
     assert_eq!(c.len(), PODS, "one container use per pod");
     assert!(
-        c.iter()
-            .all(|u| u.labels.starts_with(",container=") && u.labels.contains(",pod_uid=")),
+        c.iter().all(|u| {
+            let l = u.labels.to_string();
+            l.starts_with(",container=") && l.contains(",pod_uid=")
+        }),
         "every process resolved to its container: {:?}",
         c.first()
     );

@@ -8,8 +8,12 @@
 //! nothing mutates it after it is published. It must not do I/O or import any layer above
 //! `catalogue`.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+
+use crate::base::label_text::escape_label;
 
 /// Identity of a MIG GPU instance (with its compute instance).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,8 +177,8 @@ pub struct Attribution {
 impl Attribution {
     /// The label suffixes of entity `i`'s series: one copy of each series per suffix. An
     /// entity without holders has one empty suffix.
-    pub fn series_labels(&self, i: usize) -> &[String] {
-        const NONE: &[String] = &[String::new()];
+    pub fn series_labels(&self, i: usize) -> &[Labels] {
+        const NONE: &[Labels] = &[Labels::new()];
         match self.join.as_ref().and_then(|j| j.series_labels.get(i)) {
             Some(v) if !v.is_empty() => v,
             _ => NONE,
@@ -185,12 +189,12 @@ impl Attribution {
 /// Which pods, containers and jobs hold which entity.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Join {
-    /// Per entity (same order as [`Snapshot::entities`]): pre-rendered label suffixes
-    /// (`,container="…",namespace="…",pod="…"`), one per copy of the entity's series. Empty
+    /// Per entity (same order as [`Snapshot::entities`]): the labels each copy of the
+    /// entity's series carries after its identity (`container`, `namespace`, `pod`, …). Empty
     /// means one copy without extra labels.
-    pub series_labels: Vec<Vec<String>>,
-    /// `gpu_allocation_info` rows: (entity index, label suffix after the identity labels).
-    pub allocations: Vec<(usize, String)>,
+    pub series_labels: Vec<Vec<Labels>>,
+    /// `gpu_allocation_info` rows: (entity index, labels after the identity labels).
+    pub allocations: Vec<(usize, Labels)>,
     /// (resource, allocatable device IDs if the kubelet reports them, allocated device IDs).
     pub resources: Vec<(String, Option<usize>, usize)>,
     /// Device IDs of GPU resources that name no exported device.
@@ -202,9 +206,9 @@ pub struct Join {
 pub struct ContainerUse {
     /// The entity (index into [`Snapshot::entities`]).
     pub entity: usize,
-    /// Label suffix after the identity labels (`,container=…,namespace=…,pod=…,pod_uid=…`);
-    /// empty for processes not in a pod.
-    pub labels: String,
+    /// Labels after the identity labels (`container`, `namespace`, `pod`, `pod_uid`); empty
+    /// for processes not in a pod.
+    pub labels: Labels,
     /// Framebuffer used by the container's processes, when NVML reports it.
     pub memory_bytes: Option<f64>,
     /// Sum of the processes' SM utilization (0–1), when NVML samples it.
@@ -237,4 +241,60 @@ pub struct ReloadStats {
     pub successes: u64,
     /// Failed reloads since start.
     pub failures: u64,
+}
+
+/// Label pairs a series carries after its entity's identity labels, in output order. Values
+/// are kept as read; they are escaped when written, by [`Labels::write_to`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Labels(Vec<(Cow<'static, str>, String)>);
+
+impl Labels {
+    /// No labels.
+    pub const fn new() -> Self {
+        Labels(Vec::new())
+    }
+
+    /// Appends `name="value"`.
+    pub fn push(&mut self, name: impl Into<Cow<'static, str>>, value: impl Into<String>) {
+        self.0.push((name.into(), value.into()));
+    }
+
+    /// The pairs, in output order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
+    }
+
+    /// `true` when there are no pairs.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Writes `,name="value"` for every pair, values escaped as the exposition format wants.
+    pub fn write_to(&self, out: &mut String) {
+        for (k, v) in &self.0 {
+            out.push(',');
+            out.push_str(k);
+            out.push_str("=\"");
+            escape_label(out, v);
+            out.push('"');
+        }
+    }
+}
+
+impl fmt::Display for Labels {
+    /// The text [`Labels::write_to`] writes (`,container="…",pod="…"`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        self.write_to(&mut s);
+        f.write_str(&s)
+    }
+}
+
+impl PartialEq<&str> for Labels {
+    /// Compares the written text (`,name="value"…`, escaped) with `other`.
+    fn eq(&self, other: &&str) -> bool {
+        let mut s = String::new();
+        self.write_to(&mut s);
+        s.as_str() == *other
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::snapshot::{EntitySample, Join};
+use crate::snapshot::{EntitySample, Join, Labels};
 use crate::sources::hpc::HpcJobs;
 use crate::sources::kube::dra::{DraIndex, DraKind};
 use crate::sources::kube::meta::PodIndex;
@@ -15,7 +15,6 @@ use crate::sources::kubelet::device_id::{DeviceRef, is_gpu_resource, parse_devic
 
 use super::labels::{Holder, LabelNames, allocation_suffix, series_suffix};
 use super::options::{AttributionOptions, NVIDIA_DRA_DRIVER};
-use crate::base::label_text::write_label;
 
 /// Finds entities by each of the keys the kubelet may use.
 struct Lookup<'a> {
@@ -162,8 +161,8 @@ pub fn build_join(
                 && a.claim == b.claim
         });
         let containers: HashSet<_> = hs.iter().map(Holder::container_key).collect();
-        let mut variants: Vec<String> = if opts.virtual_gpus {
-            let mut v: Vec<String> = hs
+        let mut variants: Vec<Labels> = if opts.virtual_gpus {
+            let mut v: Vec<Labels> = hs
                 .iter()
                 .map(|h| series_suffix(opts, &names, h, pods, true))
                 .collect();
@@ -183,15 +182,14 @@ pub fn build_join(
         };
         if !jobs.is_empty() {
             if variants.is_empty() {
-                variants.push(String::new());
+                variants.push(Labels::new());
             }
             variants = variants
                 .iter()
                 .flat_map(|v| {
                     jobs.iter().map(move |job| {
                         let mut s = v.clone();
-                        let mut first = false;
-                        write_label(&mut s, &mut first, "hpc_job", job);
+                        s.push("hpc_job", job.clone());
                         s
                     })
                 })

@@ -4,10 +4,9 @@
 //! Renders with the shared label writer (`base::label_text`), once per join change; it must
 //! not look entities up or decide who holds what (that is `join`).
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::base::label_text::write_label;
+use crate::snapshot::Labels;
 use crate::sources::kube::labels::pod_label_pairs;
 use crate::sources::kube::meta::{PodIndex, PodMeta};
 use crate::sources::kubelet::client::ClaimDevice;
@@ -19,9 +18,8 @@ pub(super) fn container_labels(
     pods: Option<&PodIndex>,
     uid: &str,
     container_id: Option<&str>,
-) -> String {
-    let mut s = String::new();
-    let mut first = false;
+) -> Labels {
+    let mut s = Labels::new();
     let pod = pods.and_then(|p| p.by_uid(uid));
     if let Some(pod) = pod {
         let container = container_id
@@ -29,12 +27,12 @@ pub(super) fn container_labels(
             .filter(|(p, _)| p.uid == pod.uid)
             .map(|(_, c)| c.to_owned());
         if let Some(c) = container {
-            write_label(&mut s, &mut first, "container", &c);
+            s.push("container", c.clone());
         }
-        write_label(&mut s, &mut first, "namespace", &pod.namespace);
-        write_label(&mut s, &mut first, "pod", &pod.name);
+        s.push("namespace", pod.namespace.clone());
+        s.push("pod", pod.name.clone());
     }
-    write_label(&mut s, &mut first, "pod_uid", uid);
+    s.push("pod_uid", uid);
     s
 }
 
@@ -92,39 +90,37 @@ pub(super) fn series_suffix(
     h: &Holder<'_>,
     pods: Option<&PodIndex>,
     vgpu: bool,
-) -> String {
-    let mut s = String::new();
-    let mut first = false;
+) -> Labels {
+    let mut s = Labels::new();
     let meta = meta(pods, h);
     if let (Some(allow), Some(m)) = (&opts.pod_labels, meta) {
         for (k, v) in pod_label_pairs(&m.labels, allow) {
-            write_label(&mut s, &mut first, &k, &v);
+            s.push(k, v);
         }
     }
-    write_label(&mut s, &mut first, names.container, h.container);
+    s.push(names.container, h.container);
     if let Some(c) = h.claim {
         write_dra(&mut s, c);
     }
-    write_label(&mut s, &mut first, names.namespace, h.namespace);
-    write_label(&mut s, &mut first, names.pod, h.pod);
+    s.push(names.namespace, h.namespace);
+    s.push(names.pod, h.pod);
     if opts.pod_uid
         && let Some(m) = meta
     {
-        write_label(&mut s, &mut first, "pod_uid", &m.uid);
+        s.push("pod_uid", m.uid.clone());
     }
     if vgpu && let Some(r) = h.replica {
-        let _ = write!(s, ",vgpu=\"{r}\"");
+        s.push("vgpu", r.to_string());
     }
     s
 }
 
-pub(super) fn write_dra(s: &mut String, c: &ClaimDevice) {
-    let mut first = false;
-    write_label(s, &mut first, "dra_claim_name", &c.claim_name);
-    write_label(s, &mut first, "dra_claim_namespace", &c.claim_namespace);
-    write_label(s, &mut first, "dra_device_name", &c.device);
-    write_label(s, &mut first, "dra_driver_name", &c.driver);
-    write_label(s, &mut first, "dra_pool_name", &c.pool);
+pub(super) fn write_dra(s: &mut Labels, c: &ClaimDevice) {
+    s.push("dra_claim_name", c.claim_name.clone());
+    s.push("dra_claim_namespace", c.claim_namespace.clone());
+    s.push("dra_device_name", c.device.clone());
+    s.push("dra_driver_name", c.driver.clone());
+    s.push("dra_pool_name", c.pool.clone());
 }
 
 /// The labels of one `gpu_allocation_info` row after the entity's identity.
@@ -132,28 +128,27 @@ pub(super) fn allocation_suffix(
     opts: &AttributionOptions,
     h: &Holder<'_>,
     pods: Option<&PodIndex>,
-) -> String {
-    let mut s = String::new();
-    let mut first = false;
-    write_label(&mut s, &mut first, "resource", h.resource);
-    write_label(&mut s, &mut first, "namespace", h.namespace);
-    write_label(&mut s, &mut first, "pod", h.pod);
-    write_label(&mut s, &mut first, "container", h.container);
+) -> Labels {
+    let mut s = Labels::new();
+    s.push("resource", h.resource);
+    s.push("namespace", h.namespace);
+    s.push("pod", h.pod);
+    s.push("container", h.container);
     if let Some(r) = h.replica {
-        let _ = write!(s, ",vgpu=\"{r}\"");
+        s.push("vgpu", r.to_string());
     }
     if let Some(c) = h.claim {
         write_dra(&mut s, c);
     }
     if let Some(m) = meta(pods, h) {
-        write_label(&mut s, &mut first, "pod_uid", &m.uid);
+        s.push("pod_uid", m.uid.clone());
         if let Some(w) = &m.workload {
-            write_label(&mut s, &mut first, "workload_kind", &w.kind);
-            write_label(&mut s, &mut first, "workload_name", &w.name);
+            s.push("workload_kind", w.kind.clone());
+            s.push("workload_name", w.name.clone());
         }
         if let Some(allow) = &opts.pod_labels {
             for (k, v) in pod_label_pairs(&m.labels, allow) {
-                write_label(&mut s, &mut first, &k, &v);
+                s.push(k, v);
             }
         }
     }

@@ -32,7 +32,7 @@ pub use options::{AttributionOptions, NVIDIA_DRA_DRIVER};
 
 use crate::config::KubernetesConfig;
 use crate::gpu::processes::EntityProcesses;
-use crate::snapshot::{Attribution, ContainerUse, Join, Snapshot, SourceHealth};
+use crate::snapshot::{Attribution, ContainerUse, Join, Labels, Snapshot, SourceHealth};
 use crate::sources::cgroup::ProcTree;
 use crate::sources::hpc::{HpcJobs, HpcSource};
 use crate::sources::kube::dra::{DraIndex, DraSource};
@@ -245,14 +245,16 @@ impl Attributor {
                 continue;
             };
             // label suffix → (memory, memory known, sm, processes)
-            let mut groups: BTreeMap<String, (f64, bool, f64, u64)> = BTreeMap::new();
+            // Keyed by the rendered labels, so that containers come out in the same order as
+            // their text sorts.
+            let mut groups: BTreeMap<String, (Labels, f64, bool, f64, u64)> = BTreeMap::new();
             for p in &ep.processes {
                 live.insert(p.pid);
                 let labels = match tree.lookup(p.pid) {
                     Ok(Some(id)) => {
                         container_labels(pods.as_deref(), &id.pod_uid, id.container_id.as_deref())
                     }
-                    Ok(None) => String::new(),
+                    Ok(None) => Labels::new(),
                     Err(e) => {
                         failed = true;
                         self.proc_errors += 1;
@@ -266,18 +268,20 @@ impl Attributor {
                                  namespace, hostPID: true, and the host's /proc)"
                             );
                         }
-                        String::new()
+                        Labels::new()
                     }
                 };
-                let g = groups.entry(labels).or_default();
+                let g = groups
+                    .entry(labels.to_string())
+                    .or_insert_with(|| (labels, 0.0, false, 0.0, 0));
                 if let Some(m) = p.memory_bytes {
-                    g.0 += m as f64;
-                    g.1 = true;
+                    g.1 += m as f64;
+                    g.2 = true;
                 }
-                g.2 += p.sm_percent.unwrap_or(0.0) / 100.0;
-                g.3 += 1;
+                g.3 += p.sm_percent.unwrap_or(0.0) / 100.0;
+                g.4 += 1;
             }
-            for (labels, (mem, mem_known, sm, n)) in groups {
+            for (_, (labels, mem, mem_known, sm, n)) in groups {
                 out.push(ContainerUse {
                     entity,
                     labels,
@@ -462,6 +466,7 @@ mod tests {
         assert!(
             j.allocations[0]
                 .1
+                .to_string()
                 .contains("resource=\"nvidia.com/gpu.shared\"")
         );
         let opts = AttributionOptions {
@@ -482,7 +487,7 @@ mod tests {
             ],
         );
         assert!(j.series_labels[0].is_empty(), "{:?}", j.series_labels[0]);
-        let rows: Vec<&str> = j.allocations.iter().map(|(_, s)| s.as_str()).collect();
+        let rows: Vec<String> = j.allocations.iter().map(|(_, s)| s.to_string()).collect();
         assert_eq!(
             rows,
             [

@@ -19,7 +19,7 @@ use flate2::write::GzEncoder;
 
 use crate::catalogue::csv::CounterSet;
 use crate::gpu::xid_message;
-use crate::snapshot::{EntityId, Snapshot, Value};
+use crate::snapshot::{EntityId, Labels, Snapshot, Value};
 
 /// Writes the identity labels of an entity in the compatibility-contract order.
 fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {
@@ -87,7 +87,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
                             write_label(out, &mut first, name, v);
                         }
                     }
-                    out.push_str(holder);
+                    holder.write_to(out);
                     extra(out, &mut first);
                     out.push_str("} ");
                     write_value(out, v);
@@ -181,7 +181,7 @@ fn encode_xid_totals(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
 /// container's use of shared devices.
 fn encode_attribution(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     let a = &snap.attribution;
-    let entity_line = |out: &mut String, name: &str, entity: usize, suffix: &str, v: f64| {
+    let entity_line = |out: &mut String, name: &str, entity: usize, suffix: &Labels, v: f64| {
         let Some(e) = snap.entities.get(entity) else {
             return;
         };
@@ -189,7 +189,7 @@ fn encode_attribution(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         out.push('{');
         let mut first = true;
         write_identity(out, &mut first, &e.id, opts);
-        out.push_str(suffix);
+        suffix.write_to(out);
         out.push_str("} ");
         write_value(out, v);
         out.push('\n');
