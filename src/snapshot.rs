@@ -243,58 +243,90 @@ pub struct ReloadStats {
     pub failures: u64,
 }
 
-/// Label pairs a series carries after its entity's identity labels, in output order. Values
-/// are kept as read; they are escaped when written, by [`Labels::write_to`].
+/// Label pairs a series carries after its entity's identity labels, in output order. The
+/// pairs are kept as read, and their exposition text (`,name="value"`, escaped) is written
+/// once, when a pair is added, so that encoding a tick copies it instead of escaping every
+/// value again for every family.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Vec<(Cow<'static, str>, String)>);
+pub struct Labels {
+    pairs: Vec<(Cow<'static, str>, String)>,
+    text: String,
+}
 
 impl Labels {
     /// No labels.
     pub const fn new() -> Self {
-        Labels(Vec::new())
+        Labels {
+            pairs: Vec::new(),
+            text: String::new(),
+        }
+    }
+
+    /// No labels yet, with room for `pairs` of them without reallocating.
+    pub fn with_capacity(pairs: usize) -> Self {
+        Labels {
+            pairs: Vec::with_capacity(pairs),
+            text: String::with_capacity(pairs * 24),
+        }
     }
 
     /// Appends `name="value"`.
     pub fn push(&mut self, name: impl Into<Cow<'static, str>>, value: impl Into<String>) {
-        self.0.push((name.into(), value.into()));
+        let (name, value) = (name.into(), value.into());
+        self.text.push(',');
+        self.text.push_str(&name);
+        self.text.push_str("=\"");
+        escape_label(&mut self.text, &value);
+        self.text.push('"');
+        self.pairs.push((name, value));
     }
 
     /// The pairs, in output order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
+        self.pairs.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
     }
 
     /// `true` when there are no pairs.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.pairs.is_empty()
     }
 
-    /// Writes `,name="value"` for every pair, values escaped as the exposition format wants.
+    /// The exposition text: `,name="value"` for every pair, values escaped.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Appends [`Labels::text`] to `out`.
     pub fn write_to(&self, out: &mut String) {
-        for (k, v) in &self.0 {
-            out.push(',');
-            out.push_str(k);
-            out.push_str("=\"");
-            escape_label(out, v);
-            out.push('"');
-        }
+        out.push_str(&self.text);
+    }
+}
+
+impl PartialOrd for Labels {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Labels {
+    /// By the exposition text, the order in which series are listed.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.text
+            .cmp(&other.text)
+            .then_with(|| self.pairs.cmp(&other.pairs))
     }
 }
 
 impl fmt::Display for Labels {
-    /// The text [`Labels::write_to`] writes (`,container="…",pod="…"`).
+    /// The exposition text ([`Labels::text`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut s = String::new();
-        self.write_to(&mut s);
-        f.write_str(&s)
+        f.write_str(&self.text)
     }
 }
 
 impl PartialEq<&str> for Labels {
-    /// Compares the written text (`,name="value"…`, escaped) with `other`.
+    /// Compares the exposition text with `other`.
     fn eq(&self, other: &&str) -> bool {
-        let mut s = String::new();
-        self.write_to(&mut s);
-        s.as_str() == *other
+        self.text == *other
     }
 }

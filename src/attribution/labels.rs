@@ -19,7 +19,7 @@ pub(super) fn container_labels(
     uid: &str,
     container_id: Option<&str>,
 ) -> Labels {
-    let mut s = Labels::new();
+    let mut s = Labels::with_capacity(8);
     let pod = pods.and_then(|p| p.by_uid(uid));
     if let Some(pod) = pod {
         let container = container_id
@@ -91,7 +91,7 @@ pub(super) fn series_suffix(
     pods: Option<&PodIndex>,
     vgpu: bool,
 ) -> Labels {
-    let mut s = Labels::new();
+    let mut s = Labels::with_capacity(8);
     let meta = meta(pods, h);
     if let (Some(allow), Some(m)) = (&opts.pod_labels, meta) {
         for (k, v) in pod_label_pairs(&m.labels, allow) {
@@ -129,7 +129,7 @@ pub(super) fn allocation_suffix(
     h: &Holder<'_>,
     pods: Option<&PodIndex>,
 ) -> Labels {
-    let mut s = Labels::new();
+    let mut s = Labels::with_capacity(8);
     s.push("resource", h.resource);
     s.push("namespace", h.namespace);
     s.push("pod", h.pod);

@@ -245,9 +245,8 @@ impl Attributor {
                 continue;
             };
             // label suffix → (memory, memory known, sm, processes)
-            // Keyed by the rendered labels, so that containers come out in the same order as
-            // their text sorts.
-            let mut groups: BTreeMap<String, (Labels, f64, bool, f64, u64)> = BTreeMap::new();
+            // Ordered by the labels' text, as the exposition lists the containers.
+            let mut groups: BTreeMap<Labels, (f64, bool, f64, u64)> = BTreeMap::new();
             for p in &ep.processes {
                 live.insert(p.pid);
                 let labels = match tree.lookup(p.pid) {
@@ -271,17 +270,15 @@ impl Attributor {
                         Labels::new()
                     }
                 };
-                let g = groups
-                    .entry(labels.to_string())
-                    .or_insert_with(|| (labels, 0.0, false, 0.0, 0));
+                let g = groups.entry(labels).or_default();
                 if let Some(m) = p.memory_bytes {
-                    g.1 += m as f64;
-                    g.2 = true;
+                    g.0 += m as f64;
+                    g.1 = true;
                 }
-                g.3 += p.sm_percent.unwrap_or(0.0) / 100.0;
-                g.4 += 1;
+                g.2 += p.sm_percent.unwrap_or(0.0) / 100.0;
+                g.3 += 1;
             }
-            for (_, (labels, mem, mem_known, sm, n)) in groups {
+            for (labels, (mem, mem_known, sm, n)) in groups {
                 out.push(ContainerUse {
                     entity,
                     labels,
