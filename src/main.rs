@@ -98,8 +98,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     // With --simulate the simulated library is configured, then loaded like the real one.
     let (lib_path, _sim) = match cfg.simulate.clone() {
         Some(scenario) => {
-            let (path, sim) =
-                open_simulated_node(&scenario, &mut cfg).map_err(anyhow::Error::msg)?;
+            let (path, sim) = open_simulated_node(&scenario, &mut cfg)?;
             (Some(path), Some(sim))
         }
         None => (cfg.nvml_lib.clone(), None),
@@ -179,7 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn open_simulated_node(
     scenario: &str,
     cfg: &mut Config,
-) -> Result<(std::path::PathBuf, SimLib), String> {
+) -> anyhow::Result<(std::path::PathBuf, SimLib)> {
     use gpu_exporter::sim::library::find_library;
     let path = find_library(cfg.nvml_lib.as_deref())?;
     let sim = SimLib::open(&path)?;
@@ -198,12 +197,11 @@ fn open_simulated_node(
 fn open_simulated_node(
     _scenario: &str,
     _cfg: &mut Config,
-) -> Result<(std::path::PathBuf, SimLib), String> {
-    Err(
+) -> anyhow::Result<(std::path::PathBuf, SimLib)> {
+    Err(anyhow!(
         "--simulate: this build has no simulator (it was built without the `sim` cargo \
          feature, as the container image is); build with default features to simulate a node"
-            .to_owned(),
-    )
+    ))
 }
 
 /// Stand-ins for the simulator's types in a build without it: they have no values, so the
@@ -221,8 +219,10 @@ fn start_sim_cluster(
     lib_path: Option<&std::path::Path>,
     rt: &tokio::runtime::Runtime,
     k: &mut gpu_exporter::config::KubernetesConfig,
-) -> Result<(SimCluster, kube::Client), String> {
-    let c = rt.block_on(SimCluster::start(sim, lib_path))?;
+) -> anyhow::Result<(SimCluster, kube::Client)> {
+    let c = rt
+        .block_on(SimCluster::start(sim, lib_path))
+        .map_err(anyhow::Error::msg)?;
     info!(
         pods = c.pods,
         socket = %c.socket.display(),
@@ -241,7 +241,7 @@ fn start_sim_cluster(
     _: Option<&std::path::Path>,
     _: &tokio::runtime::Runtime,
     _: &mut gpu_exporter::config::KubernetesConfig,
-) -> Result<(SimCluster, kube::Client), String> {
+) -> anyhow::Result<(SimCluster, kube::Client)> {
     match *sim {}
 }
 
@@ -252,13 +252,13 @@ fn start_attribution(
     rt: &tokio::runtime::Runtime,
     sim: Option<&SimLib>,
     lib_path: Option<&std::path::Path>,
-) -> Result<(Option<Attributor>, Option<SimCluster>), String> {
+) -> anyhow::Result<(Option<Attributor>, Option<SimCluster>)> {
     let hpc = match cfg.hpc_job_dir.clone() {
         Some(d) => {
             info!(dir = %d.display(), "HPC job mapping enabled");
             Some(
                 HpcSource::spawn(d, CHECK_INTERVAL)
-                    .map_err(|e| format!("cannot start the HPC job thread: {e}"))?,
+                    .map_err(|e| anyhow!("cannot start the HPC job thread: {e}"))?,
             )
         }
         None => None,

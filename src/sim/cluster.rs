@@ -450,8 +450,8 @@ impl SimCluster {
     /// Builds and starts everything from the configured scenario of `sim` (NVML loaded from
     /// `lib_path` resolves GPU indices to UUIDs). Call inside a tokio runtime.
     pub async fn start(sim: &SimLib, lib_path: Option<&Path>) -> Result<Self, String> {
-        let spec = ClusterSpec::parse(&sim.scenario_text()?)?;
-        let node = sim.node_name()?;
+        let spec = ClusterSpec::parse(&sim.scenario_text().map_err(|e| e.to_string())?)?;
+        let node = sim.node_name().map_err(|e| e.to_string())?;
         // A scenario without pods needs no GPU indices resolved, and must not need NVML at
         // start (a scenario whose driver loads late is served before it answers).
         let resolved = if spec.is_empty() {

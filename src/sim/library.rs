@@ -31,18 +31,59 @@ pub fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
     out
 }
 
+/// What went wrong with the simulated library; each names the file or the scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum SimLibError {
+    /// No candidate path holds the library.
+    #[error(
+        "--simulate: the simulated NVML library {LIB_NAME} was not found (looked in: {looked}); \
+         build it with `cargo build --workspace` (or pass --nvml-lib PATH)"
+    )]
+    NotFound {
+        /// The candidates, comma-separated.
+        looked: String,
+    },
+    /// The file does not load.
+    #[error("cannot open the simulated NVML library {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The loader's error.
+        source: libloading::Error,
+    },
+    /// The file loads but lacks the simulator's control functions.
+    #[error("{} is not a simulated NVML library: {source}", path.display())]
+    NotSimulator {
+        /// The file.
+        path: PathBuf,
+        /// The missing symbol's error.
+        source: libloading::Error,
+    },
+    /// The scenario name or path contains a NUL byte.
+    #[error("--simulate {0:?}: contains a NUL byte")]
+    Nul(String),
+    /// The simulator refused the scenario.
+    #[error("--simulate {scenario:?}: {message} (built-in scenarios: {names})")]
+    Scenario {
+        /// The scenario as given.
+        scenario: String,
+        /// The simulator's explanation.
+        message: String,
+        /// The built-in scenario names.
+        names: String,
+    },
+}
+
 /// Finds the simulated library or explains where it looked and how to build it.
-pub fn find_library(explicit: Option<&Path>) -> Result<PathBuf, String> {
+pub fn find_library(explicit: Option<&Path>) -> Result<PathBuf, SimLibError> {
     let c = candidates(explicit);
     if let Some(p) = c.iter().find(|p| p.is_file()) {
         return Ok(p.clone());
     }
     let looked: Vec<String> = c.iter().map(|p| p.display().to_string()).collect();
-    Err(format!(
-        "--simulate: the simulated NVML library {LIB_NAME} was not found (looked in: {}); \
-         build it with `cargo build --workspace` (or pass --nvml-lib PATH)",
-        looked.join(", ")
-    ))
+    Err(SimLibError::NotFound {
+        looked: looked.join(", "),
+    })
 }
 
 type ConfigureFn = unsafe extern "C" fn(*const c_char, c_ulonglong) -> c_int;
@@ -59,14 +100,13 @@ pub struct SimLib {
 
 impl SimLib {
     /// Opens the library at `path`.
-    pub fn open(path: &Path) -> Result<Self, String> {
+    pub fn open(path: &Path) -> Result<Self, SimLibError> {
         // SAFETY: loading our own simulated NVML library; its initialisers have no side effects.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
-            format!(
-                "cannot open the simulated NVML library {}: {e}",
-                path.display()
-            )
-        })?;
+        let lib =
+            unsafe { libloading::Library::new(path) }.map_err(|source| SimLibError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Ok(Self {
             lib,
             path: path.to_path_buf(),
@@ -78,22 +118,19 @@ impl SimLib {
         &self.path
     }
 
-    fn sym<T: Copy>(&self, name: &[u8]) -> Result<T, String> {
+    fn sym<T: Copy>(&self, name: &[u8]) -> Result<T, SimLibError> {
         // SAFETY: the symbol types above match the simulated library's exports.
-        unsafe { self.lib.get::<T>(name).map(|s| *s) }.map_err(|e| {
-            format!(
-                "{} is not a simulated NVML library: {e}",
-                self.path.display()
-            )
+        unsafe { self.lib.get::<T>(name).map(|s| *s) }.map_err(|source| SimLibError::NotSimulator {
+            path: self.path.clone(),
+            source,
         })
     }
 
     /// Selects a scenario (built-in name or TOML path) and seed. Resets the simulation.
-    pub fn configure(&self, scenario: &str, seed: u64) -> Result<(), String> {
+    pub fn configure(&self, scenario: &str, seed: u64) -> Result<(), SimLibError> {
         let configure: ConfigureFn = self.sym(b"nvmlSimConfigure\0")?;
         let last_error: LastErrorFn = self.sym(b"nvmlSimLastError\0")?;
-        let c = CString::new(scenario)
-            .map_err(|_| format!("--simulate {scenario:?}: contains a NUL byte"))?;
+        let c = CString::new(scenario).map_err(|_| SimLibError::Nul(scenario.to_owned()))?;
         // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
         let rc = unsafe { configure(c.as_ptr(), seed) };
         if rc == 0 {
@@ -109,13 +146,15 @@ impl SimLib {
             }
         };
         let names = self.scenario_names().unwrap_or_default();
-        Err(format!(
-            "--simulate {scenario:?}: {msg} (built-in scenarios: {names})"
-        ))
+        Err(SimLibError::Scenario {
+            scenario: scenario.to_owned(),
+            message: msg,
+            names,
+        })
     }
 
     /// Freezes scenario time at `seconds` (negative: follow the wall clock).
-    pub fn set_time(&self, seconds: f64) -> Result<(), String> {
+    pub fn set_time(&self, seconds: f64) -> Result<(), SimLibError> {
         let f: SetTimeFn = self.sym(b"nvmlSimSetTime\0")?;
         // SAFETY: plain value argument.
         unsafe { f(seconds) };
@@ -123,7 +162,7 @@ impl SimLib {
     }
 
     /// Scenario time now, in seconds (-1 when nothing is configured).
-    pub fn time(&self) -> Result<f64, String> {
+    pub fn time(&self) -> Result<f64, SimLibError> {
         let f: GetTimeFn = self.sym(b"nvmlSimGetTime\0")?;
         // SAFETY: no arguments.
         Ok(unsafe { f() })
@@ -132,25 +171,25 @@ impl SimLib {
     /// A clock that reads scenario time, for time stamps that must line up with the
     /// scenario (tests that freeze time). The library must stay loaded while it is used,
     /// which it does once NVML has been loaded from the same path (NVML is never unloaded).
-    pub fn clock(&self) -> Result<crate::gpu::xid::Clock, String> {
+    pub fn clock(&self) -> Result<crate::gpu::xid::Clock, SimLibError> {
         let f: GetTimeFn = self.sym(b"nvmlSimGetTime\0")?;
         // SAFETY: no arguments; see the lifetime note above.
         Ok(std::sync::Arc::new(move || unsafe { f() }))
     }
 
     /// Built-in scenario names, comma-separated.
-    pub fn scenario_names(&self) -> Result<String, String> {
+    pub fn scenario_names(&self) -> Result<String, SimLibError> {
         self.string(b"nvmlSimScenarioNames\0")
     }
 
     /// The configured scenario's node name (the `Hostname` in simulate mode unless
     /// `NODE_NAME` is set).
-    pub fn node_name(&self) -> Result<String, String> {
+    pub fn node_name(&self) -> Result<String, SimLibError> {
         self.string(b"nvmlSimNodeName\0")
     }
 
     /// The configured scenario's TOML text (for the simulated kubelet's `[[pods]]`).
-    pub fn scenario_text(&self) -> Result<String, String> {
+    pub fn scenario_text(&self) -> Result<String, SimLibError> {
         let f: NamesFn = self.sym(b"nvmlSimScenarioText\0")?;
         // SAFETY: a null buffer asks for the length only.
         let need = unsafe { f(std::ptr::null_mut(), 0) };
@@ -164,7 +203,7 @@ impl SimLib {
         Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
     }
 
-    fn string(&self, symbol: &[u8]) -> Result<String, String> {
+    fn string(&self, symbol: &[u8]) -> Result<String, SimLibError> {
         let f: NamesFn = self.sym(symbol)?;
         let mut buf = vec![0u8; 4096];
         // SAFETY: `buf` is writable for its full length.
