@@ -34,9 +34,10 @@ use crate::config::KubernetesConfig;
 use crate::gpu::processes::EntityProcesses;
 use crate::snapshot::{Attribution, ContainerUse, Join, Labels, Snapshot, SourceHealth};
 use crate::sources::cgroup::ProcTree;
+use crate::sources::health::Health;
 use crate::sources::hpc::{HpcJobs, HpcSource};
 use crate::sources::kube::dra::{DraIndex, DraSource};
-use crate::sources::kube::meta::{PodIndex, PodSource, SourceStatus};
+use crate::sources::kube::meta::{PodIndex, PodSource};
 use crate::sources::kubelet::client::{KubeletOptions, KubeletView, PodResourcesSource};
 
 /// The background sources the join reads; each is optional.
@@ -132,8 +133,6 @@ pub struct Attributor {
     warned: HashSet<String>,
     proc_errors: u64,
     proc_ok: bool,
-    hpc_errors: u64,
-    hpc_ok: bool,
 }
 
 impl Attributor {
@@ -146,8 +145,6 @@ impl Attributor {
             warned: HashSet::new(),
             proc_errors: 0,
             proc_ok: true,
-            hpc_errors: 0,
-            hpc_ok: true,
         }
     }
 
@@ -296,38 +293,25 @@ impl Attributor {
     /// The health of every configured source.
     fn health(&mut self, now: f64) -> Vec<SourceHealth> {
         let mut out = Vec::new();
-        if let Some(k) = &self.sources.kubelet {
-            let st = k.status();
-            let ever = st.last_success_unix > 0.0;
+        let mut add = |source: &'static str, h: Health| {
             out.push(SourceHealth {
-                source: "kubelet",
-                up: ever && st.last_error.is_none(),
-                age_seconds: ever.then(|| (now - st.last_success_unix).max(0.0)),
-                errors: st.errors,
-            });
-        }
-        let reflector = |source: &'static str, st: SourceStatus| SourceHealth {
-            source,
-            up: st.synced && st.last_error.is_none(),
-            age_seconds: None,
-            errors: st.errors,
+                source,
+                up: h.up,
+                age_seconds: h.age_seconds(now),
+                errors: h.errors,
+            })
         };
+        if let Some(k) = &self.sources.kubelet {
+            add("kubelet", k.health());
+        }
         if let Some(p) = &self.sources.pods {
-            out.push(reflector("pods", p.status()));
+            add("pods", p.health());
         }
         if let Some(d) = &self.sources.dra {
-            out.push(reflector("resourceslices", d.status()));
+            add("resourceslices", d.health());
         }
         if let Some(h) = &self.sources.hpc {
-            // Up while the last read of the directory did not add an error.
-            self.hpc_ok = h.errors() == self.hpc_errors;
-            self.hpc_errors = h.errors();
-            out.push(SourceHealth {
-                source: "hpc_jobs",
-                up: self.hpc_ok,
-                age_seconds: None,
-                errors: h.errors(),
-            });
+            add("hpc_jobs", h.health());
         }
         if self.sources.procs.is_some() {
             out.push(SourceHealth {

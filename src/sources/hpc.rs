@@ -329,6 +329,8 @@ pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 struct Published {
     jobs: arc_swap::ArcSwap<HpcJobs>,
     errors: std::sync::atomic::AtomicU64,
+    /// Whether the last check of the directory succeeded.
+    ok: std::sync::atomic::AtomicBool,
 }
 
 /// An [`HpcWatcher`] on a thread of its own: the directory is checked every
@@ -350,6 +352,7 @@ impl HpcSource {
             .jobs
             .store(std::sync::Arc::new(watcher.jobs().clone()));
         shared.errors.store(watcher.errors(), Ordering::Relaxed);
+        shared.ok.store(watcher.errors() == 0, Ordering::Relaxed);
         let weak = std::sync::Arc::downgrade(&shared);
         std::thread::Builder::new()
             .name("hpc-jobs".into())
@@ -357,11 +360,15 @@ impl HpcSource {
                 loop {
                     std::thread::sleep(interval);
                     let Some(shared) = weak.upgrade() else { return };
+                    let before = watcher.errors();
                     let jobs = watcher.jobs();
                     if **shared.jobs.load() != *jobs {
                         shared.jobs.store(std::sync::Arc::new(jobs.clone()));
                     }
                     shared.errors.store(watcher.errors(), Ordering::Relaxed);
+                    shared
+                        .ok
+                        .store(watcher.errors() == before, Ordering::Relaxed);
                 }
             })?;
         Ok(Self { dir, shared })
@@ -382,6 +389,19 @@ impl HpcSource {
     /// The watched directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The source's state in the form every source reports: up while the last check of the
+    /// directory succeeded.
+    pub fn health(&self) -> crate::sources::health::Health {
+        use std::sync::atomic::Ordering;
+        let up = self.shared.ok.load(Ordering::Relaxed);
+        crate::sources::health::Health {
+            up,
+            last_success_unix: None,
+            errors: self.errors(),
+            last_error: (!up).then(|| format!("cannot read {}", self.dir.display())),
+        }
     }
 }
 
@@ -617,6 +637,7 @@ mod tests {
         }
         assert_eq!(src.jobs().for_gpu(1), ["job-b".to_owned()]);
         assert_eq!(src.errors(), 0);
+        assert!(src.health().up);
     }
 
     #[test]
@@ -628,6 +649,12 @@ mod tests {
         .unwrap();
         assert!(src.errors() >= 1);
         assert!(src.jobs().is_empty());
+        let h = src.health();
+        assert!(!h.up);
+        assert!(
+            h.last_error
+                .is_some_and(|e| e.contains("/nonexistent/gpu-exporter-hpc"))
+        );
         let deadline = Instant::now() + Duration::from_secs(20);
         while src.errors() < 2 {
             assert!(Instant::now() < deadline, "the thread never retried");

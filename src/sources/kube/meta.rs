@@ -494,9 +494,21 @@ impl<T: Default + Send + Sync + 'static> Source<T> {
         self.shared.load()
     }
 
-    /// The reflector's health.
+    /// The reflector's detailed state.
     pub fn status(&self) -> SourceStatus {
         self.shared.status()
+    }
+
+    /// The reflector's state in the form every source reports (no age: a reflector's data
+    /// stays current while its watch is up).
+    pub fn health(&self) -> crate::sources::health::Health {
+        let st = self.status();
+        crate::sources::health::Health {
+            up: st.synced && st.last_error.is_none(),
+            last_success_unix: None,
+            errors: st.errors,
+            last_error: st.last_error,
+        }
     }
 }
 

@@ -165,7 +165,19 @@ impl PodResourcesSource {
         self.latest.load_full()
     }
 
-    /// The client's health.
+    /// The client's state in the form every source reports.
+    pub fn health(&self) -> crate::sources::health::Health {
+        let st = self.status();
+        let ever = st.last_success_unix > 0.0;
+        crate::sources::health::Health {
+            up: ever && st.last_error.is_none(),
+            last_success_unix: ever.then_some(st.last_success_unix),
+            errors: st.errors,
+            last_error: st.last_error,
+        }
+    }
+
+    /// The client's detailed state.
     pub fn status(&self) -> KubeletStatus {
         self.status
             .lock()
