@@ -128,7 +128,71 @@ pub struct DeviceSpecError {
     /// The value as given.
     pub value: String,
     /// What is wrong, naming the item.
-    pub problem: String,
+    pub problem: SpecProblem,
+}
+
+/// What is wrong with a device value; each message quotes the offending token. The fields
+/// are the tokens as written (`tok`, `item`, `prev`, `spec`, `kind`) and the numbers involved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs)]
+pub enum SpecProblem {
+    /// Nothing but separators.
+    #[error("empty value ({})", EXPECTED_SPEC)]
+    Empty,
+    /// A `,` with no item before it.
+    #[error("empty item before {tok:?}")]
+    EmptyItemBefore { tok: String },
+    /// A `,` with no item after it.
+    #[error("empty item after {prev:?}")]
+    EmptyItemAfter { prev: String },
+    /// Two separators with no item between them.
+    #[error("empty item between {prev:?} and {tok:?}")]
+    EmptyItemBetween { prev: String, tok: String },
+    /// `f:LIST`.
+    #[error(
+        "{tok:?}: f takes no list (f is every GPU and MIG instance; use g:LIST or i:LIST to choose)"
+    )]
+    FlexTakesNoList { tok: String },
+    /// `g:` or `i:` with nothing after the colon.
+    #[error("{tok:?} has an empty list (expected e.g. {kind}:0,2-4, or {kind} alone for all)")]
+    EmptyList { tok: String, kind: String },
+    /// A spec type other than `f`, `g` or `i`.
+    #[error("{tok:?} is not a device spec: unknown type {kind:?} ({})", EXPECTED_SPEC)]
+    UnknownType { tok: String, kind: String },
+    /// A list item that is not after a `,`.
+    #[error(
+        "{tok:?} does not start a device spec ({}; separate list items with \",\")",
+        EXPECTED_SPEC
+    )]
+    NotASpec { tok: String },
+    /// A list item before any spec.
+    #[error("{tok:?} does not start a device spec ({})", EXPECTED_SPEC)]
+    NoSpecYet { tok: String },
+    /// A list item after a spec that takes no list.
+    #[error("{tok:?} follows {spec:?}, which has no list (write e.g. g:0,1 or i:0.1)")]
+    FollowsNoList { tok: String, spec: String },
+    /// A GPU index or instance id over its limit.
+    #[error("{item:?}: {what} {n} is out of range (0 to {max})")]
+    OutOfRange {
+        item: String,
+        what: &'static str,
+        n: u64,
+        max: u32,
+    },
+    /// `b-a` with `b > a`; `fix` is the range written the right way round.
+    #[error("{item:?} is a descending range (write {fix})")]
+    Descending { item: String, fix: String },
+    /// A `G.I` item in a `g:` list.
+    #[error("{item:?} is a MIG instance, not a GPU (g: lists take GPU indices; use i:{item})")]
+    InstanceInGpuList { item: String },
+    /// A `g:` item that is not an index or range.
+    #[error("{item:?} is not a GPU index or range (expected e.g. 0,2-4)")]
+    NotGpuItem { item: String },
+    /// An `i:` item of none of the accepted forms.
+    #[error(
+        "{item:?} is not a MIG instance item (expected G, G-H, G.I or G.I-J: GPU index G, GPU instance id I, e.g. 0,2.1-3)"
+    )]
+    NotInstanceItem { item: String },
 }
 
 impl DeviceSelection {
@@ -335,13 +399,13 @@ fn parse_items(
     limits: Limits,
     mut sink: impl FnMut(Item),
 ) -> Result<(), DeviceSpecError> {
-    let err = |problem: String| DeviceSpecError {
+    let err = |problem: SpecProblem| DeviceSpecError {
         flag: flag.to_owned(),
         value: value.to_owned(),
         problem,
     };
     if !value.contains(|c: char| !is_sep(c)) {
-        return Err(err(format!("empty value ({EXPECTED_SPEC})")));
+        return Err(err(SpecProblem::Empty));
     }
     let mut rest = value;
     let mut prev: Option<&str> = None;
@@ -357,9 +421,12 @@ fn parse_items(
         let commas = sep.matches(',').count();
         if commas > 1 || (commas == 1 && (sep.contains(';') || prev.is_none() || tok.is_empty())) {
             return Err(err(match (prev, tok.is_empty()) {
-                (None, _) => format!("empty item before {tok:?}"),
-                (Some(p), true) => format!("empty item after {p:?}"),
-                (Some(p), false) => format!("empty item between {p:?} and {tok:?}"),
+                (None, _) => SpecProblem::EmptyItemBefore { tok: tok.into() },
+                (Some(p), true) => SpecProblem::EmptyItemAfter { prev: p.into() },
+                (Some(p), false) => SpecProblem::EmptyItemBetween {
+                    prev: p.into(),
+                    tok: tok.into(),
+                },
             }));
         }
         if tok.is_empty() {
@@ -379,10 +446,7 @@ fn parse_items(
                     current = Current::NoList(tok);
                 }
                 ("f", Some(_)) => {
-                    return Err(err(format!(
-                        "{tok:?}: f takes no list (f is every GPU and MIG instance; \
-                         use g:LIST or i:LIST to choose)"
-                    )));
+                    return Err(err(SpecProblem::FlexTakesNoList { tok: tok.into() }));
                 }
                 ("g", None) => {
                     sink(Item::AllGpus);
@@ -393,9 +457,10 @@ fn parse_items(
                     current = Current::NoList(tok);
                 }
                 ("g" | "i", Some("")) => {
-                    return Err(err(format!(
-                        "{tok:?} has an empty list (expected e.g. {kind}:0,2-4, or {kind} alone for all)"
-                    )));
+                    return Err(err(SpecProblem::EmptyList {
+                        tok: tok.into(),
+                        kind: kind.into(),
+                    }));
                 }
                 ("g", Some(item)) => {
                     sink(gpu_item(item, limits).map_err(err)?);
@@ -406,32 +471,29 @@ fn parse_items(
                     current = Current::InstanceList;
                 }
                 _ => {
-                    return Err(err(format!(
-                        "{tok:?} is not a device spec: unknown type {kind:?} ({EXPECTED_SPEC})"
-                    )));
+                    return Err(err(SpecProblem::UnknownType {
+                        tok: tok.into(),
+                        kind: kind.into(),
+                    }));
                 }
             }
             continue;
         }
 
         if !after_comma {
-            return Err(err(format!(
-                "{tok:?} does not start a device spec ({EXPECTED_SPEC}; \
-                 separate list items with \",\")"
-            )));
+            return Err(err(SpecProblem::NotASpec { tok: tok.into() }));
         }
         match current {
             Current::GpuList => sink(gpu_item(tok, limits).map_err(err)?),
             Current::InstanceList => sink(instance_item(tok, limits).map_err(err)?),
             Current::NoList(spec) => {
-                return Err(err(format!(
-                    "{tok:?} follows {spec:?}, which has no list (write e.g. g:0,1 or i:0.1)"
-                )));
+                return Err(err(SpecProblem::FollowsNoList {
+                    tok: tok.into(),
+                    spec: spec.into(),
+                }));
             }
             Current::None => {
-                return Err(err(format!(
-                    "{tok:?} does not start a device spec ({EXPECTED_SPEC})"
-                )));
+                return Err(err(SpecProblem::NoSpecYet { tok: tok.into() }));
             }
         }
     }
@@ -447,15 +509,20 @@ fn number(s: &str) -> Option<u64> {
 }
 
 /// Checks `n` against `max`; `what` names the number in the message.
-fn bounded(item: &str, n: u64, max: u32, what: &str) -> Result<u32, String> {
+fn bounded(item: &str, n: u64, max: u32, what: &'static str) -> Result<u32, SpecProblem> {
     u32::try_from(n)
         .ok()
         .filter(|&n| n <= max)
-        .ok_or_else(|| format!("{item:?}: {what} {n} is out of range (0 to {max})"))
+        .ok_or_else(|| SpecProblem::OutOfRange {
+            item: item.into(),
+            what,
+            n,
+            max,
+        })
 }
 
 /// `a` or `a-b` of GPU indices; `None` when not of that form.
-fn gpu_range(item: &str, limits: Limits) -> Option<Result<(u32, u32), String>> {
+fn gpu_range(item: &str, limits: Limits) -> Option<Result<(u32, u32), SpecProblem>> {
     let (a, b) = match item.split_once('-') {
         Some((a, b)) => (number(a)?, number(b)?),
         None => {
@@ -467,37 +534,31 @@ fn gpu_range(item: &str, limits: Limits) -> Option<Result<(u32, u32), String>> {
         let a = bounded(item, a, limits.gpu, "GPU index")?;
         let b = bounded(item, b, limits.gpu, "GPU index")?;
         if a > b {
-            return Err(format!("{item:?} is a descending range (write {b}-{a})"));
+            return Err(SpecProblem::Descending {
+                item: item.into(),
+                fix: format!("{b}-{a}"),
+            });
         }
         Ok((a, b))
     })())
 }
 
 /// An item of a `g:` list.
-fn gpu_item(item: &str, limits: Limits) -> Result<Item, String> {
+fn gpu_item(item: &str, limits: Limits) -> Result<Item, SpecProblem> {
     if let Some((g, _)) = item.split_once('.')
         && number(g).is_some()
     {
-        return Err(format!(
-            "{item:?} is a MIG instance, not a GPU (g: lists take GPU indices; use i:{item})"
-        ));
+        return Err(SpecProblem::InstanceInGpuList { item: item.into() });
     }
     match gpu_range(item, limits) {
         Some(r) => r.map(|(a, b)| Item::Gpus(a, b)),
-        None => Err(format!(
-            "{item:?} is not a GPU index or range (expected e.g. 0,2-4)"
-        )),
+        None => Err(SpecProblem::NotGpuItem { item: item.into() }),
     }
 }
 
 /// An item of an `i:` list: `G`, `G-H`, `G.I` or `G.I-J`.
-fn instance_item(item: &str, limits: Limits) -> Result<Item, String> {
-    let invalid = || {
-        format!(
-            "{item:?} is not a MIG instance item (expected G, G-H, G.I or G.I-J: \
-             GPU index G, GPU instance id I, e.g. 0,2.1-3)"
-        )
-    };
+fn instance_item(item: &str, limits: Limits) -> Result<Item, SpecProblem> {
+    let invalid = || SpecProblem::NotInstanceItem { item: item.into() };
     let Some((g, ids)) = item.split_once('.') else {
         return match gpu_range(item, limits) {
             Some(r) => r.map(|(a, b)| Item::InstancesOn(a, b)),
@@ -519,9 +580,10 @@ fn instance_item(item: &str, limits: Limits) -> Result<Item, String> {
     let first = bounded(item, first, limits.instance, "GPU instance id")?;
     let last = bounded(item, last, limits.instance, "GPU instance id")?;
     if first > last {
-        return Err(format!(
-            "{item:?} is a descending range (write {gpu}.{last}-{first})"
-        ));
+        return Err(SpecProblem::Descending {
+            item: item.into(),
+            fix: format!("{gpu}.{last}-{first}"),
+        });
     }
     Ok(Item::Instances(InstanceRange { gpu, first, last }))
 }

@@ -3,7 +3,7 @@
 //!
 //! It must not do TLS or parse the YAML.
 
-use super::schema::{AUTH_CACHE_MAX, BCRYPT_MAX_PASSWORD};
+use super::schema::{AUTH_CACHE_MAX, BCRYPT_MAX_PASSWORD, KeyError};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -35,23 +35,23 @@ impl fmt::Debug for BasicAuth {
 
 impl BasicAuth {
     /// Checks every hash; `users` must not be empty.
-    pub fn new(users: BTreeMap<String, String>) -> Result<Self, String> {
+    pub fn new(users: BTreeMap<String, String>) -> Result<Self, KeyError> {
         use std::str::FromStr;
         for (user, hash) in &users {
             // The value is never echoed: it may be a password written by mistake.
             match bcrypt::HashParts::from_str(hash) {
                 Ok(parts) if (4..=31).contains(&parts.get_cost()) => {}
                 Ok(parts) => {
-                    return Err(format!(
-                        "basic_auth_users.{user}: bcrypt cost {} is outside 4..31",
-                        parts.get_cost()
-                    ));
+                    return Err(KeyError::BcryptCost {
+                        user: user.clone(),
+                        cost: parts.get_cost(),
+                    });
                 }
-                Err(e) => {
-                    return Err(format!(
-                        "basic_auth_users.{user}: the value is not a bcrypt hash ({e}); create \
-                         one with e.g. `htpasswd -nbBC 10 USER PASSWORD`"
-                    ));
+                Err(source) => {
+                    return Err(KeyError::NotBcrypt {
+                        user: user.clone(),
+                        source,
+                    });
                 }
             }
         }
@@ -59,10 +59,10 @@ impl BasicAuth {
             .values()
             .next()
             .cloned()
-            .ok_or_else(|| "basic_auth_users: no user".to_owned())?;
+            .ok_or(KeyError::NoUser)?;
         let cache_key =
             ring::hmac::Key::generate(ring::hmac::HMAC_SHA256, &ring::rand::SystemRandom::new())
-                .map_err(|_| "basic_auth_users: no random bytes for the cache key".to_owned())?;
+                .map_err(|_| KeyError::NoRandom)?;
         let parallel = std::thread::available_parallelism()
             .map(|n| n.get() / 2)
             .unwrap_or(1)

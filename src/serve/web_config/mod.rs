@@ -26,7 +26,7 @@ pub use basic_auth::BasicAuth;
 pub use client_cert::subject_alt_names;
 pub use reload::TlsServer;
 use schema::RawConfig;
-pub use schema::{RELOAD_CHECK_INTERVAL, WebConfigError};
+pub use schema::{KeyError, RELOAD_CHECK_INTERVAL, WebConfigError};
 pub use tls::ClientAuth;
 
 use std::collections::BTreeMap;
@@ -111,12 +111,16 @@ impl WebConfig {
             None => None,
         };
         let http = raw.http_server_config.unwrap_or_default();
-        let headers = check_headers(http.headers.unwrap_or_default()).map_err(err)?;
+        let key_err = |source: KeyError| WebConfigError::Key {
+            file: path.to_owned(),
+            source,
+        };
+        let headers = check_headers(http.headers.unwrap_or_default()).map_err(key_err)?;
         let users = raw.basic_auth_users.unwrap_or_default();
         let basic_auth = if users.is_empty() {
             None
         } else {
-            Some(Arc::new(BasicAuth::new(users).map_err(err)?))
+            Some(Arc::new(BasicAuth::new(users).map_err(key_err)?))
         };
         Ok(Self {
             path: path.to_path_buf(),
@@ -155,26 +159,32 @@ const ALLOWED_HEADERS: &[(&str, &[&str])] = &[
 
 fn check_headers(
     headers: BTreeMap<String, String>,
-) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+) -> Result<Vec<(HeaderName, HeaderValue)>, KeyError> {
     let mut out = Vec::new();
     for (name, value) in headers {
         let key = format!("http_server_config.headers.{name}");
         let Some((_, values)) = ALLOWED_HEADERS.iter().find(|(n, _)| *n == name) else {
             let names: Vec<&str> = ALLOWED_HEADERS.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "{key}: this header cannot be configured (allowed: {})",
-                names.join(", ")
-            ));
+            return Err(KeyError::HeaderNotAllowed {
+                key,
+                allowed: names.join(", "),
+            });
         };
         if !values.is_empty() && !values.contains(&value.as_str()) {
-            return Err(format!(
-                "{key}: {value:?} is not allowed (expected one of: {})",
-                values.join(", ")
-            ));
+            return Err(KeyError::HeaderValueNotAllowed {
+                key,
+                value,
+                allowed: values.join(", "),
+            });
         }
-        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("{key}: {e}"))?;
-        let v = HeaderValue::from_str(&value)
-            .map_err(|_| format!("{key}: {value:?} is not a valid header value"))?;
+        let n = match HeaderName::from_bytes(name.as_bytes()) {
+            Ok(n) => n,
+            Err(source) => return Err(KeyError::HeaderName { key, source }),
+        };
+        let v = match HeaderValue::from_str(&value) {
+            Ok(v) => v,
+            Err(_) => return Err(KeyError::HeaderValue { key, value }),
+        };
         out.push((n, v));
     }
     Ok(out)

@@ -38,6 +38,146 @@ pub enum WebConfigError {
         /// What is wrong, naming the key.
         message: String,
     },
+    /// A key's value, or a file it names, is unusable.
+    #[error("{}: {source}", file.display())]
+    Key {
+        /// The web config file.
+        file: PathBuf,
+        /// Which key and why.
+        source: KeyError,
+    },
+}
+
+/// What is wrong with one key, as found by the helpers that check a single value. `name` is
+/// the key as written, with the file it names when it names one
+/// (`tls_server_config.cert_file "/etc/tls/tls.crt"`).
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// Both the file key and the inline key are set.
+    #[error("tls_server_config: set {file_key} or {inline_key}, not both")]
+    Both {
+        /// E.g. `cert_file`.
+        file_key: &'static str,
+        /// E.g. `cert`.
+        inline_key: &'static str,
+    },
+    /// A PEM file cannot be read.
+    #[error("{name}: cannot read: {source}")]
+    PemRead {
+        /// The key and file.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The PEM text does not parse.
+    #[error("{name}: not valid PEM: {source}")]
+    NotPem {
+        /// The key (and file).
+        name: String,
+        /// The parser's reason.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// No `CERTIFICATE` block.
+    #[error("{name}: no PEM CERTIFICATE block found")]
+    NoCertificate {
+        /// The key (and file).
+        name: String,
+    },
+    /// No private key block of a supported kind.
+    #[error(
+        "{name}: no usable private key ({source}; expected an unencrypted PKCS#8, PKCS#1 or SEC1 PEM key)"
+    )]
+    NoPrivateKey {
+        /// The key (and file).
+        name: String,
+        /// The parser's reason.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// `min_version`/`max_version` names no TLS version.
+    #[error(
+        "tls_server_config.{key}: unknown TLS version {value:?} (expected TLS10, TLS11, TLS12 or TLS13)"
+    )]
+    TlsVersion {
+        /// `min_version` or `max_version`.
+        key: &'static str,
+        /// The value as written.
+        value: String,
+    },
+    /// A curve Go knows that the TLS library does not offer.
+    #[error(
+        "tls_server_config.curve_preferences: {name} is not available (the TLS library offers X25519, CurveP256 and CurveP384)"
+    )]
+    CurveUnavailable {
+        /// The curve's Go name.
+        name: String,
+    },
+    /// A curve name nobody knows.
+    #[error(
+        "tls_server_config.curve_preferences: unknown curve {name:?} (expected X25519, CurveP256 or CurveP384)"
+    )]
+    UnknownCurve {
+        /// The value as written.
+        name: String,
+    },
+    /// A header exporter-toolkit does not let users set.
+    #[error("{key}: this header cannot be configured (allowed: {allowed})")]
+    HeaderNotAllowed {
+        /// `http_server_config.headers.NAME`.
+        key: String,
+        /// The headers that may be set, comma-separated.
+        allowed: String,
+    },
+    /// A header value outside its fixed set.
+    #[error("{key}: {value:?} is not allowed (expected one of: {allowed})")]
+    HeaderValueNotAllowed {
+        /// `http_server_config.headers.NAME`.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// The values accepted, comma-separated.
+        allowed: String,
+    },
+    /// A header name HTTP does not accept.
+    #[error("{key}: {source}")]
+    HeaderName {
+        /// `http_server_config.headers.NAME`.
+        key: String,
+        /// Why.
+        source: axum::http::header::InvalidHeaderName,
+    },
+    /// A header value HTTP does not accept.
+    #[error("{key}: {value:?} is not a valid header value")]
+    HeaderValue {
+        /// `http_server_config.headers.NAME`.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A bcrypt hash whose cost is out of bcrypt's range. The hash itself is never echoed: it
+    /// may be a password written by mistake.
+    #[error("basic_auth_users.{user}: bcrypt cost {cost} is outside 4..31")]
+    BcryptCost {
+        /// The user.
+        user: String,
+        /// The cost read from the hash.
+        cost: u32,
+    },
+    /// A value that is not a bcrypt hash (not echoed).
+    #[error(
+        "basic_auth_users.{user}: the value is not a bcrypt hash ({source}); create one with e.g. `htpasswd -nbBC 10 USER PASSWORD`"
+    )]
+    NotBcrypt {
+        /// The user.
+        user: String,
+        /// bcrypt's reason.
+        source: bcrypt::BcryptError,
+    },
+    /// `basic_auth_users` is empty.
+    #[error("basic_auth_users: no user")]
+    NoUser,
+    /// The system gave no random bytes for the auth cache key.
+    #[error("basic_auth_users: no random bytes for the cache key")]
+    NoRandom,
 }
 
 #[derive(Default, Deserialize)]

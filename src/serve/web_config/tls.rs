@@ -5,7 +5,7 @@
 //! It reads the PEM files it is pointed at; it must not accept connections or watch files.
 
 use super::client_cert::{AnyClientCert, SanCheck};
-use super::schema::{RawTls, WebConfigError, given};
+use super::schema::{KeyError, RawTls, WebConfigError, given};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -74,11 +74,12 @@ impl Pem {
         file: Option<&str>,
         inline_key: &'static str,
         inline: Option<&str>,
-    ) -> Result<Option<Self>, String> {
+    ) -> Result<Option<Self>, KeyError> {
         match (file, inline) {
-            (Some(_), Some(_)) => Err(format!(
-                "tls_server_config: set {file_key} or {inline_key}, not both"
-            )),
+            (Some(_), Some(_)) => Err(KeyError::Both {
+                file_key,
+                inline_key,
+            }),
             (Some(f), None) => Ok(Some(Self {
                 key: file_key,
                 source: PemSource::File(dir.join(f)),
@@ -106,49 +107,50 @@ impl Pem {
         }
     }
 
-    pub(super) fn bytes(&self) -> Result<Vec<u8>, String> {
+    pub(super) fn bytes(&self) -> Result<Vec<u8>, KeyError> {
         match &self.source {
-            PemSource::File(p) => {
-                std::fs::read(p).map_err(|e| format!("{}: cannot read: {e}", self.name()))
-            }
+            PemSource::File(p) => std::fs::read(p).map_err(|source| KeyError::PemRead {
+                name: self.name(),
+                source,
+            }),
             PemSource::Inline(s) => Ok(s.as_bytes().to_vec()),
         }
     }
 
-    pub(super) fn certificates(&self) -> Result<Vec<CertificateDer<'static>>, String> {
+    pub(super) fn certificates(&self) -> Result<Vec<CertificateDer<'static>>, KeyError> {
         let bytes = self.bytes()?;
         let certs = CertificateDer::pem_slice_iter(&bytes)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{}: not valid PEM: {e}", self.name()))?;
+            .map_err(|source| KeyError::NotPem {
+                name: self.name(),
+                source,
+            })?;
         if certs.is_empty() {
-            return Err(format!("{}: no PEM CERTIFICATE block found", self.name()));
+            return Err(KeyError::NoCertificate { name: self.name() });
         }
         Ok(certs)
     }
 
-    pub(super) fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
+    pub(super) fn private_key(&self) -> Result<PrivateKeyDer<'static>, KeyError> {
         let bytes = self.bytes()?;
-        PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| {
-            format!(
-                "{}: no usable private key ({e}; expected an unencrypted PKCS#8, PKCS#1 or SEC1 \
-                 PEM key)",
-                self.name()
-            )
+        PrivateKeyDer::from_pem_slice(&bytes).map_err(|source| KeyError::NoPrivateKey {
+            name: self.name(),
+            source,
         })
     }
 }
 
 /// TLS versions as exporter-toolkit names them.
-pub(super) fn tls_version(key: &str, v: &str) -> Result<u8, String> {
+pub(super) fn tls_version(key: &'static str, v: &str) -> Result<u8, KeyError> {
     match v {
         "TLS10" => Ok(10),
         "TLS11" => Ok(11),
         "TLS12" => Ok(12),
         "TLS13" => Ok(13),
-        _ => Err(format!(
-            "tls_server_config.{key}: unknown TLS version {v:?} (expected TLS10, TLS11, TLS12 or \
-             TLS13)"
-        )),
+        _ => Err(KeyError::TlsVersion {
+            key,
+            value: v.to_owned(),
+        }),
     }
 }
 
@@ -199,21 +201,14 @@ pub(super) const GO_ONLY_SUITES: &[&str] = &[
     "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
 ];
 
-pub(super) fn curve(name: &str) -> Result<&'static dyn SupportedKxGroup, String> {
+pub(super) fn curve(name: &str) -> Result<&'static dyn SupportedKxGroup, KeyError> {
     use rustls::crypto::ring::kx_group;
     match name {
         "CurveP256" => Ok(kx_group::SECP256R1),
         "CurveP384" => Ok(kx_group::SECP384R1),
         "X25519" => Ok(kx_group::X25519),
-        "CurveP521" => Err(
-            "tls_server_config.curve_preferences: CurveP521 is not available (the TLS library \
-             offers X25519, CurveP256 and CurveP384)"
-                .into(),
-        ),
-        _ => Err(format!(
-            "tls_server_config.curve_preferences: unknown curve {name:?} (expected X25519, \
-             CurveP256 or CurveP384)"
-        )),
+        "CurveP521" => Err(KeyError::CurveUnavailable { name: name.into() }),
+        _ => Err(KeyError::UnknownCurve { name: name.into() }),
     }
 }
 
@@ -243,6 +238,10 @@ impl TlsSettings {
         let err = |message: String| WebConfigError::Invalid {
             file: path.to_owned(),
             message,
+        };
+        let key_err = |source: KeyError| WebConfigError::Key {
+            file: path.to_owned(),
+            source,
         };
         let enabled = [
             &t.cert,
@@ -279,10 +278,10 @@ impl TlsSettings {
             "cert",
             given(&t.cert),
         )
-        .map_err(err)?
+        .map_err(key_err)?
         .ok_or_else(|| err("tls_server_config: missing cert_file (or cert)".into()))?;
         let key = Pem::pick(dir, "key_file", given(&t.key_file), "key", given(&t.key))
-            .map_err(err)?
+            .map_err(key_err)?
             .ok_or_else(|| err("tls_server_config: missing key_file (or key)".into()))?;
         let client_ca = Pem::pick(
             dir,
@@ -291,7 +290,7 @@ impl TlsSettings {
             "client_ca",
             given(&t.client_ca),
         )
-        .map_err(err)?;
+        .map_err(key_err)?;
         let auth_name = given(&t.client_auth_type).unwrap_or("NoClientCert");
         let client_auth = ClientAuth::parse(auth_name).ok_or_else(|| {
             err(format!(
@@ -336,11 +335,11 @@ impl TlsSettings {
 
         // Versions: rustls has TLS 1.2 and 1.3 only.
         let min = match given(&t.min_version) {
-            Some(v) => tls_version("min_version", v).map_err(err)?,
+            Some(v) => tls_version("min_version", v).map_err(key_err)?,
             None => 12,
         };
         let max = match given(&t.max_version) {
-            Some(v) => tls_version("max_version", v).map_err(err)?,
+            Some(v) => tls_version("max_version", v).map_err(key_err)?,
             None => 13,
         };
         if max < 12 {
@@ -433,7 +432,7 @@ impl TlsSettings {
             Some(names) if !names.is_empty() => {
                 let mut v: Vec<&'static dyn SupportedKxGroup> = Vec::new();
                 for n in names {
-                    let g = curve(n).map_err(err)?;
+                    let g = curve(n).map_err(key_err)?;
                     if !v.iter().any(|x| x.name() == g.name()) {
                         v.push(g);
                     }
@@ -472,10 +471,17 @@ impl TlsSettings {
         }
     }
 
+    pub(super) fn key_err(&self, source: KeyError) -> WebConfigError {
+        WebConfigError::Key {
+            file: self.file.clone(),
+            source,
+        }
+    }
+
     /// Reads the files and builds a rustls configuration.
     pub(super) fn build(&self) -> Result<ServerConfig, WebConfigError> {
-        let certs = self.cert.certificates().map_err(|e| self.err(e))?;
-        let key = self.key.private_key().map_err(|e| self.err(e))?;
+        let certs = self.cert.certificates().map_err(|e| self.key_err(e))?;
+        let key = self.key.private_key().map_err(|e| self.key_err(e))?;
         let provider = Arc::new(CryptoProvider {
             cipher_suites: self.cipher_suites.clone(),
             kx_groups: self.kx_groups.clone(),
@@ -513,7 +519,7 @@ impl TlsSettings {
                 let mut store = RootCertStore::empty();
                 for (i, c) in ca
                     .certificates()
-                    .map_err(|e| self.err(e))?
+                    .map_err(|e| self.key_err(e))?
                     .into_iter()
                     .enumerate()
                 {
