@@ -38,7 +38,7 @@ fn node() -> Node {
     // As the daemon runs it: the tick never waits for the Xid thread (tests make it wait).
     let path = node.lib_path().to_path_buf();
     let mut sampler = Sampler::new(
-        Box::new(move || gpu_exporter::gpu::load(Some(&path)).map_err(|e| e.to_string())),
+        Box::new(move || gpu_exporter::gpu::open(Some(&path))),
         counters.clone(),
     );
     node.set_time(10.0);

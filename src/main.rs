@@ -110,10 +110,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
     };
     let loader_path = lib_path.clone();
-    let loader: sampler::Loader = Box::new(move || {
-        gpu::load(loader_path.as_deref())
-            .map_err(|e| gpu::describe_load_error(loader_path.as_deref(), &e))
-    });
+    let loader: sampler::Loader = Box::new(move || gpu::open(loader_path.as_deref()));
     let shared = Arc::new(Shared::new(sampler::render(
         Snapshot::default(),
         &counters,
@@ -220,9 +217,7 @@ fn start_sim_cluster(
     rt: &tokio::runtime::Runtime,
     k: &mut gpu_exporter::config::KubernetesConfig,
 ) -> anyhow::Result<(SimCluster, kube::Client)> {
-    let c = rt
-        .block_on(SimCluster::start(sim, lib_path))
-        .map_err(anyhow::Error::msg)?;
+    let c = rt.block_on(SimCluster::start(sim, lib_path))?;
     info!(
         pods = c.pods,
         socket = %c.socket.display(),

@@ -23,11 +23,12 @@ use crate::catalogue::csv::CounterSet;
 use crate::config::counters::CountersFile;
 use crate::exposition::publish::{Published, Shared};
 use crate::exposition::{EncodeOptions, encode, gzip};
+use crate::gpu::LoadError;
 use crate::gpu::reader::{Reader, ReaderOptions};
 use crate::snapshot::{SampleStats, Snapshot};
 
-/// Opens NVML; returns an operator-facing description on failure.
-pub type Loader = Box<dyn FnMut() -> Result<&'static Nvml, String> + Send>;
+/// Opens NVML; the error displays as an operator-facing description.
+pub type Loader = Box<dyn FnMut() -> Result<&'static Nvml, LoadError> + Send>;
 
 /// NVML loading is retried 1 s, 2 s, 4 s, … up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);

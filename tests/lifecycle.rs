@@ -114,10 +114,7 @@ fn nvml_library_absent_at_start_then_present() {
     let loader_path = path.clone();
     let counters = counters();
     let mut sampler = Sampler::new(
-        Box::new(move || {
-            gpu_exporter::gpu::load(Some(&loader_path))
-                .map_err(|e| gpu_exporter::gpu::describe_load_error(Some(&loader_path), &e))
-        }),
+        Box::new(move || gpu_exporter::gpu::open(Some(&loader_path))),
         counters.clone(),
     );
     let snap = sampler.tick(1.0);

@@ -299,12 +299,7 @@ fn missing_nvml_serves_self_metrics_and_says_where_it_looked() {
     assert!(msg.contains("/nonexistent/libnvidia-ml.so.1"), "{msg}");
     let counters = common::default_counters();
     let mut sampler = gpu_exporter::sampler::Sampler::new(
-        Box::new(move || {
-            Err(gpu_exporter::gpu::describe_load_error(
-                Some(missing),
-                &gpu_exporter::gpu::load(Some(missing)).unwrap_err(),
-            ))
-        }),
+        Box::new(move || gpu_exporter::gpu::open(Some(missing))),
         counters.clone(),
     );
     let snap = sampler.tick(1.0);

@@ -157,7 +157,10 @@ pub enum SpecProblem {
     #[error("{tok:?} has an empty list (expected e.g. {kind}:0,2-4, or {kind} alone for all)")]
     EmptyList { tok: String, kind: String },
     /// A spec type other than `f`, `g` or `i`.
-    #[error("{tok:?} is not a device spec: unknown type {kind:?} ({})", EXPECTED_SPEC)]
+    #[error(
+        "{tok:?} is not a device spec: unknown type {kind:?} ({})",
+        EXPECTED_SPEC
+    )]
     UnknownType { tok: String, kind: String },
     /// A list item that is not after a `,`.
     #[error(

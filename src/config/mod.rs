@@ -25,9 +25,33 @@ use crate::config::devices::DeviceSelection;
 /// A configuration error, naming the flag or file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// A flag value is invalid.
-    #[error("{0}")]
-    Flag(String),
+    /// A millisecond interval under its minimum.
+    #[error("{flag} {value}: must be at least {min} (milliseconds)")]
+    TooShort {
+        /// The flag, e.g. `-c/--collect-interval`.
+        flag: &'static str,
+        /// The value given.
+        value: u64,
+        /// The least accepted.
+        min: u64,
+    },
+    /// A millisecond interval of zero.
+    #[error("{flag} 0: must be a positive number of milliseconds")]
+    Zero {
+        /// The flag.
+        flag: &'static str,
+    },
+    /// An `--xid-initialized-codes` item that is not a number.
+    #[error("--xid-initialized-codes {value:?}: {item:?} is not an Xid code (expected e.g. 48,79)")]
+    XidCode {
+        /// The whole value.
+        value: String,
+        /// The item at fault.
+        item: String,
+    },
+    /// `--kubernetes-gpu-id-type` is neither `uid` nor `device-name`.
+    #[error("--kubernetes-gpu-id-type {0:?}: expected uid or device-name")]
+    GpuIdType(String),
     /// The counters file is invalid.
     #[error(transparent)]
     Counters(#[from] CsvError),
@@ -151,10 +175,9 @@ pub fn node_hostname() -> String {
 fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
     let mut out = Vec::new();
     for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let code = item.parse::<u64>().map_err(|_| {
-            ConfigError::Flag(format!(
-                "--xid-initialized-codes {v:?}: {item:?} is not an Xid code (expected e.g. 48,79)"
-            ))
+        let code = item.parse::<u64>().map_err(|_| ConfigError::XidCode {
+            value: v.to_owned(),
+            item: item.to_owned(),
         })?;
         out.push(code);
     }
@@ -167,10 +190,11 @@ impl Cli {
     /// Validates flags into a [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
         if self.collect_interval < 100 {
-            return Err(ConfigError::Flag(format!(
-                "-c/--collect-interval {}: must be at least 100 (milliseconds)",
-                self.collect_interval
-            )));
+            return Err(ConfigError::TooShort {
+                flag: "-c/--collect-interval",
+                value: self.collect_interval,
+                min: 100,
+            });
         }
         address::parse_address(&self.address)?;
         let devices = DeviceSelection::parse("-d/--devices", &self.devices)?;
@@ -184,9 +208,7 @@ impl Cli {
             ),
         ] {
             if ms == 0 {
-                return Err(ConfigError::Flag(format!(
-                    "{flag} 0: must be a positive number of milliseconds"
-                )));
+                return Err(ConfigError::Zero { flag });
             }
         }
         let xid_initialized = parse_xid_codes(&self.xid_initialized_codes)?;
@@ -278,10 +300,7 @@ impl Cli {
         warnings: &mut Vec<String>,
     ) -> Result<Option<KubernetesConfig>, ConfigError> {
         if !matches!(self.kubernetes_gpu_id_type.as_str(), "uid" | "device-name") {
-            return Err(ConfigError::Flag(format!(
-                "--kubernetes-gpu-id-type {:?}: expected uid or device-name",
-                self.kubernetes_gpu_id_type
-            )));
+            return Err(ConfigError::GpuIdType(self.kubernetes_gpu_id_type.clone()));
         }
         for (flag, ms) in [
             (
@@ -291,9 +310,11 @@ impl Cli {
             ("--pod-resources-timeout", self.pod_resources_timeout),
         ] {
             if ms < 100 {
-                return Err(ConfigError::Flag(format!(
-                    "{flag} {ms}: must be at least 100 (milliseconds)"
-                )));
+                return Err(ConfigError::TooShort {
+                    flag,
+                    value: ms,
+                    min: 100,
+                });
             }
         }
         let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(

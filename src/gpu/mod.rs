@@ -12,7 +12,7 @@ pub mod xid;
 pub use text::xid_message;
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::error::NvmlError;
@@ -28,6 +28,25 @@ pub fn load(lib: Option<&Path>) -> Result<&'static Nvml, NvmlError> {
     builder.lib_path(path);
     let nvml = builder.init()?;
     Ok(Box::leak(Box::new(nvml)))
+}
+
+/// NVML could not be loaded or initialised: where it was looked for, and NVML's error.
+/// Displayed as [`describe_load_error`] writes it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", describe_load_error(lib.as_deref(), source))]
+pub struct LoadError {
+    /// The path given, `None` for [`DEFAULT_LIB`] through the dynamic loader.
+    pub lib: Option<PathBuf>,
+    /// NVML's error, kind kept.
+    pub source: NvmlError,
+}
+
+/// [`load`], with the error saying where NVML was looked for.
+pub fn open(lib: Option<&Path>) -> Result<&'static Nvml, LoadError> {
+    load(lib).map_err(|source| LoadError {
+        lib: lib.map(Path::to_path_buf),
+        source,
+    })
 }
 
 /// Describes an NVML load failure for an operator: what is missing and where it looked.

@@ -32,9 +32,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::config::KubernetesConfig;
+use crate::gpu::LoadError;
 use crate::sim::api::FakeApi;
 use crate::sim::kubelet::FakeKubelet;
-use crate::sim::library::SimLib;
+use crate::sim::library::{SimLib, SimLibError};
 use crate::sources::kubelet::client::{ClaimDevice, ContainerDevices, KubeletView, PodDevices};
 
 /// Replicas a time-sliced GPU is advertised as (the device plugin's `replicas`).
@@ -93,6 +94,48 @@ struct RawId {
     id: String,
 }
 
+/// Why the simulated cluster cannot be built or started; each message names the scenario key,
+/// pod or part that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SimClusterError {
+    /// The scenario's `[[pods]]` do not parse.
+    #[error("scenario [[pods]]: {0}")]
+    Scenario(#[source] toml::de::Error),
+    /// A pod or container of the scenario refers to something the node does not have.
+    #[error("scenario pod {pod}: {problem}")]
+    Pod {
+        /// `namespace/name`, with ` container NAME` when one container is at fault.
+        pod: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The simulated library could not be asked for the scenario.
+    #[error(transparent)]
+    Library(#[from] SimLibError),
+    /// NVML could not be loaded to resolve GPU indices.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// NVML failed while the node's GPUs were listed.
+    #[error("{what}: {source}")]
+    Nvml {
+        /// What was being read.
+        what: String,
+        /// NVML's error.
+        source: nvml_wrapper::error::NvmlError,
+    },
+    /// A part of the simulated cluster could not be started.
+    #[error("--simulate: {what}: {source}")]
+    Start {
+        /// Which part.
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No client for the simulated API server.
+    #[error("--simulate: client of the simulated API server: {0}")]
+    Client(#[source] kube::Error),
+}
+
 /// The scenario's pods, parsed (not yet resolved against NVML).
 #[derive(Debug, Clone, Default)]
 pub struct ClusterSpec {
@@ -101,9 +144,8 @@ pub struct ClusterSpec {
 
 impl ClusterSpec {
     /// Parses the `[[pods]]` of a scenario's TOML text; errors name the scenario key.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let raw: RawScenario =
-            toml::from_str(text).map_err(|e| format!("scenario [[pods]]: {e}"))?;
+    pub fn parse(text: &str) -> Result<Self, SimClusterError> {
+        let raw: RawScenario = toml::from_str(text).map_err(SimClusterError::Scenario)?;
         Ok(Self { pods: raw.pods })
     }
 
@@ -144,12 +186,24 @@ struct GpuInfo {
     pids: Vec<u32>,
 }
 
-fn gpus(nvml: &'static Nvml) -> Result<Vec<GpuInfo>, String> {
-    let n = nvml.device_count().map_err(|e| e.to_string())?;
+fn gpus(nvml: &'static Nvml) -> Result<Vec<GpuInfo>, SimClusterError> {
+    let nvml_err = |what: String| {
+        move |source| SimClusterError::Nvml {
+            what: what.clone(),
+            source,
+        }
+    };
+    let n = nvml
+        .device_count()
+        .map_err(nvml_err("counting GPUs".into()))?;
     let mut out = Vec::new();
     for i in 0..n {
-        let dev = nvml.device_by_index(i).map_err(|e| e.to_string())?;
-        let uuid = dev.uuid().map_err(|e| e.to_string())?;
+        let dev = nvml
+            .device_by_index(i)
+            .map_err(nvml_err(format!("opening GPU {i}")))?;
+        let uuid = dev
+            .uuid()
+            .map_err(nvml_err(format!("the UUID of GPU {i}")))?;
         let mut migs = BTreeMap::new();
         let mut pids: Vec<u32> = dev
             .running_compute_processes()
@@ -157,7 +211,7 @@ fn gpus(nvml: &'static Nvml) -> Result<Vec<GpuInfo>, String> {
             .unwrap_or_default();
         if dev.mig_mode().is_ok_and(|m| m.current == 1) {
             let instances = crate::gpu::reader::enumerate_mig(nvml, &dev)
-                .map_err(|e| format!("listing the MIG instances of GPU {i}: {e}"))?;
+                .map_err(nvml_err(format!("listing the MIG instances of GPU {i}")))?;
             for (mig, id) in instances {
                 pids.extend(
                     mig.running_compute_processes()
@@ -205,7 +259,7 @@ fn stable_hex(seed: &str, len: usize) -> String {
 impl ClusterSpec {
     /// Resolves GPU indices and MIG instances to NVML UUIDs and builds what each simulated
     /// component serves. Errors name the pod and container.
-    pub fn resolve(&self, nvml: &'static Nvml, node: &str) -> Result<Resolved, String> {
+    pub fn resolve(&self, nvml: &'static Nvml, node: &str) -> Result<Resolved, SimClusterError> {
         let gpus = gpus(nvml)?;
         let mut out = Resolved::default();
         let mut shared_gpus = std::collections::BTreeSet::new();
@@ -214,11 +268,9 @@ impl ClusterSpec {
             let mut containers = Vec::new();
             let mut statuses = Vec::new();
             for c in &pod.containers {
-                let at = |what: &str| {
-                    format!(
-                        "scenario pod {}/{} container {}: {what}",
-                        pod.namespace, pod.name, c.name
-                    )
+                let at = |what: &str| SimClusterError::Pod {
+                    pod: format!("{}/{} container {}", pod.namespace, pod.name, c.name),
+                    problem: what.to_owned(),
                 };
                 let gpu = |i: u32| {
                     gpus.get(i as usize)
@@ -324,12 +376,13 @@ impl ClusterSpec {
                     }]))
                 }
                 Some(None) => {
-                    return Err(format!(
-                        "scenario pod {}/{}: owner {:?}: expected Kind/name",
-                        pod.namespace,
-                        pod.name,
-                        pod.owner.as_deref().unwrap_or_default()
-                    ));
+                    return Err(SimClusterError::Pod {
+                        pod: format!("{}/{}", pod.namespace, pod.name),
+                        problem: format!(
+                            "owner {:?}: expected Kind/name",
+                            pod.owner.as_deref().unwrap_or_default()
+                        ),
+                    });
                 }
             };
             let mut meta = json!({
@@ -449,41 +502,51 @@ pub struct SimCluster {
 impl SimCluster {
     /// Builds and starts everything from the configured scenario of `sim` (NVML loaded from
     /// `lib_path` resolves GPU indices to UUIDs). Call inside a tokio runtime.
-    pub async fn start(sim: &SimLib, lib_path: Option<&Path>) -> Result<Self, String> {
-        let spec = ClusterSpec::parse(&sim.scenario_text().map_err(|e| e.to_string())?)?;
-        let node = sim.node_name().map_err(|e| e.to_string())?;
+    pub async fn start(sim: &SimLib, lib_path: Option<&Path>) -> Result<Self, SimClusterError> {
+        let spec = ClusterSpec::parse(&sim.scenario_text()?)?;
+        let node = sim.node_name()?;
         // A scenario without pods needs no GPU indices resolved, and must not need NVML at
         // start (a scenario whose driver loads late is served before it answers).
         let resolved = if spec.is_empty() {
             Resolved::default()
         } else {
-            let nvml = crate::gpu::load(lib_path)
-                .map_err(|e| crate::gpu::describe_load_error(lib_path, &e))?;
+            let nvml = crate::gpu::open(lib_path)?;
             spec.resolve(nvml, &node)?
         };
         let dir = tempfile::Builder::new()
             .prefix("gpu-exporter-sim-")
             .tempdir()
-            .map_err(|e| format!("--simulate: temporary directory: {e}"))?;
+            .map_err(|source| SimClusterError::Start {
+                what: "temporary directory".into(),
+                source,
+            })?;
         let proc_root = dir.path().join("proc");
-        write_proc_tree(&proc_root, &resolved, &resolved.host_pids)
-            .map_err(|e| format!("--simulate: writing the simulated proc tree: {e}"))?;
+        write_proc_tree(&proc_root, &resolved, &resolved.host_pids).map_err(|source| {
+            SimClusterError::Start {
+                what: "writing the simulated proc tree".into(),
+                source,
+            }
+        })?;
         let socket = dir.path().join("kubelet.sock");
         let kubelet = FakeKubelet::start(&socket, resolved.view.clone())
             .await
-            .map_err(|e| format!("--simulate: simulated kubelet on {}: {e}", socket.display()))?;
+            .map_err(|source| SimClusterError::Start {
+                what: format!("simulated kubelet on {}", socket.display()),
+                source,
+            })?;
         let api = FakeApi::start()
             .await
-            .map_err(|e| format!("--simulate: simulated API server: {e}"))?;
+            .map_err(|source| SimClusterError::Start {
+                what: "simulated API server".into(),
+                source,
+            })?;
         for p in &resolved.pods {
             api.apply_pod(p.clone());
         }
         for s in &resolved.slices {
             api.apply_slice(s.clone());
         }
-        let client = api
-            .client()
-            .map_err(|e| format!("--simulate: client of the simulated API server: {e}"))?;
+        let client = api.client().map_err(SimClusterError::Client)?;
         Ok(Self {
             kubelet,
             api,
@@ -521,7 +584,7 @@ mod tests {
         assert!(!s.is_empty());
         assert!(s.has_claims());
         let e = ClusterSpec::parse("[[pods]]\nname = \"p\"\nbogus = 1\n").unwrap_err();
-        assert!(e.contains("bogus"), "{e}");
+        assert!(e.to_string().contains("bogus"), "{e}");
     }
 
     #[test]

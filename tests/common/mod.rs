@@ -76,7 +76,7 @@ impl SimNode {
         // Scenario time jumps between ticks: each tick must see the events up to its time.
         options.xid_sync = true;
         Sampler::with_options(
-            Box::new(move || gpu_exporter::gpu::load(Some(&path)).map_err(|e| e.to_string())),
+            Box::new(move || gpu_exporter::gpu::open(Some(&path))),
             counters,
             options,
         )

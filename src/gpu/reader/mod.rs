@@ -60,7 +60,7 @@ pub struct Reader {
     gpus: BTreeMap<u32, GpuState>,
     entities: HashMap<String, EntityState>,
     book: Book,
-    system_texts: HashMap<TextKind, Result<String, String>>,
+    system_texts: HashMap<TextKind, Result<String, NvmlError>>,
 }
 
 impl Reader {

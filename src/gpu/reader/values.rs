@@ -303,7 +303,7 @@ pub(super) fn read_text_field(
     dev: &Device<'_>,
     f: &FieldDef,
     gpu: &mut GpuState,
-    system: &mut HashMap<TextKind, Result<String, String>>,
+    system: &mut HashMap<TextKind, Result<String, NvmlError>>,
 ) -> Result<Option<String>, NvmlError> {
     let kind = match f.source {
         Source::Text(k) => k,
@@ -318,16 +318,15 @@ pub(super) fn read_text_field(
     match kind {
         TextKind::DriverVersion | TextKind::NvmlVersion => {
             let r = system.entry(kind).or_insert_with(|| {
-                let r = if kind == TextKind::DriverVersion {
+                if kind == TextKind::DriverVersion {
                     nvml.sys_driver_version()
                 } else {
                     nvml.sys_nvml_version()
-                };
-                r.map_err(|e| e.to_string())
+                }
             });
             match r {
                 Ok(v) => Ok(Some(v.clone())),
-                Err(e) => Err(NvmlError::FailedToLoadSymbol(e.clone())),
+                Err(e) => Err(super::book::clone_err(e)),
             }
         }
         _ => {

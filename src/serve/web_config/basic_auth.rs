@@ -55,11 +55,7 @@ impl BasicAuth {
                 }
             }
         }
-        let decoy = users
-            .values()
-            .next()
-            .cloned()
-            .ok_or(KeyError::NoUser)?;
+        let decoy = users.values().next().cloned().ok_or(KeyError::NoUser)?;
         let cache_key =
             ring::hmac::Key::generate(ring::hmac::HMAC_SHA256, &ring::rand::SystemRandom::new())
                 .map_err(|_| KeyError::NoRandom)?;

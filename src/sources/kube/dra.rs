@@ -267,8 +267,9 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Publish
                 }
                 tokio::time::sleep(backoff.next_delay()).await;
             }
-            Err(msg) => {
+            Err(e) => {
                 let delay = backoff.next_delay();
+                let msg = e.to_string();
                 tracing::warn!(retry_in_s = delay.as_secs_f64(), "{msg}");
                 shared.failed(msg);
                 tokio::time::sleep(delay).await;
@@ -277,23 +278,46 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Publish
     }
 }
 
+/// Why the `resource.k8s.io` version could not be discovered.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// The discovery request could not be built.
+    #[error("discovering {group}: {e}", group = RESOURCE_GROUP, e = .0)]
+    Request(#[source] axum::http::Error),
+    /// The API server answered with an error, or not at all.
+    #[error("discovering {group}: {}{}", describe_kube_error(.0), dra_hint(.0), group = RESOURCE_GROUP)]
+    Api(#[source] kube::Error),
+    /// None of the versions we read is served.
+    #[error(
+        "discovering {}: none of {} is served (the server offers [{}])",
+        RESOURCE_GROUP,
+        SUPPORTED_VERSIONS.join(", "),
+        served.join(", ")
+    )]
+    NoVersion {
+        /// The versions the server offers.
+        served: Vec<String>,
+    },
+}
+
+/// What a 404 on the group means for the operator.
+fn dra_hint(e: &kube::Error) -> &'static str {
+    if matches!(e, kube::Error::Api(s) if s.code == 404) {
+        "; the cluster does not serve Dynamic Resource Allocation (served by default from \
+         Kubernetes 1.34; 1.32 and 1.33 need the DynamicResourceAllocation feature gate and the \
+         beta API enabled)"
+    } else {
+        ""
+    }
+}
+
 /// `GET /apis/resource.k8s.io` → the version to use.
-async fn discover(client: &kube::Client) -> Result<&'static str, String> {
+async fn discover(client: &kube::Client) -> Result<&'static str, DiscoveryError> {
     let path = format!("/apis/{RESOURCE_GROUP}");
     let request = axum::http::Request::get(path.as_str())
         .body(Vec::new())
-        .map_err(|e| format!("discovering {RESOURCE_GROUP}: {e}"))?;
-    let group: Value = client.request(request).await.map_err(|e| {
-        let mut msg = format!("discovering {RESOURCE_GROUP}: {}", describe_kube_error(&e));
-        if matches!(&e, kube::Error::Api(s) if s.code == 404) {
-            msg.push_str(
-                "; the cluster does not serve Dynamic Resource Allocation (served by default \
-                 from Kubernetes 1.34; 1.32 and 1.33 need the DynamicResourceAllocation feature \
-                 gate and the beta API enabled)",
-            );
-        }
-        msg
-    })?;
+        .map_err(DiscoveryError::Request)?;
+    let group: Value = client.request(request).await.map_err(DiscoveryError::Api)?;
     let served: Vec<&str> = group
         .get("versions")
         .and_then(Value::as_array)
@@ -301,12 +325,8 @@ async fn discover(client: &kube::Client) -> Result<&'static str, String> {
         .flatten()
         .filter_map(|v| v.get("version").and_then(Value::as_str))
         .collect();
-    pick_version(served.iter().copied()).ok_or_else(|| {
-        format!(
-            "discovering {RESOURCE_GROUP}: none of {} is served (the server offers [{}])",
-            SUPPORTED_VERSIONS.join(", "),
-            served.join(", ")
-        )
+    pick_version(served.iter().copied()).ok_or_else(|| DiscoveryError::NoVersion {
+        served: served.iter().map(|s| (*s).to_owned()).collect(),
     })
 }
 
@@ -414,6 +434,42 @@ async fn watch_slices(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn discovery_errors_name_the_group_and_what_to_do() {
+        let status = |code: u16, reason: &str| {
+            kube::Error::Api(Box::new(kube::core::Status {
+                code,
+                reason: reason.into(),
+                message: "the server could not find the requested resource".into(),
+                ..Default::default()
+            }))
+        };
+        let e = DiscoveryError::Api(status(404, "NotFound")).to_string();
+        assert!(
+            e.starts_with("discovering resource.k8s.io: 404 NotFound"),
+            "{e}"
+        );
+        assert!(
+            e.contains("does not serve Dynamic Resource Allocation"),
+            "{e}"
+        );
+        let e = DiscoveryError::Api(status(403, "Forbidden")).to_string();
+        assert!(
+            e.starts_with("discovering resource.k8s.io: 403 Forbidden"),
+            "{e}"
+        );
+        assert!(!e.contains("Dynamic Resource Allocation"), "{e}");
+        let e = DiscoveryError::NoVersion {
+            served: vec!["v1alpha3".into()],
+        }
+        .to_string();
+        assert_eq!(
+            e,
+            "discovering resource.k8s.io: none of v1, v1beta2, v1beta1 is served (the server \
+             offers [v1alpha3])"
+        );
+    }
 
     fn gpu_v1(name: &str, uuid: &str) -> Value {
         json!({"name": name, "attributes": {
