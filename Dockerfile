@@ -9,7 +9,7 @@
 # NVIDIA_DRIVER_CAPABILITIES below ask it to).
 #
 # This repository's CI has no container engine, so the image is never built there;
-# tests/privileges.rs checks this file's structure instead (COPY sources, the user, the
+# tests/privileges/ checks this file's structure instead (COPY sources, the user, the
 # entrypoint, the Rust version).
 
 ARG RUST_VERSION=1.89

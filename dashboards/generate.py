@@ -7,7 +7,7 @@
 The JSON files are what users import; this script is how we edit them, so that ids, layout,
 datasource references and selectors stay consistent. Standard library only. Every query is
 checked against a real Prometheus scraping `gpu-exporter --simulate` by
-tests/observability.rs.
+tests/observability/.
 """
 
 import json

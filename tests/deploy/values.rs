@@ -1,0 +1,181 @@
+//! Values that contradict each other fail rendering with their message; the counters
+//! values (presets, custom CSV, existing ConfigMap) choose a CSV the exporter parses.
+
+use super::*;
+
+#[test]
+pub(crate) fn contradictions_fail_rendering() {
+    let Some(helm) = helm_or_skip("contradictions_fail_rendering") else {
+        return;
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"serviceMonitor": {"enabled": true}, "podMonitor": {"enabled": true}}),
+            "serviceMonitor.enabled and podMonitor.enabled are both true",
+        ),
+        (
+            json!({"service": {"enabled": false}}),
+            "serviceMonitor.enabled needs service.enabled",
+        ),
+        (
+            json!({"counters": {"preset": "everything"}}),
+            "counters.preset \"everything\" is not a preset",
+        ),
+        (
+            json!({"counters": {"custom": "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", "existingConfigMap": "x"}}),
+            "counters.custom and counters.existingConfigMap are both set",
+        ),
+        (
+            json!({"kubernetes": {"podMetadata": false, "enablePodLabels": true}}),
+            "kubernetes.enablePodLabels read(s) pods through the Kubernetes API",
+        ),
+        (
+            json!({"kubernetes": {"podMetadata": false, "enablePodUID": true}}),
+            "kubernetes.enablePodUID read(s) pods through the Kubernetes API",
+        ),
+        (
+            json!({"kubernetes": {"podMetadata": false}, "kubernetesDRA": {"enabled": true}}),
+            "kubernetesDRA.enabled read(s) pods through the Kubernetes API",
+        ),
+        (
+            json!({"kubernetes": {"podMapping": false, "processMetrics": true}}),
+            "kubernetes.processMetrics need(s) kubernetes.podMapping=true",
+        ),
+        (
+            json!({"kubernetes": {"podLabelAllowlistRegex": ["app"]}}),
+            "kubernetes.podLabelAllowlistRegex is set but kubernetes.enablePodLabels=false",
+        ),
+        (
+            json!({"rbac": {"create": false}}),
+            "rbac.create=false, but the exporter reads pods through the Kubernetes API",
+        ),
+        (
+            json!({"serviceAccount": {"automountToken": false}}),
+            "serviceAccount.automountToken=false, but the exporter reads pods",
+        ),
+        (
+            json!({"tlsServerConfig": {"clientAuthType": "RequireAndVerifyClientCert"}}),
+            "tlsServerConfig.clientAuthType is set but tlsServerConfig.enabled=false",
+        ),
+        (
+            json!({"tlsServerConfig": {"enabled": true, "clientAuthType": "RequireAndVerifyClientCert"}}),
+            "no client CA was given",
+        ),
+        (
+            json!({"tlsServerConfig": {"enabled": true, "clientAuthType": "Sometimes"}}),
+            "tlsServerConfig.clientAuthType \"Sometimes\"",
+        ),
+        (
+            json!({"tlsServerConfig": {"enabled": true, "minVersion": "SSL3"}}),
+            "tlsServerConfig.minVersion \"SSL3\"",
+        ),
+        (
+            json!({"basicAuth": {"users": {"a:b": "pw"}}}),
+            "holds a colon",
+        ),
+        (
+            json!({"collectIntervalMs": 50}),
+            "collectIntervalMs 50: must be at least 100",
+        ),
+    ];
+    let mut f = Failures::default();
+    for (values, message) in &cases {
+        match template(&helm, &[], std::slice::from_ref(values)) {
+            Ok(_) => f.add(format!(
+                "{values}: rendered, want a failure saying {message:?}"
+            )),
+            Err(e) if e.contains(message) => {}
+            Err(e) => f.add(format!("{values}: failed, but not with {message:?}:\n{e}")),
+        }
+    }
+    // (`helm lint` is no help here: in lint mode Helm logs `fail` as INFO and goes on.)
+    f.finish("contradictions");
+}
+
+#[test]
+pub(crate) fn counters_values_choose_the_csv() {
+    let Some(helm) = helm_or_skip("counters_values_choose_the_csv") else {
+        return;
+    };
+    let mut f = Failures::default();
+    let root = repo();
+    for (preset, file) in [
+        ("default", "counters/default-counters.csv"),
+        ("recommended", "counters/recommended.csv"),
+    ] {
+        let want = std::fs::read_to_string(root.join(file)).unwrap();
+        let r = template(&helm, &[], &[json!({"counters": {"preset": preset}})]).unwrap();
+        match counters_csv(&r) {
+            None => f.add(format!("preset {preset}: no counters ConfigMap")),
+            Some(csv) => {
+                if csv != want {
+                    f.add(format!(
+                        "preset {preset}: the ConfigMap's CSV is not {file}"
+                    ));
+                }
+                match parse_counters(&format!("preset {preset}"), &csv) {
+                    Ok(set) if set.metrics().count() > 0 => {}
+                    Ok(_) => f.add(format!("preset {preset}: no metric rows")),
+                    Err(e) => f.add(format!("preset {preset}: {e}")),
+                }
+            }
+        }
+    }
+    // The all-features values pick the recommended preset.
+    let r = template(&helm, &[ALL_FEATURES], &[]).unwrap();
+    if counters_csv(&r).as_deref()
+        != Some(
+            std::fs::read_to_string(root.join("counters/recommended.csv"))
+                .unwrap()
+                .as_str(),
+        )
+    {
+        f.add("all-features: the counters are not recommended.csv");
+    }
+
+    // Custom CSV replaces the preset, verbatim.
+    let custom = "# two counters\nDCGM_FI_DEV_GPU_TEMP, gauge, Temperature (in C).\n\
+                  DCGM_FI_DEV_POWER_USAGE, gauge, \"Power draw, in W.\"\n";
+    let r = template(
+        &helm,
+        &[],
+        &[json!({"counters": {"custom": custom, "preset": "recommended"}})],
+    )
+    .unwrap();
+    match counters_csv(&r) {
+        Some(csv) if csv == custom => match parse_counters("counters.custom", &csv) {
+            Ok(set) => {
+                let names: Vec<&str> = set.rows.iter().map(|r| r.name.as_str()).collect();
+                if names != ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"] {
+                    f.add(format!("custom CSV parsed to {names:?}"));
+                }
+            }
+            Err(e) => f.add(format!("custom CSV: {e}")),
+        },
+        other => f.add(format!("custom CSV not stored verbatim: {other:?}")),
+    }
+    // A broken custom CSV renders (Helm cannot parse it), and the exporter's parser, run on
+    // what was rendered, catches it with the line.
+    let broken = "DCGM_FI_DEV_GPU_TEMP, gauge, ok\nDCGM_FI_NO_SUCH_FIELD, gauge, nope\n";
+    let r = template(&helm, &[], &[json!({"counters": {"custom": broken}})]).unwrap();
+    match counters_csv(&r).map(|csv| parse_counters("counters.custom", &csv)) {
+        Some(Err(e)) if e.to_string().starts_with("counters.custom:2:") => {}
+        other => f.add(format!(
+            "a broken custom CSV should fail the exporter's parser at line 2: {:?}",
+            other.map(|r| r.map(|s| s.rows.len()).map_err(|e| e.to_string()))
+        )),
+    }
+
+    // An existing ConfigMap: none created, the DaemonSet mounts it as a directory.
+    let r = template(
+        &helm,
+        &[],
+        &[json!({"counters": {"existingConfigMap": "my-counters"}})],
+    )
+    .unwrap();
+    if counters_csv(&r).is_some() {
+        f.add("existingConfigMap: the chart still renders a counters ConfigMap");
+    }
+    check_counters_mount(&mut f, &r.one("DaemonSet").value, "my-counters");
+    f.finish("counters");
+}

@@ -1,0 +1,176 @@
+//! The observability artefacts proved against the exporter's real output: the Grafana
+//! dashboards (`dashboards/*.json`), the alert and recording rules
+//! (`alerts/gpu-exporter.rules.yaml`) with their generated PrometheusRule twin
+//! (`alerts/gpu-exporter.prometheusrule.yaml`), the promtool unit tests (`alerts/tests/*.yaml`)
+//! and the runbook (`alerts/README.md`).
+//!
+//! - `dashboards_are_import_ready`: every dashboard imports into any Grafana (uid, title,
+//!   schema version, a `datasource` variable and no hard-coded datasource, well-formed panels
+//!   and targets, only known `$variables`).
+//! - `rules_are_complete`: severities, annotations, runbook links that resolve to a heading of
+//!   the runbook, unique names; the PrometheusRule file is exactly the one generated from the
+//!   plain file (`UPDATE_GOLDEN=1` rewrites it).
+//! - `promtool_checks_and_tests_rules`: `promtool check rules` and `promtool test rules`, and
+//!   every alert has a unit test where it fires and one where it does not.
+//! - `prometheus_evaluates_every_panel_and_rule`: a real Prometheus scrapes exporters running
+//!   `--simulate` (plus one whose driver never loads and one target that is down), evaluates
+//!   the rules without errors, and every rule expression, panel query and `label_values`
+//!   variable returns data through its HTTP API.
+//! - `helpers_parse_what_the_checks_rely_on`: the helpers above (variable references, heading
+//!   anchors, `label_values`, the PrometheusRule text) on small inputs. HTTP to Prometheus goes
+//!   through the `ureq` crate.
+//!
+//! The tests are here; what they use is split by subject: `files` (where the artefacts are),
+//! `dashboards`, `rules`, `promtool`, `prometheus` (the real server and the exporters it
+//! scrapes) and `placement` (which alerts fire where). Helpers shared with the other test
+//! crates are in `tests/common`.
+//!
+//! Each test collects every failure and panics once with the whole list. `prometheus` and
+//! `promtool` come from Debian's `prometheus` package (scripts/test.sh installs it); without
+//! them the last two tests fail, unless `GPU_EXPORTER_SKIP_PROMETHEUS=1` says to skip them.
+//! `GPU_EXPORTER_OBSERVABILITY_ROOT=DIR` checks `DIR/dashboards` and `DIR/alerts` instead of
+//! the repository's (to try artefacts out before they move in).
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
+
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../common/mod.rs"]
+mod common;
+mod dashboards;
+mod files;
+mod placement;
+mod prometheus;
+mod promtool;
+mod rules;
+
+use dashboards::*;
+use files::*;
+use placement::*;
+use prometheus::*;
+use promtool::*;
+use rules::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, Failures, file_name, files_with, say};
+use serde_json::Value;
+
+/// The built-in scenario with a cause for every shipped alert.
+const INCIDENTS_SCENARIO: &str = "incidents";
+
+/// The simulated nodes Prometheus scrapes (built-in scenarios).
+const SIMULATED: [&str; 2] = ["h100-mig", INCIDENTS_SCENARIO];
+
+/// A node whose NVIDIA driver never loads during a run (`gpu_exporter_nvml_up 0`).
+const NO_DRIVER_SCENARIO: &str = "tests/fixtures/scenarios/no-driver.toml";
+
+const RULES_FILE: &str = "gpu-exporter.rules.yaml";
+const PROMETHEUS_RULE_FILE: &str = "gpu-exporter.prometheusrule.yaml";
+const RUNBOOK_FILE: &str = "README.md";
+
+/// The first lines of the generated PrometheusRule; the plain file's `groups:` follows under
+/// `spec:`.
+const PROMETHEUS_RULE_HEADER: &str = "\
+# Generated from gpu-exporter.rules.yaml by `UPDATE_GOLDEN=1 cargo test --test observability`; do not edit.
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata:
+  name: gpu-exporter
+  labels:
+    app.kubernetes.io/name: gpu-exporter
+    app.kubernetes.io/part-of: gpu-exporter
+spec:
+";
+
+/// Grafana's built-in variables that dashboards may use, with the value they get here.
+const GRAFANA_BUILTINS: [(&str, &str); 6] = [
+    ("__rate_interval", "1m"),
+    ("__interval", "15s"),
+    ("__interval_ms", "15000"),
+    ("__range", "1h"),
+    ("__range_s", "3600"),
+    ("__range_ms", "3600000"),
+];
+
+/// The only datasource reference a dashboard may hold (besides Grafana's annotations).
+const DATASOURCE_VAR: &str = "${datasource}";
+
+/// How long, from Prometheus being ready, queries may take to return data: faults happen in
+/// the first seconds of scenario time, and rate() and subqueries need a few samples.
+const EVAL_DEADLINE: Duration = Duration::from_secs(90);
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn dashboards_are_import_ready() {
+    check_dashboards(&layout().dashboards);
+}
+
+#[test]
+fn rules_are_complete() {
+    check_rules(&layout().alerts);
+}
+
+#[test]
+fn promtool_checks_and_tests_rules() {
+    check_promtool(&layout().alerts);
+}
+
+#[test]
+fn prometheus_evaluates_every_panel_and_rule() {
+    let l = layout();
+    check_prometheus(&l.dashboards, &l.alerts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The helpers' own tests
+
+#[test]
+fn helpers_parse_what_the_checks_rely_on() {
+    assert_eq!(
+        variable_refs(
+            r#"rate(x{a=~"$gpu",b="${Hostname}"}[$__rate_interval]) ${v:csv} "$1" ${1} $"#
+        ),
+        ["gpu", "Hostname", "__rate_interval", "v"]
+    );
+    let subst: BTreeMap<String, String> = [("gpu", ".*"), ("__interval", "15s")]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    assert_eq!(
+        substitute(r#"x{g=~"$gpu"}[$__interval] "$1" $other ${gpu}"#, &subst),
+        r#"x{g=~".*"}[15s] "$1" $other .*"#
+    );
+    assert_eq!(
+        github_anchor("GpuXid — fatal Xid (48, 79)"),
+        "gpuxid--fatal-xid-48-79"
+    );
+    let anchors = markdown_anchors("# A\n## Same\n```\n## Not\n```\n## Same\n### C# ##\n");
+    assert_eq!(
+        anchors,
+        ["a", "same", "same-1", "c"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    );
+    assert_eq!(
+        parse_label_values(r#"label_values(up{job="a,b"}, instance)"#),
+        Some((Some(r#"up{job="a,b"}"#.to_owned()), "instance".to_owned()))
+    );
+    assert_eq!(
+        parse_label_values("label_values(gpu)"),
+        Some((None, "gpu".to_owned()))
+    );
+    let text = "# c\ngroups:\n  - name: g\n\n    rules: []   \n";
+    assert_eq!(
+        prometheus_rule_text(text).unwrap(),
+        format!("{PROMETHEUS_RULE_HEADER}  groups:\n    - name: g\n\n      rules: []\n")
+    );
+}

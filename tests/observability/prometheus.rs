@@ -1,0 +1,507 @@
+//! A real Prometheus scraping exporters that run `--simulate`: its HTTP API, the processes
+//! (cleaned up on drop), and the evaluation of every rule, panel query and variable.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+/// HTTP GET on 127.0.0.1 through ureq (query parameters percent-encoded by it, chunked bodies
+/// decoded by it); returns (status code, body) for any status.
+pub(crate) fn http_get(
+    port: u16,
+    path: &str,
+    params: &[(&str, &str)],
+) -> Result<(u16, Vec<u8>), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(2)))
+        .timeout_global(Some(Duration::from_secs(20)))
+        .build()
+        .into();
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let mut req = agent.get(&url).header("Accept", "application/json");
+    for (k, v) in params {
+        req = req.query(*k, *v);
+    }
+    let mut resp = req.call().map_err(|e| format!("{url}: {e}"))?;
+    let code = resp.status().as_u16();
+    let body = resp
+        .body_mut()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_vec()
+        .map_err(|e| format!("{url}: reading the body: {e}"))?;
+    Ok((code, body))
+}
+
+/// What a Prometheus API call said: its `data`, or why not.
+pub(crate) enum ApiError {
+    /// The expression itself is wrong (`bad_data`): retrying cannot help.
+    Fatal(String),
+    /// Anything else (no connection, an execution error that depends on the data).
+    Transient(String),
+}
+
+pub(crate) fn prom_api(port: u16, path: &str, params: &[(&str, &str)]) -> Result<Value, ApiError> {
+    let (code, body) = http_get(port, path, params).map_err(ApiError::Transient)?;
+    let json: Value = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::Transient(format!(
+            "HTTP {code}, not JSON ({e}): {}",
+            String::from_utf8_lossy(&body)
+        ))
+    })?;
+    if str_of(&json, "status") == Some("success") {
+        return Ok(json.get("data").cloned().unwrap_or(Value::Null));
+    }
+    let msg = format!(
+        "{}: {}",
+        str_of(&json, "errorType").unwrap_or("error"),
+        str_of(&json, "error").unwrap_or("(no message)")
+    );
+    if str_of(&json, "errorType") == Some("bad_data") {
+        Err(ApiError::Fatal(msg))
+    } else {
+        Err(ApiError::Transient(msg))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+/// Child processes, killed when this is dropped (also when a test panics), with their logs
+/// in a temporary directory that outlives them.
+pub(crate) struct Procs {
+    pub(crate) children: Vec<(String, Child)>,
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Drop for Procs {
+    /// SIGTERM first (the exporter then removes its simulated cluster's temporary directory),
+    /// SIGKILL for whatever is still running 5 s later.
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            if matches!(c.try_wait(), Ok(None)) {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &c.id().to_string()])
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (_, c) in &mut self.children {
+            while Instant::now() < deadline && matches!(c.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Procs {
+    pub(crate) fn log_path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}.log"))
+    }
+
+    pub(crate) fn spawn(&mut self, name: &str, cmd: &mut Command) -> usize {
+        let log = std::fs::File::create(self.log_path(name)).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name} ({cmd:?}): {e}"));
+        self.children.push((name.to_owned(), child));
+        self.children.len() - 1
+    }
+
+    /// The last lines of a child's log.
+    pub(crate) fn log_tail(&self, name: &str) -> String {
+        let text = std::fs::read_to_string(self.log_path(name)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// Waits until child `idx` answers `path` on `port` with 200.
+    pub(crate) fn wait_http(&mut self, idx: usize, port: u16, path: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            if matches!(http_get(port, path, &[]), Ok((200, _))) {
+                return;
+            }
+            let (name, child) = &mut self.children[idx];
+            let name = name.clone();
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "{name} exited ({status}) before {path} answered 200; its log:\n{}",
+                    self.log_tail(&name)
+                );
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "{name}: {path} on port {port} did not answer 200 within {within:?}; its log:\n{}",
+                    self.log_tail(&name)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// An exporter command on a free port with the recommended counters.
+pub(crate) fn exporter(root: &Path, port: u16) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(root)
+        .args(["-f", "counters/recommended.csv", "-c", "1000", "-a"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--nvml-lib")
+        .arg(common::built_sim_lib())
+        .env_remove("NODE_NAME")
+        .env_remove("RUST_LOG")
+        .env_remove("GPU_EXPORTER_SIMULATE")
+        .env_remove("DCGM_EXPORTER_COLLECTORS");
+    cmd
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real server
+
+/// One thing to ask Prometheus until it answers with data.
+pub(crate) struct Check {
+    pub(crate) what: String,
+    pub(crate) ask: Ask,
+    /// The last answer: `None` once satisfied.
+    pub(crate) last: Option<String>,
+    pub(crate) fatal: bool,
+}
+
+pub(crate) enum Ask {
+    /// An instant query that must return a non-empty result.
+    Query(String),
+    /// A label's values among the series matching a selector; empty is allowed for `cluster`.
+    LabelValues {
+        label: String,
+        selector: Option<String>,
+        allow_empty: bool,
+    },
+}
+
+impl Check {
+    pub(crate) fn new(what: String, ask: Ask) -> Self {
+        Self {
+            what,
+            ask,
+            last: Some("not asked yet".into()),
+            fatal: false,
+        }
+    }
+
+    pub(crate) fn shown(&self) -> String {
+        match &self.ask {
+            Ask::Query(q) => q.clone(),
+            Ask::LabelValues {
+                label, selector, ..
+            } => format!(
+                "/api/v1/label/{label}/values?match[]={}",
+                selector.as_deref().unwrap_or("")
+            ),
+        }
+    }
+
+    /// Asks once; records the outcome.
+    pub(crate) fn ask(&mut self, port: u16) {
+        let answer = match &self.ask {
+            Ask::Query(q) => prom_api(port, "/api/v1/query", &[("query", q)]).map(|d| {
+                let r = d.get("result");
+                match r {
+                    Some(Value::Array(a)) if str_of(&d, "resultType") != Some("scalar") => {
+                        !a.is_empty()
+                    }
+                    Some(Value::Array(_)) | Some(Value::String(_)) => true,
+                    _ => false,
+                }
+            }),
+            Ask::LabelValues {
+                label,
+                selector,
+                allow_empty,
+            } => {
+                let path = format!("/api/v1/label/{label}/values");
+                let params: Vec<(&str, &str)> = selector
+                    .as_deref()
+                    .map(|s| vec![("match[]", s)])
+                    .unwrap_or_default();
+                prom_api(port, &path, &params)
+                    .map(|d| *allow_empty || d.as_array().is_some_and(|a| !a.is_empty()))
+            }
+        };
+        self.last = match answer {
+            Ok(true) => None,
+            Ok(false) => Some("empty result".into()),
+            Err(ApiError::Transient(e)) => Some(e),
+            Err(ApiError::Fatal(e)) => {
+                self.fatal = true;
+                Some(e)
+            }
+        };
+    }
+
+    pub(crate) fn done(&self) -> bool {
+        self.last.is_none() || self.fatal
+    }
+}
+
+/// `label_values(<selector>, <label>)` or `label_values(<label>)` → (selector, label).
+pub(crate) fn parse_label_values(q: &str) -> Option<(Option<String>, String)> {
+    let inner = q
+        .trim()
+        .strip_prefix("label_values(")?
+        .strip_suffix(')')?
+        .trim();
+    // The last comma outside quotes, braces and parentheses separates the label.
+    let (mut depth, mut quote, mut split) = (0i32, None::<char>, None);
+    let mut prev = ' ';
+    for (i, c) in inner.char_indices() {
+        match quote {
+            Some(qc) => {
+                if c == qc && prev != '\\' {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '"' | '\'' | '`' => quote = Some(c),
+                '{' | '(' | '[' => depth += 1,
+                '}' | ')' | ']' => depth -= 1,
+                ',' if depth == 0 => split = Some(i),
+                _ => {}
+            },
+        }
+        prev = c;
+    }
+    match split {
+        Some(i) => Some((
+            Some(inner[..i].trim().to_owned()),
+            inner[i + 1..].trim().to_owned(),
+        )),
+        None => Some((None, inner.to_owned())),
+    }
+}
+
+/// The state of Prometheus's rule evaluation: `Ok` once every rule of the file is loaded,
+/// evaluated and healthy; otherwise the problems.
+pub(crate) fn rules_state(port: u16, want: &[Rule]) -> Result<(), Vec<String>> {
+    let data = prom_api(port, "/api/v1/rules", &[]).map_err(|e| match e {
+        ApiError::Fatal(m) | ApiError::Transient(m) => vec![format!("/api/v1/rules: {m}")],
+    })?;
+    let mut problems = Vec::new();
+    let mut loaded = 0;
+    for g in array(&data, "groups") {
+        let group = str_of(g, "name").unwrap_or("?");
+        for r in array(g, "rules") {
+            loaded += 1;
+            let name = str_of(r, "name").unwrap_or("?");
+            let kind = str_of(r, "type").unwrap_or("?");
+            let what = format!("Prometheus: group «{group}» {kind} rule {name}");
+            let last = str_of(r, "lastEvaluation").unwrap_or("");
+            if last.is_empty() || last.starts_with("0001-01-01") {
+                problems.push(format!("{what}: not evaluated yet"));
+                continue;
+            }
+            if str_of(r, "health") != Some("ok") {
+                problems.push(format!(
+                    "{what}: health {:?}, lastError {:?}; query: {}",
+                    str_of(r, "health").unwrap_or("?"),
+                    str_of(r, "lastError").unwrap_or(""),
+                    str_of(r, "query").unwrap_or("")
+                ));
+            }
+        }
+    }
+    if loaded != want.len() {
+        problems.push(format!(
+            "Prometheus loaded {loaded} rules, {RULES_FILE} has {}",
+            want.len()
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
+    let test = "prometheus_evaluates_every_panel_and_rule";
+    let Some(tools) = tools_or_skip(&["prometheus", "promtool"], test) else {
+        return;
+    };
+    let started = Instant::now();
+    let mut f = Failures::default();
+
+    // What to ask: every rule expression, panel query and label_values variable.
+    let rules = load_rules(alerts, &mut f)
+        .map(|(_, r)| r)
+        .unwrap_or_default();
+    let dashboards = load_dashboards(dashboards_dir, &mut f);
+    let mut checks: Vec<Check> = rules
+        .iter()
+        .map(|r| Check::new(r.what(), Ask::Query(r.expr.clone())))
+        .collect();
+    let mut panels = 0;
+    let mut variable_checks = 0;
+    for d in &dashboards {
+        panels += d.panels().iter().filter(|p| is_query_panel(p)).count();
+        let subst = d.substitutions();
+        for (what, expr) in d.targets() {
+            checks.push(Check::new(what, Ask::Query(substitute(&expr, &subst))));
+        }
+        for v in d.variables() {
+            if str_of(v, "type") != Some("query") {
+                continue;
+            }
+            let name = str_of(v, "name").unwrap_or("?");
+            let what = format!("{} variable ${name}", d.what());
+            let Some(q) = variable_query(v) else {
+                f.add(format!("{what}: query variable without a query"));
+                continue;
+            };
+            let q = substitute(&q, &subst);
+            let ask = if let Some(inner) = q
+                .trim()
+                .strip_prefix("query_result(")
+                .and_then(|s| s.strip_suffix(')'))
+            {
+                Ask::Query(inner.to_owned())
+            } else if let Some((selector, label)) = parse_label_values(&q) {
+                Ask::LabelValues {
+                    allow_empty: label == "cluster",
+                    label,
+                    selector,
+                }
+            } else {
+                f.add(format!(
+                    "{what}: {q:?}: expected label_values(<selector>, <label>) or query_result(<expr>)"
+                ));
+                continue;
+            };
+            variable_checks += 1;
+            checks.push(Check::new(what, ask));
+        }
+    }
+
+    // The exporters: two simulated nodes, one without a driver, and a target that is down.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut procs = Procs {
+        children: Vec::new(),
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let mut targets = Vec::new();
+    let mut waits = Vec::new();
+    for scenario in SIMULATED {
+        let port = common::free_port();
+        let name = format!("exporter-{}", scenario.replace('/', "_"));
+        let idx = procs.spawn(&name, exporter(root, port).args(["--simulate", scenario]));
+        waits.push((idx, port, "/ready"));
+        targets.push(port);
+    }
+    {
+        // No driver: /ready never answers 200, /health does.
+        let port = common::free_port();
+        let idx = procs.spawn(
+            "exporter-no-driver",
+            exporter(root, port).args(["--simulate", NO_DRIVER_SCENARIO]),
+        );
+        waits.push((idx, port, "/health"));
+        targets.push(port);
+    }
+    targets.push(common::free_port());
+    for (idx, port, path) in waits {
+        procs.wait_http(idx, port, path, Duration::from_secs(60));
+    }
+
+    // Prometheus scraping them every second, with the rules.
+    let rules_path = alerts
+        .join(RULES_FILE)
+        .canonicalize()
+        .unwrap_or_else(|_| alerts.join(RULES_FILE));
+    let config = format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+         rule_files:\n  - {}\n\
+         scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n      - targets: [{}]\n",
+        serde_json::to_string(&rules_path.to_string_lossy()).unwrap(),
+        targets
+            .iter()
+            .map(|p| format!("\"127.0.0.1:{p}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let config_path = procs.dir.path().join("prometheus.yml");
+    std::fs::write(&config_path, config).unwrap();
+    let prom_port = common::free_port();
+    let idx = procs.spawn(
+        "prometheus",
+        Command::new(&tools[0])
+            .arg(format!("--config.file={}", config_path.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                procs.dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .arg("--log.level=warn"),
+    );
+    procs.wait_http(idx, prom_port, "/-/ready", Duration::from_secs(60));
+    let deadline = Instant::now() + EVAL_DEADLINE;
+
+    // Ask until everything has data and the alerts sit where the scenarios put their
+    // causes, or the deadline.
+    let expected_alerts = expected_alerts(targets[2], targets[3]);
+    let mut rule_problems;
+    let mut placement;
+    loop {
+        // Asked every time: a rule's health is that of its last evaluation.
+        rule_problems = rules_state(prom_port, &rules).err().unwrap_or_default();
+        for c in checks.iter_mut().filter(|c| !c.done()) {
+            c.ask(prom_port);
+        }
+        placement = alert_placement(prom_port, &expected_alerts);
+        if (rule_problems.is_empty() && checks.iter().all(Check::done) && placement.is_ok())
+            || Instant::now() > deadline
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    for p in rule_problems {
+        f.add(p);
+    }
+    if let Err(p) = placement {
+        f.add(p);
+    }
+    for c in &checks {
+        if let Some(why) = &c.last {
+            f.add(format!("{}: {why}: {}", c.what, c.shown()));
+        }
+    }
+    if let Some((_, c)) = procs.children.iter_mut().find(|(n, _)| n == "prometheus")
+        && let Ok(Some(status)) = c.try_wait()
+    {
+        f.add(format!(
+            "prometheus exited ({status}); its log:\n{}",
+            procs.log_tail("prometheus")
+        ));
+    }
+    say(&format!(
+        "observability: {} rules, {} dashboards, {panels} panels, {} queries ({variable_checks} variables) checked against Prometheus in {:.1} s",
+        rules.len(),
+        dashboards.len(),
+        checks.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    drop(procs);
+    f.finish(&format!(
+        "Prometheus evaluating {} and {}",
+        dashboards_dir.display(),
+        alerts.join(RULES_FILE).display()
+    ));
+}
