@@ -34,29 +34,26 @@ fn spawn_ready_with(node_name: Option<&str>, scenario: &str, extra: &[&str]) -> 
 #[test]
 fn simulate_uses_the_scenario_node_name_without_node_name() {
     let e = spawn_ready(None);
-    let (_, body) = http_get(e.port, "/metrics", "").unwrap();
+    let body = http_get(e.port, "/metrics", &[]).unwrap().text();
     drop(e);
-    assert!(String::from_utf8_lossy(&body).contains("Hostname=\"sim-h100-node\""));
+    assert!(body.contains("Hostname=\"sim-h100-node\""));
 }
 
 #[test]
 fn simulate_serves_metrics_and_stops_on_sigterm() {
     let mut e = spawn_ready(Some("test-node"));
     let port = e.port;
-    let (status, body) = http_get(port, "/metrics", "").unwrap();
-    assert!(status.contains(" 200 "), "{status}");
-    let body = String::from_utf8_lossy(&body);
+    let r = http_get(port, "/metrics", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    let body = r.text();
     assert!(body.contains("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"GPU-"));
     assert!(body.contains("Hostname=\"test-node\""));
     assert!(body.contains("GPU_I_PROFILE=\"3g.40gb\""));
-    let (_, gz) = http_get(port, "/metrics", "Accept-Encoding: gzip\r\n").unwrap();
-    let (_, page) = http_get(port, "/", "").unwrap();
-    assert!(String::from_utf8_lossy(&page).contains("NVIDIA H100 80GB HBM3"));
-    assert!(
-        String::from_utf8_lossy(&gz)
-            .to_ascii_lowercase()
-            .contains("content-encoding: gzip")
-    );
+    let gz = http_get(port, "/metrics", &[("Accept-Encoding", "gzip")]).unwrap();
+    let page = http_get(port, "/", &[]).unwrap();
+    assert!(page.text().contains("NVIDIA H100 80GB HBM3"));
+    assert_eq!(gz.header("Content-Encoding"), Some("gzip"));
+    assert!(gz.body.starts_with(&[0x1f, 0x8b]), "not a gzip stream");
 
     // SAFETY-free SIGTERM through the kill command.
     let status = e.sigterm();
@@ -154,8 +151,8 @@ fn daemon_counts_every_xid_of_a_burst_in_real_time() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last = String::new();
     while Instant::now() < deadline {
-        if let Some((_, body)) = http_get(e.port, "/metrics", "") {
-            last = String::from_utf8_lossy(&body).into_owned();
+        if let Some(r) = http_get(e.port, "/metrics", &[]) {
+            last = r.text();
             let totals: Vec<&str> = last
                 .lines()
                 .filter(|l| l.starts_with("gpu_xid_errors_total{"))

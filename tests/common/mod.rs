@@ -231,21 +231,69 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Minimal HTTP/1.1 GET; returns (status line, raw response).
-pub fn http_get(port: u16, path: &str, extra: &str) -> Option<(String, Vec<u8>)> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+/// An HTTP response as the tests look at it.
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// Header names (lower case) and values, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body as sent (not decompressed).
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as text (lossy).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// `GET http://127.0.0.1:<port><path>` with `headers`, through ureq (no redirects, no
+/// decompression, 5 s connect and 60 s overall timeouts); `None` when no response came.
+pub fn http_get(port: u16, path: &str, headers: &[(&str, &str)]) -> Option<HttpResponse> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_connect(Some(Duration::from_secs(5)))
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let mut req = agent.get(&format!("http://127.0.0.1:{port}{path}"));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut resp = req.call().ok()?;
+    let status = resp.status().as_u16();
+    let headers = resp
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = resp
+        .body_mut()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_vec()
         .ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Connection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).ok()?;
-    let status = String::from_utf8_lossy(&buf).lines().next()?.to_owned();
-    Some((status, buf))
+    Some(HttpResponse {
+        status,
+        headers,
+        body,
+    })
 }
 
 /// The exporter binary cargo built for these tests.
@@ -479,9 +527,7 @@ impl Exporter {
     pub fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Some((status, _)) = http_get(self.port, "/ready", "")
-                && status.contains(" 200 ")
-            {
+            if http_get(self.port, "/ready", &[]).is_some_and(|r| r.status == 200) {
                 return;
             }
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -499,11 +545,11 @@ impl Exporter {
         }
     }
 
-    /// A scrape of `/metrics`, which must answer 200: the raw response.
+    /// A scrape of `/metrics`, which must answer 200: the body.
     pub fn metrics(&self) -> String {
-        let (status, body) = http_get(self.port, "/metrics", "").expect("scrape");
-        assert!(status.contains(" 200 "), "{status}");
-        String::from_utf8_lossy(&body).into_owned()
+        let r = http_get(self.port, "/metrics", &[]).expect("scrape");
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.text()
     }
 
     /// Scrapes until `cond` holds (a deadline, not a timing assertion); returns that scrape.
