@@ -2,6 +2,8 @@
 //! device, inode, length and modification time. A file replaced by rename, or a Kubernetes
 //! ConfigMap or Secret volume whose `..data` symlink was swapped, gets a new inode. Used by
 //! the counters hot reload and by TLS certificate rotation to decide when to read again.
+//!
+//! It never reads a file's content.
 
 use std::path::Path;
 use std::time::SystemTime;

@@ -6,6 +6,8 @@
 //! dcgm-exporter assigns (9001–9004). Each entry says how NVML serves the value
 //! ([`Source`]), the unit it is exported in, and whether it belongs to the physical GPU or
 //! to each MIG instance ([`Level`]). Help texts are ours; a counters CSV may override them.
+//!
+//! Data only: it must not call NVML or read files.
 
 use super::field::{
     ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind,

@@ -3,6 +3,8 @@
 //!
 //! This is the raw material for per-container attribution on shared GPUs (time-slicing, MPS):
 //! `attribution` maps each PID to its pod and sums per container.
+//!
+//! It reads NVML only; it must not look at `/proc`, cgroups or pods.
 
 use nvml_wrapper::Device;
 use nvml_wrapper::enums::device::UsedGpuMemory;

@@ -1,4 +1,6 @@
 //! Pure conversions of NVML facts into the strings dcgm-exporter's labels carry.
+//!
+//! No NVML calls and no I/O.
 
 use nvml_wrapper::enum_wrappers::device::Brand;
 

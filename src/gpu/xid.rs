@@ -12,6 +12,8 @@
 //! tick wait until every event pending when it was called has been recorded, so a tick sees
 //! the events that happened before it. Counts are keyed by GPU UUID and survive the GPU going
 //! down: the Xid 79 that announces a lost GPU stays visible.
+//!
+//! Only this thread and the reader call NVML after start-up; it must not encode or attribute.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -22,6 +22,10 @@
 //! pids = [41001]       # this container's processes (they get its cgroup)
 //! resource = "nvidia.com/gpu.shared"   # optional: resource name for gpus/shared
 //! ```
+//!
+//! Simulator only (behind the `sim` feature): it must not be reachable from the production
+//! build, and it feeds the exporter only through the interfaces a real node has (the socket,
+//! the API server's HTTP, the proc tree).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -5,6 +5,9 @@
 //! while it runs, with an optional delay before each answer (a slow kubelet). It is a real
 //! tonic server on a real socket, so the client under test goes through the same transport as
 //! against a kubelet.
+//!
+//! Simulator only (behind the `sim` feature); it must not share state with the client other
+//! than through the socket.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

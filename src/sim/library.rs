@@ -5,6 +5,9 @@
 //! `nvmlSimConfigure`, and hands the path to the ordinary NVML loader, so the product runs
 //! exactly the code it runs on a real node. The opened library is kept alive by [`SimLib`];
 //! NVML's own `dlopen` of the same path then shares its state.
+//!
+//! Simulator only (behind the `sim` feature): it must not call NVML itself; reads go through
+//! `gpu` as on a real node.
 
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_ulonglong};
 use std::path::{Path, PathBuf};

@@ -24,6 +24,9 @@
 //! cgroup v1 files have one `N:controllers:/path` line per hierarchy; cgroup v2 has one
 //! `0::/path`. The unified line and the `cpu`, `memory`, `pids` and `name=systemd` hierarchies
 //! are tried first (the kubelet manages those), then the rest.
+//!
+//! It is called by `attribution` on the sampler thread, reads one small file per PID it has
+//! not seen and caches the answer; it must not call NVML or the Kubernetes API.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -1,4 +1,6 @@
-//! Everything attribution learns from outside NVML, refreshed in the background.
+//! Everything attribution learns from outside NVML. The kubelet client, the API reflectors
+//! and the HPC directory refresh on their own threads and tasks and publish what they read;
+//! the cgroup reader runs on the caller's thread (one cached read per new PID).
 //!
 //! - [`kubelet`]: the kubelet pod-resources client (which container holds which device).
 //! - [`kube`]: the Kubernetes API reflectors (pod metadata, DRA ResourceSlices) and pod labels.

@@ -4,7 +4,8 @@
 //! - [`dra`]: a reflector of the DRA driver's ResourceSlices (pool/device → GPU or MIG UUID).
 //! - [`labels`]: pod-label sanitizing and the allow-list.
 //!
-//! Everything here runs in the background; the sampler only reads the latest published index.
+//! The reflectors run in the background; the sampler only reads the latest published index.
+//! `labels` is pure text work. Nothing here calls NVML or the kubelet.
 
 pub mod dra;
 pub mod labels;
