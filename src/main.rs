@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::anyhow;
-use clap::Parser;
 use gpu_exporter::attribution::{self, AttributionOptions, Attributor, Sources};
 use gpu_exporter::config::counters::{self, CountersFile};
 use gpu_exporter::config::{Cli, Config};
@@ -145,6 +144,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         info!(file = %f.path().display(), "counters reload on file change and on SIGHUP");
         sampler = sampler.with_counters_file(f);
     }
+    sampler = sampler.with_exporter_metrics(cfg.exporter_metrics);
     let stop = Arc::new(AtomicBool::new(false));
     let handle = sampler::spawn(
         sampler,
@@ -159,7 +159,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let listener = http::bind(&cfg.address).await?;
         let local = axum::serve::Listener::local_addr(&listener)?;
         info!(address = %local, interval_ms = cfg.interval.as_millis() as u64, "serving /metrics");
-        let app = http::app(Arc::clone(&shared));
+        let app = http::app_with(
+            Arc::clone(&shared),
+            http::ServeOptions {
+                max_concurrent_scrapes: cfg.max_concurrent_scrapes,
+                health_require_gpus: cfg.health_require_gpus,
+            },
+        );
         Ok(http::serve(listener, app, web_config, shutdown_signal()).await?)
     });
     stop.store(true, Ordering::Release);
@@ -297,7 +303,7 @@ fn start_attribution(
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_go_style();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

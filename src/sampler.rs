@@ -47,6 +47,8 @@ pub struct Sampler {
     nvml_errors: std::collections::BTreeMap<&'static str, u64>,
     attributor: Option<Attributor>,
     counters_file: Option<CountersFile>,
+    /// Read the process's own figures each tick (`--enable-exporter-metrics`).
+    exporter_metrics: bool,
 }
 
 impl Sampler {
@@ -69,6 +71,7 @@ impl Sampler {
             nvml_errors: Default::default(),
             attributor: None,
             counters_file: None,
+            exporter_metrics: false,
         }
     }
 
@@ -76,6 +79,12 @@ impl Sampler {
     /// from the tick that sees it.
     pub fn with_counters_file(mut self, file: CountersFile) -> Self {
         self.counters_file = Some(file);
+        self
+    }
+
+    /// Reads the exporter's own `process_*` figures on every tick.
+    pub fn with_exporter_metrics(mut self, on: bool) -> Self {
+        self.exporter_metrics = on;
         self
     }
 
@@ -176,8 +185,21 @@ impl Sampler {
                 .unwrap_or_default(),
             nvml_up,
             counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),
+            process: self.exporter_metrics.then(read_process).flatten(),
         };
         snap
+    }
+}
+
+/// The process's figures; a failure is logged (at debug: it repeats every tick) and leaves
+/// the `process_*` families out of this tick.
+fn read_process() -> Option<crate::base::process::ProcessFigures> {
+    match crate::base::process::read_self() {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tracing::debug!("{e}");
+            None
+        }
     }
 }
 

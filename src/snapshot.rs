@@ -143,6 +143,8 @@ pub struct SampleStats {
     pub nvml_up: bool,
     /// Counters hot-reload state, when the counters come from a watched file.
     pub counters_reload: Option<ReloadStats>,
+    /// The exporter's own process figures (`--enable-exporter-metrics`).
+    pub process: Option<crate::base::process::ProcessFigures>,
 }
 
 /// One point in time.

@@ -244,3 +244,159 @@ fn hpc_job_files_label_the_series_of_their_gpus() {
         ]
     );
 }
+
+/// Every flag dcgm-exporter 4.8.3 and 4.8.4 added starts the binary: the ones that mean
+/// something are applied, the others are accepted with one warning each, none exits 2.
+#[test]
+fn dcgm_4_8_3_and_4_8_4_flags_start_the_exporter() {
+    let e = spawn_ready_with(
+        None,
+        "h100-mig",
+        &[
+            "--web-read-timeout",
+            "10s",
+            "--web-write-timeout",
+            "30s",
+            "--max-concurrent-scrapes",
+            "16",
+            "--health-require-gpus",
+            "--container-labels",
+            "--container-runtime-socket",
+            "/run/containerd/containerd.sock",
+            "--watch-max-keep-age",
+            "10m",
+            "--watch-max-keep-samples",
+            "0",
+            "--dump-enabled",
+            "--dump-directory",
+            "/tmp/dcgm-dumps",
+            "--dump-retention",
+            "24",
+            "--dump-compression",
+            "true",
+            "--config-file",
+            "/etc/dcgm-exporter/config.yaml",
+        ],
+    );
+    let body = http_get(e.port, "/health", &[]).unwrap();
+    assert_eq!(body.status, 200, "{}", body.text());
+    let log = e.log();
+    for flag in [
+        "--web-read-timeout",
+        "--web-write-timeout",
+        "--container-labels",
+        "--watch-max-keep-age",
+        "--dump-enabled",
+        "--config-file",
+    ] {
+        let lines = log
+            .lines()
+            .filter(|l| {
+                l.contains(flag) && l.contains("is accepted for dcgm-exporter compatibility")
+            })
+            .count();
+        assert_eq!(lines, 1, "one warning for {flag}:\n{log}");
+    }
+    assert!(!log.contains("unexpected argument"), "{log}");
+}
+
+/// The same flags through their environment variables (how DaemonSets set them).
+#[test]
+fn dcgm_4_8_4_environment_variables_start_the_exporter() {
+    let e = Exporter::builder()
+        .args(["--simulate", "h100-mig", "-c", "500"])
+        .env("DCGM_EXPORTER_WEB_READ_TIMEOUT", "10s")
+        .env("DCGM_EXPORTER_WEB_WRITE_TIMEOUT", "30s")
+        .env("DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES", "4")
+        .env("DCGM_EXPORTER_HEALTH_REQUIRE_GPUS", "true")
+        .env("DCGM_EXPORTER_ENABLE_EXPORTER_METRICS", "true")
+        .env("DCGM_EXPORTER_CONTAINER_LABELS", "false")
+        .env("DCGM_EXPORTER_WATCH_MAX_KEEP_AGE", "10m")
+        .env("DCGM_EXPORTER_WATCH_MAX_KEEP_SAMPLES", "0")
+        .log_pipe()
+        .start();
+    assert_eq!(http_get(e.port, "/health", &[]).unwrap().status, 200);
+}
+
+/// A Go duration that does not parse is a configuration error naming the flag.
+#[test]
+fn bad_web_timeout_names_the_flag() {
+    let out = Command::new(BIN)
+        .args(["--simulate", "--web-read-timeout", "ten seconds"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--web-read-timeout \"ten seconds\": not a duration"),
+        "{err}"
+    );
+}
+
+/// Go's flag syntax: `-rbmn` is `--replace-blanks-in-model-name`, and long flags work with
+/// one dash (`-address`, `-collect-interval=500`).
+#[test]
+fn go_flag_syntax_rbmn_and_single_dash_long_names() {
+    let e = Exporter::builder()
+        .args([
+            "-simulate=h100-mig",
+            "-collect-interval=500",
+            "-rbmn",
+            "-no-hostname",
+        ])
+        .log_pipe()
+        .start();
+    let text = e.metrics();
+    assert!(
+        text.contains("modelName=\"NVIDIA-H100-80GB-HBM3\""),
+        "-rbmn replaces the blanks:\n{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(!text.contains("Hostname="), "-no-hostname applies");
+    assert!(!e.log().contains("host engine"), "{}", e.log());
+}
+
+/// `--enable-exporter-metrics` adds the `process_*` families, with this process's figures;
+/// without it they are absent.
+#[test]
+fn exporter_metrics_are_the_process_families() {
+    let e = spawn_ready_with(None, "h100-mig", &["--enable-exporter-metrics"]);
+    let text = e.metrics_until("process_* families", |t| t.contains("process_open_fds "));
+    let value = |name: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name}:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(text.contains("# TYPE process_cpu_seconds_total counter"));
+    assert!(value("process_resident_memory_bytes") > 1e6);
+    assert!(value("process_virtual_memory_bytes") >= value("process_resident_memory_bytes"));
+    assert!(value("process_open_fds") >= 3.0);
+    assert!(value("process_threads") >= 2.0);
+    let started = value("process_start_time_seconds");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        started > now - 300.0 && started <= now + 1.0,
+        "{started} vs {now}"
+    );
+    // The exporter's own figure: its /proc/<pid>/limits says the same soft limit.
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", e.pid())).unwrap();
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .unwrap();
+    let want = if soft == "unlimited" {
+        -1.0
+    } else {
+        soft.parse().unwrap()
+    };
+    assert_eq!(value("process_max_fds"), want);
+    drop(e);
+    let plain = spawn_ready(None);
+    assert!(!plain.metrics().contains("process_"), "off by default");
+}

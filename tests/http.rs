@@ -130,3 +130,70 @@ async fn endpoints_before_and_after_the_first_sample() {
     let (s, _, _) = get(&shared, "/nope", false).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
+
+/// `--health-require-gpus`: `/health` fails until a tick has exported a GPU, then passes.
+#[tokio::test]
+async fn health_requires_gpus_when_asked() {
+    use gpu_exporter::serve::{ServeOptions, app_with};
+    let (_node, shared, mut sampler, counters) = node_state();
+    let opts = ServeOptions {
+        health_require_gpus: true,
+        ..ServeOptions::default()
+    };
+    let health = || async {
+        let resp = app_with(Arc::clone(&shared), opts)
+            .oneshot(Request::get("/health").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    };
+    let (s, body) = health().await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body.contains("--health-require-gpus"), "{body}");
+    // Without the option, the same state is healthy.
+    let (s, _, _) = get(&shared, "/health", false).await;
+    assert_eq!(s, StatusCode::OK);
+
+    let snap = sampler.tick(1.0);
+    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    let (s, body) = health().await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+}
+
+/// `--max-concurrent-scrapes`: a scrape counts until its body has been sent; one more than the
+/// limit gets 503, and a slot frees when a body is done.
+#[tokio::test]
+async fn scrapes_beyond_the_limit_get_503() {
+    use gpu_exporter::serve::{ServeOptions, app_with};
+    let (_node, shared, mut sampler, counters) = node_state();
+    let snap = sampler.tick(1.0);
+    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    let router = app_with(
+        Arc::clone(&shared),
+        ServeOptions {
+            max_concurrent_scrapes: 2,
+            ..ServeOptions::default()
+        },
+    );
+    let scrape = || {
+        router
+            .clone()
+            .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+    };
+    // Two scrapes whose bodies are not read yet hold both slots.
+    let first = scrape().await.unwrap();
+    let second = scrape().await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(second.status(), StatusCode::OK);
+    let third = scrape().await.unwrap();
+    assert_eq!(third.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let why = third.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&why).contains("--max-concurrent-scrapes"));
+    // Sending the first body frees its slot.
+    let text = first.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&text).contains("DCGM_FI_DEV_GPU_TEMP{"));
+    assert_eq!(scrape().await.unwrap().status(), StatusCode::OK);
+    drop(second);
+}

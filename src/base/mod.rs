@@ -1,5 +1,5 @@
 //! Leaves shared by every layer: the clock, the version, file change stamps, label text, the
-//! retry backoff.
+//! retry backoff, the process's own figures.
 //!
 //! Nothing here knows about NVML, Kubernetes, the exposition or HTTP, and no module in
 //! `base` imports any other module of the crate outside `base`.
@@ -8,4 +8,5 @@ pub mod backoff;
 pub mod clock;
 pub mod file_stamp;
 pub mod label_text;
+pub mod process;
 pub mod version;

@@ -17,6 +17,61 @@ pub const BUILTIN_DEFAULT_COUNTERS: &str = include_str!("../../counters/default-
 /// Default sampling interval in milliseconds (see README "Sampling interval").
 pub const DEFAULT_INTERVAL_MS: u64 = 5000;
 
+/// dcgm-exporter 4.8.4's default for `--max-concurrent-scrapes`.
+pub const DEFAULT_MAX_CONCURRENT_SCRAPES: u32 = 16;
+
+/// dcgm-exporter's documented short forms that are not one-letter flags.
+const GO_SHORT_FORMS: &[(&str, &str)] = &[("-rbmn", "--replace-blanks-in-model-name")];
+
+impl Cli {
+    /// Parses the process's arguments as dcgm-exporter's Go flag library would accept them
+    /// (see [`go_style_args`]); exits on a syntax error as clap does.
+    pub fn parse_go_style() -> Self {
+        use clap::CommandFactory;
+        Self::parse_from(go_style_args(&Self::command(), std::env::args_os()))
+    }
+}
+
+/// Rewrites the arguments Go's flag library accepts and clap does not: a long flag written with
+/// one dash (`-collectors`, `-address=:9400`) gets its second dash, and `-rbmn` becomes
+/// `--replace-blanks-in-model-name`. Short flags and their clusters (`-k`, `-f FILE`) are
+/// left alone, as is everything after `--`.
+pub fn go_style_args(
+    cmd: &clap::Command,
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+    let mut out = Vec::new();
+    let mut rest = false;
+    for (i, arg) in args.into_iter().enumerate() {
+        let Some(s) = arg.to_str().filter(|_| i > 0 && !rest) else {
+            out.push(arg);
+            continue;
+        };
+        if s == "--" {
+            rest = true;
+            out.push(arg);
+            continue;
+        }
+        if let Some((_, long)) = GO_SHORT_FORMS.iter().find(|(short, _)| *short == s) {
+            out.push((*long).into());
+            continue;
+        }
+        let rewritten = s
+            .strip_prefix('-')
+            .filter(|r| !r.starts_with('-'))
+            .and_then(|r| {
+                let name = r.split_once('=').map_or(r, |(n, _)| n);
+                (name.len() > 1 && longs.contains(&name)).then(|| format!("--{r}"))
+            });
+        match rewritten {
+            Some(r) => out.push(r.into()),
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
 /// Raw command line.
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -251,6 +306,55 @@ pub struct Cli {
     /// Per-scrape debug dumps (no meaning here).
     #[arg(long = "dump-enabled", env = "DCGM_EXPORTER_DUMP_ENABLED", action = ArgAction::SetTrue)]
     pub dump_enabled: bool,
+    /// Directory of the debug dumps (no meaning here).
+    #[arg(long = "dump-directory", env = "DCGM_EXPORTER_DUMP_DIRECTORY")]
+    pub dump_directory: Option<String>,
+    /// How long debug dumps are kept (no meaning here).
+    #[arg(long = "dump-retention", env = "DCGM_EXPORTER_DUMP_RETENTION")]
+    pub dump_retention: Option<String>,
+    /// Compression of the debug dumps (no meaning here).
+    #[arg(long = "dump-compression", env = "DCGM_EXPORTER_DUMP_COMPRESSION")]
+    pub dump_compression: Option<String>,
+    /// dcgm-exporter 4.8.3+'s YAML configuration file (not read yet; see the README).
+    #[arg(long = "config-file", env = "DCGM_EXPORTER_CONFIG_FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Time allowed to read a request, as a Go duration (dcgm-exporter 4.8.3+; validated).
+    #[arg(long = "web-read-timeout", env = "DCGM_EXPORTER_WEB_READ_TIMEOUT")]
+    pub web_read_timeout: Option<String>,
+    /// Time allowed to write a response, as a Go duration (dcgm-exporter 4.8.3+; validated).
+    #[arg(long = "web-write-timeout", env = "DCGM_EXPORTER_WEB_WRITE_TIMEOUT")]
+    pub web_write_timeout: Option<String>,
+    /// Container labels from the CRI (dcgm-exporter 4.8.3+; not implemented).
+    #[arg(long = "container-labels", env = "DCGM_EXPORTER_CONTAINER_LABELS", action = ArgAction::SetTrue)]
+    pub container_labels: bool,
+    /// CRI socket for --container-labels (not implemented).
+    #[arg(
+        long = "container-runtime-socket",
+        env = "DCGM_CONTAINER_RUNTIME_SOCKET"
+    )]
+    pub container_runtime_socket: Option<String>,
+    /// DCGM watch sample age limit (no meaning here: NVML is read directly).
+    #[arg(long = "watch-max-keep-age", env = "DCGM_EXPORTER_WATCH_MAX_KEEP_AGE")]
+    pub watch_max_keep_age: Option<String>,
+    /// DCGM watch sample count limit (no meaning here).
+    #[arg(
+        long = "watch-max-keep-samples",
+        env = "DCGM_EXPORTER_WATCH_MAX_KEEP_SAMPLES"
+    )]
+    pub watch_max_keep_samples: Option<String>,
+    /// `/health` answers 503 while no GPU is being exported.
+    #[arg(long = "health-require-gpus", env = "DCGM_EXPORTER_HEALTH_REQUIRE_GPUS", action = ArgAction::SetTrue)]
+    pub health_require_gpus: bool,
+    /// Scrapes of /metrics served at once; more get 503. 0: no limit.
+    #[arg(
+        long = "max-concurrent-scrapes",
+        env = "DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES",
+        default_value_t = DEFAULT_MAX_CONCURRENT_SCRAPES
+    )]
+    pub max_concurrent_scrapes: u32,
+    /// Export the process's own `process_*` families (CPU, memory, file descriptors, threads).
+    #[arg(long = "enable-exporter-metrics", env = "DCGM_EXPORTER_ENABLE_EXPORTER_METRICS", action = ArgAction::SetTrue)]
+    pub enable_exporter_metrics: bool,
     /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4, incidents) or a TOML file.
     #[arg(long = "simulate", env = "GPU_EXPORTER_SIMULATE", num_args = 0..=1, default_missing_value = "h100-mig", value_name = "SCENARIO")]
     pub simulate: Option<String>,
@@ -265,4 +369,60 @@ pub struct Cli {
     /// --simulate: libnvml_sim.so next to the executable).
     #[arg(long = "nvml-lib", env = "GPU_EXPORTER_NVML_LIB")]
     pub nvml_lib: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn rewrite(args: &[&str]) -> Vec<String> {
+        let argv = std::iter::once("gpu-exporter")
+            .chain(args.iter().copied())
+            .map(std::ffi::OsString::from);
+        go_style_args(&Cli::command(), argv)
+            .into_iter()
+            .skip(1)
+            .map(|a| a.into_string().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn go_style_arguments_become_clap_arguments() {
+        assert_eq!(rewrite(&["-rbmn"]), ["--replace-blanks-in-model-name"]);
+        assert_eq!(
+            rewrite(&["-collectors", "/etc/x.csv", "-address=:9400"]),
+            ["--collectors", "/etc/x.csv", "--address=:9400"]
+        );
+        // Short flags, clusters, values and unknown names are left to clap.
+        assert_eq!(
+            rewrite(&[
+                "-k",
+                "-f",
+                "-x.csv",
+                "-ko",
+                "-unknown-flag",
+                "--devices",
+                "g"
+            ]),
+            [
+                "-k",
+                "-f",
+                "-x.csv",
+                "-ko",
+                "-unknown-flag",
+                "--devices",
+                "g"
+            ]
+        );
+        // Nothing after `--` changes, and `-rbmn` stays a value there.
+        assert_eq!(rewrite(&["--", "-rbmn"]), ["--", "-rbmn"]);
+        // The rewritten line parses with the meaning dcgm-exporter gives it.
+        let cli = Cli::parse_from(
+            std::iter::once("gpu-exporter".to_owned()).chain(rewrite(&["-rbmn", "-no-hostname"])),
+        );
+        assert!(cli.replace_blanks_in_model_name);
+        assert!(cli.no_hostname);
+        assert!(cli.remote_hostengine_info.is_none());
+    }
 }

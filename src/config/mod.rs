@@ -13,7 +13,10 @@ pub mod cli;
 pub mod counters;
 pub mod devices;
 
-pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};
+pub use cli::{
+    BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
+    DEFAULT_MAX_CONCURRENT_SCRAPES,
+};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,6 +52,14 @@ pub enum ConfigError {
         /// The item at fault.
         item: String,
     },
+    /// A Go duration flag that does not parse.
+    #[error("{flag} {value:?}: not a duration (expected Go's form, e.g. 10s, 1m30s, 500ms)")]
+    Duration {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+    },
     /// `--kubernetes-gpu-id-type` is neither `uid` nor `device-name`.
     #[error("--kubernetes-gpu-id-type {0:?}: expected uid or device-name")]
     GpuIdType(String),
@@ -83,6 +94,12 @@ pub struct Config {
     pub devices: DeviceSelection,
     /// Scenario when simulating.
     pub simulate: Option<String>,
+    /// `--max-concurrent-scrapes`: scrapes served at once (0: no limit).
+    pub max_concurrent_scrapes: u32,
+    /// `--health-require-gpus`: `/health` fails while no GPU is exported.
+    pub health_require_gpus: bool,
+    /// `--enable-exporter-metrics`: the `process_*` families.
+    pub exporter_metrics: bool,
     /// Simulation seed.
     pub simulate_seed: u64,
     /// NVML library path override.
@@ -186,6 +203,18 @@ fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
     Ok(out)
 }
 
+/// Checks a Go duration (`10s`, `1m30s`, `500ms`).
+fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, ConfigError> {
+    let err = || ConfigError::Duration {
+        flag,
+        value: value.to_owned(),
+    };
+    let ns = go_parse_duration::parse_duration(value).map_err(|_| err())?;
+    u64::try_from(ns)
+        .map(std::time::Duration::from_nanos)
+        .map_err(|_| err())
+}
+
 impl Cli {
     /// Validates flags into a [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
@@ -256,7 +285,47 @@ impl Cli {
             "--enable-pprof",
             "has no meaning in a Rust binary",
         );
-        unused(self.dump_enabled, "--dump-enabled", "is not implemented");
+        unused(
+            self.dump_enabled
+                || self.dump_directory.is_some()
+                || self.dump_retention.is_some()
+                || self.dump_compression.is_some(),
+            "--dump-enabled/--dump-directory/--dump-retention/--dump-compression",
+            "is not implemented",
+        );
+        unused(
+            self.config_file
+                .as_ref()
+                .is_some_and(|p| !p.as_os_str().is_empty()),
+            "--config-file",
+            "is not read yet: pass its counters with -f/--collectors and its interval with \
+             -c/--collect-interval",
+        );
+        for (flag, value) in [
+            ("--web-read-timeout", &self.web_read_timeout),
+            ("--web-write-timeout", &self.web_write_timeout),
+        ] {
+            if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
+                go_duration(flag, v)?;
+                unused(
+                    true,
+                    flag,
+                    "is not applied yet: the value is checked, but the HTTP server has no \
+                     per-request read or write timeout of its own",
+                );
+            }
+        }
+        unused(
+            self.container_labels || self.container_runtime_socket.is_some(),
+            "--container-labels/--container-runtime-socket",
+            "is not implemented: pod labels come from the Kubernetes API \
+             (--kubernetes-enable-pod-labels)",
+        );
+        unused(
+            self.watch_max_keep_age.is_some() || self.watch_max_keep_samples.is_some(),
+            "--watch-max-keep-age/--watch-max-keep-samples",
+            "has no meaning: NVML is read directly, without DCGM's watch buffers",
+        );
         unused(
             self.web_systemd_socket,
             "--web-systemd-socket",
@@ -283,6 +352,9 @@ impl Cli {
             xid_window: Duration::from_millis(self.xid_count_window_size),
             clock_events_window: Duration::from_millis(self.clock_events_count_window_size),
             xid_initialized,
+            max_concurrent_scrapes: self.max_concurrent_scrapes,
+            health_require_gpus: self.health_require_gpus,
+            exporter_metrics: self.enable_exporter_metrics,
             simulate: self.simulate.clone(),
             simulate_seed: self.simulate_seed,
             nvml_lib: self.nvml_lib.clone(),

@@ -58,6 +58,10 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     write_value(out, st.last_success_unix);
     out.push('\n');
 
+    if let Some(p) = &st.process {
+        process_families(out, p);
+    }
+
     if let Some(r) = &st.counters_reload {
         write_header(
             out,
@@ -213,6 +217,67 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
             }
             let _ = writeln!(out, "}} {}", u8::from(d.up));
         }
+    }
+}
+
+/// The `process_*` families under the names and types Prometheus client libraries use.
+fn process_families(out: &mut String, p: &crate::base::process::ProcessFigures) {
+    let families: [(&str, &str, &str, f64); 8] = [
+        (
+            "process_cpu_seconds_total",
+            "Total user and system CPU time spent in seconds.",
+            "counter",
+            p.cpu_seconds,
+        ),
+        (
+            "process_resident_memory_bytes",
+            "Resident memory size in bytes.",
+            "gauge",
+            p.resident_bytes,
+        ),
+        (
+            "process_virtual_memory_bytes",
+            "Virtual memory size in bytes.",
+            "gauge",
+            p.virtual_bytes,
+        ),
+        (
+            "process_virtual_memory_max_bytes",
+            "Maximum amount of virtual memory available in bytes (-1: unlimited).",
+            "gauge",
+            p.virtual_max_bytes.unwrap_or(-1.0),
+        ),
+        (
+            "process_open_fds",
+            "Number of open file descriptors.",
+            "gauge",
+            p.open_fds,
+        ),
+        (
+            "process_max_fds",
+            "Maximum number of open file descriptors (-1: unlimited).",
+            "gauge",
+            p.max_fds.unwrap_or(-1.0),
+        ),
+        (
+            "process_start_time_seconds",
+            "Start time of the process since unix epoch in seconds.",
+            "gauge",
+            p.start_time_seconds,
+        ),
+        (
+            "process_threads",
+            "Number of OS threads in the process.",
+            "gauge",
+            p.threads,
+        ),
+    ];
+    for (name, help, kind, v) in families {
+        write_header(out, name, help, kind);
+        out.push_str(name);
+        out.push(' ');
+        write_value(out, v);
+        out.push('\n');
     }
 }
 

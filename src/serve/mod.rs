@@ -24,14 +24,54 @@ use crate::serve::web_config::{BasicAuth, TlsServer, WebConfig};
 /// Content type of the text exposition format 0.0.4.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The router over the shared state.
+/// How the handlers behave beyond serving the published output.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// Scrapes of `/metrics` served at once; more get 503 (`--max-concurrent-scrapes`).
+    /// 0: no limit.
+    pub max_concurrent_scrapes: u32,
+    /// `/health` answers 503 while no GPU is exported (`--health-require-gpus`).
+    pub health_require_gpus: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            max_concurrent_scrapes: crate::config::DEFAULT_MAX_CONCURRENT_SCRAPES,
+            health_require_gpus: false,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    shared: Arc<Shared>,
+    scrapes: Option<Arc<tokio::sync::Semaphore>>,
+    health_require_gpus: bool,
+}
+
+/// The router over the shared state, with the default [`ServeOptions`].
 pub fn app(shared: Arc<Shared>) -> Router {
+    app_with(shared, ServeOptions::default())
+}
+
+/// The router over the shared state.
+pub fn app_with(shared: Arc<Shared>, opts: ServeOptions) -> Router {
+    let state = AppState {
+        shared,
+        scrapes: (opts.max_concurrent_scrapes > 0).then(|| {
+            Arc::new(tokio::sync::Semaphore::new(
+                opts.max_concurrent_scrapes as usize,
+            ))
+        }),
+        health_require_gpus: opts.health_require_gpus,
+    };
     Router::new()
         .route("/metrics", get(metrics))
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/", get(index))
-        .with_state(shared)
+        .with_state(state)
 }
 
 /// `true` when `Accept-Encoding` allows gzip (`gzip` or `*` with a non-zero q-value).
@@ -58,15 +98,35 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
-async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let current = shared.load();
+async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    // Held by the body until the server has sent it.
+    let permit = match &state.scrapes {
+        Some(gate) => match Arc::clone(gate).try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many concurrent scrapes (--max-concurrent-scrapes)\n",
+                )
+                    .into_response();
+            }
+        },
+        None => None,
+    };
+    let current = state.shared.load();
     let gzip = accepts_gzip(&headers);
     let body = if gzip {
         current.gzip.clone()
     } else {
         current.plain.clone()
     };
-    let mut resp = body.into_response();
+    let mut resp = match permit {
+        Some(permit) => Response::new(axum::body::Body::new(PermitBody {
+            inner: axum::body::Body::from(body),
+            _permit: permit,
+        })),
+        None => body.into_response(),
+    };
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
@@ -76,12 +136,45 @@ async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respo
     resp
 }
 
-async fn health() -> &'static str {
-    "ok\n"
+/// A response body that holds a `--max-concurrent-scrapes` permit until the server has sent
+/// it (or the client went away), so that a scrape counts for as long as it is being written.
+struct PermitBody {
+    inner: axum::body::Body,
+    _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
-async fn ready(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str) {
-    if shared.is_ready() {
+impl http_body::Body for PermitBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+async fn health(State(state): State<AppState>) -> (StatusCode, &'static str) {
+    if state.health_require_gpus && state.shared.load().snapshot.entities.is_empty() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unhealthy: no GPU is being exported (--health-require-gpus)\n",
+        );
+    }
+    (StatusCode::OK, "ok\n")
+}
+
+async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
+    if state.shared.is_ready() {
         (StatusCode::OK, "ready\n")
     } else {
         (
@@ -91,12 +184,12 @@ async fn ready(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str) 
     }
 }
 
-async fn index(State(shared): State<Arc<Shared>>) -> Html<String> {
-    let current = shared.load();
+async fn index(State(state): State<AppState>) -> Html<String> {
+    let current = state.shared.load();
     Html(landing::render(
         &current.snapshot,
         &current.counters,
-        shared.is_ready(),
+        state.shared.is_ready(),
     ))
 }
 

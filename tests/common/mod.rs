@@ -569,6 +569,11 @@ impl Exporter {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The log so far (empty when stderr is discarded).
     pub fn log(&self) -> String {
         match &self.log {

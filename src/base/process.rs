@@ -1,0 +1,95 @@
+//! The exporter's own process, as Prometheus client libraries report theirs (`process_*`
+//! families, for `--enable-exporter-metrics`): CPU time, resident and virtual memory, open
+//! and maximum file descriptors, start time and threads, read from `/proc/self` through the
+//! `procfs` crate.
+//!
+//! It reads only this process's own `/proc` entries; it must not format exposition text.
+
+use procfs::process::{LimitValue, Process};
+
+/// One reading of the process's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ProcessFigures {
+    /// User and system CPU time, seconds.
+    pub cpu_seconds: f64,
+    /// Resident set size, bytes.
+    pub resident_bytes: f64,
+    /// Virtual memory size, bytes.
+    pub virtual_bytes: f64,
+    /// The address-space limit, bytes; `None` when unlimited.
+    pub virtual_max_bytes: Option<f64>,
+    /// Open file descriptors.
+    pub open_fds: f64,
+    /// The soft limit on open file descriptors; `None` when unlimited.
+    pub max_fds: Option<f64>,
+    /// Start time, seconds since the Unix epoch.
+    pub start_time_seconds: f64,
+    /// Threads.
+    pub threads: f64,
+}
+
+/// Why `/proc/self` could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("reading /proc/self: {0}")]
+pub struct ProcessError(#[from] procfs::ProcError);
+
+/// Reads the figures of the calling process.
+pub fn read_self() -> Result<ProcessFigures, ProcessError> {
+    let me = Process::myself()?;
+    let stat = me.stat()?;
+    let ticks = procfs::ticks_per_second() as f64;
+    let limits = me.limits()?;
+    let limit = |v: LimitValue| match v {
+        LimitValue::Value(n) => Some(n as f64),
+        LimitValue::Unlimited => None,
+    };
+    Ok(ProcessFigures {
+        cpu_seconds: (stat.utime + stat.stime) as f64 / ticks,
+        resident_bytes: stat.rss as f64 * procfs::page_size() as f64,
+        virtual_bytes: stat.vsize as f64,
+        virtual_max_bytes: limit(limits.max_address_space.soft_limit),
+        open_fds: me.fd_count()? as f64,
+        max_fds: limit(limits.max_open_files.soft_limit),
+        start_time_seconds: procfs::boot_time_secs()? as f64 + stat.starttime as f64 / ticks,
+        threads: stat.num_threads as f64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_of_this_process_are_plausible() {
+        let before = read_self().unwrap();
+        // Burn some CPU and open a file: both must show.
+        let mut x = 0u64;
+        for i in 0..30_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let f = std::fs::File::open("/proc/self/stat").unwrap();
+        let after = read_self().unwrap();
+        drop(f);
+        assert!(
+            after.cpu_seconds > before.cpu_seconds,
+            "{before:?} {after:?}"
+        );
+        assert!(
+            after.open_fds >= before.open_fds + 1.0,
+            "{before:?} {after:?}"
+        );
+        assert!(after.resident_bytes > 1e6, "{after:?}");
+        assert!(after.virtual_bytes >= after.resident_bytes, "{after:?}");
+        assert!(after.threads >= 1.0);
+        let now = crate::base::clock::unix_now();
+        assert!(
+            after.start_time_seconds > now - 3600.0 && after.start_time_seconds <= now + 1.0,
+            "start {} now {now}",
+            after.start_time_seconds
+        );
+        if let Some(max) = after.max_fds {
+            assert!(max >= after.open_fds);
+        }
+    }
+}
