@@ -197,18 +197,6 @@ pub enum CsvError {
         /// The type as written.
         kind: String,
     },
-    /// The same name on two active rows.
-    #[error("{origin}:{line}: {name:?} is already defined on line {first_line}")]
-    DuplicateMetric {
-        /// File name.
-        origin: String,
-        /// Line of the second row.
-        line: usize,
-        /// Line of the first row.
-        first_line: usize,
-        /// The repeated name.
-        name: String,
-    },
     /// A string-valued field typed as a number.
     #[error(
         "{origin}:{line}: {name:?} is a text field and cannot be a {kind}; use type `label` to \
@@ -268,12 +256,15 @@ pub fn parse_counters(origin: &str, text: &str) -> Result<CounterSet, CsvError> 
         })?;
         let row = parse_row(origin, text, line, &record)?;
         if let Some(&first_line) = first_seen.get(&row.name) {
-            return Err(CsvError::DuplicateMetric {
-                origin: origin.to_owned(),
-                line,
-                first_line,
-                name: row.name,
-            });
+            // dcgm-exporter loads such files (its 1.x-compatibility-metrics.csv defines two
+            // PCIe fields twice) and writes the family twice; Prometheus keeps the first
+            // sample of a duplicated series. One family, the first definition, does the same.
+            set.warnings.push(format!(
+                "{origin}:{line}: {:?} is already defined on line {first_line}; this row is \
+                 ignored and line {first_line}'s definition is used",
+                row.name
+            ));
+            continue;
         }
         first_seen.insert(row.name.clone(), line);
         set.warnings.extend(row_warnings(origin, &row));
@@ -703,7 +694,7 @@ mod tests {
     #[test]
     fn fixtures_named_after_each_error_are_rejected() {
         type Case = (&'static str, &'static str, fn(&CsvError) -> bool);
-        let cases: [Case; 7] = [
+        let cases: [Case; 6] = [
             (
                 "wrong-column-count.csv",
                 include_str!("../../tests/fixtures/csv/wrong-column-count.csv"),
@@ -723,11 +714,6 @@ mod tests {
                 "unknown-type.csv",
                 include_str!("../../tests/fixtures/csv/unknown-type.csv"),
                 |e| matches!(e, CsvError::UnknownType { .. }),
-            ),
-            (
-                "duplicate-metric.csv",
-                include_str!("../../tests/fixtures/csv/duplicate-metric.csv"),
-                |e| matches!(e, CsvError::DuplicateMetric { .. }),
             ),
             (
                 "text-field-as-number.csv",
@@ -817,23 +803,48 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_metric_names_both_lines() {
-        let e = err("DCGM_FI_DEV_GPU_TEMP, gauge, a\n# c\nDCGM_FI_DEV_GPU_TEMP, gauge, b\n");
+    fn duplicate_metric_loads_with_the_first_definition_and_names_both_lines() {
+        let set = parse("DCGM_FI_DEV_GPU_TEMP, gauge, a\n# c\nDCGM_FI_DEV_GPU_TEMP, counter, b\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(set.rows.len(), 1);
+        assert_eq!(set.rows[0].help, "a");
         assert!(
-            matches!(
-                e,
-                CsvError::DuplicateMetric {
-                    line: 3,
-                    first_line: 1,
-                    ..
-                }
-            ),
-            "{e}"
+            set.warnings.iter().any(|w| w
+                == "t.csv:3: \"DCGM_FI_DEV_GPU_TEMP\" is already defined on line 1; this row is \
+                    ignored and line 1's definition is used"),
+            "{:?}",
+            set.warnings
         );
+        // The shipped fixture: three rows, two of the same metric.
+        let set = parse_counters(
+            "duplicate-metric.csv",
+            include_str!("../../tests/fixtures/csv/duplicate-metric.csv"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(set.rows.len(), 2);
+        assert!(set.warnings.iter().any(|w| w.contains("duplicate-metric.csv:4:")));
+        // The shape of dcgm-exporter's 1.x-compatibility file: 1.x names, two fields twice.
+        let set = parse_counters(
+            "compat.csv",
+            include_str!("../../tests/fixtures/csv/dcgm-1x-compat-shape.csv"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = set.rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(
-            e.to_string(),
-            "t.csv:3: \"DCGM_FI_DEV_GPU_TEMP\" is already defined on line 1"
+            names
+                .iter()
+                .filter(|n| **n == "dcgm_fi_prof_pcie_tx_bytes")
+                .count(),
+            1,
+            "{names:?}"
         );
+        assert_eq!(set.rows.len(), 14, "{names:?}");
+        let dups: Vec<&String> = set
+            .warnings
+            .iter()
+            .filter(|w| w.contains("is already defined"))
+            .collect();
+        assert_eq!(dups.len(), 2, "{:?}", set.warnings);
         // The same field under two different names is two families, which is fine.
         let set = parse("DCGM_FI_DEV_GPU_TEMP, gauge, a\ndcgm_gpu_temp, gauge, b\n")
             .unwrap_or_else(|e| panic!("{e}"));
