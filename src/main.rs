@@ -105,6 +105,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
     let opts = EncodeOptions {
         hostname: cfg.hostname.clone(),
+        host_label: cfg.profile.host_label(),
         old_namespace: cfg.old_namespace,
         replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
     };
@@ -115,6 +116,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         &counters,
         &opts,
     )));
+    info!(
+        profile = cfg.profile.name(),
+        host_label = cfg.profile.host_label(),
+        "compatibility profile"
+    );
     info!(devices = %cfg.devices.describe(), mig_repeat_device_fields = cfg.mig_repeat_device_fields, "device selection");
     let options = ReaderOptions {
         devices: cfg.devices.clone(),

@@ -400,3 +400,58 @@ fn exporter_metrics_are_the_process_families() {
     let plain = spawn_ready(None);
     assert!(!plain.metrics().contains("process_"), "off by default");
 }
+
+/// `--compatibility`: each profile writes the host label, the MIG shape and the pod-label
+/// names its dcgm-exporter version writes; the default is our own shape.
+#[test]
+fn compatibility_profiles_change_what_dashboards_see() {
+    // (profile, host label, device fields repeated on MIG instances)
+    let cases = [
+        (None, "Hostname", false),
+        (Some("native"), "Hostname", false),
+        (Some("dcgm-4.8.2"), "Hostname", true),
+        (Some("dcgm-4.8.4"), "hostname", true),
+        (Some("dcgm-4.9"), "hostname", true),
+    ];
+    for (profile, host, repeated) in cases {
+        let mut args = vec!["-k"];
+        if let Some(p) = profile {
+            args.extend(["--compatibility", p]);
+        }
+        let e = spawn_ready_with(Some("node-a"), "h100-mig", &args);
+        let text = e.metrics_until("pods attributed", |t| t.contains("pod=\""));
+        let what = profile.unwrap_or("(default)");
+        let other = if host == "Hostname" {
+            "hostname"
+        } else {
+            "Hostname"
+        };
+        assert!(
+            text.contains(&format!("{host}=\"node-a\"")),
+            "{what}: {host} label"
+        );
+        assert!(
+            !text.contains(&format!("{other}=\"")),
+            "{what}: no {other} label"
+        );
+        // Dashboard 23382 lists MIG instances with their pods through a device field.
+        let sm_on_mig = text
+            .lines()
+            .filter(|l| l.starts_with("DCGM_FI_DEV_SM_CLOCK{") && l.contains("GPU_I_ID=\""))
+            .filter(|l| l.contains("pod=\""))
+            .count();
+        assert_eq!(sm_on_mig > 0, repeated, "{what}: SM clock on MIG instances");
+        let log = e.log();
+        assert_eq!(
+            log.contains("--compatibility dcgm-4.9: not reproduced yet"),
+            profile == Some("dcgm-4.9"),
+            "{what}: {log}"
+        );
+    }
+    let out = Command::new(BIN)
+        .args(["--compatibility", "4.8.4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile"));
+}

@@ -822,7 +822,11 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(set.rows.len(), 2);
-        assert!(set.warnings.iter().any(|w| w.contains("duplicate-metric.csv:4:")));
+        assert!(
+            set.warnings
+                .iter()
+                .any(|w| w.contains("duplicate-metric.csv:4:"))
+        );
         // The shape of dcgm-exporter's 1.x-compatibility file: 1.x names, two fields twice.
         let set = parse_counters(
             "compat.csv",

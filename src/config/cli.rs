@@ -352,6 +352,15 @@ pub struct Cli {
         default_value_t = DEFAULT_MAX_CONCURRENT_SCRAPES
     )]
     pub max_concurrent_scrapes: u32,
+    /// Which dcgm-exporter this node replaces: native, dcgm-4.8.2, dcgm-4.8.4 (or 4.8.3) or
+    /// dcgm-4.9. Sets the host label's name, the MIG shape and the pod-label collision prefix.
+    #[arg(
+        long = "compatibility",
+        env = "GPU_EXPORTER_COMPATIBILITY",
+        default_value = "native",
+        value_name = "PROFILE"
+    )]
+    pub compatibility: String,
     /// Export the process's own `process_*` families (CPU, memory, file descriptors, threads).
     #[arg(long = "enable-exporter-metrics", env = "DCGM_EXPORTER_ENABLE_EXPORTER_METRICS", action = ArgAction::SetTrue)]
     pub enable_exporter_metrics: bool,

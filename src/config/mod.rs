@@ -12,6 +12,7 @@ pub mod address;
 pub mod cli;
 pub mod counters;
 pub mod devices;
+pub mod profile;
 
 pub use cli::{
     BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
@@ -52,6 +53,9 @@ pub enum ConfigError {
         /// The item at fault.
         item: String,
     },
+    /// `--compatibility` names no profile.
+    #[error(transparent)]
+    Profile(#[from] profile::ProfileError),
     /// A Go duration flag that does not parse.
     #[error("{flag} {value:?}: not a duration (expected Go's form, e.g. 10s, 1m30s, 500ms)")]
     Duration {
@@ -108,8 +112,10 @@ pub struct Config {
     pub json_logs: bool,
     /// Debug logging.
     pub debug: bool,
-    /// See [`Cli::mig_repeat_device_fields`].
+    /// See [`Cli::mig_repeat_device_fields`]; on for every dcgm-exporter profile.
     pub mig_repeat_device_fields: bool,
+    /// `--compatibility`: the dcgm-exporter version whose names and shape are reproduced.
+    pub profile: profile::Profile,
     /// Window of `DCGM_EXP_XID_ERRORS_COUNT`.
     pub xid_window: Duration,
     /// Window of `DCGM_EXP_CLOCK_EVENTS_COUNT`.
@@ -240,9 +246,19 @@ impl Cli {
                 return Err(ConfigError::Zero { flag });
             }
         }
+        let profile = profile::Profile::parse(&self.compatibility)?;
         let xid_initialized = parse_xid_codes(&self.xid_initialized_codes)?;
         let mut warnings = Vec::new();
-        let kubernetes = self.kubernetes_config(&mut warnings)?;
+        let mut kubernetes = self.kubernetes_config(&mut warnings)?;
+        if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
+            labels.set_collision_prefix(profile.pod_label_collision_prefix());
+        }
+        if let Some(gaps) = profile.gaps() {
+            warnings.push(format!(
+                "--compatibility {}: not reproduced yet: {gaps}",
+                profile.name()
+            ));
+        }
         let mut unused = |set: bool, flag: &str, why: &str| {
             if set {
                 warnings.push(format!(
@@ -348,7 +364,9 @@ impl Cli {
             old_namespace: self.use_old_namespace,
             replace_blanks_in_model_name: self.replace_blanks_in_model_name,
             devices,
-            mig_repeat_device_fields: self.mig_repeat_device_fields,
+            mig_repeat_device_fields: self.mig_repeat_device_fields
+                || profile.repeats_device_fields(),
+            profile,
             xid_window: Duration::from_millis(self.xid_count_window_size),
             clock_events_window: Duration::from_millis(self.clock_events_count_window_size),
             xid_initialized,

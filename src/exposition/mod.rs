@@ -44,7 +44,7 @@ fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &Enco
         write_label(out, first, "mig_uuid", &mig.uuid);
     }
     if let Some(h) = &opts.hostname {
-        write_label(out, first, "Hostname", h);
+        write_label(out, first, opts.host_label, h);
     }
 }
 
@@ -232,7 +232,7 @@ fn encode_attribution(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
                 let mut first = true;
                 write_label(out, &mut first, "resource", &r.0);
                 if let Some(h) = &opts.hostname {
-                    write_label(out, &mut first, "Hostname", h);
+                    write_label(out, &mut first, opts.host_label, h);
                 }
                 out.push_str("} ");
                 write_value(out, v as f64);

@@ -213,7 +213,7 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
             );
             write_label(out, &mut first, "modelName", &d.model_name);
             if let Some(h) = &opts.hostname {
-                write_label(out, &mut first, "Hostname", h);
+                write_label(out, &mut first, opts.host_label, h);
             }
             let _ = writeln!(out, "}} {}", u8::from(d.up));
         }

@@ -8,14 +8,28 @@ use std::fmt::Write as _;
 pub use crate::base::label_text::{escape_label, write_label};
 
 /// How the identity labels are spelt.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EncodeOptions {
-    /// Value of the `Hostname` label; `None` omits it (`--no-hostname`).
+    /// Value of the host label; `None` omits it (`--no-hostname`).
     pub hostname: Option<String>,
+    /// Name of the host label: `Hostname`, or `hostname` for dcgm-exporter 4.8.3+
+    /// (`--compatibility`).
+    pub host_label: &'static str,
     /// `true` writes `uuid` instead of `UUID` (`--use-old-namespace`).
     pub old_namespace: bool,
     /// `true` replaces spaces in `modelName` with `-` (`--replace-blanks-in-model-name`).
     pub replace_blanks_in_model_name: bool,
+}
+
+impl Default for EncodeOptions {
+    fn default() -> Self {
+        Self {
+            hostname: None,
+            host_label: "Hostname",
+            old_namespace: false,
+            replace_blanks_in_model_name: false,
+        }
+    }
 }
 
 /// Escapes HELP text: `\` → `\\`, newline → `\n`.

@@ -219,6 +219,20 @@ pub(crate) fn features_decide_rbac_token_user_and_host_pid() {
     }
     check_common_security(&mut f, "podMetadata=false", ds);
 
+    // A compatibility profile becomes the exporter's --compatibility; native adds no flag.
+    let r = template(&helm, &[], &[json!({"compatibility": "dcgm-4.8.4"})]).unwrap();
+    let args = args_of(&r.one("DaemonSet").value["spec"]["template"]["spec"]["containers"][0]);
+    if !args.iter().any(|a| a == "--compatibility=dcgm-4.8.4") {
+        f.add(format!("compatibility=dcgm-4.8.4: args {args:?}"));
+    }
+    let r = template(&helm, &[], &[]).unwrap();
+    let args = args_of(&r.one("DaemonSet").value["spec"]["template"]["spec"]["containers"][0]);
+    if args.iter().any(|a| a.starts_with("--compatibility")) {
+        f.add(format!(
+            "default (native): no --compatibility flag, args {args:?}"
+        ));
+    }
+
     // No pod mapping: non-root, no kubelet mount, no -k, no API.
     let r = template(&helm, &[], &[json!({"kubernetes": {"podMapping": false}})]).unwrap();
     let ds = &r.one("DaemonSet").value;

@@ -22,6 +22,10 @@ pub(crate) fn contradictions_fail_rendering() {
             "counters.preset \"everything\" is not a preset",
         ),
         (
+            json!({"compatibility": "4.8.4"}),
+            "compatibility \"4.8.4\" is not a profile",
+        ),
+        (
             json!({"counters": {"custom": "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", "existingConfigMap": "x"}}),
             "counters.custom and counters.existingConfigMap are both set",
         ),

@@ -99,10 +99,21 @@ pub struct AllowlistError {
 ///
 /// Each regex must match the whole original pod-label key (it is anchored), e.g.
 /// `app\.kubernetes\.io/.*` allows every `app.kubernetes.io/` label. An empty list allows every
-/// label, as in dcgm-exporter.
-#[derive(Debug, Clone, Default)]
+/// label, as in dcgm-exporter. It also says how a label that collides is renamed.
+#[derive(Debug, Clone)]
 pub struct LabelAllowlist {
     patterns: Vec<Regex>,
+    /// Put before a sanitized name that collides with one of [`RESERVED`].
+    collision_prefix: &'static str,
+}
+
+impl Default for LabelAllowlist {
+    fn default() -> Self {
+        Self {
+            patterns: Vec::new(),
+            collision_prefix: COLLISION_PREFIX,
+        }
+    }
 }
 
 impl LabelAllowlist {
@@ -123,7 +134,16 @@ impl LabelAllowlist {
             })?;
             patterns.push(anchored);
         }
-        Ok(Self { patterns })
+        Ok(Self {
+            patterns,
+            collision_prefix: COLLISION_PREFIX,
+        })
+    }
+
+    /// Sets the prefix of a label that collides with one of the exporter's (default
+    /// [`COLLISION_PREFIX`]; dcgm-exporter 4.8.3+ writes `pod_label_`).
+    pub fn set_collision_prefix(&mut self, prefix: &'static str) {
+        self.collision_prefix = prefix;
     }
 
     /// `true` when the pod-label `key` (the original key, before sanitizing) may be exported.
@@ -158,7 +178,7 @@ pub fn pod_label_pairs(
         }
         let mut name = sanitize_label_name(key);
         if RESERVED.contains(&name.as_str()) || name.starts_with("__") {
-            name.insert_str(0, COLLISION_PREFIX);
+            name.insert_str(0, allow.collision_prefix);
         }
         out.entry(name).or_insert(value.as_str());
     }
@@ -262,6 +282,14 @@ mod tests {
                 ("zeta", "z"),
             ])
         );
+    }
+
+    #[test]
+    fn dcgm_4_8_3_prefix_is_pod_label() {
+        let mut allow = LabelAllowlist::default();
+        allow.set_collision_prefix("pod_label_");
+        let got = pod_label_pairs(&labels(&[("pod", "p"), ("app", "a")]), &allow);
+        assert_eq!(got, pairs(&[("app", "a"), ("pod_label_pod", "p")]));
     }
 
     #[test]

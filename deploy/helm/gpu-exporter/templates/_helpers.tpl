@@ -144,6 +144,9 @@ Included by every template, so `helm template --show-only` fails too.
 {{- if and $v.serviceMonitor.enabled (not $v.service.enabled) }}
 {{- fail "serviceMonitor.enabled needs service.enabled (a ServiceMonitor selects a Service); turn the Service on, or use podMonitor.enabled instead." }}
 {{- end }}
+{{- if not (has (toString $v.compatibility) (list "native" "dcgm-4.8.2" "dcgm-4.8.3" "dcgm-4.8.4" "dcgm-4.9")) }}
+{{- fail (printf "compatibility %q is not a profile: use native, dcgm-4.8.2, dcgm-4.8.4 (or dcgm-4.8.3) or dcgm-4.9." (toString $v.compatibility)) }}
+{{- end }}
 {{- if not (has $v.counters.preset (list "default" "recommended")) }}
 {{- fail (printf "counters.preset %q is not a preset: use \"default\" or \"recommended\", or give the CSV in counters.custom." (toString $v.counters.preset)) }}
 {{- end }}

@@ -1,0 +1,123 @@
+//! Compatibility profiles: which dcgm-exporter a node is replacing (`--compatibility`), and
+//! with it what a dashboard or alert written for that version can see.
+//!
+//! | | `native` | `dcgm-4.8.2` | `dcgm-4.8.4` | `dcgm-4.9` |
+//! |---|---|---|---|---|
+//! | host label | `Hostname` | `Hostname` | `hostname` | `hostname` |
+//! | device fields on MIG instances | once, on the GPU | repeated | repeated | repeated |
+//! | pod label that collides | `label_<key>` | `label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
+//!
+//! (`dcgm-4.8.3` is accepted as `dcgm-4.8.4`: they differ in no name or label.) Data only: it
+//! must not look at flags other than the profile's own value, read files or format text.
+
+/// One compatibility profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// gpu-exporter's own shape (the default).
+    #[default]
+    Native,
+    /// dcgm-exporter 4.8.2 and earlier 4.x.
+    Dcgm482,
+    /// dcgm-exporter 4.8.3 and 4.8.4.
+    Dcgm484,
+    /// dcgm-exporter 4.9.
+    Dcgm49,
+}
+
+/// The values `--compatibility` accepts.
+pub const PROFILE_NAMES: &str = "native, dcgm-4.8.2, dcgm-4.8.3, dcgm-4.8.4, dcgm-4.9";
+
+/// A `--compatibility` value that names no profile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--compatibility {0:?}: unknown profile (expected one of {names})", names = PROFILE_NAMES)]
+pub struct ProfileError(pub String);
+
+impl Profile {
+    /// Parses a profile name (ASCII case-insensitive; a leading `v` on the version is allowed).
+    pub fn parse(value: &str) -> Result<Self, ProfileError> {
+        let v = value.trim().to_ascii_lowercase();
+        let v = v.replace("dcgm-v", "dcgm-");
+        Ok(match v.as_str() {
+            "native" => Self::Native,
+            "dcgm-4.8.2" => Self::Dcgm482,
+            "dcgm-4.8.3" | "dcgm-4.8.4" => Self::Dcgm484,
+            "dcgm-4.9" | "dcgm-4.9.0" => Self::Dcgm49,
+            _ => return Err(ProfileError(value.to_owned())),
+        })
+    }
+
+    /// The profile's name as `--compatibility` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Dcgm482 => "dcgm-4.8.2",
+            Self::Dcgm484 => "dcgm-4.8.4",
+            Self::Dcgm49 => "dcgm-4.9",
+        }
+    }
+
+    /// The name of the label that carries the node's host name (dcgm-exporter 4.8.3 renamed
+    /// `Hostname` to `hostname`).
+    pub fn host_label(self) -> &'static str {
+        match self {
+            Self::Native | Self::Dcgm482 => "Hostname",
+            Self::Dcgm484 | Self::Dcgm49 => "hostname",
+        }
+    }
+
+    /// Whether device-level fields are written on every MIG instance too, as dcgm-exporter
+    /// does (dashboards that list MIG instances through a device field rely on it).
+    pub fn repeats_device_fields(self) -> bool {
+        !matches!(self, Self::Native)
+    }
+
+    /// The prefix of a pod label whose name collides with one of the exporter's labels.
+    pub fn pod_label_collision_prefix(self) -> &'static str {
+        match self {
+            Self::Native | Self::Dcgm482 => "label_",
+            Self::Dcgm484 | Self::Dcgm49 => "pod_label_",
+        }
+    }
+
+    /// What of the profile is not reproduced yet, for a start-up warning.
+    pub fn gaps(self) -> Option<&'static str> {
+        match self {
+            Self::Dcgm49 => Some(
+                "the built-in counter set keeps the DCGM 4.6 names and units and the driver \
+                 label stays DCGM_FI_DRIVER_VERSION; counters files with DCGM 4.7 names load, \
+                 but base-unit fields are not converted",
+            ),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_profile_parses_from_its_name_and_differs_where_documented() {
+        for p in [
+            Profile::Native,
+            Profile::Dcgm482,
+            Profile::Dcgm484,
+            Profile::Dcgm49,
+        ] {
+            assert_eq!(Profile::parse(p.name()), Ok(p));
+        }
+        assert_eq!(Profile::parse("DCGM-v4.8.3"), Ok(Profile::Dcgm484));
+        assert_eq!(Profile::default(), Profile::Native);
+        assert_eq!(Profile::Dcgm482.host_label(), "Hostname");
+        assert_eq!(Profile::Dcgm484.host_label(), "hostname");
+        assert!(!Profile::Native.repeats_device_fields());
+        assert!(Profile::Dcgm482.repeats_device_fields());
+        assert_eq!(Profile::Dcgm484.pod_label_collision_prefix(), "pod_label_");
+        let e = Profile::parse("4.8.4").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--compatibility \"4.8.4\": unknown profile (expected one of native, dcgm-4.8.2, \
+             dcgm-4.8.3, dcgm-4.8.4, dcgm-4.9)"
+        );
+    }
+}
