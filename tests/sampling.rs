@@ -309,3 +309,33 @@ fn missing_nvml_serves_self_metrics_and_says_where_it_looked() {
     assert!(text.contains("gpu_exporter_build_info{"));
     assert!(!text.contains("DCGM_FI_"));
 }
+
+/// The first encoded tick already has the Xid fields at 0 on every GPU (the daemon's
+/// settings: no per-tick wait for the Xid thread). Users alert on that 0; dcgm-exporter 4.8
+/// dropping it was its #700 and #646.
+#[test]
+fn xid_fields_are_zero_from_the_first_tick() {
+    let node = common::SimNode::new("h100-mig", 1);
+    let counters = common::default_counters();
+    let path = node.lib_path().to_path_buf();
+    let options = gpu_exporter::gpu::reader::ReaderOptions::default();
+    assert!(!options.xid_sync, "the daemon's default");
+    let mut sampler = gpu_exporter::sampler::Sampler::with_options(
+        Box::new(move || gpu_exporter::gpu::open(Some(&path))),
+        counters.clone(),
+        options,
+    );
+    let snap = sampler.tick(1.0);
+    let gpus = snap.devices.len();
+    assert!(gpus > 0);
+    let text = String::from_utf8(encode(&snap, &counters, &EncodeOptions::default())).unwrap();
+    let last = common::series(&text, "DCGM_FI_DEV_XID_ERRORS");
+    assert_eq!(last.len(), gpus, "one last-Xid series per GPU:\n{text}");
+    assert!(last.iter().all(|l| common::value(l) == 0.0), "{last:?}");
+    let totals = common::series(&text, "gpu_xid_errors_total");
+    assert!(
+        totals.iter().any(|l| l.contains("xid=\"79\"")),
+        "initialised Xid totals on the first tick:\n{text}"
+    );
+    assert!(totals.iter().all(|l| common::value(l) == 0.0), "{totals:?}");
+}

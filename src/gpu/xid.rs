@@ -134,14 +134,17 @@ impl XidWatcher {
         })
     }
 
-    /// Sets the GPUs to watch; the event set is rebuilt when the list changed.
-    pub fn watch(&self, gpus: &[(u32, String)]) {
+    /// Sets the GPUs to watch; the event set is rebuilt when the list changed. Returns
+    /// whether it changed (then a [`flush`](Self::flush) waits for the new registration).
+    pub fn watch(&self, gpus: &[(u32, String)]) -> bool {
         let mut st = self.inner.lock();
-        if st.wanted != gpus {
-            st.wanted = gpus.to_vec();
-            st.wanted_gen += 1;
-            self.inner.cv.notify_all();
+        if st.wanted == gpus {
+            return false;
         }
+        st.wanted = gpus.to_vec();
+        st.wanted_gen += 1;
+        self.inner.cv.notify_all();
+        true
     }
 
     /// Waits (at most `timeout`) until every event pending now has been recorded. Returns

@@ -122,14 +122,17 @@ impl Reader {
         Ok((dev, ident))
     }
 
-    /// Hands the GPUs to watch to the Xid thread; with `xid_sync`, waits until it has
-    /// recorded every event pending now (the wait is added to `out.event_wait`).
+    /// Hands the GPUs to watch to the Xid thread. When the list changed (the first tick, a
+    /// GPU added or lost), waits until the thread has registered them, so that a new GPU's
+    /// Xid fields are 0 from its first tick instead of missing; with `xid_sync`, waits on
+    /// every tick until every pending event is recorded. The wait is added to
+    /// `out.event_wait`.
     fn watch_xids(&mut self, gpus: &[(u32, String)], out: &mut TickData) {
         let Some(w) = &self.xid else {
             return;
         };
-        w.watch(gpus);
-        if self.opts.xid_sync {
+        let changed = w.watch(gpus);
+        if changed || self.opts.xid_sync {
             let started = Instant::now();
             if !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100)) {
                 *self
