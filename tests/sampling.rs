@@ -339,3 +339,43 @@ fn xid_fields_are_zero_from_the_first_tick() {
     );
     assert!(totals.iter().all(|l| common::value(l) == 0.0), "{totals:?}");
 }
+
+/// A counters file written with DCGM 4.6 names (dcgm-exporter 4.9's) loads: each metric is
+/// served under the name the file uses, with the value of the field that id carries, and
+/// `DCGM_FI_SYSTEM_DRIVER_VERSION` is the driver label.
+#[test]
+fn dcgm_4_6_field_names_load_and_keep_the_written_name() {
+    let csv = "DCGM_FI_DEV_GPU_TEMP_CELSIUS, gauge, t\n\
+               DCGM_FI_DEV_GPU_TEMP, gauge, t\n\
+               DCGM_FI_DEV_BOARD_POWER_WATTS, gauge, p\n\
+               DCGM_FI_PROF_TENSOR_UTIL_RATIO, gauge, r\n\
+               DCGM_FI_SYSTEM_DRIVER_VERSION, label, d\n";
+    let counters = std::sync::Arc::new(
+        gpu_exporter::catalogue::csv::parse_counters("dcgm-4.9.csv", csv)
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let node = common::SimNode::new("h100-mig", 1);
+    let mut sampler = node.sampler(counters.clone());
+    let snap = sampler.tick(1.0);
+    let text = String::from_utf8(encode(&snap, &counters, &EncodeOptions::default())).unwrap();
+    let new = series(&text, "DCGM_FI_DEV_GPU_TEMP_CELSIUS");
+    let old = series(&text, "DCGM_FI_DEV_GPU_TEMP");
+    assert!(!new.is_empty(), "{text}");
+    assert_eq!(new.len(), old.len());
+    for (n, o) in new.iter().zip(&old) {
+        assert_eq!(value(n), value(o), "same field, same value");
+        assert!(
+            label(n, "DCGM_FI_SYSTEM_DRIVER_VERSION").starts_with(char::is_numeric),
+            "{n}"
+        );
+    }
+    assert!(!series(&text, "DCGM_FI_DEV_BOARD_POWER_WATTS").is_empty());
+    // A name whose unit the id does not carry is refused with a suggestion, not served.
+    let e = gpu_exporter::catalogue::csv::parse_counters(
+        "x.csv",
+        "DCGM_FI_DEV_GPU_UTIL_RATIO, gauge, u\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("unknown field"), "{e}");
+}

@@ -4,6 +4,7 @@
 //!
 //! - the lowercase names of DCGM 1.x (`dcgm_gpu_temp`), still used by counters files written
 //!   for `--use-old-namespace` (dcgm-exporter's `1.x-compatibility-metrics.csv`);
+//! - the DCGM 4.6 names (dcgm-exporter 4.9's files) of fields we list, same id;
 //! - synonyms from `dcgm_fields.h`: a deprecated spelling of a field we list
 //!   (`DCGM_FI_DEV_CLOCK_THROTTLE_REASONS`), or the newer spelling of one
 //!   (`DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL`, the current name of id 449). Only synonyms that
@@ -117,6 +118,118 @@ pub(super) static ALIASES: &[(&str, &str)] = &[
         "DCGM_FI_DEV_NVLINK_THROUGHPUT_L0",
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0",
     ),
+    // DCGM 4.6 names (DCGM's field naming standard), which dcgm-exporter 4.9's counters files
+    // use: each keeps the numeric id of the name it replaces, and so its value and unit.
+    // Left out: DCGM_FI_DEV_GPU_UTIL_RATIO and DCGM_FI_DEV_FB_USED_RATIO, whose names promise
+    // a 0-1 ratio while their ids carry a percentage; a file naming them is refused with a
+    // suggestion rather than served in a unit its name contradicts.
+    ("DCGM_FI_SYSTEM_DRIVER_VERSION", "DCGM_FI_DRIVER_VERSION"),
+    ("DCGM_FI_SYSTEM_NVML_VERSION", "DCGM_FI_NVML_VERSION"),
+    ("DCGM_FI_SYSTEM_GPU_QUANTITY", "DCGM_FI_DEV_COUNT"),
+    ("DCGM_FI_DEV_GPU_NAME", "DCGM_FI_DEV_NAME"),
+    ("DCGM_FI_DEV_GPU_BRAND", "DCGM_FI_DEV_BRAND"),
+    ("DCGM_FI_DEV_BOARD_SERIAL", "DCGM_FI_DEV_SERIAL"),
+    ("DCGM_FI_DEV_GPU_UUID", "DCGM_FI_DEV_UUID"),
+    ("DCGM_FI_DEV_GPU_MINOR_NUMBER", "DCGM_FI_DEV_MINOR_NUMBER"),
+    (
+        "DCGM_FI_DEV_INFOROM_OEM_VERSION",
+        "DCGM_FI_DEV_OEM_INFOROM_VER",
+    ),
+    ("DCGM_FI_DEV_PCI_BUS_ID", "DCGM_FI_DEV_PCI_BUSID"),
+    (
+        "DCGM_FI_DEV_INFOROM_ECC_VERSION",
+        "DCGM_FI_DEV_ECC_INFOROM_VER",
+    ),
+    (
+        "DCGM_FI_DEV_INFOROM_POWER_VERSION",
+        "DCGM_FI_DEV_POWER_INFOROM_VER",
+    ),
+    (
+        "DCGM_FI_DEV_INFOROM_IMAGE_VERSION",
+        "DCGM_FI_DEV_INFOROM_IMAGE_VER",
+    ),
+    ("DCGM_FI_DEV_MEMORY_TEMP_CELSIUS", "DCGM_FI_DEV_MEMORY_TEMP"),
+    ("DCGM_FI_DEV_GPU_TEMP_CELSIUS", "DCGM_FI_DEV_GPU_TEMP"),
+    ("DCGM_FI_DEV_BOARD_POWER_WATTS", "DCGM_FI_DEV_POWER_USAGE"),
+    (
+        "DCGM_FI_DEV_BOARD_POWER_RAW_WATTS",
+        "DCGM_FI_DEV_POWER_USAGE_INSTANT",
+    ),
+    (
+        "DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS",
+        "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+    ),
+    (
+        "DCGM_FI_DEV_PCIE_REPLAY_TOTAL",
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    ),
+    ("DCGM_FI_DEV_XID_ERROR", "DCGM_FI_DEV_XID_ERRORS"),
+    (
+        "DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL",
+        "DCGM_FI_DEV_RETIRED_SBE",
+    ),
+    (
+        "DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL",
+        "DCGM_FI_DEV_RETIRED_DBE",
+    ),
+    (
+        "DCGM_FI_DEV_PAGE_RETIRED_PENDING",
+        "DCGM_FI_DEV_RETIRED_PENDING",
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL",
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL",
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_FAILED",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    ),
+    (
+        "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    ),
+    ("DCGM_FI_PROF_SM_UTIL_RATIO", "DCGM_FI_PROF_SM_ACTIVE"),
+    (
+        "DCGM_FI_PROF_SM_OCCUPANCY_RATIO",
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+    ),
+    (
+        "DCGM_FI_PROF_TENSOR_UTIL_RATIO",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    ),
+    ("DCGM_FI_PROF_DRAM_UTIL_RATIO", "DCGM_FI_PROF_DRAM_ACTIVE"),
+    (
+        "DCGM_FI_PROF_FP64_UTIL_RATIO",
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+    ),
+    (
+        "DCGM_FI_PROF_FP32_UTIL_RATIO",
+        "DCGM_FI_PROF_PIPE_FP32_ACTIVE",
+    ),
+    (
+        "DCGM_FI_PROF_FP16_UTIL_RATIO",
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
+    ),
 ];
 
 /// The canonical name an alias stands for (ASCII case-insensitive), if it is one.
@@ -223,6 +336,45 @@ mod tests {
             ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 112),
             ("DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL", 449),
             ("DCGM_FI_DEV_NVLINK_THROUGHPUT_L0", 440),
+            // DCGM 4.6 names with the ids DCGM gives them.
+            ("DCGM_FI_SYSTEM_DRIVER_VERSION", 1),
+            ("DCGM_FI_SYSTEM_NVML_VERSION", 2),
+            ("DCGM_FI_SYSTEM_GPU_QUANTITY", 4),
+            ("DCGM_FI_DEV_GPU_NAME", 50),
+            ("DCGM_FI_DEV_GPU_BRAND", 51),
+            ("DCGM_FI_DEV_BOARD_SERIAL", 53),
+            ("DCGM_FI_DEV_GPU_UUID", 54),
+            ("DCGM_FI_DEV_GPU_MINOR_NUMBER", 55),
+            ("DCGM_FI_DEV_INFOROM_OEM_VERSION", 56),
+            ("DCGM_FI_DEV_PCI_BUS_ID", 57),
+            ("DCGM_FI_DEV_INFOROM_ECC_VERSION", 80),
+            ("DCGM_FI_DEV_INFOROM_POWER_VERSION", 81),
+            ("DCGM_FI_DEV_INFOROM_IMAGE_VERSION", 82),
+            ("DCGM_FI_DEV_MEMORY_TEMP_CELSIUS", 140),
+            ("DCGM_FI_DEV_GPU_TEMP_CELSIUS", 150),
+            ("DCGM_FI_DEV_BOARD_POWER_WATTS", 155),
+            ("DCGM_FI_DEV_BOARD_POWER_RAW_WATTS", 157),
+            ("DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS", 164),
+            ("DCGM_FI_DEV_PCIE_REPLAY_TOTAL", 202),
+            ("DCGM_FI_DEV_XID_ERROR", 230),
+            ("DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL", 390),
+            ("DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL", 391),
+            ("DCGM_FI_DEV_PAGE_RETIRED_PENDING", 392),
+            ("DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL", 393),
+            ("DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL", 394),
+            ("DCGM_FI_DEV_ROW_REMAP_FAILED", 395),
+            ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL", 409),
+            ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL", 419),
+            ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL", 429),
+            ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL", 439),
+            ("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", 1001),
+            ("DCGM_FI_PROF_SM_UTIL_RATIO", 1002),
+            ("DCGM_FI_PROF_SM_OCCUPANCY_RATIO", 1003),
+            ("DCGM_FI_PROF_TENSOR_UTIL_RATIO", 1004),
+            ("DCGM_FI_PROF_DRAM_UTIL_RATIO", 1005),
+            ("DCGM_FI_PROF_FP64_UTIL_RATIO", 1006),
+            ("DCGM_FI_PROF_FP32_UTIL_RATIO", 1007),
+            ("DCGM_FI_PROF_FP16_UTIL_RATIO", 1008),
         ];
         assert_eq!(expected.len(), ALIASES.len());
         for (alias, id) in expected {

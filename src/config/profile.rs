@@ -84,8 +84,8 @@ impl Profile {
         match self {
             Self::Dcgm49 => Some(
                 "the built-in counter set keeps the DCGM 4.6 names and units and the driver \
-                 label stays DCGM_FI_DRIVER_VERSION; counters files with DCGM 4.7 names load, \
-                 but base-unit fields are not converted",
+                 label stays DCGM_FI_DRIVER_VERSION; counters files with DCGM 4.6 names load \
+                 (same-id renames), base-unit fields (new ids) do not",
             ),
             _ => None,
         }
