@@ -379,3 +379,59 @@ fn dcgm_4_6_field_names_load_and_keep_the_written_name() {
     .to_string();
     assert!(e.contains("unknown field"), "{e}");
 }
+
+/// DCGM 4.6's base-unit fields read the same NVML value as their legacy twins, converted:
+/// MHz → Hz, mJ → J.
+#[test]
+fn base_unit_fields_are_their_legacy_twins_in_base_units() {
+    let csv = "DCGM_FI_DEV_SM_CLOCK, gauge, c\n\
+               DCGM_FI_DEV_SM_CLOCK_HERTZ, gauge, c\n\
+               DCGM_FI_DEV_MEM_CLOCK, gauge, m\n\
+               DCGM_FI_DEV_MEMORY_CLOCK_HERTZ, gauge, m\n\
+               DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, e\n\
+               DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL, counter, e\n";
+    let counters = std::sync::Arc::new(
+        gpu_exporter::catalogue::csv::parse_counters("base.csv", csv)
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let node = common::SimNode::new("h100-mig", 1);
+    let mut sampler = node.sampler(counters.clone());
+    let snap = sampler.tick(1.0);
+    let text = String::from_utf8(encode(&snap, &counters, &EncodeOptions::default())).unwrap();
+    // (legacy, base, factor, relative tolerance): the energy counter is read twice and
+    // advances between the two reads.
+    for (legacy, base, factor, tolerance) in [
+        (
+            "DCGM_FI_DEV_SM_CLOCK",
+            "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+            1e6,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_MEM_CLOCK",
+            "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
+            1e6,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+            "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL",
+            1e-3,
+            1e-6,
+        ),
+    ] {
+        let l = series(&text, legacy);
+        let b = series(&text, base);
+        assert!(!l.is_empty(), "{legacy}:\n{text}");
+        assert_eq!(l.len(), b.len(), "{base}");
+        for (l, b) in l.iter().zip(&b) {
+            let want = value(l) * factor;
+            assert!(value(l) > 0.0, "{l}");
+            assert!(
+                (value(b) - want).abs() <= want.abs() * tolerance,
+                "{base}: {} vs {legacy} × {factor} = {want}",
+                value(b)
+            );
+        }
+    }
+}

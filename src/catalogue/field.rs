@@ -194,4 +194,52 @@ pub struct FieldDef {
     pub source: Source,
     /// Default help text (used by docs; the CSV's help wins in the exposition).
     pub help: &'static str,
+    /// Applied to the number read through [`Source`]: a base-unit field (`…_HERTZ`,
+    /// `…_JOULES_TOTAL`) reads the same NVML value as its legacy twin and converts it.
+    pub scale: Scale,
+}
+
+/// A field read on the physical GPU.
+pub(super) const fn dev(
+    name: &'static str,
+    id: u32,
+    unit: &'static str,
+    source: Source,
+    help: &'static str,
+) -> FieldDef {
+    FieldDef {
+        name,
+        id,
+        level: Level::Device,
+        unit,
+        source,
+        help,
+        scale: Scale::Identity,
+    }
+}
+
+/// A field read per MIG GPU instance (or on the GPU itself when MIG is off).
+pub(super) const fn inst(
+    name: &'static str,
+    id: u32,
+    unit: &'static str,
+    source: Source,
+    help: &'static str,
+) -> FieldDef {
+    FieldDef {
+        level: Level::Instance,
+        ..dev(name, id, unit, source, help)
+    }
+}
+
+impl FieldDef {
+    /// The same field with its reading converted by `scale`.
+    pub(super) const fn scaled(self, scale: Scale) -> Self {
+        Self { scale, ..self }
+    }
+
+    /// `v` in the field's unit.
+    pub fn convert(&self, v: f64) -> f64 {
+        self.scale.apply(v)
+    }
 }

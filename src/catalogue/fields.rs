@@ -10,44 +10,9 @@
 //! Data only: it must not call NVML or read files.
 
 use super::field::{
-    ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind,
+    ClockKind, FieldDef, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind, dev,
+    inst,
 };
-
-/// A field read on the physical GPU.
-const fn dev(
-    name: &'static str,
-    id: u32,
-    unit: &'static str,
-    source: Source,
-    help: &'static str,
-) -> FieldDef {
-    FieldDef {
-        name,
-        id,
-        level: Level::Device,
-        unit,
-        source,
-        help,
-    }
-}
-
-/// A field read per MIG GPU instance (or on the GPU itself when MIG is off).
-const fn inst(
-    name: &'static str,
-    id: u32,
-    unit: &'static str,
-    source: Source,
-    help: &'static str,
-) -> FieldDef {
-    FieldDef {
-        name,
-        id,
-        level: Level::Instance,
-        unit,
-        source,
-        help,
-    }
-}
 
 /// GPM percentages become 0–1 ratios, like DCGM's profiling fields.
 const PERCENT_TO_RATIO: Scale = Scale::Mul(0.01);
@@ -585,6 +550,40 @@ pub static FIELDS: &[FieldDef] = &[
         "NVLink traffic received by the GPU, headers included (in bytes per second).",
     ),
     // ---- dcgm-exporter's computed fields (9001–9004) ----
+    // DCGM 4.6 base-unit fields (dcgm-exporter 4.9's names): new ids, the same readings in
+    // base units.
+    dev(
+        "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+        1603,
+        "Hz",
+        Source::Clock(ClockKind::Sm),
+        "Current streaming-multiprocessor clock (in Hz).",
+    )
+    .scaled(Scale::Mul(1e6)),
+    dev(
+        "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
+        1604,
+        "Hz",
+        Source::Clock(ClockKind::Mem),
+        "Current memory clock (in Hz).",
+    )
+    .scaled(Scale::Mul(1e6)),
+    dev(
+        "DCGM_FI_DEV_VIDEO_CLOCK_HERTZ",
+        1605,
+        "Hz",
+        Source::Clock(ClockKind::Video),
+        "Current video encoder/decoder clock (in Hz).",
+    )
+    .scaled(Scale::Mul(1e6)),
+    dev(
+        "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL",
+        1611,
+        "J",
+        Source::TotalEnergy,
+        "Energy the GPU has used since the driver was loaded (in J).",
+    )
+    .scaled(Scale::Mul(0.001)),
     dev(
         "DCGM_EXP_XID_ERRORS_COUNT",
         9001,
@@ -622,6 +621,7 @@ pub static FIELDS: &[FieldDef] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalogue::field::Level;
 
     #[test]
     fn ordered_by_id() {

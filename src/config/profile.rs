@@ -85,7 +85,7 @@ impl Profile {
             Self::Dcgm49 => Some(
                 "the built-in counter set keeps the DCGM 4.6 names and units and the driver \
                  label stays DCGM_FI_DRIVER_VERSION; counters files with DCGM 4.6 names load \
-                 (same-id renames), base-unit fields (new ids) do not",
+                 (same-id renames and four base-unit fields), other base-unit fields do not",
             ),
             _ => None,
         }

@@ -107,7 +107,10 @@ pub(super) fn read_rows(
             values.push(None);
             continue;
         }
-        let r = read_value(ctx, at, dev, f, gpu, ent, &mut cache);
+        let r = read_value(ctx, at, dev, f, gpu, ent, &mut cache).map(|v| match v {
+            Some(Value::Num(n)) => Some(Value::Num(f.convert(n))),
+            other => other,
+        });
         values.push(book.settle(at, f, lost, r));
     }
     values
