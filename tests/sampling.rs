@@ -340,6 +340,20 @@ fn xid_fields_are_zero_from_the_first_tick() {
     assert!(totals.iter().all(|l| common::value(l) == 0.0), "{totals:?}");
 }
 
+/// The exposition of one tick on `h100-mig` with the counters `csv` (named `file`).
+fn first_tick_with(file: &str, csv: &str) -> String {
+    let counters = std::sync::Arc::new(
+        gpu_exporter::catalogue::csv::parse_counters(file, csv).unwrap_or_else(|e| panic!("{e}")),
+    );
+    Run::new(
+        common::SimNode::new("h100-mig", 1),
+        counters,
+        ReaderOptions::default(),
+        EncodeOptions::default(),
+    )
+    .at(1.0)
+}
+
 /// A counters file written with DCGM 4.6 names (dcgm-exporter 4.9's) loads: each metric is
 /// served under the name the file uses, with the value of the field that id carries, and
 /// `DCGM_FI_SYSTEM_DRIVER_VERSION` is the driver label.
@@ -350,14 +364,7 @@ fn dcgm_4_6_field_names_load_and_keep_the_written_name() {
                DCGM_FI_DEV_BOARD_POWER_WATTS, gauge, p\n\
                DCGM_FI_PROF_TENSOR_UTIL_RATIO, gauge, r\n\
                DCGM_FI_SYSTEM_DRIVER_VERSION, label, d\n";
-    let counters = std::sync::Arc::new(
-        gpu_exporter::catalogue::csv::parse_counters("dcgm-4.9.csv", csv)
-            .unwrap_or_else(|e| panic!("{e}")),
-    );
-    let node = common::SimNode::new("h100-mig", 1);
-    let mut sampler = node.sampler(counters.clone());
-    let snap = sampler.tick(1.0);
-    let text = String::from_utf8(encode(&snap, &counters, &EncodeOptions::default())).unwrap();
+    let text = first_tick_with("dcgm-4.9.csv", csv);
     let new = series(&text, "DCGM_FI_DEV_GPU_TEMP_CELSIUS");
     let old = series(&text, "DCGM_FI_DEV_GPU_TEMP");
     assert!(!new.is_empty(), "{text}");
@@ -390,14 +397,7 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
                DCGM_FI_DEV_MEMORY_CLOCK_HERTZ, gauge, m\n\
                DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, e\n\
                DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL, counter, e\n";
-    let counters = std::sync::Arc::new(
-        gpu_exporter::catalogue::csv::parse_counters("base.csv", csv)
-            .unwrap_or_else(|e| panic!("{e}")),
-    );
-    let node = common::SimNode::new("h100-mig", 1);
-    let mut sampler = node.sampler(counters.clone());
-    let snap = sampler.tick(1.0);
-    let text = String::from_utf8(encode(&snap, &counters, &EncodeOptions::default())).unwrap();
+    let text = first_tick_with("base.csv", csv);
     // (legacy, base, factor, relative tolerance): the energy counter is read twice and
     // advances between the two reads.
     for (legacy, base, factor, tolerance) in [

@@ -191,12 +191,7 @@ struct GpuInfo {
 }
 
 fn gpus(nvml: &'static Nvml) -> Result<Vec<GpuInfo>, SimClusterError> {
-    let nvml_err = |what: String| {
-        move |source| SimClusterError::Nvml {
-            what: what.clone(),
-            source,
-        }
-    };
+    let nvml_err = |what: String| move |source| SimClusterError::Nvml { what, source };
     let n = nvml
         .device_count()
         .map_err(nvml_err("counting GPUs".into()))?;

@@ -111,16 +111,15 @@ impl WebConfig {
             None => None,
         };
         let http = raw.http_server_config.unwrap_or_default();
-        let key_err = |source: KeyError| WebConfigError::Key {
-            file: path.to_owned(),
-            source,
-        };
-        let headers = check_headers(http.headers.unwrap_or_default()).map_err(key_err)?;
+        let headers =
+            check_headers(http.headers.unwrap_or_default()).map_err(|e| e.in_file(path))?;
         let users = raw.basic_auth_users.unwrap_or_default();
         let basic_auth = if users.is_empty() {
             None
         } else {
-            Some(Arc::new(BasicAuth::new(users).map_err(key_err)?))
+            Some(Arc::new(
+                BasicAuth::new(users).map_err(|e| e.in_file(path))?,
+            ))
         };
         Ok(Self {
             path: path.to_path_buf(),

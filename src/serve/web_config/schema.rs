@@ -180,6 +180,16 @@ pub enum KeyError {
     NoRandom,
 }
 
+impl KeyError {
+    /// The error as the web config `file`'s.
+    pub(super) fn in_file(self, file: &std::path::Path) -> WebConfigError {
+        WebConfigError::Key {
+            file: file.to_owned(),
+            source: self,
+        }
+    }
+}
+
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConfig {

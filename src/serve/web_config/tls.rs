@@ -239,10 +239,7 @@ impl TlsSettings {
             file: path.to_owned(),
             message,
         };
-        let key_err = |source: KeyError| WebConfigError::Key {
-            file: path.to_owned(),
-            source,
-        };
+        let key_err = |e: KeyError| e.in_file(path);
         let enabled = [
             &t.cert,
             &t.key,
@@ -471,17 +468,13 @@ impl TlsSettings {
         }
     }
 
-    pub(super) fn key_err(&self, source: KeyError) -> WebConfigError {
-        WebConfigError::Key {
-            file: self.file.clone(),
-            source,
-        }
-    }
-
     /// Reads the files and builds a rustls configuration.
     pub(super) fn build(&self) -> Result<ServerConfig, WebConfigError> {
-        let certs = self.cert.certificates().map_err(|e| self.key_err(e))?;
-        let key = self.key.private_key().map_err(|e| self.key_err(e))?;
+        let certs = self
+            .cert
+            .certificates()
+            .map_err(|e| e.in_file(&self.file))?;
+        let key = self.key.private_key().map_err(|e| e.in_file(&self.file))?;
         let provider = Arc::new(CryptoProvider {
             cipher_suites: self.cipher_suites.clone(),
             kx_groups: self.kx_groups.clone(),
@@ -519,7 +512,7 @@ impl TlsSettings {
                 let mut store = RootCertStore::empty();
                 for (i, c) in ca
                     .certificates()
-                    .map_err(|e| self.key_err(e))?
+                    .map_err(|e| e.in_file(&self.file))?
                     .into_iter()
                     .enumerate()
                 {
