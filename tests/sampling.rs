@@ -377,18 +377,10 @@ fn dcgm_4_6_field_names_load_and_keep_the_written_name() {
         );
     }
     assert!(!series(&text, "DCGM_FI_DEV_BOARD_POWER_WATTS").is_empty());
-    // A name whose unit the id does not carry is refused with a suggestion, not served.
-    let e = gpu_exporter::catalogue::csv::parse_counters(
-        "x.csv",
-        "DCGM_FI_DEV_GPU_UTIL_RATIO, gauge, u\n",
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("unknown field"), "{e}");
 }
 
-/// DCGM 4.6's base-unit fields read the same NVML value as their legacy twins, converted:
-/// MHz → Hz, mJ → J.
+/// DCGM 4.6's base-unit fields (and DCGM 4.7's, as dcgm-exporter 4.9 names them) read the
+/// same NVML value as their legacy twins, converted: MHz → Hz, mJ → J, % → ratio, MiB → B.
 #[test]
 fn base_unit_fields_are_their_legacy_twins_in_base_units() {
     let csv = "DCGM_FI_DEV_SM_CLOCK, gauge, c\n\
@@ -396,7 +388,18 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
                DCGM_FI_DEV_MEM_CLOCK, gauge, m\n\
                DCGM_FI_DEV_MEMORY_CLOCK_HERTZ, gauge, m\n\
                DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, e\n\
-               DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL, counter, e\n";
+               DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL, counter, e\n\
+               DCGM_FI_DEV_GPU_UTIL, gauge, u\n\
+               DCGM_FI_DEV_GPU_UTIL_RATIO, gauge, u\n\
+               DCGM_FI_DEV_FB_USED, gauge, f\n\
+               DCGM_FI_DEV_FB_USED_BYTES, gauge, f\n\
+               DCGM_FI_DEV_FB_TOTAL, gauge, f\n\
+               DCGM_FI_DEV_FB_CAPACITY_BYTES, gauge, f\n\
+               DCGM_FI_DEV_POWER_VIOLATION, counter, v\n\
+               DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP_NS, counter, v\n\
+               DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ, gauge, x\n\
+               DCGM_FI_DEV_BAR1_CAPACITY_BYTES, gauge, b\n\
+               DCGM_FI_DEV_BAR1_USED_BYTES, gauge, b\n";
     let text = first_tick_with("base.csv", csv);
     // (legacy, base, factor, relative tolerance): the energy counter is read twice and
     // advances between the two reads.
@@ -419,19 +422,59 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
             1e-3,
             1e-6,
         ),
+        (
+            "DCGM_FI_DEV_GPU_UTIL",
+            "DCGM_FI_DEV_GPU_UTIL_RATIO",
+            0.01,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_FB_USED",
+            "DCGM_FI_DEV_FB_USED_BYTES",
+            1_048_576.0,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_FB_TOTAL",
+            "DCGM_FI_DEV_FB_CAPACITY_BYTES",
+            1_048_576.0,
+            1e-12,
+        ),
     ] {
         let l = series(&text, legacy);
         let b = series(&text, base);
         assert!(!l.is_empty(), "{legacy}:\n{text}");
         assert_eq!(l.len(), b.len(), "{base}");
+        assert!(
+            l.iter().any(|l| value(l) > 0.0),
+            "{legacy} all zero:\n{text}"
+        );
         for (l, b) in l.iter().zip(&b) {
             let want = value(l) * factor;
-            assert!(value(l) > 0.0, "{l}");
             assert!(
                 (value(b) - want).abs() <= want.abs() * tolerance,
                 "{base}: {} vs {legacy} × {factor} = {want}",
                 value(b)
             );
         }
+    }
+    // The clock-event time under the power cap is the power violation time, from the first
+    // tick on every GPU.
+    let cap = series(&text, "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP_NS");
+    let viol = series(&text, "DCGM_FI_DEV_POWER_VIOLATION");
+    assert!(!cap.is_empty(), "{text}");
+    assert_eq!(cap.len(), viol.len());
+    // Maximum clocks bound the current ones; BAR1 in bytes.
+    let max = series(&text, "DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ");
+    let cur = series(&text, "DCGM_FI_DEV_SM_CLOCK_HERTZ");
+    assert_eq!(max.len(), cur.len(), "{text}");
+    for (m, c) in max.iter().zip(&cur) {
+        assert!(value(m) >= value(c) && value(m) > 1e8, "{m} vs {c}");
+    }
+    let cap = series(&text, "DCGM_FI_DEV_BAR1_CAPACITY_BYTES");
+    let used = series(&text, "DCGM_FI_DEV_BAR1_USED_BYTES");
+    assert_eq!(cap.len(), used.len(), "{text}");
+    for (c, u) in cap.iter().zip(&used) {
+        assert!(value(c) >= value(u) && value(c) > 1e6, "{c} vs {u}");
     }
 }

@@ -126,6 +126,10 @@ impl Scale {
 pub enum Source {
     /// `nvmlDeviceGetClockInfo` (MHz).
     Clock(ClockKind),
+    /// `nvmlDeviceGetMaxClockInfo` (MHz).
+    MaxClock(ClockKind),
+    /// `nvmlDeviceGetBAR1MemoryInfo` (bytes): `Total`, `Used` or `Free`.
+    Bar1(MemKind),
     /// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)` (°C).
     GpuTemperature,
     /// `nvmlDeviceGetPowerUsage` (mW, scaled to W).

@@ -1,6 +1,7 @@
 //! The static field table: every DCGM field that dcgm-exporter 4.8's shipped counters files
 //! name (active or commented out), a few identity fields the exporter reads for its own
-//! labels, and dcgm-exporter's four computed `DCGM_EXP_*` fields.
+//! labels, and dcgm-exporter's four computed `DCGM_EXP_*` fields. Fields DCGM added in 4.6 and
+//! later (clock-event times, base-unit fields) are in `fields_new`.
 //!
 //! Names and numeric ids are DCGM's (`dcgm_fields.h`); the `DCGM_EXP_*` ids are the ones
 //! dcgm-exporter assigns (9001–9004). Each entry says how NVML serves the value
@@ -550,40 +551,6 @@ pub static FIELDS: &[FieldDef] = &[
         "NVLink traffic received by the GPU, headers included (in bytes per second).",
     ),
     // ---- dcgm-exporter's computed fields (9001–9004) ----
-    // DCGM 4.6 base-unit fields (dcgm-exporter 4.9's names): new ids, the same readings in
-    // base units.
-    dev(
-        "DCGM_FI_DEV_SM_CLOCK_HERTZ",
-        1603,
-        "Hz",
-        Source::Clock(ClockKind::Sm),
-        "Current streaming-multiprocessor clock (in Hz).",
-    )
-    .scaled(Scale::Mul(1e6)),
-    dev(
-        "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
-        1604,
-        "Hz",
-        Source::Clock(ClockKind::Mem),
-        "Current memory clock (in Hz).",
-    )
-    .scaled(Scale::Mul(1e6)),
-    dev(
-        "DCGM_FI_DEV_VIDEO_CLOCK_HERTZ",
-        1605,
-        "Hz",
-        Source::Clock(ClockKind::Video),
-        "Current video encoder/decoder clock (in Hz).",
-    )
-    .scaled(Scale::Mul(1e6)),
-    dev(
-        "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL",
-        1611,
-        "J",
-        Source::TotalEnergy,
-        "Energy the GPU has used since the driver was loaded (in J).",
-    )
-    .scaled(Scale::Mul(0.001)),
     dev(
         "DCGM_EXP_XID_ERRORS_COUNT",
         9001,

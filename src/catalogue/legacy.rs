@@ -120,9 +120,9 @@ pub(super) static ALIASES: &[(&str, &str)] = &[
     ),
     // DCGM 4.6 names (DCGM's field naming standard), which dcgm-exporter 4.9's counters files
     // use: each keeps the numeric id of the name it replaces, and so its value and unit.
-    // Left out: DCGM_FI_DEV_GPU_UTIL_RATIO and DCGM_FI_DEV_FB_USED_RATIO, whose names promise
-    // a 0-1 ratio while their ids carry a percentage; a file naming them is refused with a
-    // suggestion rather than served in a unit its name contradicts.
+    // DCGM_FI_DEV_GPU_UTIL_RATIO and DCGM_FI_DEV_FB_USED_RATIO are not aliases: their names
+    // promise a 0-1 ratio while DCGM 4.6 gives them the percentage ids, so they are fields of
+    // their own, served as ratios (fields_new.rs).
     ("DCGM_FI_SYSTEM_DRIVER_VERSION", "DCGM_FI_DRIVER_VERSION"),
     ("DCGM_FI_SYSTEM_NVML_VERSION", "DCGM_FI_NVML_VERSION"),
     ("DCGM_FI_SYSTEM_GPU_QUANTITY", "DCGM_FI_DEV_COUNT"),
@@ -242,14 +242,14 @@ pub(super) fn canonical_name(name: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::FIELDS;
+    use super::super::all;
     use super::*;
 
     #[test]
     fn every_alias_targets_a_known_field() {
         for (alias, canonical) in ALIASES {
             assert!(
-                FIELDS.iter().any(|f| f.name == *canonical),
+                all().any(|f| f.name == *canonical),
                 "{alias} points at unknown {canonical}"
             );
         }
@@ -261,7 +261,7 @@ mod tests {
             // Lowercase spellings of canonical names (dcgm_fi_prof_*) are real 1.x names;
             // only an exact copy of a canonical name would be pointless.
             assert!(
-                !FIELDS.iter().any(|f| f.name == *a),
+                !all().any(|f| f.name == *a),
                 "{a} is already a canonical name"
             );
             for (b, _) in &ALIASES[i + 1..] {

@@ -9,33 +9,39 @@
 pub mod csv;
 mod field;
 mod fields;
+mod fields_new;
 mod legacy;
 
 pub use field::{
     ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind,
 };
 pub use fields::FIELDS;
+pub use fields_new::FIELDS_NEW;
+
+/// Every known field: the DCGM 4.8-era table, then the fields DCGM added in 4.6 and later.
+pub fn all() -> impl Iterator<Item = &'static FieldDef> {
+    FIELDS.iter().chain(FIELDS_NEW)
+}
 
 /// Finds a field by canonical name (exact, case-sensitive) or by legacy 1.x alias
 /// (case-insensitive, e.g. `dcgm_gpu_temp`).
 pub fn lookup(name: &str) -> Option<&'static FieldDef> {
-    if let Some(f) = FIELDS.iter().find(|f| f.name == name) {
+    if let Some(f) = all().find(|f| f.name == name) {
         return Some(f);
     }
     let canonical = legacy::canonical_name(name)?;
-    FIELDS.iter().find(|f| f.name == canonical)
+    all().find(|f| f.name == canonical)
 }
 
 /// Finds a field by DCGM numeric id.
 pub fn by_id(id: u32) -> Option<&'static FieldDef> {
-    FIELDS.iter().find(|f| f.id == id)
+    all().find(|f| f.id == id)
 }
 
 /// The known name closest to `name` (for "did you mean" in errors), canonical or legacy.
 pub fn nearest(name: &str) -> Option<&'static str> {
     let upper = name.to_ascii_uppercase();
-    FIELDS
-        .iter()
+    all()
         .map(|f| f.name)
         .chain(legacy::ALIASES.iter().map(|(alias, _)| *alias))
         .map(|cand| (edit_distance(&upper, &cand.to_ascii_uppercase()), cand))
@@ -66,8 +72,9 @@ mod tests {
 
     #[test]
     fn names_and_ids_are_unique() {
-        for (i, a) in FIELDS.iter().enumerate() {
-            for b in &FIELDS[i + 1..] {
+        let every: Vec<_> = all().collect();
+        for (i, a) in every.iter().enumerate() {
+            for b in &every[i + 1..] {
                 assert_ne!(a.name, b.name, "duplicate name");
                 assert_ne!(a.id, b.id, "duplicate id for {} and {}", a.name, b.name);
             }

@@ -137,6 +137,21 @@ pub(super) fn read_value(
             ClockKind::Mem => Clock::Memory,
             ClockKind::Video => Clock::Video,
         })?)),
+        Source::MaxClock(k) => num(f64::from(dev.max_clock_info(match k {
+            ClockKind::Graphics => Clock::Graphics,
+            ClockKind::Sm => Clock::SM,
+            ClockKind::Mem => Clock::Memory,
+            ClockKind::Video => Clock::Video,
+        })?)),
+        Source::Bar1(k) => {
+            let b = dev.bar1_memory_info()?;
+            match k {
+                MemKind::Total => num(b.total as f64),
+                MemKind::Used => num(b.used as f64),
+                MemKind::Free => num(b.free as f64),
+                MemKind::Reserved | MemKind::UsedPercent => Ok(None),
+            }
+        }
         Source::GpuTemperature => num(f64::from(dev.temperature(TemperatureSensor::Gpu)?)),
         Source::PowerUsage => num(f64::from(dev.power_usage()?) / 1000.0),
         Source::PowerLimit => num(f64::from(dev.enforced_power_limit()?) / 1000.0),

@@ -85,6 +85,13 @@ impl Sim {
                     + v.get(physics::CH_NVLINK_RX).copied().unwrap_or(0.0);
                 Ok((total / links) as u64)
             }
+            // Clock-event reason times (ns): the power cap and software thermal slowdown
+            // accrue with the simulated power and thermal violations; the others stay 0.
+            NVML_FI_DEV_PERF_POLICY_POWER => Ok(self.violation(dev, 0, t)?.1),
+            NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN => Ok(self.violation(dev, 1, t)?.1),
+            NVML_FI_DEV_PERF_POLICY_SYNC_BOOST
+            | NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN
+            | NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN => Ok(0),
             _ => Err(ret::NOT_SUPPORTED),
         }
     }

@@ -406,6 +406,28 @@ fn field_values_per_model() {
     assert_eq!(Ok(p as u32), s.power_mw(a100, 30.0));
     assert_eq!(s.field(a100, NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 30.0), Ok(0));
     assert_eq!(s.field(a100, 9999, 30.0), Err(ret::NOT_SUPPORTED));
+    // Clock-event reason times are the violation times under their field ids.
+    assert_eq!(
+        s.field(a100, NVML_FI_DEV_PERF_POLICY_POWER, 30.0).ok(),
+        s.violation(a100, 0, 30.0).ok().map(|v| v.1)
+    );
+    assert_eq!(
+        s.field(
+            a100,
+            NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN,
+            30.0
+        )
+        .ok(),
+        s.violation(a100, 1, 30.0).ok().map(|v| v.1)
+    );
+    assert_eq!(
+        s.field(
+            a100,
+            NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN,
+            30.0
+        ),
+        Ok(0)
+    );
     assert_eq!(s.field(Dev::Mig(0, 0), 82, 30.0), Err(ret::NOT_SUPPORTED));
     // The L4 decodes video.
     let (dec, period) = s.codec_utilization(l4, true, 30.0).unwrap();
