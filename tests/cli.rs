@@ -434,10 +434,31 @@ fn compatibility_profiles_change_what_dashboards_see() {
             !text.contains(&format!("{other}=\"")),
             "{what}: no {other} label"
         );
+        // dcgm-4.9's built-in set: DCGM 4.6/4.7 names in base units, the driver label renamed.
+        let v49 = profile == Some("dcgm-4.9");
+        let (sm, driver) = if v49 {
+            (
+                "DCGM_FI_DEV_SM_CLOCK_HERTZ{",
+                "DCGM_FI_SYSTEM_DRIVER_VERSION=\"",
+            )
+        } else {
+            ("DCGM_FI_DEV_SM_CLOCK{", "DCGM_FI_DRIVER_VERSION=\"")
+        };
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(sm) && l.contains(driver)),
+            "{what}: {sm} with {driver}"
+        );
+        assert_eq!(text.contains("DCGM_FI_DEV_GPU_TEMP{"), !v49, "{what}");
+        assert_eq!(
+            text.contains("DCGM_FI_DEV_FB_CAPACITY_BYTES{"),
+            v49,
+            "{what}"
+        );
         // Dashboard 23382 lists MIG instances with their pods through a device field.
         let sm_on_mig = text
             .lines()
-            .filter(|l| l.starts_with("DCGM_FI_DEV_SM_CLOCK{") && l.contains("GPU_I_ID=\""))
+            .filter(|l| l.starts_with(sm) && l.contains("GPU_I_ID=\""))
             .filter(|l| l.contains("pod=\""))
             .count();
         assert_eq!(sm_on_mig > 0, repeated, "{what}: SM clock on MIG instances");
@@ -454,4 +475,31 @@ fn compatibility_profiles_change_what_dashboards_see() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile"));
+}
+
+/// dcgm-4.9 serves gpu-exporter's shipped 4.8-named sets, unmodified, as their 4.9 versions
+/// (dcgm-exporter 4.9's image holds its 4.9 sets at the same paths); a file of the user's own,
+/// even one byte away from a shipped set, is served as written.
+#[test]
+fn dcgm_4_9_serves_the_shipped_sets_in_their_4_9_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = include_str!("../counters/dcp-metrics-included.csv");
+    let own = format!("{shipped}DCGM_FI_DEV_POWER_VIOLATION, counter, v\n");
+    for (text, swapped) in [(shipped.to_owned(), true), (own, false)] {
+        let f = dir.path().join("dcp-metrics-included.csv");
+        std::fs::write(&f, &text).unwrap();
+        let e = spawn_ready_with(
+            None,
+            "a100-l4",
+            &["--compatibility", "dcgm-4.9", "-f", f.to_str().unwrap()],
+        );
+        let m = e.metrics();
+        assert_eq!(m.contains("DCGM_FI_DEV_GPU_TEMP_CELSIUS{"), swapped, "{m}");
+        assert_eq!(m.contains("DCGM_FI_DEV_GPU_TEMP{"), !swapped, "{m}");
+        assert_eq!(
+            e.log()
+                .contains("served as dcgm-4.9-dcp-metrics-included.csv"),
+            swapped
+        );
+    }
 }

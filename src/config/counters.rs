@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing::{error, info, warn};
 
+use super::profile::Profile;
 use crate::base::file_stamp::FileStamp;
 use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
 use crate::snapshot::ReloadStats;
@@ -32,12 +33,30 @@ pub struct CountersFile {
     hangup: Arc<AtomicBool>,
     stats: ReloadStats,
     started: bool,
+    /// Whose shipped sets stand in for gpu-exporter's 4.8-named ones.
+    profile: Profile,
+}
+
+/// Parses a counters file's text. Under `dcgm-4.9` one of gpu-exporter's shipped 4.8-named
+/// sets, unmodified, is served as its 4.9 version (see [`Profile::stand_in`]); the origin of
+/// every message says so.
+fn parse_as(profile: Profile, origin: &str, text: &str) -> Result<CounterSet, CsvError> {
+    match profile.stand_in(text) {
+        Some((name, set)) => parse_counters(
+            &format!(
+                "{origin} (gpu-exporter's own set, served as {name} for {})",
+                profile.name()
+            ),
+            set,
+        ),
+        None => parse_counters(origin, text),
+    }
 }
 
 impl CountersFile {
     /// Loads the counters from `path` and watches it from then on. The stamp is taken before
     /// the read, so a change during the read shows as a new stamp at the next check.
-    pub fn open(path: PathBuf) -> Result<(Self, CounterSet), CsvError> {
+    pub fn open(path: PathBuf, profile: Profile) -> Result<(Self, CounterSet), CsvError> {
         let origin = path.display().to_string();
         let io = |source| CsvError::Io {
             origin: origin.clone(),
@@ -45,7 +64,7 @@ impl CountersFile {
         };
         let stamp = FileStamp::of(&path).map_err(io)?;
         let text = std::fs::read_to_string(&path).map_err(io)?;
-        let set = parse_counters(&origin, &text)?;
+        let set = parse_as(profile, &origin, &text)?;
         let watch = Self {
             path,
             stamp: Some(stamp),
@@ -57,6 +76,7 @@ impl CountersFile {
                 ..ReloadStats::default()
             },
             started: false,
+            profile,
         };
         Ok((watch, set))
     }
@@ -134,7 +154,7 @@ impl CountersFile {
         let origin = self.path.display().to_string();
         let parsed = std::str::from_utf8(&bytes)
             .map_err(|e| format!("{origin}: not UTF-8 text ({e})"))
-            .and_then(|text| parse_counters(&origin, text).map_err(|e| e.to_string()));
+            .and_then(|text| parse_as(self.profile, &origin, text).map_err(|e| e.to_string()));
         match parsed {
             Ok(set) => {
                 info!(
@@ -211,7 +231,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
+        let (mut w, _) = CountersFile::open(p.clone(), Profile::Native).unwrap();
         assert!(w.poll(10.0).is_none());
         assert!(w.poll(11.0).is_none());
         assert_eq!(w.stats().last_success_unix, 10.0);
@@ -229,7 +249,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
+        let (mut w, _) = CountersFile::open(p.clone(), Profile::Native).unwrap();
         assert!(w.poll(1.0).is_none());
         let tmp = dir.path().join("c.tmp");
         std::fs::write(&tmp, B).unwrap();
@@ -249,7 +269,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
+        let (mut w, _) = CountersFile::open(p.clone(), Profile::Native).unwrap();
         assert!(w.poll(1.0).is_none());
         std::fs::write(
             &p,
@@ -274,7 +294,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
+        let (mut w, _) = CountersFile::open(p.clone(), Profile::Native).unwrap();
         assert!(w.poll(1.0).is_none());
         std::fs::remove_file(&p).unwrap();
         assert!(w.poll(2.0).is_none());
@@ -292,7 +312,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.csv");
         std::fs::write(&p, A).unwrap();
-        let (mut w, _) = CountersFile::open(p.clone()).unwrap();
+        let (mut w, _) = CountersFile::open(p.clone(), Profile::Native).unwrap();
         assert!(w.poll(1.0).is_none());
         // Same length, same inode, same mtime: invisible to the stamp.
         let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();

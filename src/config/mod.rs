@@ -471,6 +471,7 @@ impl Cli {
     /// Returns the set, a note saying where it came from, and the watch on the file it was
     /// read from (for hot reload; `None` for the built-in set).
     pub fn load_counters(&self) -> Result<LoadedCounters, ConfigError> {
+        let profile = profile::Profile::parse(&self.compatibility)?;
         let default = std::path::Path::new(DEFAULT_COLLECTORS);
         let path = match &self.collectors {
             Some(p) => Some(p.clone()),
@@ -479,17 +480,18 @@ impl Cli {
         };
         if let Some(p) = path {
             let origin = format!("counters from {}", p.display());
-            let (file, set) = CountersFile::open(p)?;
+            let (file, set) = CountersFile::open(p, profile)?;
             return Ok(LoadedCounters {
                 set,
                 origin,
                 file: Some(file),
             });
         }
-        let set = parse_counters("built-in default-counters.csv", BUILTIN_DEFAULT_COUNTERS)?;
+        let (name, text) = profile.builtin_counters();
+        let set = parse_counters(&format!("built-in {name}"), text)?;
         Ok(LoadedCounters {
             set,
-            origin: format!("{DEFAULT_COLLECTORS} not found: using the built-in default counters"),
+            origin: format!("{DEFAULT_COLLECTORS} not found: using the built-in {name}"),
             file: None,
         })
     }

@@ -7,8 +7,28 @@
 //! | device fields on MIG instances | once, on the GPU | repeated | repeated | repeated |
 //! | pod label that collides | `label_<key>` | `label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
 //!
-//! (`dcgm-4.8.3` is accepted as `dcgm-4.8.4`: they differ in no name or label.) Data only: it
-//! must not look at flags other than the profile's own value, read files or format text.
+//! | built-in counters | `default-counters.csv` | same | same | `dcgm-4.9-*.csv` |
+//!
+//! (`dcgm-4.8.3` is accepted as `dcgm-4.8.4`: they differ in no name or label.) Data only (the
+//! shipped counters sets are compiled in): it must not look at flags other than the profile's
+//! own value, read files or format text.
+
+/// The counters sets gpu-exporter ships with dcgm-exporter 4.8's names, each with its
+/// dcgm-4.9 version: (file name, 4.8 text, 4.9 file name, 4.9 text).
+const SHIPPED_SETS: [(&str, &str, &str, &str); 2] = [
+    (
+        "default-counters.csv",
+        include_str!("../../counters/default-counters.csv"),
+        "dcgm-4.9-default-counters.csv",
+        include_str!("../../counters/dcgm-4.9-default-counters.csv"),
+    ),
+    (
+        "dcp-metrics-included.csv",
+        include_str!("../../counters/dcp-metrics-included.csv"),
+        "dcgm-4.9-dcp-metrics-included.csv",
+        include_str!("../../counters/dcgm-4.9-dcp-metrics-included.csv"),
+    ),
+];
 
 /// One compatibility profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,13 +99,37 @@ impl Profile {
         }
     }
 
+    /// The counters set served when no file is found: its name and text.
+    pub fn builtin_counters(self) -> (&'static str, &'static str) {
+        let (name, text, name49, text49) = SHIPPED_SETS[0];
+        match self {
+            Self::Dcgm49 => (name49, text49),
+            _ => (name, text),
+        }
+    }
+
+    /// Under `dcgm-4.9`, the 4.9 version (name, text) of a counters file whose text is one of
+    /// the 4.8-named sets gpu-exporter ships unmodified (the files at dcgm-exporter's paths in
+    /// the image, or the chart's presets): at those paths dcgm-exporter 4.9's image holds its
+    /// 4.9 sets. A file of the user's own is never replaced.
+    pub fn stand_in(self, text: &str) -> Option<(&'static str, &'static str)> {
+        if self != Self::Dcgm49 {
+            return None;
+        }
+        SHIPPED_SETS
+            .iter()
+            .find(|(_, shipped, _, _)| *shipped == text)
+            .map(|(_, _, name, text)| (*name, *text))
+    }
+
     /// What of the profile is not reproduced yet, for a start-up warning.
     pub fn gaps(self) -> Option<&'static str> {
         match self {
             Self::Dcgm49 => Some(
-                "the built-in counter set keeps the DCGM 4.6 names and units and the driver \
-                 label stays DCGM_FI_DRIVER_VERSION; counters files with DCGM 4.6 names load \
-                 (same-id renames and four base-unit fields), other base-unit fields do not",
+                "the dcgm-4.9 counters sets keep the 4.8 names and units of \
+                 DCGM_FI_DEV_MEM_COPY_UTIL, DCGM_FI_DEV_ENC_UTIL, DCGM_FI_DEV_DEC_UTIL and \
+                 DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, whose DCGM 4.7 names are not published; \
+                 the framebuffer-in-bytes and GPU_UTIL_RATIO names are inferred",
             ),
             _ => None,
         }
@@ -113,6 +157,19 @@ mod tests {
         assert!(!Profile::Native.repeats_device_fields());
         assert!(Profile::Dcgm482.repeats_device_fields());
         assert_eq!(Profile::Dcgm484.pod_label_collision_prefix(), "pod_label_");
+        // Only dcgm-4.9 swaps the shipped sets, and only when unmodified.
+        let (name, text) = Profile::Dcgm49.builtin_counters();
+        assert_eq!(name, "dcgm-4.9-default-counters.csv");
+        assert!(text.contains("\nDCGM_FI_SYSTEM_DRIVER_VERSION,"), "{text}");
+        assert_eq!(
+            Profile::Dcgm484.builtin_counters().0,
+            "default-counters.csv"
+        );
+        for (_, shipped, name49, _) in SHIPPED_SETS {
+            assert_eq!(Profile::Dcgm49.stand_in(shipped).map(|s| s.0), Some(name49));
+            assert_eq!(Profile::Dcgm484.stand_in(shipped), None);
+            assert_eq!(Profile::Dcgm49.stand_in(&format!("{shipped}\n")), None);
+        }
         let e = Profile::parse("4.8.4").unwrap_err().to_string();
         assert_eq!(
             e,
