@@ -54,7 +54,8 @@ pub enum Value {
     Xid(u64),
     /// A count over a sliding window split by one label (`DCGM_EXP_*_COUNT`): one series per
     /// label value, each with `window_size_in_ms`. An empty window is one series of value 0
-    /// without the split label, as dcgm-exporter writes it.
+    /// without the split label, as dcgm-exporter writes it. Also a count since the exporter
+    /// started (`DCGM_EXP_*_TOTAL`, no window): one series per label value, none when empty.
     Window(WindowCounts),
 }
 
@@ -63,8 +64,8 @@ pub enum Value {
 pub struct WindowCounts {
     /// The split label's name: `xid` or `clock_event`.
     pub label: &'static str,
-    /// The window length, for the `window_size_in_ms` label.
-    pub window_ms: u64,
+    /// The window length, for the `window_size_in_ms` label; `None` for a count since start.
+    pub window_ms: Option<u64>,
     /// (label value, count), in a stable order; empty when nothing happened in the window.
     pub counts: Vec<(String, u64)>,
 }

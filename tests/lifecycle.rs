@@ -18,7 +18,7 @@ use std::time::Duration;
 use common::{Run, label, series, value};
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::exposition::{EncodeOptions, encode};
-use gpu_exporter::gpu::reader::ReaderOptions;
+use gpu_exporter::gpu::reader::{CLOCK_EVENT_REASONS, ReaderOptions};
 use gpu_exporter::sampler::Sampler;
 
 fn scenario() -> String {
@@ -369,4 +369,71 @@ fn gpu_without_gpm_reports_profiling_unsupported_once() {
     }
     // Not a read error: nothing counted as failing.
     assert!(!text.contains("gpu_exporter_field_read_errors_total{field=\"DCGM_FI_PROF"));
+}
+
+/// dcgm-exporter 4.8.3's cumulative counters: `DCGM_EXP_XID_ERRORS_TOTAL` counts every Xid
+/// per code (the `--xid-initialized-codes` at 0 from the first tick);
+/// `DCGM_EXP_CLOCK_EVENTS_TOTAL` counts each reason's inactive → active edges, every reason at
+/// 0 from the first tick, a reason active at start not counted.
+#[test]
+fn cumulative_xid_and_clock_event_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("totals.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"totals\"\nnode = \"n\"\n\
+         [[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\", level = 0.9 }\n\
+         [[faults]]\nat = 20\ngpu = 0\nkind = \"thermal\"\ncelsius = 97\nuntil = 40\n\
+         [[faults]]\nat = 60\ngpu = 0\nkind = \"thermal\"\ncelsius = 97\nuntil = 80\n\
+         [[faults]]\nat = 30\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 3\nevery = 1\n",
+    )
+    .unwrap();
+    let counters = parse_counters(
+        "totals",
+        "DCGM_EXP_XID_ERRORS_TOTAL, counter, x\nDCGM_EXP_CLOCK_EVENTS_TOTAL, counter, c\n",
+    )
+    .unwrap();
+    let mut run = Run::new(
+        common::SimNode::new(scenario.to_str().unwrap(), 5),
+        Arc::new(counters),
+        ReaderOptions {
+            xid_initialized: vec![79],
+            ..ReaderOptions::default()
+        },
+        EncodeOptions::default(),
+    );
+    let reason = |text: &str, r: &str| {
+        value(one(
+            text,
+            "DCGM_EXP_CLOCK_EVENTS_TOTAL",
+            0,
+            &[&format!("clock_event=\"{r}\"")],
+        ))
+    };
+    let text = run.at(10.0);
+    assert!(
+        text.contains("# TYPE DCGM_EXP_XID_ERRORS_TOTAL counter\n"),
+        "{text}"
+    );
+    let x79 = one(&text, "DCGM_EXP_XID_ERRORS_TOTAL", 0, &["xid=\"79\""]);
+    assert!(!x79.contains("window_size_in_ms"), "{x79}");
+    assert_eq!(value(x79), 0.0);
+    assert_eq!(
+        series(&text, "DCGM_EXP_CLOCK_EVENTS_TOTAL").len(),
+        CLOCK_EVENT_REASONS.len()
+    );
+    assert_eq!(reason(&text, "sw_thermal"), 0.0);
+    // Inside the first thermal window: one edge, counted once however long it lasts.
+    run.at(25.0);
+    let text = run.at(35.0);
+    assert_eq!(reason(&text, "sw_thermal"), 1.0);
+    assert_eq!(reason(&text, "hw_thermal"), 1.0);
+    assert_eq!(
+        value(one(&text, "DCGM_EXP_XID_ERRORS_TOTAL", 0, &["xid=\"13\""])),
+        3.0
+    );
+    run.at(50.0);
+    let text = run.at(65.0);
+    assert_eq!(reason(&text, "sw_thermal"), 2.0, "a second edge");
+    assert_eq!(reason(&text, "hw_power_brake"), 0.0);
 }

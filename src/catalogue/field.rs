@@ -169,11 +169,14 @@ pub enum Source {
     /// A count over a sliding window computed by the exporter (`DCGM_EXP_*_COUNT`), one
     /// series per Xid code or clock-event reason.
     Window(WindowKind),
+    /// A count since the exporter started (`DCGM_EXP_*_TOTAL`), one series per Xid code or
+    /// clock-event reason; clock events are counted on each reason's inactive → active edge.
+    Total(WindowKind),
     /// Known to DCGM but not readable through NVML on this build; the reason is logged once.
     Unavailable(&'static str),
 }
 
-/// What a windowed `DCGM_EXP_*_COUNT` field counts.
+/// What a windowed `DCGM_EXP_*_COUNT` (or cumulative `DCGM_EXP_*_TOTAL`) field counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WindowKind {
     /// Xid events per code (`DCGM_EXP_XID_ERRORS_COUNT`, `--xid-count-window-size`).

@@ -2,14 +2,15 @@
 //! and 4.9 name — the clock-event reason times (1420–1424), the base-unit fields (1600–1611)
 //! and the DCGM 4.7 base-unit fields dcgm-exporter 4.9 collects by default.
 //!
-//! DCGM 4.6 ids are DCGM's (`dcgm_fields.h`). DCGM 4.7's framebuffer-in-bytes and 0–1 ratio
+//! Also dcgm-exporter 4.8.3's cumulative `DCGM_EXP_XID_ERRORS_TOTAL` and
+//! `DCGM_EXP_CLOCK_EVENTS_TOTAL`. DCGM 4.6 ids are DCGM's (`dcgm_fields.h`). DCGM 4.7's framebuffer-in-bytes and 0–1 ratio
 //! fields have no published id we could verify: they get ids in 9100–9199, a range DCGM does
 //! not use, and counters files name them (they never number them). Their names follow
 //! dcgm-exporter 4.9's release text; `counters/README.md` marks them as inferred.
 //!
 //! Data only: it must not call NVML or read files.
 
-use super::field::{ClockKind, FieldDef, MemKind, Scale, Source, UtilKind, dev, inst};
+use super::field::{ClockKind, FieldDef, MemKind, Scale, Source, UtilKind, WindowKind, dev, inst};
 
 /// MHz → Hz.
 const MHZ_TO_HZ: Scale = Scale::Mul(1e6);
@@ -134,6 +135,21 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         "Energy the GPU has used since the driver was loaded (in J).",
     )
     .scaled(Scale::Mul(0.001)),
+    // ---- dcgm-exporter 4.8.3's cumulative counters (its ids not verified; 9005-9006 ours) ----
+    dev(
+        "DCGM_EXP_XID_ERRORS_TOTAL",
+        9005,
+        "count",
+        Source::Total(WindowKind::Xid),
+        "Xid errors seen since the exporter started, one series per Xid code.",
+    ),
+    dev(
+        "DCGM_EXP_CLOCK_EVENTS_TOTAL",
+        9006,
+        "count",
+        Source::Total(WindowKind::ClockEvents),
+        "Clock-event reasons that became active since the exporter started, one series per reason.",
+    ),
     // ---- DCGM 4.7 base-unit fields (ids not published; 9100–9199 are ours) ----
     dev(
         "DCGM_FI_DEV_GPU_UTIL_RATIO",

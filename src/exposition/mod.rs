@@ -67,9 +67,10 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             };
             let holders = snap.attribution.series_labels(ei);
             if !header {
-                // A windowed count goes up and down: it is a gauge whatever the CSV says.
+                // A windowed count goes up and down: it is a gauge whatever the CSV says (a
+                // count since start keeps the CSV's type).
                 let kind = match value {
-                    Value::Window(_) => "gauge",
+                    Value::Window(w) if w.window_ms.is_some() => "gauge",
                     _ => row.kind.as_str(),
                 };
                 write_header(&mut out, &row.name, &row.help, kind);
@@ -105,11 +106,11 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
                     *code as f64,
                 ),
                 Value::Window(w) => {
-                    let window = w.window_ms.to_string();
-                    if w.counts.is_empty() {
+                    let window = w.window_ms.map(|ms| ms.to_string());
+                    if let (true, Some(window)) = (w.counts.is_empty(), &window) {
                         series(
                             &mut out,
-                            &|out, first| write_label(out, first, "window_size_in_ms", &window),
+                            &|out, first| write_label(out, first, "window_size_in_ms", window),
                             0.0,
                         );
                     }
@@ -118,7 +119,9 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
                             &mut out,
                             &|out, first| {
                                 write_label(out, first, w.label, label);
-                                write_label(out, first, "window_size_in_ms", &window);
+                                if let Some(window) = &window {
+                                    write_label(out, first, "window_size_in_ms", window);
+                                }
                             },
                             *n as f64,
                         );

@@ -4,7 +4,7 @@
 //! Plain data; it must not call NVML.
 
 use super::entities::Ident;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use nvml_wrapper::GpmSample;
 use nvml_wrapper::error::NvmlError;
@@ -27,6 +27,9 @@ pub(super) struct GpuState {
     pub(super) gpm_supported: Option<bool>,
     /// Clock-event reasons of recent ticks (time, bitmask), for the window count.
     pub(super) clock_events: VecDeque<(f64, u64)>,
+    /// Clock-event reasons that became active since start, per reason label, with the
+    /// bitmask and time of the last tick counted (`DCGM_EXP_CLOCK_EVENTS_TOTAL`).
+    pub(super) clock_event_totals: Option<(f64, u64, BTreeMap<&'static str, u64>)>,
     /// The last tick found the GPU lost: keep it out of the Xid event set until it answers
     /// again (registering a lost GPU fails, and a later return would not retry it).
     pub(super) down: bool,

@@ -8,7 +8,7 @@ use super::book::{Book, Place, clone_err};
 use super::gpm::{read_gpm, sample_f64};
 use super::options::{CLOCK_EVENT_REASONS, MIB, ReaderOptions};
 use super::state::{EntityState, GpuState, TickCache};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use nvml_wrapper::enum_wrappers::device::InfoRom;
 use nvml_wrapper::enum_wrappers::device::{
@@ -244,7 +244,7 @@ pub(super) fn read_value(
                     .unwrap_or_default();
                 Ok(Some(Value::Window(WindowCounts {
                     label: "xid",
-                    window_ms: ctx.opts.xid_window.as_millis() as u64,
+                    window_ms: Some(ctx.opts.xid_window.as_millis() as u64),
                     counts: counts
                         .into_iter()
                         .map(|(c, n)| (c.to_string(), n))
@@ -273,8 +273,51 @@ pub(super) fn read_value(
                 .collect();
             Ok(Some(Value::Window(WindowCounts {
                 label: "clock_event",
-                window_ms: window.as_millis() as u64,
+                window_ms: Some(window.as_millis() as u64),
                 counts,
+            })))
+        }
+        Source::Total(WindowKind::Xid) => match xid_watch(ctx, at)? {
+            // Every code seen, and the --xid-initialized-codes at 0 before they occur.
+            Some(w) => {
+                let mut counts: BTreeMap<u64, u64> =
+                    ctx.opts.xid_initialized.iter().map(|c| (*c, 0)).collect();
+                if let Some(g) = w.get(at.uuid) {
+                    counts.extend(g.codes.iter().map(|(c, (n, _))| (*c, *n)));
+                }
+                Ok(Some(Value::Window(WindowCounts {
+                    label: "xid",
+                    window_ms: None,
+                    counts: counts
+                        .into_iter()
+                        .map(|(c, n)| (c.to_string(), n))
+                        .collect(),
+                })))
+            }
+            None => Ok(None),
+        },
+        Source::Total(WindowKind::ClockEvents) => {
+            let bits = clock_event_reasons(dev, cache)?;
+            let now = ctx.now;
+            // The first reading sets the state without counting (a reason already active at
+            // start is not an event); each reason then counts on its inactive → active edge,
+            // once per tick however many entities repeat the GPU's fields.
+            let (at_tick, prev, totals) = gpu.clock_event_totals.get_or_insert_with(|| {
+                let zero = CLOCK_EVENT_REASONS.iter().map(|(_, n)| (*n, 0)).collect();
+                (now, bits, zero)
+            });
+            if *at_tick != now {
+                for (bit, name) in CLOCK_EVENT_REASONS {
+                    if bits & bit != 0 && *prev & bit == 0 {
+                        *totals.entry(name).or_default() += 1;
+                    }
+                }
+                (*at_tick, *prev) = (now, bits);
+            }
+            Ok(Some(Value::Window(WindowCounts {
+                label: "clock_event",
+                window_ms: None,
+                counts: totals.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
             })))
         }
         Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
