@@ -252,6 +252,7 @@ impl Cli {
         let mut kubernetes = self.kubernetes_config(&mut warnings)?;
         if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
             labels.set_collision_prefix(profile.pod_label_collision_prefix());
+            labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
         }
         if let Some(gaps) = profile.gaps() {
             warnings.push(format!(
@@ -587,6 +588,42 @@ mod tests {
         let k = cfg.kubernetes.unwrap();
         assert!(k.pod_metadata && k.pod_uid);
         assert_eq!(k.extra_resources, ["example.com/a100"]);
+    }
+
+    #[test]
+    fn profiles_rename_colliding_pod_labels_their_way() {
+        use crate::sources::kube::labels::pod_label_pairs;
+        let pod: std::collections::BTreeMap<String, String> =
+            [("pod", "p"), ("a.b", "1"), ("a/b", "2")]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .into();
+        for (profile, want) in [
+            ("native", vec![("a_b", "1"), ("label_pod", "p")]),
+            ("dcgm-4.8.2", vec![("a_b", "1"), ("label_pod", "p")]),
+            (
+                "dcgm-4.8.4",
+                vec![
+                    ("a_b_conflict1", "1"),
+                    ("a_b_conflict2", "2"),
+                    ("pod_label_pod", "p"),
+                ],
+            ),
+        ] {
+            let cfg = cli(&[
+                "-k",
+                "--kubernetes-enable-pod-labels",
+                "--compatibility",
+                profile,
+            ])
+            .validate()
+            .unwrap();
+            let allow = cfg.kubernetes.unwrap().pod_labels.unwrap();
+            let want: Vec<_> = want
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            assert_eq!(pod_label_pairs(&pod, &allow), want, "{profile}");
+        }
     }
 
     #[test]

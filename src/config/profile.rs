@@ -6,6 +6,7 @@
 //! | host label | `Hostname` | `Hostname` | `hostname` | `hostname` |
 //! | device fields on MIG instances | once, on the GPU | repeated | repeated | repeated |
 //! | pod label that collides | `label_<key>` | `label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
+//! | pod labels that sanitize alike | first key wins | same | `_conflictN` each | `_conflictN` each |
 //!
 //! | built-in counters | `default-counters.csv` | same | same | `dcgm-4.9-*.csv` |
 //!
@@ -120,6 +121,12 @@ impl Profile {
             .iter()
             .find(|(_, shipped, _, _)| *shipped == text)
             .map(|(_, _, name, text)| (*name, *text))
+    }
+
+    /// Whether pod labels whose names collide each get `_conflictN` (dcgm-exporter 4.8.3+)
+    /// rather than the first key winning.
+    pub fn pod_label_conflict_suffix(self) -> bool {
+        matches!(self, Self::Dcgm484 | Self::Dcgm49)
     }
 
     /// What of the profile is not reproduced yet, for a start-up warning.

@@ -6,7 +6,9 @@
 //! replaced by `_`. It does not check the sanitized names against its own labels, so a pod
 //! label `pod` or `device` used to produce a duplicate label name and a broken scrape. Here a
 //! sanitized name that collides with one of [`RESERVED`] gets the prefix `label_`, and two pod
-//! labels that sanitize to the same name yield one label (the original key that sorts first).
+//! labels that sanitize to the same name yield one label (the original key that sorts first),
+//! or, in dcgm-exporter 4.8.3's manner, one label each, named `<name>_conflict1`, `_conflict2`,
+//! … in key order.
 
 use std::collections::BTreeMap;
 
@@ -105,6 +107,9 @@ pub struct LabelAllowlist {
     patterns: Vec<Regex>,
     /// Put before a sanitized name that collides with one of [`RESERVED`].
     collision_prefix: &'static str,
+    /// Keys that end up with the same name each get `_conflictN` instead of the first
+    /// winning.
+    conflict_suffix: bool,
 }
 
 impl Default for LabelAllowlist {
@@ -112,6 +117,7 @@ impl Default for LabelAllowlist {
         Self {
             patterns: Vec::new(),
             collision_prefix: COLLISION_PREFIX,
+            conflict_suffix: false,
         }
     }
 }
@@ -136,7 +142,7 @@ impl LabelAllowlist {
         }
         Ok(Self {
             patterns,
-            collision_prefix: COLLISION_PREFIX,
+            ..Self::default()
         })
     }
 
@@ -144,6 +150,12 @@ impl LabelAllowlist {
     /// [`COLLISION_PREFIX`]; dcgm-exporter 4.8.3+ writes `pod_label_`).
     pub fn set_collision_prefix(&mut self, prefix: &'static str) {
         self.collision_prefix = prefix;
+    }
+
+    /// Keys whose names collide each keep a label named `<name>_conflictN` (N from 1, in key
+    /// order), as dcgm-exporter 4.8.3+ writes them, instead of the first key winning.
+    pub fn set_conflict_suffix(&mut self, on: bool) {
+        self.conflict_suffix = on;
     }
 
     /// `true` when the pod-label `key` (the original key, before sanitizing) may be exported.
@@ -169,9 +181,9 @@ pub fn pod_label_pairs(
     labels: &BTreeMap<String, String>,
     allow: &LabelAllowlist,
 ) -> Vec<(String, String)> {
-    let mut out: BTreeMap<String, &str> = BTreeMap::new();
-    // The map iterates in key order, so the first key to claim a name is the one that sorts
-    // first.
+    // Name → the values of the keys that claim it, in key order (the map iterates in key
+    // order, so the first key to claim a name is the one that sorts first).
+    let mut claims: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for (key, value) in labels {
         if !allow.allows(key) {
             continue;
@@ -180,7 +192,27 @@ pub fn pod_label_pairs(
         if RESERVED.contains(&name.as_str()) || name.starts_with("__") {
             name.insert_str(0, allow.collision_prefix);
         }
-        out.entry(name).or_insert(value.as_str());
+        claims.entry(name).or_default().push(value.as_str());
+    }
+    let mut out: BTreeMap<String, &str> = BTreeMap::new();
+    for (name, values) in &claims {
+        match values.as_slice() {
+            [one] => {
+                out.entry(name.clone()).or_insert(one);
+            }
+            [first, ..] if !allow.conflict_suffix => {
+                out.entry(name.clone()).or_insert(first);
+            }
+            many => {
+                for (n, v) in many.iter().enumerate() {
+                    let renamed = format!("{name}_conflict{}", n + 1);
+                    // A pod label already named like that keeps it.
+                    if !claims.contains_key(&renamed) {
+                        out.entry(renamed).or_insert(v);
+                    }
+                }
+            }
+        }
     }
     out.into_iter().map(|(k, v)| (k, v.to_owned())).collect()
 }
@@ -341,6 +373,36 @@ mod tests {
         assert_eq!(
             pod_label_pairs(&l, &LabelAllowlist::default()),
             pairs(&[("label_pod", "from-label_pod")])
+        );
+    }
+
+    #[test]
+    fn dcgm_4_8_3_keeps_every_colliding_key_with_a_conflict_suffix() {
+        let mut allow = LabelAllowlist::default();
+        allow.set_conflict_suffix(true);
+        let l = labels(&[
+            ("app_kubernetes_io/name", "second"),
+            ("app.kubernetes.io/name", "first"),
+            ("solo", "s"),
+        ]);
+        assert_eq!(
+            pod_label_pairs(&l, &allow),
+            pairs(&[
+                ("app_kubernetes_io_name_conflict1", "first"),
+                ("app_kubernetes_io_name_conflict2", "second"),
+                ("solo", "s"),
+            ])
+        );
+        // A pod label already called `x_conflict1` keeps its name and value.
+        let l = labels(&[("x.y", "1"), ("x/y", "2"), ("x_y_conflict1", "3")]);
+        let got = pod_label_pairs(&l, &allow);
+        assert!(
+            got.contains(&("x_y_conflict1".to_owned(), "3".to_owned())),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&("x_y_conflict2".to_owned(), "2".to_owned())),
+            "{got:?}"
         );
     }
 
