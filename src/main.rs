@@ -62,8 +62,10 @@ async fn shutdown_signal() {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(mut cli: Cli) -> anyhow::Result<()> {
+    let file_notes = cli.apply_config_file()?;
     let mut cfg = cli.validate()?;
+    cfg.warnings.extend(file_notes);
     // An empty value means no file, as in exporter-toolkit.
     let web_config = match cli
         .web_config_file
@@ -128,6 +130,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         xid_window: cfg.xid_window,
         clock_events_window: cfg.clock_events_window,
         xid_initialized: cfg.xid_initialized.clone(),
+        collections: cfg.collections.clone(),
         ..ReaderOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

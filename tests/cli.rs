@@ -503,3 +503,84 @@ fn dcgm_4_9_serves_the_shipped_sets_in_their_4_9_version() {
         );
     }
 }
+
+/// `--config-file` as dcgm-exporter 4.8.3+ reads it: its inline fields are the counters, its
+/// v2 switches apply, unknown keys are logged, and an environment variable given explicitly
+/// wins over the file (the log says which).
+#[test]
+fn config_file_sets_counters_and_switches_and_env_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("dcgm-exporter.yaml");
+    std::fs::write(
+        &yaml,
+        "version: 2\n\
+         metrics:\n  enableExporterMetrics: true\n  fields:\n\
+         \x20   - {name: DCGM_FI_DEV_GPU_TEMP, prometheusType: gauge, help: \"Die temperature, C.\"}\n\
+         \x20   - {name: DCGM_FI_DEV_POWER_USAGE, prometheusType: gauge}\n\
+         collection: {interval: 1s}\n\
+         collections: [{name: slow-power, every: 3s, metrics: {include: [DCGM_FI_DEV_POWER_*]}}]\n\
+         server: {maxConcurrentScrapes: 4}\n\
+         telemetry: {enabled: true}\n",
+    )
+    .unwrap();
+    let e = Exporter::builder()
+        .args([
+            "--simulate",
+            "a100-l4",
+            "--config-file",
+            yaml.to_str().unwrap(),
+        ])
+        .env("DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES", "9")
+        .log_pipe()
+        .start();
+    let m = e.metrics();
+    assert!(
+        m.contains("# HELP DCGM_FI_DEV_GPU_TEMP Die temperature, C.\n"),
+        "{m}"
+    );
+    assert!(m.contains("DCGM_FI_DEV_POWER_USAGE{"), "{m}");
+    assert!(
+        !m.contains("DCGM_FI_DEV_SM_CLOCK{"),
+        "only the file's fields: {m}"
+    );
+    assert!(
+        m.contains("process_resident_memory_bytes "),
+        "enableExporterMetrics: {m}"
+    );
+    let log = e.log();
+    assert!(log.contains("telemetry: unknown key, ignored"), "{log}");
+    assert!(
+        log.contains("server.maxConcurrentScrapes overridden by --max-concurrent-scrapes"),
+        "{log}"
+    );
+    drop(e);
+    // A collection that matches no field of the counters set stops start-up, naming both.
+    std::fs::write(
+        &yaml,
+        "version: 1\ncollection:\n  watchGroups: [{name: nv, interval: 5s, fields: [\"DCGM_FI_DEV_NVSWITCH_*\"]}]\n",
+    )
+    .unwrap();
+    // (Under `timeout`, so that a start-up that wrongly succeeds fails the test, not hangs it.)
+    let out = Command::new("timeout")
+        .args([
+            "30",
+            BIN,
+            "-a",
+            "127.0.0.1:0",
+            "--simulate",
+            "a100-l4",
+            "--config-file",
+        ])
+        .arg(&yaml)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--config-file {}: collection \"nv\" matches no field",
+            yaml.display()
+        )),
+        "{err}"
+    );
+}

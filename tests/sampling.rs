@@ -478,3 +478,63 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
         assert!(value(c) >= value(u) && value(c) > 1e6, "{c} vs {u}");
     }
 }
+
+/// `--config-file` collections: a field of a 30 s collection is read when its interval has
+/// passed and keeps its reading in between, while the other fields are read every tick.
+#[test]
+fn collection_fields_are_read_at_their_own_interval() {
+    use gpu_exporter::config::file::{Collection, Collections};
+    use std::time::Duration;
+    let csv =
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, e\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n";
+    let counters =
+        std::sync::Arc::new(gpu_exporter::catalogue::csv::parse_counters("c.csv", csv).unwrap());
+    let slow = Collections {
+        base: Duration::from_secs(10),
+        groups: vec![Collection {
+            name: "slow-energy".into(),
+            interval: Duration::from_secs(30),
+            patterns: vec![glob::Pattern::new("DCGM_FI_DEV_TOTAL_ENERGY_*").unwrap()],
+        }],
+    };
+    let run = |collections: Collections| {
+        let mut r = Run::new(
+            common::SimNode::new("h100-mig", 1),
+            counters.clone(),
+            ReaderOptions {
+                collections: std::sync::Arc::new(collections),
+                ..ReaderOptions::default()
+            },
+            EncodeOptions::default(),
+        );
+        [10.0, 20.0, 30.0, 40.0].map(|t| r.at(t))
+    };
+    let first = |text: &str, name: &str| value(series(text, name)[0]);
+    let every = run(Collections::default());
+    let held = run(slow);
+    // Without collections the energy counter changes between ticks (else the test proves
+    // nothing).
+    assert_ne!(
+        first(&every[0], "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"),
+        first(&every[1], "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+    );
+    // Held at 20 s and 30 s (less than 30 s after the 10 s reading), read again at 40 s.
+    let e: Vec<f64> = held
+        .iter()
+        .map(|t| first(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"))
+        .collect();
+    assert_eq!(e[0], e[1]);
+    assert_eq!(e[0], e[2]);
+    assert_eq!(
+        e[3],
+        first(&every[3], "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+    );
+    assert_ne!(e[3], e[0]);
+    // A field outside the collection is read every tick.
+    for (h, e) in held.iter().zip(&every) {
+        assert_eq!(
+            first(h, "DCGM_FI_DEV_POWER_USAGE"),
+            first(e, "DCGM_FI_DEV_POWER_USAGE")
+        );
+    }
+}

@@ -27,8 +27,32 @@ impl Cli {
     /// Parses the process's arguments as dcgm-exporter's Go flag library would accept them
     /// (see [`go_style_args`]); exits on a syntax error as clap does.
     pub fn parse_go_style() -> Self {
-        use clap::CommandFactory;
-        Self::parse_from(go_style_args(&Self::command(), std::env::args_os()))
+        Self::try_parse_go_style(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// Parses `args` (the program name first) as [`Cli::parse_go_style`] does, and records
+    /// which settings were given on the command line or through the environment (they win over
+    /// `--config-file`).
+    pub fn try_parse_go_style(
+        args: impl IntoIterator<Item = std::ffi::OsString>,
+    ) -> Result<Self, clap::Error> {
+        use clap::parser::ValueSource;
+        use clap::{CommandFactory, FromArgMatches};
+        let matches =
+            Self::command().try_get_matches_from(go_style_args(&Self::command(), args))?;
+        let mut cli = Self::from_arg_matches(&matches)?;
+        cli.explicit = matches
+            .ids()
+            .map(|id| id.as_str())
+            .filter(|id| {
+                matches!(
+                    matches.value_source(id),
+                    Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                )
+            })
+            .map(str::to_owned)
+            .collect();
+        Ok(cli)
     }
 }
 
@@ -315,7 +339,9 @@ pub struct Cli {
     /// Compression of the debug dumps (no meaning here).
     #[arg(long = "dump-compression", env = "DCGM_EXPORTER_DUMP_COMPRESSION")]
     pub dump_compression: Option<String>,
-    /// dcgm-exporter 4.8.3+'s YAML configuration file (not read yet; see the README).
+    /// dcgm-exporter 4.8.3+'s YAML configuration file (schema v1 or v2): counters, interval,
+    /// per-collection intervals, scrape limit, exporter metrics. Flags and environment
+    /// variables given explicitly override it. Read once at start.
     #[arg(long = "config-file", env = "DCGM_EXPORTER_CONFIG_FILE")]
     pub config_file: Option<PathBuf>,
     /// Time allowed to read a request, as a Go duration (dcgm-exporter 4.8.3+; validated).
@@ -367,6 +393,16 @@ pub struct Cli {
     /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4, incidents) or a TOML file.
     #[arg(long = "simulate", env = "GPU_EXPORTER_SIMULATE", num_args = 0..=1, default_missing_value = "h100-mig", value_name = "SCENARIO")]
     pub simulate: Option<String>,
+    /// Ids of the settings given on the command line or in the environment (filled by
+    /// [`Cli::try_parse_go_style`]).
+    #[arg(skip)]
+    pub explicit: Vec<String>,
+    /// `metrics.fields` of `--config-file`: (origin, counters-CSV text).
+    #[arg(skip)]
+    pub inline_counters: Option<(String, String)>,
+    /// Collections of `--config-file`.
+    #[arg(skip)]
+    pub collections: Vec<super::file::Collection>,
     /// Seed of the simulation (values are deterministic for a seed).
     #[arg(
         long = "simulate-seed",

@@ -12,6 +12,7 @@ pub mod address;
 pub mod cli;
 pub mod counters;
 pub mod devices;
+pub mod file;
 pub mod profile;
 
 pub use cli::{
@@ -79,6 +80,9 @@ pub enum ConfigError {
     /// A pod-label allow-list regex does not compile.
     #[error(transparent)]
     LabelAllowlist(#[from] crate::sources::kube::labels::AllowlistError),
+    /// `--config-file` cannot be read or is invalid.
+    #[error(transparent)]
+    File(#[from] file::ConfigFileError),
 }
 
 /// Validated configuration.
@@ -116,6 +120,8 @@ pub struct Config {
     pub mig_repeat_device_fields: bool,
     /// `--compatibility`: the dcgm-exporter version whose names and shape are reproduced.
     pub profile: profile::Profile,
+    /// Per-field read intervals (`--config-file` collections); `interval` is the shortest.
+    pub collections: std::sync::Arc<file::Collections>,
     /// Window of `DCGM_EXP_XID_ERRORS_COUNT`.
     pub xid_window: Duration,
     /// Window of `DCGM_EXP_CLOCK_EVENTS_COUNT`.
@@ -222,6 +228,63 @@ fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, C
 }
 
 impl Cli {
+    /// Reads `--config-file`, if given, into the settings it may set: each one the command
+    /// line or the environment did not set explicitly. Returns what to log (settings it
+    /// overrode, keys it ignored). Call before [`Cli::validate`].
+    pub fn apply_config_file(&mut self) -> Result<Vec<String>, ConfigError> {
+        let Some(path) = self
+            .config_file
+            .clone()
+            .filter(|p| !p.as_os_str().is_empty())
+        else {
+            self.config_file = None;
+            return Ok(Vec::new());
+        };
+        let f = file::FileSettings::load(&path)?;
+        let at = path.display().to_string();
+        let mut notes: Vec<String> = f
+            .notes
+            .iter()
+            .map(|n| format!("--config-file {at}: {n}"))
+            .collect();
+        let given = |id: &str| self.explicit.iter().any(|e| e == id);
+        let mut overridden = |what: &str, by: &str| {
+            notes.push(format!("--config-file {at}: {what} overridden by {by}"));
+        };
+        if f.metrics_file.is_some() || f.metrics_csv.is_some() {
+            if given("collectors") {
+                overridden("metrics", "-f/--collectors");
+            } else if let Some(p) = f.metrics_file {
+                self.collectors = Some(p);
+            } else if let Some(csv) = f.metrics_csv {
+                self.inline_counters = Some((format!("{at} metrics.fields"), csv));
+            }
+        }
+        if let Some(i) = f.interval {
+            if given("collect_interval") {
+                overridden("collection.interval", "-c/--collect-interval");
+            } else {
+                self.collect_interval = u64::try_from(i.as_millis()).unwrap_or(u64::MAX);
+            }
+        }
+        if let Some(n) = f.max_concurrent_scrapes {
+            if given("max_concurrent_scrapes") {
+                overridden("server.maxConcurrentScrapes", "--max-concurrent-scrapes");
+            } else {
+                self.max_concurrent_scrapes = n;
+            }
+        }
+        if let Some(on) = f.enable_exporter_metrics {
+            if given("enable_exporter_metrics") {
+                overridden("metrics.enableExporterMetrics", "--enable-exporter-metrics");
+            } else {
+                self.enable_exporter_metrics = on;
+            }
+        }
+        self.collections = f.groups;
+        Ok(notes)
+    }
+
     /// Validates flags into a [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
         if self.collect_interval < 100 {
@@ -310,14 +373,6 @@ impl Cli {
             "--dump-enabled/--dump-directory/--dump-retention/--dump-compression",
             "is not implemented",
         );
-        unused(
-            self.config_file
-                .as_ref()
-                .is_some_and(|p| !p.as_os_str().is_empty()),
-            "--config-file",
-            "is not read yet: pass its counters with -f/--collectors and its interval with \
-             -c/--collect-interval",
-        );
         for (flag, value) in [
             ("--web-read-timeout", &self.web_read_timeout),
             ("--web-write-timeout", &self.web_write_timeout),
@@ -358,9 +413,14 @@ impl Cli {
             "-p/--cpu-devices",
             "CPU entities are not exported",
         );
+        let collections = file::Collections {
+            base: Duration::from_millis(self.collect_interval),
+            groups: self.collections.clone(),
+        };
         Ok(Config {
             address: self.address.clone(),
-            interval: Duration::from_millis(self.collect_interval),
+            interval: collections.tick(),
+            collections: std::sync::Arc::new(collections),
             hostname: (!self.no_hostname).then(node_hostname),
             old_namespace: self.use_old_namespace,
             replace_blanks_in_model_name: self.replace_blanks_in_model_name,
@@ -472,7 +532,32 @@ impl Cli {
     /// Returns the set, a note saying where it came from, and the watch on the file it was
     /// read from (for hot reload; `None` for the built-in set).
     pub fn load_counters(&self) -> Result<LoadedCounters, ConfigError> {
+        let loaded = self.load_counters_unchecked()?;
+        // The config file's collections must each match a field, and no field two of them.
+        if let Some(path) = &self.config_file {
+            let groups = file::Collections {
+                base: Duration::ZERO,
+                groups: self.collections.clone(),
+            };
+            groups
+                .check(loaded.set.metrics().map(|r| r.name.as_str()))
+                .map_err(|message| file::ConfigFileError::Invalid {
+                    file: path.clone(),
+                    message: format!("{message} ({})", loaded.origin),
+                })?;
+        }
+        Ok(loaded)
+    }
+
+    fn load_counters_unchecked(&self) -> Result<LoadedCounters, ConfigError> {
         let profile = profile::Profile::parse(&self.compatibility)?;
+        if let (None, Some((origin, csv))) = (&self.collectors, &self.inline_counters) {
+            return Ok(LoadedCounters {
+                set: parse_counters(origin, csv)?,
+                origin: format!("counters from {origin}"),
+                file: None,
+            });
+        }
         let default = std::path::Path::new(DEFAULT_COLLECTORS);
         let path = match &self.collectors {
             Some(p) => Some(p.clone()),
@@ -512,6 +597,7 @@ pub struct LoadedCounters {
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::path::Path;
 
     fn cli(args: &[&str]) -> Cli {
         let mut v = vec!["gpu-exporter"];
@@ -624,6 +710,60 @@ mod tests {
                 .collect();
             assert_eq!(pod_label_pairs(&pod, &allow), want, "{profile}");
         }
+    }
+
+    #[test]
+    fn config_file_fills_what_the_command_line_did_not_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = dir.path().join("c.yaml");
+        std::fs::write(
+            &yaml,
+            "version: 2\nmetrics:\n  file: /from/file.csv\n  enableExporterMetrics: true\n\
+             collection:\n  interval: 2s\nserver:\n  maxConcurrentScrapes: 3\n\
+             collections: [{name: t, every: 500ms, metrics: {include: [DCGM_FI_DEV_GPU_TEMP]}}]\n",
+        )
+        .unwrap();
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["gpu-exporter", "--config-file", yaml.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let mut c = Cli::try_parse_go_style(args.into_iter().map(Into::into)).unwrap();
+            let notes = c.apply_config_file().unwrap();
+            (c, notes)
+        };
+        let (c, notes) = parse(&[]);
+        assert_eq!(c.collectors.as_deref(), Some(Path::new("/from/file.csv")));
+        assert_eq!(c.collect_interval, 2000);
+        assert_eq!(c.max_concurrent_scrapes, 3);
+        assert!(c.enable_exporter_metrics);
+        assert!(notes.is_empty(), "{notes:?}");
+        let cfg = c.validate().unwrap();
+        // The sampler ticks as fast as the fastest collection.
+        assert_eq!(cfg.interval, Duration::from_millis(500));
+        assert_eq!(cfg.collections.base, Duration::from_secs(2));
+        // Given on the command line (Go style too), the flag wins and the log says so.
+        let (c, notes) = parse(&[
+            "-c",
+            "2000",
+            "-collectors",
+            "/cli.csv",
+            "--max-concurrent-scrapes",
+            "16",
+        ]);
+        assert_eq!(c.collectors.as_deref(), Some(Path::new("/cli.csv")));
+        assert_eq!(c.collect_interval, 2000);
+        assert_eq!(c.max_concurrent_scrapes, 16);
+        let notes = notes.join("\n");
+        for what in [
+            "metrics overridden by -f",
+            "collection.interval overridden by -c",
+            "server.maxConcurrentScrapes overridden",
+        ] {
+            assert!(notes.contains(what), "{what}: {notes}");
+        }
+        // A missing file names itself.
+        let mut c = cli(&["--config-file", "/nonexistent.yaml"]);
+        let e = c.apply_config_file().unwrap_err().to_string();
+        assert!(e.starts_with("--config-file /nonexistent.yaml: "), "{e}");
     }
 
     #[test]

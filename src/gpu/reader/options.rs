@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use crate::config::devices::DeviceSelection;
+use crate::config::file::Collections;
 use crate::gpu::xid::{self};
 
 pub(super) const MIB: f64 = 1024.0 * 1024.0;
@@ -53,6 +56,9 @@ pub struct ReaderOptions {
     pub clock: xid::Clock,
     /// List each entity's processes (per-container attribution on shared GPUs).
     pub processes: bool,
+    /// Per-field read intervals (`--config-file` collections): a field whose interval is
+    /// longer than the tick keeps its last reading until the interval has passed.
+    pub collections: Arc<Collections>,
 }
 
 impl Default for ReaderOptions {
@@ -65,8 +71,9 @@ impl Default for ReaderOptions {
             xid_initialized: DEFAULT_XID_INITIALIZED.to_vec(),
             xid_poll: Duration::from_millis(100),
             xid_sync: false,
-            clock: std::sync::Arc::new(crate::base::clock::unix_now),
+            clock: Arc::new(crate::base::clock::unix_now),
             processes: false,
+            collections: Arc::new(Collections::default()),
         }
     }
 }
@@ -82,6 +89,7 @@ impl std::fmt::Debug for ReaderOptions {
             .field("xid_poll", &self.xid_poll)
             .field("xid_sync", &self.xid_sync)
             .field("processes", &self.processes)
+            .field("collections", &self.collections)
             .finish_non_exhaustive()
     }
 }

@@ -11,12 +11,16 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::{MemoryInfo, Utilization};
 
 use crate::catalogue::TextKind;
+use crate::snapshot::Value;
 
 /// Per-entity state that lives across ticks (keyed by entity UUID).
 #[derive(Default)]
 pub(super) struct EntityState {
     pub(super) gpm_prev: Option<GpmSample<'static>>,
     pub(super) rate_prev: HashMap<u32, (f64, i64)>,
+    /// Last reading of each counters row (by name) and when it was taken, for rows read less
+    /// often than every tick (`--config-file` collections).
+    pub(super) held: HashMap<String, (f64, Option<Value>)>,
 }
 
 /// State of one physical GPU across ticks (keyed by NVML index).

@@ -53,6 +53,25 @@ pub(super) fn read_rows(
         .iter()
         .map(|r| wanted(r.field) && !book.is_unsupported(at.key, r.field))
         .collect();
+    // A row of a `--config-file` collection slower than the tick keeps its last reading until
+    // its interval has passed (half a tick of slack absorbs timer jitter).
+    let cols = &ctx.opts.collections;
+    let held: Vec<Option<Option<Value>>> = rows
+        .iter()
+        .map(|r| {
+            if cols.groups.is_empty() {
+                return None;
+            }
+            let (t, v) = ent.held.get(&r.name)?;
+            let slack = cols.tick().as_secs_f64() / 2.0;
+            (ctx.now - t + slack < cols.interval_for(&r.name).as_secs_f64()).then(|| v.clone())
+        })
+        .collect();
+    let active_rows: Vec<bool> = active_rows
+        .iter()
+        .zip(&held)
+        .map(|(a, h)| *a && h.is_none())
+        .collect();
     let mut cache = TickCache::default();
 
     // One nvmlDeviceGetFieldValues call for every field-value row of this entity.
@@ -101,8 +120,12 @@ pub(super) fn read_rows(
     }
 
     let mut values = Vec::with_capacity(rows.len());
-    for (row, active) in rows.iter().zip(&active_rows) {
+    for ((row, active), held) in rows.iter().zip(&active_rows).zip(held) {
         let f = row.field;
+        if let Some(v) = held {
+            values.push(v);
+            continue;
+        }
         if !active {
             values.push(None);
             continue;
@@ -111,7 +134,11 @@ pub(super) fn read_rows(
             Some(Value::Num(n)) => Some(Value::Num(f.convert(n))),
             other => other,
         });
-        values.push(book.settle(at, f, lost, r));
+        let v = book.settle(at, f, lost, r);
+        if !cols.groups.is_empty() {
+            ent.held.insert(row.name.clone(), (ctx.now, v.clone()));
+        }
+        values.push(v);
     }
     values
 }

@@ -1,0 +1,531 @@
+//! dcgm-exporter 4.8.3+'s YAML configuration file (`--config-file`, schema `version: 1` and
+//! `version: 2`): parsing and checking it into [`FileSettings`], and the per-collection read
+//! intervals it defines ([`Collections`]).
+//!
+//! Which settings the file may set, and that flags and environment variables given explicitly
+//! win, is decided by the caller ([`super::Cli::apply_config_file`]). This module reads only the
+//! YAML file; it must not read the counters CSV, look at flags or touch NVML.
+//!
+//! Schema (keys as dcgm-exporter documents them; a key we do not know is reported, not fatal):
+//!
+//! ```yaml
+//! version: 1                        # or 2
+//! metrics:
+//!   file: /etc/dcgm-exporter/default-counters.csv   # or, exclusive with it:
+//!   fields: [{name: DCGM_FI_DEV_GPU_TEMP, prometheusType: gauge, help: "..."}]
+//!   enableExporterMetrics: true     # v2
+//! collection:                       # v1
+//!   interval: 30s
+//!   watchGroups: [{name: fast, interval: 5s, fields: [DCGM_FI_DEV_GPU_TEMP, "DCGM_FI_PROF_*"]}]
+//! collections:                      # v2: the same groups
+//!   - {name: fast, every: 5s, metrics: {include: [DCGM_FI_DEV_GPU_TEMP]}}
+//! server: {maxConcurrentScrapes: 16}  # v2
+//! sources: {dcgm: {...}}            # v2: DCGM host-engine settings, accepted and ignored
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+/// Why a configuration file was refused. Every message names the file and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    /// The file could not be read.
+    #[error("--config-file {file}: {source}")]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid YAML for the schema, or a value is out of range.
+    #[error("--config-file {file}: {message}")]
+    Invalid {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong, starting with the key.
+        message: String,
+    },
+}
+
+/// One group of fields read at their own interval (v1 `collection.watchGroups`, v2
+/// `collections`).
+#[derive(Debug, Clone)]
+pub struct Collection {
+    /// The group's name, for messages.
+    pub name: String,
+    /// How often its fields are read.
+    pub interval: Duration,
+    /// Glob patterns over counters-file field names (`DCGM_FI_PROF_*`).
+    pub patterns: Vec<glob::Pattern>,
+}
+
+/// Per-field read intervals: fields in a collection are read at its interval, the others at
+/// `base` (`collection.interval`, or `-c`).
+#[derive(Debug, Clone, Default)]
+pub struct Collections {
+    /// The interval of fields in no collection.
+    pub base: Duration,
+    /// The collections, in file order.
+    pub groups: Vec<Collection>,
+}
+
+impl Collections {
+    /// The collection `field` (a counters-file name) belongs to, if any.
+    pub fn group_of(&self, field: &str) -> Option<&Collection> {
+        self.groups
+            .iter()
+            .find(|g| g.patterns.iter().any(|p| p.matches(field)))
+    }
+
+    /// How often `field` is read.
+    pub fn interval_for(&self, field: &str) -> Duration {
+        self.group_of(field).map_or(self.base, |g| g.interval)
+    }
+
+    /// The shortest interval of all: how often the sampler must tick.
+    pub fn tick(&self) -> Duration {
+        self.groups
+            .iter()
+            .map(|g| g.interval)
+            .chain([self.base])
+            .min()
+            .unwrap_or(self.base)
+    }
+
+    /// Checks the groups against the counter set's field names, as dcgm-exporter does at
+    /// start-up: a field in two groups, or a group that matches no field, is an error.
+    pub fn check<'a>(&self, fields: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+        let fields: Vec<&str> = fields.into_iter().collect();
+        for f in &fields {
+            let hits: Vec<&str> = self
+                .groups
+                .iter()
+                .filter(|g| g.patterns.iter().any(|p| p.matches(f)))
+                .map(|g| g.name.as_str())
+                .collect();
+            if hits.len() > 1 {
+                return Err(format!(
+                    "field {f} matches more than one collection ({})",
+                    hits.join(", ")
+                ));
+            }
+        }
+        for g in &self.groups {
+            if !fields
+                .iter()
+                .any(|f| g.patterns.iter().any(|p| p.matches(f)))
+            {
+                return Err(format!(
+                    "collection {:?} matches no field of the counters set",
+                    g.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a configuration file sets. `None` is "not in the file".
+#[derive(Debug, Clone, Default)]
+pub struct FileSettings {
+    /// `metrics.file`.
+    pub metrics_file: Option<PathBuf>,
+    /// `metrics.fields`, as counters-CSV text.
+    pub metrics_csv: Option<String>,
+    /// `collection.interval`.
+    pub interval: Option<Duration>,
+    /// `collection.watchGroups` / `collections`.
+    pub groups: Vec<Collection>,
+    /// `server.maxConcurrentScrapes`.
+    pub max_concurrent_scrapes: Option<u32>,
+    /// `metrics.enableExporterMetrics`.
+    pub enable_exporter_metrics: Option<bool>,
+    /// Keys accepted but not acted on, and unknown keys, one message each.
+    pub notes: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Raw {
+    version: Option<u32>,
+    metrics: Option<RawMetrics>,
+    collection: Option<RawCollection>,
+    collections: Option<Vec<RawCollectionV2>>,
+    server: Option<RawServer>,
+    sources: Option<IgnoredAny>,
+    #[serde(flatten)]
+    other: BTreeMap<String, IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawMetrics {
+    file: Option<String>,
+    fields: Option<Vec<RawField>>,
+    enable_exporter_metrics: Option<bool>,
+    #[serde(flatten)]
+    other: BTreeMap<String, IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawField {
+    name: String,
+    prometheus_type: Option<String>,
+    help: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCollection {
+    interval: Option<String>,
+    watch_groups: Option<Vec<RawGroup>>,
+    #[serde(flatten)]
+    other: BTreeMap<String, IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct RawGroup {
+    name: String,
+    interval: String,
+    fields: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawCollectionV2 {
+    name: String,
+    every: String,
+    metrics: Option<RawInclude>,
+    sources: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct RawInclude {
+    include: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawServer {
+    max_concurrent_scrapes: Option<u32>,
+    #[serde(flatten)]
+    other: BTreeMap<String, IgnoredAny>,
+}
+
+impl FileSettings {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+            file: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses `text` as the content of `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigFileError> {
+        let bad = |message: String| ConfigFileError::Invalid {
+            file: path.to_owned(),
+            message,
+        };
+        let raw: Raw = if text.trim().is_empty() {
+            return Err(bad(
+                "the file is empty (expected at least `version: 1`)".into()
+            ));
+        } else {
+            serde_saphyr::from_str(text).map_err(|e| bad(e.to_string()))?
+        };
+        let version = raw
+            .version
+            .ok_or_else(|| bad("version: missing (1 or 2)".into()))?;
+        if !(1..=2).contains(&version) {
+            return Err(bad(format!("version: {version} is not 1 or 2")));
+        }
+        let duration = |key: String, v: &str| -> Result<Duration, ConfigFileError> {
+            let ns = go_parse_duration::parse_duration(v)
+                .ok()
+                .and_then(|ns| u64::try_from(ns).ok())
+                .filter(|ns| *ns > 0)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "{key}: {v:?} is not a positive duration (e.g. 30s, 5m)"
+                    ))
+                })?;
+            Ok(Duration::from_nanos(ns))
+        };
+        let patterns = |key: String, globs: &[String]| -> Result<Vec<glob::Pattern>, _> {
+            if globs.is_empty() {
+                return Err(bad(format!("{key}: empty (list at least one field)")));
+            }
+            globs
+                .iter()
+                .map(|g| glob::Pattern::new(g).map_err(|e| bad(format!("{key}: {g:?}: {e}"))))
+                .collect()
+        };
+        let mut out = Self::default();
+        let mut unknown: Vec<String> = Vec::new();
+        let mut note_unknown = |at: &str, other: BTreeMap<String, IgnoredAny>| {
+            unknown.extend(
+                other
+                    .into_keys()
+                    .map(|k| format!("{at}{k}: unknown key, ignored")),
+            );
+        };
+        note_unknown("", raw.other);
+        if let Some(m) = raw.metrics {
+            note_unknown("metrics.", m.other);
+            match (m.file, m.fields) {
+                (Some(_), Some(_)) => {
+                    return Err(bad("metrics: give either file or fields, not both".into()));
+                }
+                (Some(f), None) => out.metrics_file = Some(PathBuf::from(f)),
+                (None, Some(fields)) => {
+                    if fields.is_empty() {
+                        return Err(bad("metrics.fields: empty".into()));
+                    }
+                    out.metrics_csv = Some(fields_csv(&fields));
+                }
+                (None, None) => {}
+            }
+            out.enable_exporter_metrics = m.enable_exporter_metrics;
+        }
+        if let Some(c) = raw.collection {
+            note_unknown("collection.", c.other);
+            if let Some(i) = c.interval {
+                out.interval = Some(duration("collection.interval".into(), &i)?);
+            }
+            for (n, g) in c.watch_groups.unwrap_or_default().into_iter().enumerate() {
+                let at = format!("collection.watchGroups[{n}]");
+                out.groups.push(Collection {
+                    interval: duration(format!("{at}.interval"), &g.interval)?,
+                    patterns: patterns(format!("{at}.fields"), &g.fields)?,
+                    name: g.name,
+                });
+            }
+        }
+        for (n, c) in raw.collections.unwrap_or_default().into_iter().enumerate() {
+            let at = format!("collections[{n}]");
+            let include = c.metrics.map(|m| m.include).unwrap_or_default();
+            if c.sources.is_some() {
+                out.notes.push(format!(
+                    "{at}.sources: DCGM watch settings; gpu-exporter reads NVML directly and \
+                     ignores them"
+                ));
+            }
+            out.groups.push(Collection {
+                interval: duration(format!("{at}.every"), &c.every)?,
+                patterns: patterns(format!("{at}.metrics.include"), &include)?,
+                name: c.name,
+            });
+        }
+        if let Some(s) = raw.server {
+            note_unknown("server.", s.other);
+            if s.max_concurrent_scrapes == Some(0) {
+                return Err(bad(
+                    "server.maxConcurrentScrapes: 0 (must be at least 1)".into()
+                ));
+            }
+            out.max_concurrent_scrapes = s.max_concurrent_scrapes;
+        }
+        if raw.sources.is_some() {
+            out.notes.push(
+                "sources: DCGM host-engine settings (watch keep age/samples, bind/unbind \
+                 detection); gpu-exporter reads NVML directly and ignores them"
+                    .into(),
+            );
+        }
+        out.notes.append(&mut unknown);
+        let mut names: Vec<&str> = out.groups.iter().map(|g| g.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(bad(format!("collection {:?} is defined twice", w[0])));
+        }
+        Ok(out)
+    }
+}
+
+/// `metrics.fields` as counters-CSV text, quoted so that commas in help texts survive.
+fn fields_csv(fields: &[RawField]) -> String {
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    fields
+        .iter()
+        .map(|f| {
+            format!(
+                "{},{},{}\n",
+                f.name.trim(),
+                f.prometheus_type.as_deref().unwrap_or("gauge").trim(),
+                quote(f.help.as_deref().unwrap_or(""))
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<FileSettings, String> {
+        FileSettings::parse(Path::new("/etc/x.yaml"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn v1_file_interval_and_watch_groups() {
+        let f = parse(
+            "version: 1\nmetrics:\n  file: /etc/dcgm-exporter/default-counters.csv\n\
+             collection:\n  interval: 30s\n  watchGroups:\n    - name: fast\n      interval: 5s\n\
+             \x20     fields: [DCGM_FI_DEV_GPU_TEMP, \"DCGM_FI_PROF_*\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            f.metrics_file.as_deref(),
+            Some(Path::new("/etc/dcgm-exporter/default-counters.csv"))
+        );
+        assert_eq!(f.interval, Some(Duration::from_secs(30)));
+        let c = Collections {
+            base: f.interval.unwrap(),
+            groups: f.groups,
+        };
+        assert_eq!(
+            c.interval_for("DCGM_FI_PROF_DRAM_ACTIVE"),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            c.interval_for("DCGM_FI_DEV_GPU_TEMP"),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            c.interval_for("DCGM_FI_DEV_SM_CLOCK"),
+            Duration::from_secs(30)
+        );
+        assert_eq!(c.tick(), Duration::from_secs(5));
+        assert!(f.notes.is_empty(), "{:?}", f.notes);
+    }
+
+    #[test]
+    fn v1_inline_fields_become_csv_rows() {
+        let f = parse(
+            "version: 1\nmetrics:\n  fields:\n    - name: DCGM_FI_DEV_GPU_TEMP\n\
+             \x20     prometheusType: gauge\n      help: \"GPU temperature, in C.\"\n\
+             \x20   - name: DCGM_FI_DEV_POWER_VIOLATION\n      prometheusType: counter\n",
+        )
+        .unwrap();
+        let csv = f.metrics_csv.unwrap();
+        let set = crate::catalogue::csv::parse_counters("x", &csv).unwrap();
+        let rows: Vec<_> = set
+            .metrics()
+            .map(|r| (r.name.as_str(), r.help.as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature, in C."),
+                ("DCGM_FI_DEV_POWER_VIOLATION", "")
+            ]
+        );
+    }
+
+    #[test]
+    fn v2_collections_server_and_exporter_metrics() {
+        let f = parse(
+            "version: 2\nmetrics:\n  enableExporterMetrics: true\n\
+             collections:\n  - name: slow\n    every: 5m\n    metrics:\n      include: [\"DCGM_FI_DEV_NVLINK_*\"]\n\
+             \x20   sources:\n      dcgm:\n        watch: {maxKeepAge: 10m}\n\
+             server:\n  maxConcurrentScrapes: 4\nsources:\n  dcgm:\n    detectBindUnbind: true\n\
+             future: 1\n",
+        )
+        .unwrap();
+        assert_eq!(f.enable_exporter_metrics, Some(true));
+        assert_eq!(f.max_concurrent_scrapes, Some(4));
+        assert_eq!(f.groups[0].interval, Duration::from_secs(300));
+        let notes = f.notes.join("\n");
+        assert!(
+            notes.contains("collections[0].sources: DCGM watch settings"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("sources: DCGM host-engine settings"),
+            "{notes}"
+        );
+        assert!(notes.contains("future: unknown key, ignored"), "{notes}");
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        for (text, want) in [
+            ("", "/etc/x.yaml: the file is empty"),
+            ("metrics: {file: a.csv}\n", "version: missing"),
+            ("version: 3\n", "version: 3 is not 1 or 2"),
+            (
+                "version: 1\nmetrics: {file: a.csv, fields: [{name: X}]}\n",
+                "metrics: give either file or fields",
+            ),
+            (
+                "version: 1\ncollection: {interval: soon}\n",
+                "collection.interval: \"soon\" is not a positive duration",
+            ),
+            (
+                "version: 1\ncollection:\n  watchGroups: [{name: a, interval: 0s, fields: [X]}]\n",
+                "collection.watchGroups[0].interval",
+            ),
+            (
+                "version: 2\ncollections: [{name: a, every: 5s, metrics: {include: []}}]\n",
+                "collections[0].metrics.include: empty",
+            ),
+            (
+                "version: 2\ncollections: [{name: a, every: 5s, metrics: {include: [\"[\"]}}]\n",
+                "collections[0].metrics.include: \"[\"",
+            ),
+            (
+                "version: 2\ncollections: [{name: a, every: 5s, metrics: {include: [X]}}, \
+                 {name: a, every: 9s, metrics: {include: [Y]}}]\n",
+                "collection \"a\" is defined twice",
+            ),
+            (
+                "version: 2\nserver: {maxConcurrentScrapes: 0}\n",
+                "maxConcurrentScrapes: 0",
+            ),
+            ("version: [1\n", "/etc/x.yaml"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.starts_with("--config-file /etc/x.yaml: "), "{e}");
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn collections_are_checked_against_the_counters_set() {
+        let g = |name: &str, globs: &[&str]| Collection {
+            name: name.into(),
+            interval: Duration::from_secs(1),
+            patterns: globs
+                .iter()
+                .map(|p| glob::Pattern::new(p).unwrap())
+                .collect(),
+        };
+        let fields = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"];
+        let c = Collections {
+            base: Duration::from_secs(10),
+            groups: vec![g("a", &["DCGM_FI_DEV_GPU_*"]), g("b", &["*_TEMP"])],
+        };
+        let e = c.check(fields).unwrap_err();
+        assert!(
+            e.contains("DCGM_FI_DEV_GPU_TEMP matches more than one collection (a, b)"),
+            "{e}"
+        );
+        let c = Collections {
+            base: Duration::from_secs(10),
+            groups: vec![g("nv", &["DCGM_FI_DEV_NVLINK_*"])],
+        };
+        let e = c.check(fields).unwrap_err();
+        assert!(e.contains("collection \"nv\" matches no field"), "{e}");
+        let c = Collections {
+            base: Duration::from_secs(10),
+            groups: vec![g("t", &["*_TEMP"])],
+        };
+        assert_eq!(c.check(fields), Ok(()));
+    }
+}
