@@ -175,7 +175,11 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
                 health_require_gpus: cfg.health_require_gpus,
             },
         );
-        Ok(http::serve(listener, app, web_config, shutdown_signal()).await?)
+        let timeouts = http::Timeouts {
+            read: cfg.web_read_timeout,
+            write: cfg.web_write_timeout,
+        };
+        Ok(http::serve(listener, app, web_config, timeouts, shutdown_signal()).await?)
     });
     stop.store(true, Ordering::Release);
     if handle.join().is_err() {

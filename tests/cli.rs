@@ -249,6 +249,9 @@ fn hpc_job_files_label_the_series_of_their_gpus() {
 /// something are applied, the others are accepted with one warning each, none exits 2.
 #[test]
 fn dcgm_4_8_3_and_4_8_4_flags_start_the_exporter() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("config.yaml");
+    std::fs::write(&yaml, "version: 1\ncollection:\n  interval: 500ms\n").unwrap();
     let e = spawn_ready_with(
         None,
         "h100-mig",
@@ -275,19 +278,16 @@ fn dcgm_4_8_3_and_4_8_4_flags_start_the_exporter() {
             "--dump-compression",
             "true",
             "--config-file",
-            "/etc/dcgm-exporter/config.yaml",
+            yaml.to_str().unwrap(),
         ],
     );
     let body = http_get(e.port, "/health", &[]).unwrap();
     assert_eq!(body.status, 200, "{}", body.text());
     let log = e.log();
     for flag in [
-        "--web-read-timeout",
-        "--web-write-timeout",
         "--container-labels",
         "--watch-max-keep-age",
         "--dump-enabled",
-        "--config-file",
     ] {
         let lines = log
             .lines()
@@ -298,6 +298,50 @@ fn dcgm_4_8_3_and_4_8_4_flags_start_the_exporter() {
         assert_eq!(lines, 1, "one warning for {flag}:\n{log}");
     }
     assert!(!log.contains("unexpected argument"), "{log}");
+    // The ones applied are not said to be ignored.
+    for flag in ["--web-read-timeout", "--web-write-timeout", "--config-file"] {
+        assert!(
+            !log.lines()
+                .any(|l| l.contains(flag) && l.contains("is accepted for")),
+            "{flag}: {log}"
+        );
+    }
+}
+
+/// `--web-read-timeout`: a client that sends half a request is disconnected when the timeout
+/// passes, while a complete request on another connection is answered meanwhile; the plain
+/// port speaks HTTP/1.1 only.
+#[test]
+fn web_read_timeout_closes_half_sent_requests() {
+    use std::io::{Read, Write};
+    let e = spawn_ready_with(None, "a100-l4", &["--web-read-timeout", "1s"]);
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(http_get(e.port, "/health", &[]).unwrap().status, 200);
+    let mut rest = Vec::new();
+    // The server closes the connection (possibly after a 408): read returns end of stream.
+    let r = slow.read_to_end(&mut rest);
+    let waited = started.elapsed();
+    assert!(r.is_ok(), "closed, not timed out on our side: {r:?}");
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(15),
+        "{waited:?}"
+    );
+    // HTTP/2 with prior knowledge is not spoken on the plain port.
+    let mut h2 = std::net::TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+    h2.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = h2.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 "),
+        "{answer}"
+    );
 }
 
 /// The same flags through their environment variables (how DaemonSets set them).

@@ -104,6 +104,10 @@ pub struct Config {
     pub simulate: Option<String>,
     /// `--max-concurrent-scrapes`: scrapes served at once (0: no limit).
     pub max_concurrent_scrapes: u32,
+    /// `--web-read-timeout`: time to read a request's headers (zero: none).
+    pub web_read_timeout: Duration,
+    /// `--web-write-timeout`: time to write a response once started (zero: none).
+    pub web_write_timeout: Duration,
     /// `--health-require-gpus`: `/health` fails while no GPU is exported.
     pub health_require_gpus: bool,
     /// `--enable-exporter-metrics`: the `process_*` families.
@@ -214,6 +218,11 @@ fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
     out.dedup();
     Ok(out)
 }
+
+/// dcgm-exporter 4.8.3's default `--web-read-timeout`.
+pub const DEFAULT_WEB_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// dcgm-exporter 4.8.3's default `--web-write-timeout`.
+pub const DEFAULT_WEB_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Checks a Go duration (`10s`, `1m30s`, `500ms`).
 fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, ConfigError> {
@@ -373,20 +382,20 @@ impl Cli {
             "--dump-enabled/--dump-directory/--dump-retention/--dump-compression",
             "is not implemented",
         );
-        for (flag, value) in [
-            ("--web-read-timeout", &self.web_read_timeout),
-            ("--web-write-timeout", &self.web_write_timeout),
-        ] {
-            if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
-                go_duration(flag, v)?;
-                unused(
-                    true,
-                    flag,
-                    "is not applied yet: the value is checked, but the HTTP server has no \
-                     per-request read or write timeout of its own",
-                );
-            }
-        }
+        let timeout = |flag, value: &Option<String>, default| match value.as_deref() {
+            Some(v) if !v.is_empty() => go_duration(flag, v),
+            _ => Ok(default),
+        };
+        let web_read_timeout = timeout(
+            "--web-read-timeout",
+            &self.web_read_timeout,
+            DEFAULT_WEB_READ_TIMEOUT,
+        )?;
+        let web_write_timeout = timeout(
+            "--web-write-timeout",
+            &self.web_write_timeout,
+            DEFAULT_WEB_WRITE_TIMEOUT,
+        )?;
         unused(
             self.container_labels || self.container_runtime_socket.is_some(),
             "--container-labels/--container-runtime-socket",
@@ -432,6 +441,8 @@ impl Cli {
             clock_events_window: Duration::from_millis(self.clock_events_count_window_size),
             xid_initialized,
             max_concurrent_scrapes: self.max_concurrent_scrapes,
+            web_read_timeout,
+            web_write_timeout,
             health_require_gpus: self.health_require_gpus,
             exporter_metrics: self.enable_exporter_metrics,
             simulate: self.simulate.clone(),

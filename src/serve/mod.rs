@@ -6,6 +6,7 @@
 //! [`serve`] runs it on a bound listener, in plain HTTP or, with a `--web-config-file`, with
 //! TLS, client certificates, basic auth and extra headers (see [`crate::serve::web_config`]).
 
+mod deadline;
 pub mod landing;
 pub mod web_config;
 
@@ -305,14 +306,26 @@ async fn add_headers(
     resp
 }
 
+/// Time limits of every connection (`--web-read-timeout`, `--web-write-timeout`; zero means
+/// none).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timeouts {
+    /// To read a request's headers.
+    pub read: std::time::Duration,
+    /// To write a response once it has started.
+    pub write: std::time::Duration,
+}
+
 /// Serves `router` on `listener` until `shutdown` completes, then finishes the requests in
 /// flight. Without a web config (or with one that sets no certificate) this is plain HTTP;
 /// with a certificate each connection is a TLS connection, its handshake run in the
-/// connection's own task so that a slow client holds up no one else. Logs the mode once.
+/// connection's own task so that a slow client holds up no one else. Either way HTTP/1.1 only,
+/// with `timeouts` on every connection. Logs the mode once.
 pub async fn serve<F>(
     listener: Listener,
     router: Router,
     web: Option<Arc<WebConfig>>,
+    timeouts: Timeouts,
     shutdown: F,
 ) -> Result<(), ServeError>
 where
@@ -349,22 +362,41 @@ where
             (protect(router, &web), web.tls.clone())
         }
     };
-    match tls {
-        None => axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(ServeError::Server),
-        Some(tls) => {
-            serve_tls(listener, router, tls, shutdown).await;
-            Ok(())
-        }
+    accept_loop(listener, router, tls, timeouts, shutdown).await;
+    Ok(())
+}
+
+/// Serves one accepted connection, TLS or not, over HTTP/1.1 with the header read timeout and
+/// the write deadline, until it closes or `watcher`'s shutdown ends it.
+async fn serve_connection<S>(
+    stream: S,
+    router: Router,
+    timeouts: Timeouts,
+    watcher: hyper_util::server::graceful::Watcher,
+    remote: SocketAddr,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(hyper_util::rt::TokioTimer::new());
+    builder.header_read_timeout((!timeouts.read.is_zero()).then_some(timeouts.read));
+    let io = deadline::DeadlineIo::new(stream, timeouts.write);
+    let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+    if let Err(e) = watcher.watch(conn).await {
+        tracing::debug!(%remote, "connection ended with an error: {e}");
     }
 }
 
-/// The TLS accept loop: one task per connection (handshake, then HTTP/1.1); on shutdown,
-/// handshakes in progress are dropped and open connections finish their requests.
-async fn serve_tls<F>(mut listener: Listener, router: Router, tls: Arc<TlsServer>, shutdown: F)
-where
+/// The accept loop: one task per connection (the TLS handshake if any, then HTTP/1.1); on
+/// shutdown, handshakes in progress are dropped and open connections finish their requests.
+async fn accept_loop<F>(
+    mut listener: Listener,
+    router: Router,
+    tls: Option<Arc<TlsServer>>,
+    timeouts: Timeouts,
+    shutdown: F,
+) where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
     use axum::serve::Listener as _;
@@ -377,9 +409,12 @@ where
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let tls = Arc::clone(&tls);
         let router = router.clone();
         let watcher = graceful.watcher();
+        let Some(tls) = tls.clone() else {
+            tokio::spawn(serve_connection(tcp, router, timeouts, watcher, remote));
+            continue;
+        };
         let mut stop = stop_rx.clone();
         tokio::spawn(async move {
             let stream = tokio::select! {
@@ -393,13 +428,7 @@ where
                 },
                 _ = stop.changed() => return,
             };
-            let service = hyper_util::service::TowerToHyperService::new(router);
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            if let Err(e) = watcher.watch(conn).await {
-                tracing::debug!(%remote, "HTTPS connection ended with an error: {e}");
-            }
+            serve_connection(stream, router, timeouts, watcher, remote).await;
         });
     }
     drop(listener);
