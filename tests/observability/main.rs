@@ -16,6 +16,10 @@
 //!   `--simulate` (plus one whose driver never loads and one target that is down), evaluates
 //!   the rules without errors, and every rule expression, panel query and `label_values`
 //!   variable returns data through its HTTP API.
+//! - `migration_queries_return_data_for_every_profile`: each compatibility profile started as
+//!   the dcgm-exporter Helm chart and the GPU Operator start dcgm-exporter, scraped as the GPU
+//!   Operator's ServiceMonitor scrapes (`honor_labels: false`), answers the queries of
+//!   dashboards 12239 and 23382 and of the operator's recording rules (`migration`).
 //! - `helpers_parse_what_the_checks_rely_on`: the helpers above (variable references, heading
 //!   anchors, `label_values`, the PrometheusRule text) on small inputs. HTTP to Prometheus goes
 //!   through the `ureq` crate.
@@ -40,6 +44,7 @@
 mod common;
 mod dashboards;
 mod files;
+mod migration;
 mod placement;
 mod prometheus;
 mod promtool;
@@ -47,6 +52,7 @@ mod rules;
 
 use dashboards::*;
 use files::*;
+use migration::*;
 use placement::*;
 use prometheus::*;
 use promtool::*;
@@ -121,6 +127,11 @@ fn rules_are_complete() {
 #[test]
 fn promtool_checks_and_tests_rules() {
     check_promtool(&layout().alerts);
+}
+
+#[test]
+fn migration_queries_return_data_for_every_profile() {
+    check_migration();
 }
 
 #[test]

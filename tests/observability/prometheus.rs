@@ -36,6 +36,7 @@ pub(crate) fn http_get(
 }
 
 /// What a Prometheus API call said: its `data`, or why not.
+#[derive(Debug)]
 pub(crate) enum ApiError {
     /// The expression itself is wrong (`bad_data`): retrying cannot help.
     Fatal(String),

@@ -1,0 +1,286 @@
+//! The migration from dcgm-exporter, end to end: for each compatibility profile, the exporter
+//! is started the way the dcgm-exporter Helm chart and the GPU Operator DaemonSet start
+//! dcgm-exporter (their arguments and environment, unchanged but for the listen port and
+//! `/etc/dcgm-exporter/` being the repository's `counters/`, which the image copies there), plus
+//! `GPU_EXPORTER_COMPATIBILITY` and `--simulate`; a real Prometheus scrapes them as the GPU
+//! Operator's ServiceMonitor does (`honor_labels: false`, target labels `namespace`, `pod`,
+//! `service` of the exporter pod, so the workload's pod becomes `exported_pod`); and the
+//! queries users' dashboards and rules run must return data.
+//!
+//! The queries are written here in our own words after what grafana.com dashboards 12239
+//! (per GPU: temperature, power, SM clock, utilization, framebuffer, tensor activity) and 23382
+//! (MIG instances with the pod holding each, through a device-level field repeated per
+//! instance) and the GPU Operator's recording rules (per GPU averages of utilization, power,
+//! temperature, SM and memory clocks, memory copy utilization) ask. The recording rule over
+//! `DCGM_FI_DEV_FB_TOTAL` is left out: no counters file dcgm-exporter ships collects that field,
+//! so it is empty under dcgm-exporter too.
+
+use super::*;
+
+/// What a profile's dashboards call things.
+struct Names {
+    profile: &'static str,
+    host: &'static str,
+    temp: &'static str,
+    power: &'static str,
+    sm_clock: &'static str,
+    mem_clock: &'static str,
+    util: &'static str,
+    fb_used: &'static str,
+    tensor: &'static str,
+}
+
+const PROFILES: [Names; 3] = [
+    Names {
+        profile: "dcgm-4.8.2",
+        host: "Hostname",
+        temp: "DCGM_FI_DEV_GPU_TEMP",
+        power: "DCGM_FI_DEV_POWER_USAGE",
+        sm_clock: "DCGM_FI_DEV_SM_CLOCK",
+        mem_clock: "DCGM_FI_DEV_MEM_CLOCK",
+        util: "DCGM_FI_DEV_GPU_UTIL",
+        fb_used: "DCGM_FI_DEV_FB_USED",
+        tensor: "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    },
+    Names {
+        profile: "dcgm-4.8.4",
+        host: "hostname",
+        temp: "DCGM_FI_DEV_GPU_TEMP",
+        power: "DCGM_FI_DEV_POWER_USAGE",
+        sm_clock: "DCGM_FI_DEV_SM_CLOCK",
+        mem_clock: "DCGM_FI_DEV_MEM_CLOCK",
+        util: "DCGM_FI_DEV_GPU_UTIL",
+        fb_used: "DCGM_FI_DEV_FB_USED",
+        tensor: "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    },
+    Names {
+        profile: "dcgm-4.9",
+        host: "hostname",
+        temp: "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
+        power: "DCGM_FI_DEV_BOARD_POWER_WATTS",
+        sm_clock: "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+        mem_clock: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
+        util: "DCGM_FI_DEV_GPU_UTIL_RATIO",
+        fb_used: "DCGM_FI_DEV_FB_USED_BYTES",
+        tensor: "DCGM_FI_PROF_TENSOR_UTIL_RATIO",
+    },
+];
+
+/// The queries one profile's users run, each restricted to that profile's exporters.
+fn queries(n: &Names) -> Vec<(String, String)> {
+    let sel = format!("{{profile=\"{}\"}}", n.profile);
+    let (h, p) = (n.host, n.profile);
+    let mut q = vec![
+        // 12239, per GPU.
+        (
+            format!("{p} 12239 temperature"),
+            format!("max by ({h}, gpu) ({}{sel})", n.temp),
+        ),
+        (
+            format!("{p} 12239 power"),
+            format!("sum by ({h}) ({}{sel})", n.power),
+        ),
+        (
+            format!("{p} 12239 SM clock"),
+            format!("avg by ({h}, gpu) ({}{sel})", n.sm_clock),
+        ),
+        (
+            format!("{p} 12239 utilization"),
+            format!("avg by ({h}, gpu) ({}{sel})", n.util),
+        ),
+        (
+            format!("{p} 12239 framebuffer used"),
+            format!("sum by ({h}, gpu) ({}{sel})", n.fb_used),
+        ),
+        (
+            format!("{p} 12239 tensor activity"),
+            format!("avg by ({h}, gpu) ({}{sel})", n.tensor),
+        ),
+        // 23382: every MIG instance with the workload pod holding it, through the SM clock.
+        (
+            format!("{p} 23382 MIG instances with their pods"),
+            format!(
+                "count by ({h}, gpu, GPU_I_PROFILE, GPU_I_ID, exported_namespace, exported_pod) \
+                 ({}{{profile=\"{p}\", GPU_I_ID!=\"\", exported_pod!=\"\"}})",
+                n.sm_clock
+            ),
+        ),
+        // Workload pods appear as exported_pod, the exporter's own pod as pod.
+        (
+            format!("{p} exporter pod and workload pod side by side"),
+            format!(
+                "{}{{profile=\"{p}\", pod=~\"nvidia-dcgm-exporter-.*\", exported_pod!=\"\"}}",
+                n.util
+            ),
+        ),
+    ];
+    // The GPU Operator's recording rules (4.8 names: the operator ships them for those).
+    if p != "dcgm-4.9" {
+        for field in [
+            "DCGM_FI_DEV_GPU_UTIL",
+            "DCGM_FI_DEV_POWER_USAGE",
+            "DCGM_FI_DEV_GPU_TEMP",
+            "DCGM_FI_DEV_SM_CLOCK",
+            "DCGM_FI_DEV_MEM_CLOCK",
+            "DCGM_FI_DEV_MEM_COPY_UTIL",
+        ] {
+            q.push((
+                format!("{p} GPU Operator rule over {field}"),
+                format!("avg by ({h}, gpu, UUID) ({field}{sel})"),
+            ));
+        }
+    } else {
+        q.push((
+            format!("{p} memory clock"),
+            format!("avg by ({h}, gpu) ({}{sel})", n.mem_clock),
+        ));
+    }
+    q
+}
+
+/// How each deployment starts dcgm-exporter: (name, arguments, environment). `{counters}`
+/// stands for `/etc/dcgm-exporter`.
+const DEPLOYMENTS: [(&str, &[&str], &[(&str, &str)]); 2] = [
+    (
+        "helm",
+        &["-f", "{counters}/default-counters.csv"],
+        &[("DCGM_EXPORTER_KUBERNETES", "true")],
+    ),
+    (
+        "gpu-operator",
+        &[],
+        &[
+            ("DCGM_EXPORTER_KUBERNETES", "true"),
+            (
+                "DCGM_EXPORTER_COLLECTORS",
+                "{counters}/dcp-metrics-included.csv",
+            ),
+        ],
+    ),
+];
+
+pub(crate) fn check_migration() {
+    let test = "migration_queries_return_data_for_every_profile";
+    let Some(tools) = tools_or_skip(&["prometheus"], test) else {
+        return;
+    };
+    let started = Instant::now();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let counters = root.join("counters").display().to_string();
+    let mut procs = Procs {
+        children: Vec::new(),
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let mut targets = Vec::new();
+    for n in &PROFILES {
+        for (deployment, args, env) in DEPLOYMENTS {
+            let port = common::free_port();
+            let mut cmd = Command::new(BIN);
+            cmd.args(args.iter().map(|a| a.replace("{counters}", &counters)))
+                .env("DCGM_EXPORTER_LISTEN", format!("127.0.0.1:{port}"))
+                .env("NODE_NAME", "gpu-node-1")
+                .env("GPU_EXPORTER_COMPATIBILITY", n.profile)
+                .args(["--simulate", "h100-mig", "-c", "1000", "--nvml-lib"])
+                .arg(common::built_sim_lib())
+                .env_remove("RUST_LOG")
+                .env_remove("GPU_EXPORTER_SIMULATE")
+                .env_remove("DCGM_EXPORTER_COLLECTORS");
+            for (k, v) in env {
+                cmd.env(k, v.replace("{counters}", &counters));
+            }
+            let name = format!("{}-{deployment}", n.profile);
+            let idx = procs.spawn(&name, &mut cmd);
+            procs.wait_http(idx, port, "/ready", Duration::from_secs(60));
+            targets.push((port, n.profile, deployment));
+        }
+    }
+    // One static target per exporter pod, labelled as the ServiceMonitor's endpoints are.
+    let mut config = String::from(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
+         scrape_configs:\n  - job_name: nvidia-dcgm-exporter\n    honor_labels: false\n    static_configs:\n",
+    );
+    for (i, (port, profile, deployment)) in targets.iter().enumerate() {
+        config.push_str(&format!(
+            "      - targets: [\"127.0.0.1:{port}\"]\n        labels: {{namespace: gpu-operator, \
+             pod: nvidia-dcgm-exporter-{i}, service: nvidia-dcgm-exporter, profile: {profile}, \
+             deployment: {deployment}}}\n"
+        ));
+    }
+    let config_path = procs.dir.path().join("prometheus.yml");
+    std::fs::write(&config_path, config).unwrap();
+    let prom_port = common::free_port();
+    let idx = procs.spawn(
+        "prometheus",
+        Command::new(&tools[0])
+            .arg(format!("--config.file={}", config_path.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                procs.dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .arg("--log.level=warn"),
+    );
+    procs.wait_http(idx, prom_port, "/-/ready", Duration::from_secs(60));
+
+    let mut checks: Vec<Check> = PROFILES
+        .iter()
+        .flat_map(queries)
+        .map(|(what, q)| Check::new(what, Ask::Query(q)))
+        .collect();
+    // Each deployment of each profile answers on its own: the queries again, per deployment.
+    for (_, profile, deployment) in &targets {
+        let n = PROFILES.iter().find(|n| n.profile == *profile).unwrap();
+        checks.push(Check::new(
+            format!("{profile} via {deployment}: SM clock on MIG instances with pods"),
+            Ask::Query(format!(
+                "{}{{profile=\"{profile}\", deployment=\"{deployment}\", GPU_I_ID!=\"\", exported_pod!=\"\", {}=\"gpu-node-1\"}}",
+                n.sm_clock, n.host
+            )),
+        ));
+    }
+    let deadline = Instant::now() + EVAL_DEADLINE;
+    loop {
+        for c in checks.iter_mut().filter(|c| !c.done()) {
+            c.ask(prom_port);
+        }
+        if checks.iter().all(Check::done) || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let mut f = Failures::default();
+    for c in &checks {
+        if let Some(why) = &c.last {
+            f.add(format!("{}: {why}: {}", c.what, c.shown()));
+        }
+    }
+    // The wrong names are absent: no profile leaks another's host label or metric names.
+    for n in &PROFILES {
+        let other_host = if n.host == "Hostname" {
+            "hostname"
+        } else {
+            "Hostname"
+        };
+        let q = format!("count({{profile=\"{}\", {other_host}!=\"\"}})", n.profile);
+        match prom_api(prom_port, "/api/v1/query", &[("query", &q)]) {
+            Ok(d)
+                if d.get("result")
+                    .and_then(Value::as_array)
+                    .is_some_and(Vec::is_empty) => {}
+            other => f.add(format!(
+                "{}: series with {other_host}: {q}: {other:?}",
+                n.profile
+            )),
+        }
+    }
+    say(&format!(
+        "migration: {} exporters ({} profiles × {} deployments), {} queries through Prometheus in {:.1} s",
+        targets.len(),
+        PROFILES.len(),
+        DEPLOYMENTS.len(),
+        checks.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    drop(procs);
+    f.finish("the migration queries");
+}
