@@ -12,6 +12,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use gpu_exporter::config::profile::Profile;
 use gpu_exporter::exposition::{EncodeOptions, encode};
 
 const EPOCH: f64 = 1_700_000_000.0;
@@ -25,16 +26,34 @@ fn exposition(scenario: &str, counters_file: Option<&str>, ticks: &[f64]) -> Str
 /// As [`exposition`]; with `pods`, the scenario's simulated kubelet, API server and proc tree
 /// attribute the devices to pods.
 fn exposition_on(scenario: &str, counters_file: Option<&str>, ticks: &[f64], pods: bool) -> String {
-    let node = common::SimNode::new(scenario, 7);
     let counters = match counters_file {
         Some(f) => common::counters_from(f),
         None => common::default_counters(),
     };
-    let mut sampler = node.sampler_with(counters.clone(), Default::default(), EPOCH);
+    exposition_as(scenario, counters, ticks, pods, Profile::Native)
+}
+
+/// As [`exposition_on`], shaped and named by a compatibility `profile` (counters included).
+fn exposition_as(
+    scenario: &str,
+    counters: std::sync::Arc<gpu_exporter::catalogue::csv::CounterSet>,
+    ticks: &[f64],
+    pods: bool,
+    profile: Profile,
+) -> String {
+    let node = common::SimNode::new(scenario, 7);
+    let options = gpu_exporter::gpu::reader::ReaderOptions {
+        repeat_device_fields: profile.repeats_device_fields(),
+        ..Default::default()
+    };
+    let mut sampler = node.sampler_with(counters.clone(), options, EPOCH);
     let cluster = pods.then(|| common::Cluster::start(&node));
     if let Some(c) = &cluster {
         let mut k = c.config();
-        k.pod_labels = Some(gpu_exporter::sources::kube::labels::LabelAllowlist::default());
+        let mut allow = gpu_exporter::sources::kube::labels::LabelAllowlist::default();
+        allow.set_collision_prefix(profile.pod_label_collision_prefix());
+        allow.set_conflict_suffix(profile.pod_label_conflict_suffix());
+        k.pod_labels = Some(allow);
         sampler = sampler.with_attribution(c.attributor(&k));
     }
     let mut snap = Default::default();
@@ -49,6 +68,7 @@ fn exposition_on(scenario: &str, counters_file: Option<&str>, ticks: &[f64], pod
     }
     let opts = EncodeOptions {
         hostname: Some("sim-node".into()),
+        host_label: profile.host_label(),
         ..EncodeOptions::default()
     };
     String::from_utf8(encode(&snap, &counters, &opts)).expect("utf-8 exposition")
@@ -135,6 +155,22 @@ fn golden_a100_l4_with_pods() {
         "a100-l4.pods",
         &exposition_on("a100-l4", None, &[30.0, 35.0], true),
     );
+}
+
+/// One golden per dcgm-exporter profile: its built-in counters, host label, MIG shape and
+/// pod-label naming, on the MIG node with pods.
+#[test]
+fn golden_h100_mig_per_compatibility_profile() {
+    for name in ["dcgm-4.8.2", "dcgm-4.8.4", "dcgm-4.9"] {
+        let profile = Profile::parse(name).unwrap();
+        let (file, text) = profile.builtin_counters();
+        let counters =
+            std::sync::Arc::new(gpu_exporter::catalogue::csv::parse_counters(file, text).unwrap());
+        check(
+            &format!("h100-mig.{name}"),
+            &exposition_as("h100-mig", counters, &[30.0, 35.0], true, profile),
+        );
+    }
 }
 
 #[test]
