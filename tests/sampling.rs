@@ -399,7 +399,9 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
                DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP_NS, counter, v\n\
                DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ, gauge, x\n\
                DCGM_FI_DEV_BAR1_CAPACITY_BYTES, gauge, b\n\
-               DCGM_FI_DEV_BAR1_USED_BYTES, gauge, b\n";
+               DCGM_FI_DEV_BAR1_USED_BYTES, gauge, b\n\
+               DCGM_FI_DEV_FB_RESERVED, gauge, r\n\
+               DCGM_FI_DEV_FB_USED_RATIO, gauge, r\n";
     let text = first_tick_with("base.csv", csv);
     // (legacy, base, factor, relative tolerance): the energy counter is read twice and
     // advances between the two reads.
@@ -464,6 +466,21 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
     let viol = series(&text, "DCGM_FI_DEV_POWER_VIOLATION");
     assert!(!cap.is_empty(), "{text}");
     assert_eq!(cap.len(), viol.len());
+    // DCGM's framebuffer ratio: used / (total - reserved).
+    let ratio = series(&text, "DCGM_FI_DEV_FB_USED_RATIO");
+    let (used, total, reserved) = (
+        series(&text, "DCGM_FI_DEV_FB_USED"),
+        series(&text, "DCGM_FI_DEV_FB_TOTAL"),
+        series(&text, "DCGM_FI_DEV_FB_RESERVED"),
+    );
+    assert_eq!(ratio.len(), used.len(), "{text}");
+    for (((r, u), t), res) in ratio.iter().zip(&used).zip(&total).zip(&reserved) {
+        let want = value(u) / (value(t) - value(res));
+        assert!(
+            (value(r) - want).abs() < 1e-9 && value(r) <= 1.0,
+            "{r} vs {want}"
+        );
+    }
     // Maximum clocks bound the current ones; BAR1 in bytes.
     let max = series(&text, "DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ");
     let cur = series(&text, "DCGM_FI_DEV_SM_CLOCK_HERTZ");

@@ -41,6 +41,9 @@ pub enum MemKind {
     Reserved,
     /// Used as a percentage of total (used / total * 100).
     UsedPercent,
+    /// Used as a 0–1 ratio of what is not reserved (used / (total - reserved)), DCGM's
+    /// definition of `DCGM_FI_DEV_FB_USED_RATIO`.
+    UsedRatio,
 }
 
 /// Utilization readings.

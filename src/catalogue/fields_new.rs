@@ -195,10 +195,9 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         "DCGM_FI_DEV_FB_USED_RATIO",
         9105,
         "ratio",
-        Source::Memory(MemKind::UsedPercent),
-        "Share of the framebuffer in use (0-1).",
-    )
-    .scaled(PERCENT_TO_RATIO),
+        Source::Memory(MemKind::UsedRatio),
+        "Share of the framebuffer not reserved by the driver that is in use (0-1).",
+    ),
 ];
 
 #[cfg(test)]
@@ -239,6 +238,6 @@ mod tests {
         assert_eq!(f("DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ").convert(1980.0), 1.98e9);
         assert_eq!(f("DCGM_FI_DEV_FB_USED_BYTES").convert(2.0), 2_097_152.0);
         assert_eq!(f("DCGM_FI_DEV_GPU_UTIL_RATIO").convert(42.0), 0.42);
-        assert_eq!(f("DCGM_FI_DEV_FB_USED_RATIO").convert(50.0), 0.5);
+        assert_eq!(f("DCGM_FI_DEV_FB_USED_RATIO").convert(0.5), 0.5);
     }
 }

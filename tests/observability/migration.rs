@@ -138,9 +138,15 @@ fn queries(n: &Names) -> Vec<(String, String)> {
     q
 }
 
-/// How each deployment starts dcgm-exporter: (name, arguments, environment). `{counters}`
-/// stands for `/etc/dcgm-exporter`.
-const DEPLOYMENTS: [(&str, &[&str], &[(&str, &str)]); 2] = [
+/// How a deployment starts dcgm-exporter: (name, arguments, environment). `{counters}` stands
+/// for `/etc/dcgm-exporter`.
+type Deployment = (
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+);
+
+const DEPLOYMENTS: [Deployment; 2] = [
     (
         "helm",
         &["-f", "{counters}/default-counters.csv"],

@@ -176,7 +176,7 @@ pub(super) fn read_value(
                 MemKind::Total => num(b.total as f64),
                 MemKind::Used => num(b.used as f64),
                 MemKind::Free => num(b.free as f64),
-                MemKind::Reserved | MemKind::UsedPercent => Ok(None),
+                MemKind::Reserved | MemKind::UsedPercent | MemKind::UsedRatio => Ok(None),
             }
         }
         Source::GpuTemperature => num(f64::from(dev.temperature(TemperatureSensor::Gpu)?)),
@@ -209,6 +209,10 @@ pub(super) fn read_value(
                 MemKind::Reserved => b(m.reserved),
                 MemKind::UsedPercent if m.total > 0 => m.used as f64 * 100.0 / m.total as f64,
                 MemKind::UsedPercent => return Ok(None),
+                MemKind::UsedRatio if m.total > m.reserved => {
+                    m.used as f64 / (m.total - m.reserved) as f64
+                }
+                MemKind::UsedRatio => return Ok(None),
             })
         }
         Source::Violation(v) => num(dev
