@@ -108,6 +108,7 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
     let opts = EncodeOptions {
         hostname: cfg.hostname.clone(),
         host_label: cfg.profile.host_label(),
+        gauge_fields: cfg.profile.gauge_fields(),
         old_namespace: cfg.old_namespace,
         replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
     };

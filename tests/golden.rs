@@ -69,6 +69,7 @@ fn exposition_as(
     let opts = EncodeOptions {
         hostname: Some("sim-node".into()),
         host_label: profile.host_label(),
+        gauge_fields: profile.gauge_fields(),
         ..EncodeOptions::default()
     };
     String::from_utf8(encode(&snap, &counters, &opts)).expect("utf-8 exposition")

@@ -555,3 +555,38 @@ fn collection_fields_are_read_at_their_own_interval() {
         );
     }
 }
+
+/// dcgm-exporter 4.8.3+ types `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` gauge whatever the file says
+/// (its #658); 4.8.2 kept the file's `counter`.
+#[test]
+fn nvlink_bandwidth_is_typed_per_profile() {
+    use gpu_exporter::config::profile::Profile;
+    let csv = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, n\n";
+    for (profile, want) in [
+        (Profile::Dcgm482, "counter"),
+        (Profile::Dcgm484, "gauge"),
+        (Profile::Dcgm49, "gauge"),
+    ] {
+        let counters = std::sync::Arc::new(
+            gpu_exporter::catalogue::csv::parse_counters("n.csv", csv).unwrap(),
+        );
+        let mut run = Run::new(
+            common::SimNode::new("h100-mig", 1),
+            counters,
+            ReaderOptions::default(),
+            EncodeOptions {
+                gauge_fields: profile.gauge_fields(),
+                ..EncodeOptions::default()
+            },
+        );
+        run.at(10.0);
+        let text = run.at(15.0);
+        assert!(
+            text.contains(&format!(
+                "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL {want}\n"
+            )),
+            "{}: {text}",
+            profile.name()
+        );
+    }
+}

@@ -9,6 +9,7 @@
 //! | pod labels that sanitize alike | first key wins | same | `_conflictN` each | `_conflictN` each |
 //!
 //! | built-in counters | `default-counters.csv` | same | same | `dcgm-4.9-*.csv` |
+//! | NVLink bandwidth typed | as the file says | as the file says | gauge | gauge |
 //!
 //! (`dcgm-4.8.3` is accepted as `dcgm-4.8.4`: they differ in no name or label.) Data only (the
 //! shipped counters sets are compiled in): it must not look at flags other than the profile's
@@ -127,6 +128,15 @@ impl Profile {
     /// rather than the first key winning.
     pub fn pod_label_conflict_suffix(self) -> bool {
         matches!(self, Self::Dcgm484 | Self::Dcgm49)
+    }
+
+    /// Fields this profile's dcgm-exporter types gauge whatever the counters file says
+    /// (4.8.3's renderer: `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL`, a rate, its #658).
+    pub fn gauge_fields(self) -> &'static [&'static str] {
+        match self {
+            Self::Dcgm484 | Self::Dcgm49 => &["DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"],
+            Self::Native | Self::Dcgm482 => &[],
+        }
     }
 
     /// What of the profile is not reproduced yet, for a start-up warning.

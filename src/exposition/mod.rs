@@ -71,6 +71,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
                 // count since start keeps the CSV's type).
                 let kind = match value {
                     Value::Window(w) if w.window_ms.is_some() => "gauge",
+                    _ if opts.gauge_fields.contains(&row.field.name) => "gauge",
                     _ => row.kind.as_str(),
                 };
                 write_header(&mut out, &row.name, &row.help, kind);

@@ -19,6 +19,9 @@ pub struct EncodeOptions {
     pub old_namespace: bool,
     /// `true` replaces spaces in `modelName` with `-` (`--replace-blanks-in-model-name`).
     pub replace_blanks_in_model_name: bool,
+    /// Fields (canonical names) typed gauge whatever the counters file says, as
+    /// dcgm-exporter 4.8.3+ types them (`--compatibility`).
+    pub gauge_fields: &'static [&'static str],
 }
 
 impl Default for EncodeOptions {
@@ -28,6 +31,7 @@ impl Default for EncodeOptions {
             host_label: "Hostname",
             old_namespace: false,
             replace_blanks_in_model_name: false,
+            gauge_fields: &[],
         }
     }
 }
