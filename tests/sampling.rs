@@ -401,7 +401,11 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
                DCGM_FI_DEV_BAR1_CAPACITY_BYTES, gauge, b\n\
                DCGM_FI_DEV_BAR1_USED_BYTES, gauge, b\n\
                DCGM_FI_DEV_FB_RESERVED, gauge, r\n\
-               DCGM_FI_DEV_FB_USED_RATIO, gauge, r\n";
+               DCGM_FI_DEV_FB_USED_RATIO, gauge, r\n\
+               DCGM_FI_DEV_APP_SM_CLOCK, gauge, a\n\
+               DCGM_FI_DEV_SM_APP_CLOCK_HERTZ, gauge, a\n\
+               DCGM_FI_DEV_MAX_SM_CLOCK, gauge, m\n\
+               DCGM_FI_DEV_BAR1_TOTAL, gauge, b\n";
     let text = first_tick_with("base.csv", csv);
     // (legacy, base, factor, relative tolerance): the energy counter is read twice and
     // advances between the two reads.
@@ -439,6 +443,24 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
         (
             "DCGM_FI_DEV_FB_TOTAL",
             "DCGM_FI_DEV_FB_CAPACITY_BYTES",
+            1_048_576.0,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_APP_SM_CLOCK",
+            "DCGM_FI_DEV_SM_APP_CLOCK_HERTZ",
+            1e6,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_MAX_SM_CLOCK",
+            "DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ",
+            1e6,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_BAR1_TOTAL",
+            "DCGM_FI_DEV_BAR1_CAPACITY_BYTES",
             1_048_576.0,
             1e-12,
         ),

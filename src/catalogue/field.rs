@@ -133,6 +133,10 @@ pub enum Source {
     MaxClock(ClockKind),
     /// `nvmlDeviceGetBAR1MemoryInfo` (bytes): `Total`, `Used` or `Free`.
     Bar1(MemKind),
+    /// `nvmlDeviceGetApplicationsClock` (MHz).
+    AppClock(ClockKind),
+    /// `nvmlDeviceGetFanSpeed_v2` of fan 0 (% of its maximum).
+    FanSpeed,
     /// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)` (°C).
     GpuTemperature,
     /// `nvmlDeviceGetPowerUsage` (mW, scaled to W).

@@ -1,7 +1,8 @@
 //! The static field table: every DCGM field that dcgm-exporter 4.8's shipped counters files
 //! name (active or commented out), a few identity fields the exporter reads for its own
-//! labels, and dcgm-exporter's four computed `DCGM_EXP_*` fields. Fields DCGM added in 4.6 and
-//! later (clock-event times, base-unit fields) are in `fields_new`.
+//! labels, and dcgm-exporter's four computed `DCGM_EXP_*` fields. Board fields (BAR1,
+//! application and maximum clocks, fan) are in `fields_board`; fields DCGM added in 4.6 and
+//! later (clock-event times, base-unit fields, `DCGM_EXP_*_TOTAL`) in `fields_new`.
 //!
 //! Names and numeric ids are DCGM's (`dcgm_fields.h`); the `DCGM_EXP_*` ids are the ones
 //! dcgm-exporter assigns (9001–9004). Each entry says how NVML serves the value

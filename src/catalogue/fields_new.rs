@@ -1,6 +1,7 @@
 //! The second static field table: fields DCGM added in 4.6 and later, which dcgm-exporter 4.8.3+
 //! and 4.9 name — the clock-event reason times (1420–1424), the base-unit fields (1600–1611)
-//! and the DCGM 4.7 base-unit fields dcgm-exporter 4.9 collects by default.
+//! (those of the board fields are in `fields_board`) and the DCGM 4.7 base-unit fields
+//! dcgm-exporter 4.9 collects by default.
 //!
 //! Also dcgm-exporter 4.8.3's cumulative `DCGM_EXP_XID_ERRORS_TOTAL` and
 //! `DCGM_EXP_CLOCK_EVENTS_TOTAL`. DCGM 4.6 ids are DCGM's (`dcgm_fields.h`). DCGM 4.7's framebuffer-in-bytes and 0–1 ratio
@@ -57,28 +58,8 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         Source::NvmlField(253, Scale::Identity),
         "Time the clocks were held down by the external power brake (in ns).",
     ),
-    // ---- DCGM 4.6 base-unit fields (1600–1611): new ids, readings in base units ----
-    dev(
-        "DCGM_FI_DEV_BAR1_CAPACITY_BYTES",
-        1600,
-        "B",
-        Source::Bar1(MemKind::Total),
-        "Size of the BAR1 aperture (in bytes).",
-    ),
-    dev(
-        "DCGM_FI_DEV_BAR1_USED_BYTES",
-        1601,
-        "B",
-        Source::Bar1(MemKind::Used),
-        "BAR1 aperture in use (in bytes).",
-    ),
-    dev(
-        "DCGM_FI_DEV_BAR1_FREE_BYTES",
-        1602,
-        "B",
-        Source::Bar1(MemKind::Free),
-        "BAR1 aperture not in use (in bytes).",
-    ),
+    // ---- DCGM 4.6 base-unit fields (1603–1605, 1611): new ids, readings in base units; the
+    // board ones (BAR1, application and maximum clocks, fan) are in fields_board.rs ----
     dev(
         "DCGM_FI_DEV_SM_CLOCK_HERTZ",
         1603,
@@ -101,30 +82,6 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         "Hz",
         Source::Clock(ClockKind::Video),
         "Current video encoder/decoder clock (in Hz).",
-    )
-    .scaled(MHZ_TO_HZ),
-    dev(
-        "DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ",
-        1608,
-        "Hz",
-        Source::MaxClock(ClockKind::Sm),
-        "Highest streaming-multiprocessor clock the GPU supports (in Hz).",
-    )
-    .scaled(MHZ_TO_HZ),
-    dev(
-        "DCGM_FI_DEV_MEMORY_MAX_CLOCK_HERTZ",
-        1609,
-        "Hz",
-        Source::MaxClock(ClockKind::Mem),
-        "Highest memory clock the GPU supports (in Hz).",
-    )
-    .scaled(MHZ_TO_HZ),
-    dev(
-        "DCGM_FI_DEV_VIDEO_MAX_CLOCK_HERTZ",
-        1610,
-        "Hz",
-        Source::MaxClock(ClockKind::Video),
-        "Highest video encoder/decoder clock the GPU supports (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
     dev(
@@ -224,8 +181,6 @@ mod tests {
                 "DCGM_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN_NS",
                 1424,
             ),
-            ("DCGM_FI_DEV_BAR1_CAPACITY_BYTES", 1600),
-            ("DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ", 1608),
             ("DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", 1611),
         ] {
             assert_eq!(super::super::by_id(id).map(|f| f.name), Some(name));
@@ -235,7 +190,6 @@ mod tests {
     #[test]
     fn base_units_scale_the_legacy_reading() {
         let f = |n: &str| super::super::lookup(n).expect(n);
-        assert_eq!(f("DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ").convert(1980.0), 1.98e9);
         assert_eq!(f("DCGM_FI_DEV_FB_USED_BYTES").convert(2.0), 2_097_152.0);
         assert_eq!(f("DCGM_FI_DEV_GPU_UTIL_RATIO").convert(42.0), 0.42);
         assert_eq!(f("DCGM_FI_DEV_FB_USED_RATIO").convert(0.5), 0.5);

@@ -9,6 +9,7 @@
 pub mod csv;
 mod field;
 mod fields;
+mod fields_board;
 mod fields_new;
 mod legacy;
 
@@ -16,11 +17,13 @@ pub use field::{
     ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind,
 };
 pub use fields::FIELDS;
+pub use fields_board::FIELDS_BOARD;
 pub use fields_new::FIELDS_NEW;
 
-/// Every known field: the DCGM 4.8-era table, then the fields DCGM added in 4.6 and later.
+/// Every known field: the DCGM 4.8-era table, the board fields, then the fields DCGM added in
+/// 4.6 and later.
 pub fn all() -> impl Iterator<Item = &'static FieldDef> {
-    FIELDS.iter().chain(FIELDS_NEW)
+    FIELDS.iter().chain(FIELDS_BOARD).chain(FIELDS_NEW)
 }
 
 /// Finds a field by canonical name (exact, case-sensitive) or by legacy 1.x alias

@@ -170,6 +170,13 @@ pub(super) fn read_value(
             ClockKind::Mem => Clock::Memory,
             ClockKind::Video => Clock::Video,
         })?)),
+        Source::AppClock(k) => num(f64::from(dev.applications_clock(match k {
+            ClockKind::Graphics => Clock::Graphics,
+            ClockKind::Sm => Clock::SM,
+            ClockKind::Mem => Clock::Memory,
+            ClockKind::Video => Clock::Video,
+        })?)),
+        Source::FanSpeed => num(f64::from(dev.fan_speed(0)?)),
         Source::Bar1(k) => {
             let b = dev.bar1_memory_info()?;
             match k {

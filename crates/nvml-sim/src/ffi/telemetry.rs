@@ -42,6 +42,35 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetApplicationsClock(
+    device: nvmlDevice_t,
+    clock_type: nvmlClockType_t,
+    clock_mhz: *mut c_uint,
+) -> nvmlReturn_t {
+    unsafe {
+        answer(
+            device,
+            clock_mhz,
+            "nvmlDeviceGetApplicationsClock",
+            |s, d, t| s.app_clock_mhz(d, clock_type, t),
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetFanSpeed_v2(
+    device: nvmlDevice_t,
+    fan: c_uint,
+    speed: *mut c_uint,
+) -> nvmlReturn_t {
+    unsafe {
+        answer(device, speed, "nvmlDeviceGetFanSpeed_v2", |s, d, _| {
+            s.fan_speed(d, fan)
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetTemperature(
     device: nvmlDevice_t,
     sensor_type: nvmlTemperatureSensors_t,

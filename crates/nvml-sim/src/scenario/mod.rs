@@ -33,6 +33,7 @@ pub const XID_GPU_LOST: u64 = 79;
 /// Device-level NVML functions whose answer a scenario may mark unsupported
 /// (`unsupported = ["nvmlDeviceGetPowerUsage"]`).
 pub const DEVICE_FUNCTIONS: &[&str] = &[
+    "nvmlDeviceGetApplicationsClock",
     "nvmlDeviceGetArchitecture",
     "nvmlDeviceGetBAR1MemoryInfo",
     "nvmlDeviceGetBrand",
@@ -47,6 +48,7 @@ pub const DEVICE_FUNCTIONS: &[&str] = &[
     "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
     "nvmlDeviceGetEncoderUtilization",
     "nvmlDeviceGetEnforcedPowerLimit",
+    "nvmlDeviceGetFanSpeed_v2",
     "nvmlDeviceGetFieldValues",
     "nvmlDeviceGetGpuInstanceId",
     "nvmlDeviceGetGraphicsRunningProcesses_v3",

@@ -42,6 +42,19 @@ impl Sim {
         Ok((base + v.get(physics::CH_ENERGY).copied().unwrap_or(0.0)) as u64)
     }
 
+    /// `nvmlDeviceGetApplicationsClock` (MHz): the simulated boards keep their application
+    /// clocks at the maximum clocks.
+    pub fn app_clock_mhz(&self, dev: Dev, clock: u32, t: f64) -> NvmlResult<u32> {
+        self.clock_mhz(dev, clock, true, t)
+    }
+
+    /// `nvmlDeviceGetFanSpeed_v2`: every simulated model is a passively cooled data-center
+    /// board, so NOT_SUPPORTED (as NVML answers for an H100 SXM or an L4).
+    pub fn fan_speed(&self, dev: Dev, _fan: u32) -> NvmlResult<u32> {
+        self.physical_only(dev)?;
+        Err(ret::NOT_SUPPORTED)
+    }
+
     /// `nvmlDeviceGetViolationStatus`: (reference time µs, violation time ns).
     pub fn violation(&mut self, dev: Dev, policy: u32, t: f64) -> NvmlResult<(u64, u64)> {
         let g = self.physical_only(dev)?;

@@ -1,0 +1,198 @@
+//! The third static field table: board fields — BAR1 aperture, application and maximum
+//! clocks, fan speed — in DCGM's legacy units (ids 90–191) and as DCGM 4.6's base-unit twins
+//! (1600–1612), which dcgm-exporter users' own counters files name.
+//!
+//! Ids are DCGM's (`dcgm_fields.h`, checked against go-dcgm's `const_fields.go`).
+//!
+//! Data only: it must not call NVML or read files.
+
+use super::field::{ClockKind, FieldDef, MemKind, Scale, Source, dev};
+
+/// MHz → Hz.
+const MHZ_TO_HZ: Scale = Scale::Mul(1e6);
+/// Bytes (how NVML reports BAR1) → MiB (DCGM's legacy BAR1 unit).
+const BYTES_TO_MIB: Scale = Scale::Mul(1.0 / 1_048_576.0);
+
+/// Every field of this table, ordered by id.
+pub static FIELDS_BOARD: &[FieldDef] = &[
+    // ---- BAR1 (90-93), in MiB as DCGM reports it ----
+    dev(
+        "DCGM_FI_DEV_BAR1_TOTAL",
+        90,
+        "MiB",
+        Source::Bar1(MemKind::Total),
+        "Size of the BAR1 aperture (in MiB).",
+    )
+    .scaled(BYTES_TO_MIB),
+    dev(
+        "DCGM_FI_DEV_BAR1_USED",
+        92,
+        "MiB",
+        Source::Bar1(MemKind::Used),
+        "BAR1 aperture in use (in MiB).",
+    )
+    .scaled(BYTES_TO_MIB),
+    dev(
+        "DCGM_FI_DEV_BAR1_FREE",
+        93,
+        "MiB",
+        Source::Bar1(MemKind::Free),
+        "BAR1 aperture not in use (in MiB).",
+    )
+    .scaled(BYTES_TO_MIB),
+    // ---- Application and maximum clocks (110-115), MHz ----
+    dev(
+        "DCGM_FI_DEV_APP_SM_CLOCK",
+        110,
+        "MHz",
+        Source::AppClock(ClockKind::Sm),
+        "Application clock of the streaming multiprocessors (in MHz).",
+    ),
+    dev(
+        "DCGM_FI_DEV_APP_MEM_CLOCK",
+        111,
+        "MHz",
+        Source::AppClock(ClockKind::Mem),
+        "Application clock of the memory (in MHz).",
+    ),
+    dev(
+        "DCGM_FI_DEV_MAX_SM_CLOCK",
+        113,
+        "MHz",
+        Source::MaxClock(ClockKind::Sm),
+        "Highest streaming-multiprocessor clock the GPU supports (in MHz).",
+    ),
+    dev(
+        "DCGM_FI_DEV_MAX_MEM_CLOCK",
+        114,
+        "MHz",
+        Source::MaxClock(ClockKind::Mem),
+        "Highest memory clock the GPU supports (in MHz).",
+    ),
+    dev(
+        "DCGM_FI_DEV_MAX_VIDEO_CLOCK",
+        115,
+        "MHz",
+        Source::MaxClock(ClockKind::Video),
+        "Highest video encoder/decoder clock the GPU supports (in MHz).",
+    ),
+    // ---- Fan (191), percent of its maximum speed ----
+    dev(
+        "DCGM_FI_DEV_FAN_SPEED",
+        191,
+        "%",
+        Source::FanSpeed,
+        "Speed of the first fan, as a share of its maximum (in %).",
+    ),
+    // ---- DCGM 4.6 base-unit twins (1600-1612) ----
+    dev(
+        "DCGM_FI_DEV_BAR1_CAPACITY_BYTES",
+        1600,
+        "B",
+        Source::Bar1(MemKind::Total),
+        "Size of the BAR1 aperture (in bytes).",
+    ),
+    dev(
+        "DCGM_FI_DEV_BAR1_USED_BYTES",
+        1601,
+        "B",
+        Source::Bar1(MemKind::Used),
+        "BAR1 aperture in use (in bytes).",
+    ),
+    dev(
+        "DCGM_FI_DEV_BAR1_FREE_BYTES",
+        1602,
+        "B",
+        Source::Bar1(MemKind::Free),
+        "BAR1 aperture not in use (in bytes).",
+    ),
+    dev(
+        "DCGM_FI_DEV_SM_APP_CLOCK_HERTZ",
+        1606,
+        "Hz",
+        Source::AppClock(ClockKind::Sm),
+        "Application clock of the streaming multiprocessors (in Hz).",
+    )
+    .scaled(MHZ_TO_HZ),
+    dev(
+        "DCGM_FI_DEV_MEMORY_APP_CLOCK_HERTZ",
+        1607,
+        "Hz",
+        Source::AppClock(ClockKind::Mem),
+        "Application clock of the memory (in Hz).",
+    )
+    .scaled(MHZ_TO_HZ),
+    dev(
+        "DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ",
+        1608,
+        "Hz",
+        Source::MaxClock(ClockKind::Sm),
+        "Highest streaming-multiprocessor clock the GPU supports (in Hz).",
+    )
+    .scaled(MHZ_TO_HZ),
+    dev(
+        "DCGM_FI_DEV_MEMORY_MAX_CLOCK_HERTZ",
+        1609,
+        "Hz",
+        Source::MaxClock(ClockKind::Mem),
+        "Highest memory clock the GPU supports (in Hz).",
+    )
+    .scaled(MHZ_TO_HZ),
+    dev(
+        "DCGM_FI_DEV_VIDEO_MAX_CLOCK_HERTZ",
+        1610,
+        "Hz",
+        Source::MaxClock(ClockKind::Video),
+        "Highest video encoder/decoder clock the GPU supports (in Hz).",
+    )
+    .scaled(MHZ_TO_HZ),
+    dev(
+        "DCGM_FI_DEV_FAN_SPEED_RATIO",
+        1612,
+        "ratio",
+        Source::FanSpeed,
+        "Speed of the first fan, as a share of its maximum (0-1).",
+    )
+    .scaled(Scale::Mul(0.01)),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordered_by_id() {
+        for pair in FIELDS_BOARD.windows(2) {
+            assert!(
+                pair[0].id < pair[1].id,
+                "{} before {}",
+                pair[0].name,
+                pair[1].name
+            );
+        }
+    }
+
+    #[test]
+    fn spot_check_ids_against_dcgm_fields_h() {
+        for (name, id) in [
+            ("DCGM_FI_DEV_BAR1_TOTAL", 90),
+            ("DCGM_FI_DEV_APP_SM_CLOCK", 110),
+            ("DCGM_FI_DEV_MAX_VIDEO_CLOCK", 115),
+            ("DCGM_FI_DEV_FAN_SPEED", 191),
+            ("DCGM_FI_DEV_BAR1_CAPACITY_BYTES", 1600),
+            ("DCGM_FI_DEV_MEMORY_APP_CLOCK_HERTZ", 1607),
+            ("DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ", 1608),
+            ("DCGM_FI_DEV_FAN_SPEED_RATIO", 1612),
+        ] {
+            assert_eq!(super::super::by_id(id).map(|f| f.name), Some(name));
+        }
+    }
+
+    #[test]
+    fn base_units_scale_the_legacy_reading() {
+        let f = |n: &str| super::super::lookup(n).expect(n);
+        assert_eq!(f("DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ").convert(1980.0), 1.98e9);
+        assert_eq!(f("DCGM_FI_DEV_BAR1_TOTAL").convert(268_435_456.0), 256.0);
+        assert_eq!(f("DCGM_FI_DEV_FAN_SPEED_RATIO").convert(40.0), 0.4);
+    }
+}
