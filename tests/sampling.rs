@@ -405,7 +405,9 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
                DCGM_FI_DEV_APP_SM_CLOCK, gauge, a\n\
                DCGM_FI_DEV_SM_APP_CLOCK_HERTZ, gauge, a\n\
                DCGM_FI_DEV_MAX_SM_CLOCK, gauge, m\n\
-               DCGM_FI_DEV_BAR1_TOTAL, gauge, b\n";
+               DCGM_FI_DEV_BAR1_TOTAL, gauge, b\n\
+               DCGM_FI_DEV_MEM_COPY_UTIL, gauge, u\n\
+               DCGM_FI_DEV_MEM_COPY_UTIL_RATIO, gauge, u\n";
     let text = first_tick_with("base.csv", csv);
     // (legacy, base, factor, relative tolerance): the energy counter is read twice and
     // advances between the two reads.
@@ -450,6 +452,12 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
             "DCGM_FI_DEV_APP_SM_CLOCK",
             "DCGM_FI_DEV_SM_APP_CLOCK_HERTZ",
             1e6,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_MEM_COPY_UTIL",
+            "DCGM_FI_DEV_MEM_COPY_UTIL_RATIO",
+            0.01,
             1e-12,
         ),
         (

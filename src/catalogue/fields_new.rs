@@ -155,6 +155,30 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         Source::Memory(MemKind::UsedRatio),
         "Share of the framebuffer not reserved by the driver that is in use (0-1).",
     ),
+    dev(
+        "DCGM_FI_DEV_MEM_COPY_UTIL_RATIO",
+        9106,
+        "ratio",
+        Source::Utilization(UtilKind::MemCopy),
+        "Share of time device memory was being read or written (0-1).",
+    )
+    .scaled(PERCENT_TO_RATIO),
+    dev(
+        "DCGM_FI_DEV_ENC_UTIL_RATIO",
+        9107,
+        "ratio",
+        Source::Utilization(UtilKind::Encoder),
+        "Busy share of the video encoder (0-1).",
+    )
+    .scaled(PERCENT_TO_RATIO),
+    dev(
+        "DCGM_FI_DEV_DEC_UTIL_RATIO",
+        9108,
+        "ratio",
+        Source::Utilization(UtilKind::Decoder),
+        "Busy share of the video decoder (0-1).",
+    )
+    .scaled(PERCENT_TO_RATIO),
 ];
 
 #[cfg(test)]

@@ -143,10 +143,10 @@ impl Profile {
     pub fn gaps(self) -> Option<&'static str> {
         match self {
             Self::Dcgm49 => Some(
-                "the dcgm-4.9 counters sets keep the 4.8 names and units of \
-                 DCGM_FI_DEV_MEM_COPY_UTIL, DCGM_FI_DEV_ENC_UTIL, DCGM_FI_DEV_DEC_UTIL and \
-                 DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, whose DCGM 4.7 names are not published; \
-                 the framebuffer-in-bytes and GPU_UTIL_RATIO names are inferred",
+                "the dcgm-4.9 counters sets keep the 4.8 name and unit (MiB/s) of \
+                 DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, whose DCGM 4.7 name is not published; the \
+                 DCGM 4.7 names of the framebuffer-in-bytes and utilization-ratio fields are \
+                 inferred from dcgm-exporter 4.9's release notes",
             ),
             _ => None,
         }
