@@ -28,13 +28,50 @@ fn init_logging(cfg: &Config) {
     let default = if cfg.debug { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour codes only on a terminal: a DaemonSet's stderr is a pipe to a log file.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     if cfg.json_logs {
         builder.json().init();
     } else {
         builder.init();
+    }
+}
+
+/// Signals a DaemonSet's container may receive that would otherwise end the process
+/// (SIGUSR1, SIGUSR2, SIGALRM): each is logged, the first of a kind as a warning, and ignored.
+/// Registered before start-up goes on.
+fn ignore_stray_signals(runtime: &tokio::runtime::Handle) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let _entered = runtime.enter();
+    for (name, kind) in [
+        ("SIGUSR1", SignalKind::user_defined1()),
+        ("SIGUSR2", SignalKind::user_defined2()),
+        ("SIGALRM", SignalKind::alarm()),
+    ] {
+        match signal(kind) {
+            Ok(mut s) => {
+                runtime.spawn(async move {
+                    let mut seen: u64 = 0;
+                    while s.recv().await.is_some() {
+                        seen += 1;
+                        if seen == 1 {
+                            warn!(
+                                "{name} received and ignored (gpu-exporter reloads its counters \
+                                 on SIGHUP and stops on SIGTERM or SIGINT); further {name}s are \
+                                 logged at debug level"
+                            );
+                        } else {
+                            tracing::debug!(count = seen, "{name} received and ignored");
+                        }
+                    }
+                });
+            }
+            Err(e) => warn!("cannot listen for {name} ({e}): it would end the process"),
+        }
     }
 }
 
@@ -146,6 +183,7 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
     if let Some(a) = attributor {
         sampler = sampler.with_attribution(a);
     }
+    ignore_stray_signals(rt.handle());
     counters::listen_for_hangup(
         rt.handle(),
         counters_file.as_ref().map(CountersFile::hangup_flag),

@@ -255,6 +255,10 @@ pub async fn bind(addr: &str) -> Result<Listener, ServeError> {
 /// Paths that basic auth leaves open: kubelet probes cannot send credentials.
 pub const UNAUTHENTICATED_PATHS: &[&str] = &["/health", "/ready"];
 
+/// How long responses in flight may take to finish once SIGTERM has stopped the listener;
+/// connections still open then are cut (the pod's termination grace is 30 s by default).
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How long a client may take to complete the TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -433,7 +437,24 @@ async fn accept_loop<F>(
     }
     drop(listener);
     drop(stop_tx);
-    graceful.shutdown().await;
+    let open = graceful.count();
+    if open > 0 {
+        tracing::info!(
+            connections = open,
+            grace_ms = SHUTDOWN_GRACE.as_millis() as u64,
+            "shutdown: no new connections; letting open ones finish their responses"
+        );
+    }
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_ms = SHUTDOWN_GRACE.as_millis() as u64,
+            "shutdown: connections still open after the grace period were cut (clients that \
+             did not finish sending a request or reading a response)"
+        );
+    }
 }
 
 /// Runs the server side of the handshake. A client that speaks plain HTTP to the TLS port

@@ -1,0 +1,81 @@
+//! What a careless operator or a hostile client can do to the running binary, and what it must
+//! survive: stray signals, SIGTERM with slow clients, logs written to a pipe.
+#![cfg(feature = "sim")]
+// runs the simulated node: needs the default `sim` feature
+
+// Integration-test crate: every function here is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{Exporter, http_get};
+
+fn spawn(extra: &[&str]) -> Exporter {
+    Exporter::builder()
+        .args(["--simulate", "a100-l4", "-c", "500"])
+        .args(extra)
+        .log_pipe()
+        .start()
+}
+
+/// SIGUSR1, SIGUSR2 and SIGALRM, which end a process by default, are logged and ignored.
+#[test]
+fn stray_signals_are_logged_and_survived() {
+    let e = spawn(&[]);
+    for sig in ["USR1", "USR2", "ALRM", "USR1"] {
+        e.signal(&format!("-{sig}"));
+    }
+    e.wait_log("SIGALRM received and ignored", Duration::from_secs(10));
+    assert_eq!(http_get(e.port, "/health", &[]).unwrap().status, 200);
+    let log = e.log();
+    for sig in ["SIGUSR1", "SIGUSR2", "SIGALRM"] {
+        let warnings = log
+            .lines()
+            .filter(|l| l.contains(&format!("{sig} received and ignored")))
+            .count();
+        assert_eq!(warnings, 1, "one warning for {sig}:\n{log}");
+    }
+}
+
+/// Text logs written to a pipe carry no terminal colour codes.
+#[test]
+fn logs_to_a_pipe_have_no_colour_codes() {
+    let e = spawn(&[]);
+    let log = e.log();
+    assert!(log.contains("serving /metrics"), "{log}");
+    assert!(!log.contains('\u{1b}'), "escape codes in {log:?}");
+}
+
+/// SIGTERM ends the process in bounded time, exit 0, whatever the clients do: a half-sent
+/// request (the read timeout is longer than the grace), an idle keep-alive connection, and a
+/// connection that never sent anything.
+#[test]
+fn sigterm_exits_within_the_grace_despite_slow_clients() {
+    let mut e = spawn(&["--web-read-timeout", "60s"]);
+    let mut half = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+    half.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut idle = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut first = [0u8; 12];
+    idle.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    let _silent = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let status = e.sigterm();
+    let took = started.elapsed();
+    assert!(status.success(), "{status}");
+    // The grace is 5 s; the half-sent request would otherwise hold the process for 60 s.
+    assert!(took < Duration::from_secs(12), "{took:?}");
+    let log = e.log();
+    assert!(
+        log.contains("shutdown: connections still open after the grace period were cut"),
+        "{log}"
+    );
+}
