@@ -308,3 +308,35 @@ fn unchanged_kubelet_answers_reuse_the_join() {
     });
     n.scrape_until("new pod", |t| util_pod(t, "0").as_deref() == Some("next"));
 }
+
+/// A node whose pod-resources answer is over gRPC's default 4 MiB (here about 6 MiB: thousands
+/// of pods) is still attributed: the client reads up to 16 MiB.
+#[test]
+fn kubelet_answer_over_four_mib_is_read() {
+    let mut n = Node::new("a100-l4", Duration::from_secs(10));
+    let first = n.scrape();
+    let (g0, _) = uuid_of(&first, "0", None);
+    let mut pods: Vec<PodDevices> = (0..45_000)
+        .map(|i| {
+            let long = format!("cpu-only-pod-with-a-rather-long-generated-name-{i:06}");
+            let mut p = pod(&long, "example.com/fpga", &["fpga-0", "fpga-1", "fpga-2"]);
+            p.namespace = format!("namespace-of-a-busy-team-{}", i % 100);
+            p
+        })
+        .collect();
+    pods.push(pod("big-node-trainer", "nvidia.com/gpu", &[&g0]));
+    let size: usize = pods
+        .iter()
+        .map(|p| p.name.len() + p.namespace.len() + 60)
+        .sum();
+    assert!(size > 5 << 20, "the answer must exceed 4 MiB: {size}");
+    let _k = n.kubelet(KubeletView {
+        pods,
+        allocatable: None,
+    });
+    let text = n.scrape_until("the pod on GPU 0 attributed", |t| {
+        util_pod(t, "0").is_some()
+    });
+    assert_eq!(util_pod(&text, "0").as_deref(), Some("big-node-trainer"));
+    assert_eq!(kubelet_up(&text), 1.0);
+}

@@ -232,13 +232,19 @@ fn channel(socket: &Path, timeout: Duration) -> Result<Channel, KubeletError> {
         })
 }
 
+/// The largest kubelet answer read (16 MiB, as dcgm-exporter since 4.8.3; gRPC's default of
+/// 4 MiB is reached by nodes with thousands of pods or device IDs). A larger one is an error
+/// that says so.
+pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
 /// One `List` (and `GetAllocatableResources`) round.
 async fn refresh(
     channel: &Result<Channel, KubeletError>,
     timeout: Duration,
 ) -> Result<KubeletView, KubeletError> {
     let channel = channel.as_ref().map_err(Clone::clone)?;
-    let mut client = PodResourcesListerClient::new(channel.clone());
+    let mut client =
+        PodResourcesListerClient::new(channel.clone()).max_decoding_message_size(MAX_MESSAGE);
     let list = tokio::time::timeout(timeout, client.list(ListPodResourcesRequest {}))
         .await
         .map_err(|_| KubeletError::Timeout {
@@ -341,6 +347,13 @@ fn describe(s: &tonic::Status) -> String {
     if denied {
         msg.push_str("; ");
         msg.push_str(PERMISSION_HINT);
+    }
+    if s.code() == tonic::Code::OutOfRange && s.message().contains("message length too large") {
+        msg.push_str(&format!(
+            "; the kubelet's answer is larger than the {} MiB gpu-exporter reads: no pod \
+             attribution on this node",
+            MAX_MESSAGE >> 20
+        ));
     }
     msg
 }
