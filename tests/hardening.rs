@@ -79,3 +79,50 @@ fn sigterm_exits_within_the_grace_despite_slow_clients() {
         "{log}"
     );
 }
+
+/// A FIFO, a device or a directory given as a file stops start-up at once, naming the flag's
+/// file and what it is, instead of blocking forever (or reading /dev/zero until memory runs
+/// out).
+#[test]
+fn special_files_stop_start_up_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fifo = fifo.to_str().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for (flag, path, what) in [
+        ("-f", fifo, "FIFO"),
+        ("-f", "/dev/zero", "character device"),
+        ("-f", d, "directory"),
+        ("--web-config-file", fifo, "FIFO"),
+        ("--config-file", fifo, "FIFO"),
+    ] {
+        let started = Instant::now();
+        let out = std::process::Command::new("timeout")
+            .args([
+                "20",
+                common::BIN,
+                "--simulate",
+                "a100-l4",
+                "-a",
+                "127.0.0.1:0",
+                flag,
+                path,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag} {path}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{flag} {path}");
+        assert!(
+            err.contains(path) && err.contains(&format!("not a regular file but a {what}")),
+            "{flag} {path}: {err}"
+        );
+    }
+}

@@ -1,10 +1,11 @@
 //! Leaves shared by every layer: the clock, the version, file change stamps, label text, the
-//! retry backoff, the process's own figures.
+//! retry backoff, the process's own figures, bounded reads of operator-given files.
 //!
 //! Nothing here knows about NVML, Kubernetes, the exposition or HTTP, and no module in
 //! `base` imports any other module of the crate outside `base`.
 
 pub mod backoff;
+pub mod bounded_read;
 pub mod clock;
 pub mod file_stamp;
 pub mod label_text;

@@ -221,9 +221,13 @@ fn did_you_mean(suggestion: Option<&str>) -> String {
 /// Reads and parses a counters file. A read error names the path.
 pub fn load_counters(path: &Path) -> Result<CounterSet, CsvError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| CsvError::Io {
+    let text = crate::base::bounded_read::read_regular_text(
+        path,
+        crate::base::bounded_read::MAX_CONFIG_FILE,
+    )
+    .map_err(|e| CsvError::Io {
         origin: origin.clone(),
-        source,
+        source: e.into(),
     })?;
     parse_counters(&origin, &text)
 }

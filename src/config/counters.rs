@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tracing::{error, info, warn};
 
 use super::profile::Profile;
+use crate::base::bounded_read::{MAX_CONFIG_FILE, ReadError, read_regular};
 use crate::base::file_stamp::FileStamp;
 use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
 use crate::snapshot::ReloadStats;
@@ -35,13 +36,20 @@ pub struct CountersFile {
     started: bool,
     /// Whose shipped sets stand in for gpu-exporter's 4.8-named ones.
     profile: Profile,
+    /// New content that parsed, seen at the last check: applied when the next check reads the
+    /// same bytes, so a file caught in the middle of a plain `cp` is not applied half-written.
+    pending: Option<Vec<u8>>,
+    /// The last failure logged, so that a lasting one is logged once, not every tick.
+    last_error: Option<String>,
 }
 
 /// Parses a counters file's text. Under `dcgm-4.9` one of gpu-exporter's shipped 4.8-named
 /// sets, unmodified, is served as its 4.9 version (see [`Profile::stand_in`]); the origin of
 /// every message says so.
+/// A set without any metric row (an empty, truncated or all-commented file) is refused: it
+/// would silently serve no GPU series at all.
 fn parse_as(profile: Profile, origin: &str, text: &str) -> Result<CounterSet, CsvError> {
-    match profile.stand_in(text) {
+    let set = match profile.stand_in(text) {
         Some((name, set)) => parse_counters(
             &format!(
                 "{origin} (gpu-exporter's own set, served as {name} for {})",
@@ -50,7 +58,26 @@ fn parse_as(profile: Profile, origin: &str, text: &str) -> Result<CounterSet, Cs
             set,
         ),
         None => parse_counters(origin, text),
+    }?;
+    if set.metrics().next().is_none() {
+        return Err(CsvError::Io {
+            origin: origin.to_owned(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "no metric rows ({} bytes: an empty, truncated or all-commented file?)",
+                    text.len()
+                ),
+            ),
+        });
     }
+    Ok(set)
+}
+
+/// Reads the counters file: a regular file, at most [`MAX_CONFIG_FILE`] bytes, without
+/// blocking on a FIFO.
+fn read_counters(path: &Path) -> Result<Vec<u8>, ReadError> {
+    read_regular(path, MAX_CONFIG_FILE)
 }
 
 impl CountersFile {
@@ -63,7 +90,16 @@ impl CountersFile {
             source,
         };
         let stamp = FileStamp::of(&path).map_err(io)?;
-        let text = std::fs::read_to_string(&path).map_err(io)?;
+        let bytes = read_counters(&path).map_err(|e| io(e.into()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "not UTF-8 text (invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            ))
+        })?;
         let set = parse_as(profile, &origin, &text)?;
         let watch = Self {
             path,
@@ -77,6 +113,8 @@ impl CountersFile {
             },
             started: false,
             profile,
+            pending: None,
+            last_error: None,
         };
         Ok((watch, set))
     }
@@ -122,14 +160,19 @@ impl CountersFile {
                 return None;
             }
         };
-        if !forced && self.stamp.as_ref() == Some(&current) {
+        if !forced && self.pending.is_none() && self.stamp.as_ref() == Some(&current) {
             return None;
         }
         self.stamp = Some(current);
-        let bytes = match std::fs::read(&self.path) {
+        let bytes = match read_counters(&self.path) {
             Ok(b) => b,
             Err(e) => {
-                self.stamp = None;
+                // An I/O error may pass: read again next tick. A FIFO, a directory or an
+                // oversized file stays what it is until the path changes (a new stamp).
+                if matches!(e, ReadError::Io(_)) {
+                    self.stamp = None;
+                }
+                self.pending = None;
                 self.fail(&format!(
                     "{}: cannot read counters file: {e}; keeping the counters in use",
                     self.path.display()
@@ -138,11 +181,13 @@ impl CountersFile {
             }
         };
         if bytes == self.loaded {
+            self.pending = None;
             if !self.stats.last_ok {
                 // Back to the content in use: the broken version is gone.
                 info!(file = %self.path.display(), "counters file is back to the set in use");
                 self.stats.last_ok = true;
                 self.last_bad = None;
+                self.last_error = None;
             } else if forced {
                 info!(file = %self.path.display(), "counters file unchanged");
             }
@@ -156,7 +201,14 @@ impl CountersFile {
             .map_err(|e| format!("{origin}: not UTF-8 text ({e})"))
             .and_then(|text| parse_as(self.profile, &origin, text).map_err(|e| e.to_string()));
         match parsed {
+            Ok(_) if !forced && self.pending.as_deref() != Some(bytes.as_slice()) => {
+                // Changed since the last check: apply it once it has stopped changing.
+                self.pending = Some(bytes);
+                None
+            }
             Ok(set) => {
+                self.pending = None;
+                self.last_error = None;
                 info!(
                     file = %origin,
                     metrics = set.metrics().count(),
@@ -174,6 +226,7 @@ impl CountersFile {
                 Some(set)
             }
             Err(e) => {
+                self.pending = None;
                 self.last_bad = Some(bytes);
                 self.fail(&format!("{e}; keeping the counters in use"));
                 None
@@ -181,10 +234,15 @@ impl CountersFile {
         }
     }
 
+    /// Records a failed reload; logs it unless it is the failure logged last.
     fn fail(&mut self, msg: &str) {
-        error!("counters reload failed: {msg}");
         self.stats.last_ok = false;
+        if self.last_error.as_deref() == Some(msg) {
+            return;
+        }
+        error!("counters reload failed: {msg}");
         self.stats.failures += 1;
+        self.last_error = Some(msg.to_owned());
     }
 }
 
@@ -254,14 +312,16 @@ mod tests {
         let tmp = dir.path().join("c.tmp");
         std::fs::write(&tmp, B).unwrap();
         std::fs::rename(&tmp, &p).unwrap();
-        let set = w.poll(2.0).expect("reloaded");
+        // Seen changed: applied at the next check if it has not changed again.
+        assert!(w.poll(2.0).is_none());
+        let set = w.poll(3.0).expect("reloaded");
         assert_eq!(
             names(&set),
             ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"]
         );
-        assert!(w.poll(3.0).is_none());
+        assert!(w.poll(4.0).is_none());
         assert_eq!(w.stats().successes, 1);
-        assert_eq!(w.stats().last_success_unix, 2.0);
+        assert_eq!(w.stats().last_success_unix, 3.0);
     }
 
     #[test]
@@ -282,11 +342,12 @@ mod tests {
         // The same broken content is not counted again on the next ticks.
         assert!(w.poll(3.0).is_none());
         assert_eq!(w.stats().failures, 1);
-        // Fixed: reloaded.
+        // Fixed: reloaded once it has settled.
         std::fs::write(&p, B).unwrap();
-        assert!(w.poll(4.0).is_some());
+        assert!(w.poll(4.0).is_none());
+        assert!(w.poll(5.0).is_some());
         assert!(w.stats().last_ok);
-        assert_eq!(w.stats().last_success_unix, 4.0);
+        assert_eq!(w.stats().last_success_unix, 5.0);
     }
 
     #[test]
@@ -328,5 +389,72 @@ mod tests {
         w.hangup_flag().store(true, Ordering::Release);
         let set = w.poll(3.0).expect("SIGHUP re-reads");
         assert_eq!(set.rows[0].help, "TEMPERATURE");
+    }
+
+    #[test]
+    fn empty_and_half_written_files_never_replace_the_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, A).unwrap();
+        let (mut w, _) = CountersFile::open(p.clone(), Profile::Native).unwrap();
+        assert!(w.poll(1.0).is_none());
+        // Truncated to nothing (the first step of a plain `cp`): refused, logged once.
+        std::fs::write(&p, "").unwrap();
+        assert!(w.poll(2.0).is_none());
+        assert!(w.poll(3.0).is_none());
+        assert!(!w.stats().last_ok);
+        assert_eq!(w.stats().failures, 1);
+        // Half of B written: it parses, but it is still changing at the next check.
+        let half = &B[..B.find('\n').unwrap() + 1];
+        std::fs::write(&p, half).unwrap();
+        assert!(w.poll(4.0).is_none());
+        std::fs::write(&p, B).unwrap();
+        assert!(w.poll(5.0).is_none(), "B seen for the first time");
+        let set = w.poll(6.0).expect("B applied once settled");
+        assert_eq!(set.metrics().count(), 2);
+        assert!(w.stats().last_ok);
+        // An empty file at start-up stops it, naming the file.
+        let e = CountersFile::open(dir.path().join("empty.csv"), Profile::Native);
+        assert!(e.is_err());
+        std::fs::write(dir.path().join("empty.csv"), "# nothing\n").unwrap();
+        let e = CountersFile::open(dir.path().join("empty.csv"), Profile::Native)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("empty.csv") && e.contains("no metric rows"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_or_a_directory_at_the_path_is_refused_once_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, A).unwrap();
+        let (mut w, _) = CountersFile::open(p.clone(), Profile::Native).unwrap();
+        assert!(w.poll(1.0).is_none());
+        std::fs::remove_file(&p).unwrap();
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&p)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert!(w.poll(2.0).is_none(), "returns at once: no writer needed");
+        assert!(w.poll(3.0).is_none());
+        assert_eq!(w.stats().failures, 1, "the FIFO, logged once");
+        std::fs::remove_file(&p).unwrap();
+        std::fs::create_dir(&p).unwrap();
+        for t in 4..10 {
+            assert!(w.poll(f64::from(t)).is_none());
+        }
+        assert_eq!(w.stats().failures, 2, "the directory is logged once");
+        let e = CountersFile::open(p.clone(), Profile::Native)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("not a regular file but a directory"), "{e}");
     }
 }

@@ -219,9 +219,13 @@ struct RawServer {
 impl FileSettings {
     /// Reads and checks `path`.
     pub fn load(path: &Path) -> Result<Self, ConfigFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+        let text = crate::base::bounded_read::read_regular_text(
+            path,
+            crate::base::bounded_read::MAX_CONFIG_FILE,
+        )
+        .map_err(|e| ConfigFileError::Read {
             file: path.to_owned(),
-            source,
+            source: e.into(),
         })?;
         Self::parse(path, &text)
     }

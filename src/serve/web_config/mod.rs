@@ -74,9 +74,13 @@ impl fmt::Debug for WebConfig {
 impl WebConfig {
     /// Reads, parses and checks `path`.
     pub fn load(path: &Path) -> Result<Self, WebConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| WebConfigError::Read {
+        let text = crate::base::bounded_read::read_regular_text(
+            path,
+            crate::base::bounded_read::MAX_CONFIG_FILE,
+        )
+        .map_err(|e| WebConfigError::Read {
             file: path.to_owned(),
-            source: e,
+            source: e.into(),
         })?;
         Self::parse(path, &text)
     }

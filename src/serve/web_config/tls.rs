@@ -9,6 +9,9 @@ use super::schema::{KeyError, RawTls, WebConfigError, given};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The largest PEM file read (a certificate chain is a few KiB).
+const MAX_PEM_FILE: u64 = 1 << 20;
+
 use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -109,10 +112,14 @@ impl Pem {
 
     pub(super) fn bytes(&self) -> Result<Vec<u8>, KeyError> {
         match &self.source {
-            PemSource::File(p) => std::fs::read(p).map_err(|source| KeyError::PemRead {
-                name: self.name(),
-                source,
-            }),
+            PemSource::File(p) => {
+                crate::base::bounded_read::read_regular(p, MAX_PEM_FILE).map_err(|e| {
+                    KeyError::PemRead {
+                        name: self.name(),
+                        source: e.into(),
+                    }
+                })
+            }
             PemSource::Inline(s) => Ok(s.as_bytes().to_vec()),
         }
     }
