@@ -203,7 +203,11 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
     )
     .map_err(|e| anyhow!("cannot start the sampler thread: {e}"))?;
 
+    // The watchdog: a sampler that has not finished a tick for five intervals (at least 30 s)
+    // turns /ready 503.
+    shared.set_stall_after((cfg.interval * 5).max(std::time::Duration::from_secs(30)));
     let served: anyhow::Result<()> = rt.block_on(async {
+        tokio::spawn(http::watchdog(Arc::clone(&shared)));
         let listener = http::bind(&cfg.address).await?;
         let local = axum::serve::Listener::local_addr(&listener)?;
         info!(address = %local, interval_ms = cfg.interval.as_millis() as u64, "serving /metrics");

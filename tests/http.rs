@@ -197,3 +197,43 @@ async fn scrapes_beyond_the_limit_get_503() {
     assert_eq!(scrape().await.unwrap().status(), StatusCode::OK);
     drop(second);
 }
+
+/// The watchdog: a sampler that stops publishing for longer than the limit turns `/ready` 503,
+/// and `/metrics` (plain text even when gzip is asked for) carries
+/// `gpu_exporter_sampler_stalled_seconds`; the next publish clears both.
+#[tokio::test]
+async fn a_stalled_sampler_turns_ready_503() {
+    let (_node, shared, mut sampler, counters) = node_state();
+    shared.set_stall_after(std::time::Duration::from_millis(200));
+    let snap = sampler.tick(1.0);
+    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    assert_eq!(get(&shared, "/ready", false).await.0, StatusCode::OK);
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let (s, _, body) = get(&shared, "/ready", false).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE);
+    let body = String::from_utf8(body).unwrap();
+    assert!(
+        body.contains("the sampler has not finished a tick for"),
+        "{body}"
+    );
+    let (s, h, text) = get(&shared, "/metrics", true).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(h.get(header::CONTENT_ENCODING).is_none());
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("DCGM_FI_DEV_GPU_TEMP{"),
+        "the last values stay"
+    );
+    let stalled: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("gpu_exporter_sampler_stalled_seconds "))
+        .collect();
+    assert_eq!(stalled.len(), 1, "{text}");
+    assert!(common::value(stalled[0]) >= 0.2, "{}", stalled[0]);
+    // The sampler comes back.
+    let snap = sampler.tick(2.0);
+    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    assert_eq!(get(&shared, "/ready", false).await.0, StatusCode::OK);
+    let (_, h, _) = get(&shared, "/metrics", true).await;
+    assert_eq!(h[header::CONTENT_ENCODING], "gzip");
+}

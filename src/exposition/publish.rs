@@ -5,7 +5,8 @@
 //! serve its bytes. Nothing here does NVML, kubelet or API work.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -31,7 +32,16 @@ pub struct Published {
 pub struct Shared {
     current: ArcSwap<Published>,
     ready: AtomicBool,
+    /// When this was created; `published_ms` counts from it.
+    born: Instant,
+    /// Milliseconds from `born` to the last publish.
+    published_ms: AtomicU64,
+    /// Milliseconds without a publish after which the sampler counts as stalled (the watchdog).
+    stall_after_ms: AtomicU64,
 }
+
+/// The default watchdog limit: a sampler that has not finished a tick for this long is stalled.
+pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(60);
 
 impl Shared {
     /// Shared state serving `initial` until the first tick is published.
@@ -39,7 +49,30 @@ impl Shared {
         Self {
             current: ArcSwap::from_pointee(initial),
             ready: AtomicBool::new(false),
+            born: Instant::now(),
+            published_ms: AtomicU64::new(0),
+            stall_after_ms: AtomicU64::new(DEFAULT_STALL_AFTER.as_millis() as u64),
         }
+    }
+
+    /// Sets the watchdog limit (the daemon uses several sampling intervals).
+    pub fn set_stall_after(&self, limit: Duration) {
+        self.stall_after_ms.store(
+            u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+            Ordering::Release,
+        );
+    }
+
+    /// How long the sampler has gone without publishing, when that is longer than the
+    /// watchdog limit (and it had published GPU data before): a frozen sampler, whose numbers
+    /// must not pass for fresh.
+    pub fn stalled_for(&self) -> Option<Duration> {
+        if !self.ready.load(Ordering::Acquire) {
+            return None;
+        }
+        let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let since = now.saturating_sub(self.published_ms.load(Ordering::Acquire));
+        (since > self.stall_after_ms.load(Ordering::Acquire)).then(|| Duration::from_millis(since))
     }
 
     /// The current output.
@@ -50,13 +83,18 @@ impl Shared {
     /// Replaces the current output. `ready` marks a tick in which NVML answered.
     pub fn publish(&self, p: Published, ready: bool) {
         self.current.store(Arc::new(p));
+        self.published_ms.store(
+            u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX),
+            Ordering::Release,
+        );
         if ready {
             self.ready.store(true, Ordering::Release);
         }
     }
 
-    /// `true` once a snapshot with GPU data has been encoded.
+    /// `true` once a snapshot with GPU data has been encoded, unless the sampler has stalled
+    /// since (see [`Shared::stalled_for`]).
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        self.ready.load(Ordering::Acquire) && self.stalled_for().is_none()
     }
 }

@@ -115,11 +115,18 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         None => None,
     };
     let current = state.shared.load();
-    let gzip = accepts_gzip(&headers);
-    let body = if gzip {
-        current.gzip.clone()
-    } else {
-        current.plain.clone()
+    let stalled = state.shared.stalled_for();
+    // While stalled the watchdog's family is appended to the plain text (identity encoding is
+    // always acceptable).
+    let gzip = stalled.is_none() && accepts_gzip(&headers);
+    let body = match stalled {
+        Some(for_) => {
+            let mut b = current.plain.to_vec();
+            b.extend_from_slice(stalled_family(for_).as_bytes());
+            bytes::Bytes::from(b)
+        }
+        None if gzip => current.gzip.clone(),
+        None => current.plain.clone(),
     };
     let mut resp = match permit {
         Some(permit) => Response::new(axum::body::Body::new(PermitBody {
@@ -174,14 +181,60 @@ async fn health(State(state): State<AppState>) -> (StatusCode, &'static str) {
     (StatusCode::OK, "ok\n")
 }
 
-async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
+async fn ready(State(state): State<AppState>) -> (StatusCode, String) {
+    if let Some(stalled) = state.shared.stalled_for() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "not ready: the sampler has not finished a tick for {} s (an NVML call may be \
+                 hung); /metrics serves the last values\n",
+                stalled.as_secs()
+            ),
+        );
+    }
     if state.shared.is_ready() {
-        (StatusCode::OK, "ready\n")
+        (StatusCode::OK, "ready\n".into())
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: no GPU sample encoded yet\n",
+            "not ready: no GPU sample encoded yet\n".into(),
         )
+    }
+}
+
+/// The family the watchdog adds to `/metrics` while the sampler is stalled.
+fn stalled_family(stalled: std::time::Duration) -> String {
+    format!(
+        "# HELP gpu_exporter_sampler_stalled_seconds Time since the sampler last finished a tick, \
+         present only while it is stalled (the other values are that old).\n\
+         # TYPE gpu_exporter_sampler_stalled_seconds gauge\n\
+         gpu_exporter_sampler_stalled_seconds {}\n",
+        stalled.as_secs_f64()
+    )
+}
+
+/// Logs when the sampler stalls and when it recovers, checking every second; runs until the
+/// server stops.
+pub async fn watchdog(shared: Arc<Shared>) {
+    let mut stalled = false;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        match (shared.stalled_for(), stalled) {
+            (Some(for_), false) => {
+                stalled = true;
+                tracing::error!(
+                    stalled_s = for_.as_secs(),
+                    "the sampler has not finished a tick for {} s (an NVML call may be hung): \
+                     /ready answers 503 and /metrics carries gpu_exporter_sampler_stalled_seconds",
+                    for_.as_secs()
+                );
+            }
+            (None, true) => {
+                stalled = false;
+                tracing::info!("the sampler finished a tick again; /ready is back");
+            }
+            _ => {}
+        }
     }
 }
 
