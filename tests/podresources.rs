@@ -340,3 +340,59 @@ fn kubelet_answer_over_four_mib_is_read() {
     assert_eq!(util_pod(&text, "0").as_deref(), Some("big-node-trainer"));
     assert_eq!(kubelet_up(&text), 1.0);
 }
+
+/// A shared buffer the test's log subscriber writes to.
+#[derive(Clone, Default)]
+struct LogBuf(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Device IDs come from the kubelet: thousands of unknown ones give one warning, and one with
+/// a newline or a terminal escape cannot forge a log line or drive the terminal.
+#[test]
+fn unknown_device_ids_are_logged_once_aggregated_and_escaped() {
+    let buf = LogBuf::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let mut n = Node::new("a100-l4", Duration::from_secs(5));
+    n.scrape();
+    let mut ids: Vec<String> = (0..4_900).map(|i| format!("GPU-unknown-{i:05}")).collect();
+    ids.insert(0, "GPU-evil\nERROR forged line \u{1b}[31mred".to_owned());
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let _k = n.kubelet(KubeletView {
+        pods: vec![pod("many", "nvidia.com/gpu", &refs)],
+        allocatable: None,
+    });
+    n.scrape_until("the kubelet answered", |t| kubelet_up(t) == 1.0);
+    n.scrape();
+    let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("match no exported GPU"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(
+        warnings[0].contains("4901 GPU device ID(s)"),
+        "{}",
+        warnings[0]
+    );
+    assert!(!log.lines().any(|l| l.starts_with("ERROR forged")), "{log}");
+    assert!(!log.contains('\u{1b}'), "raw escape in {log:?}");
+    assert!(
+        warnings[0].contains("GPU-evil\\nERROR forged line"),
+        "{}",
+        warnings[0]
+    );
+}

@@ -188,14 +188,24 @@ impl Attributor {
                     inputs.dra.as_deref(),
                     inputs.hpc.as_deref(),
                 );
-                for id in unmatched {
-                    if self.warned.insert(format!("unmatched:{id}")) {
-                        warn!(
-                            device_id = %id,
-                            "the kubelet lists a GPU device that matches no exported GPU or MIG \
-                             instance (deselected with -d, or an unknown ID form); its pod is \
-                             not attributed"
-                        );
+                // One warning per round however many new IDs there are (a large node can list
+                // thousands), each ID once; IDs come from the kubelet, so they are logged
+                // quoted and escaped (`?`), never raw.
+                let new: Vec<_> = unmatched
+                    .into_iter()
+                    .filter(|id| self.warned.insert(format!("unmatched:{id}")))
+                    .collect();
+                if let Some(first) = new.first() {
+                    warn!(
+                        count = new.len(),
+                        first = ?first,
+                        "the kubelet lists {} GPU device ID(s) that match no exported GPU or \
+                         MIG instance (deselected with -d, or an unknown ID form); their pods \
+                         are not attributed",
+                        new.len()
+                    );
+                    for id in &new[1..] {
+                        tracing::debug!(device_id = ?id, "unmatched kubelet device ID");
                     }
                 }
                 let join = Arc::new(join);
