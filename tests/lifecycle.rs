@@ -302,9 +302,11 @@ fn mig_layout_change_is_picked_up_without_restart() {
 
 #[test]
 fn gpu_lost_and_back_others_keep_flowing() {
+    let (logs, _guard) = common::capture_logs();
     let mut run = run(ReaderOptions::default());
     run.at(65.0);
     let lost = run.at(75.0);
+    run.at(80.0);
     assert!(lost.contains("gpu_device_up{gpu=\"2\","));
     assert!(one(&lost, "gpu_device_up", 2, &[]).ends_with(" 0"));
     assert!(
@@ -322,6 +324,15 @@ fn gpu_lost_and_back_others_keep_flowing() {
     );
     let back = run.at(95.0);
     assert!(one(&back, "gpu_device_up", 2, &[]).ends_with(" 1"));
+    // The loss and the return are logged once each, with the GPU's identity.
+    let log = logs.text();
+    let lines = |what: &str| {
+        log.lines()
+            .filter(|l| l.contains(what) && l.contains("gpu=2") && l.contains("uuid=GPU-"))
+            .count()
+    };
+    assert_eq!(lines("GPU lost"), 1, "{log}");
+    assert_eq!(lines("GPU back"), 1, "{log}");
     one(&back, "DCGM_FI_DEV_GPU_TEMP", 2, &[]);
     assert_eq!(
         value(one(&back, "gpu_xid_errors_total", 2, &["xid=\"79\""])),

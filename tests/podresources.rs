@@ -341,31 +341,11 @@ fn kubelet_answer_over_four_mib_is_read() {
     assert_eq!(kubelet_up(&text), 1.0);
 }
 
-/// A shared buffer the test's log subscriber writes to.
-#[derive(Clone, Default)]
-struct LogBuf(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Device IDs come from the kubelet: thousands of unknown ones give one warning, and one with
 /// a newline or a terminal escape cannot forge a log line or drive the terminal.
 #[test]
 fn unknown_device_ids_are_logged_once_aggregated_and_escaped() {
-    let buf = LogBuf::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = common::capture_logs();
     let mut n = Node::new("a100-l4", Duration::from_secs(5));
     n.scrape();
     let mut ids: Vec<String> = (0..4_900).map(|i| format!("GPU-unknown-{i:05}")).collect();
@@ -377,7 +357,7 @@ fn unknown_device_ids_are_logged_once_aggregated_and_escaped() {
     });
     n.scrape_until("the kubelet answered", |t| kubelet_up(t) == 1.0);
     n.scrape();
-    let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let log = logs.text();
     let warnings: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("match no exported GPU"))

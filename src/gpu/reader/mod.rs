@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::error::NvmlError;
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::catalogue::{FieldDef, Level, TextKind};
@@ -174,6 +174,23 @@ impl Reader {
         }
         for d in &out.devices {
             if let Some(g) = self.gpus.get_mut(&d.gpu) {
+                // Logged once on each change, with the GPU's identity.
+                match (g.down, d.up) {
+                    (false, false) => warn!(
+                        gpu = d.gpu,
+                        uuid = %d.uuid,
+                        model = %d.model_name,
+                        "GPU lost: NVML no longer answers for it; its series are left out and \
+                         gpu_device_up is 0 until it answers again"
+                    ),
+                    (true, true) => info!(
+                        gpu = d.gpu,
+                        uuid = %d.uuid,
+                        model = %d.model_name,
+                        "GPU back: NVML answers for it again; its series return"
+                    ),
+                    _ => {}
+                }
                 g.down = !d.up;
             }
         }
@@ -421,7 +438,7 @@ impl Reader {
         }
         if lost {
             // The device fell off mid-read: drop everything it gave this tick.
-            warn!(gpu = index, uuid = %ident.uuid, "GPU is lost (NVML_ERROR_GPU_IS_LOST)");
+            tracing::debug!(gpu = index, uuid = %ident.uuid, "GPU is lost (NVML_ERROR_GPU_IS_LOST)");
             out.devices.push(status);
             return;
         }
