@@ -218,11 +218,12 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
                 health_require_gpus: cfg.health_require_gpus,
             },
         );
-        let timeouts = http::Timeouts {
+        let limits = http::Limits {
             read: cfg.web_read_timeout,
             write: cfg.web_write_timeout,
+            max_connections: cfg.web_max_connections,
         };
-        Ok(http::serve(listener, app, web_config, timeouts, shutdown_signal()).await?)
+        Ok(http::serve(listener, app, web_config, limits, shutdown_signal()).await?)
     });
     stop.store(true, Ordering::Release);
     if handle.join().is_err() {

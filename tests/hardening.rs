@@ -126,3 +126,67 @@ fn special_files_stop_start_up_promptly() {
         );
     }
 }
+
+/// A slowloris: 300 connections that each send half a request and stop. With
+/// `--web-max-connections 100` the oldest are shed, a normal scrape during the flood succeeds,
+/// the flood is logged, and every flooding socket ends up closed by the server.
+#[test]
+fn slowloris_cannot_lock_prometheus_out() {
+    let e = spawn(&["--web-max-connections", "100", "--web-read-timeout", "30s"]);
+    let mut flood = Vec::new();
+    for _ in 0..300 {
+        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            .unwrap();
+        flood.push(s);
+    }
+    let started = Instant::now();
+    let r = http_get(e.port, "/metrics", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("DCGM_FI_DEV_GPU_TEMP{"));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    e.wait_log("connection limit reached", Duration::from_secs(10));
+    // The 200 oldest were shed; the server holds at most 100 of them.
+    let mut open: Vec<&mut TcpStream> = flood.iter_mut().collect();
+    for s in &mut open {
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while open.len() > 100 && Instant::now() < deadline {
+        open.retain_mut(|s| {
+            let mut b = [0u8; 64];
+            match s.read(&mut b) {
+                Ok(0) => false,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => false,
+                _ => true,
+            }
+        });
+    }
+    let closed = 300 - open.len();
+    assert!(closed >= 200, "{closed} of 300 closed");
+}
+
+/// An idle keep-alive connection is closed once the read timeout passes.
+#[test]
+fn idle_keep_alive_connections_are_closed() {
+    let e = spawn(&["--web-read-timeout", "1s"]);
+    let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let r = s.read_to_end(&mut rest);
+    assert!(r.is_ok(), "closed by the server: {r:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}

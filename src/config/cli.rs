@@ -347,6 +347,15 @@ pub struct Cli {
     /// Time allowed to read a request, as a Go duration (dcgm-exporter 4.8.3+; validated).
     #[arg(long = "web-read-timeout", env = "DCGM_EXPORTER_WEB_READ_TIMEOUT")]
     pub web_read_timeout: Option<String>,
+    /// Connections open at once; beyond it the oldest open connection is closed for the new
+    /// one (a flood of slow clients cannot lock Prometheus out or exhaust file descriptors).
+    #[arg(
+        long = "web-max-connections",
+        env = "GPU_EXPORTER_WEB_MAX_CONNECTIONS",
+        default_value_t = 512,
+        value_parser = clap::value_parser!(u32).range(1..=65_536)
+    )]
+    pub web_max_connections: u32,
     /// Time allowed to write a response, as a Go duration (dcgm-exporter 4.8.3+; validated).
     #[arg(long = "web-write-timeout", env = "DCGM_EXPORTER_WEB_WRITE_TIMEOUT")]
     pub web_write_timeout: Option<String>,

@@ -108,6 +108,8 @@ pub struct Config {
     pub web_read_timeout: Duration,
     /// `--web-write-timeout`: time to write a response once started (zero: none).
     pub web_write_timeout: Duration,
+    /// `--web-max-connections`: connections open at once; the oldest is shed beyond it.
+    pub web_max_connections: usize,
     /// `--health-require-gpus`: `/health` fails while no GPU is exported.
     pub health_require_gpus: bool,
     /// `--enable-exporter-metrics`: the `process_*` families.
@@ -443,6 +445,7 @@ impl Cli {
             max_concurrent_scrapes: self.max_concurrent_scrapes,
             web_read_timeout,
             web_write_timeout,
+            web_max_connections: self.web_max_connections as usize,
             health_require_gpus: self.health_require_gpus,
             exporter_metrics: self.enable_exporter_metrics,
             simulate: self.simulate.clone(),

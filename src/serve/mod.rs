@@ -6,6 +6,7 @@
 //! [`serve`] runs it on a bound listener, in plain HTTP or, with a `--web-config-file`, with
 //! TLS, client certificates, basic auth and extra headers (see [`crate::serve::web_config`]).
 
+mod conns;
 mod deadline;
 pub mod landing;
 pub mod web_config;
@@ -363,26 +364,28 @@ async fn add_headers(
     resp
 }
 
-/// Time limits of every connection (`--web-read-timeout`, `--web-write-timeout`; zero means
-/// none).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Timeouts {
-    /// To read a request's headers.
+/// Bounds on the serving path (`--web-read-timeout`, `--web-write-timeout`: zero means none;
+/// `--web-max-connections`).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// To read a request's headers (also how long an idle keep-alive connection stays open).
     pub read: std::time::Duration,
     /// To write a response once it has started.
     pub write: std::time::Duration,
+    /// Connections open at once; the oldest is shed beyond it.
+    pub max_connections: usize,
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then finishes the requests in
 /// flight. Without a web config (or with one that sets no certificate) this is plain HTTP;
 /// with a certificate each connection is a TLS connection, its handshake run in the
 /// connection's own task so that a slow client holds up no one else. Either way HTTP/1.1 only,
-/// with `timeouts` on every connection. Logs the mode once.
+/// with `limits` on every connection. Logs the mode once.
 pub async fn serve<F>(
     listener: Listener,
     router: Router,
     web: Option<Arc<WebConfig>>,
-    timeouts: Timeouts,
+    limits: Limits,
     shutdown: F,
 ) -> Result<(), ServeError>
 where
@@ -419,7 +422,7 @@ where
             (protect(router, &web), web.tls.clone())
         }
     };
-    accept_loop(listener, router, tls, timeouts, shutdown).await;
+    accept_loop(listener, router, tls, limits, shutdown).await;
     Ok(())
 }
 
@@ -428,7 +431,7 @@ where
 async fn serve_connection<S>(
     stream: S,
     router: Router,
-    timeouts: Timeouts,
+    limits: Limits,
     watcher: hyper_util::server::graceful::Watcher,
     remote: SocketAddr,
 ) where
@@ -437,8 +440,8 @@ async fn serve_connection<S>(
     let service = hyper_util::service::TowerToHyperService::new(router);
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(hyper_util::rt::TokioTimer::new());
-    builder.header_read_timeout((!timeouts.read.is_zero()).then_some(timeouts.read));
-    let io = deadline::DeadlineIo::new(stream, timeouts.write);
+    builder.header_read_timeout((!limits.read.is_zero()).then_some(limits.read));
+    let io = deadline::DeadlineIo::new(stream, limits.write);
     let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(%remote, "connection ended with an error: {e}");
@@ -451,7 +454,7 @@ async fn accept_loop<F>(
     mut listener: Listener,
     router: Router,
     tls: Option<Arc<TlsServer>>,
-    timeouts: Timeouts,
+    limits: Limits,
     shutdown: F,
 ) where
     F: std::future::Future<Output = ()> + Send + 'static,
@@ -461,6 +464,7 @@ async fn accept_loop<F>(
     // Dropping the sender tells handshakes in progress to give up.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(());
     let mut shutdown = std::pin::pin!(shutdown);
+    let conns = conns::Conns::new(limits.max_connections);
     loop {
         let (tcp, remote) = tokio::select! {
             () = &mut shutdown => break,
@@ -468,12 +472,19 @@ async fn accept_loop<F>(
         };
         let router = router.clone();
         let watcher = graceful.watcher();
+        let ticket = conns.admit();
+        let id = ticket.id();
         let Some(tls) = tls.clone() else {
-            tokio::spawn(serve_connection(tcp, router, timeouts, watcher, remote));
+            let task = tokio::spawn(async move {
+                let _ticket = ticket;
+                serve_connection(tcp, router, limits, watcher, remote).await;
+            });
+            conns.attach(id, task.abort_handle());
             continue;
         };
         let mut stop = stop_rx.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
+            let _ticket = ticket;
             let stream = tokio::select! {
                 r = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls_handshake(tcp, &tls)) => match r {
                     Ok(Some(s)) => s,
@@ -485,8 +496,9 @@ async fn accept_loop<F>(
                 },
                 _ = stop.changed() => return,
             };
-            serve_connection(stream, router, timeouts, watcher, remote).await;
+            serve_connection(stream, router, limits, watcher, remote).await;
         });
+        conns.attach(id, task.abort_handle());
     }
     drop(listener);
     drop(stop_tx);
