@@ -628,3 +628,38 @@ fn config_file_sets_counters_and_switches_and_env_wins() {
         "{err}"
     );
 }
+
+/// Bad numbers name their flag, or the environment variable they came from, and the range.
+#[test]
+fn bad_numbers_name_the_flag_or_variable_and_the_range() {
+    let run = |args: &[&str], env: Option<(&str, &str)>| {
+        let mut c = Command::new(BIN);
+        c.args(args).env_remove("DCGM_EXPORTER_INTERVAL");
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["-c", "-1"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("invalid value '-1' for '--collect-interval"),
+        "{err}"
+    );
+    let (code, err) = run(&["-c", "99999999999"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("99999999999 is not in 0..=86400000"), "{err}");
+    let (code, err) = run(&["-x", "-5"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("'--xid-count-window-size"), "{err}");
+    let (code, err) = run(&["--simulate"], Some(("DCGM_EXPORTER_INTERVAL", "5s")));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("environment variable DCGM_EXPORTER_INTERVAL: invalid value '5s'"),
+        "{err}"
+    );
+}

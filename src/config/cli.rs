@@ -17,6 +17,9 @@ pub const BUILTIN_DEFAULT_COUNTERS: &str = include_str!("../../counters/default-
 /// Default sampling interval in milliseconds (see README "Sampling interval").
 pub const DEFAULT_INTERVAL_MS: u64 = 5000;
 
+/// The longest interval or window accepted, in ms (one day): a larger value is a typo.
+pub const MAX_WINDOW_MS: u64 = 86_400_000;
+
 /// dcgm-exporter 4.8.4's default for `--max-concurrent-scrapes`.
 pub const DEFAULT_MAX_CONCURRENT_SCRAPES: u32 = 16;
 
@@ -38,8 +41,12 @@ impl Cli {
     ) -> Result<Self, clap::Error> {
         use clap::parser::ValueSource;
         use clap::{CommandFactory, FromArgMatches};
-        let matches =
-            Self::command().try_get_matches_from(go_style_args(&Self::command(), args))?;
+        let cmd = Self::command();
+        let args = go_style_args(&cmd, args);
+        let matches = cmd
+            .clone()
+            .try_get_matches_from(&args)
+            .map_err(|e| name_the_variable(e, &cmd, &args))?;
         let mut cli = Self::from_arg_matches(&matches)?;
         cli.explicit = matches
             .ids()
@@ -54,6 +61,54 @@ impl Cli {
             .collect();
         Ok(cli)
     }
+}
+
+/// A bad value that came from an environment variable, not from the command line: clap names
+/// the flag only, so the error is rewritten to name the variable (which is what a DaemonSet
+/// sets).
+fn name_the_variable(
+    e: clap::Error,
+    cmd: &clap::Command,
+    args: &[std::ffi::OsString],
+) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return e;
+    }
+    let Some(ContextValue::String(invalid)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let flag = invalid.split_whitespace().next().unwrap_or_default();
+    let named = |a: &clap::Arg, x: &str| {
+        a.get_long()
+            .is_some_and(|l| x == format!("--{l}") || x.starts_with(&format!("--{l}=")))
+            || a.get_short()
+                .is_some_and(|s| x.starts_with(&format!("-{s}")))
+    };
+    let Some(arg) = cmd.get_arguments().find(|a| named(a, flag)) else {
+        return e;
+    };
+    let Some(var) = arg.get_env() else {
+        return e;
+    };
+    let on_command_line = args
+        .iter()
+        .skip(1)
+        .any(|x| x.to_str().is_some_and(|x| named(arg, x)));
+    if on_command_line || std::env::var_os(var).is_none() {
+        return e;
+    }
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    clap::Error::raw(
+        e.kind(),
+        format!("environment variable {}: {first}\n", var.to_string_lossy()),
+    )
+    .with_cmd(cmd)
 }
 
 /// Rewrites the arguments Go's flag library accepts and clap does not: a long flag written with
@@ -117,7 +172,14 @@ pub struct Cli {
     )]
     pub address: String,
     /// Sampling interval in milliseconds.
-    #[arg(short = 'c', long = "collect-interval", env = "DCGM_EXPORTER_INTERVAL", default_value_t = DEFAULT_INTERVAL_MS)]
+    #[arg(
+        short = 'c',
+        long = "collect-interval",
+        env = "DCGM_EXPORTER_INTERVAL",
+        default_value_t = DEFAULT_INTERVAL_MS,
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u64).range(..=MAX_WINDOW_MS)
+    )]
     pub collect_interval: u64,
     /// Attribute GPUs and MIG instances to the pods that hold them (kubelet pod-resources API,
     /// and pod metadata from the Kubernetes API).
@@ -274,14 +336,18 @@ pub struct Cli {
         short = 'x',
         long = "xid-count-window-size",
         env = "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE",
-        default_value_t = 300_000
+        default_value_t = 300_000,
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u64).range(..=MAX_WINDOW_MS)
     )]
     pub xid_count_window_size: u64,
     /// Window of DCGM_EXP_CLOCK_EVENTS_COUNT in ms.
     #[arg(
         long = "clock-events-count-window-size",
         env = "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE",
-        default_value_t = 300_000
+        default_value_t = 300_000,
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u64).range(..=MAX_WINDOW_MS)
     )]
     pub clock_events_count_window_size: u64,
     /// Represent a MIG-enabled GPU only by its instances, each repeating the GPU's
