@@ -88,14 +88,22 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 pub fn read_regular_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     let bytes = read_regular(path, limit)?;
     String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
         ReadError::Io(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!(
-                "not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
+            not_utf8(&e.as_bytes()[..at]),
         ))
     })
+}
+
+/// The message for text that is not UTF-8, `valid` being the bytes before the first bad one:
+/// it names the line (1-based) and the byte offset.
+pub fn not_utf8(valid: &[u8]) -> String {
+    let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+    format!(
+        "not UTF-8 text: invalid byte on line {line} (offset {})",
+        valid.len()
+    )
 }
 
 #[cfg(test)]
@@ -117,9 +125,12 @@ mod tests {
         std::fs::write(&p, b"ok\xff").unwrap();
         let e = read_regular_text(&p, 100).unwrap_err().to_string();
         assert!(
-            e.contains("not UTF-8 text (invalid byte at offset 2)"),
+            e.contains("not UTF-8 text: invalid byte on line 1 (offset 2)"),
             "{e}"
         );
+        std::fs::write(&p, b"a\nb\nok\xff").unwrap();
+        let e = read_regular_text(&p, 100).unwrap_err().to_string();
+        assert!(e.contains("invalid byte on line 3 (offset 6)"), "{e}");
     }
 
     #[test]

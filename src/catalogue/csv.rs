@@ -351,6 +351,11 @@ fn row_warnings(origin: &str, row: &CounterRow) -> Vec<String> {
              stays a single sample",
             row.kind
         )),
+        MetricType::Label if !matches!(row.field.source, Source::Text(_)) => out.push(format!(
+            "{origin}:{line}: {name:?} is a number typed label: its value becomes a label on \
+             every series and changes their identity each time it changes; type it gauge or \
+             counter"
+        )),
         MetricType::Counter => {
             if let Some(nature) = goes_down(row.field) {
                 out.push(format!(
@@ -975,6 +980,13 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(set.metrics().count(), 1);
         assert_eq!(set.labels().count(), 2);
+        // A number typed label is allowed (dcgm-exporter allows it) but said.
+        assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+        assert!(
+            set.warnings[0].contains(":3: \"DCGM_FI_DEV_GPU_UTIL\" is a number typed label"),
+            "{:?}",
+            set.warnings
+        );
     }
 
     #[test]

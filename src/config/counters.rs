@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tracing::{error, info, warn};
 
 use super::profile::Profile;
-use crate::base::bounded_read::{MAX_CONFIG_FILE, ReadError, read_regular};
+use crate::base::bounded_read::{MAX_CONFIG_FILE, ReadError, not_utf8, read_regular};
 use crate::base::file_stamp::FileStamp;
 use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
 use crate::snapshot::ReloadStats;
@@ -92,12 +92,10 @@ impl CountersFile {
         let stamp = FileStamp::of(&path).map_err(io)?;
         let bytes = read_counters(&path).map_err(|e| io(e.into()))?;
         let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
             io(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!(
-                    "not UTF-8 text (invalid byte at offset {})",
-                    e.utf8_error().valid_up_to()
-                ),
+                not_utf8(&e.as_bytes()[..at]),
             ))
         })?;
         let set = parse_as(profile, &origin, &text)?;
@@ -198,7 +196,7 @@ impl CountersFile {
         }
         let origin = self.path.display().to_string();
         let parsed = std::str::from_utf8(&bytes)
-            .map_err(|e| format!("{origin}: not UTF-8 text ({e})"))
+            .map_err(|e| format!("{origin}: {}", not_utf8(&bytes[..e.valid_up_to()])))
             .and_then(|text| parse_as(self.profile, &origin, text).map_err(|e| e.to_string()));
         match parsed {
             Ok(_) if !forced && self.pending.as_deref() != Some(bytes.as_slice()) => {
@@ -423,6 +421,39 @@ mod tests {
             .to_string();
         assert!(
             e.contains("empty.csv") && e.contains("no metric rows"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.csv");
+        std::fs::write(&p, A).unwrap();
+        let (mut w, _) = CountersFile::open(p.clone(), Profile::Native).unwrap();
+        assert!(w.poll(1.0).is_none());
+        std::fs::write(
+            &p,
+            b"DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, \xe9\n",
+        )
+        .unwrap();
+        assert!(w.poll(2.0).is_none());
+        assert_eq!(w.stats().failures, 1);
+        assert_eq!(
+            w.last_error
+                .as_deref()
+                .map(|e| e.contains("invalid byte on line 2")),
+            Some(true),
+            "{:?}",
+            w.last_error
+        );
+        std::fs::write(&p, b"\xff").unwrap();
+        let e = CountersFile::open(p.clone(), Profile::Native)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("c.csv") && e.contains("invalid byte on line 1"),
             "{e}"
         );
     }

@@ -106,6 +106,14 @@ impl WebConfig {
         }
         let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
         let mut notes = Vec::new();
+        if text.trim().is_empty() {
+            // Notes are logged as warnings: an empty file is more likely a failed mount or
+            // template than a wish for plain HTTP without authentication.
+            notes.push(format!(
+                "--web-config-file {}: the file is empty: serving plain HTTP without basic auth",
+                path.display()
+            ));
+        }
         let tls = match raw.tls_server_config {
             Some(t) => TlsSettings::from_raw(path, &dir, t, &mut notes)?,
             None => None,
@@ -221,6 +229,14 @@ mod tests {
             assert!(c.tls.is_none() && c.basic_auth.is_none(), "{text:?}");
             assert!(c.http2);
             assert_eq!(c.mode(), "plain HTTP");
+            // An empty file is said as a warning (the notes are logged at WARN).
+            let empty = text.trim().is_empty();
+            assert_eq!(
+                c.notes.iter().any(|n| n.contains("the file is empty")),
+                empty,
+                "{text:?}: {:?}",
+                c.notes
+            );
         }
     }
 
