@@ -190,3 +190,17 @@ fn idle_keep_alive_connections_are_closed() {
         started.elapsed()
     );
 }
+
+/// `-d` selecting none of the GPUs present is a warning and a self-metric, not silence.
+#[test]
+fn a_device_selection_that_matches_nothing_is_said() {
+    let e = spawn(&["-d", "g:42"]);
+    e.wait_log("selects none of the 2 GPU(s)", Duration::from_secs(10));
+    let m = e.metrics();
+    assert!(m.contains("\ngpu_exporter_devices_selected 0\n"), "{m}");
+    assert!(!m.contains("DCGM_FI_DEV_GPU_TEMP{"), "{m}");
+    let e = spawn(&["-d", "g:1"]);
+    let m = e.metrics();
+    assert!(m.contains("\ngpu_exporter_devices_selected 1\n"), "{m}");
+    assert!(!e.log().contains("selects none"));
+}

@@ -195,6 +195,16 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         );
     }
 
+    if snap.stats.nvml_up {
+        write_header(
+            out,
+            "gpu_exporter_devices_selected",
+            "GPUs on this node that -d/--devices selects (0: the selection matches none of them).",
+            "gauge",
+        );
+        let _ = writeln!(out, "gpu_exporter_devices_selected {}", snap.devices.len());
+    }
+
     if !snap.devices.is_empty() {
         write_header(
             out,

@@ -61,6 +61,8 @@ pub struct Reader {
     entities: HashMap<String, EntityState>,
     book: Book,
     system_texts: HashMap<TextKind, Result<String, NvmlError>>,
+    /// The GPU count for which an empty `-d` selection was last warned about.
+    warned_empty_selection: Option<u32>,
 }
 
 impl Reader {
@@ -87,6 +89,7 @@ impl Reader {
             entities: HashMap::new(),
             book: Book::default(),
             system_texts: HashMap::new(),
+            warned_empty_selection: None,
         }
     }
 
@@ -156,6 +159,19 @@ impl Reader {
         let selected: Vec<u32> = (0..count)
             .filter(|i| self.opts.devices.touches(*i))
             .collect();
+        // A selection that matches none of the GPUs present is said once per GPU count (a
+        // typo in -d, or a node with fewer GPUs than the DaemonSet expects).
+        if selected.is_empty() && count > 0 && self.warned_empty_selection != Some(count) {
+            self.warned_empty_selection = Some(count);
+            warn!(
+                devices = %self.opts.devices.describe(),
+                gpus_present = count,
+                "-d/--devices selects none of the {count} GPU(s) on this node (indexes 0-{}): \
+                 no GPU is exported; gpu_exporter_devices_selected is 0",
+                count - 1
+            );
+        }
+
         let handles: Vec<_> = selected.into_iter().map(|i| (i, self.device(i))).collect();
 
         // The Xid thread first: it watches every GPU that answers and was not lost last tick
