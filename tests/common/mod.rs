@@ -222,8 +222,23 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// A loopback port that was free a moment ago (bound, then released).
+/// A loopback port that was free a moment ago (bound, then released), taken below the
+/// kernel's ephemeral range (32768-60999 by default): the ports that servers binding port 0
+/// get (the simulated API server, Prometheus's clients) come from that range, so they cannot
+/// take a port handed out here between its release and its use. Spread by process and call.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let start = std::process::id().wrapping_mul(7919);
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (LOW + start.wrapping_add(n.wrapping_mul(13)) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
