@@ -203,9 +203,9 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
     )
     .map_err(|e| anyhow!("cannot start the sampler thread: {e}"))?;
 
-    // The watchdog: a sampler that has not finished a tick for five intervals (at least 30 s)
+    // The watchdog: a sampler that has not finished a tick for five intervals (at least 10 s)
     // turns /ready 503.
-    shared.set_stall_after((cfg.interval * 5).max(std::time::Duration::from_secs(30)));
+    shared.set_stall_after((cfg.interval * 5).max(std::time::Duration::from_secs(10)));
     let served: anyhow::Result<()> = rt.block_on(async {
         tokio::spawn(http::watchdog(Arc::clone(&shared)));
         let listener = http::bind(&cfg.address).await?;
@@ -226,7 +226,18 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
         Ok(http::serve(listener, app, web_config, limits, shutdown_signal()).await?)
     });
     stop.store(true, Ordering::Release);
-    if handle.join().is_err() {
+    // A sampler stuck in an NVML call (a hung driver) must not keep the process alive: wait a
+    // little for its tick to end, then exit without it.
+    let deadline = std::time::Instant::now() + http::SHUTDOWN_GRACE;
+    while !handle.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if !handle.is_finished() {
+        warn!(
+            "the sampler is still inside a tick (an NVML call that does not return?); exiting \
+             without waiting for it"
+        );
+    } else if handle.join().is_err() {
         error!("the sampler thread panicked");
     }
     served

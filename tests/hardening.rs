@@ -226,3 +226,55 @@ fn a_device_selection_that_matches_nothing_is_said() {
     assert!(m.contains("\ngpu_exporter_devices_selected 1\n"), "{m}");
     assert!(!e.log().contains("selects none"));
 }
+
+/// A hung driver (the simulator's `hang` fault: every NVML call blocks): `/ready` turns 503
+/// once the sampler has not finished a tick for the watchdog's limit (10 s with `-c 500`),
+/// `/metrics` keeps serving the last values with `gpu_exporter_sampler_stalled_seconds`, the
+/// log says so, and SIGTERM still ends the process promptly with exit 0.
+#[test]
+fn a_hung_driver_turns_ready_503_and_does_not_block_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("hang.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"hang\"\nnode = \"n\"\n\
+         [[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\", level = 0.9 }\n\
+         [[faults]]\nat = 4\ngpu = 0\nkind = \"hang\"\nuntil = 120\n",
+    )
+    .unwrap();
+    let mut e = Exporter::builder()
+        .args(["--simulate", scenario.to_str().unwrap(), "-c", "500"])
+        .log_pipe()
+        .start();
+    assert_eq!(http_get(e.port, "/ready", &[]).unwrap().status, 200);
+    e.wait_log(
+        "the sampler has not finished a tick for",
+        Duration::from_secs(40),
+    );
+    let r = http_get(e.port, "/ready", &[]).unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.text().contains("an NVML call may be hung"),
+        "{}",
+        r.text()
+    );
+    let m = http_get(e.port, "/metrics", &[]).unwrap().text();
+    assert!(m.contains("\ngpu_exporter_sampler_stalled_seconds "), "{m}");
+    assert!(
+        m.contains("DCGM_FI_DEV_GPU_TEMP{"),
+        "the last values are still served"
+    );
+    let started = Instant::now();
+    let status = e.sigterm();
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        e.log().contains("exiting without waiting for it"),
+        "{}",
+        e.log()
+    );
+}

@@ -291,6 +291,12 @@ pub(super) fn apply_fault(
         "power_brake" => {
             gpu.power_brakes.push(window);
         }
+        "hang" => {
+            if !window.until.is_finite() {
+                return Err(ctx.err(span, "a \"hang\" fault needs `until`"));
+            }
+            gpu.hangs.push(window);
+        }
         "appear" => {
             if let Some(earlier) = gpu.appear_at {
                 return Err(ctx.err(

@@ -144,6 +144,8 @@ pub struct Gpu {
     pub thermal: Vec<Thermal>,
     /// Hardware power-brake windows (`power_brake` faults).
     pub power_brakes: Vec<Window>,
+    /// Windows in which every call on the GPU blocks until the window ends (`hang` faults).
+    pub hangs: Vec<Window>,
     /// Scenario time the GPU is enumerated from (an `appear` fault); `None`: from the start.
     pub appear_at: Option<f64>,
 }
@@ -416,6 +418,14 @@ impl Gpu {
             .filter(|w| w.window.contains(t))
             .map(|w| w.celsius)
             .max_by(f64::total_cmp)
+    }
+
+    /// How long a call on the GPU at `t` blocks: the rest of a `hang` window holding `t`.
+    pub fn hang_left(&self, t: f64) -> Option<f64> {
+        self.hangs
+            .iter()
+            .find(|w| w.contains(t))
+            .map(|w| w.until - t)
     }
 
     /// Whether a `power_brake` fault holds the GPU's clocks down at `t`.

@@ -136,6 +136,7 @@ impl RawFault {
 pub(super) const FAULT_KINDS: &[(&str, &[&str])] = &[
     ("xid", &["xid", "gi", "repeat", "every"]),
     ("lost", &["until"]),
+    ("hang", &["until"]),
     ("unsupported", &["what", "until"]),
     ("mig_layout", &["mig"]),
     ("ecc", &["sbe", "dbe"]),

@@ -94,6 +94,7 @@ pub(super) fn resolve_gpu(
         instances: Vec::new(),
         layouts: Vec::new(),
         lost: Vec::new(),
+        hangs: Vec::new(),
         unsupported: Vec::new(),
         bumps: Vec::new(),
         power_caps: Vec::new(),

@@ -498,3 +498,16 @@ fn thermal_and_power_brake_validation() {
     let e = parse_err(&fault("meteor", ""));
     assert!(e.contains("thermal, power_brake"), "{e}");
 }
+
+#[test]
+fn hang_fault_needs_an_end_and_blocks_for_the_rest_of_its_window() {
+    let base = "[[gpus]]\nmodel = \"L4\"\n[[faults]]\nat = 10\ngpu = 0\nkind = \"hang\"\n";
+    let e = parse_err(base);
+    assert!(e.contains("a \"hang\" fault needs `until`"), "{e}");
+    let s = parse_ok(&format!("{base}until = 25\n"));
+    let g = &s.gpus[0];
+    assert_eq!(g.hang_left(9.9), None);
+    assert_eq!(g.hang_left(10.0), Some(15.0));
+    assert_eq!(g.hang_left(20.0), Some(5.0));
+    assert_eq!(g.hang_left(25.0), None);
+}

@@ -234,6 +234,11 @@ impl Sim {
         if gpu.is_lost(t) {
             return Err(ret::GPU_IS_LOST);
         }
+        if let Some(left) = gpu.hang_left(t) {
+            // A hung driver: the call (and, through the simulator's lock, every other NVML
+            // call of the process) returns only when the window is over.
+            std::thread::sleep(std::time::Duration::from_secs_f64(left));
+        }
         if let Dev::Mig(_, uid) = dev
             && gpu.member_at(uid, t).is_none()
         {
