@@ -3,6 +3,8 @@
 //! clients can neither exhaust file descriptors and memory nor lock Prometheus out (its next
 //! scrape gets in). A flood is logged once when it starts and once when it is over.
 //!
+//! When a flood is over, freed heap memory is handed back to the kernel.
+//!
 //! It owns the bookkeeping of connection tasks only; it must not read or write sockets.
 
 use std::collections::BTreeMap;
@@ -90,17 +92,24 @@ impl Conns {
     }
 
     fn release(&self, id: u64) {
-        let mut g = self.lock();
-        g.open.remove(&id);
-        if let Some(shed) = g.shed
-            && g.open.len() <= self.max / 2
-        {
-            g.shed = None;
-            tracing::info!(
-                shed,
-                open = g.open.len(),
-                "connection flood over: {shed} connection(s) were closed early"
-            );
+        let over = {
+            let mut g = self.lock();
+            g.open.remove(&id);
+            match g.shed {
+                Some(shed) if g.open.len() <= self.max / 2 => {
+                    g.shed = None;
+                    tracing::info!(
+                        shed,
+                        open = g.open.len(),
+                        "connection flood over: {shed} connection(s) were closed early"
+                    );
+                    true
+                }
+                _ => false,
+            }
+        };
+        if over {
+            trim_memory();
         }
     }
 
@@ -108,6 +117,16 @@ impl Conns {
     #[cfg(test)]
     fn open(&self) -> usize {
         self.lock().open.len()
+    }
+}
+
+/// Hands the heap pages a flood's connections used back to the kernel: glibc's allocator keeps
+/// freed memory in its arenas otherwise, and the resident size would stay at the flood's peak.
+fn trim_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointer; it only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
