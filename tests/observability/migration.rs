@@ -212,21 +212,7 @@ pub(crate) fn check_migration() {
              deployment: {deployment}}}\n"
         ));
     }
-    let config_path = procs.dir.path().join("prometheus.yml");
-    std::fs::write(&config_path, config).unwrap();
-    let prom_port = common::free_port();
-    let idx = procs.spawn(
-        "prometheus",
-        Command::new(&tools[0])
-            .arg(format!("--config.file={}", config_path.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                procs.dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .arg("--log.level=warn"),
-    );
-    procs.wait_http(idx, prom_port, "/-/ready", Duration::from_secs(60));
+    let prom_port = procs.start_prometheus(&tools[0], &config);
 
     let mut checks: Vec<Check> = PROFILES
         .iter()

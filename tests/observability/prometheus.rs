@@ -124,6 +124,27 @@ impl Procs {
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
 
+    /// Starts the `prometheus` binary at `tool` with `config` (YAML) on a free port, with its
+    /// data in this run's directory; returns the port once it is ready.
+    pub(crate) fn start_prometheus(&mut self, tool: &Path, config: &str) -> u16 {
+        let config_path = self.dir.path().join("prometheus.yml");
+        std::fs::write(&config_path, config).unwrap();
+        let port = common::free_port();
+        let idx = self.spawn(
+            "prometheus",
+            Command::new(tool)
+                .arg(format!("--config.file={}", config_path.display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    self.dir.path().join("data").display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .arg("--log.level=warn"),
+        );
+        self.wait_http(idx, port, "/-/ready", Duration::from_secs(60));
+        port
+    }
+
     /// Waits until child `idx` answers `path` on `port` with 200.
     pub(crate) fn wait_http(&mut self, idx: usize, port: u16, path: &str, within: Duration) {
         let deadline = Instant::now() + within;
@@ -437,21 +458,7 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let config_path = procs.dir.path().join("prometheus.yml");
-    std::fs::write(&config_path, config).unwrap();
-    let prom_port = common::free_port();
-    let idx = procs.spawn(
-        "prometheus",
-        Command::new(&tools[0])
-            .arg(format!("--config.file={}", config_path.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                procs.dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .arg("--log.level=warn"),
-    );
-    procs.wait_http(idx, prom_port, "/-/ready", Duration::from_secs(60));
+    let prom_port = procs.start_prometheus(&tools[0], &config);
     let deadline = Instant::now() + EVAL_DEADLINE;
 
     // Ask until everything has data and the alerts sit where the scenarios put their
