@@ -2,7 +2,8 @@
 //!
 //! The sampler builds a [`Published`] (snapshot + encoded exposition, plain and gzip) once per
 //! tick and swaps it in atomically; HTTP handlers load the current one without a lock and
-//! serve its bytes. Nothing here does NVML, kubelet or API work.
+//! serve its bytes. It also keeps the time of the last publish, for the watchdog (a sampler
+//! that has stopped publishing is "stalled"). Nothing here does NVML, kubelet or API work.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -4,7 +4,10 @@
 //! returns its cached bytes (gzip when the client accepts it) and never calls NVML, the
 //! kubelet or the API server. [`app`] builds the router so tests can drive it without a socket.
 //! [`serve`] runs it on a bound listener, in plain HTTP or, with a `--web-config-file`, with
-//! TLS, client certificates, basic auth and extra headers (see [`crate::serve::web_config`]).
+//! TLS, client certificates, basic auth and extra headers (see [`crate::serve::web_config`]),
+//! HTTP/1.1 only, within [`Limits`] (read and write timeouts, the connection cap in `conns`)
+//! and a bounded shutdown. [`watchdog`] logs a stalled sampler; `/ready` and `/metrics` show
+//! it (the stall itself is measured by [`Shared`]).
 
 mod conns;
 mod deadline;
