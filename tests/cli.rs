@@ -508,7 +508,7 @@ fn compatibility_profiles_change_what_dashboards_see() {
         assert_eq!(sm_on_mig > 0, repeated, "{what}: SM clock on MIG instances");
         let log = e.log();
         assert_eq!(
-            log.contains("--compatibility dcgm-4.9: not reproduced yet"),
+            log.contains("--compatibility dcgm-4.9: unverified: "),
             profile == Some("dcgm-4.9"),
             "{what}: {log}"
         );

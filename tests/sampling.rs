@@ -407,7 +407,8 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
                DCGM_FI_DEV_MAX_SM_CLOCK, gauge, m\n\
                DCGM_FI_DEV_BAR1_TOTAL, gauge, b\n\
                DCGM_FI_DEV_MEM_COPY_UTIL, gauge, u\n\
-               DCGM_FI_DEV_MEM_COPY_UTIL_RATIO, gauge, u\n";
+               DCGM_FI_DEV_MEMORY_UTIL_RATIO, gauge, u\n\
+               DCGM_FI_DEV_GPU_POWER_THROTTLE_SECONDS_TOTAL, counter, v\n";
     let text = first_tick_with("base.csv", csv);
     // (legacy, base, factor, relative tolerance): the energy counter is read twice and
     // advances between the two reads.
@@ -456,8 +457,14 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
         ),
         (
             "DCGM_FI_DEV_MEM_COPY_UTIL",
-            "DCGM_FI_DEV_MEM_COPY_UTIL_RATIO",
+            "DCGM_FI_DEV_MEMORY_UTIL_RATIO",
             0.01,
+            1e-12,
+        ),
+        (
+            "DCGM_FI_DEV_POWER_VIOLATION",
+            "DCGM_FI_DEV_GPU_POWER_THROTTLE_SECONDS_TOTAL",
+            1e-9,
             1e-12,
         ),
         (
@@ -618,5 +625,31 @@ fn nvlink_bandwidth_is_typed_per_profile() {
             "{}: {text}",
             profile.name()
         );
+    }
+}
+
+/// DCGM 4.7's `DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND` is the legacy NVLink
+/// bandwidth (MiB/s here) in bytes per second.
+#[test]
+fn nvlink_bytes_per_second_is_the_bandwidth_in_base_units() {
+    let csv = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, gauge, n\n\
+               DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND, gauge, b\n";
+    let counters =
+        std::sync::Arc::new(gpu_exporter::catalogue::csv::parse_counters("n.csv", csv).unwrap());
+    let mut run = Run::new(
+        common::SimNode::new("h100-mig", 1),
+        counters,
+        ReaderOptions::default(),
+        EncodeOptions::default(),
+    );
+    run.at(10.0);
+    let text = run.at(15.0);
+    let mib = series(&text, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL");
+    let bytes = series(&text, "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND");
+    assert!(!mib.is_empty() && mib.len() == bytes.len(), "{text}");
+    assert!(mib.iter().any(|l| value(l) > 0.0), "{text}");
+    for (m, b) in mib.iter().zip(&bytes) {
+        let want = value(m) * 1_048_576.0;
+        assert!((value(b) - want).abs() <= want * 1e-9, "{b} vs {m}");
     }
 }

@@ -1,17 +1,20 @@
-//! The second static field table: fields DCGM added in 4.6 and later, which dcgm-exporter 4.8.3+
-//! and 4.9 name — the clock-event reason times (1420–1424), the base-unit fields (1600–1611)
-//! (those of the board fields are in `fields_board`) and the DCGM 4.7 base-unit fields
-//! dcgm-exporter 4.9 collects by default.
+//! The second static field table: fields DCGM added in 4.6 and later, which dcgm-exporter
+//! 4.8.3+ and 4.9 name — the clock-event reason times (1420–1424), the base-unit fields
+//! (1603–1611; those of the board fields are in `fields_board`), DCGM 4.7's base-unit fields
+//! (utilization ratios, throttle seconds, framebuffer bytes, NVLink bytes per second:
+//! 1613–1648) — and dcgm-exporter 4.8.3's cumulative `DCGM_EXP_XID_ERRORS_TOTAL` and
+//! `DCGM_EXP_CLOCK_EVENTS_TOTAL` (9005–9006, our ids; dcgm-exporter's were not verified).
 //!
-//! Also dcgm-exporter 4.8.3's cumulative `DCGM_EXP_XID_ERRORS_TOTAL` and
-//! `DCGM_EXP_CLOCK_EVENTS_TOTAL`. DCGM 4.6 ids are DCGM's (`dcgm_fields.h`). DCGM 4.7's framebuffer-in-bytes and 0–1 ratio
-//! fields have no published id we could verify: they get ids in 9100–9199, a range DCGM does
-//! not use, and counters files name them (they never number them). Their names follow
-//! dcgm-exporter 4.9's release text; `counters/README.md` marks them as inferred.
+//! DCGM 4.6 ids are DCGM's (`dcgm_fields.h`, via go-dcgm). DCGM 4.7's ids come from a public
+//! write-up of NVIDIA's DCGM 4.7.0 field reference (read 2026-09), not from the header itself:
+//! `counters/README.md` says so. `DCGM_FI_DEV_FB_USED_RATIO` has our id 9105 (DCGM gives id
+//! 254 that name; here 254 keeps its legacy percentage).
 //!
 //! Data only: it must not call NVML or read files.
 
-use super::field::{ClockKind, FieldDef, MemKind, Scale, Source, UtilKind, WindowKind, dev, inst};
+use super::field::{
+    ClockKind, FieldDef, MemKind, Scale, Source, UtilKind, Violation, WindowKind, dev, inst,
+};
 
 /// MHz → Hz.
 const MHZ_TO_HZ: Scale = Scale::Mul(1e6);
@@ -19,6 +22,8 @@ const MHZ_TO_HZ: Scale = Scale::Mul(1e6);
 const MIB_TO_BYTES: Scale = Scale::Mul(1_048_576.0);
 /// Percent → 0–1 ratio.
 const PERCENT_TO_RATIO: Scale = Scale::Mul(0.01);
+/// Nanoseconds → seconds.
+const NS_TO_S: Scale = Scale::Mul(1e-9);
 
 /// Every field of this table, ordered by id.
 pub static FIELDS_NEW: &[FieldDef] = &[
@@ -92,6 +97,127 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         "Energy the GPU has used since the driver was loaded (in J).",
     )
     .scaled(Scale::Mul(0.001)),
+    // ---- DCGM 4.7 base-unit fields (1613-1648): ids as DCGM 4.7's field reference gives
+    // them (see the header) ----
+    dev(
+        "DCGM_FI_DEV_GPU_UTIL_RATIO",
+        1613,
+        "ratio",
+        Source::Utilization(UtilKind::Gpu),
+        "Share of time a kernel was running (0-1).",
+    )
+    .scaled(PERCENT_TO_RATIO),
+    dev(
+        "DCGM_FI_DEV_MEMORY_UTIL_RATIO",
+        1614,
+        "ratio",
+        Source::Utilization(UtilKind::MemCopy),
+        "Share of time device memory was being read or written (0-1).",
+    )
+    .scaled(PERCENT_TO_RATIO),
+    dev(
+        "DCGM_FI_DEV_ENC_UTIL_RATIO",
+        1615,
+        "ratio",
+        Source::Utilization(UtilKind::Encoder),
+        "Busy share of the video encoder (0-1).",
+    )
+    .scaled(PERCENT_TO_RATIO),
+    dev(
+        "DCGM_FI_DEV_DEC_UTIL_RATIO",
+        1616,
+        "ratio",
+        Source::Utilization(UtilKind::Decoder),
+        "Busy share of the video decoder (0-1).",
+    )
+    .scaled(PERCENT_TO_RATIO),
+    dev(
+        "DCGM_FI_DEV_GPU_POWER_THROTTLE_SECONDS_TOTAL",
+        1617,
+        "s",
+        Source::Violation(Violation::Power),
+        "Time the clocks were held down by the power limit (in s).",
+    )
+    .scaled(NS_TO_S),
+    dev(
+        "DCGM_FI_DEV_GPU_THERMAL_THROTTLE_SECONDS_TOTAL",
+        1618,
+        "s",
+        Source::Violation(Violation::Thermal),
+        "Time the clocks were held down by temperature (in s).",
+    )
+    .scaled(NS_TO_S),
+    dev(
+        "DCGM_FI_DEV_GPU_SYNC_BOOST_THROTTLE_SECONDS_TOTAL",
+        1619,
+        "s",
+        Source::Violation(Violation::SyncBoost),
+        "Time the clocks were held down to match a sync-boost group (in s).",
+    )
+    .scaled(NS_TO_S),
+    dev(
+        "DCGM_FI_DEV_GPU_LIMIT_THROTTLE_SECONDS_TOTAL",
+        1620,
+        "s",
+        Source::Violation(Violation::BoardLimit),
+        "Time the clocks were held down by a board limit (in s).",
+    )
+    .scaled(NS_TO_S),
+    dev(
+        "DCGM_FI_DEV_GPU_LOW_UTIL_THROTTLE_SECONDS_TOTAL",
+        1621,
+        "s",
+        Source::Violation(Violation::LowUtil),
+        "Time the clocks were lowered because the GPU was lightly used (in s).",
+    )
+    .scaled(NS_TO_S),
+    dev(
+        "DCGM_FI_DEV_GPU_RELIABILITY_THROTTLE_SECONDS_TOTAL",
+        1622,
+        "s",
+        Source::Violation(Violation::Reliability),
+        "Time the clocks were held down for board reliability (in s).",
+    )
+    .scaled(NS_TO_S),
+    inst(
+        "DCGM_FI_DEV_FB_CAPACITY_BYTES",
+        1625,
+        "B",
+        Source::Memory(MemKind::Total),
+        "Size of the framebuffer (in bytes).",
+    )
+    .scaled(MIB_TO_BYTES),
+    inst(
+        "DCGM_FI_DEV_FB_FREE_BYTES",
+        1626,
+        "B",
+        Source::Memory(MemKind::Free),
+        "Framebuffer memory not in use (in bytes).",
+    )
+    .scaled(MIB_TO_BYTES),
+    inst(
+        "DCGM_FI_DEV_FB_USED_BYTES",
+        1627,
+        "B",
+        Source::Memory(MemKind::Used),
+        "Framebuffer memory in use (in bytes).",
+    )
+    .scaled(MIB_TO_BYTES),
+    inst(
+        "DCGM_FI_DEV_FB_RESERVED_BYTES",
+        1628,
+        "B",
+        Source::Memory(MemKind::Reserved),
+        "Framebuffer memory held back by the driver (in bytes).",
+    )
+    .scaled(MIB_TO_BYTES),
+    dev(
+        "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND",
+        1648,
+        "B/s",
+        Source::NvmlFieldRate(&[138, 139], Scale::Mul(1024.0)),
+        "NVLink traffic sent plus received over all links (in bytes per second).",
+    ),
     // ---- dcgm-exporter 4.8.3's cumulative counters (its ids not verified; 9005-9006 ours) ----
     dev(
         "DCGM_EXP_XID_ERRORS_TOTAL",
@@ -107,47 +233,8 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         Source::Total(WindowKind::ClockEvents),
         "Clock-event reasons that became active since the exporter started, one series per reason.",
     ),
-    // ---- DCGM 4.7 base-unit fields (ids not published; 9100–9199 are ours) ----
-    dev(
-        "DCGM_FI_DEV_GPU_UTIL_RATIO",
-        9100,
-        "ratio",
-        Source::Utilization(UtilKind::Gpu),
-        "Share of time a kernel was running (0-1).",
-    )
-    .scaled(PERCENT_TO_RATIO),
-    inst(
-        "DCGM_FI_DEV_FB_CAPACITY_BYTES",
-        9101,
-        "B",
-        Source::Memory(MemKind::Total),
-        "Size of the framebuffer (in bytes).",
-    )
-    .scaled(MIB_TO_BYTES),
-    inst(
-        "DCGM_FI_DEV_FB_FREE_BYTES",
-        9102,
-        "B",
-        Source::Memory(MemKind::Free),
-        "Framebuffer memory not in use (in bytes).",
-    )
-    .scaled(MIB_TO_BYTES),
-    inst(
-        "DCGM_FI_DEV_FB_USED_BYTES",
-        9103,
-        "B",
-        Source::Memory(MemKind::Used),
-        "Framebuffer memory in use (in bytes).",
-    )
-    .scaled(MIB_TO_BYTES),
-    inst(
-        "DCGM_FI_DEV_FB_RESERVED_BYTES",
-        9104,
-        "B",
-        Source::Memory(MemKind::Reserved),
-        "Framebuffer memory held back by the driver (in bytes).",
-    )
-    .scaled(MIB_TO_BYTES),
+    // ---- gpu-exporter's own id (9105): DCGM gives this name to id 254, whose legacy name
+    // serves a percentage here ----
     inst(
         "DCGM_FI_DEV_FB_USED_RATIO",
         9105,
@@ -155,30 +242,6 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         Source::Memory(MemKind::UsedRatio),
         "Share of the framebuffer not reserved by the driver that is in use (0-1).",
     ),
-    dev(
-        "DCGM_FI_DEV_MEM_COPY_UTIL_RATIO",
-        9106,
-        "ratio",
-        Source::Utilization(UtilKind::MemCopy),
-        "Share of time device memory was being read or written (0-1).",
-    )
-    .scaled(PERCENT_TO_RATIO),
-    dev(
-        "DCGM_FI_DEV_ENC_UTIL_RATIO",
-        9107,
-        "ratio",
-        Source::Utilization(UtilKind::Encoder),
-        "Busy share of the video encoder (0-1).",
-    )
-    .scaled(PERCENT_TO_RATIO),
-    dev(
-        "DCGM_FI_DEV_DEC_UTIL_RATIO",
-        9108,
-        "ratio",
-        Source::Utilization(UtilKind::Decoder),
-        "Busy share of the video decoder (0-1).",
-    )
-    .scaled(PERCENT_TO_RATIO),
 ];
 
 #[cfg(test)]
@@ -186,7 +249,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ordered_by_id_and_after_the_first_table_ends_its_dcgm_range() {
+    fn ordered_by_id() {
         for pair in FIELDS_NEW.windows(2) {
             assert!(
                 pair[0].id < pair[1].id,
@@ -206,6 +269,15 @@ mod tests {
                 1424,
             ),
             ("DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", 1611),
+            // DCGM 4.7.0's field reference.
+            ("DCGM_FI_DEV_GPU_UTIL_RATIO", 1613),
+            ("DCGM_FI_DEV_MEMORY_UTIL_RATIO", 1614),
+            ("DCGM_FI_DEV_DEC_UTIL_RATIO", 1616),
+            ("DCGM_FI_DEV_GPU_POWER_THROTTLE_SECONDS_TOTAL", 1617),
+            ("DCGM_FI_DEV_GPU_RELIABILITY_THROTTLE_SECONDS_TOTAL", 1622),
+            ("DCGM_FI_DEV_FB_CAPACITY_BYTES", 1625),
+            ("DCGM_FI_DEV_FB_RESERVED_BYTES", 1628),
+            ("DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND", 1648),
         ] {
             assert_eq!(super::super::by_id(id).map(|f| f.name), Some(name));
         }

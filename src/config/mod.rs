@@ -330,7 +330,7 @@ impl Cli {
         }
         if let Some(gaps) = profile.gaps() {
             warnings.push(format!(
-                "--compatibility {}: not reproduced yet: {gaps}",
+                "--compatibility {}: unverified: {gaps}",
                 profile.name()
             ));
         }

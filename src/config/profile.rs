@@ -139,14 +139,14 @@ impl Profile {
         }
     }
 
-    /// What of the profile is not reproduced yet, for a start-up warning.
+    /// What of the profile could not be checked against the dcgm-exporter it stands for, for
+    /// a start-up warning.
     pub fn gaps(self) -> Option<&'static str> {
         match self {
             Self::Dcgm49 => Some(
-                "the dcgm-4.9 counters sets keep the 4.8 name and unit (MiB/s) of \
-                 DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, whose DCGM 4.7 name is not published; the \
-                 DCGM 4.7 names of the framebuffer-in-bytes and utilization-ratio fields are \
-                 inferred from dcgm-exporter 4.9's release notes",
+                "the dcgm-4.9 counters sets use DCGM 4.7's base-unit names as DCGM's field \
+                 reference gives them (utilization ratios, framebuffer bytes, NVLink bytes per \
+                 second); dcgm-exporter 4.9's own files were not available to compare",
             ),
             _ => None,
         }
