@@ -8,13 +8,21 @@
 # NVIDIA container toolkit injects them when the container starts (NVIDIA_VISIBLE_DEVICES and
 # NVIDIA_DRIVER_CAPABILITIES below ask it to).
 #
-# This repository's CI has no container engine, so the image is never built there;
-# tests/privileges/ checks this file's structure instead (COPY sources, the user, the
-# entrypoint, the Rust version).
+# Build it with `bash scripts/image.sh` (buildah) or `docker build .`. CI builds this file with
+# buildah on local stand-ins for the two bases (Debian 12 roots it bootstraps itself, as no
+# registry is reachable there), runs the image and checks it (tests/image/check.sh);
+# tests/privileges/ checks its structure (COPY sources, the user, the entrypoint, the Rust
+# version). The release build uses the bases below unchanged.
 
 ARG RUST_VERSION=1.89
+# The two bases, as build arguments so that a build without registry access can name local
+# equivalents: a Debian 12 (bookworm) Rust toolchain at least RUST_VERSION, and a Debian 12
+# root with glibc, libgcc and CA certificates. Builder and runtime must be the same Debian
+# release: the binary needs the builder's glibc.
+ARG BUILDER_IMAGE=docker.io/library/rust:${RUST_VERSION}-bookworm
+ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 
-FROM docker.io/library/rust:${RUST_VERSION}-bookworm AS builder
+FROM ${BUILDER_IMAGE} AS builder
 WORKDIR /src
 # The shipped binary carries no debug info (Cargo.toml's release profile keeps some for
 # profiling); its symbols stay, so a backtrace still names functions.
@@ -40,7 +48,7 @@ COPY counters counters
 COPY src src
 RUN cargo build --release --locked --offline --no-default-features -p gpu-exporter --bin gpu-exporter
 
-FROM gcr.io/distroless/cc-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="gpu-exporter" \

@@ -67,7 +67,8 @@ metadata:
     # root to reach its socket, which only the "privileged" Pod Security level allows.
     pod-security.kubernetes.io/enforce: privileged
 EOF
-    "$helm" template "${common[@]}" \
+    # --skip-tests: the Helm test pod (templates/tests/) is for `helm test`, not for kubectl apply.
+    "$helm" template "${common[@]}" --skip-tests \
       --set serviceMonitor.enabled=false \
       --set prometheusRule.enabled=false \
       --set dashboards.enabled=false

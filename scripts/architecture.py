@@ -38,6 +38,7 @@ LAYERS = [
     "exposition",
     "sampler",
     "serve",
+    "probe",
     "sim",
 ]
 MAX_LINES = 650

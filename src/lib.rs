@@ -25,6 +25,8 @@ pub mod config;
 pub mod exposition;
 /// NVML: loading the library and reading every GPU and MIG instance once per tick; Xid events.
 pub mod gpu;
+/// `gpu-exporter probe`: a running exporter checked over HTTP, as a scraper sees it.
+pub mod probe;
 /// The background loop: read NVML, join attribution, snapshot, encode and publish each tick.
 pub mod sampler;
 /// HTTP: `/metrics` from the published bytes, `/health`, `/ready`, the landing page, TLS.

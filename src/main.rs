@@ -2,7 +2,7 @@
 //!
 //! Only this file decides exit codes: 0 after a graceful shutdown, 1 for a configuration
 //! error (bad flag, bad counters CSV, unusable `--simulate`), 2 for command-line syntax
-//! (from clap).
+//! (from clap). `gpu-exporter probe` (src/probe/) has its own: 0 passed, 1 failed, 2 usage.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -371,11 +371,40 @@ fn start_attribution(
 }
 
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("probe")) {
+        return probe();
+    }
     let cli = Cli::parse_go_style();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gpu-exporter: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `gpu-exporter probe URL …`: checks a running exporter over HTTP (the Helm test's command).
+/// Exit 0 when every check holds, 1 when one fails or the probe cannot run, 2 for usage.
+fn probe() -> ExitCode {
+    use clap::Parser;
+    let args = match gpu_exporter::probe::ProbeArgs::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
+    match gpu_exporter::probe::run(&args) {
+        Ok(report) => {
+            print!("{}", report.render());
+            if report.passed() {
+                println!("probe: {} passed", args.url);
+                ExitCode::SUCCESS
+            } else {
+                println!("probe: {} FAILED", args.url);
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("gpu-exporter probe: error: {e}");
             ExitCode::FAILURE
         }
     }

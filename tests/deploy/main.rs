@@ -24,13 +24,21 @@
 //!   (it names the Service the monitors verify), the web-config.yml, bcrypt hashes that verify
 //!   the given passwords, and the exporter's own loader (`web_config::WebConfig::parse`)
 //!   accepting the rendered web config with the generated certificate.
+//! - `helm_test_pod_probes_its_nodes_exporter_through_the_service`: the `helm test` pod is
+//!   placed like the exporter pods, runs the exporter image's `probe` against the Service
+//!   (internalTrafficPolicy Local) with the node's name, over HTTPS with the chart's CA and
+//!   with the scrape credentials when those are on, is not selected by the Service, and is not
+//!   rendered where it cannot work (client certificates required) or into deploy/manifests.
+//! - `helm_test_command_passes_on_its_node_and_fails_elsewhere`: the rendered probe command,
+//!   run against a local exporter: exit 0 for its node, 1 for another node's series or a
+//!   /ready that stays 503, 2 for usage.
 //! - `contradictions_fail_rendering`: each contradictory combination of values fails with its
 //!   message.
 //! - `counters_values_choose_the_csv`: presets, custom CSV and an existing ConfigMap, every CSV
 //!   parsed with the exporter's own parser (a broken custom CSV is caught).
 //!
 //! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
-//! `web` and `values`; `checks`, `render` and `tools` hold what several of them use, and
+//! `helm_test`, `web` and `values`; `checks`, `render` and `tools` hold what several of them use, and
 //! `tests/common` what other test crates use too.
 //!
 //! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
@@ -48,6 +56,7 @@ mod checks;
 mod common;
 mod copies;
 mod daemonset;
+mod helm_test;
 mod monitoring;
 mod render;
 mod schemas;
@@ -85,8 +94,9 @@ const COUNTERS_KEY: &str = "default-counters.csv";
 const TLS_DIR: &str = "/etc/gpu-exporter/tls";
 
 /// Kinds that kubernetes-validate has schemas for.
-const CORE_KINDS: [&str; 8] = [
+const CORE_KINDS: [&str; 9] = [
     "DaemonSet",
+    "Pod",
     "Service",
     "ServiceAccount",
     "ClusterRole",

@@ -126,7 +126,10 @@ pub(crate) fn substitute(s: &str, vars: &BTreeMap<String, String>) -> String {
 /// `NAME=default` of an ARG line (no default: inherits the global one).
 pub(crate) fn arg_decl(args: &str, global: &BTreeMap<String, String>) -> (String, String) {
     match args.split_once('=') {
-        Some((k, v)) => (k.trim().to_owned(), v.trim().trim_matches('"').to_owned()),
+        Some((k, v)) => (
+            k.trim().to_owned(),
+            substitute(v.trim().trim_matches('"'), global),
+        ),
         None => {
             let k = args.trim().to_owned();
             let v = global.get(&k).cloned().unwrap_or_default();

@@ -258,3 +258,29 @@ metricRelabelings:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/* Where the exporter pods run: nodeSelector, affinity (default: nodes labelled
+nvidia.com/gpu.present=true) and tolerations. The Helm test pod is placed the same way, so it
+lands on a node that has an exporter pod. */}}
+{{- define "gpu-exporter.placement" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+affinity:
+  {{- if .Values.affinity }}
+  {{- toYaml .Values.affinity | nindent 2 }}
+  {{- else }}
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+        - matchExpressions:
+            - key: nvidia.com/gpu.present
+              operator: In
+              values: ["true"]
+  {{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Builds the gpu-exporter container image from the repository's Dockerfile with buildah
+# (docs/container-image.md). The Dockerfile is the one users get; only its base images can be
+# swapped, through the BUILDER_IMAGE and RUNTIME_IMAGE build arguments.
+#
+#   bash scripts/image.sh                 # public bases (rust:<version>-bookworm, distroless cc)
+#   bash scripts/image.sh --local-bases   # no registry needed: bootstraps Debian 12 stand-ins
+#   bash scripts/image.sh --local-bases --test   # ...then runs and checks it (what .ci/run does)
+#   bash scripts/image.sh --local-bases --test --write-facts   # ...and records the measured
+#                                         # facts in docs/container-image.md
+#
+# --local-bases builds two local images first, each only once per container storage
+# (--rebuild-bases forces it):
+#   localhost/gpu-exporter-ci/distroless-cc:debian12  the runtime stand-in: the files of Debian
+#       12's libc6, libgcc-s1, base-files, netbase, tzdata and ca-certificates (downloaded by
+#       mmdebstrap, unpacked with dpkg-deb, no maintainer script run), a CA bundle, and the
+#       users root, nonroot (65532) and nobody, as gcr.io/distroless/cc-debian12 has them. No
+#       shell, no package manager.
+#   localhost/gpu-exporter-ci/rust:bookworm  the builder stand-in: a Debian 12 minbase root
+#       with gcc and libc6-dev (mmdebstrap) and this machine's Rust toolchain (cargo, rustc and
+#       the x86_64 standard library) copied under /usr/local/rust; it must be at least the
+#       Dockerfile's RUST_VERSION. It trusts this machine's CA bundle (for cargo's downloads).
+#
+# Options: --tag NAME (default localhost/gpu-exporter:dev), --mirror URL (Debian mirror for
+# mmdebstrap), --rebuild-bases, --test, --write-facts. Needs root (buildah's storage), buildah
+# and, with --local-bases, mmdebstrap; scripts/test.sh installs both from Debian.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tag=localhost/gpu-exporter:dev
+local_bases=
+rebuild=
+run_test=
+write_facts=
+mirror=http://deb.debian.org/debian
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tag) tag=${2:?--tag needs a name}; shift 2 ;;
+    --mirror) mirror=${2:?--mirror needs a URL}; shift 2 ;;
+    --local-bases) local_bases=1; shift ;;
+    --rebuild-bases) rebuild=1; shift ;;
+    --test) run_test=1; shift ;;
+    --write-facts) write_facts=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "scripts/image.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$write_facts" ] && [ -z "$run_test" ]; then
+  echo "scripts/image.sh: --write-facts needs --test (the facts are read off the image it runs)" >&2
+  exit 2
+fi
+command -v buildah >/dev/null || { echo "scripts/image.sh: buildah is not installed (apt-get install buildah)" >&2; exit 1; }
+
+runtime_stand_in=localhost/gpu-exporter-ci/distroless-cc:debian12
+builder_stand_in=localhost/gpu-exporter-ci/rust:bookworm
+work=$(mktemp -d /tmp/gpu-exporter-image.XXXXXX)
+containers=()
+cleanup() {
+  for c in "${containers[@]}"; do buildah rm "$c" >/dev/null 2>&1 || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+have_image() { buildah inspect --type image "$1" >/dev/null 2>&1; }
+new_container() { # prints the container's name; removed on exit
+  local c
+  c=$(buildah from --pull=never "$1")
+  containers+=("$c")
+  printf '%s\n' "$c"
+}
+dockerfile_arg() { sed -n "s/^ARG $1=//p" Dockerfile | head -n1; }
+
+build_runtime_stand_in() {
+  echo "==> bootstrapping $runtime_stand_in (Debian 12 stand-in for distroless cc) with mmdebstrap"
+  local root=$work/runtime-root pkgs="libc6 libgcc-s1 base-files netbase tzdata ca-certificates"
+  mkdir -p "$root"
+  # extract: apt downloads the packages (and their dependencies); the hook unpacks only the
+  # ones named, as distroless does, so debconf, perl and the shells they need stay out.
+  mmdebstrap --quiet --variant=extract --include="${pkgs// /,}" \
+    --extract-hook="for p in $pkgs; do dpkg-deb --extract \"\$1\"/var/cache/apt/archives/\${p}_*.deb '$root' || exit 1; done" \
+    bookworm "$work/discard.tar" "$mirror"
+  # What ca-certificates' maintainer script would have generated: the bundle of every CA.
+  mkdir -p "$root/etc/ssl/certs"
+  cat "$root"/usr/share/ca-certificates/*/*.crt >"$root/etc/ssl/certs/ca-certificates.crt"
+  cat >"$root/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/sbin/nologin
+nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin
+nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin
+EOF
+  cat >"$root/etc/group" <<'EOF'
+root:x:0:
+nobody:x:65534:
+tty:x:5:
+staff:x:50:
+nonroot:x:65532:
+EOF
+  mkdir -p "$root/home/nonroot" "$root/tmp"
+  chown 65532:65532 "$root/home/nonroot"
+  chmod 1777 "$root/tmp"
+  rm -rf "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/lintian"
+  local c
+  c=$(buildah from scratch); containers+=("$c")
+  tar -C "$root" -cf "$work/runtime.tar" .
+  buildah add --quiet "$c" "$work/runtime.tar" / >/dev/null
+  buildah config --user 65532:65532 --workingdir /home/nonroot \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt "$c"
+  buildah commit --quiet --rm "$c" "$runtime_stand_in" >/dev/null
+}
+
+build_builder_stand_in() {
+  echo "==> bootstrapping $builder_stand_in (Debian 12 + this machine's Rust) with mmdebstrap"
+  local sysroot need have
+  sysroot=$(rustc --print sysroot)
+  need=$(dockerfile_arg RUST_VERSION)
+  have=$(rustc --version | awk '{print $2}')
+  if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1)" != "$need" ]; then
+    echo "scripts/image.sh: this machine's Rust $have is older than the Dockerfile's RUST_VERSION $need" >&2
+    exit 1
+  fi
+  mmdebstrap --quiet --variant=minbase --include=gcc,libc6-dev,ca-certificates \
+    bookworm "$work/builder.tar" "$mirror"
+  # cargo, rustc, their shared libraries and the host standard library; no docs, no sources.
+  local parts=(bin/cargo bin/rustc lib/rustlib/x86_64-unknown-linux-gnu)
+  parts+=($(cd "$sysroot" && ls -d lib/*.so* lib/rustlib/etc 2>/dev/null))
+  tar -C "$sysroot" -cf "$work/rust.tar" --transform 's,^,usr/local/rust/,' "${parts[@]}"
+  local c
+  c=$(buildah from scratch); containers+=("$c")
+  buildah add --quiet "$c" "$work/builder.tar" / >/dev/null
+  buildah add --quiet "$c" "$work/rust.tar" / >/dev/null
+  # This machine's CA bundle, so that cargo in the build trusts what the machine trusts (a
+  # TLS-inspecting proxy in front of crates.io, as CI sandboxes have).
+  if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+    buildah copy --quiet "$c" /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt >/dev/null
+  fi
+  buildah config \
+    --env PATH=/usr/local/cargo/bin:/usr/local/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env CARGO_HOME=/usr/local/cargo --env RUST_VERSION="$have" "$c"
+  buildah commit --quiet --rm "$c" "$builder_stand_in" >/dev/null
+}
+
+pull=()
+build_args=(--build-arg "REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)")
+if [ -n "$local_bases" ]; then
+  command -v mmdebstrap >/dev/null || { echo "scripts/image.sh: mmdebstrap is not installed (apt-get install mmdebstrap)" >&2; exit 1; }
+  if [ -n "$rebuild" ] || ! have_image "$runtime_stand_in"; then build_runtime_stand_in; fi
+  if [ -n "$rebuild" ] || ! have_image "$builder_stand_in"; then build_builder_stand_in; fi
+  pull=(--pull=never)
+  build_args+=(--build-arg "BUILDER_IMAGE=$builder_stand_in" --build-arg "RUNTIME_IMAGE=$runtime_stand_in")
+fi
+
+echo "==> buildah build -t $tag ${build_args[*]} ."
+start=$(date +%s)
+set +e
+buildah build --isolation chroot --layers "${pull[@]}" -t "$tag" "${build_args[@]}" . 2>&1 \
+  | grep --line-buffered -v '^ *\(Compiling\|Downloaded\|Downloading\) '
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" != 0 ]; then echo "scripts/image.sh: buildah build failed (exit $rc)" >&2; exit 1; fi
+echo "==> built $tag in $(( $(date +%s) - start )) s"
+
+if [ -n "$run_test" ]; then
+  facts_args=()
+  [ -n "$write_facts" ] && facts_args=(--write-facts docs/container-image.md)
+  bash tests/image/check.sh "$tag" "${facts_args[@]}"
+fi
