@@ -97,12 +97,17 @@ EOF
   mkdir -p "$root/home/nonroot" "$root/tmp"
   chown 65532:65532 "$root/home/nonroot"
   chmod 1777 "$root/tmp"
-  rm -rf "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/lintian"
+  # Documentation, and the packages' shell scripts (nothing could run them without a shell):
+  # distroless has neither.
+  rm -rf "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/lintian" \
+    "$root/etc/update-motd.d" "$root/usr/sbin/update-ca-certificates" "$root/etc/ca-certificates" \
+    "$root/usr/share/ca-certificates" "$root/etc/profile.d" "$root/etc/skel"
   local c
   c=$(buildah from scratch); containers+=("$c")
   tar -C "$root" -cf "$work/runtime.tar" .
   buildah add --quiet "$c" "$work/runtime.tar" / >/dev/null
   buildah config --user 65532:65532 --workingdir /home/nonroot \
+    --created-by "scripts/image.sh: Debian 12 files of $pkgs (mmdebstrap, dpkg-deb --extract)" \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt "$c"
   buildah commit --quiet --rm "$c" "$runtime_stand_in" >/dev/null
@@ -133,7 +138,7 @@ build_builder_stand_in() {
   if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
     buildah copy --quiet "$c" /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt >/dev/null
   fi
-  buildah config \
+  buildah config --created-by "scripts/image.sh: Debian 12 minbase, gcc, libc6-dev (mmdebstrap) + Rust $have" \
     --env PATH=/usr/local/cargo/bin:/usr/local/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env CARGO_HOME=/usr/local/cargo --env RUST_VERSION="$have" "$c"
   buildah commit --quiet --rm "$c" "$builder_stand_in" >/dev/null

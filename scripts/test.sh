@@ -4,8 +4,9 @@
 # formatting, lints, the dashboards and manifests drift checks, the whole test suite
 # (tests/observability/ runs promtool and a real Prometheus against the dashboards and rules,
 # tests/deploy/ helm and kubernetes-validate against the chart, tests/web_config.rs curl and
-# openssl against TLS and basic auth, tests/privileges/ setpriv), and promtool against the
-# live output of --simulate.
+# openssl against TLS and basic auth, tests/privileges/ setpriv), promtool against the
+# live output of --simulate, and the container image: built from the Dockerfile with buildah
+# on bases mmdebstrap bootstraps, then run and checked (scripts/image.sh, tests/image/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,8 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
+command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> installing ${need_apt[*]} (Debian packages)"
   as_root apt-get update -qq
@@ -63,6 +66,11 @@ rm -f "$log"
 
 echo "==> promtool check metrics on the live output of --simulate"
 scripts/check-metrics.sh target/debug/gpu-exporter
+
+echo "==> the container image: built from the Dockerfile with buildah, run and checked (scripts/image.sh)"
+image_start=$(date +%s)
+bash scripts/image.sh --local-bases --test --tag localhost/gpu-exporter:ci
+echo "==> container image: built and checked in $(( $(date +%s) - image_start )) s"
 
 echo "==> all checks passed"
 # Totals of every cargo test binary above, as the last line.

@@ -149,7 +149,7 @@ check_user() { # the exporter runs as the image's numeric user
   local want_uid=${user%%:*} want_gid=${user##*:}
   [ "$uid" = "$want_uid $want_uid $want_uid $want_uid" ] || fail "exporter uids are '$uid', want $want_uid"
   [ "$gid" = "$want_gid $want_gid $want_gid $want_gid" ] || fail "exporter gids are '$gid', want $want_gid"
-  runs_as="uid $want_uid, gid $want_gid (read from /proc/$pid/status)"
+  runs_as="uid $want_uid, gid $want_gid (real, effective, saved and file-system ids in /proc/PID/status)"
 }
 
 # ---- 2. no NVML ----------------------------------------------------------------------------
@@ -162,7 +162,7 @@ check_user "$port"
 sleep 1
 [ "$(http_code "$port" /dev/null /ready)" = 503 ] || { cat "$log"; fail "/ready is not 503 without NVML"; }
 grep -q 'libnvidia-ml.so.1 through the dynamic loader' "$log" || { cat "$log"; fail "the log does not say where NVML was looked for"; }
-no_nvml_line=$(grep -m1 'libnvidia-ml.so.1 through the dynamic loader' "$log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-400)
+no_nvml_line=$(grep -m1 'libnvidia-ml.so.1 through the dynamic loader' "$log" | sed 's/\x1b\[[0-9;]*m//g; s/^[0-9T:.-]*Z *//' | cut -c1-400)
 stop "$port" "$log"
 
 # ---- 3. NVML injected as the toolkit does --------------------------------------------------
