@@ -1,5 +1,6 @@
 //! Least privilege, shown on the real binary, and the container image's Dockerfile checked
-//! without a container engine (docs/least-privilege.md, docs/container-image.md).
+//! without a container engine (docs/least-privilege.md, docs/container-image.md); the image
+//! itself is built, run and checked by scripts/image.sh --test (tests/image/check.sh).
 //!
 //! The exporter runs under `setpriv`, either as uid/gid 65532 with no capabilities (the image's
 //! user) or as uid 0 with every capability dropped (what the Helm chart runs when pod mapping
