@@ -4,7 +4,8 @@
 # formatting, lints, the dashboards and manifests drift checks, the whole test suite
 # (tests/observability/ runs promtool and a real Prometheus against the dashboards and rules,
 # tests/deploy/ helm and kubernetes-validate against the chart, tests/web_config.rs curl and
-# openssl against TLS and basic auth, tests/privileges/ setpriv), promtool against the
+# openssl against TLS and basic auth, tests/privileges/ setpriv, tests/landing_browser.rs
+# headless chromium against the landing page), promtool against the
 # live output of --simulate, and the container image: built from the Dockerfile with buildah
 # on bases mmdebstrap bootstraps, then run and checked (scripts/image.sh, tests/image/).
 set -euo pipefail
@@ -20,6 +21,7 @@ command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> installing ${need_apt[*]} (Debian packages)"
   as_root apt-get update -qq

@@ -216,6 +216,7 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
             http::ServeOptions {
                 max_concurrent_scrapes: cfg.max_concurrent_scrapes,
                 health_require_gpus: cfg.health_require_gpus,
+                node: cfg.hostname.clone(),
             },
         );
         let limits = http::Limits {

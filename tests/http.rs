@@ -141,7 +141,7 @@ async fn health_requires_gpus_when_asked() {
         ..ServeOptions::default()
     };
     let health = || async {
-        let resp = app_with(Arc::clone(&shared), opts)
+        let resp = app_with(Arc::clone(&shared), opts.clone())
             .oneshot(Request::get("/health").body(Body::empty()).unwrap())
             .await
             .unwrap();

@@ -1,4 +1,5 @@
-//! The HTTP server: `/metrics`, `/health`, `/ready` and the landing page `/`.
+//! The HTTP server: `/metrics`, `/health`, `/ready`, the landing page `/` and its JSON form
+//! `/status` (both from [`status`], rendered per request from the last snapshot).
 //!
 //! Handlers only read the last [`Published`](crate::exposition::publish::Published) value: `/metrics`
 //! returns its cached bytes (gzip when the client accepts it) and never calls NVML, the
@@ -12,6 +13,7 @@
 mod conns;
 mod deadline;
 pub mod landing;
+pub mod status;
 pub mod web_config;
 
 use std::net::SocketAddr;
@@ -30,13 +32,15 @@ use crate::serve::web_config::{BasicAuth, TlsServer, WebConfig};
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// How the handlers behave beyond serving the published output.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Scrapes of `/metrics` served at once; more get 503 (`--max-concurrent-scrapes`).
     /// 0: no limit.
     pub max_concurrent_scrapes: u32,
     /// `/health` answers 503 while no GPU is exported (`--health-require-gpus`).
     pub health_require_gpus: bool,
+    /// The node's name for the landing page and `/status` (the host label's value).
+    pub node: Option<String>,
 }
 
 impl Default for ServeOptions {
@@ -44,6 +48,7 @@ impl Default for ServeOptions {
         Self {
             max_concurrent_scrapes: crate::config::DEFAULT_MAX_CONCURRENT_SCRAPES,
             health_require_gpus: false,
+            node: None,
         }
     }
 }
@@ -53,6 +58,7 @@ struct AppState {
     shared: Arc<Shared>,
     scrapes: Option<Arc<tokio::sync::Semaphore>>,
     health_require_gpus: bool,
+    node: Option<Arc<str>>,
 }
 
 /// The router over the shared state, with the default [`ServeOptions`].
@@ -70,12 +76,14 @@ pub fn app_with(shared: Arc<Shared>, opts: ServeOptions) -> Router {
             ))
         }),
         health_require_gpus: opts.health_require_gpus,
+        node: opts.node.map(Arc::from),
     };
     Router::new()
         .route("/metrics", get(metrics))
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/", get(index))
+        .route("/status", get(status_json))
         .with_state(state)
 }
 
@@ -242,13 +250,34 @@ pub async fn watchdog(shared: Arc<Shared>) {
     }
 }
 
-async fn index(State(state): State<AppState>) -> Html<String> {
+fn node_status(state: &AppState) -> status::NodeStatus {
     let current = state.shared.load();
-    Html(landing::render(
+    status::build(
         &current.snapshot,
         &current.counters,
+        state.node.as_deref(),
         state.shared.is_ready(),
-    ))
+        crate::base::clock::unix_now(),
+        state.shared.stalled_for(),
+    )
+}
+
+async fn index(State(state): State<AppState>) -> Html<String> {
+    Html(landing::render(&node_status(&state)))
+}
+
+async fn status_json(State(state): State<AppState>) -> Response {
+    match serde_json::to_vec_pretty(&node_status(&state)) {
+        Ok(body) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
 /// A listener whose accepted connections have `TCP_NODELAY` set, so that a response written

@@ -1,0 +1,448 @@
+//! The node's diagnosis as one value: per GPU and MIG instance the pods that hold it, use,
+//! limits and health; and the exporter's own state (sources, unsupported fields, ticks,
+//! counters reloads). Built from the last published snapshot only; served as JSON at
+//! `/status` and rendered as the landing page `/` (`landing.rs`).
+//!
+//! Owns the choice of what an operator sees first and how each value is derived from the
+//! configured fields. It must not read NVML, the kubelet or the API (a page view must cost no
+//! more than reading the snapshot), and it must not invent a value: a field that is not in
+//! the counters file is reported as not configured, by name.
+
+use serde::Serialize;
+
+use crate::base::version::VERSION;
+use crate::catalogue::csv::CounterSet;
+use crate::gpu::reader::CLOCK_EVENT_REASONS;
+use crate::snapshot::{EntitySample, Snapshot, Value};
+
+/// How far back "recent" Xids reach.
+pub const XID_RECENT_SECONDS: f64 = 3600.0;
+
+/// The whole diagnosis.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeStatus {
+    /// Exporter version.
+    pub version: &'static str,
+    /// The node's name (the host label's value), when known.
+    pub node: Option<String>,
+    /// `/ready`'s answer.
+    pub ready: bool,
+    /// Whether NVML answered in the last tick.
+    pub nvml_up: bool,
+    /// Unix time of the snapshot.
+    pub taken_at_unix: f64,
+    /// Seconds from the snapshot to this status.
+    pub age_seconds: f64,
+    /// Ticks so far.
+    pub ticks: u64,
+    /// Duration of the last tick, milliseconds.
+    pub tick_ms: f64,
+    /// Seconds the sampler has not finished a tick beyond its limit (the watchdog), if stalled.
+    pub stalled_seconds: Option<f64>,
+    /// Every physical GPU, up or lost.
+    pub gpus: Vec<GpuStatus>,
+    /// Attribution sources (kubelet, pods, processes, …).
+    pub sources: Vec<SourceStatus>,
+    /// Fields NVML reported unsupported, per entity.
+    pub unsupported: Vec<UnsupportedField>,
+    /// Fields whose reads failed, with the error kind and count.
+    pub field_errors: Vec<FieldErrors>,
+    /// The counters file in use.
+    pub counters: CountersStatus,
+    /// Health signals that need a field the counters file lacks: (signal, field to add).
+    pub not_configured: Vec<(&'static str, &'static str)>,
+}
+
+/// One physical GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuStatus {
+    /// NVML index.
+    pub gpu: u32,
+    /// UUID.
+    pub uuid: String,
+    /// Model name.
+    pub model: String,
+    /// False when NVML lost the GPU.
+    pub up: bool,
+    /// Pods and containers holding the whole GPU (`namespace/pod/container`).
+    pub holders: Vec<String>,
+    /// Use and limits of the GPU as a whole (absent when it is lost, or MIG-only).
+    pub reading: Option<Reading>,
+    /// Health at a glance.
+    pub health: Health,
+    /// MIG instances, with their holders and use.
+    pub instances: Vec<InstanceStatus>,
+}
+
+/// One MIG instance.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstanceStatus {
+    /// MIG profile, e.g. `3g.40gb`.
+    pub profile: String,
+    /// GPU instance id.
+    pub gpu_instance_id: u32,
+    /// MIG device UUID.
+    pub uuid: String,
+    /// Holders (`namespace/pod/container`).
+    pub holders: Vec<String>,
+    /// Use of the instance.
+    pub reading: Reading,
+}
+
+/// Current values of one entity; `None` where the field is not configured or not read.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Reading {
+    /// GPU utilization, percent (`DCGM_FI_DEV_GPU_UTIL`, or graphics engine active × 100 on
+    /// a MIG instance).
+    pub util_percent: Option<f64>,
+    /// Framebuffer used, MiB.
+    pub fb_used_mib: Option<f64>,
+    /// Framebuffer usable (used + free), MiB.
+    pub fb_total_mib: Option<f64>,
+    /// Temperature, °C.
+    pub temp_c: Option<f64>,
+    /// Power draw, W.
+    pub power_w: Option<f64>,
+    /// Enforced power limit, W.
+    pub power_limit_w: Option<f64>,
+}
+
+/// Health signals of one GPU.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Health {
+    /// The last Xid NVML reported (`DCGM_FI_DEV_XID_ERRORS`), 0 for none.
+    pub last_xid: Option<u64>,
+    /// Xid codes seen in the last hour: (code, occurrences since start, seconds ago).
+    pub recent_xids: Vec<(u64, u64, f64)>,
+    /// Volatile double-bit ECC errors.
+    pub ecc_dbe: Option<f64>,
+    /// Rows remapped for uncorrectable errors.
+    pub remapped_rows_uncorrectable: Option<f64>,
+    /// A row remap failed (1) or not (0).
+    pub row_remap_failure: Option<f64>,
+    /// A row remap is pending a GPU reset.
+    pub row_remap_pending: Option<f64>,
+    /// Active clock-event (throttle) reasons other than idle, by dcgm-exporter's names.
+    pub throttle: Option<Vec<&'static str>>,
+    /// Summary: `ok`, `warning` or `critical`, with the reasons.
+    pub verdict: &'static str,
+    /// Why the verdict is not `ok`.
+    pub reasons: Vec<String>,
+}
+
+/// An attribution source.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceStatus {
+    /// Its name.
+    pub source: &'static str,
+    /// Whether its last attempt succeeded.
+    pub up: bool,
+    /// Seconds since it last answered.
+    pub age_seconds: Option<f64>,
+    /// Failures so far.
+    pub errors: u64,
+}
+
+/// A field NVML does not support on an entity.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnsupportedField {
+    /// GPU index.
+    pub gpu: u32,
+    /// GPU instance id on a MIG instance.
+    pub gpu_instance_id: Option<u32>,
+    /// Field name.
+    pub field: &'static str,
+}
+
+/// Read errors of one field.
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldErrors {
+    /// Field name.
+    pub field: &'static str,
+    /// Error kind.
+    pub kind: &'static str,
+    /// Failed reads so far.
+    pub count: u64,
+}
+
+/// The counters file's state.
+#[derive(Debug, Clone, Serialize)]
+pub struct CountersStatus {
+    /// Metric rows in use.
+    pub metrics: usize,
+    /// Whether the last reload attempt succeeded (`None` before any reload state exists).
+    pub last_reload_ok: Option<bool>,
+    /// Successful reloads since start.
+    pub reloads: u64,
+    /// Failed reloads since start.
+    pub reload_failures: u64,
+}
+
+const UTIL: &str = "DCGM_FI_DEV_GPU_UTIL";
+const GR_ACTIVE: &str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
+const FB_USED: &str = "DCGM_FI_DEV_FB_USED";
+const FB_FREE: &str = "DCGM_FI_DEV_FB_FREE";
+const TEMP: &str = "DCGM_FI_DEV_GPU_TEMP";
+const POWER: &str = "DCGM_FI_DEV_POWER_USAGE";
+const POWER_LIMIT: &str = "DCGM_FI_DEV_ENFORCED_POWER_LIMIT";
+const XID: &str = "DCGM_FI_DEV_XID_ERRORS";
+const ECC_DBE: &str = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL";
+const REMAPPED: &str = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS";
+const REMAP_FAILURE: &str = "DCGM_FI_DEV_ROW_REMAP_FAILURE";
+const REMAP_PENDING: &str = "DCGM_FI_DEV_ROW_REMAP_PENDING";
+const CLOCK_EVENTS: &str = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS";
+
+/// The signals the page shows and the field each needs.
+const SIGNALS: &[(&str, &str)] = &[
+    ("utilization", UTIL),
+    ("memory", FB_USED),
+    ("temperature", TEMP),
+    ("power", POWER),
+    ("power limit", POWER_LIMIT),
+    ("last Xid", XID),
+    ("ECC double-bit errors", ECC_DBE),
+    ("row remap failure", REMAP_FAILURE),
+    ("row remap pending", REMAP_PENDING),
+    ("throttle reasons", CLOCK_EVENTS),
+];
+
+/// Finds configured fields in an entity's value slots.
+struct Slots<'a> {
+    counters: &'a CounterSet,
+}
+
+impl Slots<'_> {
+    fn slot(&self, field: &str) -> Option<usize> {
+        // A field can be configured under a DCGM 4.7 name whose canonical field is the one
+        // asked for; the catalogue resolves both to the same definition.
+        self.counters.metrics().position(|r| r.field.name == field)
+    }
+    fn num(&self, e: &EntitySample, field: &str) -> Option<f64> {
+        let v = e.values.get(self.slot(field)?)?.as_ref()?;
+        Some(v.as_f64())
+    }
+    fn xid(&self, e: &EntitySample) -> Option<u64> {
+        match e.values.get(self.slot(XID)?)?.as_ref()? {
+            Value::Xid(x) => Some(*x),
+            other => Some(other.as_f64() as u64),
+        }
+    }
+}
+
+fn holders(snap: &Snapshot, index: usize) -> Vec<String> {
+    let mut out: Vec<String> = snap
+        .attribution
+        .series_labels(index)
+        .iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let get = |k: &str| l.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_owned());
+            match (get("namespace"), get("pod"), get("container")) {
+                (Some(ns), Some(pod), Some(c)) if !c.is_empty() => format!("{ns}/{pod}/{c}"),
+                (Some(ns), Some(pod), _) => format!("{ns}/{pod}"),
+                _ => l
+                    .iter()
+                    .map(|(n, v)| format!("{n}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            }
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn reading(s: &Slots<'_>, e: &EntitySample) -> Reading {
+    let used = s.num(e, FB_USED);
+    let free = s.num(e, FB_FREE);
+    Reading {
+        util_percent: s
+            .num(e, UTIL)
+            .or_else(|| s.num(e, GR_ACTIVE).map(|r| r * 100.0)),
+        fb_used_mib: used,
+        fb_total_mib: used.zip(free).map(|(u, f)| u + f),
+        temp_c: s.num(e, TEMP),
+        power_w: s.num(e, POWER),
+        power_limit_w: s.num(e, POWER_LIMIT),
+    }
+}
+
+fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up: bool) -> Health {
+    let mut h = Health::default();
+    if let Some(e) = e {
+        h.last_xid = s.xid(e);
+        h.ecc_dbe = s.num(e, ECC_DBE);
+        h.remapped_rows_uncorrectable = s.num(e, REMAPPED);
+        h.row_remap_failure = s.num(e, REMAP_FAILURE);
+        h.row_remap_pending = s.num(e, REMAP_PENDING);
+        h.throttle = s.num(e, CLOCK_EVENTS).map(|bits| {
+            let bits = bits as u64;
+            CLOCK_EVENT_REASONS
+                .iter()
+                .filter(|(bit, name)| bits & bit != 0 && *name != "gpu_idle")
+                .map(|(_, name)| *name)
+                .collect()
+        });
+    }
+    if let Some(x) = snap.xids.iter().find(|x| x.id.gpu == gpu) {
+        h.recent_xids = x
+            .codes
+            .iter()
+            .filter_map(|(code, n, last)| {
+                let ago = (snap.taken_at_unix - (*last)?).max(0.0);
+                (*n > 0 && ago <= XID_RECENT_SECONDS).then_some((*code, *n, ago))
+            })
+            .collect();
+    }
+    let mut critical = Vec::new();
+    let mut warning = Vec::new();
+    if !up {
+        critical.push("lost: NVML no longer answers for this GPU".to_owned());
+    }
+    if h.row_remap_failure.is_some_and(|v| v > 0.0) {
+        critical.push("row remap failed: the GPU needs service".to_owned());
+    }
+    if h.ecc_dbe.is_some_and(|v| v > 0.0) {
+        critical.push(format!(
+            "{} double-bit ECC error(s)",
+            h.ecc_dbe.unwrap_or_default()
+        ));
+    }
+    if h.row_remap_pending.is_some_and(|v| v > 0.0) {
+        warning.push("row remap pending: reset the GPU".to_owned());
+    }
+    for (code, n, ago) in &h.recent_xids {
+        warning.push(format!("Xid {code} (×{n}, last {ago:.0} s ago)"));
+    }
+    if let Some(t) = &h.throttle {
+        let serious: Vec<&str> = t
+            .iter()
+            .copied()
+            .filter(|r| {
+                matches!(
+                    *r,
+                    "hw_slowdown" | "sw_thermal" | "hw_thermal" | "hw_power_brake"
+                )
+            })
+            .collect();
+        if !serious.is_empty() {
+            warning.push(format!("throttled: {}", serious.join(", ")));
+        }
+    }
+    h.verdict = if !critical.is_empty() {
+        "critical"
+    } else if !warning.is_empty() {
+        "warning"
+    } else {
+        "ok"
+    };
+    h.reasons = critical.into_iter().chain(warning).collect();
+    h
+}
+
+/// Builds the status from the last snapshot. `now_unix` is the time of the request;
+/// `stalled` is the watchdog's answer.
+pub fn build(
+    snap: &Snapshot,
+    counters: &CounterSet,
+    node: Option<&str>,
+    ready: bool,
+    now_unix: f64,
+    stalled: Option<std::time::Duration>,
+) -> NodeStatus {
+    let s = Slots { counters };
+    let gpus = snap
+        .devices
+        .iter()
+        .map(|d| {
+            let whole = snap
+                .entities
+                .iter()
+                .position(|e| e.id.gpu == d.gpu && e.id.mig.is_none());
+            let whole_e = whole.map(|i| &snap.entities[i]);
+            // With dcgm-exporter's MIG shape the device fields sit on the instances: the
+            // first instance stands in for the GPU's health.
+            let health_e = whole_e.or_else(|| snap.entities.iter().find(|e| e.id.gpu == d.gpu));
+            let instances = snap
+                .entities
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.id.gpu == d.gpu)
+                .filter_map(|(i, e)| {
+                    let m = e.id.mig.as_ref()?;
+                    Some(InstanceStatus {
+                        profile: m.profile.clone(),
+                        gpu_instance_id: m.gpu_instance_id,
+                        uuid: m.uuid.clone(),
+                        holders: holders(snap, i),
+                        reading: reading(&s, e),
+                    })
+                })
+                .collect();
+            GpuStatus {
+                gpu: d.gpu,
+                uuid: d.uuid.clone(),
+                model: d.model_name.clone(),
+                up: d.up,
+                holders: whole.map(|i| holders(snap, i)).unwrap_or_default(),
+                reading: whole_e.filter(|_| d.up).map(|e| reading(&s, e)),
+                health: health(&s, snap, d.gpu, health_e.filter(|_| d.up), d.up),
+                instances,
+            }
+        })
+        .collect();
+    let st = &snap.stats;
+    NodeStatus {
+        version: VERSION,
+        node: node.map(str::to_owned),
+        ready,
+        nvml_up: st.nvml_up,
+        taken_at_unix: snap.taken_at_unix,
+        age_seconds: (now_unix - snap.taken_at_unix).max(0.0),
+        ticks: st.ticks,
+        tick_ms: st.duration.as_secs_f64() * 1000.0,
+        stalled_seconds: stalled.map(|d| d.as_secs_f64()),
+        gpus,
+        sources: snap
+            .attribution
+            .sources
+            .iter()
+            .map(|h| SourceStatus {
+                source: h.source,
+                up: h.up,
+                age_seconds: h.age_seconds,
+                errors: h.errors,
+            })
+            .collect(),
+        unsupported: st
+            .unsupported
+            .iter()
+            .map(|u| UnsupportedField {
+                gpu: u.gpu,
+                gpu_instance_id: u.gpu_instance_id,
+                field: u.field,
+            })
+            .collect(),
+        field_errors: st
+            .field_errors
+            .iter()
+            .map(|(field, kind, count)| FieldErrors {
+                field,
+                kind,
+                count: *count,
+            })
+            .collect(),
+        counters: CountersStatus {
+            metrics: counters.metrics().count(),
+            last_reload_ok: st.counters_reload.as_ref().map(|r| r.last_ok),
+            reloads: st.counters_reload.as_ref().map_or(0, |r| r.successes),
+            reload_failures: st.counters_reload.as_ref().map_or(0, |r| r.failures),
+        },
+        not_configured: SIGNALS
+            .iter()
+            .filter(|(_, f)| s.slot(f).is_none())
+            .copied()
+            .collect(),
+    }
+}

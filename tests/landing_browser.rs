@@ -1,0 +1,228 @@
+//! The landing page `/` and `/status`, seen as a person sees them: the exporter runs
+//! `--simulate incidents -k` (with the recommended counters, which hold the throttle, ECC,
+//! remap and power-limit fields the page's health column reads), a real headless Chromium
+//! (Debian's `chromium`, installed by scripts/test.sh) loads the page, and the text it
+//! rendered must show the pods, the lost GPU, the throttled GPU, the critical GPU and an
+//! unsupported field. The screenshot is kept as `target/test-artifacts/landing.png`.
+//!
+//! Chromium comes from `$CHROMIUM`, else `chromium` on PATH; without it the test fails unless
+//! `GPU_EXPORTER_SKIP_BROWSER=1` says to skip it.
+#![cfg(feature = "sim")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Exporter, http_get};
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join("chromium"))
+        .find(|p| p.is_file())
+}
+
+/// Runs headless Chromium on `url` with `mode` (`--dump-dom` or `--screenshot=…`).
+fn run_chromium(bin: &Path, url: &str, mode: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1600,1300",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(mode)
+        .arg(url)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+    assert!(
+        out.status.success(),
+        "chromium {mode} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The text a reader sees: the DOM after rendering, without markup, the style sheet and
+/// anything a style could hide (the page has no script and hides nothing; both are checked).
+fn visible_text(dom: &str) -> String {
+    assert!(!dom.contains("<script"), "the page must need no JavaScript");
+    assert!(!dom.contains("display:none") && !dom.contains("hidden"));
+    let body = dom.split("</style>").nth(1).unwrap_or(dom);
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in body.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                text.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    let text = text
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&nbsp;", " ");
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
+    let Some(bin) = chromium() else {
+        if std::env::var_os("GPU_EXPORTER_SKIP_BROWSER").is_some() {
+            eprintln!("skipped: no chromium (GPU_EXPORTER_SKIP_BROWSER is set)");
+            return;
+        }
+        panic!(
+            "no chromium: install Debian's chromium (scripts/test.sh does) or set GPU_EXPORTER_SKIP_BROWSER=1"
+        );
+    };
+    let e = Exporter::builder()
+        .args([
+            "--simulate",
+            "incidents",
+            "-k",
+            "-c",
+            "500",
+            "-f",
+            "counters/recommended.csv",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NODE_NAME")
+        .log_pipe()
+        .start();
+    // The scenario loses GPU 4 at 16 s: wait for /status to say so.
+    let start = Instant::now();
+    loop {
+        let status: serde_json::Value =
+            serde_json::from_str(&http_get(e.port, "/status", &[]).unwrap().text()).unwrap();
+        let lost = status["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["up"] == false);
+        if lost {
+            assert_eq!(status["node"], "sim-incidents-node");
+            assert_eq!(status["ready"], true);
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "no GPU was lost within 40 s:\n{status:#}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let url = format!("http://127.0.0.1:{}/", e.port);
+    let text = visible_text(&run_chromium(&bin, &url, "--dump-dom"));
+
+    let mut missing = Vec::new();
+    for want in [
+        "gpu-exporter 0.1.0 on sim-incidents-node",
+        "Ready",
+        "1 lost",
+        // pods holding GPUs and MIG instances
+        "research/llm-train-0/trainer",
+        "sandbox/notebook-carol/notebook",
+        // the lost GPU
+        "GPU 4",
+        "LOST",
+        "lost: NVML no longer answers for this GPU",
+        // the overheating GPU 0 and the power-braked GPU 3
+        "throttled: sw_thermal, hw_thermal",
+        "hw_power_brake",
+        // GPU 2: Xid 48, ECC, row remap
+        "critical",
+        "row remap failed: the GPU needs service",
+        "Xid 48",
+        // bars and limits
+        "/ 700 W",
+        "GiB",
+        // the exporter's own state
+        "kubelet",
+        "Unsupported fields",
+        "DCGM_FI_DEV_GPU_UTIL GPU 6",
+    ] {
+        if !text.contains(want) {
+            missing.push(want);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not visible on the page: {missing:?}\npage text:\n{text}"
+    );
+
+    // The screenshot, kept for people (and the README's picture).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = dir.join("landing.png");
+    let _ = std::fs::remove_file(&png);
+    run_chromium(&bin, &url, &format!("--screenshot={}", png.display()));
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+        "screenshot {} is not a picture of the page ({} bytes)",
+        png.display(),
+        bytes.len()
+    );
+    eprintln!("landing page screenshot: {}", png.display());
+}
+
+/// `/status` is the same diagnosis as JSON, and a page view costs nothing on `/metrics`' path.
+#[test]
+fn status_json_matches_the_page() {
+    let e = Exporter::builder()
+        .args(["--simulate", "h100-mig", "-c", "500"])
+        .env("NODE_NAME", "node-a")
+        .start();
+    let r = http_get(e.port, "/status", &[]).unwrap();
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let status: serde_json::Value = serde_json::from_str(&r.text()).unwrap();
+    assert_eq!(status["node"], "node-a");
+    let gpus = status["gpus"].as_array().unwrap();
+    assert!(!gpus.is_empty());
+    let page = http_get(e.port, "/", &[]).unwrap().text();
+    for g in gpus {
+        let uuid = g["uuid"].as_str().unwrap();
+        assert!(
+            page.contains(uuid),
+            "{uuid} is in /status but not on the page"
+        );
+        for i in g["instances"].as_array().unwrap() {
+            let mig = i["uuid"].as_str().unwrap();
+            assert!(
+                page.contains(mig),
+                "{mig} is in /status but not on the page"
+            );
+        }
+    }
+    // The default counters lack the throttle and ECC fields: the page says so by name.
+    let missing: Vec<&str> = status["not_configured"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[1].as_str().unwrap())
+        .collect();
+    assert!(
+        missing.contains(&"DCGM_FI_DEV_CLOCKS_EVENT_REASONS"),
+        "{missing:?}"
+    );
+    assert!(page.contains("DCGM_FI_DEV_CLOCKS_EVENT_REASONS"));
+}
