@@ -38,6 +38,7 @@ LAYERS = [
     "exposition",
     "sampler",
     "serve",
+    "check",
     "probe",
     "sim",
 ]

@@ -19,6 +19,8 @@ pub mod attribution;
 pub mod base;
 /// Every DCGM field (name, id, unit, entity level, NVML source) and the counters CSV grammar.
 pub mod catalogue;
+/// `gpu-exporter check`: the node's diagnosis report (files, NVML, GPUs, fields, sources).
+pub mod check;
 /// Flags and environment → a validated configuration; device selection; counters file reload.
 pub mod config;
 /// Text exposition of a snapshot (dcgm families, native families, self-metrics), gzip, publish.

@@ -133,15 +133,17 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
     // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.
     let counters_file = loaded.file;
 
-    // With --simulate the simulated library is configured, then loaded like the real one.
-    let (lib_path, _sim) = match cfg.simulate.clone() {
-        Some(scenario) => {
-            let (path, sim) = open_simulated_node(&scenario, &mut cfg)?;
-            (Some(path), Some(sim))
-        }
-        None => (cfg.nvml_lib.clone(), None),
-    };
-
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
+    let Pipeline {
+        mut sampler,
+        lib_path: _,
+        _sim,
+        _cluster,
+    } = build_pipeline(&mut cfg, &counters, &rt)?;
     let opts = EncodeOptions {
         hostname: cfg.hostname.clone(),
         host_label: cfg.profile.host_label(),
@@ -149,40 +151,11 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
         old_namespace: cfg.old_namespace,
         replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
     };
-    let loader_path = lib_path.clone();
-    let loader: sampler::Loader = Box::new(move || gpu::open(loader_path.as_deref()));
     let shared = Arc::new(Shared::new(sampler::render(
         Snapshot::default(),
         &counters,
         &opts,
     )));
-    info!(
-        profile = cfg.profile.name(),
-        host_label = cfg.profile.host_label(),
-        "compatibility profile"
-    );
-    info!(devices = %cfg.devices.describe(), mig_repeat_device_fields = cfg.mig_repeat_device_fields, "device selection");
-    let options = ReaderOptions {
-        devices: cfg.devices.clone(),
-        repeat_device_fields: cfg.mig_repeat_device_fields,
-        xid_window: cfg.xid_window,
-        clock_events_window: cfg.clock_events_window,
-        xid_initialized: cfg.xid_initialized.clone(),
-        collections: cfg.collections.clone(),
-        ..ReaderOptions::default()
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
-    // Pod attribution: its sources run on the runtime; the sampler reads their latest state.
-    let mut sampler = Sampler::with_options(loader, Arc::clone(&counters), options);
-    let (attributor, _cluster) = start_attribution(&cfg, &rt, _sim.as_ref(), lib_path.as_deref())
-        .map_err(anyhow::Error::msg)?;
-    if let Some(a) = attributor {
-        sampler = sampler.with_attribution(a);
-    }
     ignore_stray_signals(rt.handle());
     counters::listen_for_hangup(
         rt.handle(),
@@ -242,6 +215,62 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
         error!("the sampler thread panicked");
     }
     served
+}
+
+/// What runs between a validated configuration and the HTTP server: the sampler (NVML reader
+/// and attribution) and, with `--simulate`, the simulated library and cluster it reads.
+struct Pipeline {
+    sampler: Sampler,
+    /// The NVML library path given to the loader (`None`: the dynamic loader's search).
+    lib_path: Option<std::path::PathBuf>,
+    _sim: Option<SimLib>,
+    _cluster: Option<SimCluster>,
+}
+
+/// Builds the sampler as the daemon runs it; `gpu-exporter check` ticks the same one.
+fn build_pipeline(
+    cfg: &mut Config,
+    counters: &Arc<gpu_exporter::catalogue::csv::CounterSet>,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Pipeline> {
+    // With --simulate the simulated library is configured, then loaded like the real one.
+    let (lib_path, sim) = match cfg.simulate.clone() {
+        Some(scenario) => {
+            let (path, sim) = open_simulated_node(&scenario, cfg)?;
+            (Some(path), Some(sim))
+        }
+        None => (cfg.nvml_lib.clone(), None),
+    };
+    info!(
+        profile = cfg.profile.name(),
+        host_label = cfg.profile.host_label(),
+        "compatibility profile"
+    );
+    info!(devices = %cfg.devices.describe(), mig_repeat_device_fields = cfg.mig_repeat_device_fields, "device selection");
+    let options = ReaderOptions {
+        devices: cfg.devices.clone(),
+        repeat_device_fields: cfg.mig_repeat_device_fields,
+        xid_window: cfg.xid_window,
+        clock_events_window: cfg.clock_events_window,
+        xid_initialized: cfg.xid_initialized.clone(),
+        collections: cfg.collections.clone(),
+        ..ReaderOptions::default()
+    };
+    let loader_path = lib_path.clone();
+    let loader: sampler::Loader = Box::new(move || gpu::open(loader_path.as_deref()));
+    // Pod attribution: its sources run on the runtime; the sampler reads their latest state.
+    let mut sampler = Sampler::with_options(loader, Arc::clone(counters), options);
+    let (attributor, cluster) = start_attribution(cfg, rt, sim.as_ref(), lib_path.as_deref())
+        .map_err(anyhow::Error::msg)?;
+    if let Some(a) = attributor {
+        sampler = sampler.with_attribution(a);
+    }
+    Ok(Pipeline {
+        sampler,
+        lib_path,
+        _sim: sim,
+        _cluster: cluster,
+    })
 }
 
 /// Configures the simulated NVML library for `--simulate SCENARIO`; the library is then loaded
@@ -375,6 +404,9 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("probe")) {
         return probe();
     }
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("check")) {
+        return check(std::env::args_os().collect());
+    }
     let cli = Cli::parse_go_style();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -409,4 +441,261 @@ fn probe() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `gpu-exporter check [FLAGS] [--output human|json] [--hardware-report]`: the daemon's flags
+/// and environment, its pipeline run for a few ticks without serving, and a report of what
+/// works (src/check/). Exit 0 when everything configured works, 1 when something does not,
+/// 2 for usage.
+fn check(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let mut json = false;
+    let mut hardware = false;
+    let mut rest: Vec<std::ffi::OsString> = args.iter().take(1).cloned().collect();
+    let mut it = args.into_iter().skip(2);
+    while let Some(a) = it.next() {
+        let value = match a.to_str() {
+            Some("--output" | "-output" | "-o") => {
+                Some(it.next().and_then(|v| v.into_string().ok()))
+            }
+            Some(x) if x.starts_with("--output=") || x.starts_with("-output=") => {
+                Some(x.split_once('=').map(|(_, v)| v.to_owned()))
+            }
+            Some("--hardware-report" | "-hardware-report") => {
+                hardware = true;
+                continue;
+            }
+            _ => None,
+        };
+        match value {
+            None => rest.push(a),
+            Some(Some(v)) if v == "json" => json = true,
+            Some(Some(v)) if v == "human" => json = false,
+            Some(v) => {
+                eprintln!(
+                    "gpu-exporter check: --output takes human or json, not {}",
+                    v.as_deref().unwrap_or("nothing")
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let cli = match Cli::try_parse_go_style(rest) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let report = run_check(cli);
+    if hardware {
+        print!(
+            "{}",
+            report.hardware_report(gpu_exporter::base::version::VERSION)
+        );
+    } else if json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(t) => println!("{t}"),
+            Err(e) => {
+                eprintln!("gpu-exporter check: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print!("{}", report.human());
+    }
+    ExitCode::from(report.exit_code())
+}
+
+/// The checks, in the daemon's order: flags and files, then NVML, then a few ticks of the
+/// daemon's own sampler and attribution.
+fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
+    use gpu_exporter::check::{Level, Report};
+    let mut r = Report::default();
+    // Logs would interleave with the report: only errors, on stderr.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("off,gpu_exporter=error"))
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let notes = match cli.apply_config_file() {
+        Ok(n) => n,
+        Err(e) => {
+            r.add(
+                "files",
+                "--config-file",
+                Level::Fail,
+                e.to_string(),
+                Some("fix the file at the place named"),
+            );
+            return r;
+        }
+    };
+    let mut cfg = match cli.validate() {
+        Ok(c) => c,
+        Err(e) => {
+            r.add(
+                "files",
+                "flags",
+                Level::Fail,
+                e.to_string(),
+                Some("fix the flag or variable named"),
+            );
+            return r;
+        }
+    };
+    let warnings: Vec<String> = notes.into_iter().chain(cfg.warnings.clone()).collect();
+    if warnings.is_empty() {
+        r.add("files", "flags", Level::Ok, "valid", None);
+    }
+    for w in warnings {
+        r.add("files", "flags", Level::Warn, w, None);
+    }
+    match cli
+        .web_config_file
+        .as_ref()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        Some(p) => match http::web_config::WebConfig::load(p) {
+            Ok(_) => r.add(
+                "files",
+                "--web-config-file",
+                Level::Ok,
+                format!("{} loads", p.display()),
+                None,
+            ),
+            Err(e) => r.add(
+                "files",
+                "--web-config-file",
+                Level::Fail,
+                e.to_string(),
+                Some("fix the file at the place named"),
+            ),
+        },
+        None => r.add(
+            "files",
+            "--web-config-file",
+            Level::Info,
+            "none: plain HTTP without authentication",
+            None,
+        ),
+    }
+    let loaded = match cli.load_counters() {
+        Ok(l) => l,
+        Err(e) => {
+            r.add(
+                "files",
+                "counters file",
+                Level::Fail,
+                e.to_string(),
+                Some("fix the line named, or point -f at another file"),
+            );
+            return r;
+        }
+    };
+    let counters = Arc::new(loaded.set);
+    r.add(
+        "files",
+        "counters file",
+        Level::Ok,
+        format!(
+            "{} ({} metrics, {} labels)",
+            loaded.origin,
+            counters.metrics().count(),
+            counters.labels().count()
+        ),
+        None,
+    );
+    for w in &counters.warnings {
+        r.add("files", "counters file", Level::Warn, w.clone(), None);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            r.add(
+                "files",
+                "runtime",
+                Level::Fail,
+                format!("cannot start the async runtime: {e}"),
+                None,
+            );
+            return r;
+        }
+    };
+    match rt.block_on(http::bind(&cfg.address)) {
+        Ok(_) => r.add("files", "address", Level::Ok, format!("{} can be bound", cfg.address), None),
+        Err(e) => r.add(
+            "files",
+            "address",
+            Level::Warn,
+            format!("{}: {e}", cfg.address),
+            Some("in use by a running exporter (fine when checking inside its pod), or another exporter holds the port: choose -a"),
+        ),
+    }
+    let Pipeline {
+        mut sampler,
+        lib_path,
+        _sim,
+        _cluster,
+    } = match build_pipeline(&mut cfg, &counters, &rt) {
+        Ok(p) => p,
+        Err(e) => {
+            r.add(
+                "kubernetes",
+                "attribution",
+                Level::Fail,
+                e.to_string(),
+                None,
+            );
+            return r;
+        }
+    };
+    let started = std::time::Instant::now();
+    match gpu::open(lib_path.as_deref()) {
+        Ok(nvml) => {
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            let place = lib_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| format!("{} through the dynamic loader", gpu::DEFAULT_LIB));
+            r.add("nvml", "library", Level::Ok, format!("{place}, initialised in {ms:.1} ms"), None);
+            let driver = nvml.sys_driver_version().unwrap_or_else(|e| format!("unknown ({e})"));
+            let version = nvml.sys_nvml_version().unwrap_or_else(|e| format!("unknown ({e})"));
+            r.add("nvml", "versions", Level::Ok, format!("driver {driver}, NVML {version}"), None);
+        }
+        Err(e) => r.add(
+            "nvml",
+            "library",
+            Level::Fail,
+            e.to_string(),
+            Some("install the NVIDIA driver on the node and run the container with the NVIDIA runtime (NVIDIA_VISIBLE_DEVICES=all, NVIDIA_DRIVER_CAPABILITIES=utility), or give --nvml-lib PATH"),
+        ),
+    }
+    // A few ticks, so that rates have two samples and the attribution sources have answered
+    // (or failed) at least once.
+    let mut snap = sampler.tick(gpu_exporter::base::clock::unix_now());
+    let tick_ms = snap.stats.duration.as_secs_f64() * 1000.0;
+    for i in 0..20 {
+        let settled = snap
+            .attribution
+            .sources
+            .iter()
+            .all(|s| s.up || s.errors > 0);
+        if i >= 2 && settled {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        snap = sampler.tick(gpu_exporter::base::clock::unix_now());
+    }
+    if snap.stats.nvml_up {
+        r.add(
+            "nvml",
+            "ticks",
+            Level::Ok,
+            format!("{} ticks; the first took {tick_ms:.1} ms", snap.stats.ticks),
+            None,
+        );
+    }
+    gpu_exporter::check::from_snapshot(&mut r, &snap, &counters);
+    r
 }

@@ -231,6 +231,8 @@ pub struct SourceHealth {
     pub age_seconds: Option<f64>,
     /// Failures so far.
     pub errors: u64,
+    /// The last failure, while it lasts.
+    pub last_error: Option<String>,
 }
 
 /// Reload state, copied into each snapshot for the self-metrics.

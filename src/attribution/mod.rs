@@ -309,6 +309,7 @@ impl Attributor {
                 up: h.up,
                 age_seconds: h.age_seconds(now),
                 errors: h.errors,
+                last_error: h.last_error,
             })
         };
         if let Some(k) = &self.sources.kubelet {
@@ -329,6 +330,7 @@ impl Attributor {
                 up: self.proc_ok,
                 age_seconds: None,
                 errors: self.proc_errors,
+                last_error: None,
             });
         }
         out

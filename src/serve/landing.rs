@@ -235,7 +235,10 @@ pub fn render(s: &NodeStatus) -> String {
                 (None, true) => DASH.to_owned(),
                 (None, false) => "never".to_owned(),
             },
-            src.errors
+            match &src.last_error {
+                Some(e) => format!("{} (last: {})", src.errors, esc(e)),
+                None => src.errors.to_string(),
+            }
         );
     }
     out.push_str("</table>");

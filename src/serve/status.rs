@@ -141,6 +141,8 @@ pub struct SourceStatus {
     pub age_seconds: Option<f64>,
     /// Failures so far.
     pub errors: u64,
+    /// The last failure, while it lasts.
+    pub last_error: Option<String>,
 }
 
 /// A field NVML does not support on an entity.
@@ -413,6 +415,7 @@ pub fn build(
                 up: h.up,
                 age_seconds: h.age_seconds,
                 errors: h.errors,
+                last_error: h.last_error.clone(),
             })
             .collect(),
         unsupported: st

@@ -1,0 +1,394 @@
+//! `gpu-exporter check`: what this node's exporter can and cannot see, and why, in one report —
+//! the files and flags, NVML (library, driver, init time), every GPU and MIG instance, every
+//! configured field (served, unsupported, failed), and the attribution sources (kubelet
+//! pod-resources, the Kubernetes API, processes) with their errors and the fix to try.
+//!
+//! Owns the report: its items, the verdict (exit 0 all good, 1 something configured does not
+//! work) and its three forms (a human table, `--output json`, `--hardware-report` for
+//! docs/hardware.md). It must not start anything itself: `main.rs` runs the daemon's own
+//! pipeline for a few ticks and hands the results here, so the check sees exactly what the
+//! daemon would.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::catalogue::csv::CounterSet;
+use crate::snapshot::Snapshot;
+
+/// How an item stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Works.
+    Ok,
+    /// Worth knowing; nothing is broken (an unsupported field, a free port in use).
+    Info,
+    /// Works partly, or will not work in some setups.
+    Warn,
+    /// Configured and does not work: the check exits 1.
+    Fail,
+}
+
+impl Level {
+    fn word(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Info => "info",
+            Level::Warn => "WARN",
+            Level::Fail => "FAIL",
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Item {
+    /// `files`, `nvml`, `gpus`, `fields` or `kubernetes`.
+    pub section: &'static str,
+    /// What was checked.
+    pub subject: String,
+    /// Its state.
+    pub level: Level,
+    /// What was seen.
+    pub detail: String,
+    /// What to do about it, when it is not ok.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// Every item, in the order checked.
+    pub items: Vec<Item>,
+}
+
+/// The report's sections, in output order, with their titles.
+const SECTIONS: &[(&str, &str)] = &[
+    ("files", "Files and flags"),
+    ("nvml", "NVML"),
+    ("gpus", "GPUs and MIG instances"),
+    ("fields", "Fields of the counters file"),
+    ("kubernetes", "Kubernetes and attribution"),
+];
+
+impl Report {
+    /// Adds an item.
+    pub fn add(
+        &mut self,
+        section: &'static str,
+        subject: impl Into<String>,
+        level: Level,
+        detail: impl Into<String>,
+        fix: Option<&str>,
+    ) {
+        self.items.push(Item {
+            section,
+            subject: subject.into(),
+            level,
+            detail: detail.into(),
+            fix: fix.map(str::to_owned),
+        });
+    }
+
+    /// The worst level in the report.
+    pub fn worst(&self) -> Level {
+        self.items
+            .iter()
+            .map(|i| i.level)
+            .max()
+            .unwrap_or(Level::Ok)
+    }
+
+    /// The exit code: 0 when nothing failed, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.worst() == Level::Fail)
+    }
+
+    /// The human form: one table per section, nothing cut.
+    pub fn human(&self) -> String {
+        let mut out = String::new();
+        for (key, title) in SECTIONS {
+            let items: Vec<&Item> = self.items.iter().filter(|i| i.section == *key).collect();
+            if items.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "{title}");
+            let w = items
+                .iter()
+                .map(|i| i.subject.chars().count())
+                .max()
+                .unwrap_or(0);
+            for i in items {
+                let _ = writeln!(
+                    out,
+                    "  {:<4}  {:<w$}  {}",
+                    i.level.word(),
+                    i.subject,
+                    i.detail
+                );
+                if let Some(f) = &i.fix {
+                    let _ = writeln!(out, "  {:<4}  {:<w$}  fix: {f}", "", "");
+                }
+            }
+            out.push('\n');
+        }
+        let fails = self.items.iter().filter(|i| i.level == Level::Fail).count();
+        let warns = self.items.iter().filter(|i| i.level == Level::Warn).count();
+        let _ = writeln!(
+            out,
+            "check: {}",
+            match (fails, warns) {
+                (0, 0) => "everything configured works".to_owned(),
+                (0, w) => format!("everything configured works, {w} warning(s)"),
+                (f, w) => format!("{f} thing(s) configured do not work, {w} warning(s)"),
+            }
+        );
+        out
+    }
+
+    /// The form docs/hardware.md asks for: the NVML, GPU and field sections as a Markdown
+    /// table, ready to paste into an issue.
+    pub fn hardware_report(&self, version: &str) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "### gpu-exporter {version} on real hardware (`gpu-exporter check --hardware-report`)\n"
+        );
+        out.push_str("| Section | Subject | State | Detail |\n|---|---|---|---|\n");
+        for i in self
+            .items
+            .iter()
+            .filter(|i| matches!(i.section, "nvml" | "gpus" | "fields"))
+        {
+            let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                i.section,
+                cell(&i.subject),
+                i.level.word(),
+                cell(&i.detail)
+            );
+        }
+        out
+    }
+}
+
+/// Adds the GPU, field and source items read off the snapshots of a few ticks (the last one
+/// is `snap`).
+pub fn from_snapshot(report: &mut Report, snap: &Snapshot, counters: &CounterSet) {
+    // GPUs and MIG instances.
+    if snap.devices.is_empty() && snap.stats.nvml_up {
+        report.add(
+            "gpus",
+            "devices",
+            Level::Fail,
+            "NVML answered but no GPU is exported",
+            Some("check -d/--devices (it may select none) and nvidia-smi -L on the node"),
+        );
+    }
+    for d in &snap.devices {
+        let instances: Vec<String> = snap
+            .entities
+            .iter()
+            .filter(|e| e.id.gpu == d.gpu)
+            .filter_map(|e| e.id.mig.as_ref())
+            .map(|m| format!("{} (GI {})", m.profile, m.gpu_instance_id))
+            .collect();
+        let mig = if instances.is_empty() {
+            "MIG off or no instance".to_owned()
+        } else {
+            format!("MIG: {}", instances.join(", "))
+        };
+        if d.up {
+            report.add(
+                "gpus",
+                format!("GPU {}", d.gpu),
+                Level::Ok,
+                format!("{} {}; {mig}", d.model_name, d.uuid),
+                None,
+            );
+        } else {
+            report.add(
+                "gpus",
+                format!("GPU {}", d.gpu),
+                Level::Fail,
+                format!("{} {}: NVML no longer answers for it (lost)", d.model_name, d.uuid),
+                Some("dmesg on the node (Xid 79: fallen off the bus); the GPU needs a reset or service"),
+            );
+        }
+    }
+
+    // Every configured field: on how many entities it was served, unsupported, failed.
+    let entities = snap.entities.len();
+    for (slot, row) in counters.metrics().enumerate() {
+        let field = row.field.name;
+        let served = snap
+            .entities
+            .iter()
+            .filter(|e| e.values.get(slot).is_some_and(Option::is_some))
+            .count();
+        let unsupported: Vec<String> = snap
+            .stats
+            .unsupported
+            .iter()
+            .filter(|u| u.field == field)
+            .map(|u| match u.gpu_instance_id {
+                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
+                None => format!("GPU {}", u.gpu),
+            })
+            .collect();
+        let failed: Vec<String> = snap
+            .stats
+            .field_errors
+            .iter()
+            .filter(|(f, _, _)| *f == field)
+            .map(|(_, kind, n)| format!("{kind} ×{n}"))
+            .collect();
+        let subject = if row.name == field {
+            field.to_owned()
+        } else {
+            format!("{} ({field})", row.name)
+        };
+        let (level, detail, fix) = if !failed.is_empty() {
+            (
+                Level::Fail,
+                format!(
+                    "served on {served}/{entities}; read errors: {}",
+                    failed.join(", ")
+                ),
+                Some("the exporter's log names each error; report it with --hardware-report"),
+            )
+        } else if entities > 0 && served == 0 && !unsupported.is_empty() {
+            (
+                Level::Info,
+                format!("unsupported on every entity ({})", unsupported.join(", ")),
+                Some("NVML does not offer it on these GPUs; remove it from the counters file"),
+            )
+        } else if !unsupported.is_empty() {
+            (
+                Level::Info,
+                format!(
+                    "served on {served}/{entities}; unsupported on {}",
+                    unsupported.join(", ")
+                ),
+                None,
+            )
+        } else {
+            (Level::Ok, format!("served on {served}/{entities}"), None)
+        };
+        report.add("fields", subject, level, detail, fix);
+    }
+
+    // Attribution sources.
+    for s in &snap.attribution.sources {
+        let (level, fix) = if s.up {
+            (Level::Ok, None)
+        } else {
+            (Level::Fail, Some(source_fix(s.source)))
+        };
+        let mut detail = match (s.up, s.age_seconds) {
+            (true, Some(a)) => format!("up, answered {a:.1} s ago"),
+            (true, None) => "up".to_owned(),
+            (false, _) => "down".to_owned(),
+        };
+        if s.errors > 0 {
+            let _ = write!(detail, "; {} error(s)", s.errors);
+        }
+        if let Some(e) = &s.last_error {
+            let _ = write!(detail, "; last: {e}");
+        }
+        report.add("kubernetes", s.source, level, detail, fix);
+    }
+    if let Some(j) = &snap.attribution.join {
+        for (resource, allocatable, allocated) in &j.resources {
+            report.add(
+                "kubernetes",
+                format!("resource {resource}"),
+                Level::Ok,
+                format!(
+                    "{allocated} device ID(s) allocated{}",
+                    allocatable
+                        .map(|n| format!(" of {n} allocatable"))
+                        .unwrap_or_default()
+                ),
+                None,
+            );
+        }
+        if j.unmatched > 0 {
+            report.add(
+                "kubernetes",
+                "device IDs",
+                Level::Warn,
+                format!(
+                    "{} allocated device ID(s) name no exported GPU or MIG instance",
+                    j.unmatched
+                ),
+                Some("a device plugin naming devices by something other than UUID or index, or -d excluding them; see README \"Kubernetes\""),
+            );
+        }
+    }
+}
+
+/// The fix to try when an attribution source is down.
+fn source_fix(source: &str) -> &'static str {
+    match source {
+        "kubelet" => {
+            "mount the kubelet's pod-resources directory (hostPath /var/lib/kubelet/pod-resources, \
+             or --pod-resources-kubelet-socket) and run as uid 0: the socket is root's, mode 0755"
+        }
+        "pods" | "resourceslices" => {
+            "the pod's service account needs get/list/watch on pods (and resourceslices with DRA): \
+             the chart's ClusterRole (rbac.create=true); or turn --kubernetes-pod-metadata off"
+        }
+        "hpc_jobs" => "check --hpc-job-mapping-dir: it must be a readable directory",
+        "processes" => {
+            "per-process attribution reads /proc of the host: set hostPID: true \
+             (kubernetes.processMetrics in the chart) or turn --kubernetes-process-metrics off"
+        }
+        _ => "see the exporter's log",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_and_forms() {
+        let mut r = Report::default();
+        r.add("nvml", "library", Level::Ok, "loaded", None);
+        r.add(
+            "fields",
+            "DCGM_FI_X",
+            Level::Info,
+            "unsupported | here",
+            Some("remove it"),
+        );
+        assert_eq!(r.exit_code(), 0);
+        let h = r.human();
+        assert!(h.contains("NVML\n  ok    library"), "{h}");
+        assert!(h.contains("fix: remove it"), "{h}");
+        assert!(h.ends_with("check: everything configured works\n"), "{h}");
+        let md = r.hardware_report("0.1.0");
+        assert!(
+            md.contains("| fields | DCGM_FI_X | info | unsupported \\| here |"),
+            "{md}"
+        );
+        r.add(
+            "kubernetes",
+            "kubelet",
+            Level::Fail,
+            "down",
+            Some(source_fix("kubelet")),
+        );
+        assert_eq!(r.exit_code(), 1);
+        assert!(r.human().contains("1 thing(s) configured do not work"));
+        // The hardware report leaves out what is not about the hardware.
+        assert!(!r.hardware_report("0.1.0").contains("kubelet"));
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["items"][2]["level"], "fail");
+    }
+}

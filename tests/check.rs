@@ -1,0 +1,144 @@
+//! `gpu-exporter check` on the simulated node, working and with each source broken in turn:
+//! no kubelet socket, a socket path that refuses, a bad counters line, NVML absent; each must
+//! give the right exit code and a line that names the fix. Also the JSON and hardware-report
+//! forms, and usage errors (exit 2).
+#![cfg(feature = "sim")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{BIN, built_sim_lib, free_port};
+
+fn check(args: &[&str]) -> (Option<i32>, String) {
+    let port = free_port().to_string();
+    let out: Output = Command::new(BIN)
+        .arg("check")
+        .args(["-a", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .env_remove("NODE_NAME")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn line_with<'a>(out: &'a str, words: &[&str]) -> &'a str {
+    out.lines()
+        .find(|l| words.iter().all(|w| l.contains(w)))
+        .unwrap_or_else(|| panic!("no line with {words:?} in:\n{out}"))
+}
+
+#[test]
+fn a_working_simulated_node_checks_clean() {
+    let (code, out) = check(&["--simulate", "h100-mig", "-k"]);
+    assert_eq!(code, Some(0), "{out}");
+    line_with(&out, &["ok", "library", "initialised in"]);
+    line_with(&out, &["ok", "versions", "driver"]);
+    line_with(&out, &["ok", "GPU 0", "MIG off"]);
+    line_with(&out, &["ok", "GPU 5", "MIG: 3g.40gb (GI 2)"]);
+    line_with(&out, &["ok", "DCGM_FI_DEV_GPU_TEMP", "served on"]);
+    line_with(&out, &["ok", "kubelet", "up"]);
+    line_with(&out, &["ok", "resource nvidia.com/"]);
+    assert!(
+        out.ends_with("check: everything configured works\n")
+            || out.contains("everything configured works, "),
+        "{out}"
+    );
+}
+
+#[test]
+fn no_kubelet_socket_fails_and_names_the_mount() {
+    let lib = built_sim_lib();
+    let (code, out) = check(&[
+        "--nvml-lib",
+        lib.to_str().unwrap(),
+        "-k",
+        "--kubernetes-pod-metadata=false",
+        "--pod-resources-kubelet-socket",
+        "/nonexistent/pod-resources/kubelet.sock",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    line_with(&out, &["FAIL", "kubelet", "down"]);
+    line_with(&out, &["fix:", "pod-resources", "uid 0"]);
+    // NVML itself is fine.
+    line_with(&out, &["ok", "library"]);
+}
+
+#[test]
+fn a_socket_path_that_refuses_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("kubelet.sock");
+    std::fs::write(&sock, "not a socket").unwrap();
+    let lib = built_sim_lib();
+    let (code, out) = check(&[
+        "--nvml-lib",
+        lib.to_str().unwrap(),
+        "-k",
+        "--kubernetes-pod-metadata=false",
+        "--pod-resources-kubelet-socket",
+        sock.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    let l = line_with(&out, &["FAIL", "kubelet"]);
+    assert!(l.contains("last:"), "the kubelet's error is shown: {l}");
+}
+
+#[test]
+fn a_bad_counters_line_fails_and_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(
+        &csv,
+        "DCGM_FI_DEV_GPU_TEMP, gauge, Temperature.\nDCGM_FI_DEV_NO_SUCH_FIELD, gauge, Nope.\n",
+    )
+    .unwrap();
+    let (code, out) = check(&["--simulate", "h100-mig", "-f", csv.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{out}");
+    let l = line_with(&out, &["FAIL", "counters file"]);
+    assert!(l.contains("bad.csv") && l.contains(":2"), "{l}");
+    line_with(&out, &["fix:", "line"]);
+}
+
+#[test]
+fn nvml_absent_fails_and_names_the_toolkit() {
+    let (code, out) = check(&["--nvml-lib", "/nonexistent/libnvidia-ml.so.1"]);
+    assert_eq!(code, Some(1), "{out}");
+    line_with(&out, &["FAIL", "library", "/nonexistent/libnvidia-ml.so.1"]);
+    line_with(&out, &["fix:", "NVIDIA runtime"]);
+}
+
+#[test]
+fn json_and_hardware_report_forms() {
+    let (code, out) = check(&["--simulate", "h100-mig", "--output", "json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let items = v["items"].as_array().unwrap();
+    assert!(
+        items
+            .iter()
+            .any(|i| i["section"] == "fields" && i["level"] == "ok")
+    );
+    let (code, out) = check(&["--simulate", "h100-mig", "--hardware-report"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("### gpu-exporter "), "{out}");
+    assert!(out.contains("| nvml | library | ok |"), "{out}");
+    assert!(out.contains("| gpus | GPU 0 | ok |"), "{out}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let (code, out) = check(&["--output", "yaml"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("--output takes human or json"), "{out}");
+    let (code, out) = check(&["--no-such-flag"]);
+    assert_eq!(code, Some(2), "{out}");
+}
