@@ -141,6 +141,7 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
     let Pipeline {
         mut sampler,
         lib_path: _,
+        kubernetes: _,
         _sim,
         _cluster,
     } = build_pipeline(&mut cfg, &counters, &rt)?;
@@ -217,12 +218,22 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
     served
 }
 
+/// The kubelet socket and API client attribution actually uses (with `--simulate`, the
+/// simulated cluster's), for `gpu-exporter check`.
+struct KubernetesInUse {
+    socket: std::path::PathBuf,
+    client: Option<kube::Client>,
+    node_name: Option<String>,
+}
+
 /// What runs between a validated configuration and the HTTP server: the sampler (NVML reader
 /// and attribution) and, with `--simulate`, the simulated library and cluster it reads.
 struct Pipeline {
     sampler: Sampler,
     /// The NVML library path given to the loader (`None`: the dynamic loader's search).
     lib_path: Option<std::path::PathBuf>,
+    /// Attribution's kubelet socket and API client, with `-k`.
+    kubernetes: Option<KubernetesInUse>,
     _sim: Option<SimLib>,
     _cluster: Option<SimCluster>,
 }
@@ -260,14 +271,16 @@ fn build_pipeline(
     let loader: sampler::Loader = Box::new(move || gpu::open(loader_path.as_deref()));
     // Pod attribution: its sources run on the runtime; the sampler reads their latest state.
     let mut sampler = Sampler::with_options(loader, Arc::clone(counters), options);
-    let (attributor, cluster) = start_attribution(cfg, rt, sim.as_ref(), lib_path.as_deref())
-        .map_err(anyhow::Error::msg)?;
+    let (attributor, cluster, kubernetes) =
+        start_attribution(cfg, rt, sim.as_ref(), lib_path.as_deref())
+            .map_err(anyhow::Error::msg)?;
     if let Some(a) = attributor {
         sampler = sampler.with_attribution(a);
     }
     Ok(Pipeline {
         sampler,
         lib_path,
+        kubernetes,
         _sim: sim,
         _cluster: cluster,
     })
@@ -351,7 +364,11 @@ fn start_attribution(
     rt: &tokio::runtime::Runtime,
     sim: Option<&SimLib>,
     lib_path: Option<&std::path::Path>,
-) -> anyhow::Result<(Option<Attributor>, Option<SimCluster>)> {
+) -> anyhow::Result<(
+    Option<Attributor>,
+    Option<SimCluster>,
+    Option<KubernetesInUse>,
+)> {
     let hpc = match cfg.hpc_job_dir.clone() {
         Some(d) => {
             info!(dir = %d.display(), "HPC job mapping enabled");
@@ -373,6 +390,7 @@ fn start_attribution(
                     },
                 )
             }),
+            None,
             None,
         ));
     };
@@ -396,8 +414,13 @@ fn start_attribution(
         };
     }
     info!(socket = %k.socket.display(), refresh_ms = k.refresh.as_millis() as u64, "pod attribution enabled");
+    let in_use = KubernetesInUse {
+        socket: k.socket.clone(),
+        client: client.clone(),
+        node_name: k.node_name.clone(),
+    };
     let a = attribution::start(&k, cfg.old_namespace, client, hpc, rt.handle());
-    Ok((Some(a), cluster))
+    Ok((Some(a), cluster, Some(in_use)))
 }
 
 fn main() -> ExitCode {
@@ -635,6 +658,7 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
     let Pipeline {
         mut sampler,
         lib_path,
+        kubernetes,
         _sim,
         _cluster,
     } = match build_pipeline(&mut cfg, &counters, &rt) {
@@ -697,5 +721,26 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
         );
     }
     gpu_exporter::check::from_snapshot(&mut r, &snap, &counters);
+    if let (Some(k), Some(kcfg)) = (kubernetes, cfg.kubernetes.as_ref()) {
+        gpu_exporter::check::socket(&mut r, &k.socket);
+        if kcfg.pod_metadata || kcfg.dra {
+            match &k.client {
+                Some(client) => {
+                    use gpu_exporter::sources::kube::access;
+                    let reviews = rt.block_on(access::review(client, &access::needed(kcfg.dra)));
+                    let node = k.node_name.as_deref();
+                    let pods = rt.block_on(access::pods_on_node(client, node));
+                    gpu_exporter::check::api(&mut r, &reviews, pods.map_err(|e| e.to_string()), node);
+                }
+                None => r.add(
+                    "kubernetes",
+                    "API client",
+                    Level::Fail,
+                    "no Kubernetes API client: neither an in-cluster service account nor KUBECONFIG",
+                    Some("run in a pod with a service account token (automountServiceAccountToken), or turn --kubernetes-pod-metadata off"),
+                ),
+            }
+        }
+    }
     r
 }

@@ -142,3 +142,69 @@ fn usage_errors_exit_2() {
     let (code, out) = check(&["--no-such-flag"]);
     assert_eq!(code, Some(2), "{out}");
 }
+
+/// An API server that answers 403 to everything, as one without the exporter's RBAC does.
+fn forbidding_api() -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut stream) = stream else { break };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let status = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods is forbidden: User \"system:serviceaccount:gpu:exporter\" cannot list resource \"pods\"","reason":"Forbidden","code":403}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{status}",
+                status.len()
+            );
+        }
+    });
+    (port, handle)
+}
+
+#[test]
+fn an_api_that_forbids_fails_and_names_rbac() {
+    let (port, _server) = forbidding_api();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+        ),
+    )
+    .unwrap();
+    let lib = built_sim_lib();
+    let out = Command::new(BIN)
+        .args(["check", "-a", &format!("127.0.0.1:{}", free_port())])
+        .args(["--nvml-lib", lib.to_str().unwrap(), "-k"])
+        .args([
+            "--kubernetes-pod-metadata=true",
+            "--kubernetes-process-metrics=false",
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("NODE_NAME", "gpu-node-1")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let l = line_with(&text, &["FAIL", "list pods"]);
+    assert!(l.contains("403 Forbidden"), "{l}");
+    let l = line_with(&text, &["FAIL", "pods on this node"]);
+    assert!(l.contains("node gpu-node-1") && l.contains("403"), "{l}");
+    line_with(&text, &["fix:", "ClusterRole"]);
+}

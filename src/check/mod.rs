@@ -332,6 +332,137 @@ pub fn from_snapshot(report: &mut Report, snap: &Snapshot, counters: &CounterSet
     }
 }
 
+/// The kubelet's pod-resources socket as a file: present, a socket, and connectable by this
+/// process's user (the kubelet creates it root-owned, mode 0755: only uid 0 may connect).
+pub fn socket(report: &mut Report, path: &std::path::Path) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let subject = "pod-resources socket";
+    let mount_fix = "mount the kubelet's pod-resources directory (hostPath /var/lib/kubelet/pod-resources) \
+                     and point --pod-resources-kubelet-socket at kubelet.sock in it";
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => {
+            report.add(
+                "kubernetes",
+                subject,
+                Level::Fail,
+                format!("{}: {e}", path.display()),
+                Some(mount_fix),
+            );
+            return;
+        }
+    };
+    if !meta.file_type().is_socket() {
+        report.add(
+            "kubernetes",
+            subject,
+            Level::Fail,
+            format!("{} exists but is not a socket", path.display()),
+            Some(mount_fix),
+        );
+        return;
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let mode = meta.mode() & 0o777;
+    let detail = format!(
+        "{}: socket, owner uid {}, mode {mode:04o}; this process runs as uid {euid}",
+        path.display(),
+        meta.uid()
+    );
+    let writable = euid == 0 || (meta.uid() == euid && mode & 0o200 != 0) || mode & 0o002 != 0;
+    if writable {
+        report.add("kubernetes", subject, Level::Ok, detail, None);
+    } else {
+        report.add(
+            "kubernetes",
+            subject,
+            Level::Fail,
+            format!("{detail}: connecting needs write permission on it"),
+            Some("run the container as uid 0 (the chart does when kubernetes.podMapping is on), still without capabilities"),
+        );
+    }
+}
+
+/// The API's answers: one item per reviewed verb, and the node-scoped pod list.
+pub fn api(
+    report: &mut Report,
+    reviews: &[crate::sources::kube::access::Access],
+    pods: Result<usize, String>,
+    node: Option<&str>,
+) {
+    let rbac_fix = "grant get, list and watch on it to the exporter's service account: the chart's \
+                    ClusterRole (rbac.create=true), docs/kubernetes-rbac.md";
+    for a in reviews {
+        let what = if a.group.is_empty() {
+            format!("{} {}", a.verb, a.resource)
+        } else {
+            format!("{} {}.{}", a.verb, a.resource, a.group)
+        };
+        let reason = a
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        match &a.allowed {
+            Ok(true) => report.add(
+                "kubernetes",
+                what,
+                Level::Ok,
+                format!("allowed{reason}"),
+                None,
+            ),
+            Ok(false) => report.add(
+                "kubernetes",
+                what,
+                Level::Fail,
+                format!("denied{reason}"),
+                Some(rbac_fix),
+            ),
+            Err(e) => {
+                let refused = e.starts_with("401") || e.starts_with("403");
+                report.add(
+                    "kubernetes",
+                    what,
+                    if refused { Level::Fail } else { Level::Warn },
+                    format!("could not be reviewed: {e}"),
+                    Some(if refused {
+                        "the API server refuses the exporter's credentials or the review itself: check the service account token and RBAC"
+                    } else {
+                        "the API server did not answer the SelfSubjectAccessReview; see its error"
+                    }),
+                );
+            }
+        }
+    }
+    let scope = node
+        .map(|n| format!("node {n}"))
+        .unwrap_or_else(|| "every node (NODE_NAME is unset)".to_owned());
+    match pods {
+        Ok(0) => report.add(
+            "kubernetes",
+            "pods on this node",
+            Level::Warn,
+            format!("the API lists no pod on {scope}"),
+            Some("set NODE_NAME from the downward API (spec.nodeName); the chart does"),
+        ),
+        Ok(n) => report.add(
+            "kubernetes",
+            "pods on this node",
+            Level::Ok,
+            format!("the API lists {n} pod(s) on {scope}"),
+            None,
+        ),
+        Err(e) => report.add(
+            "kubernetes",
+            "pods on this node",
+            Level::Fail,
+            format!("listing pods on {scope}: {e}"),
+            Some(rbac_fix),
+        ),
+    }
+}
+
 /// The fix to try when an attribution source is down.
 fn source_fix(source: &str) -> &'static str {
     match source {

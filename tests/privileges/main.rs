@@ -21,6 +21,7 @@
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod check;
 #[path = "../common/mod.rs"]
 mod common;
 mod dockerfile;

@@ -303,6 +303,8 @@ enum Route {
     Group,
     GroupVersion(String),
     Version,
+    /// `POST selfsubjectaccessreviews`: everything is allowed (unless every request fails).
+    AccessReview,
     NotFound,
 }
 
@@ -328,6 +330,12 @@ fn route(path: &str, versions: &[String]) -> Route {
             api_version: format!("{RESOURCE_GROUP}/{v}"),
         },
         ["version"] => Route::Version,
+        [
+            "apis",
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+        ] => Route::AccessReview,
         _ => Route::NotFound,
     }
 }
@@ -376,7 +384,7 @@ async fn handle(State(inner): State<Arc<Inner>>, method: Method, uri: Uri) -> Re
         };
         return error_response(code, &message);
     }
-    if method != Method::GET {
+    if method != Method::GET && !(method == Method::POST && matches!(route, Route::AccessReview)) {
         return error_response(
             405,
             &format!("the fake API server only serves GET, not {method}"),
@@ -401,6 +409,13 @@ async fn handle(State(inner): State<Arc<Inner>>, method: Method, uri: Uri) -> Re
             }),
         ),
         Route::NotFound => error_response(404, &format!("the server could not find {path}")),
+        Route::AccessReview => json_response(
+            201,
+            &json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {}, "status": {"allowed": true, "reason": "the simulated API server allows everything"}
+            }),
+        ),
         Route::Collection {
             kind,
             namespace,

@@ -3,10 +3,12 @@
 //! - [`meta`]: a node-scoped reflector of pods (labels, UID, owning workload, container IDs).
 //! - [`dra`]: a reflector of the DRA driver's ResourceSlices (pool/device → GPU or MIG UUID).
 //! - [`labels`]: pod-label sanitizing and the allow-list.
+//! - [`access`]: `SelfSubjectAccessReview`s and a node-scoped pod list, for `gpu-exporter check`.
 //!
 //! The reflectors run in the background; the sampler only reads the latest published index.
 //! `labels` is pure text work. Nothing here calls NVML or the kubelet.
 
+pub mod access;
 pub mod dra;
 pub mod labels;
 pub mod meta;

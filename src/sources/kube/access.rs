@@ -1,0 +1,118 @@
+//! What the exporter's service account may do, asked the API server itself: one
+//! `SelfSubjectAccessReview` per verb the enabled features need (get, list and watch on pods;
+//! on ResourceSlices with DRA), and how many pods the node-scoped list returns. Used by
+//! `gpu-exporter check`.
+//!
+//! Owns those requests and their answers as plain data. It must not keep anything running or
+//! decide what an answer means for the report (the check does).
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
+
+/// A review could not be made (the API refused the review itself, or did not answer).
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// The API server's answer or the transport's error, described in one line.
+    #[error("{0}")]
+    Api(String),
+}
+
+/// One verb on one resource: allowed, denied (with the API's reason), or not reviewable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// API group (empty for core).
+    pub group: &'static str,
+    /// Resource, plural.
+    pub resource: &'static str,
+    /// Verb.
+    pub verb: &'static str,
+    /// `Ok(true)` allowed, `Ok(false)` denied, `Err` the review failed.
+    pub allowed: Result<bool, String>,
+    /// The authorizer's reason, when it gave one.
+    pub reason: Option<String>,
+}
+
+/// The (group, resource) pairs the features read: pods always, ResourceSlices with DRA.
+pub fn needed(dra: bool) -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![("", "pods")];
+    if dra {
+        v.push(("resource.k8s.io", "resourceslices"));
+    }
+    v
+}
+
+/// Reviews get, list and watch on each of `resources`.
+pub async fn review(client: &Client, resources: &[(&'static str, &'static str)]) -> Vec<Access> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let mut out = Vec::new();
+    for (group, resource) in resources {
+        for verb in ["get", "list", "watch"] {
+            let req = SelfSubjectAccessReview {
+                spec: SelfSubjectAccessReviewSpec {
+                    resource_attributes: Some(ResourceAttributes {
+                        group: Some((*group).to_owned()),
+                        resource: Some((*resource).to_owned()),
+                        verb: Some(verb.to_owned()),
+                        ..ResourceAttributes::default()
+                    }),
+                    ..SelfSubjectAccessReviewSpec::default()
+                },
+                ..SelfSubjectAccessReview::default()
+            };
+            let (allowed, reason) = match api.create(&PostParams::default(), &req).await {
+                Ok(r) => match r.status {
+                    Some(s) => (Ok(s.allowed), s.reason.filter(|r| !r.is_empty())),
+                    None => (
+                        Err("the review came back without a status".to_owned()),
+                        None,
+                    ),
+                },
+                Err(e) => (Err(describe(&e)), None),
+            };
+            out.push(Access {
+                group,
+                resource,
+                verb,
+                allowed,
+                reason,
+            });
+        }
+    }
+    out
+}
+
+/// How many pods the node-scoped list returns (`spec.nodeName=<node>`, or every pod when no
+/// node name is known).
+pub async fn pods_on_node(client: &Client, node: Option<&str>) -> Result<usize, AccessError> {
+    let api: Api<Pod> = Api::all(client.clone());
+    let mut lp = ListParams::default();
+    if let Some(n) = node {
+        lp = lp.fields(&format!("spec.nodeName={n}"));
+    }
+    api.list_metadata(&lp)
+        .await
+        .map(|l| l.items.len())
+        .map_err(|e| AccessError::Api(describe(&e)))
+}
+
+fn describe(e: &kube::Error) -> String {
+    super::meta::describe_kube_error(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dra_adds_resourceslices() {
+        assert_eq!(needed(false), vec![("", "pods")]);
+        assert_eq!(
+            needed(true),
+            vec![("", "pods"), ("resource.k8s.io", "resourceslices")]
+        );
+    }
+}
