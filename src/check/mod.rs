@@ -202,6 +202,12 @@ pub fn from_snapshot(report: &mut Report, snap: &Snapshot, counters: &CounterSet
         } else {
             format!("MIG: {}", instances.join(", "))
         };
+        let xid = if snap.xids.iter().any(|x| x.id.gpu == d.gpu) {
+            "Xid events watched"
+        } else {
+            "Xid events NOT watched (NVML refused the registration; DCGM_FI_DEV_XID_ERRORS stays 0)"
+        };
+        let mig = format!("{mig}; {xid}");
         if d.up {
             report.add(
                 "gpus",
