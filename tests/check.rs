@@ -43,7 +43,7 @@ fn a_working_simulated_node_checks_clean() {
     assert_eq!(code, Some(0), "{out}");
     line_with(&out, &["ok", "library", "initialised in"]);
     line_with(&out, &["ok", "versions", "driver"]);
-    line_with(&out, &["ok", "GPU 0", "MIG off"]);
+    line_with(&out, &["ok", "GPU 0", "MIG off", "Xid events watched"]);
     line_with(&out, &["ok", "GPU 5", "MIG: 3g.40gb (GI 2)"]);
     line_with(&out, &["ok", "DCGM_FI_DEV_GPU_TEMP", "served on"]);
     line_with(&out, &["ok", "kubelet", "up"]);
