@@ -224,6 +224,8 @@ struct KubernetesInUse {
     socket: std::path::PathBuf,
     client: Option<kube::Client>,
     node_name: Option<String>,
+    /// `/proc` of the host as seen here, and whether process attribution is on.
+    proc_root: Option<std::path::PathBuf>,
 }
 
 /// What runs between a validated configuration and the HTTP server: the sampler (NVML reader
@@ -418,6 +420,7 @@ fn start_attribution(
         socket: k.socket.clone(),
         client: client.clone(),
         node_name: k.node_name.clone(),
+        proc_root: k.process_metrics.then(|| k.proc_root.clone()),
     };
     let a = attribution::start(&k, cfg.old_namespace, client, hpc, rt.handle());
     Ok((Some(a), cluster, Some(in_use)))
@@ -723,6 +726,9 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
     gpu_exporter::check::from_snapshot(&mut r, &snap, &counters);
     if let (Some(k), Some(kcfg)) = (kubernetes, cfg.kubernetes.as_ref()) {
         gpu_exporter::check::socket(&mut r, &k.socket);
+        if let Some(root) = &k.proc_root {
+            gpu_exporter::check::proc_root(&mut r, root, std::process::id());
+        }
         if kcfg.pod_metadata || kcfg.dra {
             match &k.client {
                 Some(client) => {

@@ -390,6 +390,51 @@ pub fn socket(report: &mut Report, path: &std::path::Path) {
     }
 }
 
+/// The proc tree process attribution reads: NVML reports host PIDs, so the exporter must see
+/// the host's processes (`hostPID: true`). A process that is PID 1 of `/proc` is in a PID
+/// namespace of its own.
+pub fn proc_root(report: &mut Report, root: &std::path::Path, own_pid: u32) {
+    let subject = "proc root";
+    let fix = "set hostPID: true on the pod (the chart does with kubernetes.processMetrics), or turn --kubernetes-process-metrics off";
+    let pids = match std::fs::read_dir(root) {
+        Ok(d) => d
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .count(),
+        Err(e) => {
+            report.add(
+                "kubernetes",
+                subject,
+                Level::Fail,
+                format!("{}: {e}", root.display()),
+                Some(fix),
+            );
+            return;
+        }
+    };
+    if root == std::path::Path::new("/proc") && own_pid == 1 {
+        report.add(
+            "kubernetes",
+            subject,
+            Level::Fail,
+            format!("this process is PID 1 of /proc ({pids} process(es) visible): the container has a PID namespace of its own, so NVML's host PIDs cannot be found"),
+            Some(fix),
+        );
+    } else {
+        report.add(
+            "kubernetes",
+            subject,
+            Level::Ok,
+            format!("{}: {pids} process(es) visible", root.display()),
+            None,
+        );
+    }
+}
+
 /// The API's answers: one item per reviewed verb, and the node-scoped pod list.
 pub fn api(
     report: &mut Report,
@@ -525,6 +570,16 @@ mod tests {
         assert!(r.human().contains("1 thing(s) configured do not work"));
         // The hardware report leaves out what is not about the hardware.
         assert!(!r.hardware_report("0.1.0").contains("kubelet"));
+        let mut p = Report::default();
+        proc_root(&mut p, std::path::Path::new("/proc"), 1);
+        assert_eq!(p.items[0].level, Level::Fail, "{:?}", p.items);
+        assert!(p.items[0].detail.contains("PID namespace of its own"));
+        let mut p = Report::default();
+        proc_root(&mut p, std::path::Path::new("/proc"), std::process::id());
+        assert_eq!(p.items[0].level, Level::Ok, "{:?}", p.items);
+        let mut p = Report::default();
+        proc_root(&mut p, std::path::Path::new("/nonexistent-proc"), 7);
+        assert_eq!(p.items[0].level, Level::Fail);
         let json: serde_json::Value = serde_json::to_value(&r).unwrap();
         assert_eq!(json["items"][2]["level"], "fail");
     }
