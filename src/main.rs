@@ -678,8 +678,10 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
         }
     };
     let started = std::time::Instant::now();
+    let mut nvml_handle = None;
     match gpu::open(lib_path.as_deref()) {
         Ok(nvml) => {
+            nvml_handle = Some(nvml);
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             let place = lib_path
                 .as_ref()
@@ -723,7 +725,22 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
             None,
         );
     }
-    gpu_exporter::check::from_snapshot(&mut r, &snap, &counters);
+    // The time each field's read takes, on a reader of its own (after the ticks, so that the
+    // daemon's reader has settled which fields are unsupported).
+    let timings = match nvml_handle.filter(|_| snap.stats.nvml_up) {
+        Some(nvml) => gpu::reader::timing::time_fields(
+            nvml,
+            ReaderOptions {
+                devices: cfg.devices.clone(),
+                repeat_device_fields: cfg.mig_repeat_device_fields,
+                ..ReaderOptions::default()
+            },
+            &counters,
+            gpu_exporter::base::clock::unix_now(),
+        ),
+        None => Vec::new(),
+    };
+    gpu_exporter::check::from_snapshot(&mut r, &snap, &counters, &timings);
     if let (Some(k), Some(kcfg)) = (kubernetes, cfg.kubernetes.as_ref()) {
         gpu_exporter::check::socket(&mut r, &k.socket);
         if let Some(root) = &k.proc_root {

@@ -45,7 +45,16 @@ fn a_working_simulated_node_checks_clean() {
     line_with(&out, &["ok", "versions", "driver"]);
     line_with(&out, &["ok", "GPU 0", "MIG off", "Xid events watched"]);
     line_with(&out, &["ok", "GPU 5", "MIG: 3g.40gb (GI 2)"]);
-    line_with(&out, &["ok", "DCGM_FI_DEV_GPU_TEMP", "served on"]);
+    line_with(
+        &out,
+        &[
+            "ok",
+            "DCGM_FI_DEV_GPU_TEMP",
+            "served on",
+            "one read",
+            "ms on all entities",
+        ],
+    );
     line_with(&out, &["ok", "kubelet", "up"]);
     line_with(&out, &["ok", "resource nvidia.com/"]);
     assert!(

@@ -178,7 +178,13 @@ impl Report {
 
 /// Adds the GPU, field and source items read off the snapshots of a few ticks (the last one
 /// is `snap`).
-pub fn from_snapshot(report: &mut Report, snap: &Snapshot, counters: &CounterSet) {
+/// `timings` holds the time one read of each field took on all entities, where measured.
+pub fn from_snapshot(
+    report: &mut Report,
+    snap: &Snapshot,
+    counters: &CounterSet,
+    timings: &[(&'static str, std::time::Duration)],
+) {
     // GPUs and MIG instances.
     if snap.devices.is_empty() && snap.stats.nvml_up {
         report.add(
@@ -284,6 +290,13 @@ pub fn from_snapshot(report: &mut Report, snap: &Snapshot, counters: &CounterSet
             )
         } else {
             (Level::Ok, format!("served on {served}/{entities}"), None)
+        };
+        let detail = match timings.iter().find(|(f, _)| *f == field) {
+            Some((_, t)) => format!(
+                "{detail}; one read {:.2} ms on all entities",
+                t.as_secs_f64() * 1000.0
+            ),
+            None => detail,
         };
         report.add("fields", subject, level, detail, fix);
     }

@@ -18,6 +18,7 @@ mod entities;
 mod gpm;
 mod options;
 mod state;
+pub mod timing;
 mod values;
 
 pub use book::reason as read_error_reason;
