@@ -741,6 +741,23 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
         None => Vec::new(),
     };
     gpu_exporter::check::from_snapshot(&mut r, &snap, &counters, &timings);
+    // GPM (the source of DCGM_FI_PROF_* here), per GPU.
+    if let Some(nvml) = nvml_handle.filter(|_| snap.stats.nvml_up) {
+        for d in snap.devices.iter().filter(|d| d.up) {
+            let subject = format!("GPU {} GPM", d.gpu);
+            match nvml.device_by_index(d.gpu).and_then(|dev| dev.gpm_support()) {
+                Ok(true) => r.add("gpus", subject, Level::Ok, "supported: the DCGM_FI_PROF_* fields come from it", None),
+                Ok(false) => r.add(
+                    "gpus",
+                    subject,
+                    Level::Info,
+                    "not supported (GPM needs Hopper or later): DCGM_FI_PROF_* fields are not exported for this GPU",
+                    None,
+                ),
+                Err(e) => r.add("gpus", subject, Level::Info, format!("NVML could not say: {e}"), None),
+            }
+        }
+    }
     if let (Some(k), Some(kcfg)) = (kubernetes, cfg.kubernetes.as_ref()) {
         gpu_exporter::check::socket(&mut r, &k.socket);
         if let Some(root) = &k.proc_root {

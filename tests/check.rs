@@ -55,6 +55,7 @@ fn a_working_simulated_node_checks_clean() {
             "ms on all entities",
         ],
     );
+    line_with(&out, &["ok", "GPU 0 GPM", "supported"]);
     line_with(&out, &["ok", "kubelet", "up"]);
     line_with(&out, &["ok", "resource nvidia.com/"]);
     assert!(
@@ -141,6 +142,7 @@ fn json_and_hardware_report_forms() {
     assert!(out.starts_with("### gpu-exporter "), "{out}");
     assert!(out.contains("| nvml | library | ok |"), "{out}");
     assert!(out.contains("| gpus | GPU 0 | ok |"), "{out}");
+    assert!(out.contains("| gpus | GPU 0 GPM | ok |"), "{out}");
 }
 
 #[test]
