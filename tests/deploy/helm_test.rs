@@ -16,6 +16,14 @@ fn test_pods(r: &Rendered) -> Vec<&Value> {
         .collect()
 }
 
+/// The test pods that run `gpu-exporter probe`.
+fn probe_pods(r: &Rendered) -> Vec<&Value> {
+    test_pods(r)
+        .into_iter()
+        .filter(|p| p["spec"]["containers"][0]["name"] == "probe")
+        .collect()
+}
+
 #[test]
 pub(crate) fn helm_test_pod_probes_its_nodes_exporter_through_the_service() {
     let Some(helm) = helm_or_skip("helm_test_pod_probes_its_nodes_exporter_through_the_service")
@@ -36,7 +44,7 @@ pub(crate) fn helm_test_pod_probes_its_nodes_exporter_through_the_service() {
         ),
     ] {
         let r = template(&helm, &[], &[values]).unwrap();
-        let pods = test_pods(&r);
+        let pods = probe_pods(&r);
         if pods.len() != 1 {
             f.add(format!(
                 "{what}: want one helm test pod, rendered {}",
@@ -129,7 +137,7 @@ pub(crate) fn helm_test_pod_probes_its_nodes_exporter_through_the_service() {
         &[json!({"tlsServerConfig": {"enabled": true}, "basicAuth": {"users": {"prometheus": "pw"}}})],
     )
     .unwrap();
-    match test_pods(&r).as_slice() {
+    match probe_pods(&r).as_slice() {
         [pod] => {
             let c = &pod["spec"]["containers"][0];
             let args = args_of(c);
@@ -190,8 +198,8 @@ pub(crate) fn helm_test_pod_probes_its_nodes_exporter_through_the_service() {
         ),
     ] {
         let r = template(&helm, &[], &[values]).unwrap();
-        if !test_pods(&r).is_empty() {
-            f.add(format!("{what}: a helm test pod was rendered"));
+        if !probe_pods(&r).is_empty() {
+            f.add(format!("{what}: a helm test probe pod was rendered"));
         }
     }
     // kubectl apply users get no test pod.
@@ -209,7 +217,7 @@ pub(crate) fn helm_test_command_passes_on_its_node_and_fails_elsewhere() {
         return;
     };
     let r = template(&helm, &[], &[json!({"helmTest": {"wait": "20s"}})]).unwrap();
-    let pods = test_pods(&r);
+    let pods = probe_pods(&r);
     assert_eq!(pods.len(), 1, "one helm test pod");
     let args = args_of(&pods[0]["spec"]["containers"][0]);
     let service_url = args[1].clone();
@@ -300,4 +308,115 @@ pub(crate) fn helm_test_command_passes_on_its_node_and_fails_elsewhere() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("give http://HOST:PORT"), "{}", text(&o));
+}
+
+/// The `helm test` pod that runs `gpu-exporter check` has the DaemonSet's pod spec (flags,
+/// environment, mounts, user, placement), `check` in front of the flags, no ports or probes,
+/// and its rendered command passes on a working simulated node.
+#[test]
+pub(crate) fn helm_test_check_pod_is_the_daemonset_pod_running_check() {
+    let Some(helm) = helm_or_skip("helm_test_check_pod_is_the_daemonset_pod_running_check") else {
+        return;
+    };
+    let mut f = Failures::default();
+    for (what, values) in [
+        ("default values", json!({})),
+        (
+            "TLS, basic auth, process metrics, DRA",
+            json!({
+                "tlsServerConfig": {"enabled": true},
+                "basicAuth": {"users": {"prometheus": "pw"}},
+                "kubernetes": {"processMetrics": true},
+                "kubernetesDRA": {"enabled": true},
+                "runtimeClassName": "nvidia",
+            }),
+        ),
+        (
+            "no pod mapping",
+            json!({"kubernetes": {"podMapping": false}}),
+        ),
+    ] {
+        let r = template(&helm, &[], &[values]).unwrap();
+        let checks: Vec<&Value> = test_pods(&r)
+            .into_iter()
+            .filter(|p| p["spec"]["containers"][0]["name"] == "check")
+            .collect();
+        let [pod] = checks.as_slice() else {
+            f.add(format!("{what}: want one check pod, got {}", checks.len()));
+            continue;
+        };
+        let ds = &r.one("DaemonSet").value["spec"]["template"]["spec"];
+        let mut spec = pod["spec"].clone();
+        if spec["restartPolicy"] != "Never" {
+            f.add(format!("{what}: restartPolicy {}", spec["restartPolicy"]));
+        }
+        spec.as_object_mut().unwrap().remove("restartPolicy");
+        // The container: the DaemonSet's, with `check` in front and without ports and probes.
+        let mut want = ds.clone();
+        {
+            let c = &mut want["containers"][0];
+            let obj = c.as_object_mut().unwrap();
+            for k in ["ports", "livenessProbe", "readinessProbe"] {
+                obj.remove(k);
+            }
+            obj.insert("name".into(), json!("check"));
+            let mut args = vec![json!("check")];
+            args.extend(array(&obj["args"]).iter().cloned());
+            obj.insert("args".into(), Value::Array(args));
+        }
+        if spec != want {
+            f.add(format!(
+                "{what}: the check pod's spec is not the DaemonSet's running check:\n  got  {spec}\n  want {want}"
+            ));
+        }
+        if is_subset(
+            &r.one("Service").value["spec"]["selector"],
+            &pod["metadata"]["labels"],
+        ) {
+            f.add(format!("{what}: the Service selects the check pod"));
+        }
+    }
+    let r = template(&helm, &[], &[json!({"helmTest": {"enabled": false}})]).unwrap();
+    if !test_pods(&r).is_empty() {
+        f.add("helmTest.enabled=false still renders test pods".to_owned());
+    }
+    let r = template(&helm, &[], &[json!({"helmTest": {"check": false}})]).unwrap();
+    if test_pods(&r)
+        .iter()
+        .any(|p| p["spec"]["containers"][0]["name"] == "check")
+    {
+        f.add("helmTest.check=false still renders the check pod".to_owned());
+    }
+    f.finish("helm test check pod");
+
+    // The rendered command (without pod mapping, which needs a kubelet) runs here: the
+    // counters file from the repository in place of the ConfigMap mount, the simulated NVML.
+    let r = template(&helm, &[], &[json!({"kubernetes": {"podMapping": false}})]).unwrap();
+    let pod = test_pods(&r)
+        .into_iter()
+        .find(|p| p["spec"]["containers"][0]["name"] == "check")
+        .unwrap();
+    let args: Vec<String> = args_of(&pod["spec"]["containers"][0])
+        .into_iter()
+        .map(|a| a.replace(COUNTERS_FILE, "counters/default-counters.csv"))
+        .collect();
+    let out = Command::new(common::BIN)
+        .args(&args)
+        .arg("--nvml-lib")
+        .arg(common::built_sim_lib())
+        .args(["-a", &format!("127.0.0.1:{}", common::free_port())])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("check: everything configured works"),
+        "{text}"
+    );
 }

@@ -29,6 +29,9 @@
 //!   (internalTrafficPolicy Local) with the node's name, over HTTPS with the chart's CA and
 //!   with the scrape credentials when those are on, is not selected by the Service, and is not
 //!   rendered where it cannot work (client certificates required) or into deploy/manifests.
+//! - `helm_test_check_pod_is_the_daemonset_pod_running_check`: the second test pod is the
+//!   DaemonSet's pod spec with `check` in front of its flags and no ports or probes, and its
+//!   rendered command passes on the simulated node.
 //! - `helm_test_command_passes_on_its_node_and_fails_elsewhere`: the rendered probe command,
 //!   run against a local exporter: exit 0 for its node, 1 for another node's series or a
 //!   /ready that stays 503, 2 for usage.
