@@ -1,6 +1,7 @@
 //! The landing page `/` and `/status`, seen as a person sees them: the exporter runs
 //! `--simulate incidents -k` (with the recommended counters, which hold the throttle, ECC,
-//! remap and power-limit fields the page's health column reads), a real headless Chromium
+//! remap and power-limit fields the page's health column reads, plus the slowdown
+//! temperature), a real headless Chromium
 //! (Debian's `chromium`, installed by scripts/test.sh) loads the page, and the text it
 //! rendered must show the pods, the lost GPU, the throttled GPU, the critical GPU and an
 //! unsupported field. The screenshot is kept as `target/test-artifacts/landing.png`.
@@ -95,16 +96,21 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
             "no chromium: install Debian's chromium (scripts/test.sh does) or set GPU_EXPORTER_SKIP_BROWSER=1"
         );
     };
+    // The recommended set plus the slowdown temperature, the limit the page compares with.
+    let dir = tempfile::tempdir().unwrap();
+    let counters = dir.path().join("counters.csv");
+    let recommended = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("counters/recommended.csv"),
+    )
+    .unwrap();
+    std::fs::write(
+        &counters,
+        format!("{recommended}\nDCGM_FI_DEV_SLOWDOWN_TEMP, gauge, Slowdown temperature (in C).\n"),
+    )
+    .unwrap();
     let e = Exporter::builder()
-        .args([
-            "--simulate",
-            "incidents",
-            "-k",
-            "-c",
-            "500",
-            "-f",
-            "counters/recommended.csv",
-        ])
+        .args(["--simulate", "incidents", "-k", "-c", "500", "-f"])
+        .arg(&counters)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("NODE_NAME")
         .log_pipe()
@@ -147,6 +153,8 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
         "lost: NVML no longer answers for this GPU",
         // the overheating GPU 0 and the power-braked GPU 3
         "throttled: sw_thermal, hw_thermal",
+        "at or above the slowdown temperature (87 °C)",
+        "/ 87 °C",
         "hw_power_brake",
         // GPU 2: Xid 48, ECC, row remap
         "critical",

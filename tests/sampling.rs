@@ -653,3 +653,37 @@ fn nvlink_bytes_per_second_is_the_bandwidth_in_base_units() {
         assert!((value(b) - want).abs() <= want * 1e-9, "{b} vs {m}");
     }
 }
+
+/// The temperature thresholds and the requested power limit (DCGM ids 151-160), under their
+/// legacy names and DCGM 4.6's: the model's limits, on every GPU, equal under both names.
+#[test]
+fn temperature_thresholds_and_power_management_limit() {
+    let csv = "DCGM_FI_DEV_SLOWDOWN_TEMP, gauge, s\n\
+               DCGM_FI_DEV_SHUTDOWN_TEMP, gauge, s\n\
+               DCGM_FI_DEV_GPU_MAX_OP_TEMP, gauge, g\n\
+               DCGM_FI_DEV_MEM_MAX_OP_TEMP, gauge, m\n\
+               DCGM_FI_DEV_POWER_MGMT_LIMIT, gauge, p\n\
+               DCGM_FI_DEV_ENFORCED_POWER_LIMIT, gauge, e\n\
+               DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS, gauge, s\n\
+               DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS, gauge, p\n";
+    let text = first_tick_with("thresholds.csv", csv);
+    let slowdown = series(&text, "DCGM_FI_DEV_SLOWDOWN_TEMP");
+    let gpus = series(&text, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT").len();
+    assert!(gpus > 0, "{text}");
+    for (name, want) in [
+        // H100-SXM5-80GB's preset in the simulator: slowdown 87 °C, shutdown 5 above it,
+        // GPU max 2 below it, HBM max 95 °C, 700 W.
+        ("DCGM_FI_DEV_SLOWDOWN_TEMP", 87.0),
+        ("DCGM_FI_DEV_SHUTDOWN_TEMP", 92.0),
+        ("DCGM_FI_DEV_GPU_MAX_OP_TEMP", 85.0),
+        ("DCGM_FI_DEV_MEM_MAX_OP_TEMP", 95.0),
+        ("DCGM_FI_DEV_POWER_MGMT_LIMIT", 700.0),
+        ("DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS", 87.0),
+        ("DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS", 700.0),
+    ] {
+        let s = series(&text, name);
+        assert_eq!(s.len(), gpus, "{name} on every GPU:\n{text}");
+        assert!(s.iter().all(|l| value(l) == want), "{name}: {s:?}");
+    }
+    assert_eq!(slowdown.len(), gpus);
+}

@@ -124,6 +124,15 @@ impl Scale {
     }
 }
 
+/// `NVML_TEMPERATURE_THRESHOLD_SHUTDOWN`.
+pub const TEMP_THRESHOLD_SHUTDOWN: u32 = 0;
+/// `NVML_TEMPERATURE_THRESHOLD_SLOWDOWN`.
+pub const TEMP_THRESHOLD_SLOWDOWN: u32 = 1;
+/// `NVML_TEMPERATURE_THRESHOLD_MEM_MAX`.
+pub const TEMP_THRESHOLD_MEM_MAX: u32 = 2;
+/// `NVML_TEMPERATURE_THRESHOLD_GPU_MAX`.
+pub const TEMP_THRESHOLD_GPU_MAX: u32 = 3;
+
 /// How NVML serves a field. The reader in `gpu` is the only interpreter of this enum.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Source {
@@ -143,6 +152,10 @@ pub enum Source {
     PowerUsage,
     /// `nvmlDeviceGetEnforcedPowerLimit` (mW, scaled to W).
     PowerLimit,
+    /// `nvmlDeviceGetPowerManagementLimit` (mW, scaled to W).
+    PowerMgmtLimit,
+    /// `nvmlDeviceGetTemperatureThreshold` with this `nvmlTemperatureThresholds_t` (°C).
+    TempThreshold(u32),
     /// `nvmlDeviceGetTotalEnergyConsumption` (mJ).
     TotalEnergy,
     /// `nvmlDeviceGetPcieReplayCounter`.

@@ -1,12 +1,16 @@
 //! The third static field table: board fields — BAR1 aperture, application and maximum
-//! clocks, fan speed — in DCGM's legacy units (ids 90–191) and as DCGM 4.6's base-unit twins
-//! (1600–1612), which dcgm-exporter users' own counters files name.
+//! clocks, temperature thresholds, the requested power limit, fan speed — in DCGM's legacy
+//! units (ids 90–191) and as DCGM 4.6's base-unit twins (1600–1612), which dcgm-exporter
+//! users' own counters files name.
 //!
 //! Ids are DCGM's (`dcgm_fields.h`, checked against go-dcgm's `const_fields.go`).
 //!
 //! Data only: it must not call NVML or read files.
 
-use super::field::{ClockKind, FieldDef, MemKind, Scale, Source, dev};
+use super::field::{
+    ClockKind, FieldDef, MemKind, Scale, Source, TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX,
+    TEMP_THRESHOLD_SHUTDOWN, TEMP_THRESHOLD_SLOWDOWN, dev,
+};
 
 /// MHz → Hz.
 const MHZ_TO_HZ: Scale = Scale::Mul(1e6);
@@ -75,6 +79,42 @@ pub static FIELDS_BOARD: &[FieldDef] = &[
         "MHz",
         Source::MaxClock(ClockKind::Video),
         "Highest video encoder/decoder clock the GPU supports (in MHz).",
+    ),
+    // ---- Temperature thresholds (151-159), C, and the requested power limit (160), W ----
+    dev(
+        "DCGM_FI_DEV_MEM_MAX_OP_TEMP",
+        151,
+        "C",
+        Source::TempThreshold(TEMP_THRESHOLD_MEM_MAX),
+        "Memory temperature above which the GPU slows down (in C).",
+    ),
+    dev(
+        "DCGM_FI_DEV_GPU_MAX_OP_TEMP",
+        152,
+        "C",
+        Source::TempThreshold(TEMP_THRESHOLD_GPU_MAX),
+        "GPU temperature above which clocks may fall below base (in C).",
+    ),
+    dev(
+        "DCGM_FI_DEV_SLOWDOWN_TEMP",
+        158,
+        "C",
+        Source::TempThreshold(TEMP_THRESHOLD_SLOWDOWN),
+        "GPU temperature at which hardware slowdown starts (in C).",
+    ),
+    dev(
+        "DCGM_FI_DEV_SHUTDOWN_TEMP",
+        159,
+        "C",
+        Source::TempThreshold(TEMP_THRESHOLD_SHUTDOWN),
+        "GPU temperature at which the GPU shuts down to protect itself (in C).",
+    ),
+    dev(
+        "DCGM_FI_DEV_POWER_MGMT_LIMIT",
+        160,
+        "W",
+        Source::PowerMgmtLimit,
+        "Power limit requested for the board, before other limiters apply (in W).",
     ),
     // ---- Fan (191), percent of its maximum speed ----
     dev(
@@ -178,6 +218,11 @@ mod tests {
             ("DCGM_FI_DEV_BAR1_TOTAL", 90),
             ("DCGM_FI_DEV_APP_SM_CLOCK", 110),
             ("DCGM_FI_DEV_MAX_VIDEO_CLOCK", 115),
+            ("DCGM_FI_DEV_MEM_MAX_OP_TEMP", 151),
+            ("DCGM_FI_DEV_GPU_MAX_OP_TEMP", 152),
+            ("DCGM_FI_DEV_SLOWDOWN_TEMP", 158),
+            ("DCGM_FI_DEV_SHUTDOWN_TEMP", 159),
+            ("DCGM_FI_DEV_POWER_MGMT_LIMIT", 160),
             ("DCGM_FI_DEV_FAN_SPEED", 191),
             ("DCGM_FI_DEV_BAR1_CAPACITY_BYTES", 1600),
             ("DCGM_FI_DEV_MEMORY_APP_CLOCK_HERTZ", 1607),

@@ -14,7 +14,9 @@ mod fields_new;
 mod legacy;
 
 pub use field::{
-    ClockKind, FieldDef, Level, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind,
+    ClockKind, FieldDef, Level, MemKind, Scale, Source, TEMP_THRESHOLD_GPU_MAX,
+    TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN, TEMP_THRESHOLD_SLOWDOWN, TextKind, UtilKind,
+    Violation, WindowKind,
 };
 pub use fields::FIELDS;
 pub use fields_board::FIELDS_BOARD;

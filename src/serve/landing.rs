@@ -117,9 +117,16 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
                 "<td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
                 util_cell(r),
                 memory_cell(r),
-                r.temp_c
-                    .map(|t| format!("{} °C", num(t)))
-                    .unwrap_or_else(|| DASH.to_owned()),
+                match (r.temp_c, r.temp_slowdown_c) {
+                    (Some(t), Some(l)) => format!(
+                        "<span class=\"nw{}\">{} / {} °C</span>",
+                        if t >= l { " critical" } else { "" },
+                        num(t),
+                        num(l)
+                    ),
+                    (Some(t), None) => format!("{} °C", num(t)),
+                    _ => DASH.to_owned(),
+                },
                 power_cell(r)
             );
         }
@@ -203,7 +210,7 @@ pub fn render(s: &NodeStatus) -> String {
     }
     out.push_str("<p><a href=\"/metrics\">/metrics</a> · <a href=\"/status\">/status</a> (this page as JSON) · <a href=\"/health\">/health</a> · <a href=\"/ready\">/ready</a></p>");
 
-    out.push_str("<h2>GPUs</h2><table><tr><th>GPU</th><th>Model / UUID</th><th>State</th><th>Held by (namespace/pod/container)</th><th>Utilization</th><th>Memory</th><th>Temp</th><th>Power / limit</th><th>Health</th></tr>\n");
+    out.push_str("<h2>GPUs</h2><table><tr><th>GPU</th><th>Model / UUID</th><th>State</th><th>Held by (namespace/pod/container)</th><th>Utilization</th><th>Memory</th><th>Temp / slowdown</th><th>Power / limit</th><th>Health</th></tr>\n");
     for g in &s.gpus {
         gpu_rows(&mut out, g);
     }

@@ -101,6 +101,8 @@ pub struct Reading {
     pub fb_total_mib: Option<f64>,
     /// Temperature, °C.
     pub temp_c: Option<f64>,
+    /// Temperature at which hardware slowdown starts, °C.
+    pub temp_slowdown_c: Option<f64>,
     /// Power draw, W.
     pub power_w: Option<f64>,
     /// Enforced power limit, W.
@@ -187,6 +189,7 @@ const FB_FREE: &str = "DCGM_FI_DEV_FB_FREE";
 const TEMP: &str = "DCGM_FI_DEV_GPU_TEMP";
 const POWER: &str = "DCGM_FI_DEV_POWER_USAGE";
 const POWER_LIMIT: &str = "DCGM_FI_DEV_ENFORCED_POWER_LIMIT";
+const SLOWDOWN: &str = "DCGM_FI_DEV_SLOWDOWN_TEMP";
 const XID: &str = "DCGM_FI_DEV_XID_ERRORS";
 const ECC_DBE: &str = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL";
 const REMAPPED: &str = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS";
@@ -199,6 +202,7 @@ const SIGNALS: &[(&str, &str)] = &[
     ("utilization", UTIL),
     ("memory", FB_USED),
     ("temperature", TEMP),
+    ("slowdown temperature", SLOWDOWN),
     ("power", POWER),
     ("power limit", POWER_LIMIT),
     ("last Xid", XID),
@@ -265,6 +269,7 @@ fn reading(s: &Slots<'_>, e: &EntitySample) -> Reading {
         fb_used_mib: used,
         fb_total_mib: used.zip(free).map(|(u, f)| u + f),
         temp_c: s.num(e, TEMP),
+        temp_slowdown_c: s.num(e, SLOWDOWN),
         power_w: s.num(e, POWER),
         power_limit_w: s.num(e, POWER_LIMIT),
     }
@@ -310,6 +315,15 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
             "{} double-bit ECC error(s)",
             h.ecc_dbe.unwrap_or_default()
         ));
+    }
+    if let Some(e) = e {
+        if let (Some(t), Some(limit)) = (s.num(e, TEMP), s.num(e, SLOWDOWN)) {
+            if t >= limit {
+                warning.push(format!(
+                    "{t:.0} °C: at or above the slowdown temperature ({limit:.0} °C)"
+                ));
+            }
+        }
     }
     if h.row_remap_pending.is_some_and(|v| v > 0.0) {
         warning.push("row remap pending: reset the GPU".to_owned());

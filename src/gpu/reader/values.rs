@@ -189,6 +189,22 @@ pub(super) fn read_value(
         Source::GpuTemperature => num(f64::from(dev.temperature(TemperatureSensor::Gpu)?)),
         Source::PowerUsage => num(f64::from(dev.power_usage()?) / 1000.0),
         Source::PowerLimit => num(f64::from(dev.enforced_power_limit()?) / 1000.0),
+        Source::PowerMgmtLimit => num(f64::from(dev.power_management_limit()?) / 1000.0),
+        Source::TempThreshold(t) => {
+            use crate::catalogue::{
+                TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN,
+                TEMP_THRESHOLD_SLOWDOWN,
+            };
+            use nvml_wrapper::enum_wrappers::device::TemperatureThreshold as T;
+            let kind = match t {
+                TEMP_THRESHOLD_SHUTDOWN => T::Shutdown,
+                TEMP_THRESHOLD_SLOWDOWN => T::Slowdown,
+                TEMP_THRESHOLD_MEM_MAX => T::MemoryMax,
+                TEMP_THRESHOLD_GPU_MAX => T::GpuMax,
+                _ => return Err(NvmlError::NotSupported),
+            };
+            num(f64::from(dev.temperature_threshold(kind)?))
+        }
         Source::TotalEnergy => num(dev.total_energy_consumption()? as f64),
         Source::PcieReplay => num(f64::from(dev.pcie_replay_counter()?)),
         Source::PcieThroughput(tx) => num(f64::from(dev.pcie_throughput(if tx {
