@@ -316,14 +316,12 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
             h.ecc_dbe.unwrap_or_default()
         ));
     }
-    if let Some(e) = e {
-        if let (Some(t), Some(limit)) = (s.num(e, TEMP), s.num(e, SLOWDOWN)) {
-            if t >= limit {
-                warning.push(format!(
-                    "{t:.0} °C: at or above the slowdown temperature ({limit:.0} °C)"
-                ));
-            }
-        }
+    if let Some((t, limit)) = e.and_then(|e| s.num(e, TEMP).zip(s.num(e, SLOWDOWN)))
+        && t >= limit
+    {
+        warning.push(format!(
+            "{t:.0} °C: at or above the slowdown temperature ({limit:.0} °C)"
+        ));
     }
     if h.row_remap_pending.is_some_and(|v| v > 0.0) {
         warning.push("row remap pending: reset the GPU".to_owned());
