@@ -189,6 +189,9 @@ impl Attribution {
     }
 }
 
+/// How many unmatched device IDs a [`Join`] keeps by name.
+pub const UNMATCHED_KEPT: usize = 20;
+
 /// Which pods, containers and jobs hold which entity.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Join {
@@ -202,6 +205,8 @@ pub struct Join {
     pub resources: Vec<(String, Option<usize>, usize)>,
     /// Device IDs of GPU resources that name no exported device.
     pub unmatched: usize,
+    /// The first [`UNMATCHED_KEPT`] of those IDs, sorted, for `gpu-exporter check`.
+    pub unmatched_ids: Vec<String>,
 }
 
 /// Use of one entity by one container (or by processes outside any known pod).

@@ -219,3 +219,21 @@ fn an_api_that_forbids_fails_and_names_rbac() {
     assert!(l.contains("node gpu-node-1") && l.contains("403"), "{l}");
     line_with(&text, &["fix:", "ClusterRole"]);
 }
+
+/// Allocated device IDs that name no exported device (here: `-d` leaves GPUs out) are listed
+/// by name, as a warning: attribution still works for the rest.
+#[test]
+fn unmatched_device_ids_are_named() {
+    let (code, out) = check(&["--simulate", "h100-mig", "-k", "-d", "g:0"]);
+    assert_eq!(code, Some(0), "{out}");
+    let l = line_with(
+        &out,
+        &[
+            "WARN",
+            "device IDs",
+            "name no exported GPU or MIG instance: ",
+        ],
+    );
+    assert!(l.contains("GPU-") && l.contains("MIG-"), "{l}");
+    line_with(&out, &["fix:", "-d excluding them"]);
+}

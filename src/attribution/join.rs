@@ -228,5 +228,10 @@ pub fn build_join(
     }
     join.resources = resources.into_iter().map(|(r, (a, n))| (r, a, n)).collect();
     join.unmatched = unmatched.len();
+    let mut kept = unmatched.clone();
+    kept.sort();
+    kept.dedup();
+    kept.truncate(crate::snapshot::UNMATCHED_KEPT);
+    join.unmatched_ids = kept;
     (join, unmatched)
 }

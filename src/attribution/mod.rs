@@ -557,6 +557,7 @@ mod tests {
             )],
         );
         assert_eq!(j.unmatched, 2);
+        assert_eq!(j.unmatched_ids.len(), 2, "{:?}", j.unmatched_ids);
         assert_eq!(unmatched.len(), 2);
         assert!(j.allocations.is_empty());
         assert_eq!(j.resources, [("nvidia.com/gpu".to_string(), None, 2)]);

@@ -342,8 +342,10 @@ pub fn from_snapshot(
                 "device IDs",
                 Level::Warn,
                 format!(
-                    "{} allocated device ID(s) name no exported GPU or MIG instance",
-                    j.unmatched
+                    "{} allocated device ID(s) name no exported GPU or MIG instance: {}{}",
+                    j.unmatched,
+                    j.unmatched_ids.join(", "),
+                    if j.unmatched > j.unmatched_ids.len() { ", …" } else { "" }
                 ),
                 Some("a device plugin naming devices by something other than UUID or index, or -d excluding them; see README \"Kubernetes\""),
             );
