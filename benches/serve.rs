@@ -3,6 +3,9 @@
 //! 1. `/metrics` under concurrent keep-alive scrapes of the 8 × H100 (7 MIG instances each)
 //!    exposition, gzip accepted as Prometheus does, against a baseline server that returns the
 //!    same bytes from a constant (the cost floor of the HTTP stack itself).
+//!    Then the landing page `/` alone, and `/metrics` again while 4 more clients keep loading
+//!    `/`, against 4 more clients scraping `/metrics` (the control): a page view must cost no
+//!    more than a scrape (the page is built once per tick).
 //! 2. The release binary on that simulated node: time from start to `/ready`, and RSS after
 //!    start-up and after a burst of scrapes.
 //!
@@ -164,6 +167,37 @@ fn serving() {
     load(baseline, "/metrics");
     report("gpu-exporter /metrics", &load(ours, "/metrics"));
     report("baseline (constant bytes)", &load(baseline, "/metrics"));
+    // The landing page is rendered per request from the same snapshot: what it costs, and
+    // what /metrics costs while 4 more clients keep loading it.
+    report("gpu-exporter / (landing)", &load(ours, "/"));
+    // The control: the same 4 extra clients scraping /metrics instead.
+    for (label, extra) in [
+        ("/metrics, 4 clients on /", "/"),
+        ("/metrics, 4 more on /metrics", "/metrics"),
+    ] {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let others: Vec<_> = (0..4)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let tcp = TcpStream::connect(ours).unwrap();
+                    tcp.set_nodelay(true).unwrap();
+                    let mut s = BufReader::new(tcp);
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        keepalive_get(&mut s, extra);
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let busy = load(ours, "/metrics");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let n: u64 = others.into_iter().map(|t| t.join().unwrap()).sum();
+        report(label, &busy);
+        println!("  (the 4 extra clients got {extra} {n} times meanwhile)");
+    }
     drop(rt);
 }
 

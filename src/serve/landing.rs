@@ -58,6 +58,16 @@ fn num(v: f64) -> String {
     }
 }
 
+/// `HH:MM:SS` of a Unix time, UTC.
+fn utc_time(unix: f64) -> String {
+    let secs = if unix.is_finite() && unix > 0.0 {
+        unix as u64 % 86_400
+    } else {
+        0
+    };
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
 const DASH: &str = "<span class=\"na\">–</span>";
 
 fn util_cell(r: &Reading) -> String {
@@ -185,7 +195,7 @@ pub fn render(s: &NodeStatus) -> String {
     });
     let _ = write!(
         out,
-        " · NVML {} · {} GPU(s){} · {} MIG instance(s) · last tick {:.1} s ago, took {:.1} ms · {} ticks</p>",
+        " · NVML {} · {} GPU(s){} · {} MIG instance(s) · last tick at {} UTC, took {:.1} ms · {} ticks</p>",
         if s.nvml_up {
             "<span class=\"ok\">up</span>"
         } else {
@@ -198,7 +208,7 @@ pub fn render(s: &NodeStatus) -> String {
             String::new()
         },
         instances,
-        s.age_seconds,
+        utc_time(s.taken_at_unix),
         s.tick_ms,
         s.ticks,
     );
@@ -335,5 +345,7 @@ mod tests {
         assert!(bar(-1.0, "x").contains("[··········]"));
         assert!(bar(f64::NAN, "x").contains("[··········]"));
         assert!(bar(0.5, "<b>").contains("[#####·····]</span> &lt;b&gt;"));
+        assert_eq!(utc_time(1_795_578_824.2), "03:53:44");
+        assert_eq!(utc_time(f64::NAN), "00:00:00");
     }
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::exposition::publish::Shared;
@@ -59,6 +59,22 @@ struct AppState {
     scrapes: Option<Arc<tokio::sync::Semaphore>>,
     health_require_gpus: bool,
     node: Option<Arc<str>>,
+    pages: Arc<PageCache>,
+}
+
+/// The landing page and `/status`, built at most once per published tick (and per change of
+/// readiness or stall), so that a flood of page views costs what serving bytes costs and
+/// never slows `/metrics` more than as many scrapes would.
+#[derive(Default)]
+struct PageCache {
+    current: std::sync::Mutex<Option<CachedPages>>,
+}
+
+struct CachedPages {
+    /// The snapshot's address, readiness and stall state the pages were built from.
+    key: (usize, bool, bool),
+    html: bytes::Bytes,
+    json: bytes::Bytes,
 }
 
 /// The router over the shared state, with the default [`ServeOptions`].
@@ -77,6 +93,7 @@ pub fn app_with(shared: Arc<Shared>, opts: ServeOptions) -> Router {
         }),
         health_require_gpus: opts.health_require_gpus,
         node: opts.node.map(Arc::from),
+        pages: Arc::new(PageCache::default()),
     };
     Router::new()
         .route("/metrics", get(metrics))
@@ -250,34 +267,66 @@ pub async fn watchdog(shared: Arc<Shared>) {
     }
 }
 
-fn node_status(state: &AppState) -> status::NodeStatus {
+/// The landing page (HTML) and `/status` (JSON) of the current tick, from the cache.
+fn pages(state: &AppState) -> (bytes::Bytes, bytes::Bytes) {
     let current = state.shared.load();
-    status::build(
+    let ready = state.shared.is_ready();
+    let stalled = state.shared.stalled_for();
+    let key = (
+        Arc::as_ptr(&current.snapshot) as usize,
+        ready,
+        stalled.is_some(),
+    );
+    let mut slot = match state.pages.current.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(c) = slot.as_ref().filter(|c| c.key == key) {
+        return (c.html.clone(), c.json.clone());
+    }
+    let st = status::build(
         &current.snapshot,
         &current.counters,
         state.node.as_deref(),
-        state.shared.is_ready(),
+        ready,
         crate::base::clock::unix_now(),
-        state.shared.stalled_for(),
-    )
+        stalled,
+    );
+    let html = bytes::Bytes::from(landing::render(&st));
+    let json = match serde_json::to_vec_pretty(&st) {
+        Ok(v) => bytes::Bytes::from(v),
+        Err(e) => bytes::Bytes::from(format!("{{\"error\": {:?}}}", e.to_string())),
+    };
+    *slot = Some(CachedPages {
+        key,
+        html: html.clone(),
+        json: json.clone(),
+    });
+    (html, json)
 }
 
-async fn index(State(state): State<AppState>) -> Html<String> {
-    Html(landing::render(&node_status(&state)))
+async fn index(State(state): State<AppState>) -> Response {
+    let (html, _) = pages(&state);
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
+        html,
+    )
+        .into_response()
 }
 
 async fn status_json(State(state): State<AppState>) -> Response {
-    match serde_json::to_vec_pretty(&node_status(&state)) {
-        Ok(body) => (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            body,
-        )
-            .into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
-    }
+    let (_, json) = pages(&state);
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        json,
+    )
+        .into_response()
 }
 
 /// A listener whose accepted connections have `TCP_NODELAY` set, so that a response written

@@ -31,7 +31,8 @@ pub struct NodeStatus {
     pub nvml_up: bool,
     /// Unix time of the snapshot.
     pub taken_at_unix: f64,
-    /// Seconds from the snapshot to this status.
+    /// Seconds from the snapshot to when this status was built (the landing page and /status
+    /// are built once per tick, at the first request after it).
     pub age_seconds: f64,
     /// Ticks so far.
     pub ticks: u64,
