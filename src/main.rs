@@ -741,9 +741,34 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
         None => Vec::new(),
     };
     gpu_exporter::check::from_snapshot(&mut r, &snap, &counters, &timings);
-    // GPM (the source of DCGM_FI_PROF_* here), per GPU.
+    // MIG mode and GPM (the source of DCGM_FI_PROF_* here), per GPU.
     if let Some(nvml) = nvml_handle.filter(|_| snap.stats.nvml_up) {
         for d in snap.devices.iter().filter(|d| d.up) {
+            let subject = format!("GPU {} MIG mode", d.gpu);
+            match nvml.device_by_index(d.gpu).and_then(|dev| dev.mig_mode()) {
+                Ok(m) if m.current != m.pending => r.add(
+                    "gpus",
+                    subject,
+                    Level::Warn,
+                    format!(
+                        "{} now, {} after the next GPU reset",
+                        if m.current == 1 { "enabled" } else { "disabled" },
+                        if m.pending == 1 { "enabled" } else { "disabled" }
+                    ),
+                    Some("a MIG mode change is pending: reset the GPU (nvidia-smi -r) or reboot the node"),
+                ),
+                Ok(m) => r.add(
+                    "gpus",
+                    subject,
+                    Level::Ok,
+                    if m.current == 1 { "enabled" } else { "disabled" },
+                    None,
+                ),
+                Err(nvml_wrapper::error::NvmlError::NotSupported) => {
+                    r.add("gpus", subject, Level::Ok, "not supported by this GPU", None)
+                }
+                Err(e) => r.add("gpus", subject, Level::Info, format!("NVML could not say: {e}"), None),
+            }
             let subject = format!("GPU {} GPM", d.gpu);
             match nvml.device_by_index(d.gpu).and_then(|dev| dev.gpm_support()) {
                 Ok(true) => r.add("gpus", subject, Level::Ok, "supported: the DCGM_FI_PROF_* fields come from it", None),

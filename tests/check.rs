@@ -56,6 +56,8 @@ fn a_working_simulated_node_checks_clean() {
         ],
     );
     line_with(&out, &["ok", "GPU 0 GPM", "supported"]);
+    line_with(&out, &["ok", "GPU 2 MIG mode", "enabled"]);
+    line_with(&out, &["ok", "GPU 0 MIG mode", "disabled"]);
     line_with(&out, &["ok", "kubelet", "up"]);
     line_with(&out, &["ok", "resource nvidia.com/"]);
     assert!(
