@@ -67,17 +67,22 @@ fn a_working_simulated_node_checks_clean() {
     );
 }
 
-#[test]
-fn no_kubelet_socket_fails_and_names_the_mount() {
+/// `check` on the simulated NVML with pod mapping through `socket` (no API features).
+fn check_with_socket(socket: &str) -> (Option<i32>, String) {
     let lib = built_sim_lib();
-    let (code, out) = check(&[
+    check(&[
         "--nvml-lib",
         lib.to_str().unwrap(),
         "-k",
         "--kubernetes-pod-metadata=false",
         "--pod-resources-kubelet-socket",
-        "/nonexistent/pod-resources/kubelet.sock",
-    ]);
+        socket,
+    ])
+}
+
+#[test]
+fn no_kubelet_socket_fails_and_names_the_mount() {
+    let (code, out) = check_with_socket("/nonexistent/pod-resources/kubelet.sock");
     assert_eq!(code, Some(1), "{out}");
     line_with(&out, &["FAIL", "kubelet", "down"]);
     line_with(&out, &["fix:", "pod-resources", "uid 0"]);
@@ -90,18 +95,11 @@ fn a_socket_path_that_refuses_fails() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("kubelet.sock");
     std::fs::write(&sock, "not a socket").unwrap();
-    let lib = built_sim_lib();
-    let (code, out) = check(&[
-        "--nvml-lib",
-        lib.to_str().unwrap(),
-        "-k",
-        "--kubernetes-pod-metadata=false",
-        "--pod-resources-kubelet-socket",
-        sock.to_str().unwrap(),
-    ]);
+    let (code, out) = check_with_socket(sock.to_str().unwrap());
     assert_eq!(code, Some(1), "{out}");
     let l = line_with(&out, &["FAIL", "kubelet"]);
     assert!(l.contains("last:"), "the kubelet's error is shown: {l}");
+    line_with(&out, &["FAIL", "pod-resources socket", "is not a socket"]);
 }
 
 #[test]

@@ -13,6 +13,7 @@
 mod conns;
 mod deadline;
 pub mod landing;
+mod pages;
 pub mod status;
 pub mod web_config;
 
@@ -58,23 +59,6 @@ struct AppState {
     shared: Arc<Shared>,
     scrapes: Option<Arc<tokio::sync::Semaphore>>,
     health_require_gpus: bool,
-    node: Option<Arc<str>>,
-    pages: Arc<PageCache>,
-}
-
-/// The landing page and `/status`, built at most once per published tick (and per change of
-/// readiness or stall), so that a flood of page views costs what serving bytes costs and
-/// never slows `/metrics` more than as many scrapes would.
-#[derive(Default)]
-struct PageCache {
-    current: std::sync::Mutex<Option<CachedPages>>,
-}
-
-struct CachedPages {
-    /// The snapshot's address, readiness and stall state the pages were built from.
-    key: (usize, bool, bool),
-    html: bytes::Bytes,
-    json: bytes::Bytes,
 }
 
 /// The router over the shared state, with the default [`ServeOptions`].
@@ -85,23 +69,20 @@ pub fn app(shared: Arc<Shared>) -> Router {
 /// The router over the shared state.
 pub fn app_with(shared: Arc<Shared>, opts: ServeOptions) -> Router {
     let state = AppState {
-        shared,
+        shared: Arc::clone(&shared),
         scrapes: (opts.max_concurrent_scrapes > 0).then(|| {
             Arc::new(tokio::sync::Semaphore::new(
                 opts.max_concurrent_scrapes as usize,
             ))
         }),
         health_require_gpus: opts.health_require_gpus,
-        node: opts.node.map(Arc::from),
-        pages: Arc::new(PageCache::default()),
     };
     Router::new()
         .route("/metrics", get(metrics))
         .route("/health", get(health))
         .route("/ready", get(ready))
-        .route("/", get(index))
-        .route("/status", get(status_json))
         .with_state(state)
+        .merge(pages::router(shared, opts.node.map(Arc::from)))
 }
 
 /// `true` when `Accept-Encoding` allows gzip (`gzip` or `*` with a non-zero q-value).
@@ -265,68 +246,6 @@ pub async fn watchdog(shared: Arc<Shared>) {
             _ => {}
         }
     }
-}
-
-/// The landing page (HTML) and `/status` (JSON) of the current tick, from the cache.
-fn pages(state: &AppState) -> (bytes::Bytes, bytes::Bytes) {
-    let current = state.shared.load();
-    let ready = state.shared.is_ready();
-    let stalled = state.shared.stalled_for();
-    let key = (
-        Arc::as_ptr(&current.snapshot) as usize,
-        ready,
-        stalled.is_some(),
-    );
-    let mut slot = match state.pages.current.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    if let Some(c) = slot.as_ref().filter(|c| c.key == key) {
-        return (c.html.clone(), c.json.clone());
-    }
-    let st = status::build(
-        &current.snapshot,
-        &current.counters,
-        state.node.as_deref(),
-        ready,
-        crate::base::clock::unix_now(),
-        stalled,
-    );
-    let html = bytes::Bytes::from(landing::render(&st));
-    let json = match serde_json::to_vec_pretty(&st) {
-        Ok(v) => bytes::Bytes::from(v),
-        Err(e) => bytes::Bytes::from(format!("{{\"error\": {:?}}}", e.to_string())),
-    };
-    *slot = Some(CachedPages {
-        key,
-        html: html.clone(),
-        json: json.clone(),
-    });
-    (html, json)
-}
-
-async fn index(State(state): State<AppState>) -> Response {
-    let (html, _) = pages(&state);
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        )],
-        html,
-    )
-        .into_response()
-}
-
-async fn status_json(State(state): State<AppState>) -> Response {
-    let (_, json) = pages(&state);
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        json,
-    )
-        .into_response()
 }
 
 /// A listener whose accepted connections have `TCP_NODELAY` set, so that a response written
