@@ -267,6 +267,7 @@ fn build_pipeline(
         clock_events_window: cfg.clock_events_window,
         xid_initialized: cfg.xid_initialized.clone(),
         collections: cfg.collections.clone(),
+        nvlink_per_link: cfg.nvlink_per_link,
         ..ReaderOptions::default()
     };
     let loader_path = lib_path.clone();

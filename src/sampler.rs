@@ -142,6 +142,7 @@ impl Sampler {
                     snap.entities = data.entities;
                     snap.devices = data.devices;
                     snap.xids = data.xids;
+                    snap.interconnect = data.interconnect;
                     event_wait = data.event_wait;
                     processes = data.processes;
                     self.last_success_unix = now_unix;

@@ -92,6 +92,50 @@ pub struct XidTotals {
     pub codes: Vec<(u64, u64, Option<f64>)>,
 }
 
+/// The NVLink links and the fabric registration of one physical GPU
+/// (`gpu_nvlink_*`, `gpu_fabric_*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interconnect {
+    /// Identity of the physical GPU (no MIG part).
+    pub id: EntityId,
+    /// Every link the GPU has, by link index; empty without NVLink or with per-link export off.
+    pub links: Vec<LinkSample>,
+    /// The fabric registration, on GPUs attached to an NVSwitch fabric.
+    pub fabric: Option<Fabric>,
+}
+
+/// One NVLink link of a GPU in one tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSample {
+    /// Link index (`nvlink` label).
+    pub link: u32,
+    /// `true` when NVML reports the link active; a down link keeps its series (0).
+    pub up: bool,
+    /// Error counters NVML serves for the link: (`error` label value, count).
+    pub errors: Vec<(&'static str, u64)>,
+    /// Data payload bytes sent over the link since the driver loaded.
+    pub tx_bytes: Option<u64>,
+    /// Data payload bytes received over the link since the driver loaded.
+    pub rx_bytes: Option<u64>,
+}
+
+/// A GPU's registration with the NVSwitch fabric (`nvmlDeviceGetGpuFabricInfoV`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fabric {
+    /// Cluster UUID the fabric manager assigned, formatted like a UUID.
+    pub cluster_uuid: String,
+    /// Fabric clique the GPU belongs to.
+    pub clique_id: u32,
+    /// 0 not supported, 1 not started, 2 in progress, 3 completed.
+    pub state: u8,
+    /// NVML return code of the registration (0 = success).
+    pub status: u32,
+    /// Health bit mask, when the driver reports it (v2 and later).
+    pub health_mask: Option<u32>,
+    /// 0 not reported, 1 healthy, 2 unhealthy, 3 limited capacity (v3 and later).
+    pub health_summary: Option<u8>,
+}
+
 /// Everything read for one entity in one tick.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntitySample {
@@ -160,6 +204,8 @@ pub struct Snapshot {
     pub devices: Vec<DeviceStatus>,
     /// Xid counts per physical GPU whose events are watched, kept while the GPU is down.
     pub xids: Vec<XidTotals>,
+    /// NVLink links and fabric registration per physical GPU that has either.
+    pub interconnect: Vec<Interconnect>,
     /// Sampler statistics.
     pub stats: SampleStats,
     /// Pods, jobs and processes joined onto the entities (empty without attribution).

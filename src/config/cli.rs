@@ -355,6 +355,17 @@ pub struct Cli {
     /// GPU's own series carry device-level fields once, instances carry instance fields.
     #[arg(long = "mig-repeat-device-fields", env = "GPU_EXPORTER_MIG_REPEAT_DEVICE_FIELDS", action = ArgAction::SetTrue)]
     pub mig_repeat_device_fields: bool,
+    /// NVLink export: `per-link` exports `gpu_nvlink_up`, `gpu_nvlink_errors_total` and
+    /// `gpu_nvlink_{transmit,receive}_bytes_total` for every link of every GPU (up to 18 links,
+    /// about 8 series each); `totals` leaves them out and keeps only the counters file's
+    /// `DCGM_FI_DEV_NVLINK_*_TOTAL` fields. The fabric families are exported either way.
+    #[arg(
+        long = "nvlink-links",
+        env = "GPU_EXPORTER_NVLINK_LINKS",
+        default_value = "per-link",
+        value_parser = ["per-link", "totals"]
+    )]
+    pub nvlink_links: String,
     /// Xid codes whose `gpu_xid_errors_total` series are exported at 0 before they first
     /// occur (comma-separated; empty: none), so that alerts on `increase()` see the first one.
     #[arg(

@@ -124,6 +124,8 @@ pub struct Config {
     pub debug: bool,
     /// See [`Cli::mig_repeat_device_fields`]; on for every dcgm-exporter profile.
     pub mig_repeat_device_fields: bool,
+    /// `--nvlink-links=per-link` (the default): the `gpu_nvlink_*` families.
+    pub nvlink_per_link: bool,
     /// `--compatibility`: the dcgm-exporter version whose names and shape are reproduced.
     pub profile: profile::Profile,
     /// Per-field read intervals (`--config-file` collections); `interval` is the shortest.
@@ -438,6 +440,7 @@ impl Cli {
             devices,
             mig_repeat_device_fields: self.mig_repeat_device_fields
                 || profile.repeats_device_fields(),
+            nvlink_per_link: self.nvlink_links != "totals",
             profile,
             xid_window: Duration::from_millis(self.xid_count_window_size),
             clock_events_window: Duration::from_millis(self.clock_events_count_window_size),

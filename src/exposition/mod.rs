@@ -5,6 +5,7 @@
 //! series. Metric names are the CSV names verbatim (no suffix added). Label values and help
 //! text are escaped; NaN and ±Inf are written as Prometheus expects. This module does no I/O.
 
+mod interconnect;
 pub mod publish;
 pub mod self_metrics;
 pub mod text;
@@ -132,6 +133,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         }
     }
     encode_xid_totals(&mut out, snap, opts);
+    interconnect::encode(&mut out, snap, opts, write_identity);
     encode_attribution(&mut out, snap, opts);
     self_metrics::encode(&mut out, snap, opts);
     out.into_bytes()

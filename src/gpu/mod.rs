@@ -4,6 +4,7 @@
 //! the handle for the life of the process. [`reader::Reader`] turns the counter set into NVML
 //! calls and returns plain data; it never encodes, never serves and never panics on NVML errors.
 
+pub mod nvlink;
 pub mod processes;
 pub mod reader;
 mod text;

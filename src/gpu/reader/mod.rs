@@ -34,9 +34,10 @@ use tracing::{info, warn};
 
 use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::catalogue::{FieldDef, Level, TextKind};
+use crate::gpu::nvlink::{self, LinkReader};
 use crate::gpu::processes::{self, EntityProcesses};
 use crate::gpu::xid::{Watch, XidWatcher};
-use crate::snapshot::{DeviceStatus, EntitySample, Unsupported, XidTotals};
+use crate::snapshot::{DeviceStatus, EntitySample, Interconnect, Unsupported, XidTotals};
 
 /// What one tick read.
 #[derive(Debug, Default)]
@@ -51,6 +52,8 @@ pub struct TickData {
     pub event_wait: Duration,
     /// Processes per exported entity, when [`ReaderOptions::processes`] is on.
     pub processes: Vec<EntityProcesses>,
+    /// NVLink links and fabric registration of every GPU that answered and has either.
+    pub interconnect: Vec<Interconnect>,
 }
 
 /// Reads NVML once per tick. See the module docs for the error policy.
@@ -61,6 +64,7 @@ pub struct Reader {
     gpus: BTreeMap<u32, GpuState>,
     entities: HashMap<String, EntityState>,
     book: Book,
+    links: LinkReader,
     system_texts: HashMap<TextKind, Result<String, NvmlError>>,
     /// The GPU count for which an empty `-d` selection was last warned about.
     warned_empty_selection: Option<u32>,
@@ -89,6 +93,7 @@ impl Reader {
             gpus: BTreeMap::new(),
             entities: HashMap::new(),
             book: Book::default(),
+            links: LinkReader::default(),
             system_texts: HashMap::new(),
             warned_empty_selection: None,
         }
@@ -228,6 +233,7 @@ impl Reader {
             .chain(out.devices.iter().filter(|d| d.up).map(|d| d.uuid.as_str()))
             .collect();
         self.entities.retain(|k, _| seen.contains(k.as_str()));
+        self.links.retain(&|k| seen.contains(k));
         self.xid_totals(&mut out);
         Ok(out)
     }
@@ -304,6 +310,7 @@ impl Reader {
 
         let mut lost = false;
         let base = ident.entity_id(index);
+        let base_id = base.clone();
         let migs = match dev.mig_mode() {
             Ok(m) if m.current == 1 => match enumerate_mig(nvml, &dev) {
                 Ok(v) => Some(v),
@@ -453,6 +460,11 @@ impl Reader {
                 }
             }
         }
+        let interconnect = if lost {
+            None
+        } else {
+            self.interconnect(&dev, index, &ident.uuid, base_id.clone(), &mut lost)
+        };
         if lost {
             // The device fell off mid-read: drop everything it gave this tick.
             tracing::debug!(gpu = index, uuid = %ident.uuid, "GPU is lost (NVML_ERROR_GPU_IS_LOST)");
@@ -462,5 +474,52 @@ impl Reader {
         status.up = true;
         out.devices.push(status);
         out.entities.extend(entities);
+        out.interconnect.extend(interconnect);
+    }
+
+    /// The GPU's NVLink links (with per-link export on) and its fabric registration; `None`
+    /// when it has neither. Sets `lost` when the GPU fell off meanwhile.
+    fn interconnect(
+        &mut self,
+        dev: &nvml_wrapper::Device<'static>,
+        index: u32,
+        uuid: &str,
+        id: crate::snapshot::EntityId,
+        lost: &mut bool,
+    ) -> Option<Interconnect> {
+        let mut links = Vec::new();
+        if self.opts.nvlink_per_link {
+            match self.links.read(self.nvml, dev, uuid) {
+                Ok(r) => {
+                    links = r.links;
+                    for (step, e) in r.failures {
+                        self.book
+                            .failed(step, uuid, index, "reading NVLink links", &e);
+                    }
+                }
+                Err(NvmlError::GpuLost) => {
+                    *lost = true;
+                    return None;
+                }
+                Err(e) => self
+                    .book
+                    .failed("nvlink_state", uuid, index, "reading NVLink links", &e),
+            }
+        }
+        let fabric = match nvlink::fabric(self.nvml, dev) {
+            Ok(f) if f.state != 0 => Some(f),
+            Ok(_) => None,
+            Err(NvmlError::GpuLost) => {
+                *lost = true;
+                return None;
+            }
+            Err(e) if nvlink::is_absent(&e) => None,
+            Err(e) => {
+                let what = "reading the fabric registration";
+                self.book.failed("fabric_info", uuid, index, what, &e);
+                None
+            }
+        };
+        (!links.is_empty() || fabric.is_some()).then_some(Interconnect { id, links, fabric })
     }
 }

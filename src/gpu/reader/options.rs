@@ -59,6 +59,9 @@ pub struct ReaderOptions {
     /// Per-field read intervals (`--config-file` collections): a field whose interval is
     /// longer than the tick keeps its last reading until the interval has passed.
     pub collections: Arc<Collections>,
+    /// Read every NVLink link of every GPU (`gpu_nvlink_*`); off with
+    /// `--nvlink-links=totals`, which keeps only the counters file's totals.
+    pub nvlink_per_link: bool,
 }
 
 impl Default for ReaderOptions {
@@ -74,6 +77,7 @@ impl Default for ReaderOptions {
             clock: Arc::new(crate::base::clock::unix_now),
             processes: false,
             collections: Arc::new(Collections::default()),
+            nvlink_per_link: true,
         }
     }
 }
@@ -90,6 +94,7 @@ impl std::fmt::Debug for ReaderOptions {
             .field("xid_sync", &self.xid_sync)
             .field("processes", &self.processes)
             .field("collections", &self.collections)
+            .field("nvlink_per_link", &self.nvlink_per_link)
             .finish_non_exhaustive()
     }
 }

@@ -1,0 +1,150 @@
+//! The exporter's NVLink and fabric families, per physical GPU: `gpu_nvlink_up`,
+//! `gpu_nvlink_errors_total`, `gpu_nvlink_{transmit,receive}_bytes_total` (one series per
+//! link, `nvlink` label) and `gpu_fabric_*`.
+//!
+//! Writes text only; it must not read NVML or decide which links exist (the snapshot says).
+
+use std::fmt::Write as _;
+
+use super::text::{EncodeOptions, write_header, write_label, write_value};
+use crate::snapshot::{EntityId, Fabric, Interconnect, LinkSample, Snapshot};
+
+/// Writes an entity's identity labels (the caller's compatibility-contract order).
+pub(super) type IdentityWriter = fn(&mut String, &mut bool, &EntityId, &EncodeOptions);
+
+/// (family, help, type, the series of one link: (`error` label, value)).
+type LinkFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&LinkSample) -> Vec<(Option<&'static str>, f64)>,
+);
+
+const LINK_FAMILIES: [LinkFamily; 4] = [
+    (
+        "gpu_nvlink_up",
+        "1 when the NVLink link is active, 0 when it is down (every link the GPU has).",
+        "gauge",
+        |l| vec![(None, if l.up { 1.0 } else { 0.0 })],
+    ),
+    (
+        "gpu_nvlink_errors_total",
+        "NVLink link errors by kind (crc_flit, crc_data, replay, recovery, ecc_data) as NVML counts them.",
+        "counter",
+        |l| {
+            l.errors
+                .iter()
+                .map(|(k, n)| (Some(*k), *n as f64))
+                .collect()
+        },
+    ),
+    (
+        "gpu_nvlink_transmit_bytes_total",
+        "Data payload bytes sent over the NVLink link.",
+        "counter",
+        |l| l.tx_bytes.map(|b| (None, b as f64)).into_iter().collect(),
+    ),
+    (
+        "gpu_nvlink_receive_bytes_total",
+        "Data payload bytes received over the NVLink link.",
+        "counter",
+        |l| l.rx_bytes.map(|b| (None, b as f64)).into_iter().collect(),
+    ),
+];
+
+type FabricFamily = (&'static str, &'static str, fn(&Fabric) -> Option<f64>);
+
+const FABRIC_FAMILIES: [FabricFamily; 4] = [
+    (
+        "gpu_fabric_state",
+        "NVSwitch fabric registration state: 1 not started, 2 in progress, 3 completed.",
+        |f| Some(f64::from(f.state)),
+    ),
+    (
+        "gpu_fabric_status",
+        "NVML return code of the fabric registration (0 success).",
+        |f| Some(f64::from(f.status)),
+    ),
+    (
+        "gpu_fabric_health_summary",
+        "Fabric health: 0 not reported, 1 healthy, 2 unhealthy, 3 limited capacity.",
+        |f| f.health_summary.map(f64::from),
+    ),
+    (
+        "gpu_fabric_health_mask",
+        "Fabric health bit mask as NVML reports it (nvmlGpuFabricInfoV healthMask).",
+        |f| f.health_mask.map(f64::from),
+    ),
+];
+
+/// Writes every interconnect family that has a series.
+pub(super) fn encode(
+    out: &mut String,
+    snap: &Snapshot,
+    opts: &EncodeOptions,
+    identity: IdentityWriter,
+) {
+    let start = |out: &mut String, name: &str, g: &Interconnect| -> bool {
+        out.push_str(name);
+        out.push('{');
+        let mut first = true;
+        identity(out, &mut first, &g.id, opts);
+        first
+    };
+    let end = |out: &mut String, v: f64| {
+        out.push_str("} ");
+        write_value(out, v);
+        out.push('\n');
+    };
+    for (name, help, kind, series) in LINK_FAMILIES {
+        let mut header = false;
+        for g in &snap.interconnect {
+            for l in &g.links {
+                for (error, v) in series(l) {
+                    if !header {
+                        write_header(out, name, help, kind);
+                        header = true;
+                    }
+                    let mut first = start(out, name, g);
+                    let _ = write!(out, ",nvlink=\"{}\"", l.link);
+                    if let Some(e) = error {
+                        write_label(out, &mut first, "error", e);
+                    }
+                    end(out, v);
+                }
+            }
+        }
+    }
+    let fabrics = || {
+        snap.interconnect
+            .iter()
+            .filter_map(|g| g.fabric.as_ref().map(|f| (g, f)))
+    };
+    if fabrics().next().is_some() {
+        let name = "gpu_fabric_info";
+        write_header(
+            out,
+            name,
+            "The NVSwitch fabric a GPU is registered with: cluster UUID and clique (value 1).",
+            "gauge",
+        );
+        for (g, f) in fabrics() {
+            let mut first = start(out, name, g);
+            write_label(out, &mut first, "cluster_uuid", &f.cluster_uuid);
+            let _ = write!(out, ",clique_id=\"{}\"", f.clique_id);
+            end(out, 1.0);
+        }
+    }
+    for (name, help, pick) in FABRIC_FAMILIES {
+        let mut header = false;
+        for (g, f) in fabrics() {
+            let Some(v) = pick(f) else { continue };
+            if !header {
+                write_header(out, name, help, "gauge");
+                header = true;
+            }
+            start(out, name, g);
+            end(out, v);
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! NVLink per link and the GPU's NVSwitch fabric registration, read through NVML calls that
+//! nvml-wrapper does not wrap in the form needed (link error counters including ECC, field
+//! values with a link as `scopeId`, `nvmlDeviceGetGpuFabricInfoV`).
+//!
+//! Owns the raw calls and the per-GPU memory of which links exist and which counters NVML
+//! serves. Returns plain data ([`LinkSample`], [`Fabric`]) or NVML errors; it must not decide
+//! how an error is logged or counted (the reader's book does) and must not encode.
+
+use std::collections::HashMap;
+use std::mem;
+
+use nvml_wrapper::error::{NvmlError, nvml_try};
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings::{
+    nvmlEnableState_t, nvmlFieldValue_t, nvmlGpuFabricInfo_t, nvmlGpuFabricInfo_v2_t,
+    nvmlGpuFabricInfoV_t,
+};
+
+use crate::snapshot::{Fabric, LinkSample};
+
+/// `NVML_NVLINK_MAX_LINKS`: links are probed from 0 to this, exclusive.
+pub const MAX_LINKS: u32 = 18;
+
+/// `nvmlNvLinkErrorCounter_t` values with their `error` label.
+pub const ERROR_COUNTERS: [(&str, u32); 5] = [
+    ("replay", 0),
+    ("recovery", 1),
+    ("crc_flit", 2),
+    ("crc_data", 3),
+    ("ecc_data", 4),
+];
+
+/// `NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX` / `_RX`: KiB of data payload, per link as scope.
+pub const FIELD_DATA_TX: u32 = 138;
+/// See [`FIELD_DATA_TX`].
+pub const FIELD_DATA_RX: u32 = 139;
+
+fn sym<'a, T>(s: Result<&'a T, &libloading::Error>) -> Result<&'a T, NvmlError> {
+    s.map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))
+}
+
+/// A link index NVML rejects is a link the GPU does not have: reported as not supported so
+/// that it is left out, never exported as 0 or counted as a failure.
+fn absent_link(e: NvmlError) -> NvmlError {
+    match e {
+        NvmlError::InvalidArg => NvmlError::NotSupported,
+        e => e,
+    }
+}
+
+/// `nvmlDeviceGetNvLinkState`: whether the link is active.
+pub fn link_state(nvml: &Nvml, dev: &Device<'_>, link: u32) -> Result<bool, NvmlError> {
+    let f = sym(nvml.lib().nvmlDeviceGetNvLinkState.as_ref())?;
+    let mut state: nvmlEnableState_t = 0;
+    // SAFETY: the handle comes from nvml-wrapper and is valid while `nvml` lives; `state` is
+    // a valid out-pointer for the duration of the call.
+    nvml_try(unsafe { f(dev.handle(), link, &mut state) }).map_err(absent_link)?;
+    Ok(state != 0)
+}
+
+/// `nvmlDeviceGetNvLinkErrorCounter` for one link and `nvmlNvLinkErrorCounter_t`.
+pub fn error_counter(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    link: u32,
+    counter: u32,
+) -> Result<u64, NvmlError> {
+    let f = sym(nvml.lib().nvmlDeviceGetNvLinkErrorCounter.as_ref())?;
+    let mut v: u64 = 0;
+    // SAFETY: as in `link_state`; `v` is a valid out-pointer.
+    nvml_try(unsafe { f(dev.handle(), link, counter, &mut v) }).map_err(absent_link)?;
+    Ok(v)
+}
+
+/// One `nvmlDeviceGetFieldValues` call with a scope per entry (`(field id, scope id)`): each
+/// entry's value as f64 with its time stamp (µs), or that entry's own error.
+pub fn scoped_fields(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    req: &[(u32, u32)],
+) -> Result<Vec<Result<(f64, i64), NvmlError>>, NvmlError> {
+    if req.is_empty() {
+        return Ok(Vec::new());
+    }
+    let f = sym(nvml.lib().nvmlDeviceGetFieldValues.as_ref())?;
+    let mut vals: Vec<nvmlFieldValue_t> = req
+        .iter()
+        .map(|(id, scope)| {
+            // SAFETY: nvmlFieldValue_t is plain C data; all-zero is a valid value.
+            let mut v: nvmlFieldValue_t = unsafe { mem::zeroed() };
+            v.fieldId = *id;
+            v.scopeId = *scope;
+            v
+        })
+        .collect();
+    let n = i32::try_from(vals.len()).map_err(|_| NvmlError::InvalidArg)?;
+    // SAFETY: `vals` holds `n` initialised entries that NVML fills in place.
+    nvml_try(unsafe { f(dev.handle(), n, vals.as_mut_ptr()) })?;
+    Ok(vals
+        .iter()
+        .map(|v| {
+            nvml_try(v.nvmlReturn).map_err(absent_link)?;
+            // SAFETY: the union member read is the one `valueType` names.
+            let x = unsafe {
+                match v.valueType {
+                    0 => v.value.dVal,
+                    1 => f64::from(v.value.uiVal),
+                    2 => v.value.ulVal as f64,
+                    3 => v.value.ullVal as f64,
+                    4 => v.value.sllVal as f64,
+                    5 => f64::from(v.value.siVal),
+                    6 => f64::from(v.value.usVal),
+                    _ => return Err(NvmlError::UnexpectedVariant(v.valueType)),
+                }
+            };
+            Ok((x, v.timestamp))
+        })
+        .collect())
+}
+
+/// The fabric registration (`nvmlDeviceGetGpuFabricInfoV` v3, then v2, then the v1
+/// `nvmlDeviceGetGpuFabricInfo` on older drivers). `NotSupported` off an NVSwitch fabric.
+pub fn fabric(nvml: &Nvml, dev: &Device<'_>) -> Result<Fabric, NvmlError> {
+    let lib = nvml.lib();
+    if let Ok(f) = lib.nvmlDeviceGetGpuFabricInfoV.as_ref() {
+        // SAFETY: plain C data; all-zero is valid.
+        let mut v3: nvmlGpuFabricInfoV_t = unsafe { mem::zeroed() };
+        v3.version = mem::size_of::<nvmlGpuFabricInfoV_t>() as u32 | (3 << 24);
+        // SAFETY: valid handle and out-pointer, version set as NVML requires.
+        match nvml_try(unsafe { f(dev.handle(), &mut v3) }) {
+            Ok(()) => {
+                return Ok(Fabric {
+                    cluster_uuid: uuid_text(&v3.clusterUuid),
+                    clique_id: v3.cliqueId,
+                    state: v3.state,
+                    status: v3.status,
+                    health_mask: Some(v3.healthMask),
+                    health_summary: Some(v3.healthSummary),
+                });
+            }
+            // A driver that knows only the v2 layout.
+            Err(NvmlError::Unknown) | Err(NvmlError::InvalidArg) => {}
+            Err(NvmlError::UnexpectedVariant(25)) => {}
+            Err(e) => return Err(e),
+        }
+        // SAFETY: as above, with the v2 struct (a prefix of v3's layout).
+        let mut v2: nvmlGpuFabricInfo_v2_t = unsafe { mem::zeroed() };
+        v2.version = mem::size_of::<nvmlGpuFabricInfo_v2_t>() as u32 | (2 << 24);
+        let p = (&mut v2 as *mut nvmlGpuFabricInfo_v2_t).cast::<nvmlGpuFabricInfoV_t>();
+        // SAFETY: NVML reads the version first and writes only the v2 fields for v2.
+        nvml_try(unsafe { f(dev.handle(), p) })?;
+        return Ok(Fabric {
+            cluster_uuid: uuid_text(&v2.clusterUuid),
+            clique_id: v2.cliqueId,
+            state: v2.state,
+            status: v2.status,
+            health_mask: Some(v2.healthMask),
+            health_summary: None,
+        });
+    }
+    let f = sym(lib.nvmlDeviceGetGpuFabricInfo.as_ref())?;
+    // SAFETY: plain C data; all-zero is valid.
+    let mut v1: nvmlGpuFabricInfo_t = unsafe { mem::zeroed() };
+    // SAFETY: valid handle and out-pointer.
+    nvml_try(unsafe { f(dev.handle(), &mut v1) })?;
+    Ok(Fabric {
+        cluster_uuid: uuid_text(&v1.clusterUuid),
+        clique_id: v1.cliqueId,
+        state: v1.state,
+        status: v1.status,
+        health_mask: None,
+        health_summary: None,
+    })
+}
+
+/// 16 bytes as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+pub fn uuid_text(b: &[u8; 16]) -> String {
+    let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        hex[0..4].concat(),
+        hex[4..6].concat(),
+        hex[6..8].concat(),
+        hex[8..10].concat(),
+        hex[10..16].concat()
+    )
+}
+
+/// What is remembered about one GPU's links between ticks.
+#[derive(Debug, Default)]
+pub struct LinkMemory {
+    /// The links the GPU has (probed once), `None` until probed.
+    links: Option<Vec<u32>>,
+    /// Error counters NVML reported unsupported on this GPU (by counter value).
+    unsupported_counters: Vec<u32>,
+    /// Whether the throughput fields are unsupported on this GPU.
+    no_bytes: bool,
+}
+
+/// Per-link reading of every GPU, remembering per GPU UUID what exists.
+#[derive(Debug, Default)]
+pub struct LinkReader {
+    gpus: HashMap<String, LinkMemory>,
+}
+
+/// What one GPU's link read gave: the samples, and the errors met that are neither "absent"
+/// nor "lost" (for the reader to count), by step name.
+pub struct LinkRead {
+    /// One sample per link the GPU has.
+    pub links: Vec<LinkSample>,
+    /// Failed reads by step (`nvlink_state`, `nvlink_errors`, `nvlink_throughput`).
+    pub failures: Vec<(&'static str, NvmlError)>,
+}
+
+impl LinkReader {
+    /// Forgets GPUs that are not in `keep` (UUIDs).
+    pub fn retain(&mut self, keep: &dyn Fn(&str) -> bool) {
+        self.gpus.retain(|k, _| keep(k));
+    }
+
+    /// Reads every link of one GPU. `Err(GpuLost)` when the GPU fell off mid-read.
+    pub fn read(
+        &mut self,
+        nvml: &Nvml,
+        dev: &Device<'_>,
+        uuid: &str,
+    ) -> Result<LinkRead, NvmlError> {
+        let mem = self.gpus.entry(uuid.to_owned()).or_default();
+        let mut failures = Vec::new();
+        let mut states = Vec::new();
+        match &mem.links {
+            Some(links) => {
+                for &l in links {
+                    match link_state(nvml, dev, l) {
+                        Ok(up) => states.push((l, up)),
+                        Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
+                        Err(e) => failures.push(("nvlink_state", e)),
+                    }
+                }
+            }
+            None => {
+                // Probe: a link exists when NVML answers for it. A transient failure leaves
+                // the probe for the next tick.
+                let mut found = Vec::new();
+                for l in 0..MAX_LINKS {
+                    match link_state(nvml, dev, l) {
+                        Ok(up) => {
+                            found.push(l);
+                            states.push((l, up));
+                        }
+                        Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
+                        Err(e) if is_absent(&e) => {}
+                        Err(e) => {
+                            failures.push(("nvlink_state", e));
+                            return Ok(LinkRead {
+                                links: Vec::new(),
+                                failures,
+                            });
+                        }
+                    }
+                }
+                mem.links = Some(found);
+            }
+        }
+        let bytes = if mem.no_bytes || states.is_empty() {
+            Vec::new()
+        } else {
+            let req: Vec<(u32, u32)> = states
+                .iter()
+                .flat_map(|(l, _)| [(FIELD_DATA_TX, *l), (FIELD_DATA_RX, *l)])
+                .collect();
+            match scoped_fields(nvml, dev, &req) {
+                Ok(v) => {
+                    if v.iter().all(|r| matches!(r, Err(e) if is_absent(e))) {
+                        mem.no_bytes = true;
+                    }
+                    v
+                }
+                Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
+                Err(e) if is_absent(&e) => {
+                    mem.no_bytes = true;
+                    Vec::new()
+                }
+                Err(e) => {
+                    failures.push(("nvlink_throughput", e));
+                    Vec::new()
+                }
+            }
+        };
+        let kib = |r: Option<&Result<(f64, i64), NvmlError>>| match r {
+            Some(Ok((v, _))) => Some((*v as u64).saturating_mul(1024)),
+            _ => None,
+        };
+        let mut out = Vec::with_capacity(states.len());
+        for (i, (link, up)) in states.into_iter().enumerate() {
+            let mut errors = Vec::new();
+            for (name, counter) in ERROR_COUNTERS {
+                if mem.unsupported_counters.contains(&counter) {
+                    continue;
+                }
+                match error_counter(nvml, dev, link, counter) {
+                    Ok(v) => errors.push((name, v)),
+                    Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
+                    Err(e) if is_absent(&e) => mem.unsupported_counters.push(counter),
+                    Err(e) => failures.push(("nvlink_errors", e)),
+                }
+            }
+            out.push(LinkSample {
+                link,
+                up,
+                errors,
+                tx_bytes: kib(bytes.get(2 * i)),
+                rx_bytes: kib(bytes.get(2 * i + 1)),
+            });
+        }
+        Ok(LinkRead {
+            links: out,
+            failures,
+        })
+    }
+}
+
+/// Errors that mean "this does not exist here" rather than "this failed".
+pub fn is_absent(e: &NvmlError) -> bool {
+    matches!(
+        e,
+        NvmlError::NotSupported | NvmlError::FailedToLoadSymbol(_) | NvmlError::FunctionNotFound
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_text_is_grouped_like_a_uuid() {
+        let b: [u8; 16] = [
+            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
+            0xcd, 0xef,
+        ];
+        assert_eq!(uuid_text(&b), "12345678-9abc-def0-0123-456789abcdef");
+    }
+
+    #[test]
+    fn an_invalid_link_index_reads_as_absent() {
+        assert!(is_absent(&absent_link(NvmlError::InvalidArg)));
+        assert!(!is_absent(&absent_link(NvmlError::Timeout)));
+    }
+}
