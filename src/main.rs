@@ -474,6 +474,20 @@ fn probe() -> ExitCode {
 /// and environment, its pipeline run for a few ticks without serving, and a report of what
 /// works (src/check/). Exit 0 when everything configured works, 1 when something does not,
 /// 2 for usage.
+const CHECK_USAGE: &str = "\
+Diagnoses this node as the daemon would see it: flags and files, NVML and every GPU and MIG
+instance, each configured field, the kubelet pod-resources socket and the Kubernetes API.
+
+Usage: gpu-exporter check [--output human|json] [--hardware-report] [DAEMON FLAGS...]
+
+      --output human|json  a readable report (default) or JSON for machines
+      --hardware-report    a Markdown table for docs/hardware.md or an issue
+  DAEMON FLAGS             the daemon's own flags and environment (gpu-exporter --help),
+                           e.g. the DaemonSet's arguments unchanged
+
+Exit status: 0 everything configured works, 1 something configured does not, 2 usage.
+";
+
 fn check(args: Vec<std::ffi::OsString>) -> ExitCode {
     let mut json = false;
     let mut hardware = false;
@@ -481,15 +495,18 @@ fn check(args: Vec<std::ffi::OsString>) -> ExitCode {
     let mut it = args.into_iter().skip(2);
     while let Some(a) = it.next() {
         let value = match a.to_str() {
-            Some("--output" | "-output" | "-o") => {
-                Some(it.next().and_then(|v| v.into_string().ok()))
-            }
+            // No `-o`: it is the daemon's --use-old-namespace, which check accepts too.
+            Some("--output" | "-output") => Some(it.next().and_then(|v| v.into_string().ok())),
             Some(x) if x.starts_with("--output=") || x.starts_with("-output=") => {
                 Some(x.split_once('=').map(|(_, v)| v.to_owned()))
             }
             Some("--hardware-report" | "-hardware-report") => {
                 hardware = true;
                 continue;
+            }
+            Some("--help" | "-help" | "-h") => {
+                print!("{CHECK_USAGE}");
+                return ExitCode::SUCCESS;
             }
             _ => None,
         };
@@ -603,6 +620,8 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
             None,
         ),
     }
+    // A broken counters file is reported, and the rest of the node is still checked with the
+    // profile's built-in set, so one bad line does not hide what NVML and the cluster say.
     let loaded = match cli.load_counters() {
         Ok(l) => l,
         Err(e) => {
@@ -613,7 +632,25 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
                 e.to_string(),
                 Some("fix the line named, or point -f at another file"),
             );
-            return r;
+            cli.collectors = None;
+            cli.config_file = None;
+            cli.inline_counters = None;
+            match cli.builtin_counters() {
+                Ok(l) => {
+                    r.add(
+                        "files",
+                        "counters file",
+                        Level::Info,
+                        format!("the checks below use {} instead", l.origin),
+                        None,
+                    );
+                    l
+                }
+                Err(e) => {
+                    r.add("files", "counters file", Level::Fail, e.to_string(), None);
+                    return r;
+                }
+            }
         }
     };
     let counters = Arc::new(loaded.set);

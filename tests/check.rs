@@ -116,6 +116,48 @@ fn a_bad_counters_line_fails_and_names_the_line() {
     let l = line_with(&out, &["FAIL", "counters file"]);
     assert!(l.contains("bad.csv") && l.contains(":2"), "{l}");
     line_with(&out, &["fix:", "line"]);
+    // One bad line does not hide the rest of the node: NVML and the GPUs are still checked,
+    // with the built-in set.
+    line_with(
+        &out,
+        &["info", "counters file", "the checks below use", "built-in"],
+    );
+    line_with(&out, &["ok", "library", "initialised in"]);
+    line_with(&out, &["ok", "GPU 0", "Xid events watched"]);
+}
+
+#[test]
+fn a_stale_socket_that_refuses_connections_fails() {
+    // A socket file whose listener is gone (the kubelet restarted elsewhere): connect() is
+    // refused.
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("kubelet.sock");
+    drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+    assert!(sock.exists());
+    let (code, out) = check_with_socket(sock.to_str().unwrap());
+    assert_eq!(code, Some(1), "{out}");
+    let l = line_with(&out, &["FAIL", "kubelet", "down"]);
+    assert!(l.contains("last:"), "the kubelet's error is shown: {l}");
+    line_with(&out, &["fix:", "pod-resources"]);
+}
+
+#[test]
+fn check_help_names_its_own_options() {
+    let (code, out) = check(&["--help"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("--output human|json") && out.contains("--hardware-report"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_daemons_short_flags_mean_the_same_under_check() {
+    // `-o` is the daemon's --use-old-namespace (dcgm-exporter DaemonSets pass it); under
+    // check it must not be taken for --output.
+    let (code, out) = check(&["--simulate", "a100-l4", "-o", "-k"]);
+    assert_eq!(code, Some(0), "{out}");
+    line_with(&out, &["ok", "library"]);
 }
 
 #[test]

@@ -345,7 +345,10 @@ pub fn from_snapshot(
                     "{} allocated device ID(s) name no exported GPU or MIG instance: {}{}",
                     j.unmatched,
                     j.unmatched_ids.join(", "),
-                    if j.unmatched > j.unmatched_ids.len() { ", …" } else { "" }
+                    match j.unmatched.saturating_sub(j.unmatched_ids.len()) {
+                        0 => String::new(),
+                        more => format!(" and {more} more (the first {} are listed)", j.unmatched_ids.len()),
+                    }
                 ),
                 Some("a device plugin naming devices by something other than UUID or index, or -d excluding them; see README \"Kubernetes\""),
             );

@@ -590,6 +590,12 @@ impl Cli {
                 file: Some(file),
             });
         }
+        self.builtin_counters()
+    }
+
+    /// The compatibility profile's built-in counter set (what runs when no file is found).
+    pub fn builtin_counters(&self) -> Result<LoadedCounters, ConfigError> {
+        let profile = profile::Profile::parse(&self.compatibility)?;
         let (name, text) = profile.builtin_counters();
         let set = parse_counters(&format!("built-in {name}"), text)?;
         Ok(LoadedCounters {

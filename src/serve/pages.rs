@@ -16,6 +16,7 @@ use axum::routing::get;
 
 use super::{landing, status};
 use crate::exposition::publish::Shared;
+use crate::snapshot::Snapshot;
 
 /// The routes `/` and `/status` over the shared state, with their own cache.
 pub(super) fn router(shared: Arc<Shared>, node: Option<Arc<str>>) -> Router {
@@ -46,8 +47,11 @@ struct PageCache {
 }
 
 struct CachedPages {
-    /// The snapshot's address, readiness and stall state the pages were built from.
-    key: (usize, bool, bool),
+    /// The snapshot the pages were built from (held, so that its address cannot be reused
+    /// by a later snapshot while it is compared), readiness and stall state.
+    snapshot: Arc<Snapshot>,
+    ready: bool,
+    stalled: bool,
     html: bytes::Bytes,
     json: bytes::Bytes,
 }
@@ -57,16 +61,15 @@ fn pages(state: &Pages) -> (bytes::Bytes, bytes::Bytes) {
     let current = state.shared.load();
     let ready = state.shared.is_ready();
     let stalled = state.shared.stalled_for();
-    let key = (
-        Arc::as_ptr(&current.snapshot) as usize,
-        ready,
-        stalled.is_some(),
-    );
     let mut slot = match state.cache.current.lock() {
         Ok(g) => g,
         Err(poisoned) => poisoned.into_inner(),
     };
-    if let Some(c) = slot.as_ref().filter(|c| c.key == key) {
+    if let Some(c) = slot.as_ref().filter(|c| {
+        Arc::ptr_eq(&c.snapshot, &current.snapshot)
+            && c.ready == ready
+            && c.stalled == stalled.is_some()
+    }) {
         return (c.html.clone(), c.json.clone());
     }
     let st = status::build(
@@ -83,7 +86,9 @@ fn pages(state: &Pages) -> (bytes::Bytes, bytes::Bytes) {
         Err(e) => bytes::Bytes::from(format!("{{\"error\": {:?}}}", e.to_string())),
     };
     *slot = Some(CachedPages {
-        key,
+        snapshot: Arc::clone(&current.snapshot),
+        ready,
+        stalled: stalled.is_some(),
         html: html.clone(),
         json: json.clone(),
     });
