@@ -1,5 +1,6 @@
 //! `gpu-exporter check` on the simulated node, working and with each source broken in turn:
-//! no kubelet socket, a socket path that refuses, a bad counters line, NVML absent; each must
+//! no kubelet socket, a socket path that is no socket or refuses, a bad counters line (the rest
+//! still checked), a bad web config, a taken address, a lost GPU, NVML absent; each must
 //! give the right exit code and a line that names the fix. Also the JSON and hardware-report
 //! forms, and usage errors (exit 2).
 #![cfg(feature = "sim")]
@@ -12,10 +13,14 @@ use std::process::{Command, Output};
 use common::{BIN, built_sim_lib, free_port};
 
 fn check(args: &[&str]) -> (Option<i32>, String) {
-    let port = free_port().to_string();
+    check_at(&format!("127.0.0.1:{}", free_port()), args)
+}
+
+/// `gpu-exporter check -a address args…`.
+fn check_at(address: &str, args: &[&str]) -> (Option<i32>, String) {
     let out: Output = Command::new(BIN)
         .arg("check")
-        .args(["-a", &format!("127.0.0.1:{port}")])
+        .args(["-a", address])
         .args(args)
         .env_remove("NODE_NAME")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -278,4 +283,59 @@ fn unmatched_device_ids_are_named() {
     );
     assert!(l.contains("GPU-") && l.contains("MIG-"), "{l}");
     line_with(&out, &["fix:", "-d excluding them"]);
+}
+
+#[test]
+fn a_lost_gpu_and_an_unsupported_field_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("lost.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"lost\"\n[[gpus]]\nmodel = \"A100-SXM4-40GB\"\n[[gpus]]\nmodel = \"L4\"\n\
+         [[faults]]\nat = 0\ngpu = 1\nkind = \"lost\"\n",
+    )
+    .unwrap();
+    let (code, out) = check(&["--simulate", scenario.to_str().unwrap(), "-k"]);
+    assert_eq!(code, Some(1), "{out}");
+    line_with(&out, &["FAIL", "GPU 1", "does not answer", "lost"]);
+    line_with(&out, &["fix:", "dmesg", "Xid 79"]);
+    // GPM fields on an A100: NVML's answer, not a failure.
+    line_with(
+        &out,
+        &[
+            "info",
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "unsupported on every entity",
+        ],
+    );
+    // A scenario without processes still has a proc root (a node's /proc always exists).
+    line_with(&out, &["ok", "proc root", "0 process(es) visible"]);
+}
+
+#[test]
+fn a_bad_web_config_and_a_taken_address_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        "tls_server_config:\n  cert_file: /nonexistent/cert.pem\n",
+    )
+    .unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, out) = check_at(
+        &addr,
+        &[
+            "--simulate",
+            "a100-l4",
+            "--web-config-file",
+            web.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    let l = line_with(&out, &["FAIL", "--web-config-file"]);
+    assert!(l.contains("web.yml"), "{l}");
+    line_with(&out, &["WARN", "address", &addr]);
+    // The rest is still checked.
+    line_with(&out, &["ok", "library"]);
 }

@@ -207,6 +207,17 @@ fn status_json_matches_the_page() {
     let gpus = status["gpus"].as_array().unwrap();
     assert!(!gpus.is_empty());
     let page = http_get(e.port, "/", &[]).unwrap().text();
+    // One self-contained page: nothing loaded from elsewhere, links only to its own paths.
+    for outside in [
+        "src=", "<link", "url(", "@import", "http://", "https://", "//",
+    ] {
+        let rest = page.replace("<!--", "").replace("-->", "");
+        assert!(
+            !rest.contains(outside),
+            "the page loads or links something outside itself ({outside})"
+        );
+    }
+    assert!(page.contains("href=\"/metrics\""));
     for g in gpus {
         let uuid = g["uuid"].as_str().unwrap();
         assert!(

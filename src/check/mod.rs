@@ -208,7 +208,8 @@ pub fn from_snapshot(
         } else {
             format!("MIG: {}", instances.join(", "))
         };
-        let xid = if snap.xids.iter().any(|x| x.id.gpu == d.gpu) {
+        let watched = snap.xids.iter().any(|x| x.id.gpu == d.gpu);
+        let xid = if watched {
             "Xid events watched"
         } else {
             "Xid events NOT watched (NVML refused the registration; DCGM_FI_DEV_XID_ERRORS stays 0)"
@@ -218,16 +219,23 @@ pub fn from_snapshot(
             report.add(
                 "gpus",
                 format!("GPU {}", d.gpu),
-                Level::Ok,
+                if watched { Level::Ok } else { Level::Warn },
                 format!("{} {}; {mig}", d.model_name, d.uuid),
-                None,
+                (!watched).then_some(
+                    "Xid events need the driver's event support (nvmlDeviceRegisterEvents); check the driver version and dmesg",
+                ),
             );
         } else {
             report.add(
                 "gpus",
                 format!("GPU {}", d.gpu),
                 Level::Fail,
-                format!("{} {}: NVML no longer answers for it (lost)", d.model_name, d.uuid),
+                if d.uuid.is_empty() {
+                    "NVML does not answer for it (lost before its name and UUID were read)"
+                        .to_owned()
+                } else {
+                    format!("{} {}: NVML no longer answers for it (lost)", d.model_name, d.uuid)
+                },
                 Some("dmesg on the node (Xid 79: fallen off the bus); the GPU needs a reset or service"),
             );
         }

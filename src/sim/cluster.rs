@@ -458,6 +458,8 @@ impl ClusterSpec {
 /// Writes the simulated proc tree under `root`: `<root>/<pid>/cgroup` for every container
 /// process, and a host cgroup for the scenario's other processes (`host_pids`).
 pub fn write_proc_tree(root: &Path, r: &Resolved, host_pids: &[u32]) -> std::io::Result<()> {
+    // Present even when the scenario runs no process, as a node's /proc always is.
+    std::fs::create_dir_all(root)?;
     for (pid, text) in &r.cgroups {
         let dir = root.join(pid.to_string());
         std::fs::create_dir_all(&dir)?;
