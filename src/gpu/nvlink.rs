@@ -72,13 +72,16 @@ pub fn error_counter(
     Ok(v)
 }
 
+/// One entry of [`scoped_fields`]: the value as f64 with its time stamp (µs), or its error.
+pub type ScopedValue = Result<(f64, i64), NvmlError>;
+
 /// One `nvmlDeviceGetFieldValues` call with a scope per entry (`(field id, scope id)`): each
 /// entry's value as f64 with its time stamp (µs), or that entry's own error.
 pub fn scoped_fields(
     nvml: &Nvml,
     dev: &Device<'_>,
     req: &[(u32, u32)],
-) -> Result<Vec<Result<(f64, i64), NvmlError>>, NvmlError> {
+) -> Result<Vec<ScopedValue>, NvmlError> {
     if req.is_empty() {
         return Ok(Vec::new());
     }
