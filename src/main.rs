@@ -145,13 +145,7 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
         _sim,
         _cluster,
     } = build_pipeline(&mut cfg, &counters, &rt)?;
-    let opts = EncodeOptions {
-        hostname: cfg.hostname.clone(),
-        host_label: cfg.profile.host_label(),
-        gauge_fields: cfg.profile.gauge_fields(),
-        old_namespace: cfg.old_namespace,
-        replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
-    };
+    let opts = encode_options(&cfg);
     let shared = Arc::new(Shared::new(sampler::render(
         Snapshot::default(),
         &counters,
@@ -474,6 +468,17 @@ fn probe() -> ExitCode {
 /// and environment, its pipeline run for a few ticks without serving, and a report of what
 /// works (src/check/). Exit 0 when everything configured works, 1 when something does not,
 /// 2 for usage.
+/// How the daemon (and check's excerpt) writes the exposition for this configuration.
+fn encode_options(cfg: &Config) -> EncodeOptions {
+    EncodeOptions {
+        hostname: cfg.hostname.clone(),
+        host_label: cfg.profile.host_label(),
+        gauge_fields: cfg.profile.gauge_fields(),
+        old_namespace: cfg.old_namespace,
+        replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
+    }
+}
+
 const CHECK_USAGE: &str = "\
 Diagnoses this node as the daemon would see it: flags and files, NVML and every GPU and MIG
 instance, each configured field, the kubelet pod-resources socket and the Kubernetes API.
@@ -755,13 +760,21 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
         snap = sampler.tick(gpu_exporter::base::clock::unix_now());
     }
     if snap.stats.nvml_up {
+        let last_ms = snap.stats.duration.as_secs_f64() * 1000.0;
+        let gpus = snap.devices.len().max(1);
         r.add(
             "nvml",
             "ticks",
             Level::Ok,
-            format!("{} ticks; the first took {tick_ms:.1} ms", snap.stats.ticks),
+            format!(
+                "{} ticks; the first took {tick_ms:.1} ms, the last {last_ms:.1} ms ({:.2} ms per GPU)",
+                snap.stats.ticks,
+                last_ms / gpus as f64
+            ),
             None,
         );
+        let text = gpu_exporter::exposition::encode(&snap, &counters, &encode_options(&cfg));
+        r.excerpt = gpu_exporter::check::excerpt(&String::from_utf8_lossy(&text), 80);
     }
     // The time each field's read takes, on a reader of its own (after the ticks, so that the
     // daemon's reader has settled which fields are unsupported).

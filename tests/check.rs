@@ -190,6 +190,11 @@ fn json_and_hardware_report_forms() {
     assert!(out.contains("| nvml | library | ok |"), "{out}");
     assert!(out.contains("| gpus | GPU 0 | ok |"), "{out}");
     assert!(out.contains("| gpus | GPU 0 GPM | ok |"), "{out}");
+    assert!(out.contains("ms per GPU"), "{out}");
+    // The exposition excerpt docs/hardware.md asks for: GPU 0's series, in a code block.
+    let block = out.split("```text\n").nth(1).expect("an excerpt block");
+    assert!(block.contains("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\""), "{block}");
+    assert!(!block.contains("gpu=\"1\""), "{block}");
 }
 
 #[test]

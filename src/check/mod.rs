@@ -62,6 +62,9 @@ pub struct Item {
 pub struct Report {
     /// Every item, in the order checked.
     pub items: Vec<Item>,
+    /// The first GPU's lines of the exposition of the last tick (the hardware report's
+    /// excerpt); empty when no GPU was read.
+    pub excerpt: Vec<String>,
 }
 
 /// The report's sections, in output order, with their titles.
@@ -172,8 +175,26 @@ impl Report {
                 cell(&i.detail)
             );
         }
+        if !self.excerpt.is_empty() {
+            out.push_str("\nThe first GPU's series in the last tick's exposition:\n\n```text\n");
+            for l in &self.excerpt {
+                out.push_str(l);
+                out.push('\n');
+            }
+            out.push_str("```\n");
+        }
         out
     }
+}
+
+/// The series of GPU 0 (and its MIG instances) in an exposition, at most `max` lines.
+pub fn excerpt(exposition: &str, max: usize) -> Vec<String> {
+    exposition
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains("gpu=\"0\""))
+        .take(max)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Adds the GPU, field and source items read off the snapshots of a few ticks (the last one
