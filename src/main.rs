@@ -220,6 +220,30 @@ struct KubernetesInUse {
     node_name: Option<String>,
     /// `/proc` of the host as seen here, and whether process attribution is on.
     proc_root: Option<std::path::PathBuf>,
+    /// Where the API client's configuration came from, and the server it talks to.
+    api_config: String,
+}
+
+/// The Kubernetes API client as `kube::Client::try_default` makes it (a kubeconfig first,
+/// then the in-cluster service account), with a line saying which one was used.
+async fn api_client() -> anyhow::Result<(kube::Client, String)> {
+    let (config, source) = match kube::Config::from_kubeconfig(
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    {
+        Ok(c) => (c, "a kubeconfig (KUBECONFIG or ~/.kube/config)"),
+        Err(from_file) => match kube::Config::incluster() {
+            Ok(c) => (c, "the in-cluster service account"),
+            Err(in_cluster) => {
+                return Err(anyhow!(
+                    "no kubeconfig ({from_file}) and no in-cluster service account ({in_cluster})"
+                ));
+            }
+        },
+    };
+    let line = format!("{source}, server {}", config.cluster_url);
+    Ok((kube::Client::try_from(config)?, line))
 }
 
 /// What runs between a validated configuration and the HTTP server: the sampler (NVML reader
@@ -394,13 +418,18 @@ fn start_attribution(
     let mut k = k;
     let mut cluster = None;
     let mut client = None;
+    let mut api_config = String::new();
     if let Some(sim) = sim {
         let (c, api) = start_sim_cluster(sim, lib_path, rt, &mut k)?;
         client = Some(api);
         cluster = Some(c);
+        api_config = "the simulated API server".to_owned();
     } else if k.pod_metadata {
-        client = match rt.block_on(kube::Client::try_default()) {
-            Ok(c) => Some(c),
+        client = match rt.block_on(api_client()) {
+            Ok((c, source)) => {
+                api_config = source;
+                Some(c)
+            }
             Err(e) => {
                 warn!(
                     "no Kubernetes API client ({e}); pod UIDs, labels, workloads, DRA and \
@@ -416,6 +445,7 @@ fn start_attribution(
         client: client.clone(),
         node_name: k.node_name.clone(),
         proc_root: k.process_metrics.then(|| k.proc_root.clone()),
+        api_config,
     };
     let a = attribution::start(&k, cfg.old_namespace, client, hpc, rt.handle());
     Ok((Some(a), cluster, Some(in_use)))
@@ -843,6 +873,7 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
             match &k.client {
                 Some(client) => {
                     use gpu_exporter::sources::kube::access;
+                    r.add("kubernetes", "API client", Level::Ok, format!("from {}", k.api_config), None);
                     let reviews = rt.block_on(access::review(client, &access::needed(kcfg.dra)));
                     let node = k.node_name.as_deref();
                     let pods = rt.block_on(access::pods_on_node(client, node));

@@ -65,6 +65,7 @@ fn a_working_simulated_node_checks_clean() {
     line_with(&out, &["ok", "GPU 0 MIG mode", "disabled"]);
     line_with(&out, &["ok", "kubelet", "up"]);
     line_with(&out, &["ok", "resource nvidia.com/"]);
+    line_with(&out, &["ok", "API client", "simulated API server"]);
     assert!(
         out.ends_with("check: everything configured works\n")
             || out.contains("everything configured works, "),
@@ -257,6 +258,7 @@ fn an_api_that_forbids_fails_and_names_rbac() {
         .args([
             "--kubernetes-pod-metadata=true",
             "--kubernetes-process-metrics=false",
+            "--kubernetes-enable-dra",
         ])
         .env("KUBECONFIG", &kubeconfig)
         .env("NODE_NAME", "gpu-node-1")
@@ -270,6 +272,18 @@ fn an_api_that_forbids_fails_and_names_rbac() {
     let l = line_with(&text, &["FAIL", "pods on this node"]);
     assert!(l.contains("node gpu-node-1") && l.contains("403"), "{l}");
     line_with(&text, &["fix:", "ClusterRole"]);
+    // Which configuration the client came from, and its server.
+    line_with(
+        &text,
+        &[
+            "ok",
+            "API client",
+            "kubeconfig",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    // With DRA, the ResourceSlices the DRA source lists are reviewed too.
+    line_with(&text, &["FAIL", "resourceslices"]);
 }
 
 /// Allocated device IDs that name no exported device (here: `-d` leaves GPUs out) are listed
