@@ -86,6 +86,24 @@ pub enum TextKind {
     InforomPower,
     /// `nvmlDeviceGetInforomImageVersion`.
     InforomImage,
+    /// The NVSwitch fabric cluster UUID (`nvmlDeviceGetGpuFabricInfoV`).
+    FabricClusterUuid,
+}
+
+/// One number of the GPU's NVSwitch fabric registration (`nvmlDeviceGetGpuFabricInfoV`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FabricPart {
+    /// The registration state in DCGM's numbering (1 not started, 2 in progress, 3 success,
+    /// 4 failure): NVML's completed state split by its status.
+    ManagerStatus,
+    /// NVML's return code of a completed registration (0 success).
+    ErrorCode,
+    /// The fabric clique id.
+    CliqueId,
+    /// The health bit mask.
+    HealthMask,
+    /// The health summary (0 not reported, 1 healthy, 2 unhealthy, 3 limited capacity).
+    HealthSummary,
 }
 
 /// Throttling-duration counters from `nvmlDeviceGetViolationStatus` (ns).
@@ -175,6 +193,13 @@ pub enum Source {
     /// Rate from two successive readings of the sum of these NVML counter fields, per second,
     /// then scaled (NVLink bandwidth from the throughput counters).
     NvmlFieldRate(&'static [u32], Scale),
+    /// `nvmlDeviceGetNvLinkErrorCounter(link, counter)`: (`nvmlNvLinkErrorCounter_t`, link).
+    NvLinkErrorCounter(u32, u32),
+    /// Rate of the data sent plus received over one link (NVML fields 138 and 139 with the
+    /// link as scope, KiB), per second, then scaled.
+    NvLinkLinkRate(u32, Scale),
+    /// A number of the GPU's NVSwitch fabric registration.
+    Fabric(FabricPart),
     /// NVML GPM metric (`NVML_GPM_METRIC_*` id) averaged over the sampling interval, scaled
     /// (percent → ratio, MiB/s → B/s). Hopper and later.
     Gpm(u32, Scale),

@@ -445,13 +445,6 @@ pub static FIELDS: &[FieldDef] = &[
         "NVLink link-recovery events, summed over all links.",
     ),
     dev(
-        "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0",
-        440,
-        "raw",
-        Source::NvmlField(60, Scale::Identity),
-        "Raw NVLink utilization counter 0 of link 0, as NVML reports it.",
-    ),
-    dev(
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
         449,
         "MiB/s",

@@ -176,6 +176,28 @@ pub fn fabric(nvml: &Nvml, dev: &Device<'_>) -> Result<Fabric, NvmlError> {
     })
 }
 
+/// `NVML_GPU_FABRIC_STATE_COMPLETED`.
+pub const FABRIC_COMPLETED: u8 = 3;
+
+/// One number of a fabric registration as DCGM's fabric fields carry it; `None` where the
+/// registration has not got that far or the driver does not report it.
+pub fn fabric_part(f: &Fabric, part: crate::catalogue::FabricPart) -> Option<f64> {
+    use crate::catalogue::FabricPart as P;
+    match part {
+        // DCGM: 1 not started, 2 in progress, 3 success, 4 failure.
+        P::ManagerStatus => match f.state {
+            1 | 2 => Some(f64::from(f.state)),
+            FABRIC_COMPLETED if f.status == 0 => Some(3.0),
+            FABRIC_COMPLETED => Some(4.0),
+            _ => None,
+        },
+        P::ErrorCode => (f.state == FABRIC_COMPLETED).then_some(f64::from(f.status)),
+        P::CliqueId => (f.state == FABRIC_COMPLETED).then_some(f64::from(f.clique_id)),
+        P::HealthMask => f.health_mask.map(f64::from),
+        P::HealthSummary => f.health_summary.map(f64::from),
+    }
+}
+
 /// 16 bytes as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
 pub fn uuid_text(b: &[u8; 16]) -> String {
     let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
@@ -342,6 +364,28 @@ mod tests {
             0xcd, 0xef,
         ];
         assert_eq!(uuid_text(&b), "12345678-9abc-def0-0123-456789abcdef");
+    }
+
+    #[test]
+    fn fabric_parts_follow_dcgms_numbering() {
+        use crate::catalogue::FabricPart as P;
+        let f = |state, status| Fabric {
+            cluster_uuid: String::new(),
+            clique_id: 7,
+            state,
+            status,
+            health_mask: Some(0),
+            health_summary: None,
+        };
+        assert_eq!(fabric_part(&f(3, 0), P::ManagerStatus), Some(3.0));
+        assert_eq!(fabric_part(&f(3, 0x10), P::ManagerStatus), Some(4.0));
+        assert_eq!(fabric_part(&f(3, 0x10), P::ErrorCode), Some(16.0));
+        assert_eq!(fabric_part(&f(2, 0), P::ManagerStatus), Some(2.0));
+        assert_eq!(fabric_part(&f(2, 0), P::ErrorCode), None);
+        assert_eq!(fabric_part(&f(2, 0), P::CliqueId), None);
+        assert_eq!(fabric_part(&f(3, 0), P::CliqueId), Some(7.0));
+        assert_eq!(fabric_part(&f(0, 0), P::ManagerStatus), None);
+        assert_eq!(fabric_part(&f(3, 0), P::HealthSummary), None);
     }
 
     #[test]

@@ -49,4 +49,5 @@ pub(super) struct TickCache {
     pub(super) reasons: Option<Result<u64, NvmlError>>,
     pub(super) fields: HashMap<u32, Result<(f64, i64), NvmlError>>,
     pub(super) gpm: HashMap<u32, Result<f64, NvmlError>>,
+    pub(super) fabric: Option<Result<crate::snapshot::Fabric, NvmlError>>,
 }

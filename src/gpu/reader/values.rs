@@ -22,8 +22,8 @@ use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{
     ClockKind, FieldDef, MemKind, Source, TextKind, UtilKind, Violation, WindowKind,
 };
-use crate::gpu::text;
 use crate::gpu::xid::{Watch, XidWatcher};
+use crate::gpu::{nvlink, text};
 use crate::snapshot::{Value, WindowCounts};
 
 /// What every read of one tick shares.
@@ -147,6 +147,25 @@ pub(super) fn num(v: f64) -> Result<Option<Value>, NvmlError> {
     Ok(Some(Value::Num(v)))
 }
 
+/// The rate of a counter reading (`sum` at NVML time stamp `ts`, µs) against the entity's
+/// previous reading of field `id`, per second and scaled; none on the first reading or when
+/// the counter went back (a driver reload).
+fn rate(
+    ent: &mut EntityState,
+    id: u32,
+    sum: f64,
+    ts: i64,
+    scale: crate::catalogue::Scale,
+) -> Result<Option<Value>, NvmlError> {
+    match ent.rate_prev.insert(id, (sum, ts)) {
+        Some((p, pt)) if ts > pt && sum >= p => {
+            let secs = (ts - pt) as f64 / 1e6;
+            num(scale.apply((sum - p) / secs))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Reads one numeric field on one entity.
 pub(super) fn read_value(
     ctx: &Ctx<'_>,
@@ -267,13 +286,31 @@ pub(super) fn read_value(
                     None => return Ok(None),
                 }
             }
-            let prev = ent.rate_prev.insert(f.id, (sum, ts));
-            match prev {
-                Some((p, pt)) if ts > pt && sum >= p => {
-                    let secs = (ts - pt) as f64 / 1e6;
-                    num(scale.apply((sum - p) / secs))
-                }
-                _ => Ok(None),
+            rate(ent, f.id, sum, ts, scale)
+        }
+        Source::NvLinkErrorCounter(counter, link) => {
+            num(nvlink::error_counter(ctx.nvml, dev, link, counter)? as f64)
+        }
+        Source::NvLinkLinkRate(link, scale) => {
+            let req = [(nvlink::FIELD_DATA_TX, link), (nvlink::FIELD_DATA_RX, link)];
+            let mut sum = 0.0;
+            let mut ts = i64::MIN;
+            for r in nvlink::scoped_fields(ctx.nvml, dev, &req)? {
+                let (v, t) = r?;
+                sum += v;
+                ts = ts.max(t);
+            }
+            rate(ent, f.id, sum, ts, scale)
+        }
+        Source::Fabric(part) => {
+            let fab = cache
+                .fabric
+                .get_or_insert_with(|| nvlink::fabric(ctx.nvml, dev));
+            let fab = fab.as_ref().map_err(clone_err)?;
+            match nvlink::fabric_part(fab, part) {
+                Some(v) => num(v),
+                None if fab.state == 0 => Err(NvmlError::NotSupported),
+                None => Ok(None),
             }
         }
         Source::Gpm(id, scale) => match cache.gpm.get(&id) {
@@ -444,6 +481,11 @@ pub(super) fn read_text_field(
                 Err(e) => Err(super::book::clone_err(e)),
             }
         }
+        // Read every tick: a registration completes (or is redone) while the exporter runs.
+        TextKind::FabricClusterUuid => {
+            let f = nvlink::fabric(nvml, dev)?;
+            Ok((f.state == nvlink::FABRIC_COMPLETED).then_some(f.cluster_uuid))
+        }
         _ => {
             if let Some(v) = gpu.texts.get(&kind) {
                 return Ok(Some(v.clone()));
@@ -459,7 +501,9 @@ pub(super) fn read_text_field(
                 TextKind::InforomEcc => dev.info_rom_version(InfoRom::ECC)?,
                 TextKind::InforomPower => dev.info_rom_version(InfoRom::Power)?,
                 TextKind::InforomImage => dev.info_rom_image_version()?,
-                TextKind::DriverVersion | TextKind::NvmlVersion => return Ok(None),
+                TextKind::DriverVersion | TextKind::NvmlVersion | TextKind::FabricClusterUuid => {
+                    return Ok(None);
+                }
             };
             if s.is_empty() {
                 return Ok(None);

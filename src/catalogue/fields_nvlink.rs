@@ -1,0 +1,259 @@
+//! The per-link NVLink fields of DCGM (`DCGM_FI_DEV_NVLINK_*_L0` … `_L17`: errors and
+//! bandwidth per link), `DCGM_FI_DEV_GPU_NVLINK_ERRORS` (450), the NVSwitch fabric fields
+//! (170–175), and the DCGM 4.6 names of the per-link and fabric fields.
+//!
+//! Plain data like `fields`; it must not do I/O or call NVML. The ids are those of
+//! `dcgm_fields.h`, where links 6–11 and 12–17 were added later and sit in other id ranges.
+
+use super::field::{FabricPart, FieldDef, Scale, Source, TextKind, dev};
+
+/// KiB/s of NVLink data → MiB/s, the unit of DCGM's bandwidth fields.
+const KIB_TO_MIB: Scale = Scale::Mul(1.0 / 1024.0);
+
+/// `nvmlDeviceGetNvLinkErrorCounter` counter `counter` (0 replay, 1 recovery, 2 CRC flit,
+/// 3 CRC data) of one link.
+const fn err(name: &'static str, id: u32, counter: u32, link: u32) -> FieldDef {
+    dev(
+        name,
+        id,
+        "count",
+        Source::NvLinkErrorCounter(counter, link),
+        "NVLink errors of one kind on one link, as the name says (kind, then L<link>).",
+    )
+}
+
+/// Data sent plus received on one link, MiB/s.
+const fn bandwidth(name: &'static str, id: u32, link: u32) -> FieldDef {
+    dev(
+        name,
+        id,
+        "MiB/s",
+        Source::NvLinkLinkRate(link, KIB_TO_MIB),
+        "NVLink data sent plus received on the link the name ends with (in MiB/s).",
+    )
+}
+
+/// Per-link NVLink fields and the fabric fields.
+pub static FIELDS_NVLINK: &[FieldDef] = &[
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0", 400, 2, 0),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L1", 401, 2, 1),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L2", 402, 2, 2),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L3", 403, 2, 3),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L4", 404, 2, 4),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L5", 405, 2, 5),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L12", 406, 2, 12),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L13", 407, 2, 13),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L14", 408, 2, 14),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L0", 410, 3, 0),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L1", 411, 3, 1),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L2", 412, 3, 2),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L3", 413, 3, 3),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L4", 414, 3, 4),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L5", 415, 3, 5),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L12", 416, 3, 12),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L13", 417, 3, 13),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L14", 418, 3, 14),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0", 420, 0, 0),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L1", 421, 0, 1),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L2", 422, 0, 2),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L3", 423, 0, 3),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L4", 424, 0, 4),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L5", 425, 0, 5),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L12", 426, 0, 12),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L13", 427, 0, 13),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L14", 428, 0, 14),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L0", 430, 1, 0),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L1", 431, 1, 1),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L2", 432, 1, 2),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L3", 433, 1, 3),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L4", 434, 1, 4),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L5", 435, 1, 5),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L12", 436, 1, 12),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L13", 437, 1, 13),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L14", 438, 1, 14),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", 440, 0),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L1", 441, 1),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L2", 442, 2),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L3", 443, 3),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L4", 444, 4),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L5", 445, 5),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L12", 446, 12),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L13", 447, 13),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L14", 448, 14),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L6", 451, 2, 6),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L7", 452, 2, 7),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L8", 453, 2, 8),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L9", 454, 2, 9),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L10", 455, 2, 10),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L11", 456, 2, 11),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L6", 457, 3, 6),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L7", 458, 3, 7),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L8", 459, 3, 8),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L9", 460, 3, 9),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L10", 461, 3, 10),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L11", 462, 3, 11),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L6", 463, 0, 6),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L7", 464, 0, 7),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L8", 465, 0, 8),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L9", 466, 0, 9),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L10", 467, 0, 10),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L11", 468, 0, 11),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L6", 469, 1, 6),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L7", 470, 1, 7),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L8", 471, 1, 8),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L9", 472, 1, 9),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L10", 473, 1, 10),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L11", 474, 1, 11),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L6", 475, 6),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L7", 476, 7),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L8", 477, 8),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L9", 478, 9),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L10", 479, 10),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L11", 480, 11),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L15", 481, 2, 15),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L16", 482, 2, 16),
+    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L17", 483, 2, 17),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L15", 484, 3, 15),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L16", 485, 3, 16),
+    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L17", 486, 3, 17),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L15", 487, 0, 15),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L16", 488, 0, 16),
+    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L17", 489, 0, 17),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L15", 491, 1, 15),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L16", 492, 1, 16),
+    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L17", 493, 1, 17),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L15", 494, 15),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L16", 495, 16),
+    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L17", 496, 17),
+    dev(
+        "DCGM_FI_DEV_GPU_NVLINK_ERRORS",
+        450,
+        "",
+        Source::Unavailable(
+            "DCGM fills it from its own NVLink error events, which NVML does not offer; the per-link \
+             counters (DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_L<n>, gpu_nvlink_errors_total) carry the errors",
+        ),
+        "NVLink error information of the GPU, as DCGM records it.",
+    ),
+    // ---- NVSwitch fabric (nvmlDeviceGetGpuFabricInfoV) ----
+    dev(
+        "DCGM_FI_DEV_FABRIC_MANAGER_STATUS",
+        170,
+        "",
+        Source::Fabric(FabricPart::ManagerStatus),
+        "Fabric registration as DCGM counts it: 1 not started, 2 in progress, 3 success, 4 failure, 5 unrecognized.",
+    ),
+    dev(
+        "DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE",
+        171,
+        "",
+        Source::Fabric(FabricPart::ErrorCode),
+        "NVML return code of a completed fabric registration (0 success); absent before it completes.",
+    ),
+    dev(
+        "DCGM_FI_DEV_FABRIC_CLUSTER_UUID",
+        172,
+        "",
+        Source::Text(TextKind::FabricClusterUuid),
+        "UUID of the NVSwitch fabric cluster the GPU belongs to.",
+    ),
+    dev(
+        "DCGM_FI_DEV_FABRIC_CLIQUE_ID",
+        173,
+        "",
+        Source::Fabric(FabricPart::CliqueId),
+        "ID of the fabric clique the GPU belongs to.",
+    ),
+    dev(
+        "DCGM_FI_DEV_FABRIC_HEALTH_MASK",
+        174,
+        "",
+        Source::Fabric(FabricPart::HealthMask),
+        "Fabric health bit mask as NVML reports it.",
+    ),
+    dev(
+        "DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY",
+        175,
+        "",
+        Source::Fabric(FabricPart::HealthSummary),
+        "Fabric health: 0 not reported, 1 healthy, 2 unhealthy, 3 limited capacity.",
+    ),
+];
+
+/// The field a DCGM 4.6 name of a per-link or fabric field stands for (same id), ASCII
+/// case-insensitive: `DCGM_FI_DEV_NVLINK_<KIND>_ERROR_L<n>_TOTAL` for
+/// `…_<KIND>_ERROR_COUNT_L<n>`, `DCGM_FI_DEV_FABRIC_MANAGER_ERROR` for
+/// `…_FABRIC_MANAGER_ERROR_CODE` and `DCGM_FI_DEV_NVLINK_ERROR` for
+/// `DCGM_FI_DEV_GPU_NVLINK_ERRORS`. (DCGM 4.6 kept the `…_BANDWIDTH_L<n>` names.)
+pub(super) fn canonical_name(name: &str) -> Option<&'static str> {
+    let upper = name.to_ascii_uppercase();
+    let renamed = [
+        (
+            "DCGM_FI_DEV_FABRIC_MANAGER_ERROR",
+            "DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE",
+        ),
+        ("DCGM_FI_DEV_NVLINK_ERROR", "DCGM_FI_DEV_GPU_NVLINK_ERRORS"),
+    ];
+    let wanted = if let Some((_, old)) = renamed.iter().find(|(new, _)| *new == upper) {
+        (*old).to_owned()
+    } else {
+        let rest = upper.strip_prefix("DCGM_FI_DEV_NVLINK_")?;
+        let body = rest.strip_suffix("_TOTAL")?;
+        let (kind, link) = body.rsplit_once("_L")?;
+        let kind = kind.strip_suffix("_ERROR")?;
+        format!("DCGM_FI_DEV_NVLINK_{kind}_ERROR_COUNT_L{link}")
+    };
+    FIELDS_NVLINK
+        .iter()
+        .find(|f| f.name == wanted)
+        .map(|f| f.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_link_has_its_five_fields_and_ids_match_dcgm_fields_h() {
+        for (name, id) in [
+            ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0", 400),
+            ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L6", 451),
+            ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L12", 406),
+            ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L17", 483),
+            ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L15", 484),
+            ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L11", 468),
+            ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L15", 491),
+            ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L17", 493),
+            ("DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", 440),
+            ("DCGM_FI_DEV_NVLINK_BANDWIDTH_L6", 475),
+            ("DCGM_FI_DEV_NVLINK_BANDWIDTH_L12", 446),
+            ("DCGM_FI_DEV_NVLINK_BANDWIDTH_L17", 496),
+            ("DCGM_FI_DEV_FABRIC_MANAGER_STATUS", 170),
+            ("DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY", 175),
+        ] {
+            assert_eq!(super::super::by_id(id).map(|f| f.name), Some(name));
+        }
+        for link in 0..18u32 {
+            let n = FIELDS_NVLINK
+                .iter()
+                .filter(|f| match f.source {
+                    Source::NvLinkErrorCounter(_, l) => l == link,
+                    Source::NvLinkLinkRate(l, _) => l == link,
+                    _ => false,
+                })
+                .count();
+            assert_eq!(n, 5, "link {link}");
+        }
+    }
+
+    #[test]
+    fn dcgm_4_6_names_resolve_to_the_same_field() {
+        let f = |n: &str| super::super::lookup(n).map(|f| f.id);
+        assert_eq!(f("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_L7_TOTAL"), Some(452));
+        assert_eq!(f("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_L0_TOTAL"), Some(410));
+        assert_eq!(f("dcgm_fi_dev_nvlink_recovery_error_l16_total"), Some(492));
+        assert_eq!(f("DCGM_FI_DEV_FABRIC_MANAGER_ERROR"), Some(171));
+        assert_eq!(f("dcgm_fi_dev_nvlink_error"), Some(450));
+        assert_eq!(f("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_L18_TOTAL"), None);
+    }
+}
