@@ -518,6 +518,30 @@ def health():
     d.panel("timeseries", "PCIe replays",
             [(f"sum by (Hostname, gpu) (increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{GPU}}}[$__rate_interval]))", GPU_LEGEND)],
             "none")
+    # Per-link grids: one row per GPU, one column per link (gpu_nvlink_*, every link the GPU has).
+    link_grid = [{"id": "groupingToMatrix", "options": {
+        "columnField": "nvlink", "rowField": "GPU", "valueField": "Value", "emptyValue": "null"}}]
+    per_link = 'label_join({expr}, "GPU", " GPU ", "Hostname", "gpu")'
+    d.panel("stat", "NVLink links down", [f"count(gpu_nvlink_up{{{GPU}}} == 0)"], "none", w=4, h=8,
+            description="Links NVML reports inactive, on every GPU selected.", defaults=red_at_1)
+    d.panel("table", "NVLink links per GPU (1 up, 0 down)",
+            [per_link.format(expr=f"gpu_nvlink_up{{{GPU}}}")], "none", w=10, h=8,
+            description="One row per GPU, one column per link (gpu_nvlink_up). A link that goes down "
+                        "shows 0; links a model does not have are not listed.",
+            transformations=link_grid,
+            defaults={"thresholds": {"mode": "absolute", "steps": [
+                {"color": "red", "value": None}, {"color": "green", "value": 1}]},
+                "custom": {"cellOptions": {"type": "color-background"}}})
+    d.panel("table", "NVLink errors per link, per minute",
+            [per_link.format(expr=f"sum by (Hostname, gpu, nvlink) "
+                                  f"(rate(gpu_nvlink_errors_total{{{GPU}}}[$__rate_interval])) * 60")],
+            "none", w=10, h=8,
+            description="CRC, replay, recovery and ECC errors of each link per minute "
+                        "(gpu_nvlink_errors_total); GpuNvlinkLinkErrors fires above 1 per minute for 10 minutes.",
+            transformations=link_grid,
+            defaults={"decimals": 1, "thresholds": {"mode": "absolute", "steps": [
+                {"color": "green", "value": None}, {"color": "red", "value": 1}]},
+                "custom": {"cellOptions": {"type": "color-background"}}})
 
     d.row("Throttling")
     d.panel("timeseries", "Time held down by temperature and power",
