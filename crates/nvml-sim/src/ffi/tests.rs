@@ -535,7 +535,8 @@ fn control_api() {
             err,
             format!(
                 "scenario file {}: line 2: unknown model \"H900\" (known models: \
-                 H100-SXM5-80GB, A100-SXM4-40GB, L4)",
+                 H100-SXM5-80GB, A100-SXM4-40GB, L4, H200-SXM5-141GB, B200-SXM-180GB, GB200, \
+                 L40S)",
                 path.display()
             )
         );
