@@ -511,3 +511,5 @@ fn hang_fault_needs_an_end_and_blocks_for_the_rest_of_its_window() {
     assert_eq!(g.hang_left(20.0), Some(5.0));
     assert_eq!(g.hang_left(25.0), None);
 }
+
+mod links;
