@@ -556,6 +556,7 @@ fn exported_device_functions_match_the_unsupported_list() {
         include_str!("gpm.rs"),
         include_str!("events.rs"),
         include_str!("processes.rs"),
+        include_str!("nvlink.rs"),
     ];
     let mut named = std::collections::BTreeSet::new();
     for src in sources {
@@ -571,3 +572,5 @@ fn exported_device_functions_match_the_unsupported_list() {
         .collect();
     assert_eq!(named, listed);
 }
+
+mod nvlink;
