@@ -298,3 +298,84 @@ fn fabric_faults_change_the_registration_in_their_window() {
     assert_eq!((f.state, f.status, f.health_summary), (2, 0, 2));
     assert_eq!(f.cluster_uuid, [0; 16]);
 }
+
+#[test]
+fn builtin_hgx_h200_faults_on_the_timeline() {
+    let mut s = Sim::new(load("hgx-h200").unwrap(), 1, Some(0.0));
+    assert_eq!(s.scenario.gpus.len(), 8);
+    assert!(
+        s.scenario
+            .gpus
+            .iter()
+            .all(|g| g.model.key == "H200-SXM5-141GB")
+    );
+    // GPU 3: link 7 down from 20 s, for good; retrains and replays at 19 s.
+    assert_eq!(s.nvlink_state(Dev::Gpu(3), 7, 19.9), Ok(true));
+    assert_eq!(s.nvlink_state(Dev::Gpu(3), 7, 20.0), Ok(false));
+    assert_eq!(s.nvlink_state(Dev::Gpu(3), 7, 3600.0), Ok(false));
+    assert_eq!(s.nvlink_errors(Dev::Gpu(3), 7, 1, 19.0), Ok(3));
+    assert_eq!(s.nvlink_errors(Dev::Gpu(3), 7, 0, 19.0), Ok(40));
+    let at30 = s.field_scoped(Dev::Gpu(3), TX, 7, 30.0).unwrap();
+    assert_eq!(s.field_scoped(Dev::Gpu(3), TX, 7, 60.0), Ok(at30));
+    assert!(s.field_scoped(Dev::Gpu(3), TX, 6, 60.0).unwrap() > at30);
+    // GPU 5: link 11 gains 12 CRC flit errors every 5 s from 15 s; its other links none.
+    let crc = |s: &Sim, l: u32, t: f64| s.nvlink_errors(Dev::Gpu(5), l, 2, t).unwrap();
+    assert_eq!(
+        [crc(&s, 11, 14.9), crc(&s, 11, 15.0), crc(&s, 11, 60.0)],
+        [0, 12, 120]
+    );
+    assert_eq!(crc(&s, 10, 60.0), 0);
+    assert_eq!(s.nvlink_state(Dev::Gpu(5), 11, 60.0), Ok(true));
+    for g in 0..8 {
+        assert_eq!(s.fabric(Dev::Gpu(g), 60.0).map(|f| f.health_summary), Ok(1));
+    }
+}
+
+#[test]
+fn builtin_gb200_tray_degrades_its_fabric() {
+    let s = Sim::new(load("gb200-nvl72").unwrap(), 1, Some(0.0));
+    assert_eq!(s.scenario.gpus.len(), crate::model::GB200_GPUS_PER_TRAY);
+    assert!(s.scenario.gpus.iter().all(|g| g.model.key == "GB200"));
+    let summary = |g: usize, t: f64| s.fabric(Dev::Gpu(g), t).unwrap().health_summary;
+    assert_eq!(
+        [
+            summary(2, 29.9),
+            summary(2, 30.0),
+            summary(2, 299.9),
+            summary(2, 300.0)
+        ],
+        [1, 3, 3, 1]
+    );
+    assert_eq!(summary(1, 100.0), 1);
+    assert_eq!(s.nvlink_state(Dev::Gpu(2), 14, 100.0), Ok(false));
+    assert_eq!(s.nvlink_state(Dev::Gpu(2), 14, 300.0), Ok(true));
+    // One NVL72 fabric: the same cluster and clique on every GPU of the tray.
+    let ids: Vec<([u8; 16], u32)> = (0..4)
+        .map(|g| {
+            s.fabric(Dev::Gpu(g), 10.0)
+                .map(|f| (f.cluster_uuid, f.clique_id))
+                .unwrap()
+        })
+        .collect();
+    assert!(ids.iter().all(|i| *i == ids[0]));
+}
+
+#[test]
+fn builtin_b200_and_l40s() {
+    let mut s = Sim::new(load("hgx-b200").unwrap(), 1, Some(0.0));
+    assert_eq!(s.scenario.gpus.len(), 8);
+    assert_eq!(s.mig_devices(7, 10.0).len(), 3);
+    assert_eq!(s.nvlink_errors(Dev::Gpu(0), 17, 4, 10.0), Ok(0));
+    let total = s.field(Dev::Gpu(0), RX, 60.0).unwrap();
+    assert_eq!(per_link(&mut s, 0, RX, 18, 60.0).iter().sum::<u64>(), total);
+    assert_eq!(s.fabric(Dev::Gpu(7), 10.0).map(|f| f.state), Ok(3));
+    let s = Sim::new(load("l40s").unwrap(), 1, Some(0.0));
+    assert_eq!(s.scenario.gpus.len(), 4);
+    for g in 0..4 {
+        assert_eq!(
+            s.nvlink_state(Dev::Gpu(g), 0, 10.0),
+            Err(ret::NOT_SUPPORTED)
+        );
+        assert_eq!(s.fabric(Dev::Gpu(g), 10.0), Err(ret::NOT_SUPPORTED));
+    }
+}
