@@ -2,8 +2,8 @@
 //! `nvmlDeviceGetNvLinkErrorCounter`, `nvmlDeviceGetGpuFabricInfo` (v1 struct) and
 //! `nvmlDeviceGetGpuFabricInfoV` (versioned struct, v2 or v3).
 //!
-//! Only checks pointers and struct versions and copies answers out; what each link and GPU
-//! answers is decided in `sim::nvlink`. Per-link throughput goes through
+//! Owns the pointer and struct-version checks and the copying out. It must not decide what a
+//! link or GPU answers (that is `sim::nvlink`). Per-link throughput goes through
 //! `nvmlDeviceGetFieldValues` (`ffi::fields`).
 
 use std::mem::size_of;

@@ -1,6 +1,9 @@
 //! The NVLink and fabric entry points through the exported C functions, as the exporter calls
 //! them: link state, error counters, field values with a link as `scopeId`, and the fabric
 //! info structs (v1, and v2/v3 through the versioned call).
+//!
+//! They share the process-wide state with the other ABI tests, so each must take `SERIAL`
+//! (through `setup` / `setup_text`) before its first call.
 
 use std::mem::zeroed;
 use std::ptr;

@@ -1,5 +1,6 @@
 //! Tests of the NVLink and fabric faults (`nvlink_down`, `nvlink_errors` with `link`,
 //! `fabric`): what they resolve to and every validation error, which must name the key.
+//! Parsing only: what NVML answers from these is tested in `sim`.
 
 use super::{parse_err, parse_ok};
 use crate::scenario::{Counter, FabricHealth};

@@ -1,5 +1,7 @@
 //! Tests of NVLink per link and of the fabric registration through `Sim`: link state, error
-//! counters, per-link throughput (its sum is the GPU total), the faults' effect over time.
+//! counters, per-link throughput (its sum is the GPU total), the faults' effect over time, and
+//! the new built-in scenarios' timelines. Without the C ABI: they must not touch the global
+//! state (the ABI tests in `ffi` own it).
 
 use nvml_wrapper_sys::bindings::field_id::{
     NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
