@@ -14,6 +14,13 @@ const BUILTINS: &[(&str, &str)] = &[
         "incidents",
         include_str!("../../../scenarios/incidents.toml"),
     ),
+    ("hgx-h200", include_str!("../../../scenarios/hgx-h200.toml")),
+    ("hgx-b200", include_str!("../../../scenarios/hgx-b200.toml")),
+    (
+        "gb200-nvl72",
+        include_str!("../../../scenarios/gb200-nvl72.toml"),
+    ),
+    ("l40s", include_str!("../../../scenarios/l40s.toml")),
 ];
 
 /// The TOML text of a built-in scenario.

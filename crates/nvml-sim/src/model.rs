@@ -1,11 +1,16 @@
 //! GPU model presets: the static facts of each simulated board (name, architecture, memory,
-//! power envelope, clocks, NVLink, GPM, MIG profiles, PCI ids, firmware strings).
+//! power envelope, clocks, NVLink and its topology, GPM, MIG profiles, PCI ids, firmware
+//! strings).
 //!
 //! Owns only constants. It must not know about time, workloads or scenarios; `physics` turns
-//! these facts into readings and `scenario` resolves a model key to one of these presets.
+//! these facts into readings and `scenario` resolves a model key to one of these presets. The
+//! H200, B200, GB200 and L40S presets live in `model/newer.rs`.
+
+mod newer;
 
 use nvml_wrapper_sys::bindings::{
-    NVML_DEVICE_ARCH_ADA, NVML_DEVICE_ARCH_AMPERE, NVML_DEVICE_ARCH_HOPPER,
+    NVML_DEVICE_ARCH_ADA, NVML_DEVICE_ARCH_AMPERE, NVML_DEVICE_ARCH_BLACKWELL,
+    NVML_DEVICE_ARCH_HOPPER,
 };
 
 /// A MIG GPU-instance profile of one model (e.g. `3g.40gb` on an H100 80GB).
@@ -21,6 +26,18 @@ pub struct MigProfile {
     pub memory_mib: u64,
     /// GPU-instance ids NVML hands out for this profile, in placement order.
     pub gi_ids: &'static [u32],
+}
+
+/// How a board's NVLink links reach its peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// No NVLink: PCIe only.
+    Pcie,
+    /// Every link goes to the NVSwitch chips of an 8-GPU HGX baseboard.
+    HgxNvSwitch,
+    /// Every link goes to the NVLink Switch trays of a GB200 NVL72 rack: one NVLink domain of
+    /// 72 GPUs (18 compute trays of 4).
+    Nvl72,
 }
 
 /// Static facts of one GPU board.
@@ -54,6 +71,8 @@ pub struct Model {
     pub video_idle_mhz: u32,
     /// Number of NVLink links; 0 when the board has no NVLink.
     pub nvlink_links: u32,
+    /// Where the NVLink links go.
+    pub topology: Topology,
     /// NVLink traffic per direction at full training load, bytes/s.
     pub nvlink_peak_bps: f64,
     /// PCIe generation and width of the link.
@@ -102,6 +121,32 @@ impl Model {
         self.ambient_c + self.thermal_c_per_w * self.idle_w
     }
 
+    /// NVLink generation (3 on Ampere, 4 on Hopper, 5 on Blackwell); 0 without NVLink.
+    pub fn nvlink_generation(&self) -> u32 {
+        if self.nvlink_links == 0 {
+            return 0;
+        }
+        match self.arch {
+            NVML_DEVICE_ARCH_AMPERE => 3,
+            NVML_DEVICE_ARCH_HOPPER => 4,
+            NVML_DEVICE_ARCH_BLACKWELL => 5,
+            _ => 0,
+        }
+    }
+
+    /// Whether the GPU registers with an NVSwitch fabric and so answers
+    /// `nvmlDeviceGetGpuFabricInfo` / `nvmlDeviceGetGpuFabricInfoV` (Hopper and newer on
+    /// NVSwitch systems; NVML serves the call from Hopper on).
+    pub fn fabric(&self) -> bool {
+        self.topology != Topology::Pcie && self.arch >= NVML_DEVICE_ARCH_HOPPER
+    }
+
+    /// Whether `nvmlDeviceGetNvLinkErrorCounter` serves `NVML_NVLINK_ERROR_DL_ECC_DATA` (4):
+    /// on the NVLink 4 and 5 links of Hopper and Blackwell, not on Ampere's NVLink 3.
+    pub fn nvlink_ecc_counter(&self) -> bool {
+        self.nvlink_generation() >= 4
+    }
+
     /// Names of this model's MIG profiles, comma-separated (for error messages).
     pub fn mig_profile_names(&self) -> String {
         let names: Vec<&str> = self.mig_profiles.iter().map(|p| p.name).collect();
@@ -116,12 +161,12 @@ pub const MIG_MEMORY_SLICES: u32 = 8;
 /// `nvmlDeviceGetMaxMigDeviceCount` on a MIG-enabled GPU.
 pub const MAX_MIG_DEVICES: u32 = 7;
 
-const ONE_G_IDS: &[u32] = &[7, 8, 9, 10, 11, 12, 13];
-const TWO_G_IDS: &[u32] = &[3, 4, 5];
-const THREE_G_IDS: &[u32] = &[2, 1];
-const FOUR_G_IDS: &[u32] = &[1];
-const SEVEN_G_IDS: &[u32] = &[0];
-const ONE_G_DOUBLE_IDS: &[u32] = &[9, 10, 11, 12];
+pub(crate) const ONE_G_IDS: &[u32] = &[7, 8, 9, 10, 11, 12, 13];
+pub(crate) const TWO_G_IDS: &[u32] = &[3, 4, 5];
+pub(crate) const THREE_G_IDS: &[u32] = &[2, 1];
+pub(crate) const FOUR_G_IDS: &[u32] = &[1];
+pub(crate) const SEVEN_G_IDS: &[u32] = &[0];
+pub(crate) const ONE_G_DOUBLE_IDS: &[u32] = &[9, 10, 11, 12];
 
 const H100_PROFILES: &[MigProfile] = &[
     MigProfile {
@@ -223,6 +268,7 @@ pub const MODELS: &[Model] = &[
         video_max_mhz: 1755,
         video_idle_mhz: 765,
         nvlink_links: 18,
+        topology: Topology::HgxNvSwitch,
         nvlink_peak_bps: 180.0e9,
         pcie_gen: 5,
         pcie_width: 16,
@@ -254,6 +300,7 @@ pub const MODELS: &[Model] = &[
         video_max_mhz: 1290,
         video_idle_mhz: 585,
         nvlink_links: 12,
+        topology: Topology::HgxNvSwitch,
         nvlink_peak_bps: 110.0e9,
         pcie_gen: 4,
         pcie_width: 16,
@@ -285,6 +332,7 @@ pub const MODELS: &[Model] = &[
         video_max_mhz: 1770,
         video_idle_mhz: 795,
         nvlink_links: 0,
+        topology: Topology::Pcie,
         nvlink_peak_bps: 0.0,
         pcie_gen: 4,
         pcie_width: 16,
@@ -301,7 +349,14 @@ pub const MODELS: &[Model] = &[
         serial_prefix: "13242230",
         bar1_mib: 32768,
     },
+    newer::H200_SXM5_141GB,
+    newer::B200_SXM_180GB,
+    newer::GB200,
+    newer::L40S,
 ];
+
+/// GPUs of one GB200 NVL72 compute tray: two GB200 superchips of two Blackwell GPUs each.
+pub const GB200_GPUS_PER_TRAY: usize = 4;
 
 /// Finds a model by key, case-insensitively.
 pub fn find(key: &str) -> Option<&'static Model> {
@@ -331,6 +386,100 @@ mod tests {
                 assert!(!p.gi_ids.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn new_presets_match_the_published_specs() {
+        let profiles = |m: &Model| m.mig_profiles.iter().map(|p| p.name).collect::<Vec<_>>();
+        let gib = |m: &Model| m.memory_mib as f64 / 1024.0;
+
+        let h200 = find("H200-SXM5-141GB").unwrap();
+        assert_eq!(
+            (h200.name, h200.arch),
+            ("NVIDIA H200", NVML_DEVICE_ARCH_HOPPER)
+        );
+        assert!((140.0..141.0).contains(&gib(h200)), "{}", gib(h200));
+        assert_eq!(h200.power_limit_w, 700.0);
+        assert_eq!(h200.nvlink_links, 18);
+        assert_eq!(h200.nvlink_generation(), 4);
+        assert_eq!(h200.topology, Topology::HgxNvSwitch);
+        assert_eq!((h200.pcie_gen, h200.pcie_width), (5, 16));
+        assert!(h200.gpm && h200.memory_temp && h200.fabric() && h200.nvlink_ecc_counter());
+        assert_eq!(
+            profiles(h200),
+            [
+                "1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"
+            ]
+        );
+        assert_eq!(
+            h200.mig_profile("1g.18gb").map(|(_, p)| p.gi_ids.len()),
+            Some(7)
+        );
+
+        let b200 = find("B200-SXM-180GB").unwrap();
+        assert_eq!(
+            (b200.name, b200.arch),
+            ("NVIDIA B200", NVML_DEVICE_ARCH_BLACKWELL)
+        );
+        assert_eq!(NVML_DEVICE_ARCH_BLACKWELL, 10);
+        assert!((179.0..180.0).contains(&gib(b200)), "{}", gib(b200));
+        assert_eq!(b200.power_limit_w, 1000.0);
+        assert_eq!((b200.nvlink_links, b200.nvlink_generation()), (18, 5));
+        assert_eq!(b200.topology, Topology::HgxNvSwitch);
+        assert!(b200.gpm && b200.memory_temp && b200.fabric() && b200.nvlink_ecc_counter());
+        assert_eq!(
+            profiles(b200),
+            [
+                "1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"
+            ]
+        );
+        // NVLink 5 moves twice NVLink 4's bandwidth.
+        assert_eq!(b200.nvlink_peak_bps, 2.0 * h200.nvlink_peak_bps);
+
+        let gb200 = find("GB200").unwrap();
+        assert_eq!(
+            (gb200.name, gb200.arch),
+            ("NVIDIA GB200", NVML_DEVICE_ARCH_BLACKWELL)
+        );
+        assert!((185.0..186.0).contains(&gib(gb200)), "{}", gib(gb200));
+        assert_eq!(gb200.power_limit_w, 1200.0);
+        assert_eq!((gb200.nvlink_links, gb200.nvlink_generation()), (18, 5));
+        assert_eq!(gb200.topology, Topology::Nvl72);
+        assert!(gb200.gpm && gb200.memory_temp && gb200.fabric());
+        assert_eq!(
+            profiles(gb200),
+            [
+                "1g.23gb", "1g.47gb", "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb"
+            ]
+        );
+        assert_eq!(GB200_GPUS_PER_TRAY, 4);
+
+        let l40s = find("L40S").unwrap();
+        assert_eq!(
+            (l40s.name, l40s.arch),
+            ("NVIDIA L40S", NVML_DEVICE_ARCH_ADA)
+        );
+        assert!((44.5..45.0).contains(&gib(l40s)), "{}", gib(l40s));
+        assert_eq!(l40s.power_limit_w, 350.0);
+        assert_eq!((l40s.pcie_gen, l40s.pcie_width), (4, 16));
+        assert_eq!((l40s.nvlink_links, l40s.nvlink_generation()), (0, 0));
+        assert_eq!(l40s.topology, Topology::Pcie);
+        assert!(!l40s.gpm && !l40s.memory_temp && !l40s.fabric() && !l40s.mig_capable());
+    }
+
+    #[test]
+    fn nvlink_facts_of_the_older_presets() {
+        let h100 = find("H100-SXM5-80GB").unwrap();
+        assert!(h100.fabric() && h100.nvlink_ecc_counter());
+        assert_eq!(h100.nvlink_generation(), 4);
+        // HGX A100: NVSwitch, but no fabric registration API and no NVLink ECC counter.
+        let a100 = find("A100-SXM4-40GB").unwrap();
+        assert_eq!(a100.topology, Topology::HgxNvSwitch);
+        assert!(!a100.fabric() && !a100.nvlink_ecc_counter());
+        assert_eq!(a100.nvlink_generation(), 3);
+        let l4 = find("L4").unwrap();
+        assert_eq!(l4.topology, Topology::Pcie);
+        assert!(!l4.fabric());
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! are chosen so readings stay physically consistent: power follows utilization between idle
 //! and the enforced limit, temperature follows power with a lag, clocks drop when capped.
 //! Scenario faults act here too: a `thermal` fault forces the die temperature up and slows
-//! the SM clock, a `power_brake` fault slams the SM clock (and with it the power) to idle.
+//! the SM clock, a `power_brake` fault slams the SM clock (and with it the power) to idle,
+//! and NVLink traffic stops while every link is down (`nvlink_down`).
 
 use nvml_wrapper_sys::bindings::{
     nvmlClocksEventReasonGpuIdle, nvmlClocksEventReasonSwPowerCap,
@@ -227,7 +228,7 @@ pub fn gpu_load_with(
             t,
             gpu.model,
             1.0,
-            gpu.model.nvlink_links > 0,
+            gpu.carries_nvlink(t),
         ),
         Some(layout) => {
             let mut total = Load::default();

@@ -1,6 +1,6 @@
 //! End-to-end check of the built `libnvml_sim.so` through `nvml_wrapper`, loaded exactly as
 //! the exporter loads `libnvidia-ml.so.1`: init, enumeration, identity, memory, MIG devices,
-//! field values, GPM, events, GPU lost, and a clean `Drop`.
+//! field values, NVLink per link, GPM, events, GPU lost, and a clean `Drop`.
 //!
 //! The library is found next to this test binary (`target/<profile>/deps/` or its parent), or
 //! at `$NVML_SIM_LIB`. Everything runs in one test because the loaded library has one global
@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
 use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::enums::gpm::GpmMetricId;
@@ -220,6 +221,21 @@ fn nvml_wrapper_drives_the_simulated_library() {
         values[4].as_ref().map(|s| &s.value),
         Ok(Err(NvmlError::NotSupported))
     ));
+
+    // NVLink per link and the fabric registration, through the library's own symbols.
+    assert_eq!(gpu3.link_wrapper_for(17).is_active().ok(), Some(true));
+    assert!(matches!(
+        gpu3.link_wrapper_for(18).is_active(),
+        Err(NvmlError::InvalidArg)
+    ));
+    assert_eq!(
+        gpu3.link_wrapper_for(0)
+            .error_counter(ErrorCounter::DlCrcFlit)
+            .ok(),
+        Some(0)
+    );
+    assert!(nvml.lib().nvmlDeviceGetGpuFabricInfoV.is_ok());
+    assert!(nvml.lib().nvmlDeviceGetGpuFabricInfo.is_ok());
 
     // GPM between two samples, device-wide and per MIG instance.
     assert!(gpu0.gpm_support().unwrap());

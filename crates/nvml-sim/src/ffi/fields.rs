@@ -1,6 +1,7 @@
 //! `nvmlDeviceGetFieldValues`: fills each requested entry with its own return code, value
 //! type, value and timestamp. The call itself succeeds even when entries do not; a lost GPU or
-//! an invalid handle fails the whole call.
+//! an invalid handle fails the whole call. Each entry's `scopeId` is passed on (a link index
+//! for the NVLink throughput fields, `UINT_MAX` for their sum).
 
 use std::os::raw::c_int;
 
@@ -34,7 +35,7 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
             e.timestamp = timestamp;
             e.latencyUsec = 0;
             e.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
-            match sim.field(d, e.fieldId, t) {
+            match sim.field_scoped(d, e.fieldId, e.scopeId, t) {
                 Ok(v) => {
                     e.nvmlReturn = ret::SUCCESS;
                     e.value = nvmlValue_t { ullVal: v };

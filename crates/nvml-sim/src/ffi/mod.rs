@@ -20,6 +20,7 @@ pub mod events;
 pub mod fields;
 pub mod gpm;
 pub mod mig;
+pub mod nvlink;
 pub mod processes;
 pub mod system;
 pub mod telemetry;

@@ -512,7 +512,7 @@ fn control_api() {
         assert_eq!(nvmlSimScenarioNames(buf.as_mut_ptr(), needed), needed);
         assert_eq!(
             CStr::from_ptr(buf.as_ptr()).to_str(),
-            Ok("h100-mig,a100-l4,incidents")
+            Ok("h100-mig,a100-l4,incidents,hgx-h200,hgx-b200,gb200-nvl72,l40s")
         );
         let needed = nvmlSimNodeName(ptr::null_mut(), 0);
         let mut buf = vec![0 as c_char; needed as usize];
@@ -535,7 +535,8 @@ fn control_api() {
             err,
             format!(
                 "scenario file {}: line 2: unknown model \"H900\" (known models: \
-                 H100-SXM5-80GB, A100-SXM4-40GB, L4)",
+                 H100-SXM5-80GB, A100-SXM4-40GB, L4, H200-SXM5-141GB, B200-SXM-180GB, GB200, \
+                 L40S)",
                 path.display()
             )
         );
@@ -555,6 +556,7 @@ fn exported_device_functions_match_the_unsupported_list() {
         include_str!("gpm.rs"),
         include_str!("events.rs"),
         include_str!("processes.rs"),
+        include_str!("nvlink.rs"),
     ];
     let mut named = std::collections::BTreeSet::new();
     for src in sources {
@@ -570,3 +572,5 @@ fn exported_device_functions_match_the_unsupported_list() {
         .collect();
     assert_eq!(named, listed);
 }
+
+mod nvlink;

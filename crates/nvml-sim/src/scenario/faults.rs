@@ -1,17 +1,19 @@
 //! The fault timeline: validates each `[[faults]]` entry against its kind and turns it into
-//! windows, counter bumps, MIG layouts and events on the GPUs.
+//! windows, counter bumps, MIG layouts, link and fabric overrides and events on the GPUs.
 
 use nvml_wrapper_sys::bindings::{
     nvmlEventTypeDoubleBitEccError, nvmlEventTypeSingleBitEccError, nvmlEventTypeXidCriticalError,
 };
 use toml::Spanned;
 
+use super::links::{FABRIC_HEALTH_NAMES, FABRIC_STATE_NAMES};
 use super::raw::{FAULT_KINDS, RawFault};
 use super::resolve::resolve_layout;
 use super::{
-    Bump, Counter, Ctx, Event, Gpu, Layout, NO_INSTANCE, PowerCap, ScenarioError, Target, Thermal,
-    Unsupported, Window, XID_GPU_LOST,
+    Bump, Counter, Ctx, Event, FabricFault, Gpu, Layout, LinkDown, NO_INSTANCE, PowerCap,
+    ScenarioError, Target, Thermal, Unsupported, Window, XID_GPU_LOST,
 };
+use crate::model;
 
 /// Hottest die temperature a `thermal` fault may ask for, °C.
 const MAX_FAULT_CELSIUS: f64 = 120.0;
@@ -91,6 +93,7 @@ pub(super) fn apply_fault(
                 counter,
                 amount,
                 set,
+                link: None,
             });
         }
     };
@@ -100,14 +103,7 @@ pub(super) fn apply_fault(
             if xid == 0 || xid > 1000 {
                 return Err(ctx.err(span, format!("xid = {xid} is outside 1..1000")));
             }
-            let repeat = f.repeat.unwrap_or(1);
-            if repeat == 0 || repeat > 10_000 {
-                return Err(ctx.err(span, format!("repeat = {repeat} is outside 1..10000")));
-            }
-            let every = f.every.unwrap_or(5.0);
-            if !(every > 0.0 && every.is_finite()) {
-                return Err(ctx.err(span, format!("every = {every} must be > 0 seconds")));
-            }
+            let (repeat, every) = repetition(ctx, span.clone(), f)?;
             let (gi, ci) = match f.gi {
                 None => (NO_INSTANCE, NO_INSTANCE),
                 Some(gi) => {
@@ -227,12 +223,6 @@ pub(super) fn apply_fault(
             bump(Counter::RetiredPending, f.pending.map(u64::from), true);
         }
         "nvlink_errors" => {
-            if gpu.model.nvlink_links == 0 {
-                return Err(ctx.err(
-                    span,
-                    format!("GPU {}: model {} has no NVLink", f.gpu, gpu.model.key),
-                ));
-            }
             if f.crc_flit.is_none()
                 && f.crc_data.is_none()
                 && f.replay.is_none()
@@ -243,10 +233,44 @@ pub(super) fn apply_fault(
                     "an \"nvlink_errors\" fault needs crc_flit, crc_data, replay or recovery",
                 ));
             }
-            bump(Counter::NvlinkCrcFlit, f.crc_flit, false);
-            bump(Counter::NvlinkCrcData, f.crc_data, false);
-            bump(Counter::NvlinkReplay, f.replay, false);
-            bump(Counter::NvlinkRecovery, f.recovery, false);
+            let link = match &f.link {
+                Some(l) => Some(check_link(ctx, gpu, f.gpu, kind, l)?),
+                None => {
+                    check_nvlink(ctx, span.clone(), gpu, f.gpu)?;
+                    None
+                }
+            };
+            let (repeat, every) = repetition(ctx, span, f)?;
+            for k in 0..repeat {
+                for (counter, amount) in [
+                    (Counter::NvlinkCrcFlit, f.crc_flit),
+                    (Counter::NvlinkCrcData, f.crc_data),
+                    (Counter::NvlinkReplay, f.replay),
+                    (Counter::NvlinkRecovery, f.recovery),
+                ] {
+                    if let Some(amount) = amount {
+                        gpu.bumps.push(Bump {
+                            at: f.at + f64::from(k) * every,
+                            counter,
+                            amount,
+                            set: false,
+                            link,
+                        });
+                    }
+                }
+            }
+        }
+        "nvlink_down" => {
+            let raw = f
+                .link
+                .as_ref()
+                .ok_or_else(|| ctx.err(span.clone(), "an \"nvlink_down\" fault needs `link`"))?;
+            let link = check_link(ctx, gpu, f.gpu, kind, raw)?;
+            gpu.links_down.push(LinkDown { link, window });
+        }
+        "fabric" => {
+            let fault = resolve_fabric(ctx, span, gpu, f, window)?;
+            gpu.fabric.push(fault);
         }
         "pcie_replay" => {
             let count = need(f.count, "count")?;
@@ -315,6 +339,153 @@ pub(super) fn apply_fault(
         }
     }
     Ok(())
+}
+
+/// `repeat` (default 1, at most 10000) and `every` (default 5 s, > 0) of a repeating fault.
+fn repetition(
+    ctx: &Ctx<'_>,
+    span: Option<std::ops::Range<usize>>,
+    f: &RawFault,
+) -> Result<(u32, f64), ScenarioError> {
+    let repeat = f.repeat.unwrap_or(1);
+    if repeat == 0 || repeat > 10_000 {
+        return Err(ctx.err(span, format!("repeat = {repeat} is outside 1..10000")));
+    }
+    let every = f.every.unwrap_or(5.0);
+    if !(every > 0.0 && every.is_finite()) {
+        return Err(ctx.err(span, format!("every = {every} must be > 0 seconds")));
+    }
+    Ok((repeat, every))
+}
+
+/// The GPU's model must have NVLink.
+fn check_nvlink(
+    ctx: &Ctx<'_>,
+    span: Option<std::ops::Range<usize>>,
+    gpu: &Gpu,
+    index: usize,
+) -> Result<(), ScenarioError> {
+    if gpu.model.nvlink_links == 0 {
+        return Err(ctx.err(
+            span,
+            format!("GPU {index}: model {} has no NVLink", gpu.model.key),
+        ));
+    }
+    Ok(())
+}
+
+/// A `link` key: the model must have NVLink and the index must be one of its links.
+fn check_link(
+    ctx: &Ctx<'_>,
+    gpu: &Gpu,
+    index: usize,
+    kind: &str,
+    link: &Spanned<u32>,
+) -> Result<u32, ScenarioError> {
+    let span = Some(link.span());
+    check_nvlink(ctx, span.clone(), gpu, index)?;
+    let l = *link.get_ref();
+    let n = gpu.model.nvlink_links;
+    if l >= n {
+        return Err(ctx.err(
+            span,
+            format!(
+                "{kind} fault: link = {l} on GPU {index}, but model {} has {n} NVLink links \
+                 (0..{})",
+                gpu.model.key,
+                n - 1
+            ),
+        ));
+    }
+    Ok(l)
+}
+
+/// A `fabric` fault: the model must register with an NVSwitch fabric; `state`, `status` and
+/// `health` are checked against their names and codes.
+fn resolve_fabric(
+    ctx: &Ctx<'_>,
+    span: Option<std::ops::Range<usize>>,
+    gpu: &Gpu,
+    f: &RawFault,
+    window: Window,
+) -> Result<FabricFault, ScenarioError> {
+    if !gpu.model.fabric() {
+        let keys: Vec<&str> = model::MODELS
+            .iter()
+            .filter(|m| m.fabric())
+            .map(|m| m.key)
+            .collect();
+        return Err(ctx.err(
+            span,
+            format!(
+                "GPU {}: model {} has no NVSwitch fabric (fabric faults apply to {})",
+                f.gpu,
+                gpu.model.key,
+                keys.join(", ")
+            ),
+        ));
+    }
+    if f.state.is_none() && f.status.is_none() && f.health.is_none() {
+        return Err(ctx.err(span, "a \"fabric\" fault needs state, status or health"));
+    }
+    let state = match &f.state {
+        None => None,
+        Some(s) => {
+            let name = s.get_ref().as_str();
+            let found = FABRIC_STATE_NAMES.iter().find(|(n, _)| *n == name);
+            let Some((_, v)) = found else {
+                let names: Vec<&str> = FABRIC_STATE_NAMES.iter().map(|(n, _)| *n).collect();
+                return Err(ctx.err(
+                    Some(s.span()),
+                    format!(
+                        "state = \"{name}\" is not a fabric state (expected {})",
+                        names.join(", ")
+                    ),
+                ));
+            };
+            Some(*v)
+        }
+    };
+    let status = match &f.status {
+        None => None,
+        Some(s) => {
+            let v = *s.get_ref();
+            if v > 29 && v != 999 {
+                return Err(ctx.err(
+                    Some(s.span()),
+                    format!(
+                        "status = {v} is not an NVML return code (0 success, 1..29, or 999 \
+                         unknown)"
+                    ),
+                ));
+            }
+            Some(v)
+        }
+    };
+    let health = match &f.health {
+        None => None,
+        Some(h) => {
+            let name = h.get_ref().as_str();
+            let found = FABRIC_HEALTH_NAMES.iter().find(|(n, _)| *n == name);
+            let Some((_, v)) = found else {
+                let names: Vec<&str> = FABRIC_HEALTH_NAMES.iter().map(|(n, _)| *n).collect();
+                return Err(ctx.err(
+                    Some(h.span()),
+                    format!(
+                        "health = \"{name}\" is not a fabric health (expected {})",
+                        names.join(", ")
+                    ),
+                ));
+            };
+            Some(*v)
+        }
+    };
+    Ok(FabricFault {
+        window,
+        state,
+        status,
+        health,
+    })
 }
 
 /// NVML indices are dense, so only trailing GPUs may appear late: when GPU k appears at `a`,

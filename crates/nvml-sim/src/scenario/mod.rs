@@ -7,6 +7,7 @@
 //! `scenarios/README.md`.
 
 mod faults;
+mod links;
 mod raw;
 mod resolve;
 #[cfg(test)]
@@ -20,6 +21,7 @@ use crate::curves::Workload;
 use crate::model::{MigProfile, Model};
 
 use faults::{apply_fault, check_appear_order};
+pub use links::{FabricFault, FabricHealth, LinkDown};
 use raw::RawScenario;
 use resolve::{check_mig_uuids, check_unique_identities, resolve_gpu};
 
@@ -50,6 +52,8 @@ pub const DEVICE_FUNCTIONS: &[&str] = &[
     "nvmlDeviceGetEnforcedPowerLimit",
     "nvmlDeviceGetFanSpeed_v2",
     "nvmlDeviceGetFieldValues",
+    "nvmlDeviceGetGpuFabricInfo",
+    "nvmlDeviceGetGpuFabricInfoV",
     "nvmlDeviceGetGpuInstanceId",
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
     "nvmlDeviceGetIndex",
@@ -66,6 +70,8 @@ pub const DEVICE_FUNCTIONS: &[&str] = &[
     "nvmlDeviceGetMPSComputeRunningProcesses_v3",
     "nvmlDeviceGetMinorNumber",
     "nvmlDeviceGetName",
+    "nvmlDeviceGetNvLinkErrorCounter",
+    "nvmlDeviceGetNvLinkState",
     "nvmlDeviceGetPciInfo_v3",
     "nvmlDeviceGetPcieReplayCounter",
     "nvmlDeviceGetPcieThroughput",
@@ -148,6 +154,10 @@ pub struct Gpu {
     pub hangs: Vec<Window>,
     /// Scenario time the GPU is enumerated from (an `appear` fault); `None`: from the start.
     pub appear_at: Option<f64>,
+    /// NVLink links down inside a window (`nvlink_down` faults).
+    pub links_down: Vec<LinkDown>,
+    /// Fabric registration and health overrides inside a window (`fabric` faults).
+    pub fabric: Vec<FabricFault>,
 }
 
 /// PCI location of a GPU.
@@ -310,6 +320,8 @@ pub struct Bump {
     pub counter: Counter,
     pub amount: u64,
     pub set: bool,
+    /// NVLink counters: the link the errors are on; `None` spreads them over every link.
+    pub link: Option<u32>,
 }
 
 /// An enforced power limit other than the default inside a window.

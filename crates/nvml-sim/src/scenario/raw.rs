@@ -97,6 +97,14 @@ pub(super) struct RawFault {
     pub(super) count: Option<u64>,
     pub(super) watts: Option<f64>,
     pub(super) celsius: Option<f64>,
+    /// NVLink link index (`nvlink_down`, `nvlink_errors`).
+    pub(super) link: Option<Spanned<u32>>,
+    /// Fabric registration state name (`fabric`).
+    pub(super) state: Option<Spanned<String>>,
+    /// Fabric registration status, an `nvmlReturn_t` (`fabric`).
+    pub(super) status: Option<Spanned<u32>>,
+    /// Fabric health summary name (`fabric`).
+    pub(super) health: Option<Spanned<String>>,
 }
 
 impl RawFault {
@@ -128,6 +136,10 @@ impl RawFault {
         add(self.count.is_some(), "count");
         add(self.watts.is_some(), "watts");
         add(self.celsius.is_some(), "celsius");
+        add(self.link.is_some(), "link");
+        add(self.state.is_some(), "state");
+        add(self.status.is_some(), "status");
+        add(self.health.is_some(), "health");
         keys
     }
 }
@@ -147,8 +159,12 @@ pub(super) const FAULT_KINDS: &[(&str, &[&str])] = &[
     ("retire", &["sbe", "dbe", "pending"]),
     (
         "nvlink_errors",
-        &["crc_flit", "crc_data", "replay", "recovery"],
+        &[
+            "crc_flit", "crc_data", "replay", "recovery", "link", "repeat", "every",
+        ],
     ),
+    ("nvlink_down", &["link", "until"]),
+    ("fabric", &["state", "status", "health", "until"]),
     ("pcie_replay", &["count"]),
     ("power_limit", &["watts", "until"]),
     ("thermal", &["celsius", "until"]),

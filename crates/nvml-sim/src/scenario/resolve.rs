@@ -101,6 +101,8 @@ pub(super) fn resolve_gpu(
         thermal: Vec::new(),
         power_brakes: Vec::new(),
         appear_at: None,
+        links_down: Vec::new(),
+        fabric: Vec::new(),
     };
     if let Some(w) = &g.workload {
         if mig_enabled {

@@ -98,7 +98,7 @@ fn unknown_model_names_file_and_line() {
     assert_eq!(
         e,
         "scenario file /x.toml: line 4: unknown model \"H900\" (known models: \
-         H100-SXM5-80GB, A100-SXM4-40GB, L4)"
+         H100-SXM5-80GB, A100-SXM4-40GB, L4, H200-SXM5-141GB, B200-SXM-180GB, GB200, L40S)"
     );
 }
 
@@ -511,3 +511,5 @@ fn hang_fault_needs_an_end_and_blocks_for_the_rest_of_its_window() {
     assert_eq!(g.hang_left(20.0), Some(5.0));
     assert_eq!(g.hang_left(25.0), None);
 }
+
+mod links;

@@ -1,14 +1,23 @@
 //! `nvmlDeviceGetFieldValues` entries: which field ids a model answers and with what value.
 
-use super::{Dev, NvmlResult, Sim};
+use super::{Dev, NvmlResult, SCOPE_ALL_LINKS, Sim};
 use crate::physics;
 use crate::ret;
 use crate::scenario::{Counter, Target};
 
 impl Sim {
-    /// One entry of `nvmlDeviceGetFieldValues`: the value or its per-entry error code.
-    /// MIG devices answer NOT_SUPPORTED for every field.
+    /// One entry of `nvmlDeviceGetFieldValues` with `scopeId` = `UINT_MAX`: for the NVLink
+    /// throughput fields the sum over every link, for the others the only value there is.
     pub fn field(&mut self, dev: Dev, id: u32, t: f64) -> NvmlResult<u64> {
+        self.field_scoped(dev, id, SCOPE_ALL_LINKS, t)
+    }
+
+    /// One entry of `nvmlDeviceGetFieldValues`: the value or its per-entry error code.
+    /// MIG devices answer NOT_SUPPORTED for every field. `scope` (the entry's `scopeId`)
+    /// matters only for the NVLink throughput fields (138, 139), as in `nvml.h`: a link index
+    /// reads that link (INVALID_ARGUMENT for a link the board does not have), `UINT_MAX` the
+    /// sum over every link. Scope 0 is link 0, not the sum.
+    pub fn field_scoped(&mut self, dev: Dev, id: u32, scope: u32, t: f64) -> NvmlResult<u64> {
         use nvml_wrapper_sys::bindings::field_id::*;
         let g = self.physical_only(dev)?;
         let gpu = self.gpu(g)?;
@@ -75,6 +84,9 @@ impl Sim {
                 } else {
                     physics::CH_NVLINK_RX
                 };
+                if scope != SCOPE_ALL_LINKS {
+                    return self.link_kib(g, ch, scope, t);
+                }
                 Ok(self.integrals(g, t)?.get(ch).copied().unwrap_or(0.0) as u64)
             }
             NVML_FI_DEV_NVLINK_BANDWIDTH_C0_L0 => {

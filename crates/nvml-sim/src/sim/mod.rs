@@ -10,6 +10,7 @@ mod events;
 mod fields;
 mod gpm;
 mod mig;
+mod nvlink;
 mod processes;
 mod telemetry;
 #[cfg(test)]
@@ -22,6 +23,8 @@ use nvml_wrapper_sys::bindings::{
     nvmlEventTypeClock, nvmlEventTypeDoubleBitEccError, nvmlEventTypePState,
     nvmlEventTypeSingleBitEccError, nvmlEventTypeXidCriticalError, nvmlReturn_t,
 };
+
+pub use nvlink::{FabricInfo, SCOPE_ALL_LINKS};
 
 use crate::integrator::Integrator;
 use crate::physics::{self, GPM_CHANNELS};
@@ -157,6 +160,9 @@ pub struct Sim {
     event_sets: BTreeMap<u64, EventSet>,
     samples: BTreeMap<u64, Option<SampleData>>,
     next_id: u64,
+    /// Integrated channels of a GPU at the times its set of up NVLink links changes, by
+    /// (GPU, time bits): fixed for a scenario and seed, so computed once.
+    link_marks: BTreeMap<(usize, u64), Vec<f64>>,
 }
 
 impl Sim {
@@ -175,6 +181,7 @@ impl Sim {
             event_sets: BTreeMap::new(),
             samples: BTreeMap::new(),
             next_id: 1,
+            link_marks: BTreeMap::new(),
         }
     }
 

@@ -630,3 +630,5 @@ fn power_brake_through_sim() {
     );
     assert_eq!(s.clock_reasons(Dev::Gpu(1), 1000.0), Ok(0x88));
 }
+
+mod nvlink;
