@@ -35,6 +35,12 @@ pub const FIELD_DATA_TX: u32 = 138;
 /// See [`FIELD_DATA_TX`].
 pub const FIELD_DATA_RX: u32 = 139;
 
+/// Whether NVML field `id` is one of the NVLink throughput counters (138–141), which take
+/// the link as `scopeId` (`UINT_MAX`: every link summed).
+pub fn is_link_scoped(id: u32) -> bool {
+    (FIELD_DATA_TX..=FIELD_DATA_TX + 3).contains(&id)
+}
+
 fn sym<'a, T>(s: Result<&'a T, &libloading::Error>) -> Result<&'a T, NvmlError> {
     s.map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))
 }

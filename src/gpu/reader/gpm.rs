@@ -66,13 +66,3 @@ pub(super) fn read_gpm(
         cache.gpm.entry(*id).or_insert(Err(NvmlError::NotSupported));
     }
 }
-
-pub(super) fn sample_f64(v: &nvml_wrapper::enums::device::SampleValue) -> f64 {
-    use nvml_wrapper::enums::device::SampleValue as S;
-    match *v {
-        S::F64(x) => x,
-        S::U32(x) => f64::from(x),
-        S::U64(x) => x as f64,
-        S::I64(x) => x as f64,
-    }
-}

@@ -5,7 +5,7 @@
 //! Returns values or NVML errors; it must not decide what an error means (that is `book`).
 
 use super::book::{Book, Place, clone_err};
-use super::gpm::{read_gpm, sample_f64};
+use super::gpm::read_gpm;
 use super::options::{CLOCK_EVENT_REASONS, MIB, ReaderOptions};
 use super::state::{EntityState, GpuState, TickCache};
 use std::collections::{BTreeMap, HashMap};
@@ -15,7 +15,6 @@ use nvml_wrapper::enum_wrappers::device::{
     Clock, PcieUtilCounter, PerformancePolicy, TemperatureSensor,
 };
 use nvml_wrapper::error::NvmlError;
-use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::{Device, Nvml};
 
 use crate::catalogue::csv::CounterRow;
@@ -86,14 +85,24 @@ pub(super) fn read_rows(
     ids.sort_unstable();
     ids.dedup();
     if !ids.is_empty() {
-        let req: Vec<FieldId> = ids.iter().map(|i| FieldId(*i)).collect();
-        match dev.field_values_for(&req) {
+        // The NVLink throughput counters take the link as scope; all links summed is scope
+        // UINT_MAX (scope 0 would be link 0 alone). Every other field ignores the scope.
+        let req: Vec<(u32, u32)> = ids
+            .iter()
+            .map(|&i| {
+                (
+                    i,
+                    if nvlink::is_link_scoped(i) {
+                        u32::MAX
+                    } else {
+                        0
+                    },
+                )
+            })
+            .collect();
+        match nvlink::scoped_fields(ctx.nvml, dev, &req) {
             Ok(samples) => {
-                for (id, s) in ids.iter().zip(samples) {
-                    let v = s.and_then(|s| {
-                        let ts = s.timestamp;
-                        s.value.map(|v| (sample_f64(&v), ts))
-                    });
+                for (id, v) in ids.iter().zip(samples) {
                     cache.fields.insert(*id, v);
                 }
             }
