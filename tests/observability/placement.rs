@@ -22,6 +22,8 @@ pub(crate) fn expected_alerts(no_driver: u16, down: u16) -> BTreeSet<String> {
         "GpuRowRemapPending 2",
         "GpuRowRemapFailure 2",
         "GpuNvlinkErrors 2",
+        "GpuNvlinkLinkErrors 2",
+        "GpuNvlinkLinkDown 7",
         "GpuPowerBrake 3",
         "GpuLost 4",
         "GpuXidCritical 4 xid=79",

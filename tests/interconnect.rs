@@ -1,0 +1,260 @@
+//! NVLink per link and the NVSwitch fabric on the simulated HGX H200, HGX B200, GB200 NVL72
+//! and L40S nodes: every link of every GPU exported (a link that goes down is a 0), errors
+//! rising on one link only, the fabric registration and its health, DCGM's per-link and
+//! fabric fields through a counters file, nothing on a board without NVLink, and
+//! `--nvlink-links=totals`.
+#![cfg(feature = "sim")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use common::{Run, SimNode, label, series, value};
+use gpu_exporter::catalogue::csv::parse_counters;
+use gpu_exporter::exposition::EncodeOptions;
+use gpu_exporter::gpu::reader::ReaderOptions;
+
+/// The DCGM per-link and fabric fields a dcgm-exporter user would list.
+const DCGM_LINK_CSV: &str = "\
+DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L11, counter, CRC flit errors of link 11.
+DCGM_FI_DEV_NVLINK_REPLAY_ERROR_L7_TOTAL, counter, Replays of link 7 (DCGM 4.6 name).
+DCGM_FI_DEV_NVLINK_BANDWIDTH_L0, gauge, Link 0 MiB/s.
+DCGM_FI_DEV_NVLINK_BANDWIDTH_L17, gauge, Link 17 MiB/s.
+DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, gauge, All links MiB/s.
+DCGM_FI_DEV_FABRIC_MANAGER_STATUS, gauge, Fabric registration.
+DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY, gauge, Fabric health.
+DCGM_FI_DEV_FABRIC_HEALTH_MASK, gauge, Fabric health mask.
+DCGM_FI_DEV_FABRIC_CLUSTER_UUID, label, Fabric cluster.
+";
+
+fn run_with(scenario: &str, csv: Option<&str>, per_link: bool) -> Run {
+    let counters = match csv {
+        Some(text) => Arc::new(parse_counters("links.csv", text).unwrap()),
+        None => common::default_counters(),
+    };
+    Run::new(
+        SimNode::new(scenario, 7),
+        counters,
+        ReaderOptions {
+            nvlink_per_link: per_link,
+            ..ReaderOptions::default()
+        },
+        EncodeOptions::default(),
+    )
+}
+
+/// (gpu, nvlink) → value of family `name` (one `error` kind when given).
+fn per_link(text: &str, name: &str, error: Option<&str>) -> Vec<((u32, u32), f64)> {
+    series(text, name)
+        .into_iter()
+        .filter(|l| error.is_none_or(|e| label(l, "error") == e))
+        .map(|l| {
+            let gpu = label(l, "gpu").parse().unwrap();
+            let link = label(l, "nvlink").parse().unwrap();
+            ((gpu, link), value(l))
+        })
+        .collect()
+}
+
+fn at(v: &[((u32, u32), f64)], gpu: u32, link: u32) -> f64 {
+    v.iter()
+        .find(|(k, _)| *k == (gpu, link))
+        .map(|(_, x)| *x)
+        .unwrap_or_else(|| panic!("no series for GPU {gpu} link {link}"))
+}
+
+#[test]
+fn hgx_h200_every_link_a_link_down_and_errors_on_one_link() {
+    let mut run = run_with("hgx-h200", None, true);
+    let early = run.at(5.0);
+    let up = per_link(&early, "gpu_nvlink_up", None);
+    assert_eq!(up.len(), 8 * 18, "8 GPUs × 18 links");
+    assert!(up.iter().all(|(_, v)| *v == 1.0), "every link up at 5 s");
+    let links: BTreeSet<u32> = up.iter().map(|((_, l), _)| *l).collect();
+    assert_eq!(links, (0..18).collect());
+    // Every error kind of a Hopper link, ECC included, at 0 from the first tick.
+    for kind in ["crc_flit", "crc_data", "replay", "recovery", "ecc_data"] {
+        let e = per_link(&early, "gpu_nvlink_errors_total", Some(kind));
+        assert_eq!(e.len(), 8 * 18, "{kind}");
+        assert!(
+            e.iter().all(|(_, v)| *v == 0.0),
+            "{kind} at 0 before any fault"
+        );
+    }
+    assert_eq!(series(&early, "gpu_fabric_info").len(), 8);
+    for l in series(&early, "gpu_fabric_health_summary") {
+        assert_eq!(value(l), 1.0, "healthy: {l}");
+    }
+
+    let t30 = run.at(30.0);
+    let up = per_link(&t30, "gpu_nvlink_up", None);
+    assert_eq!(up.len(), 8 * 18, "a link that goes down keeps its series");
+    assert_eq!(at(&up, 3, 7), 0.0, "link 7 of GPU 3 is down from 20 s");
+    assert_eq!(up.iter().filter(|(_, v)| *v == 0.0).count(), 1);
+    let crc30 = per_link(&t30, "gpu_nvlink_errors_total", Some("crc_flit"));
+    assert!(at(&crc30, 5, 11) > 0.0, "CRC errors on link 11 of GPU 5");
+    assert!(
+        crc30
+            .iter()
+            .filter(|((g, l), _)| (*g, *l) != (5, 11))
+            .all(|(_, v)| *v == 0.0),
+        "no other link errs"
+    );
+    let t60 = run.at(60.0);
+    let crc60 = per_link(&t60, "gpu_nvlink_errors_total", Some("crc_flit"));
+    assert!(
+        at(&crc60, 5, 11) > at(&crc30, 5, 11),
+        "and they keep rising"
+    );
+    // A down link carries nothing; the GPU's others carry its traffic.
+    let tx30 = per_link(&t30, "gpu_nvlink_transmit_bytes_total", None);
+    let tx60 = per_link(&t60, "gpu_nvlink_transmit_bytes_total", None);
+    assert_eq!(
+        at(&tx60, 3, 7),
+        at(&tx30, 3, 7),
+        "no bytes over a down link"
+    );
+    assert!(at(&tx60, 3, 6) > at(&tx30, 3, 6));
+}
+
+#[test]
+fn dcgm_per_link_and_fabric_fields_from_a_counters_file() {
+    let mut run = run_with("hgx-h200", Some(DCGM_LINK_CSV), false);
+    run.at(20.0);
+    let text = run.at(40.0);
+    // With --nvlink-links=totals the exporter's own per-link families are left out …
+    assert!(series(&text, "gpu_nvlink_up").is_empty());
+    assert!(series(&text, "gpu_nvlink_errors_total").is_empty());
+    // … and the counters file's fields are there.
+    let crc = series(&text, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L11");
+    assert_eq!(crc.len(), 8);
+    for l in &crc {
+        let want_errors = label(l, "gpu") == "5";
+        assert_eq!(value(l) > 0.0, want_errors, "{l}");
+    }
+    let replay = series(&text, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_L7_TOTAL");
+    assert_eq!(replay.len(), 8, "the DCGM 4.6 name keeps the name written");
+    assert!(
+        replay
+            .iter()
+            .any(|l| label(l, "gpu") == "3" && value(l) > 0.0),
+        "GPU 3's link 7 had replays before it went down"
+    );
+    // Bandwidth: two ticks give a rate; the links add up to the total.
+    let total: f64 = series(&text, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
+        .iter()
+        .filter(|l| label(l, "gpu") == "0")
+        .map(|l| value(l))
+        .sum();
+    let l0: f64 = series(&text, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0")
+        .iter()
+        .filter(|l| label(l, "gpu") == "0")
+        .map(|l| value(l))
+        .sum();
+    assert!(total > 0.0 && l0 > 0.0, "total {total}, link 0 {l0}");
+    assert!(
+        ((l0 * 18.0) - total).abs() / total < 0.01,
+        "18 equal links: link 0 {l0} × 18 ≠ total {total}"
+    );
+    assert_eq!(series(&text, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L17").len(), 8);
+    for l in series(&text, "DCGM_FI_DEV_FABRIC_MANAGER_STATUS") {
+        assert_eq!(value(l), 3.0, "registered: {l}");
+        assert!(
+            !label(l, "DCGM_FI_DEV_FABRIC_CLUSTER_UUID").is_empty(),
+            "{l}"
+        );
+    }
+    assert_eq!(series(&text, "DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY").len(), 8);
+    assert_eq!(series(&text, "DCGM_FI_DEV_FABRIC_HEALTH_MASK").len(), 8);
+}
+
+#[test]
+fn gb200_fabric_health_degrades_and_recovers() {
+    let mut run = run_with("gb200-nvl72", Some(DCGM_LINK_CSV), true);
+    let summary = |text: &str, gpu: &str| {
+        series(text, "gpu_fabric_health_summary")
+            .into_iter()
+            .find(|l| label(l, "gpu") == gpu)
+            .map(value)
+            .unwrap()
+    };
+    let before = run.at(10.0);
+    assert_eq!(per_link(&before, "gpu_nvlink_up", None).len(), 4 * 18);
+    assert_eq!(summary(&before, "2"), 1.0);
+    let during = run.at(60.0);
+    assert_eq!(summary(&during, "2"), 3.0, "limited capacity");
+    assert_eq!(summary(&during, "1"), 1.0);
+    assert_eq!(at(&per_link(&during, "gpu_nvlink_up", None), 2, 14), 0.0);
+    let dcgm = series(&during, "DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY");
+    assert!(
+        dcgm.iter()
+            .any(|l| label(l, "gpu") == "2" && value(l) == 3.0),
+        "{dcgm:?}"
+    );
+    let after = run.at(400.0);
+    assert_eq!(summary(&after, "2"), 1.0);
+    assert_eq!(at(&per_link(&after, "gpu_nvlink_up", None), 2, 14), 1.0);
+    // One clique, one cluster for the tray.
+    let info = series(&after, "gpu_fabric_info");
+    let clusters: BTreeSet<&str> = info.iter().map(|l| label(l, "cluster_uuid")).collect();
+    assert_eq!((info.len(), clusters.len()), (4, 1));
+}
+
+#[test]
+fn hgx_b200_links_are_on_the_physical_gpus_only() {
+    let mut run = run_with("hgx-b200", None, true);
+    let text = run.at(5.0);
+    let up = series(&text, "gpu_nvlink_up");
+    assert_eq!(
+        up.len(),
+        8 * 18,
+        "GPU 7 is in MIG mode: its links are the GPU's"
+    );
+    assert!(up.iter().all(|l| !l.contains("GPU_I_ID")));
+    assert_eq!(series(&text, "gpu_fabric_state").len(), 8);
+}
+
+#[test]
+fn boards_without_nvlink_export_no_link_series() {
+    let mut run = run_with("l40s", Some(DCGM_LINK_CSV), true);
+    run.at(5.0);
+    let text = run.at(10.0);
+    for family in [
+        "gpu_nvlink_up",
+        "gpu_nvlink_errors_total",
+        "gpu_fabric_info",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L11",
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0",
+        "DCGM_FI_DEV_FABRIC_MANAGER_STATUS",
+    ] {
+        assert!(series(&text, family).is_empty(), "{family} on an L40S");
+    }
+    // Left out as unsupported, and said so.
+    let unsupported = series(&text, "gpu_exporter_field_unsupported");
+    assert!(
+        unsupported
+            .iter()
+            .any(|l| label(l, "field") == "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0"),
+        "{unsupported:?}"
+    );
+}
+
+#[test]
+fn ampere_has_twelve_links() {
+    let mut run = run_with("a100-l4", None, true);
+    let text = run.at(5.0);
+    let up = per_link(&text, "gpu_nvlink_up", None);
+    let links: BTreeSet<u32> = up.iter().map(|((_, l), _)| *l).collect();
+    assert_eq!(
+        links,
+        (0..12).collect(),
+        "the A100 has 12 links, the L4 none"
+    );
+    assert!(up.iter().all(|((g, _), _)| *g == 0));
+    assert!(
+        per_link(&text, "gpu_nvlink_errors_total", Some("ecc_data")).is_empty(),
+        "no NVLink ECC counter on Ampere"
+    );
+}
