@@ -13,6 +13,7 @@ pub mod cli;
 pub mod counters;
 pub mod devices;
 pub mod file;
+pub mod ignored;
 pub mod profile;
 
 pub use cli::{
@@ -336,56 +337,7 @@ impl Cli {
                 profile.name()
             ));
         }
-        let mut unused = |set: bool, flag: &str, why: &str| {
-            if set {
-                warnings.push(format!(
-                    "{flag} is accepted for dcgm-exporter compatibility but {why}"
-                ));
-            }
-        };
-        unused(
-            self.configmap_data != "none",
-            "-m/--configmap-data",
-            "is not implemented: mount the ConfigMap as a file and pass -f",
-        );
-        unused(
-            self.remote_hostengine_info.is_some(),
-            "-r/--remote-hostengine-info",
-            "has no meaning: gpu-exporter reads NVML directly, without a DCGM hostengine",
-        );
-        unused(
-            self.fake_gpus,
-            "--fake-gpus",
-            "has no meaning: use --simulate",
-        );
-        unused(
-            self.enable_dcgm_log || self.dcgm_log_level.is_some(),
-            "--enable-dcgm-log/--dcgm-log-level",
-            "has no meaning without DCGM",
-        );
-        unused(
-            self.disable_startup_validate,
-            "--disable-startup-validate",
-            "has no meaning without libdcgm",
-        );
-        unused(
-            self.enable_gpu_bind_unbind_watch || self.gpu_bind_unbind_poll_interval.is_some(),
-            "--enable-gpu-bind-unbind-watch",
-            "has no meaning: GPUs are enumerated on every tick",
-        );
-        unused(
-            self.enable_pprof,
-            "--enable-pprof",
-            "has no meaning in a Rust binary",
-        );
-        unused(
-            self.dump_enabled
-                || self.dump_directory.is_some()
-                || self.dump_retention.is_some()
-                || self.dump_compression.is_some(),
-            "--dump-enabled/--dump-directory/--dump-retention/--dump-compression",
-            "is not implemented",
-        );
+        warnings.extend(ignored::warnings(self));
         let timeout = |flag, value: &Option<String>, default| match value.as_deref() {
             Some(v) if !v.is_empty() => go_duration(flag, v),
             _ => Ok(default),
@@ -400,32 +352,6 @@ impl Cli {
             &self.web_write_timeout,
             DEFAULT_WEB_WRITE_TIMEOUT,
         )?;
-        unused(
-            self.container_labels || self.container_runtime_socket.is_some(),
-            "--container-labels/--container-runtime-socket",
-            "is not implemented: pod labels come from the Kubernetes API \
-             (--kubernetes-enable-pod-labels)",
-        );
-        unused(
-            self.watch_max_keep_age.is_some() || self.watch_max_keep_samples.is_some(),
-            "--watch-max-keep-age/--watch-max-keep-samples",
-            "has no meaning: NVML is read directly, without DCGM's watch buffers",
-        );
-        unused(
-            self.web_systemd_socket,
-            "--web-systemd-socket",
-            "is not implemented: the exporter binds --address itself",
-        );
-        unused(
-            self.switch_devices.trim() != "f",
-            "-s/--switch-devices",
-            "NVSwitch entities are not exported",
-        );
-        unused(
-            self.cpu_devices.trim() != "f",
-            "-p/--cpu-devices",
-            "CPU entities are not exported",
-        );
         let collections = file::Collections {
             base: Duration::from_millis(self.collect_interval),
             groups: self.collections.clone(),
@@ -485,9 +411,9 @@ impl Cli {
                 });
             }
         }
-        let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(
-            self.kubernetes_pod_label_allowlist_regex.as_deref(),
-        )?;
+        let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(Some(
+            &self.kubernetes_pod_label_allowlist_regex.join(","),
+        ))?;
         if !self.kubernetes && self.simulate.is_none() {
             for (set, flag) in [
                 (
@@ -501,7 +427,7 @@ impl Cli {
                 (self.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
                 (self.kubernetes_enable_dra, "--kubernetes-enable-dra"),
                 (
-                    self.kubernetes_pod_label_allowlist_regex.is_some(),
+                    !self.kubernetes_pod_label_allowlist_regex.is_empty(),
                     "--kubernetes-pod-label-allowlist-regex",
                 ),
                 (
