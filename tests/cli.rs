@@ -911,3 +911,40 @@ fn dcgm_4_8_2_flags_without_meaning_start_with_one_warning_each() {
     }
     failures.finish("dcgm-exporter 4.8.2 flags without meaning");
 }
+
+/// `--config-file` collections match fields by what they read, not by name: under
+/// `dcgm-4.9`, with a shipped 4.8-named set served as its 4.9 version, a collection written
+/// with 4.8 names (`DCGM_FI_DEV_GPU_TEMP`, `DCGM_FI_DEV_SM_CLOCK`) holds the 4.9 rows
+/// (`DCGM_FI_DEV_GPU_TEMP_CELSIUS`, same field id; `DCGM_FI_DEV_SM_CLOCK_HERTZ`, its base-unit
+/// twin) and start-up goes on.
+#[test]
+fn config_file_collections_match_fields_by_id_across_renames() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("default-counters.csv");
+    std::fs::write(&csv, include_str!("../counters/default-counters.csv")).unwrap();
+    let yaml = dir.path().join("dcgm-exporter.yaml");
+    std::fs::write(
+        &yaml,
+        format!(
+            "version: 1\nmetrics:\n  file: {}\ncollection:\n  interval: 500ms\n  watchGroups:\n\
+             \x20   - {{name: thermals, interval: 2s, fields: [DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_SM_CLOCK]}}\n",
+            csv.display()
+        ),
+    )
+    .unwrap();
+    let e = Exporter::builder()
+        .args(["--simulate", "a100-l4", "--compatibility", "dcgm-4.9"])
+        .arg("--config-file")
+        .arg(&yaml)
+        .log_pipe()
+        .start();
+    let m = e.metrics();
+    assert!(m.contains("DCGM_FI_DEV_GPU_TEMP_CELSIUS{"), "{m}");
+    assert!(m.contains("DCGM_FI_DEV_SM_CLOCK_HERTZ{"), "{m}");
+    let log = e.log();
+    assert!(
+        log.contains("served as dcgm-4.9-default-counters.csv"),
+        "{log}"
+    );
+    assert!(!log.contains("matches no field"), "{log}");
+}

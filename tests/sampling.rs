@@ -545,11 +545,11 @@ fn collection_fields_are_read_at_their_own_interval() {
         std::sync::Arc::new(gpu_exporter::catalogue::csv::parse_counters("c.csv", csv).unwrap());
     let slow = Collections {
         base: Duration::from_secs(10),
-        groups: vec![Collection {
-            name: "slow-energy".into(),
-            interval: Duration::from_secs(30),
-            patterns: vec![glob::Pattern::new("DCGM_FI_DEV_TOTAL_ENERGY_*").unwrap()],
-        }],
+        groups: vec![Collection::new(
+            "slow-energy",
+            Duration::from_secs(30),
+            vec![glob::Pattern::new("DCGM_FI_DEV_TOTAL_ENERGY_*").unwrap()],
+        )],
     };
     let run = |collections: Collections| {
         let mut r = Run::new(

@@ -483,7 +483,7 @@ impl Cli {
                 groups: self.collections.clone(),
             };
             groups
-                .check(loaded.set.metrics().map(|r| r.name.as_str()))
+                .check(loaded.set.metrics().map(|r| (r.name.as_str(), r.field)))
                 .map_err(|message| file::ConfigFileError::Invalid {
                     file: path.clone(),
                     message: format!("{message} ({})", loaded.origin),
