@@ -330,6 +330,17 @@ impl Cli {
         if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
             labels.set_collision_prefix(profile.pod_label_collision_prefix());
             labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
+            if profile.drops_pod_labels_named_like_the_pod() {
+                let mut names = if self.use_old_namespace {
+                    vec!["pod_name", "pod_namespace", "container_name"]
+                } else {
+                    vec!["pod", "namespace", "container"]
+                };
+                if self.kubernetes_enable_pod_uid {
+                    names.push("pod_uid");
+                }
+                labels.set_dropped(names);
+            }
         }
         if let Some(gaps) = profile.gaps() {
             warnings.push(format!(
@@ -628,36 +639,84 @@ mod tests {
     #[test]
     fn profiles_rename_colliding_pod_labels_their_way() {
         use crate::sources::kube::labels::pod_label_pairs;
-        let pod: std::collections::BTreeMap<String, String> =
-            [("pod", "p"), ("a.b", "1"), ("a/b", "2")]
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .into();
-        for (profile, want) in [
-            ("native", vec![("a_b", "1"), ("label_pod", "p")]),
-            ("dcgm-4.8.2", vec![("a_b", "1"), ("label_pod", "p")]),
+        let pod: std::collections::BTreeMap<String, String> = [
+            ("pod", "p"),
+            ("a.b", "1"),
+            ("a/b", "2"),
+            ("pod-uid", "u"),
+            ("pod_name", "n"),
+            ("gpu", "g"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into();
+        for (profile, extra, want) in [
+            (
+                "native",
+                &[][..],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod", "p"),
+                    ("label_pod_name", "n"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
+            // dcgm-exporter 4.8.2 leaves out a pod label named like a pod-attribution label
+            // it writes on the series (pod, namespace, container; pod_uid when on; the 1.x
+            // names with -o); any other collision still gets `label_`, where 4.8.2 wrote a
+            // duplicate label name (a scrape Prometheus refuses).
+            (
+                "dcgm-4.8.2",
+                &[],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod_name", "n"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
+            (
+                "dcgm-4.8.2",
+                &["--kubernetes-enable-pod-uid"],
+                vec![("a_b", "1"), ("label_gpu", "g"), ("label_pod_name", "n")],
+            ),
+            (
+                "dcgm-4.8.2",
+                &["-o"],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod", "p"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
             (
                 "dcgm-4.8.4",
+                &[],
                 vec![
                     ("a_b_conflict1", "1"),
                     ("a_b_conflict2", "2"),
+                    ("pod_label_gpu", "g"),
                     ("pod_label_pod", "p"),
+                    ("pod_label_pod_name", "n"),
+                    ("pod_label_pod_uid", "u"),
                 ],
             ),
         ] {
-            let cfg = cli(&[
+            let mut args = vec![
                 "-k",
                 "--kubernetes-enable-pod-labels",
                 "--compatibility",
                 profile,
-            ])
-            .validate()
-            .unwrap();
+            ];
+            args.extend_from_slice(extra);
+            let cfg = cli(&args).validate().unwrap();
             let allow = cfg.kubernetes.unwrap().pod_labels.unwrap();
             let want: Vec<_> = want
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect();
-            assert_eq!(pod_label_pairs(&pod, &allow), want, "{profile}");
+            assert_eq!(pod_label_pairs(&pod, &allow), want, "{profile} {extra:?}");
         }
     }
 

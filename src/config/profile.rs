@@ -5,7 +5,8 @@
 //! |---|---|---|---|---|
 //! | host label | `Hostname` | `Hostname` | `hostname` | `hostname` |
 //! | device fields on MIG instances | once, on the GPU | repeated | repeated | repeated |
-//! | pod label that collides | `label_<key>` | `label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
+//! | pod label named `pod`, `namespace`, `container` | `label_<key>` | left out | `pod_label_<key>` | `pod_label_<key>` |
+//! | pod label named like another exporter label | `label_<key>` | `label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
 //! | pod labels that sanitize alike | first key wins | same | `_conflictN` each | `_conflictN` each |
 //!
 //! | built-in counters | `default-counters.csv` | same | same | `dcgm-4.9-*.csv` |
@@ -122,6 +123,14 @@ impl Profile {
             .iter()
             .find(|(_, shipped, _, _)| *shipped == text)
             .map(|(_, _, name, text)| (*name, *text))
+    }
+
+    /// Whether a pod label named like the pod-attribution labels written on the same series
+    /// (`pod`, `namespace`, `container`, and `pod_uid` when it is on) is left out, as
+    /// dcgm-exporter 4.8.2 does, rather than renamed with
+    /// [`pod_label_collision_prefix`](Self::pod_label_collision_prefix).
+    pub fn drops_pod_labels_named_like_the_pod(self) -> bool {
+        matches!(self, Self::Dcgm482)
     }
 
     /// Whether pod labels whose names collide each get `_conflictN` (dcgm-exporter 4.8.3+)
