@@ -462,7 +462,10 @@ fn compatibility_profiles_change_what_dashboards_see() {
             args.extend(["--compatibility", p]);
         }
         let e = spawn_ready_with(Some("node-a"), "h100-mig", &args);
-        let text = e.metrics_until("pods attributed", |t| t.contains("pod=\""));
+        // (The NVLink bandwidth, a rate, is there from the second tick.)
+        let text = e.metrics_until("pods attributed, NVLink rates", |t| {
+            t.contains("pod=\"") && t.contains("# TYPE DCGM_FI_DEV_NVLINK_")
+        });
         let what = profile.unwrap_or("(default)");
         let other = if host == "Hostname" {
             "hostname"
@@ -505,6 +508,41 @@ fn compatibility_profiles_change_what_dashboards_see() {
             .filter(|l| l.contains("pod=\""))
             .count();
         assert_eq!(sm_on_mig > 0, repeated, "{what}: SM clock on MIG instances");
+        // GPU 2 is MIG-enabled: its physical GPU has series of its own only in our shape
+        // (dcgm-exporter represents it by its instances only), and the instance series carry
+        // `mig_uuid` under every profile.
+        let gpu2: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("DCGM_") && l.contains("{gpu=\"2\","))
+            .collect();
+        assert!(!gpu2.is_empty(), "{what}");
+        assert_eq!(
+            gpu2.iter().any(|l| !l.contains("GPU_I_ID=\"")),
+            !repeated,
+            "{what}: series of the physical GPU 2"
+        );
+        assert!(
+            gpu2.iter()
+                .filter(|l| l.contains("GPU_I_ID=\""))
+                .all(|l| l.contains("mig_uuid=\"MIG-")),
+            "{what}: mig_uuid on instance series"
+        );
+        // `# TYPE` of the NVLink bandwidth with the built-in set: the type dcgm-exporter 4.8.2
+        // wrote (its file's counter), gauge for the others (ours fixed, 4.8.3+'s renderer).
+        let nvlink = if v49 {
+            "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND"
+        } else {
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
+        };
+        let kind = if profile == Some("dcgm-4.8.2") {
+            "counter"
+        } else {
+            "gauge"
+        };
+        assert!(
+            text.contains(&format!("# TYPE {nvlink} {kind}\n")),
+            "{what}: {nvlink} typed {kind}"
+        );
         let log = e.log();
         assert_eq!(
             log.contains("--compatibility dcgm-4.9: unverified: "),
@@ -542,6 +580,45 @@ fn dcgm_4_9_serves_the_shipped_sets_in_their_4_9_version() {
         assert_eq!(
             e.log()
                 .contains("served as dcgm-4.9-dcp-metrics-included.csv"),
+            swapped
+        );
+    }
+}
+
+/// dcgm-4.8.2 serves gpu-exporter's shipped sets, unmodified, as dcgm-exporter 4.8.2's own
+/// (its types: the NVLink bandwidth counter), so that a 4.8.2 user sees the `# TYPE` lines
+/// they saw; a file of the user's own keeps its types, windows included.
+#[test]
+fn dcgm_4_8_2_serves_the_shipped_sets_with_4_8_2_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = include_str!("../counters/default-counters.csv");
+    let own = format!("{shipped}DCGM_EXP_XID_ERRORS_COUNT, counter, w\n");
+    for (text, swapped) in [(shipped.to_owned(), true), (own, false)] {
+        let f = dir.path().join("default-counters.csv");
+        std::fs::write(&f, &text).unwrap();
+        let e = spawn_ready_with(
+            None,
+            "h100-mig",
+            &["--compatibility", "dcgm-4.8.2", "-f", f.to_str().unwrap()],
+        );
+        let m = e.metrics_until("the NVLink rate", |t| {
+            t.contains("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
+        });
+        let nvlink = if swapped { "counter" } else { "gauge" };
+        assert!(
+            m.contains(&format!(
+                "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL {nvlink}\n"
+            )),
+            "{m}"
+        );
+        assert_eq!(
+            m.contains("# TYPE DCGM_EXP_XID_ERRORS_COUNT counter\n"),
+            !swapped,
+            "{m}"
+        );
+        assert_eq!(
+            e.log()
+                .contains("served as dcgm-4.8.2-default-counters.csv"),
             swapped
         );
     }

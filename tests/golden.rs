@@ -73,6 +73,7 @@ fn exposition_as(
         hostname: Some("sim-node".into()),
         host_label: profile.host_label(),
         gauge_fields: profile.gauge_fields(),
+        types_as_written: profile.types_as_written(),
         ..EncodeOptions::default()
     };
     String::from_utf8(encode(&snap, &counters, &opts)).expect("utf-8 exposition")

@@ -593,16 +593,23 @@ fn collection_fields_are_read_at_their_own_interval() {
     }
 }
 
-/// dcgm-exporter 4.8.3+ types `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` gauge whatever the file says
-/// (its #658); 4.8.2 kept the file's `counter`.
+/// `# TYPE` per profile, for a file that types a rate and a window count `counter` (as
+/// dcgm-exporter's own files do): dcgm-exporter 4.8.3+ types
+/// `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` gauge whatever the file says (its #658) and the
+/// `DCGM_EXP_*_COUNT` windows gauge; 4.8.2 wrote every type as the file says; `native` keeps
+/// the file's type except for the windows.
 #[test]
-fn nvlink_bandwidth_is_typed_per_profile() {
+fn types_are_written_per_profile() {
     use gpu_exporter::config::profile::Profile;
-    let csv = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, n\n";
-    for (profile, want) in [
-        (Profile::Dcgm482, "counter"),
-        (Profile::Dcgm484, "gauge"),
-        (Profile::Dcgm49, "gauge"),
+    let csv = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, n\n\
+               DCGM_EXP_XID_ERRORS_COUNT, counter, x\n\
+               DCGM_FI_DEV_GPU_TEMP, gauge, t\n";
+    // (profile, NVLink bandwidth, Xid window)
+    for (profile, nvlink, window) in [
+        (Profile::Native, "counter", "gauge"),
+        (Profile::Dcgm482, "counter", "counter"),
+        (Profile::Dcgm484, "gauge", "gauge"),
+        (Profile::Dcgm49, "gauge", "gauge"),
     ] {
         let counters = std::sync::Arc::new(
             gpu_exporter::catalogue::csv::parse_counters("n.csv", csv).unwrap(),
@@ -613,18 +620,19 @@ fn nvlink_bandwidth_is_typed_per_profile() {
             ReaderOptions::default(),
             EncodeOptions {
                 gauge_fields: profile.gauge_fields(),
+                types_as_written: profile.types_as_written(),
                 ..EncodeOptions::default()
             },
         );
         run.at(10.0);
         let text = run.at(15.0);
-        assert!(
-            text.contains(&format!(
-                "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL {want}\n"
-            )),
-            "{}: {text}",
-            profile.name()
-        );
+        for want in [
+            format!("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL {nvlink}\n"),
+            format!("# TYPE DCGM_EXP_XID_ERRORS_COUNT {window}\n"),
+            "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n".to_owned(),
+        ] {
+            assert!(text.contains(&want), "{}: {want}{text}", profile.name());
+        }
     }
 }
 
