@@ -1,5 +1,7 @@
-//! The binary end to end: `--simulate` serving over a real socket, graceful SIGTERM, and a
-//! malformed counters CSV stopping start-up with a message naming the line.
+//! The binary end to end: `--simulate` serving over a real socket, graceful SIGTERM, a
+//! malformed counters CSV stopping start-up with a message naming the line, dcgm-exporter's
+//! flags and variables as Go's flag library reads them (the ones without meaning here warned
+//! once each), the compatibility profiles and `--config-file`.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
