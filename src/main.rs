@@ -504,6 +504,7 @@ fn encode_options(cfg: &Config) -> EncodeOptions {
         hostname: cfg.hostname.clone(),
         host_label: cfg.profile.host_label(),
         gauge_fields: cfg.profile.gauge_fields(),
+        types_as_written: cfg.profile.types_as_written(),
         old_namespace: cfg.old_namespace,
         replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
     }

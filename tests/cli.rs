@@ -1,5 +1,7 @@
-//! The binary end to end: `--simulate` serving over a real socket, graceful SIGTERM, and a
-//! malformed counters CSV stopping start-up with a message naming the line.
+//! The binary end to end: `--simulate` serving over a real socket, graceful SIGTERM, a
+//! malformed counters CSV stopping start-up with a message naming the line, dcgm-exporter's
+//! flags and variables as Go's flag library reads them (the ones without meaning here warned
+//! once each), the compatibility profiles and `--config-file`.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -276,7 +278,6 @@ fn dcgm_4_8_3_and_4_8_4_flags_start_the_exporter() {
             "--dump-retention",
             "24",
             "--dump-compression",
-            "true",
             "--config-file",
             yaml.to_str().unwrap(),
         ],
@@ -463,7 +464,10 @@ fn compatibility_profiles_change_what_dashboards_see() {
             args.extend(["--compatibility", p]);
         }
         let e = spawn_ready_with(Some("node-a"), "h100-mig", &args);
-        let text = e.metrics_until("pods attributed", |t| t.contains("pod=\""));
+        // (The NVLink bandwidth, a rate, is there from the second tick.)
+        let text = e.metrics_until("pods attributed, NVLink rates", |t| {
+            t.contains("pod=\"") && t.contains("# TYPE DCGM_FI_DEV_NVLINK_")
+        });
         let what = profile.unwrap_or("(default)");
         let other = if host == "Hostname" {
             "hostname"
@@ -506,6 +510,41 @@ fn compatibility_profiles_change_what_dashboards_see() {
             .filter(|l| l.contains("pod=\""))
             .count();
         assert_eq!(sm_on_mig > 0, repeated, "{what}: SM clock on MIG instances");
+        // GPU 2 is MIG-enabled: its physical GPU has series of its own only in our shape
+        // (dcgm-exporter represents it by its instances only), and the instance series carry
+        // `mig_uuid` under every profile.
+        let gpu2: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("DCGM_") && l.contains("{gpu=\"2\","))
+            .collect();
+        assert!(!gpu2.is_empty(), "{what}");
+        assert_eq!(
+            gpu2.iter().any(|l| !l.contains("GPU_I_ID=\"")),
+            !repeated,
+            "{what}: series of the physical GPU 2"
+        );
+        assert!(
+            gpu2.iter()
+                .filter(|l| l.contains("GPU_I_ID=\""))
+                .all(|l| l.contains("mig_uuid=\"MIG-")),
+            "{what}: mig_uuid on instance series"
+        );
+        // `# TYPE` of the NVLink bandwidth with the built-in set: the type dcgm-exporter 4.8.2
+        // wrote (its file's counter), gauge for the others (ours fixed, 4.8.3+'s renderer).
+        let nvlink = if v49 {
+            "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND"
+        } else {
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
+        };
+        let kind = if profile == Some("dcgm-4.8.2") {
+            "counter"
+        } else {
+            "gauge"
+        };
+        assert!(
+            text.contains(&format!("# TYPE {nvlink} {kind}\n")),
+            "{what}: {nvlink} typed {kind}"
+        );
         let log = e.log();
         assert_eq!(
             log.contains("--compatibility dcgm-4.9: unverified: "),
@@ -543,6 +582,45 @@ fn dcgm_4_9_serves_the_shipped_sets_in_their_4_9_version() {
         assert_eq!(
             e.log()
                 .contains("served as dcgm-4.9-dcp-metrics-included.csv"),
+            swapped
+        );
+    }
+}
+
+/// dcgm-4.8.2 serves gpu-exporter's shipped sets, unmodified, as dcgm-exporter 4.8.2's own
+/// (its types: the NVLink bandwidth counter), so that a 4.8.2 user sees the `# TYPE` lines
+/// they saw; a file of the user's own keeps its types, windows included.
+#[test]
+fn dcgm_4_8_2_serves_the_shipped_sets_with_4_8_2_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = include_str!("../counters/default-counters.csv");
+    let own = format!("{shipped}DCGM_EXP_XID_ERRORS_COUNT, counter, w\n");
+    for (text, swapped) in [(shipped.to_owned(), true), (own, false)] {
+        let f = dir.path().join("default-counters.csv");
+        std::fs::write(&f, &text).unwrap();
+        let e = spawn_ready_with(
+            None,
+            "h100-mig",
+            &["--compatibility", "dcgm-4.8.2", "-f", f.to_str().unwrap()],
+        );
+        let m = e.metrics_until("the NVLink rate", |t| {
+            t.contains("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
+        });
+        let nvlink = if swapped { "counter" } else { "gauge" };
+        assert!(
+            m.contains(&format!(
+                "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL {nvlink}\n"
+            )),
+            "{m}"
+        );
+        assert_eq!(
+            m.contains("# TYPE DCGM_EXP_XID_ERRORS_COUNT counter\n"),
+            !swapped,
+            "{m}"
+        );
+        assert_eq!(
+            e.log()
+                .contains("served as dcgm-4.8.2-default-counters.csv"),
             swapped
         );
     }
@@ -644,22 +722,308 @@ fn bad_numbers_name_the_flag_or_variable_and_the_range() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (code, err) = run(&["-c", "-1"], None);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("invalid value '-1' for '--collect-interval"),
-        "{err}"
-    );
-    let (code, err) = run(&["-c", "99999999999"], None);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("99999999999 is not in 0..=86400000"), "{err}");
-    let (code, err) = run(&["-x", "-5"], None);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("'--xid-count-window-size"), "{err}");
+    // A negative number, or one past a day: the flag and the accepted range, not clap's
+    // "invalid digit".
+    for (args, flag, range) in [
+        (&["-c", "-1"][..], "'--collect-interval", "100..=86400000"),
+        (
+            &["--collect-interval=-1"],
+            "'--collect-interval",
+            "100..=86400000",
+        ),
+        (
+            &["-c", "99999999999"],
+            "'--collect-interval",
+            "100..=86400000",
+        ),
+        (&["-x", "-5"], "'--xid-count-window-size", "1..=86400000"),
+        (
+            &["--clock-events-count-window-size", "-5"],
+            "'--clock-events-count-window-size",
+            "1..=86400000",
+        ),
+    ] {
+        let (code, err) = run(args, None);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "expected a whole number of milliseconds in {range}"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("invalid digit"), "{args:?}: {err}");
+    }
     let (code, err) = run(&["--simulate"], Some(("DCGM_EXPORTER_INTERVAL", "5s")));
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("environment variable DCGM_EXPORTER_INTERVAL: invalid value '5s'"),
         "{err}"
     );
+}
+
+/// Runs the binary with `args` and `env` up to the point where it reads its counters file (a
+/// path that does not exist): exit 1 means the command line parsed, 2 that it did not.
+fn parse_only(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .args(["-f", "/nonexistent/parse-only.csv"])
+        .env_remove("DCGM_EXPORTER_COLLECTORS");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Go's flag syntax for on/off switches: an attached value (`--kubernetes=true`, `-k=false`)
+/// in every spelling of Go's `strconv.ParseBool`, the same spellings in the environment, a
+/// switch given twice (the last wins), `--rbmn`, and `--dump-compression` without a value.
+#[test]
+fn go_flag_syntax_boolean_values_and_spellings() {
+    for v in [
+        "1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False",
+    ] {
+        for (args, env) in [
+            (vec![format!("--kubernetes={v}")], None),
+            (vec![format!("-k={v}")], None),
+            (vec![format!("-kubernetes={v}")], None),
+            (vec![format!("--dump-compression={v}")], None),
+            (vec![], Some(("DCGM_EXPORTER_KUBERNETES", v))),
+            (vec![], Some(("DCGM_EXPORTER_NO_HOSTNAME", v))),
+            (vec![], Some(("DCGM_EXPORTER_DUMP_COMPRESSION", v))),
+        ] {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let env: Vec<(&str, &str)> = env.into_iter().collect();
+            let (code, err) = parse_only(&args, &env);
+            assert_eq!(code, Some(1), "{args:?} {env:?}: {err}");
+            assert!(err.contains("parse-only.csv"), "{args:?} {env:?}: {err}");
+        }
+    }
+    for args in [
+        &["--dump-compression"][..],
+        &["--rbmn"],
+        &["--rbmn=false"],
+        &["-rbmn=1"],
+        &["-k", "-k"],
+        &["-k=true", "-k=false"],
+        &["-ko"],
+        &["-k=1", "-o"],
+    ] {
+        let (code, err) = parse_only(args, &[]);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+    }
+    // What Go refuses is refused, naming the flag (or the variable) and the spellings.
+    let (code, err) = parse_only(&["--kubernetes=yes"], &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("'--kubernetes") && err.contains("True"),
+        "{err}"
+    );
+    let (code, err) = parse_only(&[], &[("DCGM_EXPORTER_KUBERNETES", "on")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("environment variable DCGM_EXPORTER_KUBERNETES: invalid value 'on'"),
+        "{err}"
+    );
+    // And the values take effect: on, then off again, through attached values and variables.
+    let on = Exporter::builder()
+        .args([
+            "--simulate=h100-mig",
+            "-c",
+            "500",
+            "--kubernetes=true",
+            "--rbmn",
+            "-n=T",
+            "--enable-exporter-metrics=1",
+        ])
+        .log_pipe()
+        .start();
+    let text = on.metrics();
+    assert!(
+        text.contains("modelName=\"NVIDIA-H100-80GB-HBM3\""),
+        "--rbmn"
+    );
+    assert!(!text.contains("Hostname="), "-n=T");
+    assert!(text.contains("process_open_fds "), "=1");
+    drop(on);
+    let off = Exporter::builder()
+        .args(["--simulate=h100-mig", "-c", "500", "-rbmn=false", "-n=F"])
+        .env("DCGM_EXPORTER_ENABLE_EXPORTER_METRICS", "False")
+        .env("DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", "t")
+        .log_pipe()
+        .start();
+    let text = off.metrics();
+    assert!(
+        text.contains("modelName=\"NVIDIA H100 80GB HBM3\""),
+        "-rbmn=false wins over the variable"
+    );
+    assert!(text.contains("Hostname="), "-n=F");
+    assert!(!text.contains("process_open_fds "), "False");
+}
+
+/// Every flag of dcgm-exporter 4.8.2 that has no meaning here starts the binary, alone, on
+/// the command line or through its environment variable, with exactly one warning naming it
+/// (not one per tick).
+#[test]
+fn dcgm_4_8_2_flags_without_meaning_start_with_one_warning_each() {
+    // (flag as the warning names it, command-line arguments, environment variable and value)
+    let cases: [(&str, &[&str], (&str, &str)); 16] = [
+        (
+            "--web-systemd-socket",
+            &["--web-systemd-socket"],
+            ("DCGM_EXPORTER_SYSTEMD_SOCKET", "true"),
+        ),
+        (
+            "--enable-dcgm-log",
+            &["--enable-dcgm-log"],
+            ("DCGM_EXPORTER_ENABLE_DCGM_LOG", "1"),
+        ),
+        (
+            "--dcgm-log-level",
+            &["--dcgm-log-level", "DEBUG"],
+            ("DCGM_EXPORTER_DCGM_LOG_LEVEL", "WARN"),
+        ),
+        (
+            "--disable-startup-validate",
+            &["--disable-startup-validate"],
+            ("DISABLE_STARTUP_VALIDATE", "T"),
+        ),
+        (
+            "--enable-gpu-bind-unbind-watch",
+            &["--enable-gpu-bind-unbind-watch"],
+            ("DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", "TRUE"),
+        ),
+        (
+            "--gpu-bind-unbind-poll-interval",
+            &["--gpu-bind-unbind-poll-interval", "2s"],
+            ("DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL", "1s"),
+        ),
+        (
+            "--enable-pprof",
+            &["--enable-pprof"],
+            ("DCGM_EXPORTER_ENABLE_PPROF", "True"),
+        ),
+        (
+            "--fake-gpus",
+            &["--fake-gpus"],
+            ("DCGM_EXPORTER_USE_FAKE_GPUS", "t"),
+        ),
+        (
+            "-m/--configmap-data",
+            &["-m", "gpu-monitoring:exporter-metrics-config-map"],
+            ("DCGM_EXPORTER_CONFIGMAP_DATA", "default:metrics"),
+        ),
+        (
+            "-r/--remote-hostengine-info",
+            &["-r", "localhost:5555"],
+            ("DCGM_REMOTE_HOSTENGINE_INFO", "10.0.0.1:5555"),
+        ),
+        (
+            "-s/--switch-devices",
+            &["-s", "g:0"],
+            ("DCGM_EXPORTER_OTHER_DEVICES_STR", "i"),
+        ),
+        (
+            "-p/--cpu-devices",
+            &["-p", "g"],
+            ("DCGM_EXPORTER_CPU_DEVICES_STR", "i:0-3"),
+        ),
+        (
+            "--dump-enabled",
+            &["--dump-enabled"],
+            ("DCGM_EXPORTER_DUMP_ENABLED", "true"),
+        ),
+        (
+            "--dump-directory",
+            &["--dump-directory", "/tmp/dcgm-exporter-debug"],
+            ("DCGM_EXPORTER_DUMP_DIRECTORY", "/tmp/dumps"),
+        ),
+        (
+            "--dump-retention",
+            &["--dump-retention", "24"],
+            ("DCGM_EXPORTER_DUMP_RETENTION", "48"),
+        ),
+        (
+            "--dump-compression",
+            &["--dump-compression"],
+            ("DCGM_EXPORTER_DUMP_COMPRESSION", "false"),
+        ),
+    ];
+    let mut failures = common::Failures::default();
+    for (flag, args, (var, value)) in cases {
+        for (how, builder) in [
+            (
+                format!("{args:?}"),
+                Exporter::builder()
+                    .args(["--simulate", "h100-mig", "-c", "200"])
+                    .args(args),
+            ),
+            (
+                format!("{var}={value}"),
+                Exporter::builder()
+                    .args(["--simulate", "h100-mig", "-c", "200"])
+                    .env(var, value),
+            ),
+        ] {
+            let e = builder.log_pipe().start();
+            // A few ticks: the warning is a start-up one, not repeated.
+            std::thread::sleep(Duration::from_millis(700));
+            assert_eq!(http_get(e.port, "/health", &[]).unwrap().status, 200);
+            let log = e.log();
+            let warned = log
+                .lines()
+                .filter(|l| {
+                    l.contains("WARN")
+                        && l.contains(&format!(
+                            "{flag} is accepted for dcgm-exporter compatibility but "
+                        ))
+                })
+                .count();
+            if warned != 1 {
+                failures.add(format!("{how}: {warned} warnings naming {flag}:\n{log}"));
+            }
+        }
+    }
+    failures.finish("dcgm-exporter 4.8.2 flags without meaning");
+}
+
+/// `--config-file` collections match fields by what they read, not by name: under
+/// `dcgm-4.9`, with a shipped 4.8-named set served as its 4.9 version, a collection written
+/// with 4.8 names (`DCGM_FI_DEV_GPU_TEMP`, `DCGM_FI_DEV_SM_CLOCK`) holds the 4.9 rows
+/// (`DCGM_FI_DEV_GPU_TEMP_CELSIUS`, same field id; `DCGM_FI_DEV_SM_CLOCK_HERTZ`, its base-unit
+/// twin) and start-up goes on.
+#[test]
+fn config_file_collections_match_fields_by_id_across_renames() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("default-counters.csv");
+    std::fs::write(&csv, include_str!("../counters/default-counters.csv")).unwrap();
+    let yaml = dir.path().join("dcgm-exporter.yaml");
+    std::fs::write(
+        &yaml,
+        format!(
+            "version: 1\nmetrics:\n  file: {}\ncollection:\n  interval: 500ms\n  watchGroups:\n\
+             \x20   - {{name: thermals, interval: 2s, fields: [DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_SM_CLOCK]}}\n",
+            csv.display()
+        ),
+    )
+    .unwrap();
+    let e = Exporter::builder()
+        .args(["--simulate", "a100-l4", "--compatibility", "dcgm-4.9"])
+        .arg("--config-file")
+        .arg(&yaml)
+        .log_pipe()
+        .start();
+    let m = e.metrics();
+    assert!(m.contains("DCGM_FI_DEV_GPU_TEMP_CELSIUS{"), "{m}");
+    assert!(m.contains("DCGM_FI_DEV_SM_CLOCK_HERTZ{"), "{m}");
+    let log = e.log();
+    assert!(
+        log.contains("served as dcgm-4.9-default-counters.csv"),
+        "{log}"
+    );
+    assert!(!log.contains("matches no field"), "{log}");
 }

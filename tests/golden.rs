@@ -53,6 +53,9 @@ fn exposition_as(
         let mut allow = gpu_exporter::sources::kube::labels::LabelAllowlist::default();
         allow.set_collision_prefix(profile.pod_label_collision_prefix());
         allow.set_conflict_suffix(profile.pod_label_conflict_suffix());
+        if profile.drops_pod_labels_named_like_the_pod() {
+            allow.set_dropped(vec!["pod", "namespace", "container"]);
+        }
         k.pod_labels = Some(allow);
         sampler = sampler.with_attribution(c.attributor(&k));
     }
@@ -70,6 +73,7 @@ fn exposition_as(
         hostname: Some("sim-node".into()),
         host_label: profile.host_label(),
         gauge_fields: profile.gauge_fields(),
+        types_as_written: profile.types_as_written(),
         ..EncodeOptions::default()
     };
     String::from_utf8(encode(&snap, &counters, &opts)).expect("utf-8 exposition")

@@ -545,11 +545,11 @@ fn collection_fields_are_read_at_their_own_interval() {
         std::sync::Arc::new(gpu_exporter::catalogue::csv::parse_counters("c.csv", csv).unwrap());
     let slow = Collections {
         base: Duration::from_secs(10),
-        groups: vec![Collection {
-            name: "slow-energy".into(),
-            interval: Duration::from_secs(30),
-            patterns: vec![glob::Pattern::new("DCGM_FI_DEV_TOTAL_ENERGY_*").unwrap()],
-        }],
+        groups: vec![Collection::new(
+            "slow-energy",
+            Duration::from_secs(30),
+            vec![glob::Pattern::new("DCGM_FI_DEV_TOTAL_ENERGY_*").unwrap()],
+        )],
     };
     let run = |collections: Collections| {
         let mut r = Run::new(
@@ -593,16 +593,23 @@ fn collection_fields_are_read_at_their_own_interval() {
     }
 }
 
-/// dcgm-exporter 4.8.3+ types `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` gauge whatever the file says
-/// (its #658); 4.8.2 kept the file's `counter`.
+/// `# TYPE` per profile, for a file that types a rate and a window count `counter` (as
+/// dcgm-exporter's own files do): dcgm-exporter 4.8.3+ types
+/// `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` gauge whatever the file says (its #658) and the
+/// `DCGM_EXP_*_COUNT` windows gauge; 4.8.2 wrote every type as the file says; `native` keeps
+/// the file's type except for the windows.
 #[test]
-fn nvlink_bandwidth_is_typed_per_profile() {
+fn types_are_written_per_profile() {
     use gpu_exporter::config::profile::Profile;
-    let csv = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, n\n";
-    for (profile, want) in [
-        (Profile::Dcgm482, "counter"),
-        (Profile::Dcgm484, "gauge"),
-        (Profile::Dcgm49, "gauge"),
+    let csv = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, n\n\
+               DCGM_EXP_XID_ERRORS_COUNT, counter, x\n\
+               DCGM_FI_DEV_GPU_TEMP, gauge, t\n";
+    // (profile, NVLink bandwidth, Xid window)
+    for (profile, nvlink, window) in [
+        (Profile::Native, "counter", "gauge"),
+        (Profile::Dcgm482, "counter", "counter"),
+        (Profile::Dcgm484, "gauge", "gauge"),
+        (Profile::Dcgm49, "gauge", "gauge"),
     ] {
         let counters = std::sync::Arc::new(
             gpu_exporter::catalogue::csv::parse_counters("n.csv", csv).unwrap(),
@@ -613,18 +620,19 @@ fn nvlink_bandwidth_is_typed_per_profile() {
             ReaderOptions::default(),
             EncodeOptions {
                 gauge_fields: profile.gauge_fields(),
+                types_as_written: profile.types_as_written(),
                 ..EncodeOptions::default()
             },
         );
         run.at(10.0);
         let text = run.at(15.0);
-        assert!(
-            text.contains(&format!(
-                "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL {want}\n"
-            )),
-            "{}: {text}",
-            profile.name()
-        );
+        for want in [
+            format!("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL {nvlink}\n"),
+            format!("# TYPE DCGM_EXP_XID_ERRORS_COUNT {window}\n"),
+            "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n".to_owned(),
+        ] {
+            assert!(text.contains(&want), "{}: {want}{text}", profile.name());
+        }
     }
 }
 
@@ -686,4 +694,82 @@ fn temperature_thresholds_and_power_management_limit() {
         assert!(s.iter().all(|l| value(l) == want), "{name}: {s:?}");
     }
     assert_eq!(slowdown.len(), gpus);
+}
+
+/// Event-like fields whose absence would hide a state are there, at 0 or their value, in the
+/// FIRST encoded tick (the daemon's settings: no wait for the Xid thread), on every GPU of
+/// the 8 × H100 node (every one supports them): the ECC and NVLink error totals, the five
+/// clock-event reason times, the Xid window count and the Xid totals. dcgm-exporter 4.5.3-4.8.2 left such
+/// series out until they had a value (its #700, #646) and alerts on the 0 stopped working.
+#[test]
+fn error_counts_reason_times_and_xid_window_are_there_from_the_first_tick() {
+    const FAMILIES: [&str; 15] = [
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP_NS",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST_NS",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN_NS",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN_NS",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN_NS",
+        "DCGM_EXP_XID_ERRORS_COUNT",
+        "DCGM_EXP_XID_ERRORS_TOTAL",
+    ];
+    let csv: String = FAMILIES
+        .iter()
+        .map(|f| {
+            let kind = if f.ends_with("_COUNT") {
+                "gauge"
+            } else {
+                "counter"
+            };
+            format!("{f}, {kind}, first tick\n")
+        })
+        .collect();
+    let counters = std::sync::Arc::new(
+        gpu_exporter::catalogue::csv::parse_counters("first.csv", &csv).unwrap(),
+    );
+    for (profile, repeated) in [("native", false), ("dcgm-4.8.2", true)] {
+        let node = common::SimNode::new("h100-mig", 1);
+        let path = node.lib_path().to_path_buf();
+        let options = ReaderOptions {
+            repeat_device_fields: repeated,
+            ..ReaderOptions::default()
+        };
+        assert!(!options.xid_sync, "the daemon's default");
+        let mut sampler = gpu_exporter::sampler::Sampler::with_options(
+            Box::new(move || gpu_exporter::gpu::open(Some(&path))),
+            counters.clone(),
+            options,
+        );
+        node.set_time(1.0);
+        let snap = sampler.tick(1.0);
+        let text = String::from_utf8(encode(&snap, &counters, &EncodeOptions::default())).unwrap();
+        for family in FAMILIES {
+            let lines = series(&text, family);
+            let gpus: HashSet<&str> = lines.iter().map(|l| label(l, "gpu")).collect();
+            assert_eq!(
+                gpus.len(),
+                8,
+                "{profile}: {family} on every GPU in the first tick:\n{}",
+                lines.join("\n")
+            );
+            // Error totals start at 0 on this node; the reason times are the GPU's own.
+            if !family.ends_with("_NS") {
+                assert!(
+                    lines.iter().all(|l| value(l) == 0.0),
+                    "{profile}: {family}: {lines:?}"
+                );
+            }
+        }
+        // The window count with no Xid yet: one series per GPU, 0, with no `xid` label.
+        for l in series(&text, "DCGM_EXP_XID_ERRORS_COUNT") {
+            assert_eq!(common::label_opt(l, "xid"), None, "{l}");
+        }
+    }
 }

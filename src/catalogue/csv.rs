@@ -653,6 +653,115 @@ mod tests {
         }
     }
 
+    /// Every row of a counters file, on or commented out (a comment line that is a row).
+    fn every_row(text: &str) -> Vec<(bool, String)> {
+        text.lines()
+            .filter_map(|l| {
+                let (on, row) = match l.strip_prefix("# ") {
+                    Some(rest) => (false, rest),
+                    None => (true, l),
+                };
+                let mut cols = row.split(',');
+                let name = cols.next()?.trim();
+                let kind = cols.next()?.trim();
+                (name.starts_with("DCGM_") || name.starts_with("dcgm_"))
+                    .then(|| (on, format!("{name} {kind}")))
+            })
+            .collect()
+    }
+
+    /// gpu-exporter's copies of dcgm-exporter 4.8.2's default-counters.csv and
+    /// dcp-metrics-included.csv (served under `--compatibility dcgm-4.8.2`) and of its
+    /// 1.x-compatibility-metrics.csv (a fixture) carry every row of the originals, on or
+    /// commented out, in their order, with their types, and load.
+    #[test]
+    fn dcgm_4_8_2_sets_load_row_for_row() {
+        for (origin, text, rows, on, dups) in [
+            (
+                "dcgm-4.8.2-default-counters.csv",
+                include_str!("../../counters/dcgm-4.8.2-default-counters.csv"),
+                63,
+                26,
+                2,
+            ),
+            (
+                "dcgm-4.8.2-dcp-metrics-included.csv",
+                include_str!("../../counters/dcgm-4.8.2-dcp-metrics-included.csv"),
+                59,
+                26,
+                2,
+            ),
+            (
+                "dcgm-1x-compat-shape.csv",
+                include_str!("../../tests/fixtures/csv/dcgm-1x-compat-shape.csv"),
+                41,
+                22,
+                2,
+            ),
+        ] {
+            let all = every_row(text);
+            assert_eq!(all.len(), rows, "{origin}: {all:?}");
+            assert_eq!(all.iter().filter(|(o, _)| *o).count(), on, "{origin}");
+            let set = parse_counters(origin, text).unwrap_or_else(|e| panic!("{e}"));
+            // Uncommented, every row still loads; only the two PCIe repeats are refused.
+            let uncommented: String = text
+                .lines()
+                .map(|l| {
+                    l.strip_prefix("# ")
+                        .filter(|r| r.starts_with("DCGM_") || r.starts_with("dcgm_"))
+                        .unwrap_or(l)
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let full = parse_counters(origin, &uncommented).unwrap_or_else(|e| panic!("{e}"));
+            let repeats = full
+                .warnings
+                .iter()
+                .filter(|w| w.contains("is already defined"))
+                .count();
+            assert_eq!(repeats, dups, "{origin}: {:?}", full.warnings);
+            assert_eq!(full.rows.len(), rows - dups, "{origin}");
+            if origin.starts_with("dcgm-4.8.2") {
+                let metrics: Vec<&str> = set.metrics().map(|r| r.name.as_str()).collect();
+                assert_eq!(metrics, DEFAULT_METRICS, "{origin}");
+                let kind = |n: &str| set.rows.iter().find(|r| r.name == n).map(|r| r.kind);
+                // 4.8.2's types, the ones our own sets fix included.
+                assert_eq!(
+                    kind("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"),
+                    Some(MetricType::Counter)
+                );
+                assert_eq!(kind("DCGM_FI_PROF_PCIE_TX_BYTES"), Some(MetricType::Gauge));
+                assert!(all.contains(&(false, "DCGM_FI_PROF_PCIE_TX_BYTES counter".into())));
+            }
+        }
+        // The default set's commented exporter rows are 4.8.2's, typed counter; the dcp set
+        // has none.
+        let exp = |text: &str| {
+            every_row(text)
+                .into_iter()
+                .filter(|(_, r)| r.starts_with("DCGM_EXP_"))
+                .map(|(_, r)| r)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            exp(include_str!(
+                "../../counters/dcgm-4.8.2-default-counters.csv"
+            )),
+            [
+                "DCGM_EXP_CLOCK_EVENTS_COUNT counter",
+                "DCGM_EXP_XID_ERRORS_COUNT counter",
+                "DCGM_EXP_GPU_HEALTH_STATUS counter",
+                "DCGM_EXP_P2P_STATUS counter"
+            ]
+        );
+        assert!(
+            exp(include_str!(
+                "../../counters/dcgm-4.8.2-dcp-metrics-included.csv"
+            ))
+            .is_empty()
+        );
+    }
+
     #[test]
     fn dcgm_format_fixture_with_legacy_names_loads() {
         let set = parse_counters("dcgm-format.csv", DCGM_FORMAT).unwrap_or_else(|e| panic!("{e}"));
@@ -837,7 +946,8 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("duplicate-metric.csv:4:"))
         );
-        // The shape of dcgm-exporter's 1.x-compatibility file: 1.x names, two fields twice.
+        // dcgm-exporter 4.8.2's 1.x-compatibility file, row for row: 1.x names, two fields
+        // twice.
         let set = parse_counters(
             "compat.csv",
             include_str!("../../tests/fixtures/csv/dcgm-1x-compat-shape.csv"),
@@ -852,7 +962,10 @@ mod tests {
             1,
             "{names:?}"
         );
-        assert_eq!(set.rows.len(), 14, "{names:?}");
+        // Every row of dcgm-exporter 4.8.2's file: 22 active rows, two of them repeats.
+        assert_eq!(set.rows.len(), 20, "{names:?}");
+        assert_eq!(names.first(), Some(&"dcgm_sm_clock"));
+        assert_eq!(names.last(), Some(&"dcgm_fi_prof_dram_active"));
         let dups: Vec<&String> = set
             .warnings
             .iter()

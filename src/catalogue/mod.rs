@@ -49,6 +49,32 @@ pub fn by_id(id: u32) -> Option<&'static FieldDef> {
     all().find(|f| f.id == id)
 }
 
+/// Every name that resolves to `field`: its canonical name, then its aliases (DCGM 1.x
+/// names, DCGM 4.6 names, `dcgm_fields.h` synonyms).
+pub fn names_of(field: &'static FieldDef) -> impl Iterator<Item = &'static str> {
+    std::iter::once(field.name).chain(
+        legacy::ALIASES
+            .iter()
+            .filter(move |(_, canonical)| *canonical == field.name)
+            .map(|(alias, _)| *alias),
+    )
+}
+
+/// Whether `a` and `b` read the same quantity: the same field (same id), or a field and its
+/// base-unit twin, which reads the same NVML value in another unit
+/// (`DCGM_FI_DEV_SM_CLOCK` and `DCGM_FI_DEV_SM_CLOCK_HERTZ`).
+pub fn same_reading(a: &FieldDef, b: &FieldDef) -> bool {
+    // The NVML reading, without the unit conversion; `None` for a field read nowhere.
+    let reading = |f: &FieldDef| match f.source {
+        Source::Unavailable(_) => None,
+        Source::NvmlField(id, _) => Some(Source::NvmlField(id, Scale::Identity)),
+        Source::NvmlFieldRate(ids, _) => Some(Source::NvmlFieldRate(ids, Scale::Identity)),
+        Source::Gpm(id, _) => Some(Source::Gpm(id, Scale::Identity)),
+        other => Some(other),
+    };
+    a.id == b.id || reading(a).is_some_and(|r| Some(r) == reading(b))
+}
+
 /// The known name closest to `name` (for "did you mean" in errors), canonical or legacy.
 pub fn nearest(name: &str) -> Option<&'static str> {
     let upper = name.to_ascii_uppercase();
@@ -80,6 +106,33 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_and_twins_resolve_to_the_same_reading() {
+        let temp = lookup("DCGM_FI_DEV_GPU_TEMP").unwrap();
+        let names: Vec<&str> = names_of(temp).collect();
+        assert_eq!(names[0], "DCGM_FI_DEV_GPU_TEMP");
+        for alias in ["dcgm_gpu_temp", "DCGM_FI_DEV_GPU_TEMP_CELSIUS"] {
+            assert!(names.contains(&alias), "{names:?}");
+            assert!(same_reading(lookup(alias).unwrap(), temp));
+        }
+        let (mhz, hz) = (
+            lookup("DCGM_FI_DEV_SM_CLOCK").unwrap(),
+            lookup("DCGM_FI_DEV_SM_CLOCK_HERTZ").unwrap(),
+        );
+        assert!(same_reading(mhz, hz) && same_reading(hz, mhz));
+        assert!(!same_reading(mhz, lookup("DCGM_FI_DEV_MEM_CLOCK").unwrap()));
+        assert!(!same_reading(temp, hz));
+        // Two fields read nowhere are not the same reading.
+        let unavailable: Vec<_> = all()
+            .filter(|f| matches!(f.source, Source::Unavailable(_)))
+            .collect();
+        for (i, a) in unavailable.iter().enumerate() {
+            for b in &unavailable[i + 1..] {
+                assert!(!same_reading(a, b), "{} {}", a.name, b.name);
+            }
+        }
+    }
 
     #[test]
     fn names_and_ids_are_unique() {

@@ -23,8 +23,49 @@ pub const MAX_WINDOW_MS: u64 = 86_400_000;
 /// dcgm-exporter 4.8.4's default for `--max-concurrent-scrapes`.
 pub const DEFAULT_MAX_CONCURRENT_SCRAPES: u32 = 16;
 
-/// dcgm-exporter's documented short forms that are not one-letter flags.
-const GO_SHORT_FORMS: &[(&str, &str)] = &[("-rbmn", "--replace-blanks-in-model-name")];
+/// dcgm-exporter's documented short forms that are not one-letter flags (Go takes them with one
+/// dash or two, and with `=VALUE`).
+const GO_SHORT_FORMS: &[(&str, &str)] = &[("rbmn", "replace-blanks-in-model-name")];
+
+/// The strings Go's `strconv.ParseBool` accepts, which dcgm-exporter's flag library uses for
+/// `--flag=VALUE` and for boolean environment variables.
+const GO_TRUE: [&str; 6] = ["1", "t", "T", "TRUE", "true", "True"];
+/// See [`GO_TRUE`].
+const GO_FALSE: [&str; 6] = ["0", "f", "F", "FALSE", "false", "False"];
+
+/// Parses a boolean as Go's `strconv.ParseBool` does. An empty value is `false`, as
+/// dcgm-exporter's flag library reads a boolean environment variable set to "".
+pub fn go_bool(s: &str) -> Result<bool, String> {
+    if s.is_empty() {
+        Ok(false)
+    } else if GO_TRUE.contains(&s) {
+        Ok(true)
+    } else if GO_FALSE.contains(&s) {
+        Ok(false)
+    } else {
+        Err(format!(
+            "not a boolean (expected one of {}, {})",
+            GO_TRUE.join(", "),
+            GO_FALSE.join(", ")
+        ))
+    }
+}
+
+/// A millisecond flag's parser: a whole number up to [`MAX_WINDOW_MS`]; anything else (a
+/// negative number, a unit, an overflow) is refused naming the accepted range, `min..=MAX`.
+/// Values under `min` pass, so that `Cli::validate` refuses them naming the minimum, as it
+/// does for a value from `--config-file`.
+fn millis(min: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| *v <= MAX_WINDOW_MS)
+            .ok_or_else(|| {
+                format!("expected a whole number of milliseconds in {min}..={MAX_WINDOW_MS}")
+            })
+    }
+}
 
 impl Cli {
     /// Parses the process's arguments as dcgm-exporter's Go flag library would accept them
@@ -39,9 +80,9 @@ impl Cli {
     pub fn try_parse_go_style(
         args: impl IntoIterator<Item = std::ffi::OsString>,
     ) -> Result<Self, clap::Error> {
+        use clap::FromArgMatches;
         use clap::parser::ValueSource;
-        use clap::{CommandFactory, FromArgMatches};
-        let cmd = Self::command();
+        let cmd = Self::go_command();
         let args = go_style_args(&cmd, args);
         let matches = cmd
             .clone()
@@ -60,6 +101,26 @@ impl Cli {
             .map(str::to_owned)
             .collect();
         Ok(cli)
+    }
+
+    /// The command as Go's flag library reads it: every on/off switch (`-k`, `--debug`, …)
+    /// also takes an attached value, `--kubernetes=false`, `-k=1`, and its environment
+    /// variable any of Go's boolean spellings (`1`, `t`, `TRUE`, `False`, …).
+    pub fn go_command() -> clap::Command {
+        use clap::CommandFactory;
+        // Go's flag library lets any flag be given again: the last value wins.
+        Self::command().args_override_self(true).mut_args(|a| {
+            if !matches!(a.get_action(), ArgAction::SetTrue) {
+                return a;
+            }
+            a.action(ArgAction::Set)
+                .num_args(0..=1)
+                .require_equals(true)
+                .default_missing_value("true")
+                .default_value("false")
+                .value_name("BOOL")
+                .value_parser(go_bool)
+        })
     }
 }
 
@@ -81,7 +142,8 @@ fn name_the_variable(
     let Some(ContextValue::String(invalid)) = e.get(ContextKind::InvalidArg) else {
         return e;
     };
-    let flag = invalid.split_whitespace().next().unwrap_or_default();
+    // `--collect-interval <COLLECT_INTERVAL>`, `--kubernetes[=<BOOL>]`: the flag itself.
+    let flag = invalid.split([' ', '[']).next().unwrap_or_default();
     let named = |a: &clap::Arg, x: &str| {
         a.get_long()
             .is_some_and(|l| x == format!("--{l}") || x.starts_with(&format!("--{l}=")))
@@ -112,8 +174,8 @@ fn name_the_variable(
 }
 
 /// Rewrites the arguments Go's flag library accepts and clap does not: a long flag written with
-/// one dash (`-collectors`, `-address=:9400`) gets its second dash, and `-rbmn` becomes
-/// `--replace-blanks-in-model-name`. Short flags and their clusters (`-k`, `-f FILE`) are
+/// one dash (`-collectors`, `-address=:9400`) gets its second dash, and `-rbmn` or `--rbmn`
+/// (with or without `=VALUE`) becomes `--replace-blanks-in-model-name`. Short flags and their clusters (`-k`, `-f FILE`) are
 /// left alone, as is everything after `--`.
 pub fn go_style_args(
     cmd: &clap::Command,
@@ -132,8 +194,15 @@ pub fn go_style_args(
             out.push(arg);
             continue;
         }
-        if let Some((_, long)) = GO_SHORT_FORMS.iter().find(|(short, _)| *short == s) {
-            out.push((*long).into());
+        let bare = s.strip_prefix("--").or_else(|| s.strip_prefix('-'));
+        let (name, value) = bare.map_or(("", None), |b| {
+            b.split_once('=').map_or((b, None), |(n, v)| (n, Some(v)))
+        });
+        if let Some((_, long)) = GO_SHORT_FORMS.iter().find(|(short, _)| *short == name) {
+            out.push(match value {
+                Some(v) => format!("--{long}={v}").into(),
+                None => format!("--{long}").into(),
+            });
             continue;
         }
         let rewritten = s
@@ -178,7 +247,7 @@ pub struct Cli {
         env = "DCGM_EXPORTER_INTERVAL",
         default_value_t = DEFAULT_INTERVAL_MS,
         allow_negative_numbers = true,
-        value_parser = clap::value_parser!(u64).range(..=MAX_WINDOW_MS)
+        value_parser = millis(100)
     )]
     pub collect_interval: u64,
     /// Attribute GPUs and MIG instances to the pods that hold them (kubelet pod-resources API,
@@ -252,12 +321,14 @@ pub struct Cli {
         default_value = "uid"
     )]
     pub kubernetes_gpu_id_type: String,
-    /// Comma-separated regexes; only pod label keys fully matching one are added.
+    /// Comma-separated regexes; only pod label keys fully matching one are added. The flag may
+    /// be given several times (the lists add up, as in dcgm-exporter).
     #[arg(
         long = "kubernetes-pod-label-allowlist-regex",
-        env = "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX"
+        env = "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
+        action = ArgAction::Append
     )]
-    pub kubernetes_pod_label_allowlist_regex: Option<String>,
+    pub kubernetes_pod_label_allowlist_regex: Vec<String>,
     /// Kubelet pod-resources socket.
     #[arg(
         long = "pod-resources-kubelet-socket",
@@ -304,7 +375,8 @@ pub struct Cli {
         env = "GPU_EXPORTER_KUBERNETES_POD_METADATA",
         default_value_t = true,
         action = ArgAction::Set,
-        value_name = "BOOL"
+        value_name = "BOOL",
+        value_parser = go_bool
     )]
     pub kubernetes_pod_metadata: bool,
     /// With -k: list the processes on each GPU and attribute them to containers through
@@ -314,7 +386,8 @@ pub struct Cli {
         env = "GPU_EXPORTER_KUBERNETES_PROCESS_METRICS",
         default_value_t = true,
         action = ArgAction::Set,
-        value_name = "BOOL"
+        value_name = "BOOL",
+        value_parser = go_bool
     )]
     pub kubernetes_process_metrics: bool,
     /// The host's /proc as seen by the exporter (for PID → container).
@@ -338,7 +411,7 @@ pub struct Cli {
         env = "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE",
         default_value_t = 300_000,
         allow_negative_numbers = true,
-        value_parser = clap::value_parser!(u64).range(..=MAX_WINDOW_MS)
+        value_parser = millis(1)
     )]
     pub xid_count_window_size: u64,
     /// Window of DCGM_EXP_CLOCK_EVENTS_COUNT in ms.
@@ -347,7 +420,7 @@ pub struct Cli {
         env = "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE",
         default_value_t = 300_000,
         allow_negative_numbers = true,
-        value_parser = clap::value_parser!(u64).range(..=MAX_WINDOW_MS)
+        value_parser = millis(1)
     )]
     pub clock_events_count_window_size: u64,
     /// Represent a MIG-enabled GPU only by its instances, each repeating the GPU's
@@ -413,9 +486,18 @@ pub struct Cli {
     /// How long debug dumps are kept (no meaning here).
     #[arg(long = "dump-retention", env = "DCGM_EXPORTER_DUMP_RETENTION")]
     pub dump_retention: Option<String>,
-    /// Compression of the debug dumps (no meaning here).
-    #[arg(long = "dump-compression", env = "DCGM_EXPORTER_DUMP_COMPRESSION")]
-    pub dump_compression: Option<String>,
+    /// Compression of the debug dumps (no meaning here). An on/off switch, as in
+    /// dcgm-exporter: `--dump-compression` or `--dump-compression=false`.
+    #[arg(
+        long = "dump-compression",
+        env = "DCGM_EXPORTER_DUMP_COMPRESSION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_name = "BOOL",
+        value_parser = go_bool
+    )]
+    pub dump_compression: Option<bool>,
     /// dcgm-exporter 4.8.3+'s YAML configuration file (schema v1 or v2): counters, interval,
     /// per-collection intervals, scrape limit, exporter metrics. Flags and environment
     /// variables given explicitly override it. Read once at start.
@@ -548,6 +630,17 @@ mod tests {
         );
         // Nothing after `--` changes, and `-rbmn` stays a value there.
         assert_eq!(rewrite(&["--", "-rbmn"]), ["--", "-rbmn"]);
+        // Two dashes and attached values too; a plain value `rbmn` is left alone.
+        assert_eq!(
+            rewrite(&["--rbmn", "-rbmn=false", "--rbmn=1", "-r", "rbmn"]),
+            [
+                "--replace-blanks-in-model-name",
+                "--replace-blanks-in-model-name=false",
+                "--replace-blanks-in-model-name=1",
+                "-r",
+                "rbmn"
+            ]
+        );
         // The rewritten line parses with the meaning dcgm-exporter gives it.
         let cli = Cli::parse_from(
             std::iter::once("gpu-exporter".to_owned()).chain(rewrite(&["-rbmn", "-no-hostname"])),
@@ -555,5 +648,52 @@ mod tests {
         assert!(cli.replace_blanks_in_model_name);
         assert!(cli.no_hostname);
         assert!(cli.remote_hostengine_info.is_none());
+    }
+
+    #[test]
+    fn booleans_are_go_booleans() {
+        for t in GO_TRUE {
+            assert_eq!(go_bool(t), Ok(true));
+        }
+        for f in GO_FALSE.into_iter().chain([""]) {
+            assert_eq!(go_bool(f), Ok(false));
+        }
+        for bad in ["yes", "on", "tRUE", " true", "2"] {
+            assert!(go_bool(bad).is_err(), "{bad:?}");
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_go_style(
+                std::iter::once("gpu-exporter")
+                    .chain(args.iter().copied())
+                    .map(std::ffi::OsString::from),
+            )
+        };
+        let cli = parse(&["--kubernetes=true", "-o=1", "-n", "--dump-compression"]).unwrap();
+        assert!(cli.kubernetes && cli.use_old_namespace && cli.no_hostname);
+        assert_eq!(cli.dump_compression, Some(true));
+        assert!(cli.explicit.iter().any(|e| e == "kubernetes"));
+        let cli = parse(&["-k=false", "--debug=F", "--dump-compression=0"]).unwrap();
+        assert!(!cli.kubernetes && !cli.debug);
+        assert_eq!(cli.dump_compression, Some(false));
+        // Given explicitly, even as false: it wins over --config-file.
+        assert!(cli.explicit.iter().any(|e| e == "kubernetes"));
+        assert!(
+            !parse(&[])
+                .unwrap()
+                .explicit
+                .iter()
+                .any(|e| e == "kubernetes")
+        );
+        // The last occurrence wins, as in Go.
+        assert!(!parse(&["-k", "-k=false"]).unwrap().kubernetes);
+        assert_eq!(
+            parse(&["-c", "200", "-c", "300"]).unwrap().collect_interval,
+            300
+        );
+        let e = parse(&["-x", "-5"]).unwrap_err().to_string();
+        assert!(
+            e.contains("--xid-count-window-size") && e.contains("1..=86400000"),
+            "{e}"
+        );
     }
 }

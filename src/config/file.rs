@@ -4,7 +4,8 @@
 //!
 //! Which settings the file may set, and that flags and environment variables given explicitly
 //! win, is decided by the caller ([`super::Cli::apply_config_file`]). This module reads only the
-//! YAML file; it must not read the counters CSV, look at flags or touch NVML.
+//! YAML file (collections resolve field names through the static catalogue); it must not read
+//! the counters CSV, look at flags or touch NVML.
 //!
 //! Schema (keys as dcgm-exporter documents them; a key we do not know is reported, not fatal):
 //!
@@ -30,6 +31,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use crate::catalogue::{self, FieldDef};
+
 /// Why a configuration file was refused. Every message names the file and the key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigFileError {
@@ -53,14 +56,46 @@ pub enum ConfigFileError {
 
 /// One group of fields read at their own interval (v1 `collection.watchGroups`, v2
 /// `collections`).
+///
+/// A counters row belongs to it when a pattern matches the row's name, or any name of a field
+/// that reads the same quantity (the field itself, its aliases, its base-unit twin): a group
+/// written with dcgm-exporter 4.8's names (`DCGM_FI_DEV_GPU_TEMP`) holds the row of a 4.9 set
+/// that names the field `DCGM_FI_DEV_GPU_TEMP_CELSIUS`, and `DCGM_FI_DEV_SM_CLOCK` holds
+/// `DCGM_FI_DEV_SM_CLOCK_HERTZ`.
 #[derive(Debug, Clone)]
 pub struct Collection {
     /// The group's name, for messages.
     pub name: String,
     /// How often its fields are read.
     pub interval: Duration,
-    /// Glob patterns over counters-file field names (`DCGM_FI_PROF_*`).
+    /// Glob patterns over field names (`DCGM_FI_PROF_*`).
     pub patterns: Vec<glob::Pattern>,
+    /// The catalogue's fields one of whose names a pattern matches.
+    fields: Vec<&'static FieldDef>,
+}
+
+impl Collection {
+    /// A group of the fields named by `patterns`, resolved through the catalogue.
+    pub fn new(name: impl Into<String>, interval: Duration, patterns: Vec<glob::Pattern>) -> Self {
+        let fields = catalogue::all()
+            .filter(|f| catalogue::names_of(f).any(|n| patterns.iter().any(|p| p.matches(n))))
+            .collect();
+        Self {
+            name: name.into(),
+            interval,
+            patterns,
+            fields,
+        }
+    }
+
+    /// Whether the counters row named `name`, which reads `field`, belongs to the group.
+    pub fn holds(&self, name: &str, field: &FieldDef) -> bool {
+        self.patterns.iter().any(|p| p.matches(name))
+            || self
+                .fields
+                .iter()
+                .any(|f| catalogue::same_reading(f, field))
+    }
 }
 
 /// Per-field read intervals: fields in a collection are read at its interval, the others at
@@ -74,16 +109,14 @@ pub struct Collections {
 }
 
 impl Collections {
-    /// The collection `field` (a counters-file name) belongs to, if any.
-    pub fn group_of(&self, field: &str) -> Option<&Collection> {
-        self.groups
-            .iter()
-            .find(|g| g.patterns.iter().any(|p| p.matches(field)))
+    /// The collection the counters row `name` (reading `field`) belongs to, if any.
+    pub fn group_of(&self, name: &str, field: &FieldDef) -> Option<&Collection> {
+        self.groups.iter().find(|g| g.holds(name, field))
     }
 
-    /// How often `field` is read.
-    pub fn interval_for(&self, field: &str) -> Duration {
-        self.group_of(field).map_or(self.base, |g| g.interval)
+    /// How often the counters row `name` (reading `field`) is read.
+    pub fn interval_for(&self, name: &str, field: &FieldDef) -> Duration {
+        self.group_of(name, field).map_or(self.base, |g| g.interval)
     }
 
     /// The shortest interval of all: how often the sampler must tick.
@@ -96,29 +129,29 @@ impl Collections {
             .unwrap_or(self.base)
     }
 
-    /// Checks the groups against the counter set's field names, as dcgm-exporter does at
-    /// start-up: a field in two groups, or a group that matches no field, is an error.
-    pub fn check<'a>(&self, fields: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
-        let fields: Vec<&str> = fields.into_iter().collect();
-        for f in &fields {
+    /// Checks the groups against the counter set's rows (name, field), as dcgm-exporter does
+    /// at start-up: a field in two groups, or a group that matches no field, is an error.
+    pub fn check<'a>(
+        &self,
+        rows: impl IntoIterator<Item = (&'a str, &'a FieldDef)>,
+    ) -> Result<(), String> {
+        let rows: Vec<(&str, &FieldDef)> = rows.into_iter().collect();
+        for (name, field) in &rows {
             let hits: Vec<&str> = self
                 .groups
                 .iter()
-                .filter(|g| g.patterns.iter().any(|p| p.matches(f)))
+                .filter(|g| g.holds(name, field))
                 .map(|g| g.name.as_str())
                 .collect();
             if hits.len() > 1 {
                 return Err(format!(
-                    "field {f} matches more than one collection ({})",
+                    "field {name} matches more than one collection ({})",
                     hits.join(", ")
                 ));
             }
         }
         for g in &self.groups {
-            if !fields
-                .iter()
-                .any(|f| g.patterns.iter().any(|p| p.matches(f)))
-            {
+            if !rows.iter().any(|(name, field)| g.holds(name, field)) {
                 return Err(format!(
                     "collection {:?} matches no field of the counters set",
                     g.name
@@ -304,11 +337,11 @@ impl FileSettings {
             }
             for (n, g) in c.watch_groups.unwrap_or_default().into_iter().enumerate() {
                 let at = format!("collection.watchGroups[{n}]");
-                out.groups.push(Collection {
-                    interval: duration(format!("{at}.interval"), &g.interval)?,
-                    patterns: patterns(format!("{at}.fields"), &g.fields)?,
-                    name: g.name,
-                });
+                out.groups.push(Collection::new(
+                    g.name,
+                    duration(format!("{at}.interval"), &g.interval)?,
+                    patterns(format!("{at}.fields"), &g.fields)?,
+                ));
             }
         }
         for (n, c) in raw.collections.unwrap_or_default().into_iter().enumerate() {
@@ -320,11 +353,11 @@ impl FileSettings {
                      ignores them"
                 ));
             }
-            out.groups.push(Collection {
-                interval: duration(format!("{at}.every"), &c.every)?,
-                patterns: patterns(format!("{at}.metrics.include"), &include)?,
-                name: c.name,
-            });
+            out.groups.push(Collection::new(
+                c.name,
+                duration(format!("{at}.every"), &c.every)?,
+                patterns(format!("{at}.metrics.include"), &include)?,
+            ));
         }
         if let Some(s) = raw.server {
             note_unknown("server.", s.other);
@@ -394,15 +427,24 @@ mod tests {
             groups: f.groups,
         };
         assert_eq!(
-            c.interval_for("DCGM_FI_PROF_DRAM_ACTIVE"),
+            c.interval_for(
+                "DCGM_FI_PROF_DRAM_ACTIVE",
+                catalogue::lookup("DCGM_FI_PROF_DRAM_ACTIVE").unwrap()
+            ),
             Duration::from_secs(5)
         );
         assert_eq!(
-            c.interval_for("DCGM_FI_DEV_GPU_TEMP"),
+            c.interval_for(
+                "DCGM_FI_DEV_GPU_TEMP",
+                catalogue::lookup("DCGM_FI_DEV_GPU_TEMP").unwrap()
+            ),
             Duration::from_secs(5)
         );
         assert_eq!(
-            c.interval_for("DCGM_FI_DEV_SM_CLOCK"),
+            c.interval_for(
+                "DCGM_FI_DEV_SM_CLOCK",
+                catalogue::lookup("DCGM_FI_DEV_SM_CLOCK").unwrap()
+            ),
             Duration::from_secs(30)
         );
         assert_eq!(c.tick(), Duration::from_secs(5));
@@ -502,20 +544,28 @@ mod tests {
 
     #[test]
     fn collections_are_checked_against_the_counters_set() {
-        let g = |name: &str, globs: &[&str]| Collection {
-            name: name.into(),
-            interval: Duration::from_secs(1),
-            patterns: globs
-                .iter()
-                .map(|p| glob::Pattern::new(p).unwrap())
-                .collect(),
+        let g = |name: &str, globs: &[&str]| {
+            Collection::new(
+                name,
+                Duration::from_secs(1),
+                globs
+                    .iter()
+                    .map(|p| glob::Pattern::new(p).unwrap())
+                    .collect(),
+            )
         };
-        let fields = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"];
+        let rows = |names: &[&'static str]| -> Vec<(&'static str, &'static FieldDef)> {
+            names
+                .iter()
+                .map(|n| (*n, catalogue::lookup(n).unwrap()))
+                .collect()
+        };
+        let fields = rows(&["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"]);
         let c = Collections {
             base: Duration::from_secs(10),
             groups: vec![g("a", &["DCGM_FI_DEV_GPU_*"]), g("b", &["*_TEMP"])],
         };
-        let e = c.check(fields).unwrap_err();
+        let e = c.check(fields.clone()).unwrap_err();
         assert!(
             e.contains("DCGM_FI_DEV_GPU_TEMP matches more than one collection (a, b)"),
             "{e}"
@@ -524,12 +574,70 @@ mod tests {
             base: Duration::from_secs(10),
             groups: vec![g("nv", &["DCGM_FI_DEV_NVLINK_*"])],
         };
-        let e = c.check(fields).unwrap_err();
+        let e = c.check(fields.clone()).unwrap_err();
         assert!(e.contains("collection \"nv\" matches no field"), "{e}");
         let c = Collections {
             base: Duration::from_secs(10),
             groups: vec![g("t", &["*_TEMP"])],
         };
         assert_eq!(c.check(fields), Ok(()));
+    }
+
+    /// A group holds a field under any of its names: a group written with dcgm-exporter
+    /// 4.8's names holds the rows of a 4.9 set (DCGM 4.6 names, base-unit twins), and a group
+    /// written with 4.9's names holds 1.x rows.
+    #[test]
+    fn collections_match_fields_by_what_they_read_not_by_name() {
+        let pattern = |p: &str| vec![glob::Pattern::new(p).unwrap()];
+        let field = |n: &str| catalogue::lookup(n).unwrap();
+        let c = Collections {
+            base: Duration::from_secs(30),
+            groups: vec![
+                Collection::new(
+                    "temp",
+                    Duration::from_secs(5),
+                    pattern("DCGM_FI_DEV_GPU_TEMP"),
+                ),
+                Collection::new(
+                    "clock",
+                    Duration::from_secs(7),
+                    pattern("DCGM_FI_DEV_SM_CLOCK"),
+                ),
+                Collection::new(
+                    "fb",
+                    Duration::from_secs(9),
+                    pattern("DCGM_FI_DEV_FB_*_BYTES"),
+                ),
+            ],
+        };
+        for (row, want) in [
+            ("DCGM_FI_DEV_GPU_TEMP", 5),
+            ("DCGM_FI_DEV_GPU_TEMP_CELSIUS", 5),
+            ("dcgm_gpu_temp", 5),
+            ("DCGM_FI_DEV_SM_CLOCK_HERTZ", 7),
+            ("dcgm_sm_clock", 7),
+            ("DCGM_FI_DEV_FB_USED", 9),
+            ("DCGM_FI_DEV_FB_FREE_BYTES", 9),
+            ("DCGM_FI_DEV_MEMORY_TEMP_CELSIUS", 30),
+            ("DCGM_FI_DEV_MEM_CLOCK", 30),
+        ] {
+            assert_eq!(
+                c.interval_for(row, field(row)),
+                Duration::from_secs(want),
+                "{row}"
+            );
+        }
+        let set = [
+            (
+                "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
+                field("DCGM_FI_DEV_GPU_TEMP_CELSIUS"),
+            ),
+            (
+                "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+                field("DCGM_FI_DEV_SM_CLOCK_HERTZ"),
+            ),
+            ("DCGM_FI_DEV_FB_USED", field("DCGM_FI_DEV_FB_USED")),
+        ];
+        assert_eq!(c.check(set), Ok(()));
     }
 }

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod counters;
 pub mod devices;
 pub mod file;
+pub mod ignored;
 pub mod profile;
 
 pub use cli::{
@@ -329,6 +330,17 @@ impl Cli {
         if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
             labels.set_collision_prefix(profile.pod_label_collision_prefix());
             labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
+            if profile.drops_pod_labels_named_like_the_pod() {
+                let mut names = if self.use_old_namespace {
+                    vec!["pod_name", "pod_namespace", "container_name"]
+                } else {
+                    vec!["pod", "namespace", "container"]
+                };
+                if self.kubernetes_enable_pod_uid {
+                    names.push("pod_uid");
+                }
+                labels.set_dropped(names);
+            }
         }
         if let Some(gaps) = profile.gaps() {
             warnings.push(format!(
@@ -336,56 +348,7 @@ impl Cli {
                 profile.name()
             ));
         }
-        let mut unused = |set: bool, flag: &str, why: &str| {
-            if set {
-                warnings.push(format!(
-                    "{flag} is accepted for dcgm-exporter compatibility but {why}"
-                ));
-            }
-        };
-        unused(
-            self.configmap_data != "none",
-            "-m/--configmap-data",
-            "is not implemented: mount the ConfigMap as a file and pass -f",
-        );
-        unused(
-            self.remote_hostengine_info.is_some(),
-            "-r/--remote-hostengine-info",
-            "has no meaning: gpu-exporter reads NVML directly, without a DCGM hostengine",
-        );
-        unused(
-            self.fake_gpus,
-            "--fake-gpus",
-            "has no meaning: use --simulate",
-        );
-        unused(
-            self.enable_dcgm_log || self.dcgm_log_level.is_some(),
-            "--enable-dcgm-log/--dcgm-log-level",
-            "has no meaning without DCGM",
-        );
-        unused(
-            self.disable_startup_validate,
-            "--disable-startup-validate",
-            "has no meaning without libdcgm",
-        );
-        unused(
-            self.enable_gpu_bind_unbind_watch || self.gpu_bind_unbind_poll_interval.is_some(),
-            "--enable-gpu-bind-unbind-watch",
-            "has no meaning: GPUs are enumerated on every tick",
-        );
-        unused(
-            self.enable_pprof,
-            "--enable-pprof",
-            "has no meaning in a Rust binary",
-        );
-        unused(
-            self.dump_enabled
-                || self.dump_directory.is_some()
-                || self.dump_retention.is_some()
-                || self.dump_compression.is_some(),
-            "--dump-enabled/--dump-directory/--dump-retention/--dump-compression",
-            "is not implemented",
-        );
+        warnings.extend(ignored::warnings(self));
         let timeout = |flag, value: &Option<String>, default| match value.as_deref() {
             Some(v) if !v.is_empty() => go_duration(flag, v),
             _ => Ok(default),
@@ -400,32 +363,6 @@ impl Cli {
             &self.web_write_timeout,
             DEFAULT_WEB_WRITE_TIMEOUT,
         )?;
-        unused(
-            self.container_labels || self.container_runtime_socket.is_some(),
-            "--container-labels/--container-runtime-socket",
-            "is not implemented: pod labels come from the Kubernetes API \
-             (--kubernetes-enable-pod-labels)",
-        );
-        unused(
-            self.watch_max_keep_age.is_some() || self.watch_max_keep_samples.is_some(),
-            "--watch-max-keep-age/--watch-max-keep-samples",
-            "has no meaning: NVML is read directly, without DCGM's watch buffers",
-        );
-        unused(
-            self.web_systemd_socket,
-            "--web-systemd-socket",
-            "is not implemented: the exporter binds --address itself",
-        );
-        unused(
-            self.switch_devices.trim() != "f",
-            "-s/--switch-devices",
-            "NVSwitch entities are not exported",
-        );
-        unused(
-            self.cpu_devices.trim() != "f",
-            "-p/--cpu-devices",
-            "CPU entities are not exported",
-        );
         let collections = file::Collections {
             base: Duration::from_millis(self.collect_interval),
             groups: self.collections.clone(),
@@ -485,9 +422,9 @@ impl Cli {
                 });
             }
         }
-        let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(
-            self.kubernetes_pod_label_allowlist_regex.as_deref(),
-        )?;
+        let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(Some(
+            &self.kubernetes_pod_label_allowlist_regex.join(","),
+        ))?;
         if !self.kubernetes && self.simulate.is_none() {
             for (set, flag) in [
                 (
@@ -501,7 +438,7 @@ impl Cli {
                 (self.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
                 (self.kubernetes_enable_dra, "--kubernetes-enable-dra"),
                 (
-                    self.kubernetes_pod_label_allowlist_regex.is_some(),
+                    !self.kubernetes_pod_label_allowlist_regex.is_empty(),
                     "--kubernetes-pod-label-allowlist-regex",
                 ),
                 (
@@ -557,7 +494,7 @@ impl Cli {
                 groups: self.collections.clone(),
             };
             groups
-                .check(loaded.set.metrics().map(|r| r.name.as_str()))
+                .check(loaded.set.metrics().map(|r| (r.name.as_str(), r.field)))
                 .map_err(|message| file::ConfigFileError::Invalid {
                     file: path.clone(),
                     message: format!("{message} ({})", loaded.origin),
@@ -702,36 +639,84 @@ mod tests {
     #[test]
     fn profiles_rename_colliding_pod_labels_their_way() {
         use crate::sources::kube::labels::pod_label_pairs;
-        let pod: std::collections::BTreeMap<String, String> =
-            [("pod", "p"), ("a.b", "1"), ("a/b", "2")]
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .into();
-        for (profile, want) in [
-            ("native", vec![("a_b", "1"), ("label_pod", "p")]),
-            ("dcgm-4.8.2", vec![("a_b", "1"), ("label_pod", "p")]),
+        let pod: std::collections::BTreeMap<String, String> = [
+            ("pod", "p"),
+            ("a.b", "1"),
+            ("a/b", "2"),
+            ("pod-uid", "u"),
+            ("pod_name", "n"),
+            ("gpu", "g"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into();
+        for (profile, extra, want) in [
+            (
+                "native",
+                &[][..],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod", "p"),
+                    ("label_pod_name", "n"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
+            // dcgm-exporter 4.8.2 leaves out a pod label named like a pod-attribution label
+            // it writes on the series (pod, namespace, container; pod_uid when on; the 1.x
+            // names with -o); any other collision still gets `label_`, where 4.8.2 wrote a
+            // duplicate label name (a scrape Prometheus refuses).
+            (
+                "dcgm-4.8.2",
+                &[],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod_name", "n"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
+            (
+                "dcgm-4.8.2",
+                &["--kubernetes-enable-pod-uid"],
+                vec![("a_b", "1"), ("label_gpu", "g"), ("label_pod_name", "n")],
+            ),
+            (
+                "dcgm-4.8.2",
+                &["-o"],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod", "p"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
             (
                 "dcgm-4.8.4",
+                &[],
                 vec![
                     ("a_b_conflict1", "1"),
                     ("a_b_conflict2", "2"),
+                    ("pod_label_gpu", "g"),
                     ("pod_label_pod", "p"),
+                    ("pod_label_pod_name", "n"),
+                    ("pod_label_pod_uid", "u"),
                 ],
             ),
         ] {
-            let cfg = cli(&[
+            let mut args = vec![
                 "-k",
                 "--kubernetes-enable-pod-labels",
                 "--compatibility",
                 profile,
-            ])
-            .validate()
-            .unwrap();
+            ];
+            args.extend_from_slice(extra);
+            let cfg = cli(&args).validate().unwrap();
             let allow = cfg.kubernetes.unwrap().pod_labels.unwrap();
             let want: Vec<_> = want
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect();
-            assert_eq!(pod_label_pairs(&pod, &allow), want, "{profile}");
+            assert_eq!(pod_label_pairs(&pod, &allow), want, "{profile} {extra:?}");
         }
     }
 

@@ -5,31 +5,52 @@
 //! |---|---|---|---|---|
 //! | host label | `Hostname` | `Hostname` | `hostname` | `hostname` |
 //! | device fields on MIG instances | once, on the GPU | repeated | repeated | repeated |
-//! | pod label that collides | `label_<key>` | `label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
+//! | pod label named `pod`, `namespace`, `container` | `label_<key>` | left out | `pod_label_<key>` | `pod_label_<key>` |
+//! | pod label named like another exporter label | `label_<key>` | `label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
 //! | pod labels that sanitize alike | first key wins | same | `_conflictN` each | `_conflictN` each |
 //!
-//! | built-in counters | `default-counters.csv` | same | same | `dcgm-4.9-*.csv` |
-//! | NVLink bandwidth typed | as the file says | as the file says | gauge | gauge |
+//! | built-in counters | `default-counters.csv` | `dcgm-4.8.2-*.csv` | `default-counters.csv` | `dcgm-4.9-*.csv` |
+//! | `# TYPE` | file's; windows gauge | file's, windows too | file's; windows and NVLink bandwidth gauge | same as 4.8.4 |
 //!
 //! (`dcgm-4.8.3` is accepted as `dcgm-4.8.4`: they differ in no name or label.) Data only (the
 //! shipped counters sets are compiled in): it must not look at flags other than the profile's
 //! own value, read files or format text.
 
-/// The counters sets gpu-exporter ships with dcgm-exporter 4.8's names, each with its
-/// dcgm-4.9 version: (file name, 4.8 text, 4.9 file name, 4.9 text).
-const SHIPPED_SETS: [(&str, &str, &str, &str); 2] = [
-    (
-        "default-counters.csv",
-        include_str!("../../counters/default-counters.csv"),
-        "dcgm-4.9-default-counters.csv",
-        include_str!("../../counters/dcgm-4.9-default-counters.csv"),
-    ),
-    (
-        "dcp-metrics-included.csv",
-        include_str!("../../counters/dcp-metrics-included.csv"),
-        "dcgm-4.9-dcp-metrics-included.csv",
-        include_str!("../../counters/dcgm-4.9-dcp-metrics-included.csv"),
-    ),
+/// One counters set gpu-exporter ships under a dcgm-exporter file name, with the version a
+/// profile serves instead of it when the file is found unmodified.
+struct ShippedSet {
+    /// gpu-exporter's own set (dcgm-exporter 4.8's names, the types fixed).
+    own: &'static str,
+    /// dcgm-exporter 4.8.2's set, row for row: (file name, text).
+    v482: (&'static str, &'static str),
+    /// The set under dcgm-exporter 4.9's names and units: (file name, text).
+    v49: (&'static str, &'static str),
+}
+
+/// The sets, the default one first.
+const SHIPPED_SETS: [ShippedSet; 2] = [
+    ShippedSet {
+        own: include_str!("../../counters/default-counters.csv"),
+        v482: (
+            "dcgm-4.8.2-default-counters.csv",
+            include_str!("../../counters/dcgm-4.8.2-default-counters.csv"),
+        ),
+        v49: (
+            "dcgm-4.9-default-counters.csv",
+            include_str!("../../counters/dcgm-4.9-default-counters.csv"),
+        ),
+    },
+    ShippedSet {
+        own: include_str!("../../counters/dcp-metrics-included.csv"),
+        v482: (
+            "dcgm-4.8.2-dcp-metrics-included.csv",
+            include_str!("../../counters/dcgm-4.8.2-dcp-metrics-included.csv"),
+        ),
+        v49: (
+            "dcgm-4.9-dcp-metrics-included.csv",
+            include_str!("../../counters/dcgm-4.9-dcp-metrics-included.csv"),
+        ),
+    },
 ];
 
 /// One compatibility profile.
@@ -103,25 +124,44 @@ impl Profile {
 
     /// The counters set served when no file is found: its name and text.
     pub fn builtin_counters(self) -> (&'static str, &'static str) {
-        let (name, text, name49, text49) = SHIPPED_SETS[0];
+        let own = ("default-counters.csv", SHIPPED_SETS[0].own);
+        self.version_of(&SHIPPED_SETS[0]).unwrap_or(own)
+    }
+
+    /// This profile's version of a shipped set, if it has its own.
+    fn version_of(self, set: &ShippedSet) -> Option<(&'static str, &'static str)> {
         match self {
-            Self::Dcgm49 => (name49, text49),
-            _ => (name, text),
+            Self::Dcgm482 => Some(set.v482),
+            Self::Dcgm49 => Some(set.v49),
+            Self::Native | Self::Dcgm484 => None,
         }
     }
 
-    /// Under `dcgm-4.9`, the 4.9 version (name, text) of a counters file whose text is one of
-    /// the 4.8-named sets gpu-exporter ships unmodified (the files at dcgm-exporter's paths in
-    /// the image, or the chart's presets): at those paths dcgm-exporter 4.9's image holds its
-    /// 4.9 sets. A file of the user's own is never replaced.
+    /// Under `dcgm-4.8.2` and `dcgm-4.9`, that version (name, text) of a counters file whose
+    /// text is one of the sets gpu-exporter ships unmodified (the files at dcgm-exporter's
+    /// paths in the image, or the chart's presets): at those paths that dcgm-exporter's image
+    /// holds its own sets (4.8.2's types; 4.9's names and units). A file of the user's own is
+    /// never replaced.
     pub fn stand_in(self, text: &str) -> Option<(&'static str, &'static str)> {
-        if self != Self::Dcgm49 {
-            return None;
-        }
         SHIPPED_SETS
             .iter()
-            .find(|(_, shipped, _, _)| *shipped == text)
-            .map(|(_, _, name, text)| (*name, *text))
+            .find(|set| set.own == text)
+            .and_then(|set| self.version_of(set))
+    }
+
+    /// Whether every `# TYPE` is the counters file's, as dcgm-exporter 4.8.2 writes it (a
+    /// windowed `DCGM_EXP_*_COUNT` typed counter stays counter); the other profiles type the
+    /// windows gauge, and [`gauge_fields`](Self::gauge_fields) too.
+    pub fn types_as_written(self) -> bool {
+        matches!(self, Self::Dcgm482)
+    }
+
+    /// Whether a pod label named like the pod-attribution labels written on the same series
+    /// (`pod`, `namespace`, `container`, and `pod_uid` when it is on) is left out, as
+    /// dcgm-exporter 4.8.2 does, rather than renamed with
+    /// [`pod_label_collision_prefix`](Self::pod_label_collision_prefix).
+    pub fn drops_pod_labels_named_like_the_pod(self) -> bool {
+        matches!(self, Self::Dcgm482)
     }
 
     /// Whether pod labels whose names collide each get `_conflictN` (dcgm-exporter 4.8.3+)
@@ -174,19 +214,29 @@ mod tests {
         assert!(!Profile::Native.repeats_device_fields());
         assert!(Profile::Dcgm482.repeats_device_fields());
         assert_eq!(Profile::Dcgm484.pod_label_collision_prefix(), "pod_label_");
-        // Only dcgm-4.9 swaps the shipped sets, and only when unmodified.
+        // dcgm-4.8.2 and dcgm-4.9 swap the shipped sets for their own, only when unmodified.
         let (name, text) = Profile::Dcgm49.builtin_counters();
         assert_eq!(name, "dcgm-4.9-default-counters.csv");
         assert!(text.contains("\nDCGM_FI_SYSTEM_DRIVER_VERSION,"), "{text}");
-        assert_eq!(
-            Profile::Dcgm484.builtin_counters().0,
-            "default-counters.csv"
+        let (name, text) = Profile::Dcgm482.builtin_counters();
+        assert_eq!(name, "dcgm-4.8.2-default-counters.csv");
+        assert!(
+            text.contains("\nDCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter,"),
+            "{text}"
         );
-        for (_, shipped, name49, _) in SHIPPED_SETS {
-            assert_eq!(Profile::Dcgm49.stand_in(shipped).map(|s| s.0), Some(name49));
-            assert_eq!(Profile::Dcgm484.stand_in(shipped), None);
-            assert_eq!(Profile::Dcgm49.stand_in(&format!("{shipped}\n")), None);
+        for p in [Profile::Native, Profile::Dcgm484] {
+            assert_eq!(p.builtin_counters().0, "default-counters.csv");
         }
+        for set in SHIPPED_SETS {
+            assert_eq!(Profile::Dcgm49.stand_in(set.own), Some(set.v49));
+            assert_eq!(Profile::Dcgm482.stand_in(set.own), Some(set.v482));
+            assert_eq!(Profile::Dcgm484.stand_in(set.own), None);
+            assert_eq!(Profile::Native.stand_in(set.own), None);
+            assert_eq!(Profile::Dcgm49.stand_in(&format!("{}\n", set.own)), None);
+            assert_eq!(Profile::Dcgm482.stand_in(&format!("{}\n", set.own)), None);
+        }
+        assert!(Profile::Dcgm482.types_as_written());
+        assert!(!Profile::Native.types_as_written() && !Profile::Dcgm484.types_as_written());
         let e = Profile::parse("4.8.4").unwrap_err().to_string();
         assert_eq!(
             e,

@@ -69,8 +69,10 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             let holders = snap.attribution.series_labels(ei);
             if !header {
                 // A windowed count goes up and down: it is a gauge whatever the CSV says (a
-                // count since start keeps the CSV's type).
+                // count since start keeps the CSV's type), except where dcgm-exporter 4.8.2's
+                // types are asked for.
                 let kind = match value {
+                    _ if opts.types_as_written => row.kind.as_str(),
                     Value::Window(w) if w.window_ms.is_some() => "gauge",
                     _ if opts.gauge_fields.contains(&row.field.name) => "gauge",
                     _ => row.kind.as_str(),

@@ -22,6 +22,9 @@ pub struct EncodeOptions {
     /// Fields (canonical names) typed gauge whatever the counters file says, as
     /// dcgm-exporter 4.8.3+ types them (`--compatibility`).
     pub gauge_fields: &'static [&'static str],
+    /// Every `# TYPE` as the counters file says, windowed counts included (dcgm-exporter
+    /// 4.8.2); otherwise a windowed count is typed gauge.
+    pub types_as_written: bool,
 }
 
 impl Default for EncodeOptions {
@@ -32,6 +35,7 @@ impl Default for EncodeOptions {
             old_namespace: false,
             replace_blanks_in_model_name: false,
             gauge_fields: &[],
+            types_as_written: false,
         }
     }
 }

@@ -63,7 +63,8 @@ pub(super) fn read_rows(
             }
             let (t, v) = ent.held.get(&r.name)?;
             let slack = cols.tick().as_secs_f64() / 2.0;
-            (ctx.now - t + slack < cols.interval_for(&r.name).as_secs_f64()).then(|| v.clone())
+            (ctx.now - t + slack < cols.interval_for(&r.name, r.field).as_secs_f64())
+                .then(|| v.clone())
         })
         .collect();
     let active_rows: Vec<bool> = active_rows

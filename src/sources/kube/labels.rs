@@ -3,9 +3,11 @@
 //! dcgm-exporter copies pod labels onto the series of the pod's GPUs when
 //! `--kubernetes-enable-pod-labels` is set, filtered by `--kubernetes-pod-label-allowlist-regex`
 //! (a comma-separated list of regexes) and with every character outside `[a-zA-Z0-9_]`
-//! replaced by `_`. It does not check the sanitized names against its own labels, so a pod
-//! label `pod` or `device` used to produce a duplicate label name and a broken scrape. Here a
-//! sanitized name that collides with one of [`RESERVED`] gets the prefix `label_`, and two pod
+//! replaced by `_`. Up to 4.8.2 it drops a pod label named like the pod, namespace and
+//! container labels it writes, and checks no other name, so a pod label `device` produces a
+//! duplicate label name and a broken scrape. Here a sanitized name that collides with one of
+//! [`RESERVED`] gets the prefix `label_` (or is left out, as 4.8.2 does, for the names the
+//! caller says), and two pod
 //! labels that sanitize to the same name yield one label (the original key that sorts first),
 //! or, in dcgm-exporter 4.8.3's manner, one label each, named `<name>_conflict1`, `_conflict2`,
 //! … in key order.
@@ -110,6 +112,8 @@ pub struct LabelAllowlist {
     /// Keys that end up with the same name each get `_conflictN` instead of the first
     /// winning.
     conflict_suffix: bool,
+    /// Sanitized names for which a pod label is left out rather than renamed.
+    dropped: Vec<&'static str>,
 }
 
 impl Default for LabelAllowlist {
@@ -118,6 +122,7 @@ impl Default for LabelAllowlist {
             patterns: Vec::new(),
             collision_prefix: COLLISION_PREFIX,
             conflict_suffix: false,
+            dropped: Vec::new(),
         }
     }
 }
@@ -158,6 +163,13 @@ impl LabelAllowlist {
         self.conflict_suffix = on;
     }
 
+    /// Pod labels whose sanitized name is one of `names` are left out instead of renamed, as
+    /// dcgm-exporter 4.8.2 leaves out a pod label named like the `pod`, `namespace`,
+    /// `container` (and `pod_uid`) labels it writes on the same series.
+    pub fn set_dropped(&mut self, names: Vec<&'static str>) {
+        self.dropped = names;
+    }
+
     /// `true` when the pod-label `key` (the original key, before sanitizing) may be exported.
     pub fn allows(&self, key: &str) -> bool {
         self.patterns.is_empty() || self.patterns.iter().any(|re| re.is_match(key))
@@ -172,6 +184,7 @@ impl LabelAllowlist {
 /// The series labels for a pod's labels: the allowed keys, sanitized, sorted by the
 /// sanitized name, without duplicate names.
 ///
+/// - A sanitized name the allow-list drops (see [`LabelAllowlist::set_dropped`]) is left out.
 /// - A sanitized name in [`RESERVED`] becomes `label_<name>` (pod label `pod` → `label_pod`).
 /// - So does a name starting with `__`, which Prometheus reserves for internal use.
 /// - When several keys end up with the same name (`app.kubernetes.io/name` and
@@ -189,6 +202,9 @@ pub fn pod_label_pairs(
             continue;
         }
         let mut name = sanitize_label_name(key);
+        if allow.dropped.contains(&name.as_str()) {
+            continue;
+        }
         if RESERVED.contains(&name.as_str()) || name.starts_with("__") {
             name.insert_str(0, allow.collision_prefix);
         }
