@@ -347,7 +347,7 @@ pub struct Limits {
     pub read: std::time::Duration,
     /// To write a response once it has started.
     pub write: std::time::Duration,
-    /// Connections open at once; the oldest is shed beyond it.
+    /// Connections open at once; beyond it the oldest idle one is shed (see `conns`).
     pub max_connections: usize,
 }
 
