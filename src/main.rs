@@ -41,37 +41,76 @@ fn init_logging(cfg: &Config) {
     }
 }
 
-/// Signals a DaemonSet's container may receive that would otherwise end the process
-/// (SIGUSR1, SIGUSR2, SIGALRM): each is logged, the first of a kind as a warning, and ignored.
-/// Registered before start-up goes on.
-fn ignore_stray_signals(runtime: &tokio::runtime::Handle) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let _entered = runtime.enter();
-    for (name, kind) in [
-        ("SIGUSR1", SignalKind::user_defined1()),
-        ("SIGUSR2", SignalKind::user_defined2()),
-        ("SIGALRM", SignalKind::alarm()),
-    ] {
-        match signal(kind) {
-            Ok(mut s) => {
-                runtime.spawn(async move {
-                    let mut seen: u64 = 0;
-                    while s.recv().await.is_some() {
-                        seen += 1;
-                        if seen == 1 {
-                            warn!(
-                                "{name} received and ignored (gpu-exporter reloads its counters \
-                                 on SIGHUP and stops on SIGTERM or SIGINT); further {name}s are \
-                                 logged at debug level"
-                            );
-                        } else {
-                            tracing::debug!(count = seen, "{name} received and ignored");
-                        }
-                    }
-                });
+/// The signals registered first thing, before the flags are even parsed, so that none of them
+/// can end the process during start-up by its default action: SIGUSR1, SIGUSR2 and SIGALRM,
+/// which a DaemonSet's container may receive (logged and ignored once logging is up, see
+/// [`log_stray_signals`]), and SIGHUP (the counters reload, once the file is known). A signal
+/// that arrives before its listener runs is kept for it (tokio keeps one per kind).
+struct EarlySignals {
+    stray: Vec<(&'static str, tokio::signal::unix::Signal)>,
+    hangup: Option<tokio::signal::unix::Signal>,
+    /// The signals that could not be listened for, and why: logged once logging is up.
+    failures: Vec<String>,
+}
+
+impl EarlySignals {
+    fn register(runtime: &tokio::runtime::Handle) -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let _entered = runtime.enter();
+        let mut failures = Vec::new();
+        let mut stray = Vec::new();
+        for (name, kind) in [
+            ("SIGUSR1", SignalKind::user_defined1()),
+            ("SIGUSR2", SignalKind::user_defined2()),
+            ("SIGALRM", SignalKind::alarm()),
+        ] {
+            match signal(kind) {
+                Ok(s) => stray.push((name, s)),
+                Err(e) => failures.push(format!(
+                    "cannot listen for {name} ({e}): it would end the process"
+                )),
             }
-            Err(e) => warn!("cannot listen for {name} ({e}): it would end the process"),
         }
+        let hangup = match signal(SignalKind::hangup()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                failures.push(format!(
+                    "cannot listen for SIGHUP ({e}): it would end the process, and counters \
+                     reload on file change only"
+                ));
+                None
+            }
+        };
+        Self {
+            stray,
+            hangup,
+            failures,
+        }
+    }
+}
+
+/// Logs each of the stray signals registered early, the first of a kind as a warning, and
+/// ignores them.
+fn log_stray_signals(
+    runtime: &tokio::runtime::Handle,
+    stray: Vec<(&'static str, tokio::signal::unix::Signal)>,
+) {
+    for (name, mut s) in stray {
+        runtime.spawn(async move {
+            let mut seen: u64 = 0;
+            while s.recv().await.is_some() {
+                seen += 1;
+                if seen == 1 {
+                    warn!(
+                        "{name} received and ignored (gpu-exporter reloads its counters on SIGHUP \
+                         and stops on SIGTERM or SIGINT); further {name}s are logged at debug \
+                         level"
+                    );
+                } else {
+                    tracing::debug!(count = seen, "{name} received and ignored");
+                }
+            }
+        });
     }
 }
 
@@ -99,7 +138,7 @@ async fn shutdown_signal() {
     }
 }
 
-fn run(mut cli: Cli) -> anyhow::Result<()> {
+fn run(mut cli: Cli, rt: tokio::runtime::Runtime, early: EarlySignals) -> anyhow::Result<()> {
     let file_notes = cli.apply_config_file()?;
     let mut cfg = cli.validate()?;
     cfg.warnings.extend(file_notes);
@@ -115,6 +154,10 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
         None => None,
     };
     init_logging(&cfg);
+    for f in &early.failures {
+        warn!("{f}");
+    }
+    log_stray_signals(rt.handle(), early.stray);
     for w in &cfg.warnings {
         warn!("{w}");
     }
@@ -133,11 +176,6 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
     // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.
     let counters_file = loaded.file;
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| anyhow!("cannot start the async runtime: {e}"))?;
     let Pipeline {
         mut sampler,
         lib_path: _,
@@ -151,11 +189,13 @@ fn run(mut cli: Cli) -> anyhow::Result<()> {
         &counters,
         &opts,
     )));
-    ignore_stray_signals(rt.handle());
-    counters::listen_for_hangup(
-        rt.handle(),
-        counters_file.as_ref().map(CountersFile::hangup_flag),
-    );
+    if let Some(hangups) = early.hangup {
+        counters::listen_for_hangup(
+            rt.handle(),
+            hangups,
+            counters_file.as_ref().map(CountersFile::hangup_flag),
+        );
+    }
     if let Some(f) = counters_file {
         info!(file = %f.path().display(), "counters reload on file change and on SIGHUP");
         sampler = sampler.with_counters_file(f);
@@ -458,8 +498,22 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("check")) {
         return check(std::env::args_os().collect());
     }
+    // The runtime first, and the signals that would end the process registered on it before
+    // anything else happens.
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpu-exporter: error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let early = EarlySignals::register(rt.handle());
     let cli = Cli::parse_go_style();
-    match run(cli) {
+    match run(cli, rt, early) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gpu-exporter: error: {e}");

@@ -1,5 +1,7 @@
 //! What a careless operator or a hostile client can do to the running binary, and what it must
-//! survive: stray signals, SIGTERM with slow clients, logs written to a pipe.
+//! survive: stray signals (also during start-up), SIGTERM with slow clients, clients that do
+//! not read their response, connection floods, special and oversized files, logs written to a
+//! pipe.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -21,6 +23,137 @@ fn spawn(extra: &[&str]) -> Exporter {
         .log_pipe()
         .start()
 }
+
+/// The exporter on `h100-mig` with an HPC job directory that lists 200 jobs on each of its 8
+/// GPUs: every series of a GPU is written once per job, so `/metrics` is about 10 MiB, more
+/// than the kernel buffers on a loopback connection whose client reads nothing (the sending
+/// side grows to 4 MiB at most, `net.ipv4.tcp_wmem`). A large counters file alone does not do
+/// it: `counters/recommended.csv` makes 0.2 MiB, which the kernel takes whole.
+fn spawn_big_page(extra: &[&str]) -> (Exporter, tempfile::TempDir) {
+    let jobs = tempfile::tempdir().unwrap();
+    let list: String = (0..200).map(|j| format!("slurm-job-{j:05}\n")).collect();
+    for gpu in 0..8 {
+        std::fs::write(jobs.path().join(gpu.to_string()), &list).unwrap();
+    }
+    let e = Exporter::builder()
+        .args([
+            "--simulate",
+            "h100-mig",
+            "-c",
+            "2000",
+            "--hpc-job-mapping-dir",
+        ])
+        .arg(jobs.path())
+        .args(extra)
+        .log_pipe()
+        .start();
+    (e, jobs)
+}
+
+/// A connection to the exporter whose receive buffer is 4 KiB (set before connecting, so the
+/// window stays small): what it does not read stays in the exporter. With its local port.
+fn small_window_client(port: u16) -> (TcpStream, u16) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a fresh socket is configured and connected with plain values on the stack; the
+    // descriptor is handed to exactly one TcpStream, which closes it.
+    let s = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let s = TcpStream::from_raw_fd(fd);
+        let size: libc::c_int = 4096;
+        let rc = libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        assert_eq!(rc, 0, "SO_RCVBUF: {}", std::io::Error::last_os_error());
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+            },
+            sin_zero: [0; 8],
+        };
+        let rc = libc::connect(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
+        s
+    };
+    let local = s.local_addr().unwrap().port();
+    (s, local)
+}
+
+/// The exporter's end of the loopback connection from `client_port`, as the kernel lists it
+/// in /proc/net/tcp: its state (1: established) and the bytes queued to send; `None` once it
+/// is gone.
+fn server_side(port: u16, client_port: u16) -> Option<(u8, u64)> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let port_of = |addr: &str| u16::from_str_radix(addr.rsplit(':').next()?, 16).ok();
+        if port_of(f.get(1)?)? != port || port_of(f.get(2)?)? != client_port {
+            return None;
+        }
+        let state = u8::from_str_radix(f.get(3)?, 16).ok()?;
+        let queued = u64::from_str_radix(f.get(4)?.split(':').next()?, 16).ok()?;
+        Some((state, queued))
+    })
+}
+
+const ESTABLISHED: u8 = 1;
+
+/// Waits up to 20 s until the exporter has started to send its response on the connection
+/// from `client_port` (bytes queued).
+fn wait_response_started(port: u16, client_port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server_side(port, client_port).is_none_or(|(_, queued)| queued == 0) {
+        assert!(Instant::now() < deadline, "the response never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads a response on `s` until its whole body or the end of the connection: the
+/// Content-Length and the body bytes received.
+fn read_response(s: &mut TcpStream) -> (usize, usize) {
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut got = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut want: Option<(usize, usize)> = None;
+    loop {
+        if let Some((head, len)) = want
+            && got.len() >= head + len
+        {
+            break;
+        }
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("reading the response: {e}"),
+        }
+        if want.is_none()
+            && let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n")
+        {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no Content-Length in {head}"));
+            want = Some((end + 4, len));
+        }
+    }
+    let (head, len) = want.expect("no response head");
+    (len, got.len() - head)
+}
+
+const SCRAPE: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 
 /// SIGUSR1, SIGUSR2 and SIGALRM, which end a process by default, are logged and ignored.
 #[test]
@@ -51,11 +184,14 @@ fn logs_to_a_pipe_have_no_colour_codes() {
 }
 
 /// SIGTERM ends the process in bounded time, exit 0, whatever the clients do: a half-sent
-/// request (the read timeout is longer than the grace), an idle keep-alive connection, and a
-/// connection that never sent anything.
+/// request (the read timeout is longer than the grace), a client that never reads its large
+/// `/metrics` response (the write timeout is longer than the grace too), a client that sent the
+/// HTTP/2 prior-knowledge preface and idles, an idle keep-alive connection, and a connection
+/// that never sent anything. The log says how many connections were cut.
 #[test]
 fn sigterm_exits_within_the_grace_despite_slow_clients() {
-    let mut e = spawn(&["--web-read-timeout", "60s"]);
+    let (mut e, _jobs) =
+        spawn_big_page(&["--web-read-timeout", "60s", "--web-write-timeout", "60s"]);
     let mut half = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
     half.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         .unwrap();
@@ -66,18 +202,185 @@ fn sigterm_exits_within_the_grace_despite_slow_clients() {
     idle.read_exact(&mut first).unwrap();
     assert_eq!(&first, b"HTTP/1.1 200");
     let _silent = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+    let (mut not_reading, not_reading_port) = small_window_client(e.port);
+    not_reading.write_all(SCRAPE).unwrap();
+    wait_response_started(e.port, not_reading_port);
+    let mut h2 = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
     let status = e.sigterm();
     let took = started.elapsed();
     assert!(status.success(), "{status}");
-    // The grace is 5 s; the half-sent request would otherwise hold the process for 60 s.
+    // The grace is 5 s; the half-sent request would otherwise hold the process for 60 s, the
+    // client that does not read for 60 s too.
     assert!(took < Duration::from_secs(12), "{took:?}");
     let log = e.log();
+    let cut: usize = log
+        .lines()
+        .find_map(|l| {
+            let rest = &l[l.find("shutdown: ")? + "shutdown: ".len()..];
+            let (n, rest) = rest.split_once(' ')?;
+            rest.starts_with("connection(s) still open after the grace period were cut")
+                .then(|| n.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("no line with the number of connections cut:\n{log}"));
+    // At least the half-sent request and the response nobody reads.
+    assert!(cut >= 2, "{cut} cut:\n{log}");
+}
+
+/// A client that asks for a large `/metrics` and never reads it is cut once
+/// `--web-write-timeout` (2 s) has passed, and so is one that never reads but sends a byte
+/// every 200 ms (bytes read do not extend the write deadline); a normal scrape meanwhile
+/// succeeds. The read timeout is 60 s and the write timeout's default 30 s, so only the 2 s
+/// write timeout can close them within the 20 s the test waits.
+#[test]
+fn clients_that_never_read_are_cut_at_the_write_timeout() {
+    let (e, _jobs) = spawn_big_page(&["--web-write-timeout", "2s", "--web-read-timeout", "60s"]);
+    let (mut silent, silent_port) = small_window_client(e.port);
+    silent.write_all(SCRAPE).unwrap();
+    let (mut trickler, trickler_port) = small_window_client(e.port);
+    trickler.write_all(SCRAPE).unwrap();
+    wait_response_started(e.port, silent_port);
+    wait_response_started(e.port, trickler_port);
+    let r = http_get(e.port, "/metrics", &[]).unwrap();
+    assert_eq!(r.status, 200);
     assert!(
-        log.contains("shutdown: connections still open after the grace period were cut"),
-        "{log}"
+        r.body.len() > 6 << 20,
+        "the page must outsize the kernel's buffers: {} bytes",
+        r.body.len()
     );
+    assert!(r.text().contains("DCGM_FI_DEV_GPU_TEMP{"));
+    let open = |client| server_side(e.port, client).is_some_and(|(state, _)| state == ESTABLISHED);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while open(silent_port) || open(trickler_port) {
+        assert!(
+            Instant::now() < deadline,
+            "a client that does not read still holds its connection after 20 s (silent: {}, \
+             trickling: {})",
+            open(silent_port),
+            open(trickler_port)
+        );
+        // Fails once the exporter has reset the connection.
+        let _ = trickler.write(b"x");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (len, got) = read_response(&mut silent);
+    assert!(got < len, "the response was cut: {got} of {len} bytes");
+}
+
+/// A scrape in flight is not shed by a connection flood: while a large `/metrics` response is
+/// being sent to a client that has not read it yet, 400 connections with half-sent requests
+/// arrive and stay open with `--web-max-connections 50`; the idle ones are shed, and the scrape
+/// then reads its whole response.
+#[test]
+fn a_scrape_in_flight_survives_a_connection_flood() {
+    let (e, _jobs) = spawn_big_page(&[
+        "--web-max-connections",
+        "50",
+        "--web-read-timeout",
+        "60s",
+        "--web-write-timeout",
+        "60s",
+    ]);
+    let (mut scrape, scrape_port) = small_window_client(e.port);
+    scrape.write_all(SCRAPE).unwrap();
+    wait_response_started(e.port, scrape_port);
+    let mut flood = Vec::new();
+    for _ in 0..400 {
+        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            .unwrap();
+        flood.push(s);
+    }
+    // The first connection shed is logged: by then the oldest connection, the scrape, would
+    // have gone under a policy that sheds the oldest.
+    e.wait_log("connection limit reached", Duration::from_secs(10));
+    let (len, got) = read_response(&mut scrape);
+    assert!(len > 6 << 20, "{len}");
+    assert_eq!(got, len, "the scrape in flight was cut");
+    drop(flood);
+}
+
+/// A pipe whose buffer is full: (its read end, its write end). A process whose stderr it is
+/// blocks at its first log line until the read end is read.
+fn full_pipe() -> (std::fs::File, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: the two new descriptors are each owned by exactly one value; the writes read a
+    // buffer on the stack.
+    unsafe {
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+        let (r, w) = (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        );
+        assert_eq!(libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK), 0);
+        let filler = [b'.'; 4096];
+        while libc::write(fds[1], filler.as_ptr().cast(), filler.len()) > 0 {}
+        while libc::write(fds[1], filler.as_ptr().cast(), 1) > 0 {}
+        // The exporter's writes must block, not fail.
+        assert_eq!(libc::fcntl(fds[1], libc::F_SETFL, 0), 0);
+        (r, w)
+    }
+}
+
+/// Whether process `pid` has a handler for signal `sig` (`SigCgt` in /proc/PID/status).
+fn catches(pid: u32, sig: libc::c_int) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
+}
+
+/// A stray SIGUSR1 during start-up does not end the process: its handler is installed first
+/// thing. The exporter's stderr is a full pipe, so it blocks at its first log line, before
+/// the counters, NVML or the listener; its SIGUSR1 handler must already be in place then (per
+/// /proc), the signal is sent, and once the pipe is read the exporter becomes ready and logs
+/// the signal.
+#[test]
+fn a_stray_signal_during_start_up_is_survived() {
+    let (read_end, write_end) = full_pipe();
+    let mut e = Exporter::builder()
+        .args(["--simulate", "a100-l4", "-c", "500"])
+        .stderr(std::process::Stdio::from(write_end))
+        .spawn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !catches(e.pid(), libc::SIGUSR1) {
+        assert!(
+            e.child.try_wait().unwrap().is_none(),
+            "the exporter exited during start-up"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "SIGUSR1 is not caught while start-up is held at the first log line"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        http_get(e.port, "/ready", &[]).is_none(),
+        "still starting: not listening yet"
+    );
+    e.signal("-USR1");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&log);
+    std::thread::spawn(move || {
+        let mut read_end = read_end;
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = read_end.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+    e.wait_ready();
+    let text = || String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+    common::wait_until("SIGUSR1 logged", || {
+        text().contains("SIGUSR1 received and ignored")
+    });
 }
 
 /// A FIFO, a device or a directory given as a file stops start-up at once, naming the flag's
@@ -123,6 +426,49 @@ fn special_files_stop_start_up_promptly() {
         assert!(
             err.contains(path) && err.contains(&format!("not a regular file but a {what}")),
             "{flag} {path}: {err}"
+        );
+    }
+}
+
+/// A counters file over the 4 MiB limit stops start-up at once, naming the file and the
+/// limit: a 5 MiB file of comments and a sparse 8 GiB file (reading that one would take the
+/// memory and minutes).
+#[test]
+fn an_oversized_counters_file_stops_start_up_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let padded = dir.path().join("padded.csv");
+    let mut text = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C).\n".to_owned();
+    while text.len() <= 5 << 20 {
+        text.push_str("# a comment line that pads the file past the limit\n");
+    }
+    std::fs::write(&padded, text).unwrap();
+    let sparse = dir.path().join("sparse.csv");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    for path in [padded, sparse] {
+        let path = path.to_str().unwrap();
+        let started = Instant::now();
+        let out = std::process::Command::new("timeout")
+            .args([
+                "20",
+                common::BIN,
+                "--simulate",
+                "a100-l4",
+                "-a",
+                "127.0.0.1:0",
+                "-f",
+                path,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{path}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{path}");
+        assert!(
+            err.contains(path) && err.contains("over the 4194304-byte limit"),
+            "{path}: {err}"
         );
     }
 }

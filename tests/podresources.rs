@@ -1,7 +1,8 @@
 //! The kubelet pod-resources path end to end: a real tonic server on a temporary unix socket
 //! (the simulated kubelet), the background client, the join and the exposition, over the
 //! simulated NVML library. Covers every device-ID form over the wire, a kubelet that is absent
-//! at start, one that restarts mid-run, and one that is too slow.
+//! at start, one that restarts mid-run, one that is too slow, answers over gRPC's default 4 MiB
+//! and over the 16 MiB limit, and unknown device IDs in the log.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -339,6 +340,58 @@ fn kubelet_answer_over_four_mib_is_read() {
     });
     assert_eq!(util_pod(&text, "0").as_deref(), Some("big-node-trainer"));
     assert_eq!(kubelet_up(&text), 1.0);
+}
+
+/// An answer over the 16 MiB the client reads (here about 18 MiB: 6,000 pods with 50 long
+/// device IDs each) is an error that says so: the kubelet source is down, no pod is attributed,
+/// and its last error names the limit.
+#[test]
+fn kubelet_answer_over_sixteen_mib_is_a_clear_error() {
+    let mut n = Node::new("a100-l4", Duration::from_secs(10));
+    let first = n.scrape();
+    let (g0, _) = uuid_of(&first, "0", None);
+    let ids: Vec<String> = (0..50)
+        .map(|d| format!("fpga-device-with-a-long-generated-identifier-{d:015}"))
+        .collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut pods: Vec<PodDevices> = (0..6_000)
+        .map(|i| pod(&format!("fpga-pod-{i:06}"), "example.com/fpga", &refs))
+        .collect();
+    pods.push(pod("big-node-trainer", "nvidia.com/gpu", &[&g0]));
+    let size: usize = pods
+        .iter()
+        .flat_map(|p| &p.containers)
+        .flat_map(|c| &c.devices)
+        .flat_map(|(_, ids)| ids)
+        .map(|id| id.len() + 2)
+        .sum();
+    assert!(size > 17 << 20, "the answer must exceed 16 MiB: {size}");
+    let _k = n.kubelet(KubeletView {
+        pods,
+        allocatable: None,
+    });
+    let mut error = String::new();
+    wait_until("the kubelet's answer refused", || {
+        let snap = n.tick();
+        let kubelet = snap
+            .attribution
+            .sources
+            .iter()
+            .find(|h| h.source == "kubelet")
+            .and_then(|h| h.last_error.clone());
+        error = kubelet.unwrap_or_default();
+        // Before the kubelet is up, the error is a missing socket.
+        error.contains("too large")
+    });
+    assert!(
+        error.contains("message length too large")
+            && error.contains("the kubelet's answer is larger than the 16 MiB gpu-exporter reads"),
+        "{error}"
+    );
+    let text = n.scrape();
+    assert_eq!(kubelet_up(&text), 0.0);
+    assert!(kubelet_errors(&text) >= 1.0);
+    assert_eq!(util_pod(&text, "0"), None, "nothing attributed");
 }
 
 /// Device IDs come from the kubelet: thousands of unknown ones give one warning, and one with

@@ -1,7 +1,9 @@
 //! Counters hot reload, end to end on the binary: a ConfigMap-style symlink swap applies the
 //! new set at a tick without any scrape seeing an empty or mixed set; a broken file keeps the
-//! old set, logs `file:line` and shows in the self-metrics; SIGHUP forces a re-read; SIGHUP
-//! with the built-in set does not end the process.
+//! old set, logs `file:line` and shows in the self-metrics; an oversized file or a symlink to
+//! `/dev/zero` is refused without being read; a file truncated to nothing or rewritten in two
+//! halves never empties the page; SIGHUP forces a re-read; SIGHUP with the built-in set does
+//! not end the process.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -280,4 +282,171 @@ fn sighup_with_the_built_in_set_keeps_serving() {
     let seen = samples(&exp);
     common::wait_until("two more ticks", || samples(&exp) >= seen + 2);
     assert!(has_family(&exp.metrics(), "DCGM_FI_DEV_GPU_TEMP"));
+}
+
+/// Scrapes `/metrics` on `port` until told to stop: every (status, body) seen.
+struct Scraper {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<(u16, String)>>,
+}
+
+impl Scraper {
+    fn start(port: u16) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut bodies = Vec::new();
+            while !flag.load(Ordering::Acquire) {
+                let r = http_get(port, "/metrics", &[]).expect("scrape");
+                bodies.push((r.status, r.text()));
+            }
+            bodies
+        });
+        Self { stop, thread }
+    }
+
+    /// Stops, and checks that every scrape answered 200 with the GPU families; returns how
+    /// many there were.
+    fn finish(self) -> usize {
+        self.stop.store(true, Ordering::Release);
+        let bodies = self.thread.join().unwrap();
+        for (status, body) in &bodies {
+            assert_eq!(*status, 200, "{body}");
+            assert!(
+                has_family(body, "DCGM_FI_DEV_GPU_TEMP"),
+                "a scrape without the GPU families:\n{body}"
+            );
+        }
+        bodies.len()
+    }
+}
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// Makes a file with `make` beside `path` and renames it over `path` in one step, as `mv`
+/// does.
+fn replace_with(path: &Path, make: impl FnOnce(&Path)) {
+    let tmp = path.with_extension("tmp");
+    make(&tmp);
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// A counters path replaced at runtime by a file over the 4 MiB limit (a sparse 8 GiB one),
+/// then by a symlink to `/dev/zero`: each is refused without being read (resident memory
+/// stays put), the set in use stays, `gpu_exporter_counters_last_reload_successful` is 0, and
+/// each is logged once however many ticks see it.
+#[test]
+fn oversized_files_and_devices_at_reload_are_refused_without_reading_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("c.csv");
+    std::fs::write(&csv, SET_A).unwrap();
+    let exp = start(dir.path(), &["-f", csv.to_str().unwrap()]);
+    let before = rss_kib(exp.pid());
+    let scraper = Scraper::start(exp.port);
+
+    replace_with(&csv, |tmp| {
+        std::fs::File::create(tmp)
+            .unwrap()
+            .set_len(8 << 30)
+            .unwrap()
+    });
+    let text = exp.metrics_until("the oversized file refused", |t| {
+        t.contains("gpu_exporter_counters_last_reload_successful 0")
+    });
+    assert!(
+        has_family(&text, "DCGM_FI_DEV_POWER_USAGE"),
+        "set A kept:\n{text}"
+    );
+    let seen = samples(&exp);
+    common::wait_until("three more ticks", || samples(&exp) >= seen + 3);
+    let log = exp.log();
+    let failures: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("counters reload failed"))
+        .collect();
+    assert_eq!(failures.len(), 1, "logged once:\n{log}");
+    assert!(
+        failures[0].contains(&csv.display().to_string())
+            && failures[0].contains("over the 4194304-byte limit"),
+        "{}",
+        failures[0]
+    );
+
+    replace_with(&csv, |tmp| {
+        std::os::unix::fs::symlink("/dev/zero", tmp).unwrap()
+    });
+    exp.wait_log(
+        "not a regular file but a character device",
+        Duration::from_secs(20),
+    );
+    let seen = samples(&exp);
+    common::wait_until("three more ticks", || samples(&exp) >= seen + 3);
+    let text = exp.metrics();
+    assert!(
+        has_family(&text, "DCGM_FI_DEV_POWER_USAGE"),
+        "set A kept:\n{text}"
+    );
+    assert_eq!(
+        self_value(&text, "gpu_exporter_counters_last_reload_successful"),
+        0.0
+    );
+    assert_eq!(
+        exp.log().matches("counters reload failed").count(),
+        2,
+        "each refusal logged once:\n{}",
+        exp.log()
+    );
+    let after = rss_kib(exp.pid());
+    assert!(
+        after < before + 64 * 1024,
+        "resident memory grew from {before} KiB to {after} KiB"
+    );
+    assert!(scraper.finish() > 0);
+}
+
+/// The counters file truncated to nothing in place, then rewritten in two halves with a pause
+/// of several ticks between them (the first half ends in the middle of the first metric's
+/// name): the empty and the half-written file are refused, no scrape meanwhile lacks the GPU
+/// families, and the complete file applies.
+#[test]
+fn a_file_emptied_or_rewritten_in_two_halves_never_empties_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("c.csv");
+    std::fs::write(&csv, SET_A).unwrap();
+    let exp = start(dir.path(), &["-f", csv.to_str().unwrap()]);
+    let scraper = Scraper::start(exp.port);
+
+    std::fs::File::create(&csv).unwrap();
+    exp.metrics_until("the empty file refused", |t| {
+        t.contains("gpu_exporter_counters_last_reload_successful 0")
+    });
+    assert!(exp.log().contains("no metric rows"), "{}", exp.log());
+    let seen = samples(&exp);
+    common::wait_until("three more ticks", || samples(&exp) >= seen + 3);
+
+    let content = format!("# Counters for this node\n# (written in two halves)\n{SET_B}");
+    let cut = content.find("DCGM_FI_DEV_GPU_TEMP").unwrap() + "DCGM_FI_".len();
+    let mut f = std::fs::File::create(&csv).unwrap();
+    use std::io::Write as _;
+    f.write_all(&content.as_bytes()[..cut]).unwrap();
+    f.flush().unwrap();
+    let seen = samples(&exp);
+    common::wait_until("five more ticks", || samples(&exp) >= seen + 5);
+    f.write_all(&content.as_bytes()[cut..]).unwrap();
+    drop(f);
+    let text = exp.metrics_until("set B applied", |t| has_family(t, "DCGM_FI_DEV_SM_CLOCK"));
+    assert!(!has_family(&text, "DCGM_FI_DEV_POWER_USAGE"), "{text}");
+    assert_eq!(
+        self_value(&text, "gpu_exporter_counters_last_reload_successful"),
+        1.0
+    );
+    assert!(scraper.finish() > 0);
 }

@@ -125,11 +125,36 @@ pub fn start(
     Attributor::new(opts, sources)
 }
 
+/// The kubelet device IDs that matched no exported entity at the last join, so that each is
+/// warned about once while it lasts. Each join's set replaces the last one, so it holds at most
+/// one kubelet answer's IDs however many come and go (an ID that goes away and comes back is
+/// warned about again).
+#[derive(Default)]
+struct UnmatchedIds(HashSet<String>);
+
+impl UnmatchedIds {
+    /// Records this join's unmatched IDs; returns those that were not unmatched at the last
+    /// join, once each, in order.
+    fn update(&mut self, unmatched: Vec<String>) -> Vec<String> {
+        let previous = std::mem::take(&mut self.0);
+        let mut new = Vec::new();
+        for id in unmatched {
+            if !previous.contains(&id) && !self.0.contains(&id) {
+                new.push(id.clone());
+            }
+            self.0.insert(id);
+        }
+        new
+    }
+}
+
 /// Joins entities with their holders once per tick.
 pub struct Attributor {
     opts: AttributionOptions,
     sources: Sources,
     cache: Option<(Inputs, Arc<Join>)>,
+    unmatched: UnmatchedIds,
+    /// The kinds of process-lookup errors warned about (at most one per `io::ErrorKind`).
     warned: HashSet<String>,
     proc_errors: u64,
     proc_ok: bool,
@@ -142,6 +167,7 @@ impl Attributor {
             opts,
             sources,
             cache: None,
+            unmatched: UnmatchedIds::default(),
             warned: HashSet::new(),
             proc_errors: 0,
             proc_ok: true,
@@ -189,12 +215,9 @@ impl Attributor {
                     inputs.hpc.as_deref(),
                 );
                 // One warning per round however many new IDs there are (a large node can list
-                // thousands), each ID once; IDs come from the kubelet, so they are logged
-                // quoted and escaped (`?`), never raw.
-                let new: Vec<_> = unmatched
-                    .into_iter()
-                    .filter(|id| self.warned.insert(format!("unmatched:{id}")))
-                    .collect();
+                // thousands), each ID once while it lasts; IDs come from the kubelet, so they are
+                // logged quoted and escaped (`?`), never raw.
+                let new = self.unmatched.update(unmatched);
                 if let Some(first) = new.first() {
                     warn!(
                         count = new.len(),
@@ -561,6 +584,25 @@ mod tests {
         assert_eq!(unmatched.len(), 2);
         assert!(j.allocations.is_empty());
         assert_eq!(j.resources, [("nvidia.com/gpu".to_string(), None, 2)]);
+    }
+
+    /// Each unmatched ID is warned about once while it lasts, and what is remembered is the
+    /// last join's set: a kubelet that lists ever-new unknown IDs does not grow it.
+    #[test]
+    fn unmatched_ids_are_warned_once_and_remembered_only_while_they_last() {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut u = UnmatchedIds::default();
+        assert_eq!(u.update(ids(&["a", "b", "a"])), ids(&["a", "b"]));
+        assert_eq!(u.update(ids(&["b", "a"])), ids(&[]));
+        assert_eq!(u.update(ids(&["b", "c"])), ids(&["c"]));
+        assert_eq!(u.update(ids(&["a"])), ids(&["a"]), "gone, then back");
+        for round in 0..1_000 {
+            let new = u.update((0..10).map(|i| format!("GPU-{round}-{i}")).collect());
+            assert_eq!(new.len(), 10);
+        }
+        assert_eq!(u.0.len(), 10, "bounded by one answer's IDs");
+        assert_eq!(u.update(Vec::new()), ids(&[]));
+        assert!(u.0.is_empty());
     }
 
     #[test]

@@ -244,20 +244,15 @@ impl CountersFile {
     }
 }
 
-/// Sets `flag` on every SIGHUP, on `runtime`. With no flag (built-in counters) SIGHUP is
-/// logged and otherwise ignored: it must never fall through to its default action, which
-/// would end the process. Logs when SIGHUP cannot be listened for; the file watch still works.
-pub fn listen_for_hangup(runtime: &tokio::runtime::Handle, flag: Option<Arc<AtomicBool>>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    // Registered here, before start-up goes on, so an early SIGHUP cannot end the process.
-    let _entered = runtime.enter();
-    let mut hangups = match signal(SignalKind::hangup()) {
-        Ok(s) => s,
-        Err(e) => {
-            warn!("cannot listen for SIGHUP ({e}); counters reload on file change only");
-            return;
-        }
-    };
+/// Sets `flag` on every SIGHUP of `hangups` (registered by the caller first thing at start-up,
+/// so an early SIGHUP cannot end the process), on `runtime`. With no flag (built-in counters)
+/// SIGHUP is logged and otherwise ignored: it must never fall through to its default action,
+/// which would end the process.
+pub fn listen_for_hangup(
+    runtime: &tokio::runtime::Handle,
+    mut hangups: tokio::signal::unix::Signal,
+    flag: Option<Arc<AtomicBool>>,
+) {
     runtime.spawn(async move {
         while hangups.recv().await.is_some() {
             match &flag {

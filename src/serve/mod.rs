@@ -12,6 +12,7 @@
 
 mod conns;
 mod deadline;
+mod held;
 pub mod landing;
 mod pages;
 pub mod status;
@@ -139,10 +140,11 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         None => current.plain.clone(),
     };
     let mut resp = match permit {
-        Some(permit) => Response::new(axum::body::Body::new(PermitBody {
-            inner: axum::body::Body::from(body),
-            _permit: permit,
-        })),
+        // Held by the body until the server has taken it.
+        Some(permit) => Response::new(axum::body::Body::new(held::Held::new(
+            axum::body::Body::from(body),
+            permit,
+        ))),
         None => body.into_response(),
     };
     let h = resp.headers_mut();
@@ -152,33 +154,6 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
     resp
-}
-
-/// A response body that holds a `--max-concurrent-scrapes` permit until the server has sent
-/// it (or the client went away), so that a scrape counts for as long as it is being written.
-struct PermitBody {
-    inner: axum::body::Body,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-}
-
-impl http_body::Body for PermitBody {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.get_mut().inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
 }
 
 async fn health(State(state): State<AppState>) -> (StatusCode, &'static str) {
@@ -372,7 +347,7 @@ pub struct Limits {
     pub read: std::time::Duration,
     /// To write a response once it has started.
     pub write: std::time::Duration,
-    /// Connections open at once; the oldest is shed beyond it.
+    /// Connections open at once; beyond it the oldest idle one is shed (see `conns`).
     pub max_connections: usize,
 }
 
@@ -427,21 +402,25 @@ where
 }
 
 /// Serves one accepted connection, TLS or not, over HTTP/1.1 with the header read timeout and
-/// the write deadline, until it closes or `watcher`'s shutdown ends it.
+/// the write deadline, until it closes or `watcher`'s shutdown ends it; what it is doing goes
+/// to `activity` (the connection cap sheds idle connections first).
 async fn serve_connection<S>(
     stream: S,
     router: Router,
     limits: Limits,
     watcher: hyper_util::server::graceful::Watcher,
-    remote: SocketAddr,
+    (remote, activity): (SocketAddr, Arc<conns::Activity>),
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper_util::service::TowerToHyperService::new(router);
+    let service = held::Tracked::new(
+        hyper_util::service::TowerToHyperService::new(router),
+        Arc::clone(&activity),
+    );
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(hyper_util::rt::TokioTimer::new());
     builder.header_read_timeout((!limits.read.is_zero()).then_some(limits.read));
-    let io = deadline::DeadlineIo::new(stream, limits.write);
+    let io = deadline::DeadlineIo::new(stream, limits.write, activity);
     let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(%remote, "connection ended with an error: {e}");
@@ -474,10 +453,11 @@ async fn accept_loop<F>(
         let watcher = graceful.watcher();
         let ticket = conns.admit();
         let id = ticket.id();
+        let conn = (remote, ticket.activity());
         let Some(tls) = tls.clone() else {
             let task = tokio::spawn(async move {
                 let _ticket = ticket;
-                serve_connection(tcp, router, limits, watcher, remote).await;
+                serve_connection(tcp, router, limits, watcher, conn).await;
             });
             conns.attach(id, task.abort_handle());
             continue;
@@ -496,7 +476,7 @@ async fn accept_loop<F>(
                 },
                 _ = stop.changed() => return,
             };
-            serve_connection(stream, router, limits, watcher, remote).await;
+            serve_connection(stream, router, limits, watcher, conn).await;
         });
         conns.attach(id, task.abort_handle());
     }
@@ -514,10 +494,12 @@ async fn accept_loop<F>(
         .await
         .is_err()
     {
+        let cut = conns.abort_all();
         tracing::warn!(
+            cut,
             grace_ms = SHUTDOWN_GRACE.as_millis() as u64,
-            "shutdown: connections still open after the grace period were cut (clients that \
-             did not finish sending a request or reading a response)"
+            "shutdown: {cut} connection(s) still open after the grace period were cut (clients \
+             that did not finish sending a request or reading a response)"
         );
     }
 }

@@ -18,12 +18,24 @@
 //! - an unreadable or non-UTF-8 file is skipped with a warning;
 //! - a job ID listed twice in one file counts once (first position kept).
 //!
+//! Unlike dcgm-exporter, a job file is read only if it is a regular file (after symlinks; the
+//! open never blocks, so a FIFO is skipped, not waited on) of at most [`MAX_JOB_FILE`] bytes,
+//! and file names, which whoever writes the directory chooses, are quoted and escaped in
+//! warnings (Rust's `{:?}`), so a name holding a newline or a terminal escape cannot forge a
+//! log line.
+//!
 //! A MIG instance with no file of its own (or an empty one) takes the jobs of its parent GPU's
 //! file: a job that holds the whole GPU holds its instances.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
+
+use crate::base::bounded_read::read_regular;
+
+/// The largest job file read: a few thousand job IDs for one GPU (each job copies every series
+/// of the GPU). A larger file is skipped with a warning.
+pub const MAX_JOB_FILE: u64 = 64 << 10;
 
 /// Which entity a job file names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -125,9 +137,9 @@ pub enum HpcError {
 }
 
 /// Reads the directory. Problems that do not stop the reading (a file name that is not
-/// `<gpu>[.<gi>]`, an unreadable file, a non-UTF-8 file) are returned in the warnings, each
-/// naming the file path and the reason; duplicate job ids in one file are kept once (first
-/// order preserved).
+/// `<gpu>[.<gi>]`, an unreadable, special or oversized file, a non-UTF-8 file) are returned in
+/// the warnings, each naming the file path (quoted and escaped) and the reason; duplicate job
+/// ids in one file are kept once (first order preserved).
 pub fn read_dir(dir: &Path) -> Result<(HpcJobs, Vec<String>), HpcError> {
     let read_err = |source| HpcError::Read {
         path: dir.to_path_buf(),
@@ -148,8 +160,7 @@ pub fn read_dir(dir: &Path) -> Result<(HpcJobs, Vec<String>), HpcError> {
             Ok(name) if name.starts_with('.') => {}
             Ok(name) => entries.push((name, path)),
             Err(_) => warnings.push(format!(
-                "{}: file name is not <gpu> or <gpu>.<gpu_instance>, skipped",
-                path.display()
+                "{path:?}: file name is not <gpu> or <gpu>.<gpu_instance>, skipped"
             )),
         }
     }
@@ -159,31 +170,19 @@ pub fn read_dir(dir: &Path) -> Result<(HpcJobs, Vec<String>), HpcError> {
     for (name, path) in entries {
         let Some(target) = JobTarget::parse(&name) else {
             warnings.push(format!(
-                "{}: file name is not <gpu> or <gpu>.<gpu_instance>, skipped",
-                path.display()
+                "{path:?}: file name is not <gpu> or <gpu>.<gpu_instance>, skipped"
             ));
             continue;
         };
-        match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() => {}
-            Ok(_) => {
-                warnings.push(format!("{}: not a regular file, skipped", path.display()));
-                continue;
-            }
-            Err(e) => {
-                warnings.push(format!("{}: {e}, skipped", path.display()));
-                continue;
-            }
-        }
-        let bytes = match std::fs::read(&path) {
+        let bytes = match read_regular(&path, MAX_JOB_FILE) {
             Ok(bytes) => bytes,
             Err(e) => {
-                warnings.push(format!("{}: {e}, skipped", path.display()));
+                warnings.push(format!("{path:?}: {e}, skipped"));
                 continue;
             }
         };
         let Ok(text) = String::from_utf8(bytes) else {
-            warnings.push(format!("{}: not valid UTF-8, skipped", path.display()));
+            warnings.push(format!("{path:?}: not valid UTF-8, skipped"));
             continue;
         };
         jobs.files += 1;
@@ -191,8 +190,7 @@ pub fn read_dir(dir: &Path) -> Result<(HpcJobs, Vec<String>), HpcError> {
         if !list.is_empty() {
             // `0` and `00` name the same GPU: the second adds to the first.
             warnings.push(format!(
-                "{}: names the same GPU or instance as another file; job lists merged",
-                path.display()
+                "{path:?}: names the same GPU or instance as another file; job lists merged"
             ));
         }
         for line in text.lines() {
@@ -518,6 +516,63 @@ mod tests {
             !warnings
                 .iter()
                 .any(|w| w.contains("hidden") || w.contains("..data"))
+        );
+    }
+
+    /// A FIFO is skipped at once (a blocking open would wait for a writer forever), and so is a
+    /// file over the limit; the other files are read.
+    #[test]
+    fn fifos_and_oversized_files_are_skipped_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(tmp.path().join("0"), "j\n").unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(tmp.path().join("1"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let big = "x\n".repeat(MAX_JOB_FILE as usize / 2 + 1);
+        fs::write(tmp.path().join("2"), &big).unwrap();
+        fs::write(tmp.path().join("3"), &big[..MAX_JOB_FILE as usize]).unwrap();
+        let (got, warnings) = read_dir(tmp.path()).unwrap();
+        assert_eq!(got.for_gpu(0), jobs(&["j"]));
+        assert_eq!(got.for_gpu(3), jobs(&["x"]), "a file at the limit is read");
+        assert_eq!(got.files(), 2);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("/1\"") && warnings[0].contains("not a regular file but a FIFO"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].contains("/2\"") && warnings[1].contains("over the 65536-byte limit"),
+            "{warnings:?}"
+        );
+    }
+
+    /// File names come from whoever writes the directory: one holding a newline or a terminal
+    /// escape is quoted and escaped in the warning, never written raw.
+    #[test]
+    fn file_names_are_escaped_in_warnings() {
+        let tmp = tempfile::tempdir().unwrap();
+        let evil = "7\n2026-01-01T00:00:00Z ERROR forged line \u{1b}[31mred";
+        fs::write(tmp.path().join(evil), "j\n").unwrap();
+        let bad_utf8 = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"9\xff\n");
+        fs::write(tmp.path().join(bad_utf8), "j\n").unwrap();
+        let (got, warnings) = read_dir(tmp.path()).unwrap();
+        assert!(got.is_empty());
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        for w in &warnings {
+            assert!(!w.contains('\n') && !w.contains('\u{1b}'), "raw: {w:?}");
+            assert!(w.contains("file name is not <gpu>"), "{w}");
+        }
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("7\\n2026-01-01T00:00:00Z ERROR forged line \\u{1b}[31mred\"")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains("9\\xFF\\n\"")),
+            "{warnings:?}"
         );
     }
 

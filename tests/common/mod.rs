@@ -361,6 +361,8 @@ enum Stderr {
     Null,
     File(PathBuf),
     Pipe,
+    /// Whatever the test set up (its log is the test's to read).
+    Given(Stdio),
 }
 
 /// Where a running exporter's stderr goes.
@@ -457,6 +459,12 @@ impl ExporterBuilder {
         self
     }
 
+    /// Stderr to `stdio`, set up by the test ([`Exporter::log`] is then empty).
+    pub fn stderr(mut self, stdio: Stdio) -> Self {
+        self.stderr = Stderr::Given(stdio);
+        self
+    }
+
     /// How long [`Exporter::metrics_until`] waits (30 s unless told).
     pub fn scrape_deadline(mut self, within: Duration) -> Self {
         self.scrape_deadline = within;
@@ -470,18 +478,22 @@ impl ExporterBuilder {
             .arg(&self.nvml_lib)
             .stdin(Stdio::null())
             .stdout(Stdio::null());
-        let stderr = match &self.stderr {
-            Stderr::Null => Stdio::null(),
-            Stderr::File(path) => Stdio::from(std::fs::File::create(path).unwrap()),
-            Stderr::Pipe => Stdio::piped(),
+        let (stderr, kind) = match self.stderr {
+            Stderr::Null => (Stdio::null(), Stderr::Null),
+            Stderr::File(path) => (
+                Stdio::from(std::fs::File::create(&path).unwrap()),
+                Stderr::File(path),
+            ),
+            Stderr::Pipe => (Stdio::piped(), Stderr::Pipe),
+            Stderr::Given(stdio) => (stdio, Stderr::Null),
         };
         let mut child = self
             .cmd
             .stderr(stderr)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", self.cmd));
-        let log = match self.stderr {
-            Stderr::Null => Log::Discarded,
+        let log = match kind {
+            Stderr::Null | Stderr::Given(_) => Log::Discarded,
             Stderr::File(path) => Log::File(path),
             Stderr::Pipe => {
                 let text = Arc::new(Mutex::new(String::new()));
