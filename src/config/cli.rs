@@ -558,7 +558,7 @@ pub struct Cli {
     /// Export the process's own `process_*` families (CPU, memory, file descriptors, threads).
     #[arg(long = "enable-exporter-metrics", env = "DCGM_EXPORTER_ENABLE_EXPORTER_METRICS", action = ArgAction::SetTrue)]
     pub enable_exporter_metrics: bool,
-    /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4, incidents) or a TOML file.
+    /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4, incidents, hgx-h200, hgx-b200, gb200-nvl72, l40s) or a TOML file.
     #[arg(long = "simulate", env = "GPU_EXPORTER_SIMULATE", num_args = 0..=1, default_missing_value = "h100-mig", value_name = "SCENARIO")]
     pub simulate: Option<String>,
     /// Ids of the settings given on the command line or in the environment (filled by
