@@ -500,11 +500,7 @@ fn main() -> ExitCode {
     }
     // The runtime first, and the signals that would end the process registered on it before
     // anything else happens.
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("gpu-exporter: error: cannot start the async runtime: {e}");
@@ -552,6 +548,14 @@ fn probe() -> ExitCode {
 /// and environment, its pipeline run for a few ticks without serving, and a report of what
 /// works (src/check/). Exit 0 when everything configured works, 1 when something does not,
 /// 2 for usage.
+/// The async runtime of the daemon and of check: two workers are plenty for a few sockets.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
 /// How the daemon (and check's excerpt) writes the exposition for this configuration.
 fn encode_options(cfg: &Config) -> EncodeOptions {
     EncodeOptions {
@@ -759,11 +763,7 @@ fn run_check(mut cli: Cli) -> gpu_exporter::check::Report {
     for w in &counters.warnings {
         r.add("files", "counters file", Level::Warn, w.clone(), None);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
             r.add(
