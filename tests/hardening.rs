@@ -473,16 +473,6 @@ fn an_oversized_counters_file_stops_start_up_promptly() {
     }
 }
 
-/// Resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap()
-}
-
 /// A slowloris: 300 connections that each send half a request and stop. With
 /// `--web-max-connections 100` the oldest are shed, a normal scrape during the flood succeeds,
 /// the flood is logged, every flooding socket ends up closed by the server, and the memory it
@@ -492,7 +482,7 @@ fn rss_kib(pid: u32) -> u64 {
 fn slowloris_cannot_lock_prometheus_out() {
     let e = spawn(&["--web-max-connections", "100", "--web-read-timeout", "30s"]);
     assert_eq!(http_get(e.port, "/metrics", &[]).unwrap().status, 200);
-    let before = rss_kib(e.pid());
+    let before = common::rss_kib(e.pid());
     let mut flood = Vec::new();
     for _ in 0..300 {
         let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
@@ -530,7 +520,7 @@ fn slowloris_cannot_lock_prometheus_out() {
     drop(open);
     drop(flood);
     std::thread::sleep(Duration::from_millis(500));
-    let after = rss_kib(e.pid());
+    let after = common::rss_kib(e.pid());
     assert!(
         after < before + 8 * 1024,
         "resident memory grew from {before} KiB to {after} KiB"

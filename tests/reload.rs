@@ -321,16 +321,6 @@ impl Scraper {
     }
 }
 
-/// Resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap()
-}
-
 /// Makes a file with `make` beside `path` and renames it over `path` in one step, as `mv`
 /// does.
 fn replace_with(path: &Path, make: impl FnOnce(&Path)) {
@@ -349,7 +339,7 @@ fn oversized_files_and_devices_at_reload_are_refused_without_reading_them() {
     let csv = dir.path().join("c.csv");
     std::fs::write(&csv, SET_A).unwrap();
     let exp = start(dir.path(), &["-f", csv.to_str().unwrap()]);
-    let before = rss_kib(exp.pid());
+    let before = common::rss_kib(exp.pid());
     let scraper = Scraper::start(exp.port);
 
     replace_with(&csv, |tmp| {
@@ -404,7 +394,7 @@ fn oversized_files_and_devices_at_reload_are_refused_without_reading_them() {
         "each refusal logged once:\n{}",
         exp.log()
     );
-    let after = rss_kib(exp.pid());
+    let after = common::rss_kib(exp.pid());
     assert!(
         after < before + 64 * 1024,
         "resident memory grew from {before} KiB to {after} KiB"

@@ -652,6 +652,16 @@ impl Drop for Exporter {
     }
 }
 
+/// Resident memory of process `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("VmRSS of the process")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS in KiB")
+}
+
 /// A line on stderr that the test harness does not capture (`eprintln!` output is shown only
 /// for failing tests): for loud "SKIPPED" notices.
 pub fn say(line: &str) {
