@@ -84,7 +84,7 @@ fn hgx_h200_every_link_a_link_down_and_errors_on_one_link() {
         );
     }
     assert_eq!(series(&early, "gpu_fabric_info").len(), 8);
-    for l in series(&early, "gpu_fabric_health_summary") {
+    for l in series(&early, "gpu_fabric_health") {
         assert_eq!(value(l), 1.0, "healthy: {l}");
     }
 
@@ -174,7 +174,7 @@ fn dcgm_per_link_and_fabric_fields_from_a_counters_file() {
 fn gb200_fabric_health_degrades_and_recovers() {
     let mut run = run_with("gb200-nvl72", Some(DCGM_LINK_CSV), true);
     let summary = |text: &str, gpu: &str| {
-        series(text, "gpu_fabric_health_summary")
+        series(text, "gpu_fabric_health")
             .into_iter()
             .find(|l| label(l, "gpu") == gpu)
             .map(value)

@@ -66,7 +66,7 @@ const FABRIC_FAMILIES: [FabricFamily; 4] = [
         |f| Some(f64::from(f.status)),
     ),
     (
-        "gpu_fabric_health_summary",
+        "gpu_fabric_health",
         "Fabric health: 0 not reported, 1 healthy, 2 unhealthy, 3 limited capacity.",
         |f| f.health_summary.map(f64::from),
     ),
