@@ -160,6 +160,8 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
         "critical",
         "row remap failed: the GPU needs service",
         "Xid 48",
+        // GPU 7's NVLink link 3, down from 10 s
+        "NVLink link(s) down: 3",
         // bars and limits
         "/ 700 W",
         "GiB",

@@ -127,6 +127,11 @@ pub struct Health {
     pub row_remap_pending: Option<f64>,
     /// Active clock-event (throttle) reasons other than idle, by dcgm-exporter's names.
     pub throttle: Option<Vec<&'static str>>,
+    /// NVLink links NVML reports down (with per-link export on).
+    pub nvlink_down: Vec<u32>,
+    /// NVSwitch fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity), on GPUs
+    /// attached to a fabric that report it.
+    pub fabric_health: Option<u8>,
     /// Summary: `ok`, `warning` or `critical`, with the reasons.
     pub verdict: &'static str,
     /// Why the verdict is not `ok`.
@@ -303,8 +308,28 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
             })
             .collect();
     }
+    let fabric = snap.interconnect.iter().find(|g| g.id.gpu == gpu);
+    if let Some(g) = fabric {
+        h.nvlink_down = g.links.iter().filter(|l| !l.up).map(|l| l.link).collect();
+        h.fabric_health = g.fabric.as_ref().and_then(|f| f.health_summary);
+    }
+    let registration_failed = fabric
+        .and_then(|g| g.fabric.as_ref())
+        .is_some_and(|f| f.state == 3 && f.status != 0);
     let mut critical = Vec::new();
     let mut warning = Vec::new();
+    if registration_failed {
+        critical.push("NVSwitch fabric registration failed".to_owned());
+    }
+    match h.fabric_health {
+        Some(2) => critical.push("NVSwitch fabric unhealthy".to_owned()),
+        Some(3) => warning.push("NVSwitch fabric at limited capacity".to_owned()),
+        _ => {}
+    }
+    if !h.nvlink_down.is_empty() {
+        let links: Vec<String> = h.nvlink_down.iter().map(u32::to_string).collect();
+        warning.push(format!("NVLink link(s) down: {}", links.join(", ")));
+    }
     if !up {
         critical.push("lost: NVML no longer answers for this GPU".to_owned());
     }
@@ -460,5 +485,87 @@ pub fn build(
             .filter(|(_, f)| s.slot(f).is_none())
             .copied()
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::csv::parse_counters;
+    use crate::snapshot::{DeviceStatus, EntityId, Fabric, Interconnect, LinkSample};
+
+    fn link(link: u32, up: bool) -> LinkSample {
+        LinkSample {
+            link,
+            up,
+            errors: Vec::new(),
+            tx_bytes: None,
+            rx_bytes: None,
+        }
+    }
+
+    /// A one-GPU snapshot whose GPU has links 0–2 (link 1 down) and the given fabric.
+    fn reasons(fabric: Option<Fabric>) -> (&'static str, Vec<String>) {
+        let id = EntityId {
+            gpu: 0,
+            uuid: "GPU-0".into(),
+            pci_bus_id: String::new(),
+            device: "nvidia0".into(),
+            model_name: "NVIDIA GB200".into(),
+            mig: None,
+        };
+        let snap = Snapshot {
+            devices: vec![DeviceStatus {
+                gpu: 0,
+                uuid: "GPU-0".into(),
+                model_name: "NVIDIA GB200".into(),
+                up: true,
+            }],
+            interconnect: vec![Interconnect {
+                id,
+                links: vec![link(0, true), link(1, false), link(2, true)],
+                fabric,
+            }],
+            ..Snapshot::default()
+        };
+        let counters = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
+        let st = build(&snap, &counters, None, true, 0.0, None);
+        let h = &st.gpus[0].health;
+        (h.verdict, h.reasons.clone())
+    }
+
+    fn fabric(status: u32, health: Option<u8>) -> Fabric {
+        Fabric {
+            cluster_uuid: "c".into(),
+            clique_id: 1,
+            state: 3,
+            status,
+            health_mask: None,
+            health_summary: health,
+        }
+    }
+
+    #[test]
+    fn links_down_and_fabric_health_are_health_reasons() {
+        let (verdict, r) = reasons(None);
+        assert_eq!(
+            (verdict, r),
+            ("warning", vec!["NVLink link(s) down: 1".to_owned()])
+        );
+        let (verdict, r) = reasons(Some(fabric(0, Some(3))));
+        assert_eq!(verdict, "warning");
+        assert!(
+            r.contains(&"NVSwitch fabric at limited capacity".to_owned()),
+            "{r:?}"
+        );
+        let (verdict, r) = reasons(Some(fabric(0, Some(2))));
+        assert_eq!(verdict, "critical");
+        assert!(r.contains(&"NVSwitch fabric unhealthy".to_owned()), "{r:?}");
+        let (verdict, r) = reasons(Some(fabric(5, Some(1))));
+        assert_eq!(verdict, "critical");
+        assert!(
+            r.contains(&"NVSwitch fabric registration failed".to_owned()),
+            "{r:?}"
+        );
     }
 }
