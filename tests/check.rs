@@ -358,3 +358,23 @@ fn a_bad_web_config_and_a_taken_address_are_named() {
     // The rest is still checked.
     line_with(&out, &["ok", "library"]);
 }
+
+#[test]
+fn nvlink_links_down_and_an_unhealthy_fabric_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("links.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"links\"\n[[gpus]]\nmodel = \"H100-SXM5-80GB\"\n[[gpus]]\nmodel = \"H100-SXM5-80GB\"\n\
+         [[faults]]\nat = 0\ngpu = 0\nkind = \"nvlink_down\"\nlink = 4\n\
+         [[faults]]\nat = 0\ngpu = 1\nkind = \"fabric\"\nhealth = \"unhealthy\"\n",
+    )
+    .unwrap();
+    let (code, out) = check(&["--simulate", scenario.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{out}");
+    line_with(&out, &["WARN", "GPU 0 NVLink", "18 link(s)", "down: 4"]);
+    line_with(&out, &["ok", "GPU 1 NVLink", "18 link(s), all up"]);
+    line_with(&out, &["ok", "GPU 0 fabric", "healthy"]);
+    line_with(&out, &["FAIL", "GPU 1 fabric", "unhealthy"]);
+    line_with(&out, &["fix:", "fabric manager"]);
+}

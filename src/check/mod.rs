@@ -262,6 +262,62 @@ pub fn from_snapshot(
         }
     }
 
+    // NVLink links and the NVSwitch fabric, per GPU that has either.
+    for g in &snap.interconnect {
+        if !g.links.is_empty() {
+            let down: Vec<String> = g
+                .links
+                .iter()
+                .filter(|l| !l.up)
+                .map(|l| l.link.to_string())
+                .collect();
+            let detail = format!("{} link(s)", g.links.len());
+            if down.is_empty() {
+                report.add(
+                    "gpus",
+                    format!("GPU {} NVLink", g.id.gpu),
+                    Level::Ok,
+                    format!("{detail}, all up"),
+                    None,
+                );
+            } else {
+                report.add(
+                    "gpus",
+                    format!("GPU {} NVLink", g.id.gpu),
+                    Level::Warn,
+                    format!("{detail}; down: {}", down.join(", ")),
+                    Some("nvidia-smi nvlink --status on the node; a link that stays down needs a GPU reset or the baseboard inspected"),
+                );
+            }
+        }
+        if let Some(f) = &g.fabric {
+            let health = match f.health_summary {
+                Some(1) => "healthy",
+                Some(2) => "unhealthy",
+                Some(3) => "limited capacity",
+                _ => "health not reported",
+            };
+            let registered = f.state == 3 && f.status == 0;
+            let level = match (registered, f.health_summary) {
+                (false, _) | (_, Some(2)) => Level::Fail,
+                (_, Some(3)) => Level::Warn,
+                _ => Level::Ok,
+            };
+            report.add(
+                "gpus",
+                format!("GPU {} fabric", g.id.gpu),
+                level,
+                format!(
+                    "state {}, status {}, clique {}, cluster {}; {health}",
+                    f.state, f.status, f.clique_id, f.cluster_uuid
+                ),
+                (level != Level::Ok).then_some(
+                    "the NVIDIA fabric manager's log on the node (nvidia-fabricmanager), and nvidia-smi -q's Fabric section",
+                ),
+            );
+        }
+    }
+
     // Every configured field: on how many entities it was served, unsupported, failed.
     let entities = snap.entities.len();
     for (slot, row) in counters.metrics().enumerate() {
