@@ -117,6 +117,10 @@ pub struct LinkSample {
     pub tx_bytes: Option<u64>,
     /// Data payload bytes received over the link since the driver loaded.
     pub rx_bytes: Option<u64>,
+    /// Symbol errors the link's FEC corrected (NVLink 5 and later), since the driver loaded.
+    pub symbol_errors: Option<u64>,
+    /// Errors left after FEC (NVLink 5 and later), since the driver loaded.
+    pub effective_errors: Option<u64>,
 }
 
 /// A GPU's registration with the NVSwitch fabric (`nvmlDeviceGetGpuFabricInfoV`).

@@ -84,6 +84,8 @@ fn hgx_h200_every_link_a_link_down_and_errors_on_one_link() {
         );
     }
     assert_eq!(series(&early, "gpu_fabric_info").len(), 8);
+    // NVLink 4 has no FEC counters: the families are left out, not 0.
+    assert!(series(&early, "gpu_nvlink_symbol_errors_total").is_empty());
     for l in series(&early, "gpu_fabric_health") {
         assert_eq!(value(l), 1.0, "healthy: {l}");
     }
@@ -214,6 +216,17 @@ fn hgx_b200_links_are_on_the_physical_gpus_only() {
     );
     assert!(up.iter().all(|l| !l.contains("GPU_I_ID")));
     assert_eq!(series(&text, "gpu_fabric_state").len(), 8);
+    // NVLink 5 counts FEC-corrected symbol errors and what FEC left, per link.
+    let later = run.at(300.0);
+    let symbol = per_link(&later, "gpu_nvlink_symbol_errors_total", None);
+    assert_eq!(symbol.len(), 8 * 18);
+    let before = per_link(&text, "gpu_nvlink_symbol_errors_total", None);
+    assert!(
+        at(&symbol, 0, 0) > at(&before, 0, 0),
+        "they grow with traffic"
+    );
+    let effective = per_link(&later, "gpu_nvlink_effective_errors_total", None);
+    assert_eq!(effective.len(), 8 * 18);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The exporter's NVLink and fabric families, per physical GPU: `gpu_nvlink_up`,
-//! `gpu_nvlink_errors_total`, `gpu_nvlink_{transmit,receive}_bytes_total` (one series per
-//! link, `nvlink` label) and `gpu_fabric_*`.
+//! `gpu_nvlink_errors_total`, `gpu_nvlink_{symbol,effective}_errors_total`,
+//! `gpu_nvlink_{transmit,receive}_bytes_total` (one series per link, `nvlink` label) and
+//! `gpu_fabric_*`.
 //!
 //! Writes text only; it must not read NVML or decide which links exist (the snapshot says).
 
@@ -20,7 +21,7 @@ type LinkFamily = (
     fn(&LinkSample) -> Vec<(Option<&'static str>, f64)>,
 );
 
-const LINK_FAMILIES: [LinkFamily; 4] = [
+const LINK_FAMILIES: [LinkFamily; 6] = [
     (
         "gpu_nvlink_up",
         "1 when the NVLink link is active, 0 when it is down (every link the GPU has).",
@@ -35,6 +36,28 @@ const LINK_FAMILIES: [LinkFamily; 4] = [
             l.errors
                 .iter()
                 .map(|(k, n)| (Some(*k), *n as f64))
+                .collect()
+        },
+    ),
+    (
+        "gpu_nvlink_symbol_errors_total",
+        "Symbol errors on the NVLink link that FEC corrected (NVLink 5 and later); a rising rate is an early sign of a degrading link.",
+        "counter",
+        |l| {
+            l.symbol_errors
+                .map(|n| (None, n as f64))
+                .into_iter()
+                .collect()
+        },
+    ),
+    (
+        "gpu_nvlink_effective_errors_total",
+        "Errors on the NVLink link that FEC could not correct (NVLink 5 and later).",
+        "counter",
+        |l| {
+            l.effective_errors
+                .map(|n| (None, n as f64))
+                .into_iter()
                 .collect()
         },
     ),

@@ -34,6 +34,10 @@ pub const ERROR_COUNTERS: [(&str, u32); 5] = [
 pub const FIELD_DATA_TX: u32 = 138;
 /// See [`FIELD_DATA_TX`].
 pub const FIELD_DATA_RX: u32 = 139;
+/// `NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS`: errors FEC could not correct, per link.
+pub const FIELD_EFFECTIVE_ERRORS: u32 = 219;
+/// `NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS`: symbol errors (FEC corrected them), per link.
+pub const FIELD_SYMBOL_ERRORS: u32 = 221;
 
 /// Whether NVML field `id` is one of the NVLink throughput counters (138–141), which take
 /// the link as `scopeId` (`UINT_MAX`: every link summed).
@@ -226,6 +230,8 @@ pub struct LinkMemory {
     unsupported_counters: Vec<u32>,
     /// Whether the throughput fields are unsupported on this GPU.
     no_bytes: bool,
+    /// Whether the FEC counters (symbol and effective errors) are unsupported on this GPU.
+    no_fec: bool,
 }
 
 /// Per-link reading of every GPU, remembering per GPU UUID what exists.
@@ -293,35 +299,30 @@ impl LinkReader {
                 mem.links = Some(found);
             }
         }
-        let bytes = if mem.no_bytes || states.is_empty() {
-            Vec::new()
-        } else {
-            let req: Vec<(u32, u32)> = states
-                .iter()
-                .flat_map(|(l, _)| [(FIELD_DATA_TX, *l), (FIELD_DATA_RX, *l)])
-                .collect();
-            match scoped_fields(nvml, dev, &req) {
-                Ok(v) => {
-                    if v.iter().all(|r| matches!(r, Err(e) if is_absent(e))) {
-                        mem.no_bytes = true;
-                    }
-                    v
-                }
-                Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
-                Err(e) if is_absent(&e) => {
-                    mem.no_bytes = true;
-                    Vec::new()
-                }
-                Err(e) => {
-                    failures.push(("nvlink_throughput", e));
-                    Vec::new()
-                }
-            }
-        };
-        let kib = |r: Option<&Result<(f64, i64), NvmlError>>| match r {
-            Some(Ok((v, _))) => Some((*v as u64).saturating_mul(1024)),
+        // One field-values call per GPU: per link, the two throughput counters (KiB) and the
+        // two FEC counters, each pair left out once NVML says the GPU does not have it.
+        let links: Vec<u32> = states.iter().map(|(l, _)| *l).collect();
+        let bytes = per_link_fields(
+            nvml,
+            dev,
+            &links,
+            [FIELD_DATA_TX, FIELD_DATA_RX],
+            &mut mem.no_bytes,
+            &mut failures,
+        )?;
+        let fec = per_link_fields(
+            nvml,
+            dev,
+            &links,
+            [FIELD_SYMBOL_ERRORS, FIELD_EFFECTIVE_ERRORS],
+            &mut mem.no_fec,
+            &mut failures,
+        )?;
+        let count = |r: Option<&ScopedValue>| match r {
+            Some(Ok((v, _))) => Some(*v as u64),
             _ => None,
         };
+        let kib = |r: Option<&ScopedValue>| count(r).map(|v| v.saturating_mul(1024));
         let mut out = Vec::with_capacity(states.len());
         for (i, (link, up)) in states.into_iter().enumerate() {
             let mut errors = Vec::new();
@@ -342,12 +343,51 @@ impl LinkReader {
                 errors,
                 tx_bytes: kib(bytes.get(2 * i)),
                 rx_bytes: kib(bytes.get(2 * i + 1)),
+                symbol_errors: count(fec.get(2 * i)),
+                effective_errors: count(fec.get(2 * i + 1)),
             });
         }
         Ok(LinkRead {
             links: out,
             failures,
         })
+    }
+}
+
+/// Fields `pair` of every link in `links` in one call, two entries per link in that order;
+/// empty when `absent` (this GPU does not have them), which an all-absent answer sets. A
+/// failure of the call is recorded, a lost GPU returned.
+fn per_link_fields(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    links: &[u32],
+    pair: [u32; 2],
+    absent: &mut bool,
+    failures: &mut Vec<(&'static str, NvmlError)>,
+) -> Result<Vec<ScopedValue>, NvmlError> {
+    if *absent || links.is_empty() {
+        return Ok(Vec::new());
+    }
+    let req: Vec<(u32, u32)> = links
+        .iter()
+        .flat_map(|l| [(pair[0], *l), (pair[1], *l)])
+        .collect();
+    match scoped_fields(nvml, dev, &req) {
+        Ok(v) => {
+            if v.iter().all(|r| matches!(r, Err(e) if is_absent(e))) {
+                *absent = true;
+            }
+            Ok(v)
+        }
+        Err(NvmlError::GpuLost) => Err(NvmlError::GpuLost),
+        Err(e) if is_absent(&e) => {
+            *absent = true;
+            Ok(Vec::new())
+        }
+        Err(e) => {
+            failures.push(("nvlink_fields", e));
+            Ok(Vec::new())
+        }
     }
 }
 

@@ -501,6 +501,8 @@ mod tests {
             errors: Vec::new(),
             tx_bytes: None,
             rx_bytes: None,
+            symbol_errors: None,
+            effective_errors: None,
         }
     }
 

@@ -89,6 +89,23 @@ impl Sim {
                 }
                 Ok(self.integrals(g, t)?.get(ch).copied().unwrap_or(0.0) as u64)
             }
+            // NVLink 5's physical-layer counters, per link (scope = link): symbol errors FEC
+            // corrected (one per GiB the link carried) and effective errors, those left after
+            // FEC (none). Blackwell only; earlier links do not count them.
+            NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS | NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS => {
+                if model.nvlink_generation() < 5 {
+                    return Err(ret::NOT_SUPPORTED);
+                }
+                if scope >= model.nvlink_links {
+                    return Err(ret::INVALID_ARGUMENT);
+                }
+                if id == NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS {
+                    return Ok(0);
+                }
+                let kib = self.link_kib(g, physics::CH_NVLINK_TX, scope, t)?
+                    + self.link_kib(g, physics::CH_NVLINK_RX, scope, t)?;
+                Ok(kib >> 20)
+            }
             NVML_FI_DEV_NVLINK_BANDWIDTH_C0_L0 => {
                 need_nvlink()?;
                 let links = f64::from(model.nvlink_links);

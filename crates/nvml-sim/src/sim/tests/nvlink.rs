@@ -381,3 +381,31 @@ fn builtin_b200_and_l40s() {
         assert_eq!(s.fabric(Dev::Gpu(g), 10.0), Err(ret::NOT_SUPPORTED));
     }
 }
+
+#[test]
+fn nvlink_5_counts_symbol_errors_per_link() {
+    use nvml_wrapper_sys::bindings::field_id::{
+        NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS as EFFECTIVE,
+        NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS as SYMBOL,
+    };
+    let mut s = busy("B200-SXM-180GB", "");
+    let early = per_link(&mut s, 0, SYMBOL, 18, 60.0);
+    let late = per_link(&mut s, 0, SYMBOL, 18, 600.0);
+    assert!(late.iter().all(|v| *v > 0), "{late:?}");
+    assert!(early.iter().zip(&late).all(|(a, b)| a <= b));
+    assert!(
+        late.iter().zip(&early).any(|(b, a)| b > a),
+        "they grow with traffic"
+    );
+    assert_eq!(per_link(&mut s, 0, EFFECTIVE, 18, 600.0), vec![0; 18]);
+    assert_eq!(
+        s.field_scoped(Dev::Gpu(0), SYMBOL, 18, 60.0),
+        Err(ret::INVALID_ARGUMENT)
+    );
+    // NVLink 4 (Hopper) and earlier do not count them.
+    let mut h = busy("H100-SXM5-80GB", "");
+    assert_eq!(
+        h.field_scoped(Dev::Gpu(0), SYMBOL, 0, 60.0),
+        Err(ret::NOT_SUPPORTED)
+    );
+}
