@@ -299,8 +299,8 @@ impl LinkReader {
                 mem.links = Some(found);
             }
         }
-        // One field-values call per GPU: per link, the two throughput counters (KiB) and the
-        // two FEC counters, each pair left out once NVML says the GPU does not have it.
+        // Two field-values calls per GPU, each for every link: the throughput counters (KiB),
+        // then the FEC counters; a pair is no longer asked for once NVML says the GPU lacks it.
         let links: Vec<u32> = states.iter().map(|(l, _)| *l).collect();
         let bytes = per_link_fields(
             nvml,
