@@ -400,6 +400,32 @@ fn check_link(
     Ok(l)
 }
 
+/// The value `table` gives the name written for `key` (if any), or an error naming the key,
+/// the value and every accepted name.
+fn named<T: Copy>(
+    ctx: &Ctx<'_>,
+    written: Option<&Spanned<String>>,
+    key: &str,
+    what: &str,
+    table: &[(&str, T)],
+) -> Result<Option<T>, ScenarioError> {
+    let Some(w) = written else { return Ok(None) };
+    let name = w.get_ref().as_str();
+    match table.iter().find(|(n, _)| *n == name) {
+        Some((_, v)) => Ok(Some(*v)),
+        None => {
+            let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+            Err(ctx.err(
+                Some(w.span()),
+                format!(
+                    "{key} = \"{name}\" is not {what} (expected {})",
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
 /// A `fabric` fault: the model must register with an NVSwitch fabric; `state`, `status` and
 /// `health` are checked against their names and codes.
 fn resolve_fabric(
@@ -428,24 +454,13 @@ fn resolve_fabric(
     if f.state.is_none() && f.status.is_none() && f.health.is_none() {
         return Err(ctx.err(span, "a \"fabric\" fault needs state, status or health"));
     }
-    let state = match &f.state {
-        None => None,
-        Some(s) => {
-            let name = s.get_ref().as_str();
-            let found = FABRIC_STATE_NAMES.iter().find(|(n, _)| *n == name);
-            let Some((_, v)) = found else {
-                let names: Vec<&str> = FABRIC_STATE_NAMES.iter().map(|(n, _)| *n).collect();
-                return Err(ctx.err(
-                    Some(s.span()),
-                    format!(
-                        "state = \"{name}\" is not a fabric state (expected {})",
-                        names.join(", ")
-                    ),
-                ));
-            };
-            Some(*v)
-        }
-    };
+    let state = named(
+        ctx,
+        f.state.as_ref(),
+        "state",
+        "a fabric state",
+        FABRIC_STATE_NAMES,
+    )?;
     let status = match &f.status {
         None => None,
         Some(s) => {
@@ -462,24 +477,13 @@ fn resolve_fabric(
             Some(v)
         }
     };
-    let health = match &f.health {
-        None => None,
-        Some(h) => {
-            let name = h.get_ref().as_str();
-            let found = FABRIC_HEALTH_NAMES.iter().find(|(n, _)| *n == name);
-            let Some((_, v)) = found else {
-                let names: Vec<&str> = FABRIC_HEALTH_NAMES.iter().map(|(n, _)| *n).collect();
-                return Err(ctx.err(
-                    Some(h.span()),
-                    format!(
-                        "health = \"{name}\" is not a fabric health (expected {})",
-                        names.join(", ")
-                    ),
-                ));
-            };
-            Some(*v)
-        }
-    };
+    let health = named(
+        ctx,
+        f.health.as_ref(),
+        "health",
+        "a fabric health",
+        FABRIC_HEALTH_NAMES,
+    )?;
     Ok(FabricFault {
         window,
         state,
