@@ -565,6 +565,7 @@ fn encode_options(cfg: &Config) -> EncodeOptions {
         types_as_written: cfg.profile.types_as_written(),
         old_namespace: cfg.old_namespace,
         replace_blanks_in_model_name: cfg.replace_blanks_in_model_name,
+        link_families: cfg.nvlink_per_link,
     }
 }
 

@@ -117,6 +117,11 @@ pub struct LinkSample {
     pub tx_bytes: Option<u64>,
     /// Data payload bytes received over the link since the driver loaded.
     pub rx_bytes: Option<u64>,
+    /// Data payload bytes per second sent over the link since the previous tick; `None` on the
+    /// first reading or when the counter went back.
+    pub tx_rate: Option<f64>,
+    /// Data payload bytes per second received over the link since the previous tick.
+    pub rx_rate: Option<f64>,
     /// Symbol errors the link's FEC corrected (NVLink 5 and later), since the driver loaded.
     pub symbol_errors: Option<u64>,
     /// Errors left after FEC (NVLink 5 and later), since the driver loaded.

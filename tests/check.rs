@@ -378,3 +378,46 @@ fn nvlink_links_down_and_an_unhealthy_fabric_are_reported() {
     line_with(&out, &["FAIL", "GPU 1 fabric", "unhealthy"]);
     line_with(&out, &["fix:", "fabric manager"]);
 }
+
+#[test]
+fn link_entity_and_nvswitch_rows_are_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("links.csv");
+    std::fs::write(
+        &csv,
+        "DCGM_FI_DEV_GPU_TEMP, gauge, t\n\
+         DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL, counter, flit per link\n\
+         DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERRORS, counter, switch port\n",
+    )
+    .unwrap();
+    let csv = csv.to_str().unwrap();
+    let (_, out) = check(&["--simulate", "hgx-h200", "-k", "-f", csv]);
+    line_with(
+        &out,
+        &[
+            "ok",
+            "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL",
+            "per link: 144 links on 8 GPU(s)",
+        ],
+    );
+    line_with(
+        &out,
+        &[
+            "WARN",
+            "counters file",
+            "links.csv:3",
+            "NVSwitch",
+            "will never produce data",
+        ],
+    );
+    // On a board without NVLink the row is there, and check says why it stays empty.
+    let (_, out) = check(&["--simulate", "l40s", "-k", "-f", csv]);
+    line_with(
+        &out,
+        &[
+            "info",
+            "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL",
+            "no GPU here has NVLink links",
+        ],
+    );
+}

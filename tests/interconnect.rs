@@ -1,8 +1,9 @@
 //! NVLink per link and the NVSwitch fabric on the simulated HGX H200, HGX B200, GB200 NVL72
 //! and L40S nodes: every link of every GPU exported (a link that goes down is a 0), errors
 //! rising on one link only, the fabric registration and its health, DCGM's per-link and
-//! fabric fields through a counters file, nothing on a board without NVLink, and
-//! `--nvlink-links=totals`.
+//! fabric fields through a counters file, DCGM's link-entity fields (one series per link with
+//! dcgm-exporter's link labels), NVSwitch fields that load with a warning, nothing on a board
+//! without NVLink, and `--nvlink-links=totals`.
 #![cfg(feature = "sim")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -41,9 +42,28 @@ fn run_with(scenario: &str, csv: Option<&str>, per_link: bool) -> Run {
             nvlink_per_link: per_link,
             ..ReaderOptions::default()
         },
-        EncodeOptions::default(),
+        EncodeOptions {
+            hostname: Some("sim-node".into()),
+            link_families: per_link,
+            ..EncodeOptions::default()
+        },
     )
 }
+
+/// DCGM's link-entity fields (entity group `DCGM_FE_LINK`), an NVSwitch field under its
+/// pre-4.6 name and an NVLink port-register field.
+const DCGM_LINK_ENTITY_CSV: &str = "\
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature.
+DCGM_FI_DEV_NVLINK_GET_STATE, gauge, Link state.
+DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL, counter, CRC flit errors per link.
+DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL, counter, Replays per link.
+DCGM_FI_DEV_NVLINK_THROUGHPUT_PER_LINK, gauge, MiB/s per link.
+DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_PER_LINK, gauge, MiB/s sent per link.
+DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_PER_LINK, gauge, MiB/s received per link.
+DCGM_FI_PROF_NVLINK_TX_BYTES_PER_LINK, gauge, B/s sent per link.
+DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERRORS, counter, Switch port flit errors.
+DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_COUNTER, counter, Port link-down count.
+";
 
 /// (gpu, nvlink) → value of family `name` (one `error` kind when given).
 fn per_link(text: &str, name: &str, error: Option<&str>) -> Vec<((u32, u32), f64)> {
@@ -252,6 +272,128 @@ fn boards_without_nvlink_export_no_link_series() {
             .any(|l| label(l, "field") == "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0"),
         "{unsupported:?}"
     );
+}
+
+#[test]
+fn dcgm_link_entity_fields_one_series_per_link() {
+    let counters = parse_counters("links.csv", DCGM_LINK_ENTITY_CSV).unwrap();
+    // The NVSwitch and port-register rows load, each with a warning naming its line.
+    for (line, name) in [
+        (9, "DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERRORS"),
+        (10, "DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_COUNTER"),
+    ] {
+        assert!(
+            counters.warnings.iter().any(|w| w.starts_with(&format!(
+                "links.csv:{line}: \"{name}\" will never produce data"
+            ))),
+            "{name}: {:?}",
+            counters.warnings
+        );
+    }
+    // --nvlink-links=totals: links are read for the link-entity rows all the same.
+    let mut run = run_with("hgx-h200", Some(DCGM_LINK_ENTITY_CSV), false);
+    let first = run.at(5.0);
+    assert!(series(&first, "gpu_nvlink_up").is_empty());
+    let state = series(&first, "DCGM_FI_DEV_NVLINK_GET_STATE");
+    assert_eq!(state.len(), 8 * 18, "one series per link of each GPU");
+    // dcgm-exporter's link label set, in its order.
+    let names: Vec<&str> = state[0]
+        .split_once('{')
+        .unwrap()
+        .1
+        .split(",")
+        .map(|kv| kv.split_once('=').unwrap().0)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "nvlink",
+            "gpu",
+            "gpu_uuid",
+            "pci_bus_id",
+            "device",
+            "model_name",
+            "hostname"
+        ]
+    );
+    assert!(
+        label(state[0], "gpu_uuid").starts_with("GPU-"),
+        "{}",
+        state[0]
+    );
+    assert_eq!(label(state[0], "device"), "nvidia0");
+    assert_eq!(label(state[0], "model_name"), "NVIDIA H200");
+    // Errors at 0 from the first tick; rates need a second reading.
+    let flit = per_link(
+        &first,
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL",
+        None,
+    );
+    assert_eq!(flit.len(), 8 * 18);
+    assert!(flit.iter().all(|(_, v)| *v == 0.0));
+    assert!(series(&first, "DCGM_FI_DEV_NVLINK_THROUGHPUT_PER_LINK").is_empty());
+    // The NVSwitch and port-register rows have no series; they are listed as unsupported.
+    for (name, canonical) in [
+        (
+            "DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERRORS",
+            "DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERROR_TOTAL",
+        ),
+        (
+            "DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_COUNTER",
+            "DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_TOTAL",
+        ),
+    ] {
+        assert!(series(&first, name).is_empty() && series(&first, canonical).is_empty());
+        let listed = series(&first, "gpu_exporter_field_unsupported")
+            .into_iter()
+            .filter(|l| label(l, "field") == canonical)
+            .count();
+        assert_eq!(listed, 8, "{canonical} listed for each GPU");
+    }
+
+    run.at(25.0);
+    let t30 = run.at(30.0);
+    let state = per_link(&t30, "DCGM_FI_DEV_NVLINK_GET_STATE", None);
+    assert_eq!(state.len(), 8 * 18, "a down link keeps its series");
+    assert_eq!(at(&state, 3, 7), 0.0, "link 7 of GPU 3 is down from 20 s");
+    assert_eq!(state.iter().filter(|(_, v)| *v == 0.0).count(), 1);
+    let flit = per_link(
+        &t30,
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL",
+        None,
+    );
+    assert!(at(&flit, 5, 11) > 0.0, "CRC errors on link 11 of GPU 5");
+    assert_eq!(
+        flit.iter().filter(|(_, v)| *v > 0.0).count(),
+        1,
+        "on that link only"
+    );
+    let replay = per_link(&t30, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL", None);
+    assert!(
+        at(&replay, 3, 7) > 0.0,
+        "GPU 3's link 7 had replays before it went down"
+    );
+    // Throughput: sent plus received, the same in MiB/s and in B/s, nothing on the down link.
+    let total = per_link(&t30, "DCGM_FI_DEV_NVLINK_THROUGHPUT_PER_LINK", None);
+    let tx = per_link(&t30, "DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_PER_LINK", None);
+    let rx = per_link(&t30, "DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_PER_LINK", None);
+    let tx_bytes = per_link(&t30, "DCGM_FI_PROF_NVLINK_TX_BYTES_PER_LINK", None);
+    assert_eq!(total.len(), 8 * 18);
+    assert!(at(&total, 0, 0) > 0.0, "traffic on GPU 0 link 0");
+    for ((g, l), v) in &total {
+        let sum = at(&tx, *g, *l) + at(&rx, *g, *l);
+        assert!(
+            (v - sum).abs() <= 1e-6 * v.max(1.0),
+            "GPU {g} link {l}: {v} vs {sum}"
+        );
+        let b = at(&tx_bytes, *g, *l);
+        let mib = at(&tx, *g, *l);
+        assert!(
+            (b - mib * 1_048_576.0).abs() <= 1e-6 * b.max(1.0),
+            "GPU {g} link {l}"
+        );
+    }
+    assert_eq!(at(&total, 3, 7), 0.0, "no traffic over a down link");
 }
 
 #[test]

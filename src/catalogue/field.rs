@@ -13,6 +13,9 @@ pub enum Level {
     /// Readable per MIG GPU instance (framebuffer, profiling). On a GPU without MIG it is read
     /// on the GPU itself; on a MIG-enabled GPU it is read on each instance and not on the parent.
     Instance,
+    /// One value per NVLink link of the physical GPU (DCGM's `DCGM_FE_LINK` entity): served
+    /// from the per-link read, one series per link with an `nvlink` label, never per entity.
+    Link,
 }
 
 /// NVML clock domains read through `nvmlDeviceGetClockInfo`.
@@ -104,6 +107,21 @@ pub enum FabricPart {
     HealthMask,
     /// The health summary (0 not reported, 1 healthy, 2 unhealthy, 3 limited capacity).
     HealthSummary,
+}
+
+/// One number of one NVLink link, as the per-link read gives it (DCGM's link-entity fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkPart {
+    /// 1 when the link is active, 0 when it is down.
+    State,
+    /// The link's error counter whose `error` label (in `gpu_nvlink_errors_total`) is this.
+    Errors(&'static str),
+    /// Data payload sent plus received, bytes per second (before the field's scale).
+    Throughput,
+    /// Data payload sent, bytes per second (before the field's scale).
+    Transmit,
+    /// Data payload received, bytes per second (before the field's scale).
+    Receive,
 }
 
 /// Throttling-duration counters from `nvmlDeviceGetViolationStatus` (ns).
@@ -200,6 +218,9 @@ pub enum Source {
     NvLinkLinkRate(u32, Scale),
     /// A number of the GPU's NVSwitch fabric registration.
     Fabric(FabricPart),
+    /// A number of one NVLink link ([`Level::Link`] fields only): the sampler's per-link read
+    /// serves it, the field reader never does.
+    Link(LinkPart),
     /// NVML GPM metric (`NVML_GPM_METRIC_*` id) averaged over the sampling interval, scaled
     /// (percent → ratio, MiB/s → B/s). Hopper and later.
     Gpm(u32, Scale),

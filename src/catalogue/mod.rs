@@ -10,28 +10,33 @@ pub mod csv;
 mod field;
 mod fields;
 mod fields_board;
+mod fields_link;
 mod fields_new;
 mod fields_nvlink;
 mod legacy;
 
 pub use field::{
-    ClockKind, FabricPart, FieldDef, Level, MemKind, Scale, Source, TEMP_THRESHOLD_GPU_MAX,
-    TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN, TEMP_THRESHOLD_SLOWDOWN, TextKind, UtilKind,
-    Violation, WindowKind,
+    ClockKind, FabricPart, FieldDef, Level, LinkPart, MemKind, Scale, Source,
+    TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN,
+    TEMP_THRESHOLD_SLOWDOWN, TextKind, UtilKind, Violation, WindowKind,
 };
 pub use fields::FIELDS;
 pub use fields_board::FIELDS_BOARD;
+pub use fields_link::{FIELDS_LINK, FIELDS_NVSWITCH};
 pub use fields_new::FIELDS_NEW;
 pub use fields_nvlink::FIELDS_NVLINK;
 
 /// Every known field: the DCGM 4.8-era table, the board fields, the fields DCGM added in
-/// 4.6 and later, then the per-link NVLink and fabric fields.
+/// 4.6 and later, the per-link NVLink and fabric fields, the link-entity fields, then the
+/// NVSwitch fields (known so that a file naming them loads, never read).
 pub fn all() -> impl Iterator<Item = &'static FieldDef> {
     FIELDS
         .iter()
         .chain(FIELDS_BOARD)
         .chain(FIELDS_NEW)
         .chain(FIELDS_NVLINK)
+        .chain(FIELDS_LINK)
+        .chain(FIELDS_NVSWITCH)
 }
 
 /// Finds a field by canonical name (exact, case-sensitive) or by legacy 1.x alias
@@ -40,7 +45,9 @@ pub fn lookup(name: &str) -> Option<&'static FieldDef> {
     if let Some(f) = all().find(|f| f.name == name) {
         return Some(f);
     }
-    let canonical = legacy::canonical_name(name).or_else(|| fields_nvlink::canonical_name(name))?;
+    let canonical = legacy::canonical_name(name)
+        .or_else(|| fields_nvlink::canonical_name(name))
+        .or_else(|| fields_link::canonical_name(name))?;
     all().find(|f| f.name == canonical)
 }
 

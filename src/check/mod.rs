@@ -3,189 +3,20 @@
 //! configured field (served, unsupported, failed), and the attribution sources (kubelet
 //! pod-resources, the Kubernetes API, processes) with their errors and the fix to try.
 //!
-//! Owns the report: its items, the verdict (exit 0 all good, 1 something configured does not
-//! work) and its three forms (a human table, `--output json`, `--hardware-report` for
-//! docs/hardware.md). It must not start anything itself: `main.rs` runs the daemon's own
+//! Owns what is checked and how each finding reads (the report's items, verdict and forms
+//! are in `report`, the NVLink and fabric items in `links`). It must not start anything
+//! itself: `main.rs` runs the daemon's own
 //! pipeline for a few ticks and hands the results here, so the check sees exactly what the
 //! daemon would.
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+mod links;
+mod report;
 
 use crate::catalogue::csv::CounterSet;
 use crate::snapshot::Snapshot;
-
-/// How an item stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    /// Works.
-    Ok,
-    /// Worth knowing; nothing is broken (an unsupported field, a free port in use).
-    Info,
-    /// Works partly, or will not work in some setups.
-    Warn,
-    /// Configured and does not work: the check exits 1.
-    Fail,
-}
-
-impl Level {
-    fn word(self) -> &'static str {
-        match self {
-            Level::Ok => "ok",
-            Level::Info => "info",
-            Level::Warn => "WARN",
-            Level::Fail => "FAIL",
-        }
-    }
-}
-
-/// One line of the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Item {
-    /// `files`, `nvml`, `gpus`, `fields` or `kubernetes`.
-    pub section: &'static str,
-    /// What was checked.
-    pub subject: String,
-    /// Its state.
-    pub level: Level,
-    /// What was seen.
-    pub detail: String,
-    /// What to do about it, when it is not ok.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
-
-/// The whole report.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Report {
-    /// Every item, in the order checked.
-    pub items: Vec<Item>,
-    /// The first GPU's lines of the exposition of the last tick (the hardware report's
-    /// excerpt); empty when no GPU was read.
-    pub excerpt: Vec<String>,
-}
-
-/// The report's sections, in output order, with their titles.
-const SECTIONS: &[(&str, &str)] = &[
-    ("files", "Files and flags"),
-    ("nvml", "NVML"),
-    ("gpus", "GPUs and MIG instances"),
-    ("fields", "Fields of the counters file"),
-    ("kubernetes", "Kubernetes and attribution"),
-];
-
-impl Report {
-    /// Adds an item.
-    pub fn add(
-        &mut self,
-        section: &'static str,
-        subject: impl Into<String>,
-        level: Level,
-        detail: impl Into<String>,
-        fix: Option<&str>,
-    ) {
-        self.items.push(Item {
-            section,
-            subject: subject.into(),
-            level,
-            detail: detail.into(),
-            fix: fix.map(str::to_owned),
-        });
-    }
-
-    /// The worst level in the report.
-    pub fn worst(&self) -> Level {
-        self.items
-            .iter()
-            .map(|i| i.level)
-            .max()
-            .unwrap_or(Level::Ok)
-    }
-
-    /// The exit code: 0 when nothing failed, 1 otherwise.
-    pub fn exit_code(&self) -> u8 {
-        u8::from(self.worst() == Level::Fail)
-    }
-
-    /// The human form: one table per section, nothing cut.
-    pub fn human(&self) -> String {
-        let mut out = String::new();
-        for (key, title) in SECTIONS {
-            let items: Vec<&Item> = self.items.iter().filter(|i| i.section == *key).collect();
-            if items.is_empty() {
-                continue;
-            }
-            let _ = writeln!(out, "{title}");
-            let w = items
-                .iter()
-                .map(|i| i.subject.chars().count())
-                .max()
-                .unwrap_or(0);
-            for i in items {
-                let _ = writeln!(
-                    out,
-                    "  {:<4}  {:<w$}  {}",
-                    i.level.word(),
-                    i.subject,
-                    i.detail
-                );
-                if let Some(f) = &i.fix {
-                    let _ = writeln!(out, "  {:<4}  {:<w$}  fix: {f}", "", "");
-                }
-            }
-            out.push('\n');
-        }
-        let fails = self.items.iter().filter(|i| i.level == Level::Fail).count();
-        let warns = self.items.iter().filter(|i| i.level == Level::Warn).count();
-        let _ = writeln!(
-            out,
-            "check: {}",
-            match (fails, warns) {
-                (0, 0) => "everything configured works".to_owned(),
-                (0, w) => format!("everything configured works, {w} warning(s)"),
-                (f, w) => format!("{f} thing(s) configured do not work, {w} warning(s)"),
-            }
-        );
-        out
-    }
-
-    /// The form docs/hardware.md asks for: the NVML, GPU and field sections as a Markdown
-    /// table, ready to paste into an issue.
-    pub fn hardware_report(&self, version: &str) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "### gpu-exporter {version} on real hardware (`gpu-exporter check --hardware-report`)\n"
-        );
-        out.push_str("| Section | Subject | State | Detail |\n|---|---|---|---|\n");
-        for i in self
-            .items
-            .iter()
-            .filter(|i| matches!(i.section, "nvml" | "gpus" | "fields"))
-        {
-            let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} |",
-                i.section,
-                cell(&i.subject),
-                i.level.word(),
-                cell(&i.detail)
-            );
-        }
-        if !self.excerpt.is_empty() {
-            out.push_str("\nThe first GPU's series in the last tick's exposition:\n\n```text\n");
-            for l in &self.excerpt {
-                out.push_str(l);
-                out.push('\n');
-            }
-            out.push_str("```\n");
-        }
-        out
-    }
-}
+pub use report::{Item, Level, Report};
 
 /// The series of GPU 0 (and its MIG instances) in an exposition, at most `max` lines.
 pub fn excerpt(exposition: &str, max: usize) -> Vec<String> {
@@ -262,66 +93,16 @@ pub fn from_snapshot(
         }
     }
 
-    // NVLink links and the NVSwitch fabric, per GPU that has either.
-    for g in &snap.interconnect {
-        if !g.links.is_empty() {
-            let down: Vec<String> = g
-                .links
-                .iter()
-                .filter(|l| !l.up)
-                .map(|l| l.link.to_string())
-                .collect();
-            let detail = format!("{} link(s)", g.links.len());
-            if down.is_empty() {
-                report.add(
-                    "gpus",
-                    format!("GPU {} NVLink", g.id.gpu),
-                    Level::Ok,
-                    format!("{detail}, all up"),
-                    None,
-                );
-            } else {
-                report.add(
-                    "gpus",
-                    format!("GPU {} NVLink", g.id.gpu),
-                    Level::Warn,
-                    format!("{detail}; down: {}", down.join(", ")),
-                    Some("nvidia-smi nvlink --status on the node; a link that stays down needs a GPU reset or the baseboard inspected"),
-                );
-            }
-        }
-        if let Some(f) = &g.fabric {
-            let health = match f.health_summary {
-                Some(1) => "healthy",
-                Some(2) => "unhealthy",
-                Some(3) => "limited capacity",
-                _ => "health not reported",
-            };
-            let registered = f.state == 3 && f.status == 0;
-            let level = match (registered, f.health_summary) {
-                (false, _) | (_, Some(2)) => Level::Fail,
-                (_, Some(3)) => Level::Warn,
-                _ => Level::Ok,
-            };
-            report.add(
-                "gpus",
-                format!("GPU {} fabric", g.id.gpu),
-                level,
-                format!(
-                    "state {}, status {}, clique {}, cluster {}; {health}",
-                    f.state, f.status, f.clique_id, f.cluster_uuid
-                ),
-                (level != Level::Ok).then_some(
-                    "the NVIDIA fabric manager's log on the node (nvidia-fabricmanager), and nvidia-smi -q's Fabric section",
-                ),
-            );
-        }
-    }
+    links::interconnect(report, snap);
 
     // Every configured field: on how many entities it was served, unsupported, failed.
     let entities = snap.entities.len();
     for (slot, row) in counters.metrics().enumerate() {
         let field = row.field.name;
+        if row.field.level == crate::catalogue::Level::Link {
+            links::link_row(report, snap, &row.name);
+            continue;
+        }
         let served = snap
             .entities
             .iter()

@@ -27,7 +27,8 @@ pub fn warnings(cli: &Cli) -> Vec<String> {
         (
             cli.switch_devices.trim() != "f",
             "-s/--switch-devices",
-            "NVSwitch entities are not exported",
+            "selects NVSwitches and their ports, which NVML does not show a GPU exporter; every \
+             link of every GPU is exported whatever it says, as dcgm-exporter exports GPU links",
         ),
         (
             cli.cpu_devices.trim() != "f",

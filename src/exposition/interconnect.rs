@@ -1,13 +1,17 @@
 //! The exporter's NVLink and fabric families, per physical GPU: `gpu_nvlink_up`,
 //! `gpu_nvlink_errors_total`, `gpu_nvlink_{symbol,effective}_errors_total`,
 //! `gpu_nvlink_{transmit,receive}_bytes_total` (one series per link, `nvlink` label) and
-//! `gpu_fabric_*`.
+//! `gpu_fabric_*`; and the counters file's link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`,
+//! `DCGM_FI_DEV_NVLINK_GET_STATE`) with dcgm-exporter's link labels.
 //!
 //! Writes text only; it must not read NVML or decide which links exist (the snapshot says).
 
 use std::fmt::Write as _;
 
 use super::text::{EncodeOptions, write_header, write_label, write_value};
+use crate::catalogue::LinkPart;
+use crate::catalogue::Source;
+use crate::catalogue::csv::CounterRow;
 use crate::snapshot::{EntityId, Fabric, Interconnect, LinkSample, Snapshot};
 
 /// Writes an entity's identity labels (the caller's compatibility-contract order).
@@ -119,7 +123,12 @@ pub(super) fn encode(
         write_value(out, v);
         out.push('\n');
     };
-    for (name, help, kind, series) in LINK_FAMILIES {
+    let link_families = if opts.link_families {
+        &LINK_FAMILIES[..]
+    } else {
+        &[]
+    };
+    for &(name, help, kind, series) in link_families {
         let mut header = false;
         for g in &snap.interconnect {
             for l in &g.links {
@@ -168,6 +177,70 @@ pub(super) fn encode(
             }
             start(out, name, g);
             end(out, v);
+        }
+    }
+}
+
+/// One number of one link for a link-entity field, before the field's scale; `None` when
+/// the link has no such reading (an error counter the GPU lacks, the first rate).
+fn link_value(l: &LinkSample, part: LinkPart) -> Option<f64> {
+    match part {
+        LinkPart::State => Some(if l.up { 1.0 } else { 0.0 }),
+        LinkPart::Errors(kind) => l
+            .errors
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, n)| *n as f64),
+        LinkPart::Throughput => Some(l.tx_rate? + l.rx_rate?),
+        LinkPart::Transmit => l.tx_rate,
+        LinkPart::Receive => l.rx_rate,
+    }
+}
+
+/// A link-entity row of the counters file: one series per link of every GPU, labelled as
+/// dcgm-exporter labels its link entities (`nvlink`, `gpu`, `gpu_uuid`, `pci_bus_id`,
+/// `device`, `model_name`, `hostname`), then the pod labels of a GPU a pod holds.
+pub(super) fn encode_link_row(
+    out: &mut String,
+    snap: &Snapshot,
+    row: &CounterRow,
+    opts: &EncodeOptions,
+) {
+    let Source::Link(part) = row.field.source else {
+        return;
+    };
+    let mut header = false;
+    for g in &snap.interconnect {
+        // The physical GPU's own entity, for the pods that hold it (none in MIG mode).
+        let holders = snap
+            .entities
+            .iter()
+            .position(|e| e.id.mig.is_none() && e.id.uuid == g.id.uuid)
+            .map(|i| snap.attribution.series_labels(i));
+        for l in &g.links {
+            let Some(v) = link_value(l, part) else {
+                continue;
+            };
+            if !header {
+                write_header(out, &row.name, &row.help, row.kind.as_str());
+                header = true;
+            }
+            for holder in holders.unwrap_or(&[crate::snapshot::Labels::new()]) {
+                out.push_str(&row.name);
+                let _ = write!(out, "{{nvlink=\"{}\",gpu=\"{}\"", l.link, g.id.gpu);
+                let mut first = false;
+                write_label(out, &mut first, "gpu_uuid", &g.id.uuid);
+                write_label(out, &mut first, "pci_bus_id", &g.id.pci_bus_id);
+                write_label(out, &mut first, "device", &g.id.device);
+                write_label(out, &mut first, "model_name", &g.id.model_name);
+                if let Some(h) = &opts.hostname {
+                    write_label(out, &mut first, "hostname", h);
+                }
+                holder.write_to(out);
+                out.push_str("} ");
+                write_value(out, row.field.convert(v));
+                out.push('\n');
+            }
         }
     }
 }

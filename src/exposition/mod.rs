@@ -18,6 +18,7 @@ use std::io::Write as _;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
+use crate::catalogue::Level;
 use crate::catalogue::csv::CounterSet;
 use crate::gpu::xid_message;
 use crate::snapshot::{EntityId, Labels, Snapshot, Value};
@@ -61,6 +62,10 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
     label_order.sort_by(|a, b| a.1.cmp(b.1));
 
     for (slot, row) in counters.metrics().enumerate() {
+        if row.field.level == Level::Link {
+            interconnect::encode_link_row(&mut out, snap, row, opts);
+            continue;
+        }
         let mut header = false;
         for (ei, e) in snap.entities.iter().enumerate() {
             let Some(Some(value)) = e.values.get(slot) else {

@@ -25,6 +25,9 @@ pub struct EncodeOptions {
     /// Every `# TYPE` as the counters file says, windowed counts included (dcgm-exporter
     /// 4.8.2); otherwise a windowed count is typed gauge.
     pub types_as_written: bool,
+    /// The exporter's per-link NVLink families (`gpu_nvlink_*`); off with
+    /// `--nvlink-links=totals`. The counters file's link-entity rows do not depend on it.
+    pub link_families: bool,
 }
 
 impl Default for EncodeOptions {
@@ -36,6 +39,7 @@ impl Default for EncodeOptions {
             replace_blanks_in_model_name: false,
             gauge_fields: &[],
             types_as_written: false,
+            link_families: true,
         }
     }
 }

@@ -232,6 +232,17 @@ pub struct LinkMemory {
     no_bytes: bool,
     /// Whether the FEC counters (symbol and effective errors) are unsupported on this GPU.
     no_fec: bool,
+    /// The last data-counter reading per (link, direction: 0 sent, 1 received): KiB and
+    /// its NVML time stamp (µs), for the per-link rates.
+    last_bytes: HashMap<(u32, u8), (f64, i64)>,
+}
+
+/// Bytes per second between two readings of a KiB counter; `None` without an earlier
+/// reading, when time did not move or when the counter went back (driver reload).
+fn kib_rate(prev: Option<(f64, i64)>, now: (f64, i64)) -> Option<f64> {
+    let (p, pt) = prev?;
+    let (v, t) = now;
+    (t > pt && v >= p).then(|| (v - p) * 1024.0 / ((t - pt) as f64 / 1e6))
 }
 
 /// Per-link reading of every GPU, remembering per GPU UUID what exists.
@@ -323,8 +334,14 @@ impl LinkReader {
             _ => None,
         };
         let kib = |r: Option<&ScopedValue>| count(r).map(|v| v.saturating_mul(1024));
+        let mut rate = |link: u32, dir: u8, r: Option<&ScopedValue>| match r {
+            Some(Ok(now)) => kib_rate(mem.last_bytes.insert((link, dir), *now), *now),
+            _ => None,
+        };
         let mut out = Vec::with_capacity(states.len());
         for (i, (link, up)) in states.into_iter().enumerate() {
+            let tx_rate = rate(link, 0, bytes.get(2 * i));
+            let rx_rate = rate(link, 1, bytes.get(2 * i + 1));
             let mut errors = Vec::new();
             for (name, counter) in ERROR_COUNTERS {
                 if mem.unsupported_counters.contains(&counter) {
@@ -343,6 +360,8 @@ impl LinkReader {
                 errors,
                 tx_bytes: kib(bytes.get(2 * i)),
                 rx_bytes: kib(bytes.get(2 * i + 1)),
+                tx_rate,
+                rx_rate,
                 symbol_errors: count(fec.get(2 * i)),
                 effective_errors: count(fec.get(2 * i + 1)),
             });
@@ -432,6 +451,16 @@ mod tests {
         assert_eq!(fabric_part(&f(3, 0), P::CliqueId), Some(7.0));
         assert_eq!(fabric_part(&f(0, 0), P::ManagerStatus), None);
         assert_eq!(fabric_part(&f(3, 0), P::HealthSummary), None);
+    }
+
+    #[test]
+    fn link_rates_need_two_readings_that_move_forward() {
+        assert_eq!(kib_rate(None, (10.0, 1_000_000)), None);
+        // 1,024 KiB in half a second: 2 MiB/s.
+        let r = kib_rate(Some((0.0, 500_000)), (1024.0, 1_000_000));
+        assert_eq!(r, Some(2.0 * 1_048_576.0));
+        assert_eq!(kib_rate(Some((5.0, 1_000_000)), (6.0, 1_000_000)), None);
+        assert_eq!(kib_rate(Some((5.0, 1_000_000)), (4.0, 2_000_000)), None);
     }
 
     #[test]

@@ -501,6 +501,8 @@ mod tests {
             errors: Vec::new(),
             tx_bytes: None,
             rx_bytes: None,
+            tx_rate: None,
+            rx_rate: None,
             symbol_errors: None,
             effective_errors: None,
         }

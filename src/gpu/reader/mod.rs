@@ -362,7 +362,9 @@ impl Reader {
         };
         // The physical GPU's own series, also read when its values are repeated on instances.
         let phys_values = if sel.wants_gpu(index) || repeat {
-            let phys_rows = |f: &FieldDef| f.level == Level::Device || migs.is_none();
+            let phys_rows = |f: &FieldDef| {
+                f.level == Level::Device || (f.level == Level::Instance && migs.is_none())
+            };
             Some(read_rows(
                 &ctx,
                 &dev,
@@ -463,7 +465,10 @@ impl Reader {
         let interconnect = if lost {
             None
         } else {
-            self.interconnect(&dev, index, &ident.uuid, base_id.clone(), &mut lost)
+            // Links are read for the gpu_nvlink_* families and for link-entity rows.
+            let links =
+                self.opts.nvlink_per_link || rows.iter().any(|r| r.field.level == Level::Link);
+            self.interconnect(&dev, index, &ident.uuid, base_id.clone(), links, &mut lost)
         };
         if lost {
             // The device fell off mid-read: drop everything it gave this tick.
@@ -477,7 +482,7 @@ impl Reader {
         out.interconnect.extend(interconnect);
     }
 
-    /// The GPU's NVLink links (with per-link export on) and its fabric registration; `None`
+    /// The GPU's NVLink links (when `read_links`) and its fabric registration; `None`
     /// when it has neither. Sets `lost` when the GPU fell off meanwhile.
     fn interconnect(
         &mut self,
@@ -485,10 +490,11 @@ impl Reader {
         index: u32,
         uuid: &str,
         id: crate::snapshot::EntityId,
+        read_links: bool,
         lost: &mut bool,
     ) -> Option<Interconnect> {
         let mut links = Vec::new();
-        if self.opts.nvlink_per_link {
+        if read_links {
             match self.links.read(self.nvml, dev, uuid) {
                 Ok(r) => {
                     links = r.links;

@@ -60,7 +60,8 @@ pub struct ReaderOptions {
     /// longer than the tick keeps its last reading until the interval has passed.
     pub collections: Arc<Collections>,
     /// Read every NVLink link of every GPU (`gpu_nvlink_*`); off with
-    /// `--nvlink-links=totals`, which keeps only the counters file's totals.
+    /// `--nvlink-links=totals`. Links are read anyway while the counters file has
+    /// link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`).
     pub nvlink_per_link: bool,
 }
 

@@ -421,6 +421,8 @@ pub(super) fn read_value(
                 counts: totals.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
             })))
         }
+        // Served per link from the interconnect read, never per entity.
+        Source::Link(_) => Ok(None),
         Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
     }
 }

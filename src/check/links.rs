@@ -1,0 +1,88 @@
+//! The NVLink and fabric items of `gpu-exporter check`: each GPU's links (a link down is a
+//! warning) and fabric registration, and how a counters file's link-entity row is served.
+//!
+//! Reads the snapshot only; it must not start anything or read NVML.
+
+use super::report::{Level, Report};
+use crate::snapshot::Snapshot;
+
+/// Each GPU's links and fabric registration, for the GPUs that have either.
+pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
+    // NVLink links and the NVSwitch fabric, per GPU that has either.
+    for g in &snap.interconnect {
+        if !g.links.is_empty() {
+            let down: Vec<String> = g
+                .links
+                .iter()
+                .filter(|l| !l.up)
+                .map(|l| l.link.to_string())
+                .collect();
+            let detail = format!("{} link(s)", g.links.len());
+            if down.is_empty() {
+                report.add(
+                    "gpus",
+                    format!("GPU {} NVLink", g.id.gpu),
+                    Level::Ok,
+                    format!("{detail}, all up"),
+                    None,
+                );
+            } else {
+                report.add(
+                "gpus",
+                format!("GPU {} NVLink", g.id.gpu),
+                Level::Warn,
+                format!("{detail}; down: {}", down.join(", ")),
+                Some("nvidia-smi nvlink --status on the node; a link that stays down needs a GPU reset or the baseboard inspected"),
+            );
+            }
+        }
+        if let Some(f) = &g.fabric {
+            let health = match f.health_summary {
+                Some(1) => "healthy",
+                Some(2) => "unhealthy",
+                Some(3) => "limited capacity",
+                _ => "health not reported",
+            };
+            let registered = f.state == 3 && f.status == 0;
+            let level = match (registered, f.health_summary) {
+                (false, _) | (_, Some(2)) => Level::Fail,
+                (_, Some(3)) => Level::Warn,
+                _ => Level::Ok,
+            };
+            report.add(
+            "gpus",
+            format!("GPU {} fabric", g.id.gpu),
+            level,
+            format!(
+                "state {}, status {}, clique {}, cluster {}; {health}",
+                f.state, f.status, f.clique_id, f.cluster_uuid
+            ),
+            (level != Level::Ok).then_some(
+                "the NVIDIA fabric manager's log on the node (nvidia-fabricmanager), and nvidia-smi -q's Fabric section",
+            ),
+        );
+        }
+    }
+}
+
+/// A link-entity row of the counters file (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`): served per link
+/// from the interconnect read, so counted in links, not entities.
+pub(super) fn link_row(report: &mut Report, snap: &Snapshot, name: &str) {
+    // A link-entity row is served per link from the interconnect read.
+    let gpus = snap.interconnect.iter().filter(|g| !g.links.is_empty());
+    let (links, gpus) = gpus.fold((0, 0), |(l, n), g| (l + g.links.len(), n + 1));
+    let (level, detail, fix) = if links > 0 {
+        (
+            Level::Ok,
+            format!("per link: {links} links on {gpus} GPU(s)"),
+            None,
+        )
+    } else {
+        (
+            Level::Info,
+            "per link, and no GPU here has NVLink links".to_owned(),
+            Some("it stays empty on boards without NVLink (PCIe cards such as the L4 or L40S)"),
+        )
+    };
+    report.add("fields", name, level, detail, fix);
+}
