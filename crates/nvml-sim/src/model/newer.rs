@@ -4,8 +4,9 @@
 //! ("Models").
 //!
 //! Owns only constants, like the rest of `model`; it must not know about time, workloads or
-//! scenarios. Values that NVIDIA does not publish (idle power and clocks, reserved memory,
-//! thermal response, firmware strings, serial prefixes) are plausible choices, not specs.
+//! scenarios. Values that NVIDIA does not publish (idle power and most clocks, reserved memory,
+//! NVLink traffic at load, thermal response, subsystem ids, firmware strings, serial prefixes)
+//! are plausible choices, not specs.
 
 use nvml_wrapper_sys::bindings::{
     NVML_DEVICE_ARCH_ADA, NVML_DEVICE_ARCH_BLACKWELL, NVML_DEVICE_ARCH_HOPPER,
@@ -33,19 +34,22 @@ const fn profile(
     }
 }
 
-/// H200 141GB (MIG User Guide, "H200 MIG Profiles"); sizes as `nvidia-smi mig -lgip` reports
-/// them (16.00, 32.25, 69.50, 140.00 GiB).
+/// H200 141GB: names, slices and instance counts from the MIG User Guide table "GPU Instance
+/// Profiles on H200"; sizes from one public `nvidia-smi mig -lgip` output of an H200 (16.00,
+/// 32.25, 69.50, 139.75 GiB; NVIDIA/mig-parted issue #120).
 const H200_PROFILES: &[MigProfile] = &[
     profile("1g.18gb", 1, 1, 16384, ONE_G_IDS),
     profile("1g.35gb", 1, 2, 33024, ONE_G_DOUBLE_IDS),
     profile("2g.35gb", 2, 2, 33024, TWO_G_IDS),
     profile("3g.71gb", 3, 4, 71168, THREE_G_IDS),
     profile("4g.71gb", 4, 4, 71168, FOUR_G_IDS),
-    profile("7g.141gb", 7, 8, 143360, SEVEN_G_IDS),
+    profile("7g.141gb", 7, 8, 143104, SEVEN_G_IDS),
 ];
 
-/// B200 180GB (MIG User Guide, "B200 MIG Profiles"); 1g/2g sizes as `nvidia-smi mig -lgip`
-/// reports them (22.00, 44.25 GiB), the larger ones scaled from those.
+/// B200 180GB: names, slices and instance counts from the MIG User Guide table "GPU Instance
+/// Profiles on B200"; 1g/2g sizes from a public `nvidia-smi mig -lgip` output (22.00, 44.25 GiB;
+/// NVIDIA/gpu-operator PR #1242). No public output of the 3g/4g/7g rows could be read: their
+/// sizes are scaled from the smaller rows, a plausible choice, not an observed value.
 const B200_PROFILES: &[MigProfile] = &[
     profile("1g.23gb", 1, 1, 22528, ONE_G_IDS),
     profile("1g.45gb", 1, 2, 45312, ONE_G_DOUBLE_IDS),
@@ -55,8 +59,11 @@ const B200_PROFILES: &[MigProfile] = &[
     profile("7g.180gb", 7, 8, 182528, SEVEN_G_IDS),
 ];
 
-/// GB200 186GB (NVIDIA mig-parted / GPU Operator MIG configuration for GB200); 1g/2g sizes as
-/// `nvidia-smi mig -lgip` reports them (22.00, 45.50 GiB), the larger ones scaled from those.
+/// GB200 186GB: the MIG User Guide has no GB200 table. Names are those of NVIDIA mig-parted's
+/// default configuration for GB200 (PCI 0x2941) as corrected for production boards; slices and
+/// instance counts are B200's, which that configuration's counts agree with. 1g/2g sizes from a
+/// public `nvidia-smi mig -lgip` output (22.00, 45.50 GiB; NVIDIA/mig-parted issue #227); the
+/// 3g/4g/7g sizes are scaled from those, a plausible choice, not an observed value.
 const GB200_PROFILES: &[MigProfile] = &[
     profile("1g.23gb", 1, 1, 22528, ONE_G_IDS),
     profile("1g.47gb", 1, 2, 46592, ONE_G_DOUBLE_IDS),
@@ -134,8 +141,9 @@ pub(super) const B200_SXM_180GB: Model = Model {
     bar1_mib: 262144,
 };
 
-/// One Blackwell GPU of a GB200 superchip in a GB200 NVL72 rack: 186 GB HBM3e, 1200 W,
-/// 18 NVLink 5 links (1.8 TB/s) into the rack's NVLink Switch trays.
+/// One Blackwell GPU of a GB200 superchip in a GB200 NVL72 rack: 186 GB HBM3e, 1200 W (the
+/// datasheet's "configurable up to" TDP per GPU), 18 NVLink 5 links (1.8 TB/s) into the rack's
+/// NVLink Switch trays.
 pub(super) const GB200: Model = Model {
     key: "GB200",
     name: "NVIDIA GB200",
