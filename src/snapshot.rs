@@ -126,6 +126,10 @@ pub struct LinkSample {
     pub symbol_errors: Option<u64>,
     /// Errors left after FEC (NVLink 5 and later), since the driver loaded.
     pub effective_errors: Option<u64>,
+    /// The link's symbol bit error rate as NVML reports it (NVLink 5 and later).
+    pub symbol_ber: Option<f64>,
+    /// The link's bit error rate after FEC as NVML reports it (NVLink 5 and later).
+    pub effective_ber: Option<f64>,
 }
 
 /// A GPU's registration with the NVSwitch fabric (`nvmlDeviceGetGpuFabricInfoV`).

@@ -247,6 +247,18 @@ fn hgx_b200_links_are_on_the_physical_gpus_only() {
     );
     let effective = per_link(&later, "gpu_nvlink_effective_errors_total", None);
     assert_eq!(effective.len(), 8 * 18);
+    // And its bit error rates, decoded from NVML's mantissa/exponent: the simulator's one
+    // symbol error per GiB is about 1.2e-10, rounded by NVML's encoding to 1e-10; none is
+    // left after FEC, which NVML encodes as mantissa 15, exponent 255 and is exported as 0.
+    let symbol_ber = per_link(&later, "gpu_nvlink_symbol_bit_error_ratio", None);
+    assert_eq!(symbol_ber.len(), 8 * 18);
+    assert_eq!(at(&symbol_ber, 0, 0), 1e-10);
+    let effective_ber = per_link(&later, "gpu_nvlink_effective_bit_error_ratio", None);
+    assert_eq!(effective_ber.len(), 8 * 18);
+    assert!(effective_ber.iter().all(|(_, v)| *v == 0.0));
+    // NVLink 4 has no BER fields: the families are left out.
+    let mut h200 = run_with("hgx-h200", None, true);
+    assert!(series(&h200.at(5.0), "gpu_nvlink_symbol_bit_error_ratio").is_empty());
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The exporter's NVLink and fabric families, per physical GPU: `gpu_nvlink_up`,
 //! `gpu_nvlink_errors_total`, `gpu_nvlink_{symbol,effective}_errors_total`,
+//! `gpu_nvlink_{symbol,effective}_bit_error_ratio`,
 //! `gpu_nvlink_{transmit,receive}_bytes_total` (one series per link, `nvlink` label) and
 //! `gpu_fabric_*`; and the counters file's link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`,
 //! `DCGM_FI_DEV_NVLINK_GET_STATE`) with dcgm-exporter's link labels.
@@ -25,7 +26,7 @@ type LinkFamily = (
     fn(&LinkSample) -> Vec<(Option<&'static str>, f64)>,
 );
 
-const LINK_FAMILIES: [LinkFamily; 6] = [
+const LINK_FAMILIES: [LinkFamily; 8] = [
     (
         "gpu_nvlink_up",
         "1 when the NVLink link is active, 0 when it is down (every link the GPU has).",
@@ -64,6 +65,18 @@ const LINK_FAMILIES: [LinkFamily; 6] = [
                 .into_iter()
                 .collect()
         },
+    ),
+    (
+        "gpu_nvlink_symbol_bit_error_ratio",
+        "Symbol bit error rate of the NVLink link as NVML reports it, before FEC (NVLink 5 and later).",
+        "gauge",
+        |l| l.symbol_ber.map(|r| (None, r)).into_iter().collect(),
+    ),
+    (
+        "gpu_nvlink_effective_bit_error_ratio",
+        "Bit error rate of the NVLink link after FEC as NVML reports it (NVLink 5 and later).",
+        "gauge",
+        |l| l.effective_ber.map(|r| (None, r)).into_iter().collect(),
     ),
     (
         "gpu_nvlink_transmit_bytes_total",

@@ -38,6 +38,23 @@ pub const FIELD_DATA_RX: u32 = 139;
 pub const FIELD_EFFECTIVE_ERRORS: u32 = 219;
 /// `NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS`: symbol errors (FEC corrected them), per link.
 pub const FIELD_SYMBOL_ERRORS: u32 = 221;
+/// `NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER`: the bit error rate after FEC, per link, encoded
+/// (see [`decode_ber`]).
+pub const FIELD_EFFECTIVE_BER: u32 = 220;
+/// `NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER`: the symbol bit error rate, per link, encoded.
+pub const FIELD_SYMBOL_BER: u32 = 222;
+
+/// An NVLink bit error rate from NVML's encoding (`NVML_NVLINK_BER_MANTISSA_*` and
+/// `NVML_NVLINK_BER_EXP_*` in `nvml.h`): mantissa in bits 8–11, exponent in bits 0–7, the rate
+/// being mantissa × 10^-exponent. Mantissa 15 with exponent 255 is how NVML says 0.
+pub fn decode_ber(raw: u64) -> f64 {
+    let mantissa = (raw >> 8) & 0xf;
+    let exponent = raw & 0xff;
+    if mantissa == 15 && exponent == 255 {
+        return 0.0;
+    }
+    mantissa as f64 * 10f64.powi(-(exponent as i32))
+}
 
 /// Whether NVML field `id` is one of the NVLink throughput counters (138–141), which take
 /// the link as `scopeId` (`UINT_MAX`: every link summed).
@@ -232,6 +249,8 @@ pub struct LinkMemory {
     no_bytes: bool,
     /// Whether the FEC counters (symbol and effective errors) are unsupported on this GPU.
     no_fec: bool,
+    /// Whether the bit error rates are unsupported on this GPU.
+    no_ber: bool,
     /// The last data-counter reading per (link, direction: 0 sent, 1 received): KiB and
     /// its NVML time stamp (µs), for the per-link rates.
     last_bytes: HashMap<(u32, u8), (f64, i64)>,
@@ -310,8 +329,9 @@ impl LinkReader {
                 mem.links = Some(found);
             }
         }
-        // Two field-values calls per GPU, each for every link: the throughput counters (KiB),
-        // then the FEC counters; a pair is no longer asked for once NVML says the GPU lacks it.
+        // Three field-values calls per GPU, each for every link: the throughput counters (KiB),
+        // the FEC counters, then the bit error rates; a pair is no longer asked for once NVML
+        // says the GPU lacks it.
         let links: Vec<u32> = states.iter().map(|(l, _)| *l).collect();
         let bytes = per_link_fields(
             nvml,
@@ -329,6 +349,18 @@ impl LinkReader {
             &mut mem.no_fec,
             &mut failures,
         )?;
+        let ber = per_link_fields(
+            nvml,
+            dev,
+            &links,
+            [FIELD_SYMBOL_BER, FIELD_EFFECTIVE_BER],
+            &mut mem.no_ber,
+            &mut failures,
+        )?;
+        let ratio = |r: Option<&ScopedValue>| match r {
+            Some(Ok((v, _))) => Some(decode_ber(*v as u64)),
+            _ => None,
+        };
         let count = |r: Option<&ScopedValue>| match r {
             Some(Ok((v, _))) => Some(*v as u64),
             _ => None,
@@ -364,6 +396,8 @@ impl LinkReader {
                 rx_rate,
                 symbol_errors: count(fec.get(2 * i)),
                 effective_errors: count(fec.get(2 * i + 1)),
+                symbol_ber: ratio(ber.get(2 * i)),
+                effective_ber: ratio(ber.get(2 * i + 1)),
             });
         }
         Ok(LinkRead {
@@ -451,6 +485,14 @@ mod tests {
         assert_eq!(fabric_part(&f(3, 0), P::CliqueId), Some(7.0));
         assert_eq!(fabric_part(&f(0, 0), P::ManagerStatus), None);
         assert_eq!(fabric_part(&f(3, 0), P::HealthSummary), None);
+    }
+
+    #[test]
+    fn bit_error_rates_are_decoded_as_nvml_encodes_them() {
+        assert_eq!(decode_ber((15 << 8) | 255), 0.0);
+        assert_eq!(decode_ber((1 << 8) | 10), 1e-10);
+        assert_eq!(decode_ber((3 << 8) | 12), 3e-12);
+        assert_eq!(decode_ber(0), 0.0);
     }
 
     #[test]

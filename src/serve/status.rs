@@ -505,6 +505,8 @@ mod tests {
             rx_rate: None,
             symbol_errors: None,
             effective_errors: None,
+            symbol_ber: None,
+            effective_ber: None,
         }
     }
 

@@ -103,7 +103,7 @@ pub(super) const H200_SXM5_141GB: Model = Model {
     pci_subsystem_id: 0x18BE_10DE,
     vbios: "96.00.A5.00.01",
     inforom_image: "G525.0200.00.05",
-    serial_prefix: "16418240",
+    serial_prefix: "16400000",
     bar1_mib: 262144,
 };
 

@@ -192,3 +192,38 @@ mod tests {
         assert_eq!(share(100, u32::MAX, 40), 0);
     }
 }
+
+/// A bit error rate in NVML's NVLink BER encoding: mantissa (1–9) in bits 8–11, exponent in
+/// bits 0–7, the rate being mantissa × 10^-exponent; a rate of 0 (or one below 10^-254) is
+/// mantissa 15 with exponent 255.
+pub(super) fn encode_ber(ber: f64) -> u64 {
+    const ZERO: u64 = (15 << 8) | 255;
+    if ber.is_nan() || ber <= 0.0 {
+        return ZERO;
+    }
+    let mut exp = (-ber.log10()).ceil().max(0.0) as i32;
+    let mut mantissa = (ber * 10f64.powi(exp)).round() as u64;
+    if mantissa >= 10 {
+        mantissa = (mantissa + 5) / 10;
+        exp -= 1;
+    }
+    if mantissa == 0 || exp > 254 {
+        return ZERO;
+    }
+    (mantissa.min(9) << 8) | exp.clamp(0, 254) as u64
+}
+
+#[cfg(test)]
+mod ber_tests {
+    use super::encode_ber;
+
+    #[test]
+    fn ber_is_encoded_as_nvml_encodes_it() {
+        assert_eq!(encode_ber(0.0), (15 << 8) | 255);
+        assert_eq!(encode_ber(1e-10), (1 << 8) | 10);
+        // One error per GiB carried: 1 / 2^33 bits ≈ 1.16e-10.
+        assert_eq!(encode_ber(1.0 / 8_589_934_592.0), (1 << 8) | 10);
+        assert_eq!(encode_ber(3.4e-12), (3 << 8) | 12);
+        assert_eq!(encode_ber(9.6e-7), (1 << 8) | 6);
+    }
+}
