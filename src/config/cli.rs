@@ -431,7 +431,8 @@ pub struct Cli {
     /// NVLink export: `per-link` exports `gpu_nvlink_up`, `gpu_nvlink_errors_total` and
     /// `gpu_nvlink_{transmit,receive}_bytes_total` for every link of every GPU (up to 18 links,
     /// about 8 series each); `totals` leaves them out and keeps only the counters file's
-    /// `DCGM_FI_DEV_NVLINK_*_TOTAL` fields. The fabric families are exported either way.
+    /// `DCGM_FI_DEV_NVLINK_*` fields (its link-entity rows still read every link). The fabric
+    /// families are exported either way.
     #[arg(
         long = "nvlink-links",
         env = "GPU_EXPORTER_NVLINK_LINKS",
