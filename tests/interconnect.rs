@@ -425,3 +425,86 @@ fn ampere_has_twelve_links() {
         "no NVLink ECC counter on Ampere"
     );
 }
+
+/// NVLink 5's GPU-wide fields by their pre-4.6 and 4.6 names.
+const NVLINK5_CSV: &str = "\
+DCGM_FI_DEV_NVLINK_COUNT_RX_SYMBOL_ERRORS, counter, Symbol errors of all links.
+DCGM_FI_DEV_NVLINK_COUNT_SYMBOL_BER, gauge, Symbol BER as NVML encodes it.
+DCGM_FI_DEV_NVLINK_SYMBOL_BER_RATIO, gauge, Symbol BER (4.6 name).
+DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RATIO, gauge, Effective BER (4.6 name).
+DCGM_FI_DEV_NVLINK_RX_BYTES_TOTAL, counter, Bytes received on all links (4.6 name).
+DCGM_FI_DEV_NVLINK_COUNT_FEC_HISTORY_3, counter, FEC history bin 3.
+DCGM_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL, counter, NVLink ECC errors of all links.
+";
+
+#[test]
+fn nvlink_5_gpu_totals_from_a_counters_file() {
+    let mut run = run_with("hgx-b200", Some(NVLINK5_CSV), true);
+    let text = run.at(300.0);
+    // The GPU total is the sum of the links' counters, read in the same tick.
+    let symbol = series(&text, "DCGM_FI_DEV_NVLINK_COUNT_RX_SYMBOL_ERRORS");
+    assert_eq!(symbol.len(), 8, "one per physical GPU");
+    let gpu0: f64 = per_link(&text, "gpu_nvlink_symbol_errors_total", None)
+        .iter()
+        .filter(|((g, _), _)| *g == 0)
+        .map(|(_, v)| *v)
+        .sum();
+    let total = symbol
+        .iter()
+        .find(|l| label(l, "gpu") == "0")
+        .map(|l| value(l));
+    assert_eq!(total, Some(gpu0));
+    assert!(gpu0 > 0.0);
+    // GPU 0 carries traffic: NVML's code for 1e-10 (mantissa 1, exponent 10), decoded in the
+    // ratio field. GPU 7, in MIG mode with no NVLink traffic here, has NVML's zero code.
+    let on = |name: &str, gpu: &str| {
+        series(&text, name)
+            .into_iter()
+            .find(|l| label(l, "gpu") == gpu)
+            .map(value)
+    };
+    let raw = "DCGM_FI_DEV_NVLINK_COUNT_SYMBOL_BER";
+    let ratio = "DCGM_FI_DEV_NVLINK_SYMBOL_BER_RATIO";
+    assert_eq!(on(raw, "0"), Some(f64::from((1 << 8) | 10)));
+    assert_eq!(on(ratio, "0"), Some(1e-10));
+    assert_eq!(on(raw, "7"), Some(f64::from((15 << 8) | 255)));
+    assert_eq!(on(ratio, "7"), Some(0.0));
+    assert_eq!(
+        series(&text, "DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RATIO").len(),
+        8
+    );
+    let rx: f64 = series(&text, "DCGM_FI_DEV_NVLINK_RX_BYTES_TOTAL")
+        .iter()
+        .find(|l| label(l, "gpu") == "0")
+        .map(|l| value(l))
+        .unwrap();
+    let rx_links: f64 = per_link(&text, "gpu_nvlink_receive_bytes_total", None)
+        .iter()
+        .filter(|((g, _), _)| *g == 0)
+        .map(|(_, v)| *v)
+        .sum();
+    assert_eq!(rx, rx_links);
+    assert_eq!(
+        series(&text, "DCGM_FI_DEV_NVLINK_COUNT_FEC_HISTORY_3").len(),
+        8
+    );
+    assert_eq!(
+        series(&text, "DCGM_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL").len(),
+        8
+    );
+    // On NVLink 4 only the ECC total is served; the others are listed as unsupported.
+    let mut h200 = run_with("hgx-h200", Some(NVLINK5_CSV), true);
+    let text = h200.at(30.0);
+    assert_eq!(
+        series(&text, "DCGM_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL").len(),
+        8
+    );
+    assert!(series(&text, "DCGM_FI_DEV_NVLINK_SYMBOL_BER_RATIO").is_empty());
+    let unsupported = series(&text, "gpu_exporter_field_unsupported");
+    assert!(
+        unsupported
+            .iter()
+            .any(|l| label(l, "field") == "DCGM_FI_DEV_NVLINK_COUNT_RX_SYMBOL_ERRORS"),
+        "{unsupported:?}"
+    );
+}

@@ -208,6 +208,9 @@ pub enum Source {
     ClockEventReasons,
     /// `nvmlDeviceGetFieldValues` with this NVML field id (`NVML_FI_*`), then scaled.
     NvmlField(u32, Scale),
+    /// `nvmlDeviceGetFieldValues` with this NVML field id, an NVLink bit error rate decoded
+    /// from NVML's mantissa/exponent encoding.
+    NvmlFieldBer(u32),
     /// Rate from two successive readings of the sum of these NVML counter fields, per second,
     /// then scaled (NVLink bandwidth from the throughput counters).
     NvmlFieldRate(&'static [u32], Scale),

@@ -56,10 +56,11 @@ pub fn decode_ber(raw: u64) -> f64 {
     mantissa as f64 * 10f64.powi(-(exponent as i32))
 }
 
-/// Whether NVML field `id` is one of the NVLink throughput counters (138–141), which take
-/// the link as `scopeId` (`UINT_MAX`: every link summed).
+/// Whether NVML field `id` takes the link as `scopeId` (`UINT_MAX`: every link summed): the
+/// NVLink throughput counters (138–141) and NVLink 5's counters, error rates and FEC history
+/// (201–204, 206–215, 219–222, 235–250), the set DCGM reads with `UINT_MAX` for a GPU's total.
 pub fn is_link_scoped(id: u32) -> bool {
-    (FIELD_DATA_TX..=FIELD_DATA_TX + 3).contains(&id)
+    matches!(id, 138..=141 | 201..=204 | 206..=215 | 219..=222 | 235..=250)
 }
 
 fn sym<'a, T>(s: Result<&'a T, &libloading::Error>) -> Result<&'a T, NvmlError> {
@@ -503,6 +504,16 @@ mod tests {
         assert_eq!(r, Some(2.0 * 1_048_576.0));
         assert_eq!(kib_rate(Some((5.0, 1_000_000)), (6.0, 1_000_000)), None);
         assert_eq!(kib_rate(Some((5.0, 1_000_000)), (4.0, 2_000_000)), None);
+    }
+
+    #[test]
+    fn nvlink_5_counters_are_link_scoped_and_others_are_not() {
+        for id in [138, 141, 201, 204, 206, 215, 219, 222, 235, 250] {
+            assert!(is_link_scoped(id), "{id}");
+        }
+        for id in [137, 142, 150, 160, 200, 205, 216, 218, 223, 234, 251] {
+            assert!(!is_link_scoped(id), "{id}");
+        }
     }
 
     #[test]

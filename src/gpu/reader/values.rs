@@ -78,7 +78,7 @@ pub(super) fn read_rows(
     let mut ids: Vec<u32> = Vec::new();
     for (row, _) in rows.iter().zip(&active_rows).filter(|(_, a)| **a) {
         match row.field.source {
-            Source::NvmlField(id, _) => ids.push(id),
+            Source::NvmlField(id, _) | Source::NvmlFieldBer(id) => ids.push(id),
             Source::NvmlFieldRate(list, _) => ids.extend_from_slice(list),
             _ => {}
         }
@@ -86,8 +86,9 @@ pub(super) fn read_rows(
     ids.sort_unstable();
     ids.dedup();
     if !ids.is_empty() {
-        // The NVLink throughput counters take the link as scope; all links summed is scope
-        // UINT_MAX (scope 0 would be link 0 alone). Every other field ignores the scope.
+        // The NVLink throughput counters and NVLink 5's counters take the link as scope; all
+        // links summed is scope UINT_MAX (scope 0 would be link 0 alone). Every other field
+        // ignores the scope.
         let req: Vec<(u32, u32)> = ids
             .iter()
             .map(|&i| {
@@ -280,6 +281,11 @@ pub(super) fn read_value(
         Source::ClockEventReasons => num(clock_event_reasons(dev, cache)? as f64),
         Source::NvmlField(id, scale) => match cache.fields.get(&id) {
             Some(Ok((v, _))) => num(scale.apply(*v)),
+            Some(Err(e)) => Err(clone_err(e)),
+            None => Ok(None),
+        },
+        Source::NvmlFieldBer(id) => match cache.fields.get(&id) {
+            Some(Ok((v, _))) => num(nvlink::decode_ber(*v as u64)),
             Some(Err(e)) => Err(clone_err(e)),
             None => Ok(None),
         },

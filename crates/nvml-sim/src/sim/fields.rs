@@ -89,46 +89,8 @@ impl Sim {
                 }
                 Ok(self.integrals(g, t)?.get(ch).copied().unwrap_or(0.0) as u64)
             }
-            // NVLink 5's physical-layer counters, per link (scope = link): symbol errors FEC
-            // corrected (one per GiB the link carried) and effective errors, those left after
-            // FEC (none). Blackwell only; earlier links do not count them.
-            NVML_FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS | NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS => {
-                if model.nvlink_generation() < 5 {
-                    return Err(ret::NOT_SUPPORTED);
-                }
-                if scope >= model.nvlink_links {
-                    return Err(ret::INVALID_ARGUMENT);
-                }
-                if id == NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS {
-                    return Ok(0);
-                }
-                let kib = self.link_kib(g, physics::CH_NVLINK_TX, scope, t)?
-                    + self.link_kib(g, physics::CH_NVLINK_RX, scope, t)?;
-                Ok(kib >> 20)
-            }
-            // NVLink 5's bit error rates per link, in NVML's encoding (mantissa in bits 8–11,
-            // exponent in bits 0–7: mantissa × 10^-exponent; mantissa 15 with exponent 255 is a
-            // rate of 0). Symbol BER: one symbol error per GiB carried; effective BER: 0.
-            NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER | NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER => {
-                if model.nvlink_generation() < 5 {
-                    return Err(ret::NOT_SUPPORTED);
-                }
-                if scope >= model.nvlink_links {
-                    return Err(ret::INVALID_ARGUMENT);
-                }
-                if id == NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER {
-                    return Ok(super::nvlink::encode_ber(0.0));
-                }
-                let kib = self.link_kib(g, physics::CH_NVLINK_TX, scope, t)?
-                    + self.link_kib(g, physics::CH_NVLINK_RX, scope, t)?;
-                let bits = kib as f64 * 8192.0;
-                let errors = (kib >> 20) as f64;
-                Ok(super::nvlink::encode_ber(if bits > 0.0 {
-                    errors / bits
-                } else {
-                    0.0
-                }))
-            }
+            // NVLink 5's counters, error rates and FEC history, and the NVLink ECC total.
+            id if super::nvlink5::is_nvlink5_field(id) => self.nvlink5_field(dev, g, id, scope, t),
             NVML_FI_DEV_NVLINK_BANDWIDTH_C0_L0 => {
                 need_nvlink()?;
                 let links = f64::from(model.nvlink_links);

@@ -11,6 +11,7 @@ mod fields;
 mod gpm;
 mod mig;
 mod nvlink;
+mod nvlink5;
 mod processes;
 mod telemetry;
 #[cfg(test)]

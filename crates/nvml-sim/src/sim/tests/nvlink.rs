@@ -409,3 +409,58 @@ fn nvlink_5_counts_symbol_errors_per_link() {
         Err(ret::NOT_SUPPORTED)
     );
 }
+
+#[test]
+fn nvlink_5_totals_are_the_sum_of_the_links() {
+    let mut s = busy(
+        "B200-SXM-180GB",
+        "[[faults]]\nat = 10\ngpu = 0\nkind = \"nvlink_errors\"\nlink = 2\nrecovery = 3\n",
+    );
+    let t = 300.0;
+    // Symbol errors, bytes, packets and recoveries: scope UINT_MAX is every link summed.
+    for id in [221, 202, 204, 201, 203, 213, 215, 219, 214, 235, 250] {
+        let links: u64 = per_link(&mut s, 0, id, 18, t).iter().sum();
+        let all = s.field_scoped(Dev::Gpu(0), id, SCOPE_ALL_LINKS, t).unwrap();
+        assert_eq!(all, links, "field {id}");
+    }
+    let tx_kib: u64 = per_link(&mut s, 0, TX, 18, t).iter().sum();
+    let tx_bytes = s
+        .field_scoped(Dev::Gpu(0), 202, SCOPE_ALL_LINKS, t)
+        .unwrap();
+    assert_eq!(
+        tx_bytes,
+        tx_kib * 1024,
+        "bytes are the throughput counter's KiB"
+    );
+    assert!(tx_bytes > 0);
+    assert_eq!(
+        s.field_scoped(Dev::Gpu(0), 201, SCOPE_ALL_LINKS, t),
+        Ok(tx_bytes / 256)
+    );
+    // Recoveries come from the fault, on its link only.
+    let rec = per_link(&mut s, 0, 215, 18, t);
+    assert!(rec[2] > 0 && rec.iter().enumerate().all(|(l, v)| l == 2 || *v == 0));
+    // Bit error rates, encoded: about 1.2e-10 symbol BER (1 × 10^-10), no effective BER.
+    assert_eq!(
+        s.field_scoped(Dev::Gpu(0), 222, SCOPE_ALL_LINKS, t),
+        Ok((1 << 8) | 10)
+    );
+    assert_eq!(s.field_scoped(Dev::Gpu(0), 222, 3, t), Ok((1 << 8) | 10));
+    assert_eq!(
+        s.field_scoped(Dev::Gpu(0), 220, SCOPE_ALL_LINKS, t),
+        Ok((15 << 8) | 255)
+    );
+    // The NVLink ECC total is served from Hopper on, by summing the links' ECC counters.
+    assert_eq!(s.field_scoped(Dev::Gpu(0), 160, 0, t), Ok(0));
+    let mut h = busy("H100-SXM5-80GB", "");
+    assert_eq!(h.field_scoped(Dev::Gpu(0), 160, 0, t), Ok(0));
+    assert_eq!(
+        h.field_scoped(Dev::Gpu(0), 202, SCOPE_ALL_LINKS, t),
+        Err(ret::NOT_SUPPORTED)
+    );
+    let mut l = busy("L4", "");
+    assert_eq!(
+        l.field_scoped(Dev::Gpu(0), 160, 0, t),
+        Err(ret::NOT_SUPPORTED)
+    );
+}
