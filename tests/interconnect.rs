@@ -508,3 +508,50 @@ fn nvlink_5_gpu_totals_from_a_counters_file() {
         "{unsupported:?}"
     );
 }
+
+#[test]
+fn gpm_per_link_fields_match_the_links_data_counters() {
+    let csv = "\
+DCGM_FI_PROF_NVLINK_L0_TX_BYTES, gauge, Link 0 bytes/s sent (GPM).
+DCGM_FI_PROF_NVLINK_L7_RX_BYTES, gauge, Link 7 bytes/s received (GPM).
+DCGM_FI_PROF_NVLINK_L17_TX_BYTES, gauge, Link 17 bytes/s sent (GPM).
+DCGM_FI_PROF_NVLINK_TX_BYTES_PER_LINK, gauge, Bytes/s sent per link.
+DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK, gauge, Bytes/s received per link.
+";
+    let mut run = run_with("hgx-h200", Some(csv), false);
+    run.at(25.0);
+    let text = run.at(30.0);
+    let gpm = |name: &str, gpu: &str| {
+        series(&text, name)
+            .into_iter()
+            .find(|l| label(l, "gpu") == gpu)
+            .map(value)
+            .unwrap_or_else(|| panic!("no {name} on GPU {gpu}"))
+    };
+    let tx = per_link(&text, "DCGM_FI_PROF_NVLINK_TX_BYTES_PER_LINK", None);
+    let rx = per_link(&text, "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK", None);
+    // GPM's per-link rate over the tick is the link's data counter over the same tick.
+    for gpu in 0..8u32 {
+        let g = gpu.to_string();
+        let (a, b) = (gpm("DCGM_FI_PROF_NVLINK_L0_TX_BYTES", &g), at(&tx, gpu, 0));
+        assert!(
+            a > 0.0 && (a - b).abs() <= 1e-6 * a,
+            "GPU {gpu}: GPM {a}, counters {b}"
+        );
+        let (a, b) = (gpm("DCGM_FI_PROF_NVLINK_L7_RX_BYTES", &g), at(&rx, gpu, 7));
+        assert!(
+            (a - b).abs() <= 1e-6 * a.max(1.0),
+            "GPU {gpu} link 7: {a} vs {b}"
+        );
+    }
+    assert_eq!(
+        gpm("DCGM_FI_PROF_NVLINK_L7_RX_BYTES", "3"),
+        0.0,
+        "GPU 3's link 7 is down"
+    );
+    assert_eq!(series(&text, "DCGM_FI_PROF_NVLINK_L17_TX_BYTES").len(), 8);
+    // The A100 has 12 links and no GPM: unsupported there, like every GPM field.
+    let mut a100 = run_with("a100-l4", Some(csv), false);
+    a100.at(5.0);
+    assert!(series(&a100.at(10.0), "DCGM_FI_PROF_NVLINK_L0_TX_BYTES").is_empty());
+}

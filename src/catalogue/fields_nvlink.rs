@@ -1,7 +1,8 @@
 //! The per-link NVLink fields of DCGM (`DCGM_FI_DEV_NVLINK_*_L0` … `_L17`: errors and
 //! bandwidth per link), `DCGM_FI_DEV_GPU_NVLINK_ERRORS` (450), the NVSwitch fabric fields
 //! (170–175), NVLink 5's counters summed over a GPU's links (1200–1220, the FEC history
-//! 1404–1419), and the DCGM 4.6 names of these fields.
+//! 1404–1419), the per-link profiling fields (GPM, 1040–1075), and the DCGM 4.6 names of
+//! these fields.
 //!
 //! Plain data like `fields`; it must not do I/O or call NVML. The ids are those of
 //! `dcgm_fields.h`, where links 6–11 and 12–17 were added later and sit in other id ranges.
@@ -195,6 +196,58 @@ pub static FIELDS_NVLINK5: &[FieldDef] = &[
         250,
         "count",
     ),
+];
+
+/// NVLink traffic of one link through GPM (`NVML_GPM_METRIC_NVLINK_L<n>_{RX,TX}_PER_SEC`,
+/// MiB/s), in bytes per second like DCGM's profiling fields. Hopper and later.
+const fn gpm_link(name: &'static str, id: u32, metric: u32) -> FieldDef {
+    dev(
+        name,
+        id,
+        "B/s",
+        Source::Gpm(metric, Scale::Mul(1_048_576.0)),
+        "NVLink traffic of the link the name gives, headers included, in bytes per second (GPM).",
+    )
+}
+
+/// DCGM's per-link profiling fields (`DCGM_FI_PROF_NVLINK_L0_TX_BYTES` … `L17_RX_BYTES`).
+pub static FIELDS_NVLINK_GPM: &[FieldDef] = &[
+    gpm_link("DCGM_FI_PROF_NVLINK_L0_TX_BYTES", 1040, 63),
+    gpm_link("DCGM_FI_PROF_NVLINK_L0_RX_BYTES", 1041, 62),
+    gpm_link("DCGM_FI_PROF_NVLINK_L1_TX_BYTES", 1042, 65),
+    gpm_link("DCGM_FI_PROF_NVLINK_L1_RX_BYTES", 1043, 64),
+    gpm_link("DCGM_FI_PROF_NVLINK_L2_TX_BYTES", 1044, 67),
+    gpm_link("DCGM_FI_PROF_NVLINK_L2_RX_BYTES", 1045, 66),
+    gpm_link("DCGM_FI_PROF_NVLINK_L3_TX_BYTES", 1046, 69),
+    gpm_link("DCGM_FI_PROF_NVLINK_L3_RX_BYTES", 1047, 68),
+    gpm_link("DCGM_FI_PROF_NVLINK_L4_TX_BYTES", 1048, 71),
+    gpm_link("DCGM_FI_PROF_NVLINK_L4_RX_BYTES", 1049, 70),
+    gpm_link("DCGM_FI_PROF_NVLINK_L5_TX_BYTES", 1050, 73),
+    gpm_link("DCGM_FI_PROF_NVLINK_L5_RX_BYTES", 1051, 72),
+    gpm_link("DCGM_FI_PROF_NVLINK_L6_TX_BYTES", 1052, 75),
+    gpm_link("DCGM_FI_PROF_NVLINK_L6_RX_BYTES", 1053, 74),
+    gpm_link("DCGM_FI_PROF_NVLINK_L7_TX_BYTES", 1054, 77),
+    gpm_link("DCGM_FI_PROF_NVLINK_L7_RX_BYTES", 1055, 76),
+    gpm_link("DCGM_FI_PROF_NVLINK_L8_TX_BYTES", 1056, 79),
+    gpm_link("DCGM_FI_PROF_NVLINK_L8_RX_BYTES", 1057, 78),
+    gpm_link("DCGM_FI_PROF_NVLINK_L9_TX_BYTES", 1058, 81),
+    gpm_link("DCGM_FI_PROF_NVLINK_L9_RX_BYTES", 1059, 80),
+    gpm_link("DCGM_FI_PROF_NVLINK_L10_TX_BYTES", 1060, 83),
+    gpm_link("DCGM_FI_PROF_NVLINK_L10_RX_BYTES", 1061, 82),
+    gpm_link("DCGM_FI_PROF_NVLINK_L11_TX_BYTES", 1062, 85),
+    gpm_link("DCGM_FI_PROF_NVLINK_L11_RX_BYTES", 1063, 84),
+    gpm_link("DCGM_FI_PROF_NVLINK_L12_TX_BYTES", 1064, 87),
+    gpm_link("DCGM_FI_PROF_NVLINK_L12_RX_BYTES", 1065, 86),
+    gpm_link("DCGM_FI_PROF_NVLINK_L13_TX_BYTES", 1066, 89),
+    gpm_link("DCGM_FI_PROF_NVLINK_L13_RX_BYTES", 1067, 88),
+    gpm_link("DCGM_FI_PROF_NVLINK_L14_TX_BYTES", 1068, 91),
+    gpm_link("DCGM_FI_PROF_NVLINK_L14_RX_BYTES", 1069, 90),
+    gpm_link("DCGM_FI_PROF_NVLINK_L15_TX_BYTES", 1070, 93),
+    gpm_link("DCGM_FI_PROF_NVLINK_L15_RX_BYTES", 1071, 92),
+    gpm_link("DCGM_FI_PROF_NVLINK_L16_TX_BYTES", 1072, 95),
+    gpm_link("DCGM_FI_PROF_NVLINK_L16_RX_BYTES", 1073, 94),
+    gpm_link("DCGM_FI_PROF_NVLINK_L17_TX_BYTES", 1074, 97),
+    gpm_link("DCGM_FI_PROF_NVLINK_L17_RX_BYTES", 1075, 96),
 ];
 
 /// DCGM 4.6 names of the NVLink 5 fields: (4.6 name, pre-4.6 name).
@@ -511,6 +564,13 @@ mod tests {
         assert_eq!(f("DCGM_FI_DEV_NVLINK_RX_SYMBOL_ERROR_TOTAL"), Some(1214));
         assert_eq!(f("dcgm_fi_dev_nvlink_symbol_ber_ratio"), Some(1216));
         assert_eq!(f("DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL"), Some(1220));
+        assert_eq!(f("DCGM_FI_PROF_NVLINK_L0_TX_BYTES"), Some(1040));
+        assert_eq!(f("DCGM_FI_PROF_NVLINK_L17_RX_BYTES"), Some(1075));
+        let metric = |n| super::super::lookup(n).map(|f| f.source);
+        assert_eq!(
+            metric("DCGM_FI_PROF_NVLINK_L5_RX_BYTES"),
+            Some(Source::Gpm(72, Scale::Mul(1_048_576.0)))
+        );
         for (new, old) in NVLINK5_RENAMED {
             assert_eq!(f(new), f(old), "{new}");
             assert!(f(old).is_some(), "{old}");

@@ -24,7 +24,7 @@ pub use fields::FIELDS;
 pub use fields_board::FIELDS_BOARD;
 pub use fields_link::{FIELDS_LINK, FIELDS_NVSWITCH};
 pub use fields_new::FIELDS_NEW;
-pub use fields_nvlink::{FIELDS_NVLINK, FIELDS_NVLINK5};
+pub use fields_nvlink::{FIELDS_NVLINK, FIELDS_NVLINK_GPM, FIELDS_NVLINK5};
 
 /// Every known field: the DCGM 4.8-era table, the board fields, the fields DCGM added in
 /// 4.6 and later, the per-link NVLink and fabric fields, the link-entity fields, then the
@@ -36,6 +36,7 @@ pub fn all() -> impl Iterator<Item = &'static FieldDef> {
         .chain(FIELDS_NEW)
         .chain(FIELDS_NVLINK)
         .chain(FIELDS_NVLINK5)
+        .chain(FIELDS_NVLINK_GPM)
         .chain(FIELDS_LINK)
         .chain(FIELDS_NVSWITCH)
 }

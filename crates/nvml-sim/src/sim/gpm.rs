@@ -1,8 +1,8 @@
 //! GPM: support, sample allocation, device and MIG-instance samples, metrics between two
-//! samples.
+//! samples, NVLink traffic per link (the GPU's samples only).
 
-use super::SampleData;
 use super::{Dev, NvmlResult, Sim};
+use super::{LINK_SLOTS, SampleData};
 use crate::physics::{self, GPM_CHANNELS};
 use crate::ret;
 use crate::scenario::Target;
@@ -61,11 +61,21 @@ impl Sim {
         if let Some(src) = all.get(base..base + GPM_CHANNELS) {
             values.copy_from_slice(src);
         }
+        let mut links = [[0.0; 2]; LINK_SLOTS];
+        if uid.is_none() {
+            let n = self.gpu(g)?.model.nvlink_links.min(LINK_SLOTS as u32);
+            for link in 0..n {
+                let rx = self.link_kib(g, physics::CH_NVLINK_RX, link, t)? as f64;
+                let tx = self.link_kib(g, physics::CH_NVLINK_TX, link, t)? as f64;
+                links[link as usize] = [rx, tx];
+            }
+        }
         let data = SampleData {
             gpu: g,
             uid,
             t,
             values,
+            links,
         };
         if let Some(slot) = self.samples.get_mut(&id) {
             *slot = Some(data);
@@ -114,9 +124,23 @@ impl Sim {
         } else {
             None
         };
+        let links = self.gpu(b.gpu)?.model.nvlink_links;
         Ok(metric_ids
             .iter()
             .map(|id| {
+                // NVLINK_L<n>_RX_PER_SEC (62 + 2n) and _TX_PER_SEC (63 + 2n), MiB/s: the
+                // GPU's links only, from what each carried between the samples.
+                if let Some((link, dir)) = per_link_metric(*id) {
+                    if b.uid.is_some() || link >= links {
+                        return Err(ret::NOT_SUPPORTED);
+                    }
+                    let kib = |s: &SampleData| s.links[link as usize][dir];
+                    return Ok(if dt.abs() < 1e-6 {
+                        0.0
+                    } else {
+                        ((kib(&b) - kib(&a)) / dt / 1024.0).max(0.0)
+                    });
+                }
                 let ch = physics::gpm_channel(*id).ok_or(ret::NOT_SUPPORTED)?;
                 let v = match &instant {
                     Some(rates) => rates.get(ch).copied().unwrap_or(0.0),
@@ -126,4 +150,12 @@ impl Sim {
             })
             .collect())
     }
+}
+
+/// The link and direction (0 received, 1 sent) of a per-link NVLink GPM metric id
+/// (`NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC` = 62 … `L17_TX_PER_SEC` = 97).
+fn per_link_metric(id: u32) -> Option<(u32, usize)> {
+    (62..62 + 2 * LINK_SLOTS as u32)
+        .contains(&id)
+        .then(|| ((id - 62) / 2, ((id - 62) % 2) as usize))
 }

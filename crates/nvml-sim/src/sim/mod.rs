@@ -129,7 +129,13 @@ pub struct SampleData {
     pub uid: Option<usize>,
     pub t: f64,
     pub values: [f64; GPM_CHANNELS],
+    /// KiB each link had received and sent at `t` (GPU samples; zero for MIG samples), for
+    /// GPM's per-link NVLink metrics.
+    pub links: [[f64; 2]; LINK_SLOTS],
 }
+
+/// Links GPM has per-link NVLink metrics for (`NVML_GPM_METRIC_NVLINK_L0_*` … `L17_*`).
+pub const LINK_SLOTS: usize = 18;
 
 /// A process as NVML lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
