@@ -7,7 +7,8 @@ For the library under src/ (the production part of each file: the lines before t
 1. No import cycle between files, and none between top-level modules (folders).
 2. Layers: a top-level module imports only from itself and from the modules listed before it
    in LAYERS. A top-level module that is not listed is an error, so a new one gets a place.
-3. No production part over MAX_LINES lines.
+3. No production part over MAX_LINES lines, here and in the workspace's other crates
+   (`crates/*/src`, e.g. the NVML simulator).
 4. Every .rs file of the repository (src/, tests/, benches/, crates/) starts with a `//!`
    header.
 5. No tracked file points into the steering folder beside the checkout (users do not have it).
@@ -277,6 +278,10 @@ def check(root, tracked=None):
             continue
         if rel.endswith(".rs") and not text.startswith("//!"):
             errors.append(f"{rel}: no `//!` header saying what the file owns")
+        if rel.endswith(".rs") and rel.startswith("crates/") and "/src/" in rel:
+            prod = production_part(text)
+            if len(prod) > MAX_LINES:
+                errors.append(f"{rel}: {len(prod)} production lines (at most {MAX_LINES})")
         if STEERING in text:
             line = text[: text.index(STEERING)].count("\n") + 1
             errors.append(f"{rel}:{line}: points into {STEERING}, which users do not have")
@@ -307,6 +312,7 @@ def self_test():
         "layer violation": {"src/base/clock.rs": "//! x\npub fn now() { crate::gpu::text::f() }\n"},
         "unplaced module": {"src/extra.rs": "//! x\n"},
         "too long": {"src/base/clock.rs": "//! x\n" + "fn a() {}\n" * (MAX_LINES + 1)},
+        "too long in another crate": {"crates/sim/src/lib.rs": "//! x\n" + "fn a() {}\n" * (MAX_LINES + 1)},
         "no header": {"src/base/clock.rs": "pub fn now() {}\n"},
         "steering pointer": {"docs/x.md": "see " + STEERING + "reference\n"},
     }
