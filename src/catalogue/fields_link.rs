@@ -37,22 +37,27 @@ const NVSWITCH: &str = "it describes an NVSwitch or one of its ports, and NVML s
     exporter GPUs only; the GPU side of each link is in the link-entity fields (DCGM_FI_DEV_NVLINK_*_PER_LINK*) \
     and gpu_nvlink_*";
 
+/// A field known to DCGM that NVML cannot serve here, for the reason `why`.
+const fn never(name: &'static str, id: u32, why: &'static str, help: &'static str) -> FieldDef {
+    dev(name, id, "", Source::Unavailable(why), help)
+}
+
+/// An NVLink port-register field.
 const fn port(name: &'static str, id: u32) -> FieldDef {
-    dev(
+    never(
         name,
         id,
-        "",
-        Source::Unavailable(PORT_REGISTERS),
-        "NVLink port counter of one link, as DCGM reads it from the port's registers.",
+        PORT_REGISTERS,
+        "NVLink port counter of one link (port registers).",
     )
 }
 
+/// An NVSwitch field.
 const fn switch(name: &'static str, id: u32) -> FieldDef {
-    dev(
+    never(
         name,
         id,
-        "",
-        Source::Unavailable(NVSWITCH),
+        NVSWITCH,
         "NVSwitch value as DCGM reads it from the switch.",
     )
 }
