@@ -263,7 +263,8 @@ fn hgx_b200_links_are_on_the_physical_gpus_only() {
 
 #[test]
 fn boards_without_nvlink_export_no_link_series() {
-    let mut run = run_with("l40s", Some(DCGM_LINK_CSV), true);
+    let csv = format!("{DCGM_LINK_CSV}{DCGM_LINK_ENTITY_CSV}");
+    let mut run = run_with("l40s", Some(&csv), true);
     run.at(5.0);
     let text = run.at(10.0);
     for family in [
@@ -273,17 +274,23 @@ fn boards_without_nvlink_export_no_link_series() {
         "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L11",
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0",
         "DCGM_FI_DEV_FABRIC_MANAGER_STATUS",
+        "DCGM_FI_DEV_NVLINK_GET_STATE",
+        "DCGM_FI_DEV_NVLINK_THROUGHPUT_PER_LINK",
     ] {
         assert!(series(&text, family).is_empty(), "{family} on an L40S");
     }
-    // Left out as unsupported, and said so.
+    // Left out as unsupported, and said so: the per-link fields and the link-entity rows.
     let unsupported = series(&text, "gpu_exporter_field_unsupported");
-    assert!(
-        unsupported
-            .iter()
-            .any(|l| label(l, "field") == "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0"),
-        "{unsupported:?}"
-    );
+    for field in [
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0",
+        "DCGM_FI_DEV_NVLINK_GET_STATE",
+        "DCGM_FI_DEV_NVLINK_THROUGHPUT_PER_LINK",
+    ] {
+        assert!(
+            unsupported.iter().any(|l| label(l, "field") == field),
+            "{field}: {unsupported:?}"
+        );
+    }
 }
 
 #[test]

@@ -281,6 +281,13 @@ pub struct LinkRead {
 }
 
 impl LinkReader {
+    /// Whether the GPU with this UUID was probed and has no NVLink link at all.
+    pub fn has_no_links(&self, uuid: &str) -> bool {
+        self.gpus
+            .get(uuid)
+            .is_some_and(|m| m.links.as_ref().is_some_and(Vec::is_empty))
+    }
+
     /// Forgets GPUs that are not in `keep` (UUIDs).
     pub fn retain(&mut self, keep: &dyn Fn(&str) -> bool) {
         self.gpus.retain(|k, _| keep(k));

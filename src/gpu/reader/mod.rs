@@ -466,9 +466,24 @@ impl Reader {
             None
         } else {
             // Links are read for the gpu_nvlink_* families and for link-entity rows.
-            let links =
-                self.opts.nvlink_per_link || rows.iter().any(|r| r.field.level == Level::Link);
-            self.interconnect(&dev, index, &ident.uuid, base_id.clone(), links, &mut lost)
+            let link_rows = || rows.iter().filter(|r| r.field.level == Level::Link);
+            let links = self.opts.nvlink_per_link || link_rows().next().is_some();
+            let read =
+                self.interconnect(&dev, index, &ident.uuid, base_id.clone(), links, &mut lost);
+            if self.links.has_no_links(&ident.uuid) {
+                // A board without NVLink: its link-entity rows are listed as unsupported.
+                let at = Place {
+                    key: &ident.uuid,
+                    uuid: &ident.uuid,
+                    gpu: index,
+                    gi: None,
+                };
+                for row in link_rows() {
+                    self.book
+                        .mark_unsupported(&at, row.field, "the GPU has no NVLink link");
+                }
+            }
+            read
         };
         if lost {
             // The device fell off mid-read: drop everything it gave this tick.
