@@ -71,7 +71,9 @@ use serde_json::Value;
 const INCIDENTS_SCENARIO: &str = "incidents";
 
 /// The simulated nodes Prometheus scrapes (built-in scenarios).
-const SIMULATED: [&str; 2] = ["h100-mig", INCIDENTS_SCENARIO];
+/// One B200 whose NVLink link 4 lets errors through FEC (its node: `placement::NVLINK5_NODE`).
+const NVLINK5_SCENARIO: &str = "tests/fixtures/scenarios/nvlink5.toml";
+const SIMULATED: [&str; 3] = ["h100-mig", INCIDENTS_SCENARIO, NVLINK5_SCENARIO];
 
 /// A node whose NVIDIA driver never loads during a run (`gpu_exporter_nvml_up 0`).
 const NO_DRIVER_SCENARIO: &str = "tests/fixtures/scenarios/no-driver.toml";

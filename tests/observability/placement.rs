@@ -1,5 +1,5 @@
-//! Where the alerts fire: the alerts expected on the simulated incidents node, the node
-//! whose driver never loads and the target that is down, and nowhere else.
+//! Where the alerts fire: the alerts expected on the simulated incidents node, the NVLink 5
+//! node, the node whose driver never loads and the target that is down, and nowhere else.
 
 use super::*;
 
@@ -9,9 +9,16 @@ use super::*;
 /// The node of the `incidents` scenario.
 pub(crate) const INCIDENTS_NODE: &str = "sim-incidents-node";
 
-/// The alerts (pending or firing) expected on the `incidents` node and on the exporters
-/// without a driver (`no_driver`) and without a process (`down`), as `alertname gpu/GI xid`
-/// keys: every alert has a cause there, and nothing else on those targets alerts.
+/// The node of the `nvlink5` test scenario (one B200, errors past FEC on link 4).
+pub(crate) const NVLINK5_NODE: &str = "sim-nvlink5-node";
+
+/// The nodes whose alerts are compared key by key (`node alertname gpu/GI xid`).
+const NODES: [&str; 2] = [INCIDENTS_NODE, NVLINK5_NODE];
+
+/// The alerts (pending or firing) expected on the `incidents` and `nvlink5` nodes and on the
+/// exporters without a driver (`no_driver`) and without a process (`down`), as
+/// `alertname gpu/GI xid` keys: every alert has a cause there, and nothing else on those
+/// targets alerts.
 pub(crate) fn expected_alerts(no_driver: u16, down: u16) -> BTreeSet<String> {
     let mut want: BTreeSet<String> = [
         "GpuTemperatureHigh 0",
@@ -36,6 +43,7 @@ pub(crate) fn expected_alerts(no_driver: u16, down: u16) -> BTreeSet<String> {
     .iter()
     .map(|s| format!("{INCIDENTS_NODE} {s}"))
     .collect();
+    want.insert(format!("{NVLINK5_NODE} GpuNvlinkEffectiveBerHigh 0"));
     for name in ["GpuExporterNvmlDown", "GpuExporterSamplesStale"] {
         want.insert(format!("127.0.0.1:{no_driver} {name}"));
     }
@@ -51,15 +59,16 @@ pub(crate) fn alert_placement(port: u16, want: &BTreeSet<String>) -> Result<(), 
     let exporters: BTreeSet<String> = want
         .iter()
         .filter_map(|k| k.split_once(' ').map(|(t, _)| t.to_owned()))
-        .filter(|t| t != INCIDENTS_NODE)
+        .filter(|t| !NODES.contains(&t.as_str()))
         .collect();
     let mut got = BTreeSet::new();
     for s in array(&data, "result") {
         let m = s.get("metric").cloned().unwrap_or(Value::Null);
         let label = |k: &str| str_of(&m, k).unwrap_or("").to_owned();
         let name = label("alertname");
-        let key = if label("Hostname") == INCIDENTS_NODE {
-            let mut k = format!("{INCIDENTS_NODE} {name} ");
+        let host = label("Hostname");
+        let key = if NODES.contains(&host.as_str()) {
+            let mut k = format!("{host} {name} ");
             k.push_str(&match (label("gpu"), label("GPU_I_ID")) {
                 (g, _) if g.is_empty() => "-".to_owned(),
                 (g, gi) if gi.is_empty() => g,

@@ -463,7 +463,8 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
 
     // Ask until everything has data and the alerts sit where the scenarios put their
     // causes, or the deadline.
-    let expected_alerts = expected_alerts(targets[2], targets[3]);
+    let (no_driver, down) = (targets[SIMULATED.len()], targets[SIMULATED.len() + 1]);
+    let expected_alerts = expected_alerts(no_driver, down);
     let mut rule_problems;
     let mut placement;
     loop {

@@ -227,10 +227,12 @@ pub(super) fn apply_fault(
                 && f.crc_data.is_none()
                 && f.replay.is_none()
                 && f.recovery.is_none()
+                && f.effective.is_none()
             {
                 return Err(ctx.err(
                     span,
-                    "an \"nvlink_errors\" fault needs crc_flit, crc_data, replay or recovery",
+                    "an \"nvlink_errors\" fault needs crc_flit, crc_data, replay, recovery or \
+                     effective",
                 ));
             }
             let link = match &f.link {
@@ -240,6 +242,17 @@ pub(super) fn apply_fault(
                     None
                 }
             };
+            if f.effective.is_some() && gpu.model.nvlink_generation() < 5 {
+                let (index, model) = (f.gpu, gpu.model.key);
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "GPU {index}: model {model} has NVLink {}; `effective` (errors left \
+                         after FEC) needs NVLink 5 (B200, GB200)",
+                        gpu.model.nvlink_generation()
+                    ),
+                ));
+            }
             let (repeat, every) = repetition(ctx, span, f)?;
             for k in 0..repeat {
                 for (counter, amount) in [
@@ -247,6 +260,7 @@ pub(super) fn apply_fault(
                     (Counter::NvlinkCrcData, f.crc_data),
                     (Counter::NvlinkReplay, f.replay),
                     (Counter::NvlinkRecovery, f.recovery),
+                    (Counter::NvlinkEffective, f.effective),
                 ] {
                     if let Some(amount) = amount {
                         gpu.bumps.push(Bump {

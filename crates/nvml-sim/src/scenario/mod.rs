@@ -310,6 +310,8 @@ pub enum Counter {
     NvlinkCrcData,
     NvlinkReplay,
     NvlinkRecovery,
+    /// NVLink 5 errors FEC could not correct.
+    NvlinkEffective,
     PcieReplay,
 }
 

@@ -94,6 +94,8 @@ pub(super) struct RawFault {
     pub(super) crc_data: Option<u64>,
     pub(super) replay: Option<u64>,
     pub(super) recovery: Option<u64>,
+    /// NVLink 5 errors left after FEC (`nvlink_errors`).
+    pub(super) effective: Option<u64>,
     pub(super) count: Option<u64>,
     pub(super) watts: Option<f64>,
     pub(super) celsius: Option<f64>,
@@ -133,6 +135,7 @@ impl RawFault {
         add(self.crc_data.is_some(), "crc_data");
         add(self.replay.is_some(), "replay");
         add(self.recovery.is_some(), "recovery");
+        add(self.effective.is_some(), "effective");
         add(self.count.is_some(), "count");
         add(self.watts.is_some(), "watts");
         add(self.celsius.is_some(), "celsius");
@@ -160,7 +163,14 @@ pub(super) const FAULT_KINDS: &[(&str, &[&str])] = &[
     (
         "nvlink_errors",
         &[
-            "crc_flit", "crc_data", "replay", "recovery", "link", "repeat", "every",
+            "crc_flit",
+            "crc_data",
+            "replay",
+            "recovery",
+            "effective",
+            "link",
+            "repeat",
+            "every",
         ],
     ),
     ("nvlink_down", &["link", "until"]),

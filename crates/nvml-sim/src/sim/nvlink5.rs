@@ -5,13 +5,14 @@
 //! form DCGM reads for a GPU's total); and the NVLink ECC total (160) of Hopper and later.
 //!
 //! Owns the values the simulator gives them: a healthy link that counts its traffic, one
-//! FEC-corrected symbol error per GiB it carried, and recoveries as the `nvlink_errors`
-//! faults give them. It must not touch the C ABI (`ffi::fields` copies the answers out).
+//! FEC-corrected symbol error per GiB it carried, and recoveries and errors left after FEC
+//! as the `nvlink_errors` faults give them (`recovery`, `effective`). It must not touch the C ABI (`ffi::fields` copies the answers out).
 
 use super::nvlink::encode_ber;
 use super::{Dev, NvmlResult, SCOPE_ALL_LINKS, Sim};
 use crate::physics::{CH_NVLINK_RX, CH_NVLINK_TX};
 use crate::ret;
+use crate::scenario::Counter;
 
 /// Data bytes per simulated NVLink packet: a model choice for the packet counters, not a
 /// property of NVLink.
@@ -56,15 +57,15 @@ impl Sim {
             return Err(ret::INVALID_ARGUMENT);
         };
         match id {
-            // Effective BER: nothing gets past FEC.
-            220 => Ok(encode_ber(0.0)),
-            // Symbol BER: the symbol errors over the bits the links carried.
-            222 => {
+            // Bit error rates: the symbol errors (222) or the effective errors (220) over the
+            // bits the links carried since the start.
+            220 | 222 => {
+                let errors_id = if id == 220 { 219 } else { 221 };
                 let (mut errors, mut bits) = (0.0, 0.0);
                 for link in links {
                     let kib = self.link_kib(g, CH_NVLINK_TX, link, t)?
                         + self.link_kib(g, CH_NVLINK_RX, link, t)?;
-                    errors += (kib >> 20) as f64;
+                    errors += self.nvlink5_link_counter(dev, g, errors_id, link, t)? as f64;
                     bits += kib as f64 * 8192.0;
                 }
                 Ok(encode_ber(if bits > 0.0 { errors / bits } else { 0.0 }))
@@ -100,6 +101,8 @@ impl Sim {
             221 => (bytes(self, CH_NVLINK_TX)? + bytes(self, CH_NVLINK_RX)?) >> 30,
             // Recovery events and successful recoveries: the link's recovery counter.
             213 | 215 => self.nvlink_errors(dev, link, 1, t)?,
+            // Errors left after FEC: the `nvlink_errors` faults' `effective`.
+            219 => self.gpu(g)?.link_counter(Counter::NvlinkEffective, link, t),
             // Malformed, overrun, receive, remote, general, integrity, discards, failed
             // recoveries, effective errors and the FEC history: a healthy link's 0.
             _ => 0,

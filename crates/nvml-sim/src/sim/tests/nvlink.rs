@@ -464,3 +464,23 @@ fn nvlink_5_totals_are_the_sum_of_the_links() {
         Err(ret::NOT_SUPPORTED)
     );
 }
+
+#[test]
+fn errors_left_after_fec_raise_the_effective_ber() {
+    let fault = "[[faults]]\nat = 10\ngpu = 0\nkind = \"nvlink_errors\"\nlink = 4\n\
+                 effective = 50\nrepeat = 1000\nevery = 5\n";
+    let mut s = busy("B200-SXM-180GB", fault);
+    let effective = per_link(&mut s, 0, 219, 18, 120.0);
+    assert_eq!(effective[4], 50 * 23, "23 bumps from 10 s to 120 s");
+    assert!(effective.iter().enumerate().all(|(l, v)| l == 4 || *v == 0));
+    // Link 4: 1,150 errors over the bits it carried; the others: NVML's zero code.
+    let ber = per_link(&mut s, 0, 220, 18, 120.0);
+    let (mantissa, exponent) = ((ber[4] >> 8) & 0xf, ber[4] & 0xff);
+    let rate = mantissa as f64 * 10f64.powi(-(exponent as i32));
+    assert!(rate > 1e-12 && rate < 1e-9, "{mantissa}e-{exponent}");
+    assert_eq!(ber[0], (15 << 8) | 255);
+    // NVLink 4 has no such counter: the scenario is refused, naming the GPU and the model.
+    let text = format!("[[gpus]]\nmodel = \"H100-SXM5-80GB\"\n{fault}");
+    let e = parse(&text, "test", "test").unwrap_err().to_string();
+    assert!(e.contains("GPU 0") && e.contains("needs NVLink 5"), "{e}");
+}
