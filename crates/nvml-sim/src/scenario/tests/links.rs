@@ -146,7 +146,7 @@ fn nvlink_errors_validation() {
     assert!(e.contains("model L4 has no NVLink"), "{e}");
     let e = parse_err(&fault("H100-SXM5-80GB", "nvlink_errors", "link = 1\n"));
     assert!(
-        e.contains("needs crc_flit, crc_data, replay or recovery"),
+        e.contains("needs crc_flit, crc_data, replay, recovery or effective"),
         "{e}"
     );
     let e = parse_err(&fault(
