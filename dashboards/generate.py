@@ -543,6 +543,19 @@ def health():
                 {"color": "green", "value": None}, {"color": "red", "value": 1}]},
                 "custom": {"cellOptions": {"type": "color-background"}}})
 
+    link_legend = "{{Hostname}} GPU {{gpu}} link {{nvlink}}"
+    d.panel("timeseries", "NVLink bit error rates (NVLink 5)",
+            [(f"max by (Hostname, gpu, nvlink) (gpu_nvlink_effective_bit_error_ratio{{{GPU}}}) > 0",
+              link_legend + " after FEC"),
+             (f"topk(5, max by (Hostname, gpu, nvlink) (gpu_nvlink_symbol_bit_error_ratio{{{GPU}}}))",
+              link_legend + " symbol")],
+            "sci", w=24, h=8,
+            description="Links whose bit error rate after FEC is above 0 (gpu_nvlink_effective_bit_error_ratio; "
+                        "GpuNvlinkEffectiveBerHigh fires above 1e-12), and the five highest symbol error rates "
+                        "before FEC, which a working link has too. B200 and GB200 only.",
+            defaults={"custom": {"fillOpacity": 10, "showPoints": "never",
+                                 "scaleDistribution": {"type": "log", "log": 10}}})
+
     d.row("Throttling")
     d.panel("timeseries", "Time held down by temperature and power",
             [(f"max by (Hostname, gpu) (rate(DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}[$__rate_interval])) / 1e9",
