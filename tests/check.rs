@@ -421,3 +421,21 @@ fn link_entity_and_nvswitch_rows_are_reported_as_such() {
         ],
     );
 }
+
+#[test]
+fn errors_past_fec_on_nvlink_5_are_a_warning() {
+    let (code, out) = check(&["--simulate", "tests/fixtures/scenarios/nvlink5.toml", "-k"]);
+    assert_eq!(code, Some(0), "a warning, not a failure: {out}");
+    line_with(
+        &out,
+        &[
+            "WARN",
+            "GPU 0 NVLink errors past FEC",
+            "above 1e-12 on link(s) 4 (",
+        ],
+    );
+    line_with(&out, &["fix:", "NVLink diagnostics"]);
+    // A healthy NVLink 5 node has no such line.
+    let (_, out) = check(&["--simulate", "hgx-b200", "-k"]);
+    assert!(!out.contains("errors past FEC"), "{out}");
+}

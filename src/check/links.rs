@@ -1,9 +1,11 @@
-//! The NVLink and fabric items of `gpu-exporter check`: each GPU's links (a link down is a
-//! warning) and fabric registration, and how a counters file's link-entity row is served.
+//! The NVLink and fabric items of `gpu-exporter check`: each GPU's links (a link down, or
+//! errors past FEC above 1e-12 on NVLink 5, is a warning) and fabric registration, and how a
+//! counters file's link-entity row is served.
 //!
 //! Reads the snapshot only; it must not start anything or read NVML.
 
 use super::report::{Level, Report};
+use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
 use crate::snapshot::Snapshot;
 
 /// Each GPU's links and fabric registration, for the GPUs that have either.
@@ -35,6 +37,21 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
                 Some("nvidia-smi nvlink --status on the node; a link that stays down needs a GPU reset or the baseboard inspected"),
             );
             }
+        }
+        let ber_high: Vec<String> = g
+            .links
+            .iter()
+            .filter(|l| l.effective_ber.is_some_and(|r| r > EFFECTIVE_BER_LIMIT))
+            .map(|l| format!("{} ({:.1e})", l.link, l.effective_ber.unwrap_or_default()))
+            .collect();
+        if !ber_high.is_empty() {
+            report.add(
+                "gpus",
+                format!("GPU {} NVLink errors past FEC", g.id.gpu),
+                Level::Warn,
+                format!("effective bit error rate above 1e-12 on link(s) {}", ber_high.join(", ")),
+                Some("drain the node and run the NVLink diagnostics (dcgmi diag or NVIDIA's field diagnostics); a rate that returns after a reset needs the tray, cable or baseboard inspected"),
+            );
         }
         if let Some(f) = &g.fabric {
             let health = match f.health_summary {

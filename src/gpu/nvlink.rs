@@ -44,6 +44,10 @@ pub const FIELD_EFFECTIVE_BER: u32 = 220;
 /// `NVML_FI_DEV_NVLINK_COUNT_SYMBOL_BER`: the symbol bit error rate, per link, encoded.
 pub const FIELD_SYMBOL_BER: u32 = 222;
 
+/// The effective (after FEC) bit error rate above which DCGM's health checks fail an NVLink
+/// 5 link; `check`, the landing page and the `GpuNvlinkEffectiveBerHigh` alert use it too.
+pub const EFFECTIVE_BER_LIMIT: f64 = 1e-12;
+
 /// An NVLink bit error rate from NVML's encoding (`NVML_NVLINK_BER_MANTISSA_*` and
 /// `NVML_NVLINK_BER_EXP_*` in `nvml.h`): mantissa in bits 8–11, exponent in bits 0–7, the rate
 /// being mantissa × 10^-exponent. Mantissa 15 with exponent 255 is how NVML says 0.

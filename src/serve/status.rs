@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
+use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
 use crate::snapshot::{EntitySample, Snapshot, Value};
 
@@ -129,6 +130,8 @@ pub struct Health {
     pub throttle: Option<Vec<&'static str>>,
     /// NVLink links NVML reports down (with per-link export on).
     pub nvlink_down: Vec<u32>,
+    /// NVLink 5 links whose bit error rate after FEC is above DCGM's limit (1e-12).
+    pub nvlink_ber_high: Vec<u32>,
     /// NVSwitch fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity), on GPUs
     /// attached to a fabric that report it.
     pub fabric_health: Option<u8>,
@@ -311,6 +314,12 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
     let fabric = snap.interconnect.iter().find(|g| g.id.gpu == gpu);
     if let Some(g) = fabric {
         h.nvlink_down = g.links.iter().filter(|l| !l.up).map(|l| l.link).collect();
+        h.nvlink_ber_high = g
+            .links
+            .iter()
+            .filter(|l| l.effective_ber.is_some_and(|r| r > EFFECTIVE_BER_LIMIT))
+            .map(|l| l.link)
+            .collect();
         h.fabric_health = g.fabric.as_ref().and_then(|f| f.health_summary);
     }
     let registration_failed = fabric
@@ -329,6 +338,13 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
     if !h.nvlink_down.is_empty() {
         let links: Vec<String> = h.nvlink_down.iter().map(u32::to_string).collect();
         warning.push(format!("NVLink link(s) down: {}", links.join(", ")));
+    }
+    if !h.nvlink_ber_high.is_empty() {
+        let links: Vec<String> = h.nvlink_ber_high.iter().map(u32::to_string).collect();
+        warning.push(format!(
+            "NVLink errors get past FEC (bit error rate above 1e-12) on link(s): {}",
+            links.join(", ")
+        ));
     }
     if !up {
         critical.push("lost: NVML no longer answers for this GPU".to_owned());
@@ -549,6 +565,50 @@ mod tests {
             health_mask: None,
             health_summary: health,
         }
+    }
+
+    #[test]
+    fn an_effective_bit_error_rate_above_the_limit_is_a_warning() {
+        let snap_with = |ber: f64| {
+            let mut l = link(4, true);
+            l.effective_ber = Some(ber);
+            let snap = Snapshot {
+                devices: vec![DeviceStatus {
+                    gpu: 0,
+                    uuid: "GPU-0".into(),
+                    model_name: "NVIDIA B200".into(),
+                    up: true,
+                }],
+                interconnect: vec![Interconnect {
+                    id: EntityId {
+                        gpu: 0,
+                        uuid: "GPU-0".into(),
+                        pci_bus_id: String::new(),
+                        device: "nvidia0".into(),
+                        model_name: "NVIDIA B200".into(),
+                        mig: None,
+                    },
+                    links: vec![link(3, true), l],
+                    fabric: None,
+                }],
+                ..Snapshot::default()
+            };
+            let counters = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
+            let st = build(&snap, &counters, None, true, 0.0, None);
+            let h = &st.gpus[0].health;
+            (h.verdict, h.reasons.clone())
+        };
+        assert_eq!(
+            snap_with(1e-12),
+            ("ok", vec![]),
+            "at the limit is not above it"
+        );
+        let (verdict, r) = snap_with(8e-11);
+        assert_eq!(verdict, "warning");
+        assert_eq!(
+            r,
+            ["NVLink errors get past FEC (bit error rate above 1e-12) on link(s): 4"]
+        );
     }
 
     #[test]
