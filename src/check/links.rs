@@ -5,7 +5,7 @@
 //! Reads the snapshot only; it must not start anything or read NVML.
 
 use super::report::{Level, Report};
-use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
+use crate::gpu::nvlink::{EFFECTIVE_BER_LIMIT, FABRIC_COMPLETED, errors_past_fec};
 use crate::snapshot::Snapshot;
 
 /// Each GPU's links and fabric registration, for the GPUs that have either.
@@ -41,7 +41,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
         let ber_high: Vec<String> = g
             .links
             .iter()
-            .filter(|l| l.effective_ber.is_some_and(|r| r > EFFECTIVE_BER_LIMIT))
+            .filter(|l| errors_past_fec(l))
             .map(|l| format!("{} ({:.1e})", l.link, l.effective_ber.unwrap_or_default()))
             .collect();
         if !ber_high.is_empty() {
@@ -49,7 +49,10 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
                 "gpus",
                 format!("GPU {} NVLink errors past FEC", g.id.gpu),
                 Level::Warn,
-                format!("effective bit error rate above 1e-12 on link(s) {}", ber_high.join(", ")),
+                format!(
+                    "effective bit error rate above {EFFECTIVE_BER_LIMIT:e} on link(s) {}",
+                    ber_high.join(", ")
+                ),
                 Some("drain the node and run the NVLink diagnostics (dcgmi diag or NVIDIA's field diagnostics); a rate that returns after a reset needs the tray, cable or baseboard inspected"),
             );
         }
@@ -60,7 +63,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
                 Some(3) => "limited capacity",
                 _ => "health not reported",
             };
-            let registered = f.state == 3 && f.status == 0;
+            let registered = f.state == FABRIC_COMPLETED && f.status == 0;
             let level = match (registered, f.health_summary) {
                 (false, _) | (_, Some(2)) => Level::Fail,
                 (_, Some(3)) => Level::Warn,

@@ -261,12 +261,18 @@ pub struct LinkMemory {
     last_bytes: HashMap<(u32, u8), (f64, i64)>,
 }
 
-/// Bytes per second between two readings of a KiB counter; `None` without an earlier
-/// reading, when time did not move or when the counter went back (driver reload).
-fn kib_rate(prev: Option<(f64, i64)>, now: (f64, i64)) -> Option<f64> {
+/// The change per second between two readings of a counter, each (value, NVML time stamp in
+/// µs); `None` without an earlier reading, when time did not move or when the counter went
+/// back (a driver reload).
+pub fn per_second(prev: Option<(f64, i64)>, now: (f64, i64)) -> Option<f64> {
     let (p, pt) = prev?;
     let (v, t) = now;
-    (t > pt && v >= p).then(|| (v - p) * 1024.0 / ((t - pt) as f64 / 1e6))
+    (t > pt && v >= p).then(|| (v - p) / ((t - pt) as f64 / 1e6))
+}
+
+/// Whether the link lets errors past FEC at a rate above [`EFFECTIVE_BER_LIMIT`].
+pub fn errors_past_fec(l: &LinkSample) -> bool {
+    l.effective_ber.is_some_and(|r| r > EFFECTIVE_BER_LIMIT)
 }
 
 /// Per-link reading of every GPU, remembering per GPU UUID what exists.
@@ -379,7 +385,9 @@ impl LinkReader {
         };
         let kib = |r: Option<&ScopedValue>| count(r).map(|v| v.saturating_mul(1024));
         let mut rate = |link: u32, dir: u8, r: Option<&ScopedValue>| match r {
-            Some(Ok(now)) => kib_rate(mem.last_bytes.insert((link, dir), *now), *now),
+            Some(Ok(now)) => {
+                per_second(mem.last_bytes.insert((link, dir), *now), *now).map(|kib| kib * 1024.0)
+            }
             _ => None,
         };
         let mut out = Vec::with_capacity(states.len());
@@ -509,12 +517,12 @@ mod tests {
 
     #[test]
     fn link_rates_need_two_readings_that_move_forward() {
-        assert_eq!(kib_rate(None, (10.0, 1_000_000)), None);
-        // 1,024 KiB in half a second: 2 MiB/s.
-        let r = kib_rate(Some((0.0, 500_000)), (1024.0, 1_000_000));
-        assert_eq!(r, Some(2.0 * 1_048_576.0));
-        assert_eq!(kib_rate(Some((5.0, 1_000_000)), (6.0, 1_000_000)), None);
-        assert_eq!(kib_rate(Some((5.0, 1_000_000)), (4.0, 2_000_000)), None);
+        assert_eq!(per_second(None, (10.0, 1_000_000)), None);
+        // 1,024 KiB in half a second: 2,048 KiB/s.
+        let r = per_second(Some((0.0, 500_000)), (1024.0, 1_000_000));
+        assert_eq!(r, Some(2048.0));
+        assert_eq!(per_second(Some((5.0, 1_000_000)), (6.0, 1_000_000)), None);
+        assert_eq!(per_second(Some((5.0, 1_000_000)), (4.0, 2_000_000)), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
-use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
+use crate::gpu::nvlink::{EFFECTIVE_BER_LIMIT, FABRIC_COMPLETED, errors_past_fec};
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
 use crate::snapshot::{EntitySample, Snapshot, Value};
 
@@ -317,14 +317,14 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
         h.nvlink_ber_high = g
             .links
             .iter()
-            .filter(|l| l.effective_ber.is_some_and(|r| r > EFFECTIVE_BER_LIMIT))
+            .filter(|l| errors_past_fec(l))
             .map(|l| l.link)
             .collect();
         h.fabric_health = g.fabric.as_ref().and_then(|f| f.health_summary);
     }
     let registration_failed = fabric
         .and_then(|g| g.fabric.as_ref())
-        .is_some_and(|f| f.state == 3 && f.status != 0);
+        .is_some_and(|f| f.state == FABRIC_COMPLETED && f.status != 0);
     let mut critical = Vec::new();
     let mut warning = Vec::new();
     if registration_failed {
@@ -342,7 +342,7 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
     if !h.nvlink_ber_high.is_empty() {
         let links: Vec<String> = h.nvlink_ber_high.iter().map(u32::to_string).collect();
         warning.push(format!(
-            "NVLink errors get past FEC (bit error rate above 1e-12) on link(s): {}",
+            "NVLink errors get past FEC (bit error rate above {EFFECTIVE_BER_LIMIT:e}) on link(s): {}",
             links.join(", ")
         ));
     }

@@ -168,12 +168,9 @@ fn rate(
     ts: i64,
     scale: crate::catalogue::Scale,
 ) -> Result<Option<Value>, NvmlError> {
-    match ent.rate_prev.insert(id, (sum, ts)) {
-        Some((p, pt)) if ts > pt && sum >= p => {
-            let secs = (ts - pt) as f64 / 1e6;
-            num(scale.apply((sum - p) / secs))
-        }
-        _ => Ok(None),
+    match nvlink::per_second(ent.rate_prev.insert(id, (sum, ts)), (sum, ts)) {
+        Some(r) => num(scale.apply(r)),
+        None => Ok(None),
     }
 }
 
