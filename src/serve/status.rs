@@ -528,6 +528,11 @@ mod tests {
 
     /// A one-GPU snapshot whose GPU has links 0–2 (link 1 down) and the given fabric.
     fn reasons(fabric: Option<Fabric>) -> (&'static str, Vec<String>) {
+        health_with(vec![link(0, true), link(1, false), link(2, true)], fabric)
+    }
+
+    /// The health verdict and reasons of a one-GPU snapshot with these links and fabric.
+    fn health_with(links: Vec<LinkSample>, fabric: Option<Fabric>) -> (&'static str, Vec<String>) {
         let id = EntityId {
             gpu: 0,
             uuid: "GPU-0".into(),
@@ -543,11 +548,7 @@ mod tests {
                 model_name: "NVIDIA GB200".into(),
                 up: true,
             }],
-            interconnect: vec![Interconnect {
-                id,
-                links: vec![link(0, true), link(1, false), link(2, true)],
-                fabric,
-            }],
+            interconnect: vec![Interconnect { id, links, fabric }],
             ..Snapshot::default()
         };
         let counters = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
@@ -572,31 +573,7 @@ mod tests {
         let snap_with = |ber: f64| {
             let mut l = link(4, true);
             l.effective_ber = Some(ber);
-            let snap = Snapshot {
-                devices: vec![DeviceStatus {
-                    gpu: 0,
-                    uuid: "GPU-0".into(),
-                    model_name: "NVIDIA B200".into(),
-                    up: true,
-                }],
-                interconnect: vec![Interconnect {
-                    id: EntityId {
-                        gpu: 0,
-                        uuid: "GPU-0".into(),
-                        pci_bus_id: String::new(),
-                        device: "nvidia0".into(),
-                        model_name: "NVIDIA B200".into(),
-                        mig: None,
-                    },
-                    links: vec![link(3, true), l],
-                    fabric: None,
-                }],
-                ..Snapshot::default()
-            };
-            let counters = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
-            let st = build(&snap, &counters, None, true, 0.0, None);
-            let h = &st.gpus[0].health;
-            (h.verdict, h.reasons.clone())
+            health_with(vec![link(3, true), l], None)
         };
         assert_eq!(
             snap_with(1e-12),
