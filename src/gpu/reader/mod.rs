@@ -307,6 +307,18 @@ impl Reader {
             now,
         };
         let state = self.gpus.entry(index).or_default();
+        // The fabric registration, once for this tick: every fabric field, label and family
+        // of the GPU comes from this read.
+        let fabric = nvlink::fabric(nvml, &dev);
+        if matches!(fabric, Err(NvmlError::GpuLost)) {
+            out.devices.push(status);
+            return;
+        }
+        let fabric_now = match &fabric {
+            Ok(f) => Ok(f.clone()),
+            Err(e) => Err(book::clone_err(e)),
+        };
+        state.fabric = Some(fabric);
 
         let mut lost = false;
         let base = ident.entity_id(index);
@@ -468,8 +480,7 @@ impl Reader {
             // Links are read for the gpu_nvlink_* families and for link-entity rows.
             let link_rows = || rows.iter().filter(|r| r.field.level == Level::Link);
             let links = self.opts.nvlink_per_link || link_rows().next().is_some();
-            let read =
-                self.interconnect(&dev, index, &ident.uuid, base_id.clone(), links, &mut lost);
+            let read = self.interconnect(&dev, base_id.clone(), links, fabric_now, &mut lost);
             if self.links.has_no_links(&ident.uuid) {
                 // A board without NVLink: its link-entity rows are listed as unsupported.
                 let at = Place {
@@ -497,17 +508,17 @@ impl Reader {
         out.interconnect.extend(interconnect);
     }
 
-    /// The GPU's NVLink links (when `read_links`) and its fabric registration; `None`
-    /// when it has neither. Sets `lost` when the GPU fell off meanwhile.
+    /// The GPU's NVLink links (when `read_links`) and its fabric registration (`fabric`, this
+    /// tick's read); `None` when it has neither. Sets `lost` when the GPU fell off meanwhile.
     fn interconnect(
         &mut self,
         dev: &nvml_wrapper::Device<'static>,
-        index: u32,
-        uuid: &str,
         id: crate::snapshot::EntityId,
         read_links: bool,
+        fabric: Result<crate::snapshot::Fabric, NvmlError>,
         lost: &mut bool,
     ) -> Option<Interconnect> {
+        let (index, uuid) = (id.gpu, id.uuid.as_str());
         let mut links = Vec::new();
         if read_links {
             match self.links.read(self.nvml, dev, uuid) {
@@ -527,13 +538,9 @@ impl Reader {
                     .failed("nvlink_state", uuid, index, "reading NVLink links", &e),
             }
         }
-        let fabric = match nvlink::fabric(self.nvml, dev) {
+        let fabric = match fabric {
             Ok(f) if f.state != 0 => Some(f),
             Ok(_) => None,
-            Err(NvmlError::GpuLost) => {
-                *lost = true;
-                return None;
-            }
             Err(e) if nvlink::is_absent(&e) => None,
             Err(e) => {
                 let what = "reading the fabric registration";

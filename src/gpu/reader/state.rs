@@ -39,6 +39,10 @@ pub(super) struct GpuState {
     pub(super) down: bool,
     /// NVML time stamp (µs) of the newest process utilization sample read.
     pub(super) proc_util_seen: u64,
+    /// This tick's fabric registration (`nvmlDeviceGetGpuFabricInfoV`), read once at the start
+    /// of the GPU's read: the fabric fields, the cluster-UUID label and the `gpu_fabric_*`
+    /// families all come from it.
+    pub(super) fabric: Option<Result<crate::snapshot::Fabric, NvmlError>>,
 }
 
 /// Per-entity, per-tick cache of calls that serve several fields.
@@ -49,5 +53,4 @@ pub(super) struct TickCache {
     pub(super) reasons: Option<Result<u64, NvmlError>>,
     pub(super) fields: HashMap<u32, Result<(f64, i64), NvmlError>>,
     pub(super) gpm: HashMap<u32, Result<f64, NvmlError>>,
-    pub(super) fabric: Option<Result<crate::snapshot::Fabric, NvmlError>>,
 }

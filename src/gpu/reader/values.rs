@@ -316,9 +316,9 @@ pub(super) fn read_value(
             rate(ent, f.id, sum, ts, scale)
         }
         Source::Fabric(part) => {
-            let fab = cache
-                .fabric
-                .get_or_insert_with(|| nvlink::fabric(ctx.nvml, dev));
+            let Some(fab) = &gpu.fabric else {
+                return Ok(None);
+            };
             let fab = fab.as_ref().map_err(clone_err)?;
             match nvlink::fabric_part(fab, part) {
                 Some(v) => num(v),
@@ -496,11 +496,14 @@ pub(super) fn read_text_field(
                 Err(e) => Err(super::book::clone_err(e)),
             }
         }
-        // Read every tick: a registration completes (or is redone) while the exporter runs.
-        TextKind::FabricClusterUuid => {
-            let f = nvlink::fabric(nvml, dev)?;
-            Ok((f.state == nvlink::FABRIC_COMPLETED).then_some(f.cluster_uuid))
-        }
+        // This tick's registration: it completes (or is redone) while the exporter runs.
+        TextKind::FabricClusterUuid => match &gpu.fabric {
+            Some(Ok(f)) => {
+                Ok((f.state == nvlink::FABRIC_COMPLETED).then(|| f.cluster_uuid.clone()))
+            }
+            Some(Err(e)) => Err(clone_err(e)),
+            None => Ok(None),
+        },
         _ => {
             if let Some(v) = gpu.texts.get(&kind) {
                 return Ok(Some(v.clone()));
