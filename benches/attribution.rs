@@ -22,9 +22,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gpu_exporter::attribution::{AttributionOptions, Attributor, Sources, build_join};
+use gpu_exporter::attribution::{AttributionOptions, Attributor, SourceHandles, build_join};
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
+use gpu_exporter::config::Config;
 use gpu_exporter::exposition::{EncodeOptions, encode, gzip};
 use gpu_exporter::gpu::processes::{EntityProcesses, ProcessUse};
 use gpu_exporter::sim::api::FakeApi;
@@ -419,11 +420,11 @@ impl Live {
     fn attributor(&self, procs: bool) -> Attributor {
         Attributor::new(
             opts(),
-            Sources {
+            SourceHandles {
                 kubelet: Some(Arc::clone(&self.kubelet)),
                 pods: Some(Arc::clone(&self.pods)),
                 procs: procs.then(|| ProcTree::new(&self.proc_root)),
-                ..Sources::default()
+                ..SourceHandles::default()
             },
         )
     }
@@ -583,10 +584,9 @@ fn encode_inputs() -> (Snapshot, CounterSet, EncodeOptions) {
         e.values = (0..metrics).map(|i| Some(Value::Num(i as f64))).collect();
         e.labels = vec![Some("570.124.06".to_owned()); labels];
     }
-    let opts = EncodeOptions {
-        hostname: Some(NODE.to_owned()),
-        ..EncodeOptions::default()
-    };
+    let mut cfg = Config::from_args(&[]).expect("default flags");
+    cfg.hostname = Some(NODE.to_owned());
+    let opts = cfg.encode_options();
     (snap, counters, opts)
 }
 

@@ -12,6 +12,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use gpu_exporter::catalogue::csv::CounterSet;
+use gpu_exporter::config::Config;
 use gpu_exporter::exposition::{EncodeOptions, encode, gzip};
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::snapshot::Snapshot;
@@ -51,6 +52,13 @@ fn node() -> Node {
     }
 }
 
+/// The encoder's options of a node with the default flags, named `bench-node`.
+fn encode_options() -> EncodeOptions {
+    let mut cfg = Config::from_args(&[]).expect("default flags");
+    cfg.hostname = Some("bench-node".into());
+    cfg.encode_options()
+}
+
 fn snapshot() -> (Snapshot, Arc<CounterSet>) {
     let mut n = node();
     n.node.set_time(15.0);
@@ -74,10 +82,7 @@ fn sampler_tick(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 500)]
 fn encode_exposition(bencher: divan::Bencher) {
     let (snap, counters) = snapshot();
-    let opts = EncodeOptions {
-        hostname: Some("bench-node".into()),
-        ..EncodeOptions::default()
-    };
+    let opts = encode_options();
     bencher.bench_local(|| black_box(encode(&snap, &counters, &opts)));
 }
 
@@ -85,14 +90,7 @@ fn encode_exposition(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 200)]
 fn gzip_exposition(bencher: divan::Bencher) {
     let (snap, counters) = snapshot();
-    let plain = encode(
-        &snap,
-        &counters,
-        &EncodeOptions {
-            hostname: Some("bench-node".into()),
-            ..EncodeOptions::default()
-        },
-    );
+    let plain = encode(&snap, &counters, &encode_options());
     println!(
         "exposition: {} bytes plain, {} bytes gzip",
         plain.len(),

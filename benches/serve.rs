@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::get;
 use bytes::Bytes;
-use gpu_exporter::exposition::EncodeOptions;
+use gpu_exporter::config::Config;
 use gpu_exporter::exposition::publish::Shared;
-use gpu_exporter::sampler::render;
+use gpu_exporter::exposition::publish::render;
 
 const SCENARIO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -128,10 +128,9 @@ fn serving() {
     sampler.tick(10.0);
     node.set_time(15.0);
     let snap = sampler.tick(15.0);
-    let opts = EncodeOptions {
-        hostname: Some("bench-node".into()),
-        ..EncodeOptions::default()
-    };
+    let mut cfg = Config::from_args(&[]).expect("default flags");
+    cfg.hostname = Some("bench-node".into());
+    let opts = cfg.encode_options();
     let published = render(snap, &counters, &opts);
     let (plain_len, gzip_len) = (published.plain.len(), published.gzip.len());
     let gz: Bytes = published.gzip.clone();

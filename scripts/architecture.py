@@ -27,21 +27,22 @@ import subprocess
 import sys
 import tempfile
 
-# Bottom to top. `main.rs` (the binary) sits above all of them and is not checked here.
+# Bottom to top. `main.rs` (the binary) sits above all of them.
 LAYERS = [
     "base",
     "catalogue",
     "snapshot",
     "sources",
-    "config",
     "gpu",
     "attribution",
     "exposition",
     "sampler",
     "serve",
+    "config",
+    "sim",
+    "daemon",
     "check",
     "probe",
-    "sim",
 ]
 MAX_LINES = 650
 # Split so that this file does not match itself.

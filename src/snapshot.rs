@@ -229,7 +229,7 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Attribution {
     /// The device-to-holder join, rebuilt only when an input changes.
-    pub join: Option<Arc<Join>>,
+    pub join: Option<Arc<HolderMap>>,
     /// Per-container use of shared devices, from this tick's process list.
     pub containers: Vec<ContainerUse>,
     /// Health of each attribution source, for the self-metrics.
@@ -248,12 +248,12 @@ impl Attribution {
     }
 }
 
-/// How many unmatched device IDs a [`Join`] keeps by name.
+/// How many unmatched device IDs a [`HolderMap`] keeps by name.
 pub const UNMATCHED_KEPT: usize = 20;
 
 /// Which pods, containers and jobs hold which entity.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Join {
+pub struct HolderMap {
     /// Per entity (same order as [`Snapshot::entities`]): the labels each copy of the
     /// entity's series carries after its identity (`container`, `namespace`, `pod`, …). Empty
     /// means one copy without extra labels.

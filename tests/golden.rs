@@ -12,8 +12,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use gpu_exporter::config::profile::Profile;
-use gpu_exporter::exposition::{EncodeOptions, encode};
+use gpu_exporter::catalogue::profile::Profile;
+use gpu_exporter::exposition::encode;
 
 const EPOCH: f64 = 1_700_000_000.0;
 
@@ -42,10 +42,8 @@ fn exposition_as(
     profile: Profile,
 ) -> String {
     let node = common::SimNode::new(scenario, 7);
-    let options = gpu_exporter::gpu::reader::ReaderOptions {
-        repeat_device_fields: profile.repeats_device_fields(),
-        ..Default::default()
-    };
+    let cfg = common::config(&["--compatibility", profile.name()]);
+    let options = cfg.reader_options();
     let mut sampler = node.sampler_with(counters.clone(), options, EPOCH);
     let cluster = pods.then(|| common::Cluster::start(&node));
     if let Some(c) = &cluster {
@@ -69,13 +67,7 @@ fn exposition_as(
     for s in &mut snap.attribution.sources {
         s.age_seconds = s.age_seconds.map(|_| 0.0);
     }
-    let opts = EncodeOptions {
-        hostname: Some("sim-node".into()),
-        host_label: profile.host_label(),
-        gauge_fields: profile.gauge_fields(),
-        types_as_written: profile.types_as_written(),
-        ..EncodeOptions::default()
-    };
+    let opts = cfg.encode_options();
     String::from_utf8(encode(&snap, &counters, &opts)).expect("utf-8 exposition")
 }
 

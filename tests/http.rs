@@ -15,7 +15,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use gpu_exporter::exposition::EncodeOptions;
 use gpu_exporter::exposition::publish::Shared;
-use gpu_exporter::sampler::render;
+use gpu_exporter::exposition::publish::render;
 use gpu_exporter::serve::{CONTENT_TYPE, app};
 use gpu_exporter::snapshot::Snapshot;
 use http_body_util::BodyExt;

@@ -14,8 +14,6 @@ use std::sync::Arc;
 
 use common::{Run, SimNode, label, series, value};
 use gpu_exporter::catalogue::csv::parse_counters;
-use gpu_exporter::exposition::EncodeOptions;
-use gpu_exporter::gpu::reader::ReaderOptions;
 
 /// The DCGM per-link and fabric fields a dcgm-exporter user would list.
 const DCGM_LINK_CSV: &str = "\
@@ -31,6 +29,11 @@ DCGM_FI_DEV_FABRIC_CLUSTER_UUID, label, Fabric cluster.
 ";
 
 fn run_with(scenario: &str, csv: Option<&str>, per_link: bool) -> Run {
+    let cfg = common::config(&[if per_link {
+        "--nvlink-links=per-link"
+    } else {
+        "--nvlink-links=totals"
+    }]);
     let counters = match csv {
         Some(text) => Arc::new(parse_counters("links.csv", text).unwrap()),
         None => common::default_counters(),
@@ -38,15 +41,8 @@ fn run_with(scenario: &str, csv: Option<&str>, per_link: bool) -> Run {
     Run::new(
         SimNode::new(scenario, 7),
         counters,
-        ReaderOptions {
-            nvlink_per_link: per_link,
-            ..ReaderOptions::default()
-        },
-        EncodeOptions {
-            hostname: Some("sim-node".into()),
-            link_families: per_link,
-            ..EncodeOptions::default()
-        },
+        cfg.reader_options(),
+        cfg.encode_options(),
     )
 }
 

@@ -186,10 +186,7 @@ fn burst_of_repeated_xids_is_counted_in_full() {
 
 #[test]
 fn xid_window_counts_then_empties() {
-    let mut run = run(ReaderOptions {
-        xid_window: Duration::from_secs(10),
-        ..ReaderOptions::default()
-    });
+    let mut run = run(common::config(&["-x", "10000"]).reader_options());
     run.at(30.0);
     let text = run.at(45.0);
     assert!(text.contains("# TYPE DCGM_EXP_XID_ERRORS_COUNT gauge\n"));
@@ -217,10 +214,8 @@ fn xid_window_counts_then_empties() {
 
 #[test]
 fn clock_event_window_counts_samples_per_reason() {
-    let mut run = run(ReaderOptions {
-        clock_events_window: Duration::from_secs(12),
-        ..ReaderOptions::default()
-    });
+    let mut run =
+        run(common::config(&["--clock-events-count-window-size", "12000"]).reader_options());
     // The L4 (GPU 3, from 50 s) is idle: every sample has the gpu_idle reason.
     run.at(50.0);
     run.at(55.0);
@@ -407,10 +402,7 @@ fn cumulative_xid_and_clock_event_counters() {
     let mut run = Run::new(
         common::SimNode::new(scenario.to_str().unwrap(), 5),
         Arc::new(counters),
-        ReaderOptions {
-            xid_initialized: vec![79],
-            ..ReaderOptions::default()
-        },
+        common::config(&["--xid-initialized-codes", "79"]).reader_options(),
         EncodeOptions::default(),
     );
     let reason = |text: &str, r: &str| {

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{SimNode, label, label_opt, series, value, wait_until};
+use gpu_exporter::attribution::KubernetesConfig;
 use gpu_exporter::catalogue::csv::CounterSet;
-use gpu_exporter::config::KubernetesConfig;
 use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::sim::kubelet::FakeKubelet;

@@ -20,11 +20,8 @@ fn run(scenario: &str) -> Run {
     Run::new(
         common::SimNode::new(scenario, 3),
         common::default_counters(),
-        ReaderOptions::default(),
-        EncodeOptions {
-            hostname: Some("sim-node".into()),
-            ..EncodeOptions::default()
-        },
+        common::config(&[]).reader_options(),
+        common::config(&[]).encode_options(),
     )
 }
 
@@ -267,10 +264,7 @@ fn dcgm_format_csv_with_legacy_names_exports_them_verbatim() {
     sampler.tick(30.0);
     node.set_time(35.0);
     let snap = sampler.tick(35.0);
-    let opts = EncodeOptions {
-        hostname: Some("n".into()),
-        ..EncodeOptions::default()
-    };
+    let opts = common::config(&[]).encode_options();
     let text = String::from_utf8(encode(&snap, &counters, &opts)).unwrap();
     // Legacy 1.x names are emitted under the CSV's own spelling, with the quoted help intact.
     assert!(text.contains(
@@ -537,7 +531,7 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
 /// passed and keeps its reading in between, while the other fields are read every tick.
 #[test]
 fn collection_fields_are_read_at_their_own_interval() {
-    use gpu_exporter::config::file::{Collection, Collections};
+    use gpu_exporter::gpu::plan::{Collection, Collections};
     use std::time::Duration;
     let csv =
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, e\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n";
@@ -557,7 +551,7 @@ fn collection_fields_are_read_at_their_own_interval() {
             counters.clone(),
             ReaderOptions {
                 collections: std::sync::Arc::new(collections),
-                ..ReaderOptions::default()
+                ..common::config(&[]).reader_options()
             },
             EncodeOptions::default(),
         );
@@ -600,7 +594,7 @@ fn collection_fields_are_read_at_their_own_interval() {
 /// the file's type except for the windows.
 #[test]
 fn types_are_written_per_profile() {
-    use gpu_exporter::config::profile::Profile;
+    use gpu_exporter::catalogue::profile::Profile;
     let csv = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, n\n\
                DCGM_EXP_XID_ERRORS_COUNT, counter, x\n\
                DCGM_FI_DEV_GPU_TEMP, gauge, t\n";
@@ -614,15 +608,12 @@ fn types_are_written_per_profile() {
         let counters = std::sync::Arc::new(
             gpu_exporter::catalogue::csv::parse_counters("n.csv", csv).unwrap(),
         );
+        let cfg = common::config(&["--compatibility", profile.name()]);
         let mut run = Run::new(
             common::SimNode::new("h100-mig", 1),
             counters,
-            ReaderOptions::default(),
-            EncodeOptions {
-                gauge_fields: profile.gauge_fields(),
-                types_as_written: profile.types_as_written(),
-                ..EncodeOptions::default()
-            },
+            cfg.reader_options(),
+            cfg.encode_options(),
         );
         run.at(10.0);
         let text = run.at(15.0);
@@ -737,10 +728,12 @@ fn error_counts_reason_times_and_xid_window_are_there_from_the_first_tick() {
     for (profile, repeated) in [("native", false), ("dcgm-4.8.2", true)] {
         let node = common::SimNode::new("h100-mig", 1);
         let path = node.lib_path().to_path_buf();
-        let options = ReaderOptions {
-            repeat_device_fields: repeated,
-            ..ReaderOptions::default()
+        let flags: &[&str] = if repeated {
+            &["--mig-repeat-device-fields"]
+        } else {
+            &[]
         };
+        let options = common::config(flags).reader_options();
         assert!(!options.xid_sync, "the daemon's default");
         let mut sampler = gpu_exporter::sampler::Sampler::with_options(
             Box::new(move || gpu_exporter::gpu::open(Some(&path))),

@@ -11,7 +11,6 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{label_opt, series};
-use gpu_exporter::config::devices::DeviceSelection;
 use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
 
@@ -28,10 +27,7 @@ fn exposition(options: ReaderOptions) -> String {
 }
 
 fn select(devices: &str) -> String {
-    exposition(ReaderOptions {
-        devices: DeviceSelection::parse("-d/--devices", devices).unwrap(),
-        ..ReaderOptions::default()
-    })
+    exposition(common::config(&["-d", devices]).reader_options())
 }
 
 /// Entities (`gpu` or `gpu.gi`) that carry series of `name`.
@@ -114,10 +110,7 @@ fn several_ranges_at_once() {
 
 #[test]
 fn repeat_flag_puts_device_fields_on_each_instance() {
-    let text = exposition(ReaderOptions {
-        repeat_device_fields: true,
-        ..ReaderOptions::default()
-    });
+    let text = exposition(common::config(&["--mig-repeat-device-fields"]).reader_options());
     let temp = entities(&text, "DCGM_FI_DEV_GPU_TEMP");
     // MIG-enabled GPUs 2 and 5 are represented only by their instances, as in dcgm-exporter.
     assert!(!temp.contains("2") && !temp.contains("5"), "{temp:?}");

@@ -1,12 +1,12 @@
 //! The device-to-holder join: which pods, containers, DRA claims and HPC jobs hold which
 //! entity, from the kubelet's answer, the pod and ResourceSlice indexes and the HPC job files.
 //!
-//! Pure: it reads the sources' published state handed to it and returns a [`Join`]; it must not
+//! Pure: it reads the sources' published state handed to it and returns a [`HolderMap`]; it must not
 //! do I/O, wait on a source or encode anything beyond the label suffixes `labels` renders.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::snapshot::{EntitySample, Join, Labels};
+use crate::snapshot::{EntitySample, HolderMap, Labels};
 use crate::sources::hpc::HpcJobs;
 use crate::sources::kube::dra::{DraIndex, DraKind};
 use crate::sources::kube::meta::PodIndex;
@@ -85,7 +85,7 @@ pub fn build_join(
     pods: Option<&PodIndex>,
     dra: Option<&DraIndex>,
     hpc: Option<&HpcJobs>,
-) -> (Join, Vec<String>) {
+) -> (HolderMap, Vec<String>) {
     let lookup = Lookup::new(entities);
     let mut holders: Vec<Vec<Holder<'_>>> = (0..entities.len()).map(|_| Vec::new()).collect();
     let mut allocated: BTreeMap<String, usize> = BTreeMap::new();
@@ -141,10 +141,10 @@ pub fn build_join(
         }
     }
 
-    let names = LabelNames::new(opts.old_namespace);
-    let mut join = Join {
+    let names = LabelNames::new(opts.use_old_namespace);
+    let mut join = HolderMap {
         series_labels: Vec::with_capacity(entities.len()),
-        ..Join::default()
+        ..HolderMap::default()
     };
     for (i, (e, hs)) in entities.iter().zip(holders.iter_mut()).enumerate() {
         hs.sort_by(|a, b| {

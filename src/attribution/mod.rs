@@ -4,7 +4,7 @@
 //!
 //! The kubelet, pod and ResourceSlice sources refresh in the background; here the sampler
 //! thread only reads their latest published state (the HPC job directory too: its own thread
-//! checks it every second). The join itself is in `join`, its label text in `labels`. The device-to-holder [`Join`] is rebuilt only when an input changed (a new
+//! checks it every second). The join itself is in `join`, its label text in `labels`. The device-to-holder [`HolderMap`] is rebuilt only when an input changed (a new
 //! kubelet answer, a pod or slice change, a job file change, or a different set of entities),
 //! so an idle node pays a few pointer comparisons per tick. Per-container process use is
 //! recomputed every tick from NVML's process list, with PID → container lookups cached.
@@ -28,11 +28,10 @@ mod options;
 
 pub use join::build_join;
 use labels::container_labels;
-pub use options::{AttributionOptions, NVIDIA_DRA_DRIVER};
+pub use options::{AttributionOptions, KubernetesConfig, NVIDIA_DRA_DRIVER};
 
-use crate::config::KubernetesConfig;
 use crate::gpu::processes::EntityProcesses;
-use crate::snapshot::{Attribution, ContainerUse, Join, Labels, Snapshot, SourceHealth};
+use crate::snapshot::{Attribution, ContainerUse, HolderMap, Labels, Snapshot, SourceHealth};
 use crate::sources::cgroup::ProcTree;
 use crate::sources::health::Health;
 use crate::sources::hpc::{HpcJobs, HpcSource};
@@ -42,7 +41,7 @@ use crate::sources::kubelet::client::{KubeletOptions, KubeletView, PodResourcesS
 
 /// The background sources the join reads; each is optional.
 #[derive(Default)]
-pub struct Sources {
+pub struct SourceHandles {
     /// The kubelet pod-resources client.
     pub kubelet: Option<Arc<PodResourcesSource>>,
     /// The node's pods from the Kubernetes API.
@@ -86,7 +85,7 @@ impl Inputs {
 /// directory watcher, if any.
 pub fn start(
     k: &KubernetesConfig,
-    old_namespace: bool,
+    use_old_namespace: bool,
     client: Option<kube::Client>,
     hpc: Option<HpcSource>,
     runtime: &tokio::runtime::Handle,
@@ -111,9 +110,9 @@ pub fn start(
         virtual_gpus: k.virtual_gpus,
         pod_labels: k.pod_labels.clone(),
         pod_uid: k.pod_uid,
-        old_namespace,
+        use_old_namespace,
     };
-    let sources = Sources {
+    let sources = SourceHandles {
         kubelet: Some(kubelet),
         pods,
         dra,
@@ -151,8 +150,8 @@ impl UnmatchedIds {
 /// Joins entities with their holders once per tick.
 pub struct Attributor {
     opts: AttributionOptions,
-    sources: Sources,
-    cache: Option<(Inputs, Arc<Join>)>,
+    sources: SourceHandles,
+    cache: Option<(Inputs, Arc<HolderMap>)>,
     unmatched: UnmatchedIds,
     /// The kinds of process-lookup errors warned about (at most one per `io::ErrorKind`).
     warned: HashSet<String>,
@@ -162,7 +161,7 @@ pub struct Attributor {
 
 impl Attributor {
     /// An attributor over `sources`.
-    pub fn new(opts: AttributionOptions, sources: Sources) -> Self {
+    pub fn new(opts: AttributionOptions, sources: SourceHandles) -> Self {
         Self {
             opts,
             sources,
@@ -415,7 +414,7 @@ mod tests {
         }
     }
 
-    fn join(opts: &AttributionOptions, pods: Vec<PodDevices>) -> (Join, Vec<String>) {
+    fn join(opts: &AttributionOptions, pods: Vec<PodDevices>) -> (HolderMap, Vec<String>) {
         let view = KubeletView {
             pods,
             allocatable: None,
@@ -557,7 +556,7 @@ mod tests {
     #[test]
     fn old_namespace_uses_dcgm_1x_label_names() {
         let opts = AttributionOptions {
-            old_namespace: true,
+            use_old_namespace: true,
             ..AttributionOptions::default()
         };
         let (j, _) = join(&opts, vec![pod("ns", "a", "c", "nvidia.com/gpu", &[G0])]);

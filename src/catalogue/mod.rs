@@ -14,6 +14,7 @@ mod fields_link;
 mod fields_new;
 mod fields_nvlink;
 mod legacy;
+pub mod profile;
 
 pub use field::{
     ClockKind, FabricPart, FieldDef, Level, LinkPart, MemKind, Scale, Source,

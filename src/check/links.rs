@@ -4,7 +4,7 @@
 //!
 //! Reads the snapshot only; it must not start anything or read NVML.
 
-use super::report::{Level, Report};
+use super::report::{Report, Severity};
 use crate::gpu::nvlink::{EFFECTIVE_BER_LIMIT, FABRIC_COMPLETED, errors_past_fec};
 use crate::snapshot::Snapshot;
 
@@ -24,7 +24,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
                 report.add(
                     "gpus",
                     format!("GPU {} NVLink", g.id.gpu),
-                    Level::Ok,
+                    Severity::Ok,
                     format!("{detail}, all up"),
                     None,
                 );
@@ -32,7 +32,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
                 report.add(
                 "gpus",
                 format!("GPU {} NVLink", g.id.gpu),
-                Level::Warn,
+                Severity::Warn,
                 format!("{detail}; down: {}", down.join(", ")),
                 Some("nvidia-smi nvlink --status on the node; a link that stays down needs a GPU reset or the baseboard inspected"),
             );
@@ -48,7 +48,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
             report.add(
                 "gpus",
                 format!("GPU {} NVLink errors past FEC", g.id.gpu),
-                Level::Warn,
+                Severity::Warn,
                 format!(
                     "effective bit error rate above {EFFECTIVE_BER_LIMIT:e} on link(s) {}",
                     ber_high.join(", ")
@@ -65,9 +65,9 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
             };
             let registered = f.state == FABRIC_COMPLETED && f.status == 0;
             let level = match (registered, f.health_summary) {
-                (false, _) | (_, Some(2)) => Level::Fail,
-                (_, Some(3)) => Level::Warn,
-                _ => Level::Ok,
+                (false, _) | (_, Some(2)) => Severity::Fail,
+                (_, Some(3)) => Severity::Warn,
+                _ => Severity::Ok,
             };
             report.add(
             "gpus",
@@ -77,7 +77,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
                 "state {}, status {}, clique {}, cluster {}; {health}",
                 f.state, f.status, f.clique_id, f.cluster_uuid
             ),
-            (level != Level::Ok).then_some(
+            (level != Severity::Ok).then_some(
                 "the NVIDIA fabric manager's log on the node (nvidia-fabricmanager), and nvidia-smi -q's Fabric section",
             ),
         );
@@ -93,13 +93,13 @@ pub(super) fn link_row(report: &mut Report, snap: &Snapshot, name: &str) {
     let (links, gpus) = gpus.fold((0, 0), |(l, n), g| (l + g.links.len(), n + 1));
     let (level, detail, fix) = if links > 0 {
         (
-            Level::Ok,
+            Severity::Ok,
             format!("per link: {links} links on {gpus} GPU(s)"),
             None,
         )
     } else {
         (
-            Level::Info,
+            Severity::Info,
             "per link, and no GPU here has NVLink links".to_owned(),
             Some("it stays empty on boards without NVLink (PCIe cards such as the L4 or L40S)"),
         )

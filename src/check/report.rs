@@ -11,7 +11,7 @@ use serde::Serialize;
 /// How an item stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub enum Severity {
     /// Works.
     Ok,
     /// Worth knowing; nothing is broken (an unsupported field, a free port in use).
@@ -22,13 +22,13 @@ pub enum Level {
     Fail,
 }
 
-impl Level {
+impl Severity {
     fn word(self) -> &'static str {
         match self {
-            Level::Ok => "ok",
-            Level::Info => "info",
-            Level::Warn => "WARN",
-            Level::Fail => "FAIL",
+            Severity::Ok => "ok",
+            Severity::Info => "info",
+            Severity::Warn => "WARN",
+            Severity::Fail => "FAIL",
         }
     }
 }
@@ -41,7 +41,8 @@ pub struct Item {
     /// What was checked.
     pub subject: String,
     /// Its state.
-    pub level: Level,
+    #[serde(rename = "level")]
+    pub severity: Severity,
     /// What was seen.
     pub detail: String,
     /// What to do about it, when it is not ok.
@@ -74,31 +75,31 @@ impl Report {
         &mut self,
         section: &'static str,
         subject: impl Into<String>,
-        level: Level,
+        severity: Severity,
         detail: impl Into<String>,
         fix: Option<&str>,
     ) {
         self.items.push(Item {
             section,
             subject: subject.into(),
-            level,
+            severity,
             detail: detail.into(),
             fix: fix.map(str::to_owned),
         });
     }
 
     /// The worst level in the report.
-    pub fn worst(&self) -> Level {
+    pub fn worst(&self) -> Severity {
         self.items
             .iter()
-            .map(|i| i.level)
+            .map(|i| i.severity)
             .max()
-            .unwrap_or(Level::Ok)
+            .unwrap_or(Severity::Ok)
     }
 
     /// The exit code: 0 when nothing failed, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
-        u8::from(self.worst() == Level::Fail)
+        u8::from(self.worst() == Severity::Fail)
     }
 
     /// The human form: one table per section, nothing cut.
@@ -119,7 +120,7 @@ impl Report {
                 let _ = writeln!(
                     out,
                     "  {:<4}  {:<w$}  {}",
-                    i.level.word(),
+                    i.severity.word(),
                     i.subject,
                     i.detail
                 );
@@ -129,8 +130,16 @@ impl Report {
             }
             out.push('\n');
         }
-        let fails = self.items.iter().filter(|i| i.level == Level::Fail).count();
-        let warns = self.items.iter().filter(|i| i.level == Level::Warn).count();
+        let fails = self
+            .items
+            .iter()
+            .filter(|i| i.severity == Severity::Fail)
+            .count();
+        let warns = self
+            .items
+            .iter()
+            .filter(|i| i.severity == Severity::Warn)
+            .count();
         let _ = writeln!(
             out,
             "check: {}",
@@ -163,7 +172,7 @@ impl Report {
                 "| {} | {} | {} | {} |",
                 i.section,
                 cell(&i.subject),
-                i.level.word(),
+                i.severity.word(),
                 cell(&i.detail)
             );
         }

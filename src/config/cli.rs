@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Parser};
 
+use crate::gpu::reader::NvlinkLinks;
+
 /// dcgm-exporter's default counters path.
 pub const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/default-counters.csv";
 
@@ -19,9 +21,6 @@ pub const DEFAULT_INTERVAL_MS: u64 = 5000;
 
 /// The longest interval or window accepted, in ms (one day): a larger value is a typo.
 pub const MAX_WINDOW_MS: u64 = 86_400_000;
-
-/// dcgm-exporter 4.8.4's default for `--max-concurrent-scrapes`.
-pub const DEFAULT_MAX_CONCURRENT_SCRAPES: u32 = 16;
 
 /// dcgm-exporter's documented short forms that are not one-letter flags (Go takes them with one
 /// dash or two, and with `=VALUE`).
@@ -67,6 +66,18 @@ fn millis(min: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Syn
     }
 }
 
+/// `--nvlink-links`'s values, `per-link` or `totals`.
+fn nvlink_links_parser() -> impl clap::builder::TypedValueParser<Value = NvlinkLinks> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["per-link", "totals"]).map(|v| {
+        if v == "totals" {
+            NvlinkLinks::Totals
+        } else {
+            NvlinkLinks::PerLink
+        }
+    })
+}
+
 impl Cli {
     /// Parses the process's arguments as dcgm-exporter's Go flag library would accept them
     /// (see [`go_style_args`]); exits on a syntax error as clap does.
@@ -74,33 +85,28 @@ impl Cli {
         Self::try_parse_go_style(std::env::args_os()).unwrap_or_else(|e| e.exit())
     }
 
-    /// Parses `args` (the program name first) as [`Cli::parse_go_style`] does, and records
-    /// which settings were given on the command line or through the environment (they win over
-    /// `--config-file`).
+    /// Parses `args` (the program name first) as [`Cli::parse_go_style`] does. A setting that
+    /// `--config-file` may also set is `None` unless a flag or variable gave it.
     pub fn try_parse_go_style(
         args: impl IntoIterator<Item = std::ffi::OsString>,
     ) -> Result<Self, clap::Error> {
+        Self::try_parse_go_style_with(Self::go_command(), args).map(|(cli, _)| cli)
+    }
+
+    /// Parses `args` with `cmd`, the daemon's [`Cli::go_command`] with arguments of its own
+    /// added (`gpu-exporter check`'s), as [`Cli::try_parse_go_style`] does; returns the flags
+    /// and the matches, from which the caller reads its own arguments.
+    pub fn try_parse_go_style_with(
+        cmd: clap::Command,
+        args: impl IntoIterator<Item = std::ffi::OsString>,
+    ) -> Result<(Self, clap::ArgMatches), clap::Error> {
         use clap::FromArgMatches;
-        use clap::parser::ValueSource;
-        let cmd = Self::go_command();
         let args = go_style_args(&cmd, args);
         let matches = cmd
             .clone()
             .try_get_matches_from(&args)
             .map_err(|e| name_the_variable(e, &cmd, &args))?;
-        let mut cli = Self::from_arg_matches(&matches)?;
-        cli.explicit = matches
-            .ids()
-            .map(|id| id.as_str())
-            .filter(|id| {
-                matches!(
-                    matches.value_source(id),
-                    Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-                )
-            })
-            .map(str::to_owned)
-            .collect();
-        Ok(cli)
+        Ok((Self::from_arg_matches(&matches)?, matches))
     }
 
     /// The command as Go's flag library reads it: every on/off switch (`-k`, `--debug`, …)
@@ -240,16 +246,16 @@ pub struct Cli {
         default_value = ":9400"
     )]
     pub address: String,
-    /// Sampling interval in milliseconds.
+    /// Sampling interval in milliseconds [default: 5000, or the configuration file's
+    /// `collection.interval`]. `None` until given (a flag wins over `--config-file`).
     #[arg(
         short = 'c',
         long = "collect-interval",
         env = "DCGM_EXPORTER_INTERVAL",
-        default_value_t = DEFAULT_INTERVAL_MS,
         allow_negative_numbers = true,
         value_parser = millis(100)
     )]
-    pub collect_interval: u64,
+    pub collect_interval: Option<u64>,
     /// Attribute GPUs and MIG instances to the pods that hold them (kubelet pod-resources API,
     /// and pod metadata from the Kubernetes API).
     #[arg(short = 'k', long = "kubernetes", env = "DCGM_EXPORTER_KUBERNETES", action = ArgAction::SetTrue)]
@@ -437,9 +443,9 @@ pub struct Cli {
         long = "nvlink-links",
         env = "GPU_EXPORTER_NVLINK_LINKS",
         default_value = "per-link",
-        value_parser = ["per-link", "totals"]
+        value_parser = nvlink_links_parser()
     )]
-    pub nvlink_links: String,
+    pub nvlink_links: NvlinkLinks,
     /// Xid codes whose `gpu_xid_errors_total` series are exported at 0 before they first
     /// occur (comma-separated; empty: none), so that alerts on `increase()` see the first one.
     #[arg(
@@ -540,13 +546,13 @@ pub struct Cli {
     /// `/health` answers 503 while no GPU is being exported.
     #[arg(long = "health-require-gpus", env = "DCGM_EXPORTER_HEALTH_REQUIRE_GPUS", action = ArgAction::SetTrue)]
     pub health_require_gpus: bool,
-    /// Scrapes of /metrics served at once; more get 503. 0: no limit.
+    /// Scrapes of /metrics served at once; more get 503. 0: no limit [default: 16, or the
+    /// configuration file's `server.maxConcurrentScrapes`].
     #[arg(
         long = "max-concurrent-scrapes",
-        env = "DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES",
-        default_value_t = DEFAULT_MAX_CONCURRENT_SCRAPES
+        env = "DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES"
     )]
-    pub max_concurrent_scrapes: u32,
+    pub max_concurrent_scrapes: Option<u32>,
     /// Which dcgm-exporter this node replaces: native, dcgm-4.8.2, dcgm-4.8.4 (or 4.8.3) or
     /// dcgm-4.9. Sets the host label's name, the MIG shape and the pod-label collision prefix.
     #[arg(
@@ -556,22 +562,21 @@ pub struct Cli {
         value_name = "PROFILE"
     )]
     pub compatibility: String,
-    /// Export the process's own `process_*` families (CPU, memory, file descriptors, threads).
-    #[arg(long = "enable-exporter-metrics", env = "DCGM_EXPORTER_ENABLE_EXPORTER_METRICS", action = ArgAction::SetTrue)]
-    pub enable_exporter_metrics: bool,
+    /// Export the process's own `process_*` families (CPU, memory, file descriptors, threads)
+    /// [default: false, or the configuration file's `metrics.enableExporterMetrics`].
+    #[arg(
+        long = "enable-exporter-metrics",
+        env = "DCGM_EXPORTER_ENABLE_EXPORTER_METRICS",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_name = "BOOL",
+        value_parser = go_bool
+    )]
+    pub enable_exporter_metrics: Option<bool>,
     /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4, incidents, hgx-h200, hgx-b200, gb200-nvl72, l40s) or a TOML file.
     #[arg(long = "simulate", env = "GPU_EXPORTER_SIMULATE", num_args = 0..=1, default_missing_value = "h100-mig", value_name = "SCENARIO")]
     pub simulate: Option<String>,
-    /// Ids of the settings given on the command line or in the environment (filled by
-    /// [`Cli::try_parse_go_style`]).
-    #[arg(skip)]
-    pub explicit: Vec<String>,
-    /// `metrics.fields` of `--config-file`: (origin, counters-CSV text).
-    #[arg(skip)]
-    pub inline_counters: Option<(String, String)>,
-    /// Collections of `--config-file`.
-    #[arg(skip)]
-    pub collections: Vec<super::file::Collection>,
     /// Seed of the simulation (values are deterministic for a seed).
     #[arg(
         long = "simulate-seed",
@@ -672,24 +677,25 @@ mod tests {
         let cli = parse(&["--kubernetes=true", "-o=1", "-n", "--dump-compression"]).unwrap();
         assert!(cli.kubernetes && cli.use_old_namespace && cli.no_hostname);
         assert_eq!(cli.dump_compression, Some(true));
-        assert!(cli.explicit.iter().any(|e| e == "kubernetes"));
         let cli = parse(&["-k=false", "--debug=F", "--dump-compression=0"]).unwrap();
         assert!(!cli.kubernetes && !cli.debug);
         assert_eq!(cli.dump_compression, Some(false));
-        // Given explicitly, even as false: it wins over --config-file.
-        assert!(cli.explicit.iter().any(|e| e == "kubernetes"));
-        assert!(
-            !parse(&[])
-                .unwrap()
-                .explicit
-                .iter()
-                .any(|e| e == "kubernetes")
-        );
+        // A setting --config-file may also set is typed "given or not": given explicitly,
+        // even as false, it wins over the file; not given, it is None.
+        let given = parse(&["--enable-exporter-metrics=false", "-c", "200"]).unwrap();
+        assert_eq!(given.enable_exporter_metrics, Some(false));
+        assert_eq!(given.collect_interval, Some(200));
+        let bare = parse(&["--enable-exporter-metrics"]).unwrap();
+        assert_eq!(bare.enable_exporter_metrics, Some(true));
+        let none = parse(&[]).unwrap();
+        assert_eq!(none.enable_exporter_metrics, None);
+        assert_eq!(none.collect_interval, None);
+        assert_eq!(none.max_concurrent_scrapes, None);
         // The last occurrence wins, as in Go.
         assert!(!parse(&["-k", "-k=false"]).unwrap().kubernetes);
         assert_eq!(
             parse(&["-c", "200", "-c", "300"]).unwrap().collect_interval,
-            300
+            Some(300)
         );
         let e = parse(&["-x", "-5"]).unwrap_err().to_string();
         assert!(

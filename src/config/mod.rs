@@ -1,43 +1,50 @@
-//! Command-line flags and environment variables → validated [`Config`].
+//! Command-line flags, environment variables and `--config-file` → one validated [`Config`].
 //!
-//! Flag names, short forms and `DCGM_EXPORTER_*` variables follow dcgm-exporter 4.8 so that a
-//! switch keeps the DaemonSet's arguments. Flags that have no meaning here (remote hostengine,
-//! DCGM logging) are accepted with a warning; flags of features not built yet are accepted
-//! with a warning too. Validation errors name the flag. The flags themselves are defined in
-//! [`cli`]; this file turns them into a [`Config`] and loads the counters file. It must not
-//! read NVML, bind sockets or load `--web-config-file` (main does, through `serve`, so that a
-//! broken file still stops start-up).
+//! The edge of the exporter: flag names, short forms and `DCGM_EXPORTER_*` variables follow
+//! dcgm-exporter 4.8 so that a switch keeps the DaemonSet's arguments ([`cli`] defines them).
+//! The configuration file merges into those raw flags before anything is validated
+//! ([`Cli::merge_config_file`]): a setting the file may set is an `Option` in [`Cli`], `None`
+//! when no flag or variable gave it, so a given flag wins and the file fills the rest, and every
+//! value is then checked once, with the same bounds and messages whatever its source
+//! ([`Settings::validate`]; errors name the flag, or the file and key). Flags that have no
+//! meaning here are accepted with a warning ([`ignored`]). Each component's options are made
+//! from the [`Config`] in one place ([`options`]), which the daemon, `check`, the tests and the
+//! benchmarks all use.
+//!
+//! It must not read NVML, bind sockets or load `--web-config-file` (the daemon does, through
+//! `serve`, so that a broken file still stops start-up).
 
-pub mod address;
 pub mod cli;
-pub mod counters;
-pub mod devices;
 pub mod file;
 pub mod ignored;
-pub mod profile;
+pub mod options;
 
-pub use cli::{
-    BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
-    DEFAULT_MAX_CONCURRENT_SCRAPES,
-};
+pub use crate::serve::DEFAULT_MAX_CONCURRENT_SCRAPES;
+pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::attribution::KubernetesConfig;
 use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
-use crate::config::counters::CountersFile;
-use crate::config::devices::DeviceSelection;
+use crate::catalogue::profile::{self, Profile};
+use crate::gpu::plan::{Collection, Collections};
+use crate::gpu::reader::NvlinkLinks;
+use crate::gpu::selection::{self as devices, DeviceSelection};
+use crate::sampler::reload::CountersFile;
+use crate::serve::address;
 
 /// A configuration error, naming the flag or file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// A millisecond interval under its minimum.
-    #[error("{flag} {value}: must be at least {min} (milliseconds)")]
+    #[error("{setting} {value}: must be at least {min} (milliseconds)")]
     TooShort {
-        /// The flag, e.g. `-c/--collect-interval`.
-        flag: &'static str,
-        /// The value given.
-        value: u64,
+        /// Where the value came from: the flag (`-c/--collect-interval`), or the
+        /// configuration file and key.
+        setting: Origin,
+        /// The value given, as given.
+        value: String,
         /// The least accepted.
         min: u64,
     },
@@ -84,114 +91,113 @@ pub enum ConfigError {
     /// `--config-file` cannot be read or is invalid.
     #[error(transparent)]
     File(#[from] file::ConfigFileError),
+    /// The arguments do not parse (clap's message, which names the flag).
+    #[error("{0}")]
+    Args(String),
 }
 
-/// Validated configuration.
+/// Where a setting's value came from, as messages name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A flag or its environment variable (`-c/--collect-interval`), or its default.
+    Flag(&'static str),
+    /// A key of the configuration file.
+    File {
+        /// The file.
+        file: PathBuf,
+        /// The key, e.g. `collection.interval`.
+        key: &'static str,
+    },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Flag(flag) => f.write_str(flag),
+            Origin::File { file, key } => write!(f, "--config-file {}: {key}", file.display()),
+        }
+    }
+}
+
+/// Where the counter set comes from.
+#[derive(Debug, Clone)]
+pub enum CountersChoice {
+    /// `-f`, `metrics.file` of the configuration file, or the default path when it exists;
+    /// `None`: the compatibility profile's built-in set.
+    File(Option<PathBuf>),
+    /// `metrics.fields` of the configuration file: (origin, counters-CSV text).
+    Inline(String, String),
+}
+
+/// Validated configuration: each setting under the one name it has from flag to use.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Listen address as given.
+    /// `-a/--address`, as given.
     pub address: String,
-    /// Sampling interval.
-    pub interval: Duration,
-    /// `Hostname` label value, `None` with `--no-hostname`.
+    /// `-c/--collect-interval` (or `collection.interval`): how often a field in no collection
+    /// is read.
+    pub collect_interval: Duration,
+    /// How often the sampler ticks: the shortest read interval of all (the collect interval,
+    /// or a shorter collection's).
+    pub tick_interval: Duration,
+    /// The host label's value (`NODE_NAME`, else the host name); `None` with `--no-hostname`.
     pub hostname: Option<String>,
-    /// See [`Cli::use_old_namespace`].
-    pub old_namespace: bool,
-    /// See [`Cli::replace_blanks_in_model_name`].
+    /// `-o/--use-old-namespace`.
+    pub use_old_namespace: bool,
+    /// `--replace-blanks-in-model-name`.
     pub replace_blanks_in_model_name: bool,
-    /// GPUs and MIG instances to export, from [`Cli::devices`].
+    /// `-d/--devices`: the GPUs and MIG instances to export.
     pub devices: DeviceSelection,
-    /// Scenario when simulating.
+    /// `--simulate`: the scenario.
     pub simulate: Option<String>,
-    /// `--max-concurrent-scrapes`: scrapes served at once (0: no limit).
+    /// `--simulate-seed`.
+    pub simulate_seed: u64,
+    /// `--max-concurrent-scrapes` (or `server.maxConcurrentScrapes`): scrapes served at once
+    /// (0: no limit).
     pub max_concurrent_scrapes: u32,
     /// `--web-read-timeout`: time to read a request's headers (zero: none).
     pub web_read_timeout: Duration,
     /// `--web-write-timeout`: time to write a response once started (zero: none).
     pub web_write_timeout: Duration,
-    /// `--web-max-connections`: connections open at once; the oldest is shed beyond it.
+    /// `--web-max-connections`: connections open at once; the oldest idle one is shed beyond.
     pub web_max_connections: usize,
+    /// `--web-config-file`; `None` when not given or empty (plain HTTP, as in exporter-toolkit).
+    pub web_config_file: Option<PathBuf>,
     /// `--health-require-gpus`: `/health` fails while no GPU is exported.
     pub health_require_gpus: bool,
-    /// `--enable-exporter-metrics`: the `process_*` families.
-    pub exporter_metrics: bool,
-    /// Simulation seed.
-    pub simulate_seed: u64,
-    /// NVML library path override.
+    /// `--enable-exporter-metrics` (or `metrics.enableExporterMetrics`): the `process_*`
+    /// families.
+    pub enable_exporter_metrics: bool,
+    /// `--nvml-lib`: the NVML library path instead of the dynamic loader's search.
     pub nvml_lib: Option<PathBuf>,
-    /// `true` for JSON logs.
+    /// `--log-format json`.
     pub json_logs: bool,
-    /// Debug logging.
+    /// `--debug`.
     pub debug: bool,
-    /// See [`Cli::mig_repeat_device_fields`]; on for every dcgm-exporter profile.
+    /// `--mig-repeat-device-fields`; on for every dcgm-exporter profile.
     pub mig_repeat_device_fields: bool,
-    /// `--nvlink-links=per-link` (the default): the `gpu_nvlink_*` families.
-    pub nvlink_per_link: bool,
+    /// `--nvlink-links`.
+    pub nvlink_links: NvlinkLinks,
     /// `--compatibility`: the dcgm-exporter version whose names and shape are reproduced.
-    pub profile: profile::Profile,
-    /// Per-field read intervals (`--config-file` collections); `interval` is the shortest.
-    pub collections: std::sync::Arc<file::Collections>,
-    /// Window of `DCGM_EXP_XID_ERRORS_COUNT`.
-    pub xid_window: Duration,
-    /// Window of `DCGM_EXP_CLOCK_EVENTS_COUNT`.
-    pub clock_events_window: Duration,
-    /// Xid codes exported at 0 before they occur.
-    pub xid_initialized: Vec<u64>,
+    pub profile: Profile,
+    /// The collection plan: per-field read intervals (`--config-file` collections).
+    pub collections: std::sync::Arc<Collections>,
+    /// `-x/--xid-count-window-size`: the window of `DCGM_EXP_XID_ERRORS_COUNT`.
+    pub xid_count_window: Duration,
+    /// `--clock-events-count-window-size`: the window of `DCGM_EXP_CLOCK_EVENTS_COUNT`.
+    pub clock_events_count_window: Duration,
+    /// `--xid-initialized-codes`: Xid codes exported at 0 before they occur.
+    pub xid_initialized_codes: Vec<u64>,
     /// Pod attribution, with `-k` (or `--simulate`).
     pub kubernetes: Option<KubernetesConfig>,
     /// `--hpc-job-mapping-dir`.
-    pub hpc_job_dir: Option<PathBuf>,
+    pub hpc_job_mapping_dir: Option<PathBuf>,
+    /// The counters: `-f`, the configuration file's, the default path or the built-in set.
+    pub counters: CountersChoice,
+    /// `--config-file`, when one was read.
+    pub config_file: Option<PathBuf>,
     /// Warnings to log once logging is set up.
     pub warnings: Vec<String>,
-}
-
-/// Pod attribution settings (from the `--kubernetes-*` and pod-resources flags).
-#[derive(Debug, Clone)]
-pub struct KubernetesConfig {
-    /// `--pod-resources-kubelet-socket`.
-    pub socket: PathBuf,
-    /// `--pod-resources-refresh-interval`.
-    pub refresh: Duration,
-    /// `--pod-resources-timeout`.
-    pub timeout: Duration,
-    /// `--nvidia-resource-names`.
-    pub extra_resources: Vec<String>,
-    /// `--kubernetes-virtual-gpus`.
-    pub virtual_gpus: bool,
-    /// `--kubernetes-enable-pod-labels` with its parsed allow-list; `None` when off.
-    pub pod_labels: Option<crate::sources::kube::labels::LabelAllowlist>,
-    /// `--kubernetes-enable-pod-uid`.
-    pub pod_uid: bool,
-    /// `--kubernetes-enable-dra`.
-    pub dra: bool,
-    /// Whether to watch pods in the Kubernetes API.
-    pub pod_metadata: bool,
-    /// Whether to attribute processes to containers.
-    pub process_metrics: bool,
-    /// `--proc-root`.
-    pub proc_root: PathBuf,
-    /// `NODE_NAME`, scoping the API watches to this node.
-    pub node_name: Option<String>,
-}
-
-impl KubernetesConfig {
-    /// The flags' defaults with the given socket (tests and embedding).
-    pub fn with_socket(socket: PathBuf) -> Self {
-        Self {
-            socket,
-            refresh: Duration::from_secs(5),
-            timeout: Duration::from_secs(10),
-            extra_resources: Vec::new(),
-            virtual_gpus: false,
-            pod_labels: None,
-            pod_uid: false,
-            dra: false,
-            pod_metadata: true,
-            process_metrics: true,
-            proc_root: PathBuf::from("/proc"),
-            node_name: None,
-        }
-    }
 }
 
 /// The node name for the `Hostname` label: `NODE_NAME`, else the kernel host name.
@@ -224,6 +230,10 @@ fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
     Ok(out)
 }
 
+/// The shortest read interval accepted from any source (`-c`, `collection.interval`, a
+/// collection's), in milliseconds.
+pub const MIN_INTERVAL_MS: u64 = 100;
+
 /// dcgm-exporter 4.8.3's default `--web-read-timeout`.
 pub const DEFAULT_WEB_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// dcgm-exporter 4.8.3's default `--web-write-timeout`.
@@ -241,102 +251,148 @@ fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, C
         .map_err(|_| err())
 }
 
+/// The raw settings, ready for validation: the flags and environment as given, with the
+/// configuration file's values merged into the ones no flag gave.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The flags, the file's values merged in.
+    pub cli: Cli,
+    /// Where the collect interval came from (for its error message).
+    interval_origin: Origin,
+    /// `metrics.fields` of the file: (origin, counters-CSV text).
+    inline_counters: Option<(String, String)>,
+    /// The file's collections.
+    collections: Vec<Collection>,
+    /// The file read, if any.
+    config_file: Option<PathBuf>,
+    /// What to log about the merge (settings the flags overrode, keys ignored).
+    notes: Vec<String>,
+}
+
 impl Cli {
-    /// Reads `--config-file`, if given, into the settings it may set: each one the command
-    /// line or the environment did not set explicitly. Returns what to log (settings it
-    /// overrode, keys it ignored). Call before [`Cli::validate`].
-    pub fn apply_config_file(&mut self) -> Result<Vec<String>, ConfigError> {
-        let Some(path) = self
+    /// Reads `--config-file`, if given, and merges each setting it may set into the flags that
+    /// no flag or variable gave. Nothing is validated yet.
+    pub fn merge_config_file(self) -> Result<Settings, ConfigError> {
+        let mut s = Settings {
+            interval_origin: Origin::Flag("-c/--collect-interval"),
+            inline_counters: None,
+            collections: Vec::new(),
+            config_file: None,
+            notes: Vec::new(),
+            cli: self,
+        };
+        let Some(path) = s
+            .cli
             .config_file
             .clone()
             .filter(|p| !p.as_os_str().is_empty())
         else {
-            self.config_file = None;
-            return Ok(Vec::new());
+            return Ok(s);
         };
         let f = file::FileSettings::load(&path)?;
         let at = path.display().to_string();
-        let mut notes: Vec<String> = f
+        s.notes = f
             .notes
             .iter()
             .map(|n| format!("--config-file {at}: {n}"))
             .collect();
-        let given = |id: &str| self.explicit.iter().any(|e| e == id);
-        let mut overridden = |what: &str, by: &str| {
-            notes.push(format!("--config-file {at}: {what} overridden by {by}"));
-        };
+        let overridden =
+            |what: &str, by: &str| format!("--config-file {at}: {what} overridden by {by}");
+        let cli = &mut s.cli;
         if f.metrics_file.is_some() || f.metrics_csv.is_some() {
-            if given("collectors") {
-                overridden("metrics", "-f/--collectors");
+            if cli.collectors.is_some() {
+                s.notes.push(overridden("metrics", "-f/--collectors"));
             } else if let Some(p) = f.metrics_file {
-                self.collectors = Some(p);
+                cli.collectors = Some(p);
             } else if let Some(csv) = f.metrics_csv {
-                self.inline_counters = Some((format!("{at} metrics.fields"), csv));
+                s.inline_counters = Some((format!("{at} metrics.fields"), csv));
             }
         }
         if let Some(i) = f.interval {
-            if given("collect_interval") {
-                overridden("collection.interval", "-c/--collect-interval");
+            if cli.collect_interval.is_some() {
+                s.notes
+                    .push(overridden("collection.interval", "-c/--collect-interval"));
             } else {
-                self.collect_interval = u64::try_from(i.as_millis()).unwrap_or(u64::MAX);
+                cli.collect_interval = Some(u64::try_from(i.as_millis()).unwrap_or(u64::MAX));
+                s.interval_origin = Origin::File {
+                    file: path.clone(),
+                    key: "collection.interval",
+                };
             }
         }
         if let Some(n) = f.max_concurrent_scrapes {
-            if given("max_concurrent_scrapes") {
-                overridden("server.maxConcurrentScrapes", "--max-concurrent-scrapes");
+            if cli.max_concurrent_scrapes.is_some() {
+                s.notes.push(overridden(
+                    "server.maxConcurrentScrapes",
+                    "--max-concurrent-scrapes",
+                ));
             } else {
-                self.max_concurrent_scrapes = n;
+                cli.max_concurrent_scrapes = Some(n);
             }
         }
         if let Some(on) = f.enable_exporter_metrics {
-            if given("enable_exporter_metrics") {
-                overridden("metrics.enableExporterMetrics", "--enable-exporter-metrics");
+            if cli.enable_exporter_metrics.is_some() {
+                s.notes.push(overridden(
+                    "metrics.enableExporterMetrics",
+                    "--enable-exporter-metrics",
+                ));
             } else {
-                self.enable_exporter_metrics = on;
+                cli.enable_exporter_metrics = Some(on);
             }
         }
-        self.collections = f.groups;
-        Ok(notes)
+        s.collections = f.groups;
+        s.config_file = Some(path);
+        Ok(s)
     }
 
-    /// Validates flags into a [`Config`].
+    /// Merges `--config-file` (when given) and validates: the one way from flags to a
+    /// [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
-        if self.collect_interval < 100 {
+        self.clone().merge_config_file()?.validate()
+    }
+}
+
+impl Settings {
+    /// Validates the merged settings into a [`Config`].
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        let cli = &self.cli;
+        let collect_ms = cli.collect_interval.unwrap_or(DEFAULT_INTERVAL_MS);
+        if collect_ms < MIN_INTERVAL_MS {
             return Err(ConfigError::TooShort {
-                flag: "-c/--collect-interval",
-                value: self.collect_interval,
-                min: 100,
+                setting: self.interval_origin.clone(),
+                value: collect_ms.to_string(),
+                min: MIN_INTERVAL_MS,
             });
         }
-        address::parse_address(&self.address)?;
-        let devices = DeviceSelection::parse("-d/--devices", &self.devices)?;
-        DeviceSelection::check_syntax("-s/--switch-devices", &self.switch_devices)?;
-        DeviceSelection::check_syntax("-p/--cpu-devices", &self.cpu_devices)?;
+        address::parse_address(&cli.address)?;
+        let devices = DeviceSelection::parse("-d/--devices", &cli.devices)?;
+        DeviceSelection::check_syntax("-s/--switch-devices", &cli.switch_devices)?;
+        DeviceSelection::check_syntax("-p/--cpu-devices", &cli.cpu_devices)?;
         for (flag, ms) in [
-            ("-x/--xid-count-window-size", self.xid_count_window_size),
+            ("-x/--xid-count-window-size", cli.xid_count_window_size),
             (
                 "--clock-events-count-window-size",
-                self.clock_events_count_window_size,
+                cli.clock_events_count_window_size,
             ),
         ] {
             if ms == 0 {
                 return Err(ConfigError::Zero { flag });
             }
         }
-        let profile = profile::Profile::parse(&self.compatibility)?;
-        let xid_initialized = parse_xid_codes(&self.xid_initialized_codes)?;
-        let mut warnings = Vec::new();
+        let profile = profile::Profile::parse(&cli.compatibility)?;
+        let xid_initialized_codes = parse_xid_codes(&cli.xid_initialized_codes)?;
+        let mut warnings = self.notes.clone();
         let mut kubernetes = self.kubernetes_config(&mut warnings)?;
         if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
             labels.set_collision_prefix(profile.pod_label_collision_prefix());
             labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
             if profile.drops_pod_labels_named_like_the_pod() {
-                let mut names = if self.use_old_namespace {
+                let mut names = if cli.use_old_namespace {
                     vec!["pod_name", "pod_namespace", "container_name"]
                 } else {
                     vec!["pod", "namespace", "container"]
                 };
-                if self.kubernetes_enable_pod_uid {
+                if cli.kubernetes_enable_pod_uid {
                     names.push("pod_uid");
                 }
                 labels.set_dropped(names);
@@ -348,53 +404,70 @@ impl Cli {
                 profile.name()
             ));
         }
-        warnings.extend(ignored::warnings(self));
+        warnings.extend(ignored::warnings(cli));
         let timeout = |flag, value: &Option<String>, default| match value.as_deref() {
             Some(v) if !v.is_empty() => go_duration(flag, v),
             _ => Ok(default),
         };
         let web_read_timeout = timeout(
             "--web-read-timeout",
-            &self.web_read_timeout,
+            &cli.web_read_timeout,
             DEFAULT_WEB_READ_TIMEOUT,
         )?;
         let web_write_timeout = timeout(
             "--web-write-timeout",
-            &self.web_write_timeout,
+            &cli.web_write_timeout,
             DEFAULT_WEB_WRITE_TIMEOUT,
         )?;
-        let collections = file::Collections {
-            base: Duration::from_millis(self.collect_interval),
+        let collections = Collections {
+            base: Duration::from_millis(collect_ms),
             groups: self.collections.clone(),
         };
+        let counters = match (&cli.collectors, &self.inline_counters) {
+            (None, Some((origin, csv))) => CountersChoice::Inline(origin.clone(), csv.clone()),
+            (Some(p), _) => CountersChoice::File(Some(p.clone())),
+            (None, None) => {
+                let default = std::path::Path::new(DEFAULT_COLLECTORS);
+                CountersChoice::File(default.exists().then(|| default.to_path_buf()))
+            }
+        };
         Ok(Config {
-            address: self.address.clone(),
-            interval: collections.tick(),
+            address: cli.address.clone(),
+            collect_interval: collections.base,
+            tick_interval: collections.tick(),
             collections: std::sync::Arc::new(collections),
-            hostname: (!self.no_hostname).then(node_hostname),
-            old_namespace: self.use_old_namespace,
-            replace_blanks_in_model_name: self.replace_blanks_in_model_name,
+            hostname: (!cli.no_hostname).then(node_hostname),
+            use_old_namespace: cli.use_old_namespace,
+            replace_blanks_in_model_name: cli.replace_blanks_in_model_name,
             devices,
-            mig_repeat_device_fields: self.mig_repeat_device_fields
+            mig_repeat_device_fields: cli.mig_repeat_device_fields
                 || profile.repeats_device_fields(),
-            nvlink_per_link: self.nvlink_links != "totals",
+            nvlink_links: cli.nvlink_links,
             profile,
-            xid_window: Duration::from_millis(self.xid_count_window_size),
-            clock_events_window: Duration::from_millis(self.clock_events_count_window_size),
-            xid_initialized,
-            max_concurrent_scrapes: self.max_concurrent_scrapes,
+            xid_count_window: Duration::from_millis(cli.xid_count_window_size),
+            clock_events_count_window: Duration::from_millis(cli.clock_events_count_window_size),
+            xid_initialized_codes,
+            max_concurrent_scrapes: cli
+                .max_concurrent_scrapes
+                .unwrap_or(DEFAULT_MAX_CONCURRENT_SCRAPES),
             web_read_timeout,
             web_write_timeout,
-            web_max_connections: self.web_max_connections as usize,
-            health_require_gpus: self.health_require_gpus,
-            exporter_metrics: self.enable_exporter_metrics,
-            simulate: self.simulate.clone(),
-            simulate_seed: self.simulate_seed,
-            nvml_lib: self.nvml_lib.clone(),
-            json_logs: self.log_format == "json",
-            debug: self.debug,
+            web_max_connections: cli.web_max_connections as usize,
+            web_config_file: cli
+                .web_config_file
+                .clone()
+                .filter(|p| !p.as_os_str().is_empty()),
+            health_require_gpus: cli.health_require_gpus,
+            enable_exporter_metrics: cli.enable_exporter_metrics.unwrap_or(false),
+            simulate: cli.simulate.clone(),
+            simulate_seed: cli.simulate_seed,
+            nvml_lib: cli.nvml_lib.clone(),
+            json_logs: cli.log_format == "json",
+            debug: cli.debug,
             kubernetes,
-            hpc_job_dir: self.hpc_job_mapping_dir.clone(),
+            hpc_job_mapping_dir: cli.hpc_job_mapping_dir.clone(),
+            counters,
+            config_file: self.config_file.clone(),
             warnings,
         })
     }
@@ -404,45 +477,43 @@ impl Cli {
         &self,
         warnings: &mut Vec<String>,
     ) -> Result<Option<KubernetesConfig>, ConfigError> {
-        if !matches!(self.kubernetes_gpu_id_type.as_str(), "uid" | "device-name") {
-            return Err(ConfigError::GpuIdType(self.kubernetes_gpu_id_type.clone()));
+        let cli = &self.cli;
+        if !matches!(cli.kubernetes_gpu_id_type.as_str(), "uid" | "device-name") {
+            return Err(ConfigError::GpuIdType(cli.kubernetes_gpu_id_type.clone()));
         }
         for (flag, ms) in [
             (
                 "--pod-resources-refresh-interval",
-                self.pod_resources_refresh_interval,
+                cli.pod_resources_refresh_interval,
             ),
-            ("--pod-resources-timeout", self.pod_resources_timeout),
+            ("--pod-resources-timeout", cli.pod_resources_timeout),
         ] {
             if ms < 100 {
                 return Err(ConfigError::TooShort {
-                    flag,
-                    value: ms,
-                    min: 100,
+                    setting: Origin::Flag(flag),
+                    value: ms.to_string(),
+                    min: MIN_INTERVAL_MS,
                 });
             }
         }
         let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(Some(
-            &self.kubernetes_pod_label_allowlist_regex.join(","),
+            &cli.kubernetes_pod_label_allowlist_regex.join(","),
         ))?;
-        if !self.kubernetes && self.simulate.is_none() {
+        if !cli.kubernetes && cli.simulate.is_none() {
             for (set, flag) in [
                 (
-                    self.kubernetes_enable_pod_labels,
+                    cli.kubernetes_enable_pod_labels,
                     "--kubernetes-enable-pod-labels",
                 ),
+                (cli.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid"),
+                (cli.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
+                (cli.kubernetes_enable_dra, "--kubernetes-enable-dra"),
                 (
-                    self.kubernetes_enable_pod_uid,
-                    "--kubernetes-enable-pod-uid",
-                ),
-                (self.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
-                (self.kubernetes_enable_dra, "--kubernetes-enable-dra"),
-                (
-                    !self.kubernetes_pod_label_allowlist_regex.is_empty(),
+                    !cli.kubernetes_pod_label_allowlist_regex.is_empty(),
                     "--kubernetes-pod-label-allowlist-regex",
                 ),
                 (
-                    !self.nvidia_resource_names.is_empty(),
+                    !cli.nvidia_resource_names.is_empty(),
                     "--nvidia-resource-names",
                 ),
             ] {
@@ -459,41 +530,55 @@ impl Cli {
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty());
         Ok(Some(KubernetesConfig {
-            socket: self.pod_resources_kubelet_socket.clone(),
-            refresh: Duration::from_millis(self.pod_resources_refresh_interval),
-            timeout: Duration::from_millis(self.pod_resources_timeout),
-            extra_resources: self
+            socket: cli.pod_resources_kubelet_socket.clone(),
+            refresh: Duration::from_millis(cli.pod_resources_refresh_interval),
+            timeout: Duration::from_millis(cli.pod_resources_timeout),
+            extra_resources: cli
                 .nvidia_resource_names
                 .iter()
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty())
                 .collect(),
-            virtual_gpus: self.kubernetes_virtual_gpus,
-            pod_labels: self.kubernetes_enable_pod_labels.then_some(allowlist),
-            pod_uid: self.kubernetes_enable_pod_uid,
-            dra: self.kubernetes_enable_dra,
-            pod_metadata: self.kubernetes_pod_metadata
-                || self.kubernetes_enable_pod_labels
-                || self.kubernetes_enable_pod_uid
-                || self.kubernetes_enable_dra,
-            process_metrics: self.kubernetes_process_metrics,
-            proc_root: self.proc_root.clone(),
+            virtual_gpus: cli.kubernetes_virtual_gpus,
+            pod_labels: cli.kubernetes_enable_pod_labels.then_some(allowlist),
+            pod_uid: cli.kubernetes_enable_pod_uid,
+            dra: cli.kubernetes_enable_dra,
+            pod_metadata: cli.kubernetes_pod_metadata
+                || cli.kubernetes_enable_pod_labels
+                || cli.kubernetes_enable_pod_uid
+                || cli.kubernetes_enable_dra,
+            process_metrics: cli.kubernetes_process_metrics,
+            proc_root: cli.proc_root.clone(),
             node_name,
         }))
     }
+}
 
-    /// Loads the counter set: the given file, else the default path, else the built-in set.
-    /// Returns the set, a note saying where it came from, and the watch on the file it was
-    /// read from (for hot reload; `None` for the built-in set).
+impl Config {
+    /// Loads the counter set: the chosen file, the configuration file's `metrics.fields`, or
+    /// the profile's built-in set. Returns the set, a note saying where it came from, and the
+    /// watch on the file it was read from (for hot reload; `None` otherwise).
     pub fn load_counters(&self) -> Result<LoadedCounters, ConfigError> {
-        let loaded = self.load_counters_unchecked()?;
+        let loaded = match &self.counters {
+            CountersChoice::Inline(origin, csv) => LoadedCounters {
+                set: parse_counters(origin, csv)?,
+                origin: format!("counters from {origin}"),
+                file: None,
+            },
+            CountersChoice::File(Some(p)) => {
+                let origin = format!("counters from {}", p.display());
+                let (file, set) = CountersFile::open(p.clone(), self.profile)?;
+                LoadedCounters {
+                    set,
+                    origin,
+                    file: Some(file),
+                }
+            }
+            CountersChoice::File(None) => self.builtin_counters()?,
+        };
         // The config file's collections must each match a field, and no field two of them.
         if let Some(path) = &self.config_file {
-            let groups = file::Collections {
-                base: Duration::ZERO,
-                groups: self.collections.clone(),
-            };
-            groups
+            self.collections
                 .check(loaded.set.metrics().map(|r| (r.name.as_str(), r.field)))
                 .map_err(|message| file::ConfigFileError::Invalid {
                     file: path.clone(),
@@ -503,37 +588,9 @@ impl Cli {
         Ok(loaded)
     }
 
-    fn load_counters_unchecked(&self) -> Result<LoadedCounters, ConfigError> {
-        let profile = profile::Profile::parse(&self.compatibility)?;
-        if let (None, Some((origin, csv))) = (&self.collectors, &self.inline_counters) {
-            return Ok(LoadedCounters {
-                set: parse_counters(origin, csv)?,
-                origin: format!("counters from {origin}"),
-                file: None,
-            });
-        }
-        let default = std::path::Path::new(DEFAULT_COLLECTORS);
-        let path = match &self.collectors {
-            Some(p) => Some(p.clone()),
-            None if default.exists() => Some(default.to_path_buf()),
-            None => None,
-        };
-        if let Some(p) = path {
-            let origin = format!("counters from {}", p.display());
-            let (file, set) = CountersFile::open(p, profile)?;
-            return Ok(LoadedCounters {
-                set,
-                origin,
-                file: Some(file),
-            });
-        }
-        self.builtin_counters()
-    }
-
     /// The compatibility profile's built-in counter set (what runs when no file is found).
     pub fn builtin_counters(&self) -> Result<LoadedCounters, ConfigError> {
-        let profile = profile::Profile::parse(&self.compatibility)?;
-        let (name, text) = profile.builtin_counters();
+        let (name, text) = self.profile.builtin_counters();
         let set = parse_counters(&format!("built-in {name}"), text)?;
         Ok(LoadedCounters {
             set,
@@ -575,7 +632,7 @@ mod tests {
             Some(std::path::Path::new("/x.csv"))
         );
         assert_eq!(c.address, ":9500");
-        assert_eq!(c.collect_interval, 1000);
+        assert_eq!(c.collect_interval, Some(1000));
         assert!(c.kubernetes && c.use_old_namespace && c.no_hostname);
         let cfg = c.validate().unwrap();
         assert!(cfg.hostname.is_none());
@@ -734,20 +791,25 @@ mod tests {
         let parse = |extra: &[&str]| {
             let mut args = vec!["gpu-exporter", "--config-file", yaml.to_str().unwrap()];
             args.extend_from_slice(extra);
-            let mut c = Cli::try_parse_go_style(args.into_iter().map(Into::into)).unwrap();
-            let notes = c.apply_config_file().unwrap();
-            (c, notes)
+            let c = Cli::try_parse_go_style(args.into_iter().map(Into::into)).unwrap();
+            let merged = c.merge_config_file().unwrap();
+            let notes = merged.validate().unwrap().warnings;
+            (merged.cli, notes)
         };
         let (c, notes) = parse(&[]);
         assert_eq!(c.collectors.as_deref(), Some(Path::new("/from/file.csv")));
-        assert_eq!(c.collect_interval, 2000);
-        assert_eq!(c.max_concurrent_scrapes, 3);
-        assert!(c.enable_exporter_metrics);
+        assert_eq!(c.collect_interval, Some(2000));
+        assert_eq!(c.max_concurrent_scrapes, Some(3));
+        assert_eq!(c.enable_exporter_metrics, Some(true));
         assert!(notes.is_empty(), "{notes:?}");
         let cfg = c.validate().unwrap();
-        // The sampler ticks as fast as the fastest collection.
-        assert_eq!(cfg.interval, Duration::from_millis(500));
+        // The sampler ticks as fast as the fastest collection; fields in no collection are
+        // read at the collect interval.
+        assert_eq!(cfg.tick_interval, Duration::from_millis(500));
+        assert_eq!(cfg.collect_interval, Duration::from_secs(2));
         assert_eq!(cfg.collections.base, Duration::from_secs(2));
+        assert!(cfg.enable_exporter_metrics);
+        assert_eq!(cfg.max_concurrent_scrapes, 3);
         // Given on the command line (Go style too), the flag wins and the log says so.
         let (c, notes) = parse(&[
             "-c",
@@ -758,8 +820,8 @@ mod tests {
             "16",
         ]);
         assert_eq!(c.collectors.as_deref(), Some(Path::new("/cli.csv")));
-        assert_eq!(c.collect_interval, 2000);
-        assert_eq!(c.max_concurrent_scrapes, 16);
+        assert_eq!(c.collect_interval, Some(2000));
+        assert_eq!(c.max_concurrent_scrapes, Some(16));
         let notes = notes.join("\n");
         for what in [
             "metrics overridden by -f",
@@ -769,8 +831,8 @@ mod tests {
             assert!(notes.contains(what), "{what}: {notes}");
         }
         // A missing file names itself.
-        let mut c = cli(&["--config-file", "/nonexistent.yaml"]);
-        let e = c.apply_config_file().unwrap_err().to_string();
+        let c = cli(&["--config-file", "/nonexistent.yaml"]);
+        let e = c.merge_config_file().unwrap_err().to_string();
         assert!(e.starts_with("--config-file /nonexistent.yaml: "), "{e}");
     }
 
@@ -815,8 +877,11 @@ mod tests {
     #[test]
     fn xid_and_mig_options() {
         let cfg = cli(&[]).validate().unwrap();
-        assert_eq!(cfg.xid_initialized, vec![48, 62, 64, 74, 79, 95, 119, 120]);
-        assert_eq!(cfg.xid_window, Duration::from_secs(300));
+        assert_eq!(
+            cfg.xid_initialized_codes,
+            vec![48, 62, 64, 74, 79, 95, 119, 120]
+        );
+        assert_eq!(cfg.xid_count_window, Duration::from_secs(300));
         assert!(!cfg.mig_repeat_device_fields);
         let cfg = cli(&[
             "--xid-initialized-codes",
@@ -829,12 +894,12 @@ mod tests {
         ])
         .validate()
         .unwrap();
-        assert_eq!(cfg.xid_initialized, vec![48, 79]);
-        assert_eq!(cfg.xid_window, Duration::from_secs(60));
-        assert_eq!(cfg.clock_events_window, Duration::from_secs(1));
+        assert_eq!(cfg.xid_initialized_codes, vec![48, 79]);
+        assert_eq!(cfg.xid_count_window, Duration::from_secs(60));
+        assert_eq!(cfg.clock_events_count_window, Duration::from_secs(1));
         assert!(cfg.mig_repeat_device_fields);
         let cfg = cli(&["--xid-initialized-codes", ""]).validate().unwrap();
-        assert!(cfg.xid_initialized.is_empty());
+        assert!(cfg.xid_initialized_codes.is_empty());
     }
 
     #[test]

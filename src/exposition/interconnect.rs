@@ -13,6 +13,7 @@ use super::text::{EncodeOptions, write_header, write_label, write_value};
 use crate::catalogue::LinkPart;
 use crate::catalogue::Source;
 use crate::catalogue::csv::CounterRow;
+use crate::gpu::reader::NvlinkLinks;
 use crate::snapshot::{EntityId, Fabric, Interconnect, LinkSample, Snapshot};
 
 /// Writes an entity's identity labels (the caller's compatibility-contract order).
@@ -136,7 +137,7 @@ pub(super) fn encode(
         write_value(out, v);
         out.push('\n');
     };
-    let link_families = if opts.link_families {
+    let link_families = if opts.nvlink_links == NvlinkLinks::PerLink {
         &LINK_FAMILIES[..]
     } else {
         &[]

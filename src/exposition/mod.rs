@@ -30,7 +30,11 @@ fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &Enco
     write_label(
         out,
         first,
-        if opts.old_namespace { "uuid" } else { "UUID" },
+        if opts.use_old_namespace {
+            "uuid"
+        } else {
+            "UUID"
+        },
         &id.uuid,
     );
     write_label(out, first, "pci_bus_id", &id.pci_bus_id);

@@ -1,7 +1,7 @@
 //! The hand-over point between the sampler and the HTTP server.
 //!
 //! The sampler builds a [`Published`] (snapshot + encoded exposition, plain and gzip) once per
-//! tick and swaps it in atomically; HTTP handlers load the current one without a lock and
+//! tick ([`render`]: encode and compress a snapshot) and swaps it in atomically; HTTP handlers load the current one without a lock and
 //! serve its bytes. It also keeps the time of the last publish, for the watchdog (a sampler
 //! that has stopped publishing is "stalled"). Nothing here does NVML, kubelet or API work.
 
@@ -13,6 +13,7 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 
 use crate::catalogue::csv::CounterSet;
+use crate::exposition::{EncodeOptions, encode, gzip};
 use crate::snapshot::Snapshot;
 
 /// One tick's output, ready to serve.
@@ -97,5 +98,17 @@ impl Shared {
     /// since (see [`Shared::stalled_for`]).
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire) && self.stalled_for().is_none()
+    }
+}
+
+/// Encodes a snapshot into a publishable value.
+pub fn render(snapshot: Snapshot, counters: &Arc<CounterSet>, opts: &EncodeOptions) -> Published {
+    let plain = encode(&snapshot, counters, opts);
+    let gz = gzip(&plain);
+    Published {
+        snapshot: Arc::new(snapshot),
+        counters: Arc::clone(counters),
+        plain: plain.into(),
+        gzip: gz.into(),
     }
 }

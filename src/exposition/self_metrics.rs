@@ -218,7 +218,11 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
             write_label(
                 out,
                 &mut first,
-                if opts.old_namespace { "uuid" } else { "UUID" },
+                if opts.use_old_namespace {
+                    "uuid"
+                } else {
+                    "UUID"
+                },
                 &d.uuid,
             );
             write_label(out, &mut first, "modelName", &d.model_name);

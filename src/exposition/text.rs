@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use crate::gpu::reader::NvlinkLinks;
+
 pub use crate::base::label_text::{escape_label, write_label};
 
 /// How the identity labels are spelt.
@@ -16,7 +18,7 @@ pub struct EncodeOptions {
     /// (`--compatibility`).
     pub host_label: &'static str,
     /// `true` writes `uuid` instead of `UUID` (`--use-old-namespace`).
-    pub old_namespace: bool,
+    pub use_old_namespace: bool,
     /// `true` replaces spaces in `modelName` with `-` (`--replace-blanks-in-model-name`).
     pub replace_blanks_in_model_name: bool,
     /// Fields (canonical names) typed gauge whatever the counters file says, as
@@ -27,7 +29,7 @@ pub struct EncodeOptions {
     pub types_as_written: bool,
     /// The exporter's per-link NVLink families (`gpu_nvlink_*`); off with
     /// `--nvlink-links=totals`. The counters file's link-entity rows do not depend on it.
-    pub link_families: bool,
+    pub nvlink_links: NvlinkLinks,
 }
 
 impl Default for EncodeOptions {
@@ -35,11 +37,11 @@ impl Default for EncodeOptions {
         Self {
             hostname: None,
             host_label: "Hostname",
-            old_namespace: false,
+            use_old_namespace: false,
             replace_blanks_in_model_name: false,
             gauge_fields: &[],
             types_as_written: false,
-            link_families: true,
+            nvlink_links: NvlinkLinks::PerLink,
         }
     }
 }

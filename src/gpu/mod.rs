@@ -5,8 +5,10 @@
 //! calls and returns plain data; it never encodes, never serves and never panics on NVML errors.
 
 pub mod nvlink;
+pub mod plan;
 pub mod processes;
 pub mod reader;
+pub mod selection;
 mod text;
 pub mod xid;
 

@@ -117,6 +117,31 @@ impl Report {
 /// Body limit for /metrics: far above any node's page (a 16-GPU MIG node is ~1 MiB).
 const MAX_BODY: u64 = 64 << 20;
 
+/// `gpu-exporter probe URL …` (`args`: the process's arguments after the program name's
+/// `probe`): parses them, runs the probe and prints its report. Returns the exit status: 0
+/// when every check holds, 1 when one fails or the probe cannot run; a usage error is clap's
+/// (it exits 2).
+pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<u8, clap::Error> {
+    use clap::Parser;
+    let args = ProbeArgs::try_parse_from(args.into_iter().skip(1))?;
+    match run(&args) {
+        Ok(report) => {
+            print!("{}", report.render());
+            if report.passed() {
+                println!("probe: {} passed", args.url);
+                Ok(0)
+            } else {
+                println!("probe: {} FAILED", args.url);
+                Ok(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("gpu-exporter probe: error: {e}");
+            Ok(1)
+        }
+    }
+}
+
 /// Runs the probe: `/ready` until it answers 200 or `--wait` runs out, then `/metrics`.
 pub fn run(args: &ProbeArgs) -> Result<Report, ProbeError> {
     let base = args.url.trim_end_matches('/').to_owned();

@@ -10,6 +10,7 @@
 //! and a bounded shutdown. [`watchdog`] logs a stalled sampler; `/ready` and `/metrics` show
 //! it (the stall itself is measured by [`Shared`]).
 
+pub mod address;
 mod conns;
 mod deadline;
 mod held;
@@ -33,6 +34,9 @@ use crate::serve::web_config::{BasicAuth, TlsServer, WebConfig};
 /// Content type of the text exposition format 0.0.4.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// dcgm-exporter 4.8.4's default for `--max-concurrent-scrapes`.
+pub const DEFAULT_MAX_CONCURRENT_SCRAPES: u32 = 16;
+
 /// How the handlers behave beyond serving the published output.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -48,7 +52,7 @@ pub struct ServeOptions {
 impl Default for ServeOptions {
     fn default() -> Self {
         Self {
-            max_concurrent_scrapes: crate::config::DEFAULT_MAX_CONCURRENT_SCRAPES,
+            max_concurrent_scrapes: DEFAULT_MAX_CONCURRENT_SCRAPES,
             health_require_gpus: false,
             node: None,
         }
@@ -245,7 +249,7 @@ pub fn with_nodelay(l: tokio::net::TcpListener) -> Listener {
 pub enum ServeError {
     /// `--address` does not parse or resolve.
     #[error(transparent)]
-    Address(#[from] crate::config::address::AddressError),
+    Address(#[from] crate::serve::address::AddressError),
     /// No candidate address could be bound (the last candidate's error).
     #[error("cannot listen on {candidate} (--address {flag:?}): {source}")]
     Listen {
@@ -264,7 +268,7 @@ pub enum ServeError {
 /// Binds the first candidate that works (`[::]` may be unavailable where IPv6 is off).
 pub async fn bind(addr: &str) -> Result<Listener, ServeError> {
     let mut last = None;
-    for cand in crate::config::address::parse_address(addr)? {
+    for cand in crate::serve::address::parse_address(addr)? {
         match tokio::net::TcpListener::bind(cand).await {
             Ok(l) => return Ok(with_nodelay(l)),
             Err(source) => {
@@ -277,8 +281,7 @@ pub async fn bind(addr: &str) -> Result<Listener, ServeError> {
         }
     }
     // parse_address never returns an empty list, so `last` is set here.
-    Err(last
-        .unwrap_or_else(|| crate::config::address::AddressError::Syntax(addr.to_owned()).into()))
+    Err(last.unwrap_or_else(|| crate::serve::address::AddressError::Syntax(addr.to_owned()).into()))
 }
 
 /// Paths that basic auth leaves open: kubelet probes cannot send credentials.

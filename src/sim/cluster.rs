@@ -35,7 +35,7 @@ use nvml_wrapper::Nvml;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::config::KubernetesConfig;
+use crate::attribution::KubernetesConfig;
 use crate::gpu::LoadError;
 use crate::sim::api::FakeApi;
 use crate::sim::kubelet::FakeKubelet;

@@ -2,15 +2,30 @@
 //! simulated kubelet pod-resources server, a fake Kubernetes API server and the simulated
 //! cluster that wires them from a scenario.
 //!
-//! - [`library`]: finds and drives the simulated `libnvml_sim.so` (clock, faults).
-//! - [`kubelet`]: a pod-resources gRPC server on a unix socket.
-//! - [`api`]: a small Kubernetes API server on loopback.
-//! - [`cluster`]: a scenario's pods, processes and DRA slices served through the above.
+//! - [`Node`] and [`Cluster`]: the one interface the daemon uses. With the `sim` cargo feature
+//!   they are the simulator (`node.rs`); without it (the container image) they are stand-ins
+//!   that refuse `--simulate` (`absent.rs`), and none of the modules below is built.
+//! - `library`: finds and drives the simulated `libnvml_sim.so` (clock, faults).
+//! - `kubelet`: a pod-resources gRPC server on a unix socket.
+//! - `api`: a small Kubernetes API server on loopback.
+//! - `cluster`: a scenario's pods, processes and DRA slices served through the above.
 //!
 //! Only `--simulate`, the tests and the benchmarks use this module; the exporter's data path
 //! never imports it.
 
+#[cfg(feature = "sim")]
 pub mod api;
+#[cfg(feature = "sim")]
 pub mod cluster;
+#[cfg(feature = "sim")]
 pub mod kubelet;
+#[cfg(feature = "sim")]
 pub mod library;
+
+#[cfg(not(feature = "sim"))]
+#[path = "absent.rs"]
+mod node;
+#[cfg(feature = "sim")]
+mod node;
+
+pub use node::{Cluster, Node, SimError};

@@ -91,6 +91,15 @@ impl SimNode {
     }
 }
 
+/// The configuration a node started with `args` runs with (the daemon's flags, read as the
+/// daemon reads them), its host label `sim-node`: tests build their reader and encoder options
+/// from it (`reader_options()`, `encode_options()`), as the daemon does.
+pub fn config(args: &[&str]) -> gpu_exporter::config::Config {
+    let mut cfg = gpu_exporter::config::Config::from_args(args).expect("valid flags");
+    cfg.hostname = Some("sim-node".into());
+    cfg
+}
+
 /// The shipped default counter set.
 pub fn default_counters() -> Arc<CounterSet> {
     Arc::new(
@@ -187,8 +196,9 @@ impl Cluster {
     }
 
     /// Attribution settings pointed at this cluster.
-    pub fn config(&self) -> gpu_exporter::config::KubernetesConfig {
-        let mut k = gpu_exporter::config::KubernetesConfig::with_socket(self.sim.socket.clone());
+    pub fn config(&self) -> gpu_exporter::attribution::KubernetesConfig {
+        let mut k =
+            gpu_exporter::attribution::KubernetesConfig::with_socket(self.sim.socket.clone());
         self.sim.configure(&mut k);
         k
     }
@@ -196,7 +206,7 @@ impl Cluster {
     /// An attributor over this cluster with `k`, once every source has answered.
     pub fn attributor(
         &self,
-        k: &gpu_exporter::config::KubernetesConfig,
+        k: &gpu_exporter::attribution::KubernetesConfig,
     ) -> gpu_exporter::attribution::Attributor {
         let a = gpu_exporter::attribution::start(
             k,

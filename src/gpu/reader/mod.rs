@@ -23,7 +23,7 @@ mod values;
 
 pub use book::reason as read_error_reason;
 pub use entities::enumerate_mig;
-pub use options::{CLOCK_EVENT_REASONS, DEFAULT_XID_INITIALIZED, ReaderOptions};
+pub use options::{CLOCK_EVENT_REASONS, DEFAULT_XID_INITIALIZED, NvlinkLinks, ReaderOptions};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -78,7 +78,7 @@ impl Reader {
 
     /// A reader over an initialised NVML; starts the Xid thread.
     pub fn with_options(nvml: &'static Nvml, opts: ReaderOptions) -> Self {
-        let keep = opts.xid_window.max(Duration::from_secs(1));
+        let keep = opts.xid_count_window.max(Duration::from_secs(1));
         let xid = match XidWatcher::start(nvml, opts.xid_poll, keep, opts.clock.clone()) {
             Ok(w) => Some(w),
             Err(e) => {
@@ -253,7 +253,7 @@ impl Reader {
             }
             let mut codes: BTreeMap<u64, (u64, Option<f64>)> = self
                 .opts
-                .xid_initialized
+                .xid_initialized_codes
                 .iter()
                 .map(|c| (*c, (0, None)))
                 .collect();
@@ -344,7 +344,7 @@ impl Reader {
             _ => None,
         };
         let sel = &ctx.opts.devices;
-        let repeat = ctx.opts.repeat_device_fields && migs.is_some();
+        let repeat = ctx.opts.mig_repeat_device_fields && migs.is_some();
 
         // Label rows are read on the physical GPU and repeated on its instances.
         let labels: Vec<Option<String>> = counters
@@ -479,7 +479,8 @@ impl Reader {
         } else {
             // Links are read for the gpu_nvlink_* families and for link-entity rows.
             let link_rows = || rows.iter().filter(|r| r.field.level == Level::Link);
-            let links = self.opts.nvlink_per_link || link_rows().next().is_some();
+            let links =
+                self.opts.nvlink_links == NvlinkLinks::PerLink || link_rows().next().is_some();
             let read = self.interconnect(&dev, base_id.clone(), links, fabric_now, &mut lost);
             if self.links.has_no_links(&ident.uuid) {
                 // A board without NVLink: its link-entity rows are listed as unsupported.

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use crate::config::devices::DeviceSelection;
-use crate::config::file::Collections;
+use crate::gpu::plan::Collections;
+use crate::gpu::selection::DeviceSelection;
 use crate::gpu::xid::{self};
 
 pub(super) const MIB: f64 = 1024.0 * 1024.0;
@@ -32,6 +32,17 @@ pub const CLOCK_EVENT_REASONS: &[(u64, &str)] = &[
     (0x100, "display_clocks"),
 ];
 
+/// `--nvlink-links`: whether every NVLink link of every GPU is read and exported as the
+/// exporter's per-link families (`gpu_nvlink_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NvlinkLinks {
+    /// `per-link` (the default): every link, and the `gpu_nvlink_*` families.
+    PerLink,
+    /// `totals`: only the counters file's `DCGM_FI_DEV_NVLINK_*` fields. Links are read anyway
+    /// while the file has link-entity rows.
+    Totals,
+}
+
 /// How the reader selects, shapes and times what it reads.
 #[derive(Clone)]
 pub struct ReaderOptions {
@@ -39,13 +50,13 @@ pub struct ReaderOptions {
     pub devices: DeviceSelection,
     /// `--mig-repeat-device-fields`: represent a MIG-enabled GPU only by its instances, each
     /// carrying the GPU's device-level fields (dcgm-exporter's behaviour).
-    pub repeat_device_fields: bool,
+    pub mig_repeat_device_fields: bool,
     /// `-x/--xid-count-window-size`.
-    pub xid_window: Duration,
+    pub xid_count_window: Duration,
     /// `--clock-events-count-window-size`.
-    pub clock_events_window: Duration,
+    pub clock_events_count_window: Duration,
     /// `--xid-initialized-codes`.
-    pub xid_initialized: Vec<u64>,
+    pub xid_initialized_codes: Vec<u64>,
     /// Longest blocking wait of the Xid thread.
     pub xid_poll: Duration,
     /// Make each tick wait (up to a few polls) until the Xid thread has recorded every event
@@ -62,23 +73,23 @@ pub struct ReaderOptions {
     /// Read every NVLink link of every GPU (`gpu_nvlink_*`); off with
     /// `--nvlink-links=totals`. Links are read anyway while the counters file has
     /// link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`).
-    pub nvlink_per_link: bool,
+    pub nvlink_links: NvlinkLinks,
 }
 
 impl Default for ReaderOptions {
     fn default() -> Self {
         Self {
             devices: DeviceSelection::all(),
-            repeat_device_fields: false,
-            xid_window: Duration::from_secs(300),
-            clock_events_window: Duration::from_secs(300),
-            xid_initialized: DEFAULT_XID_INITIALIZED.to_vec(),
+            mig_repeat_device_fields: false,
+            xid_count_window: Duration::from_secs(300),
+            clock_events_count_window: Duration::from_secs(300),
+            xid_initialized_codes: DEFAULT_XID_INITIALIZED.to_vec(),
             xid_poll: Duration::from_millis(100),
             xid_sync: false,
             clock: Arc::new(crate::base::clock::unix_now),
             processes: false,
             collections: Arc::new(Collections::default()),
-            nvlink_per_link: true,
+            nvlink_links: NvlinkLinks::PerLink,
         }
     }
 }
@@ -87,15 +98,15 @@ impl std::fmt::Debug for ReaderOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReaderOptions")
             .field("devices", &self.devices)
-            .field("repeat_device_fields", &self.repeat_device_fields)
-            .field("xid_window", &self.xid_window)
-            .field("clock_events_window", &self.clock_events_window)
-            .field("xid_initialized", &self.xid_initialized)
+            .field("repeat_device_fields", &self.mig_repeat_device_fields)
+            .field("xid_window", &self.xid_count_window)
+            .field("clock_events_window", &self.clock_events_count_window)
+            .field("xid_initialized", &self.xid_initialized_codes)
             .field("xid_poll", &self.xid_poll)
             .field("xid_sync", &self.xid_sync)
             .field("processes", &self.processes)
             .field("collections", &self.collections)
-            .field("nvlink_per_link", &self.nvlink_per_link)
+            .field("nvlink_links", &self.nvlink_links)
             .finish_non_exhaustive()
     }
 }

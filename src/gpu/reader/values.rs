@@ -344,11 +344,11 @@ pub(super) fn read_value(
             Some(w) => {
                 let counts = w
                     .get(at.uuid)
-                    .map(|g| g.window_counts(ctx.now, ctx.opts.xid_window))
+                    .map(|g| g.window_counts(ctx.now, ctx.opts.xid_count_window))
                     .unwrap_or_default();
                 Ok(Some(Value::Window(WindowCounts {
                     label: "xid",
-                    window_ms: Some(ctx.opts.xid_window.as_millis() as u64),
+                    window_ms: Some(ctx.opts.xid_count_window.as_millis() as u64),
                     counts: counts
                         .into_iter()
                         .map(|(c, n)| (c.to_string(), n))
@@ -359,7 +359,7 @@ pub(super) fn read_value(
         },
         Source::Window(WindowKind::ClockEvents) => {
             let bits = clock_event_reasons(dev, cache)?;
-            let window = ctx.opts.clock_events_window;
+            let window = ctx.opts.clock_events_count_window;
             let hist = &mut gpu.clock_events;
             if hist.back().map(|(t, _)| *t) != Some(ctx.now) {
                 hist.push_back((ctx.now, bits));
@@ -384,8 +384,12 @@ pub(super) fn read_value(
         Source::Total(WindowKind::Xid) => match xid_watch(ctx, at)? {
             // Every code seen, and the --xid-initialized-codes at 0 before they occur.
             Some(w) => {
-                let mut counts: BTreeMap<u64, u64> =
-                    ctx.opts.xid_initialized.iter().map(|c| (*c, 0)).collect();
+                let mut counts: BTreeMap<u64, u64> = ctx
+                    .opts
+                    .xid_initialized_codes
+                    .iter()
+                    .map(|c| (*c, 0))
+                    .collect();
                 if let Some(g) = w.get(at.uuid) {
                     counts.extend(g.codes.iter().map(|(c, (n, _))| (*c, *n)));
                 }

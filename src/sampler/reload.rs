@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing::{error, info, warn};
 
-use super::profile::Profile;
 use crate::base::bounded_read::{MAX_CONFIG_FILE, ReadError, not_utf8, read_regular};
 use crate::base::file_stamp::FileStamp;
 use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
+use crate::catalogue::profile::Profile;
 use crate::snapshot::ReloadStats;
 
 /// Watches the counters file the exporter was started with.

@@ -8,6 +8,8 @@
 //! and retries with exponential backoff. It must not serve HTTP or wait on a scrape, and it
 //! must not block on the network: attribution sources refresh on their own tasks.
 
+pub mod reload;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -20,12 +22,12 @@ use crate::attribution::Attributor;
 use crate::base::backoff::Backoff;
 use crate::base::clock::unix_now;
 use crate::catalogue::csv::CounterSet;
-use crate::config::counters::CountersFile;
-use crate::exposition::publish::{Published, Shared};
-use crate::exposition::{EncodeOptions, encode, gzip};
+use crate::exposition::EncodeOptions;
+use crate::exposition::publish::{Shared, render};
 use crate::gpu::LoadError;
 use crate::gpu::reader::{Reader, ReaderOptions};
 use crate::snapshot::{SampleStats, Snapshot};
+use reload::CountersFile;
 
 /// Opens NVML; the error displays as an operator-facing description.
 pub type Loader = Box<dyn FnMut() -> Result<&'static Nvml, LoadError> + Send>;
@@ -201,18 +203,6 @@ fn read_process() -> Option<crate::base::process::ProcessFigures> {
             tracing::debug!("{e}");
             None
         }
-    }
-}
-
-/// Encodes a snapshot into a publishable value.
-pub fn render(snapshot: Snapshot, counters: &Arc<CounterSet>, opts: &EncodeOptions) -> Published {
-    let plain = encode(&snapshot, counters, opts);
-    let gz = gzip(&plain);
-    Published {
-        snapshot: Arc::new(snapshot),
-        counters: Arc::clone(counters),
-        plain: plain.into(),
-        gzip: gz.into(),
     }
 }
 

@@ -1,0 +1,117 @@
+//! `gpu-exporter check`'s command line: its own arguments (`--output human|json`,
+//! `--hardware-report`) defined with clap on top of the daemon's flags, so a DaemonSet's
+//! arguments can be given unchanged, in any order with check's own.
+//!
+//! Parsing only; it must not run any check.
+
+use std::ffi::OsString;
+
+use clap::{Arg, ArgAction};
+
+use crate::config::Cli;
+
+/// How the report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// A readable report (the default).
+    Human,
+    /// JSON, for machines.
+    Json,
+    /// A Markdown table for docs/hardware.md or an issue.
+    HardwareReport,
+}
+
+/// What `gpu-exporter check` was asked.
+#[derive(Debug, Clone)]
+pub struct CheckArgs {
+    /// The report's form.
+    pub output: Output,
+    /// The daemon's flags, as the daemon would read them.
+    pub daemon: Cli,
+}
+
+const ABOUT: &str = "Diagnoses this node as the daemon would see it: flags and files, NVML and \
+every GPU and MIG instance, each configured field, the kubelet pod-resources socket and the \
+Kubernetes API. Takes the daemon's own flags and environment (e.g. the DaemonSet's arguments \
+unchanged). Exit status: 0 everything configured works, 1 something configured does not, 2 \
+usage.";
+
+/// `--output`'s values.
+fn output(v: &str) -> Result<bool, String> {
+    match v {
+        "json" => Ok(true),
+        "human" => Ok(false),
+        other => Err(format!("--output takes human or json, not {other}")),
+    }
+}
+
+/// The command: the daemon's flags plus check's own.
+pub fn command() -> clap::Command {
+    Cli::go_command()
+        .name("gpu-exporter check")
+        .bin_name("gpu-exporter check")
+        .about(ABOUT)
+        .override_usage(
+            "gpu-exporter check [--output human|json] [--hardware-report] [DAEMON FLAGS...]",
+        )
+        .arg(
+            Arg::new("output")
+                .long("output")
+                .value_name("human|json")
+                .help("A readable report (human, the default) or JSON for machines")
+                .value_parser(output),
+        )
+        .arg(
+            Arg::new("hardware_report")
+                .long("hardware-report")
+                .action(ArgAction::SetTrue)
+                .help("A Markdown table for docs/hardware.md or an issue"),
+        )
+}
+
+/// Parses `args` (`gpu-exporter check …`: the program name, then `check`, then the rest).
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<CheckArgs, clap::Error> {
+    let mut args = args.into_iter();
+    let program = args.next().unwrap_or_else(|| "gpu-exporter".into());
+    let rest = std::iter::once(program).chain(args.skip(1));
+    let (daemon, matches) = Cli::try_parse_go_style_with(command(), rest)?;
+    let output = if matches.get_flag("hardware_report") {
+        Output::HardwareReport
+    } else if matches.get_one::<bool>("output").copied().unwrap_or(false) {
+        Output::Json
+    } else {
+        Output::Human
+    };
+    Ok(CheckArgs { output, daemon })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Result<CheckArgs, clap::Error> {
+        parse(
+            ["gpu-exporter", "check"]
+                .iter()
+                .chain(a)
+                .map(OsString::from),
+        )
+    }
+
+    #[test]
+    fn own_arguments_anywhere_among_the_daemons() {
+        let a = args(&["-k", "--output", "json", "-f", "/x.csv"]).unwrap();
+        assert_eq!(a.output, Output::Json);
+        assert!(a.daemon.kubernetes);
+        assert_eq!(
+            a.daemon.collectors.as_deref(),
+            Some(std::path::Path::new("/x.csv"))
+        );
+        assert_eq!(args(&["-output=human"]).unwrap().output, Output::Human);
+        let a = args(&["--hardware-report", "-o"]).unwrap();
+        assert_eq!(a.output, Output::HardwareReport);
+        assert!(a.daemon.use_old_namespace, "-o stays the daemon's");
+        let e = args(&["--output", "yaml"]).unwrap_err().to_string();
+        assert!(e.contains("--output takes human or json, not yaml"), "{e}");
+    }
+}

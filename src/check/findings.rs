@@ -1,0 +1,463 @@
+//! The findings of `gpu-exporter check`: what each part of the node's state (the last tick's
+//! snapshot, the kubelet socket, the proc tree, the API server's answers) adds to the report,
+//! and how each finding reads, with the fix to try.
+//!
+//! Pure functions of what they are handed; they must not start, open or tick anything (`run`
+//! does, with the daemon's own pipeline).
+
+use std::fmt::Write as _;
+
+use super::report::{Report, Severity};
+use crate::catalogue::csv::CounterSet;
+use crate::snapshot::Snapshot;
+
+/// The series of GPU 0 (and its MIG instances) in an exposition, at most `max` lines.
+pub fn excerpt(exposition: &str, max: usize) -> Vec<String> {
+    exposition
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains("gpu=\"0\""))
+        .take(max)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Adds the GPU, field and source items read off the snapshots of a few ticks (the last one
+/// is `snap`).
+/// `timings` holds the time one read of each field took on all entities, where measured.
+pub fn from_snapshot(
+    report: &mut Report,
+    snap: &Snapshot,
+    counters: &CounterSet,
+    timings: &[(&'static str, std::time::Duration)],
+) {
+    // GPUs and MIG instances.
+    if snap.devices.is_empty() && snap.stats.nvml_up {
+        report.add(
+            "gpus",
+            "devices",
+            Severity::Fail,
+            "NVML answered but no GPU is exported",
+            Some("check -d/--devices (it may select none) and nvidia-smi -L on the node"),
+        );
+    }
+    for d in &snap.devices {
+        let instances: Vec<String> = snap
+            .entities
+            .iter()
+            .filter(|e| e.id.gpu == d.gpu)
+            .filter_map(|e| e.id.mig.as_ref())
+            .map(|m| format!("{} (GI {})", m.profile, m.gpu_instance_id))
+            .collect();
+        let mig = if instances.is_empty() {
+            "MIG off or no instance".to_owned()
+        } else {
+            format!("MIG: {}", instances.join(", "))
+        };
+        let watched = snap.xids.iter().any(|x| x.id.gpu == d.gpu);
+        let xid = if watched {
+            "Xid events watched"
+        } else {
+            "Xid events NOT watched (NVML refused the registration; DCGM_FI_DEV_XID_ERRORS stays 0)"
+        };
+        let mig = format!("{mig}; {xid}");
+        if d.up {
+            report.add(
+                "gpus",
+                format!("GPU {}", d.gpu),
+                if watched { Severity::Ok } else { Severity::Warn },
+                format!("{} {}; {mig}", d.model_name, d.uuid),
+                (!watched).then_some(
+                    "Xid events need the driver's event support (nvmlDeviceRegisterEvents); check the driver version and dmesg",
+                ),
+            );
+        } else {
+            report.add(
+                "gpus",
+                format!("GPU {}", d.gpu),
+                Severity::Fail,
+                if d.uuid.is_empty() {
+                    "NVML does not answer for it (lost before its name and UUID were read)"
+                        .to_owned()
+                } else {
+                    format!("{} {}: NVML no longer answers for it (lost)", d.model_name, d.uuid)
+                },
+                Some("dmesg on the node (Xid 79: fallen off the bus); the GPU needs a reset or service"),
+            );
+        }
+    }
+
+    super::links::interconnect(report, snap);
+
+    // Every configured field: on how many entities it was served, unsupported, failed.
+    let entities = snap.entities.len();
+    for (slot, row) in counters.metrics().enumerate() {
+        let field = row.field.name;
+        if row.field.level == crate::catalogue::Level::Link {
+            super::links::link_row(report, snap, &row.name);
+            continue;
+        }
+        let served = snap
+            .entities
+            .iter()
+            .filter(|e| e.values.get(slot).is_some_and(Option::is_some))
+            .count();
+        let unsupported: Vec<String> = snap
+            .stats
+            .unsupported
+            .iter()
+            .filter(|u| u.field == field)
+            .map(|u| match u.gpu_instance_id {
+                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
+                None => format!("GPU {}", u.gpu),
+            })
+            .collect();
+        let failed: Vec<String> = snap
+            .stats
+            .field_errors
+            .iter()
+            .filter(|(f, _, _)| *f == field)
+            .map(|(_, kind, n)| format!("{kind} ×{n}"))
+            .collect();
+        let subject = if row.name == field {
+            field.to_owned()
+        } else {
+            format!("{} ({field})", row.name)
+        };
+        let (level, detail, fix) = if !failed.is_empty() {
+            (
+                Severity::Fail,
+                format!(
+                    "served on {served}/{entities}; read errors: {}",
+                    failed.join(", ")
+                ),
+                Some("the exporter's log names each error; report it with --hardware-report"),
+            )
+        } else if entities > 0 && served == 0 && !unsupported.is_empty() {
+            (
+                Severity::Info,
+                format!("unsupported on every entity ({})", unsupported.join(", ")),
+                Some("NVML does not offer it on these GPUs; remove it from the counters file"),
+            )
+        } else if !unsupported.is_empty() {
+            (
+                Severity::Info,
+                format!(
+                    "served on {served}/{entities}; unsupported on {}",
+                    unsupported.join(", ")
+                ),
+                None,
+            )
+        } else {
+            (Severity::Ok, format!("served on {served}/{entities}"), None)
+        };
+        let detail = match timings.iter().find(|(f, _)| *f == field) {
+            Some((_, t)) => format!(
+                "{detail}; one read {:.2} ms on all entities",
+                t.as_secs_f64() * 1000.0
+            ),
+            None => detail,
+        };
+        report.add("fields", subject, level, detail, fix);
+    }
+
+    // Attribution sources.
+    for s in &snap.attribution.sources {
+        let (level, fix) = if s.up {
+            (Severity::Ok, None)
+        } else {
+            (Severity::Fail, Some(source_fix(s.source)))
+        };
+        let mut detail = match (s.up, s.age_seconds) {
+            (true, Some(a)) => format!("up, answered {a:.1} s ago"),
+            (true, None) => "up".to_owned(),
+            (false, _) => "down".to_owned(),
+        };
+        if s.errors > 0 {
+            let _ = write!(detail, "; {} error(s)", s.errors);
+        }
+        if let Some(e) = &s.last_error {
+            let _ = write!(detail, "; last: {e}");
+        }
+        report.add("kubernetes", s.source, level, detail, fix);
+    }
+    if let Some(j) = &snap.attribution.join {
+        for (resource, allocatable, allocated) in &j.resources {
+            report.add(
+                "kubernetes",
+                format!("resource {resource}"),
+                Severity::Ok,
+                format!(
+                    "{allocated} device ID(s) allocated{}",
+                    allocatable
+                        .map(|n| format!(" of {n} allocatable"))
+                        .unwrap_or_default()
+                ),
+                None,
+            );
+        }
+        if j.unmatched > 0 {
+            report.add(
+                "kubernetes",
+                "device IDs",
+                Severity::Warn,
+                format!(
+                    "{} allocated device ID(s) name no exported GPU or MIG instance: {}{}",
+                    j.unmatched,
+                    j.unmatched_ids.join(", "),
+                    match j.unmatched.saturating_sub(j.unmatched_ids.len()) {
+                        0 => String::new(),
+                        more => format!(" and {more} more (the first {} are listed)", j.unmatched_ids.len()),
+                    }
+                ),
+                Some("a device plugin naming devices by something other than UUID or index, or -d excluding them; see README \"Kubernetes\""),
+            );
+        }
+    }
+}
+
+/// The kubelet's pod-resources socket as a file: present, a socket, and connectable by this
+/// process's user (the kubelet creates it root-owned, mode 0755: only uid 0 may connect).
+pub fn socket(report: &mut Report, path: &std::path::Path) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let subject = "pod-resources socket";
+    let mount_fix = "mount the kubelet's pod-resources directory (hostPath /var/lib/kubelet/pod-resources) \
+                     and point --pod-resources-kubelet-socket at kubelet.sock in it";
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => {
+            report.add(
+                "kubernetes",
+                subject,
+                Severity::Fail,
+                format!("{}: {e}", path.display()),
+                Some(mount_fix),
+            );
+            return;
+        }
+    };
+    if !meta.file_type().is_socket() {
+        report.add(
+            "kubernetes",
+            subject,
+            Severity::Fail,
+            format!("{} exists but is not a socket", path.display()),
+            Some(mount_fix),
+        );
+        return;
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let mode = meta.mode() & 0o777;
+    let detail = format!(
+        "{}: socket, owner uid {}, mode {mode:04o}; this process runs as uid {euid}",
+        path.display(),
+        meta.uid()
+    );
+    let writable = euid == 0 || (meta.uid() == euid && mode & 0o200 != 0) || mode & 0o002 != 0;
+    if writable {
+        report.add("kubernetes", subject, Severity::Ok, detail, None);
+    } else {
+        report.add(
+            "kubernetes",
+            subject,
+            Severity::Fail,
+            format!("{detail}: connecting needs write permission on it"),
+            Some("run the container as uid 0 (the chart does when kubernetes.podMapping is on), still without capabilities"),
+        );
+    }
+}
+
+/// The proc tree process attribution reads: NVML reports host PIDs, so the exporter must see
+/// the host's processes (`hostPID: true`). A process that is PID 1 of `/proc` is in a PID
+/// namespace of its own.
+pub fn proc_root(report: &mut Report, root: &std::path::Path, own_pid: u32) {
+    let subject = "proc root";
+    let fix = "set hostPID: true on the pod (the chart does with kubernetes.processMetrics), or turn --kubernetes-process-metrics off";
+    let pids = match std::fs::read_dir(root) {
+        Ok(d) => d
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .count(),
+        Err(e) => {
+            report.add(
+                "kubernetes",
+                subject,
+                Severity::Fail,
+                format!("{}: {e}", root.display()),
+                Some(fix),
+            );
+            return;
+        }
+    };
+    if root == std::path::Path::new("/proc") && own_pid == 1 {
+        report.add(
+            "kubernetes",
+            subject,
+            Severity::Fail,
+            format!("this process is PID 1 of /proc ({pids} process(es) visible): the container has a PID namespace of its own, so NVML's host PIDs cannot be found"),
+            Some(fix),
+        );
+    } else {
+        report.add(
+            "kubernetes",
+            subject,
+            Severity::Ok,
+            format!("{}: {pids} process(es) visible", root.display()),
+            None,
+        );
+    }
+}
+
+/// The API's answers: one item per reviewed verb, and the node-scoped pod list.
+pub fn api(
+    report: &mut Report,
+    reviews: &[crate::sources::kube::access::Access],
+    pods: Result<usize, String>,
+    node: Option<&str>,
+) {
+    let rbac_fix = "grant get, list and watch on it to the exporter's service account: the chart's \
+                    ClusterRole (rbac.create=true), docs/kubernetes-rbac.md";
+    for a in reviews {
+        let what = if a.group.is_empty() {
+            format!("{} {}", a.verb, a.resource)
+        } else {
+            format!("{} {}.{}", a.verb, a.resource, a.group)
+        };
+        let reason = a
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        match &a.allowed {
+            Ok(true) => report.add(
+                "kubernetes",
+                what,
+                Severity::Ok,
+                format!("allowed{reason}"),
+                None,
+            ),
+            Ok(false) => report.add(
+                "kubernetes",
+                what,
+                Severity::Fail,
+                format!("denied{reason}"),
+                Some(rbac_fix),
+            ),
+            Err(e) => {
+                let refused = e.starts_with("401") || e.starts_with("403");
+                report.add(
+                    "kubernetes",
+                    what,
+                    if refused { Severity::Fail } else { Severity::Warn },
+                    format!("could not be reviewed: {e}"),
+                    Some(if refused {
+                        "the API server refuses the exporter's credentials or the review itself: check the service account token and RBAC"
+                    } else {
+                        "the API server did not answer the SelfSubjectAccessReview; see its error"
+                    }),
+                );
+            }
+        }
+    }
+    let scope = node
+        .map(|n| format!("node {n}"))
+        .unwrap_or_else(|| "every node (NODE_NAME is unset)".to_owned());
+    match pods {
+        Ok(0) => report.add(
+            "kubernetes",
+            "pods on this node",
+            Severity::Warn,
+            format!("the API lists no pod on {scope}"),
+            Some("set NODE_NAME from the downward API (spec.nodeName); the chart does"),
+        ),
+        Ok(n) => report.add(
+            "kubernetes",
+            "pods on this node",
+            Severity::Ok,
+            format!("the API lists {n} pod(s) on {scope}"),
+            None,
+        ),
+        Err(e) => report.add(
+            "kubernetes",
+            "pods on this node",
+            Severity::Fail,
+            format!("listing pods on {scope}: {e}"),
+            Some(rbac_fix),
+        ),
+    }
+}
+
+/// The fix to try when an attribution source is down.
+fn source_fix(source: &str) -> &'static str {
+    match source {
+        "kubelet" => {
+            "mount the kubelet's pod-resources directory (hostPath /var/lib/kubelet/pod-resources, \
+             or --pod-resources-kubelet-socket) and run as uid 0: the socket is root's, mode 0755"
+        }
+        "pods" | "resourceslices" => {
+            "the pod's service account needs get/list/watch on pods (and resourceslices with DRA): \
+             the chart's ClusterRole (rbac.create=true); or turn --kubernetes-pod-metadata off"
+        }
+        "hpc_jobs" => "check --hpc-job-mapping-dir: it must be a readable directory",
+        "processes" => {
+            "per-process attribution reads /proc of the host: set hostPID: true \
+             (kubernetes.processMetrics in the chart) or turn --kubernetes-process-metrics off"
+        }
+        _ => "see the exporter's log",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_and_forms() {
+        let mut r = Report::default();
+        r.add("nvml", "library", Severity::Ok, "loaded", None);
+        r.add(
+            "fields",
+            "DCGM_FI_X",
+            Severity::Info,
+            "unsupported | here",
+            Some("remove it"),
+        );
+        assert_eq!(r.exit_code(), 0);
+        let h = r.human();
+        assert!(h.contains("NVML\n  ok    library"), "{h}");
+        assert!(h.contains("fix: remove it"), "{h}");
+        assert!(h.ends_with("check: everything configured works\n"), "{h}");
+        let md = r.hardware_report("0.1.0");
+        assert!(
+            md.contains("| fields | DCGM_FI_X | info | unsupported \\| here |"),
+            "{md}"
+        );
+        r.add(
+            "kubernetes",
+            "kubelet",
+            Severity::Fail,
+            "down",
+            Some(source_fix("kubelet")),
+        );
+        assert_eq!(r.exit_code(), 1);
+        assert!(r.human().contains("1 thing(s) configured do not work"));
+        // The hardware report leaves out what is not about the hardware.
+        assert!(!r.hardware_report("0.1.0").contains("kubelet"));
+        let mut p = Report::default();
+        proc_root(&mut p, std::path::Path::new("/proc"), 1);
+        assert_eq!(p.items[0].severity, Severity::Fail, "{:?}", p.items);
+        assert!(p.items[0].detail.contains("PID namespace of its own"));
+        let mut p = Report::default();
+        proc_root(&mut p, std::path::Path::new("/proc"), std::process::id());
+        assert_eq!(p.items[0].severity, Severity::Ok, "{:?}", p.items);
+        let mut p = Report::default();
+        proc_root(&mut p, std::path::Path::new("/nonexistent-proc"), 7);
+        assert_eq!(p.items[0].severity, Severity::Fail);
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["items"][2]["level"], "fail");
+    }
+}

@@ -1,0 +1,336 @@
+//! Runs `gpu-exporter check`: the daemon's own configuration, counters and pipeline, ticked a
+//! few times without serving, and each finding added to the report, one function per section
+//! ([`files`], [`nvml`], [`ticks`], [`gpus`], [`kubernetes`]).
+//!
+//! It starts what the daemon starts (through `daemon::pipeline`) so that the check sees exactly
+//! what the daemon would; how each finding reads is `findings`'. It must not serve HTTP
+//! or decide exit codes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nvml_wrapper::Nvml;
+
+use super::findings;
+use super::report::{Report, Severity};
+use crate::base::clock::unix_now;
+use crate::catalogue::csv::CounterSet;
+use crate::config::{Cli, Config};
+use crate::daemon::pipeline::{KubernetesInUse, Pipeline};
+use crate::gpu;
+use crate::serve;
+use crate::snapshot::Snapshot;
+
+/// The checks, in the daemon's order: flags and files, then NVML, then a few ticks of the
+/// daemon's own sampler and attribution, then the GPUs and Kubernetes.
+pub fn run(cli: Cli) -> Report {
+    let mut r = Report::default();
+    // Logs would interleave with the report: only errors, on stderr.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("off,gpu_exporter=error"))
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let Some((mut cfg, counters)) = files(&mut r, cli) else {
+        return r;
+    };
+    let rt = match crate::daemon::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let detail = format!("cannot start the async runtime: {e}");
+            r.add("files", "runtime", Severity::Fail, detail, None);
+            return r;
+        }
+    };
+    address(&mut r, &cfg, &rt);
+    let mut pipeline = match Pipeline::build(&mut cfg, &counters, &rt) {
+        Ok(p) => p,
+        Err(e) => {
+            r.add(
+                "kubernetes",
+                "attribution",
+                Severity::Fail,
+                e.to_string(),
+                None,
+            );
+            return r;
+        }
+    };
+    let nvml_handle = nvml(&mut r, pipeline.lib_path.as_deref());
+    let snap = ticks(&mut r, &mut pipeline, &counters, &cfg);
+    let nvml_handle = nvml_handle.filter(|_| snap.stats.nvml_up);
+    // The time each field's read takes, on a reader of its own (after the ticks, so that the
+    // daemon's reader has settled which fields are unsupported).
+    let timings = match nvml_handle {
+        Some(nvml) => {
+            gpu::reader::timing::time_fields(nvml, cfg.reader_options(), &counters, unix_now())
+        }
+        None => Vec::new(),
+    };
+    findings::from_snapshot(&mut r, &snap, &counters, &timings);
+    if let Some(nvml) = nvml_handle {
+        gpus(&mut r, nvml, &snap);
+    }
+    if let Some(k) = pipeline.kubernetes.as_ref() {
+        kubernetes(&mut r, &cfg, k, &rt);
+    }
+    r
+}
+
+/// Flags, the configuration file, `--web-config-file` and the counters file. A broken counters
+/// file is reported, and the rest of the node is still checked with the profile's built-in
+/// set, so one bad line does not hide what NVML and the cluster say.
+fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
+    let settings = match cli.merge_config_file() {
+        Ok(s) => s,
+        Err(e) => {
+            let fix = Some("fix the file at the place named");
+            r.add("files", "--config-file", Severity::Fail, e.to_string(), fix);
+            return None;
+        }
+    };
+    let cfg = match settings.validate() {
+        Ok(c) => c,
+        Err(e) => {
+            let fix = Some("fix the flag or variable named");
+            r.add("files", "flags", Severity::Fail, e.to_string(), fix);
+            return None;
+        }
+    };
+    if cfg.warnings.is_empty() {
+        r.add("files", "flags", Severity::Ok, "valid", None);
+    }
+    for w in &cfg.warnings {
+        r.add("files", "flags", Severity::Warn, w.clone(), None);
+    }
+    match &cfg.web_config_file {
+        Some(p) => match serve::web_config::WebConfig::load(p) {
+            Ok(_) => {
+                let detail = format!("{} loads", p.display());
+                r.add("files", "--web-config-file", Severity::Ok, detail, None);
+            }
+            Err(e) => {
+                let fix = Some("fix the file at the place named");
+                r.add(
+                    "files",
+                    "--web-config-file",
+                    Severity::Fail,
+                    e.to_string(),
+                    fix,
+                );
+            }
+        },
+        None => {
+            let detail = "none: plain HTTP without authentication";
+            r.add("files", "--web-config-file", Severity::Info, detail, None);
+        }
+    }
+    let loaded = match cfg.load_counters() {
+        Ok(l) => l,
+        Err(e) => {
+            let fix = Some("fix the line named, or point -f at another file");
+            r.add("files", "counters file", Severity::Fail, e.to_string(), fix);
+            match cfg.builtin_counters() {
+                Ok(l) => {
+                    let detail = format!("the checks below use {} instead", l.origin);
+                    r.add("files", "counters file", Severity::Info, detail, None);
+                    l
+                }
+                Err(e) => {
+                    r.add(
+                        "files",
+                        "counters file",
+                        Severity::Fail,
+                        e.to_string(),
+                        None,
+                    );
+                    return None;
+                }
+            }
+        }
+    };
+    let counters = Arc::new(loaded.set);
+    let detail = format!(
+        "{} ({} metrics, {} labels)",
+        loaded.origin,
+        counters.metrics().count(),
+        counters.labels().count()
+    );
+    r.add("files", "counters file", Severity::Ok, detail, None);
+    for w in &counters.warnings {
+        r.add("files", "counters file", Severity::Warn, w.clone(), None);
+    }
+    Some((cfg, counters))
+}
+
+/// Whether the listen address can be bound.
+fn address(r: &mut Report, cfg: &Config, rt: &tokio::runtime::Runtime) {
+    match rt.block_on(serve::bind(&cfg.address)) {
+        Ok(_) => {
+            let detail = format!("{} can be bound", cfg.address);
+            r.add("files", "address", Severity::Ok, detail, None);
+        }
+        Err(e) => r.add(
+            "files",
+            "address",
+            Severity::Warn,
+            format!("{}: {e}", cfg.address),
+            Some("in use by a running exporter (fine when checking inside its pod), or another exporter holds the port: choose -a"),
+        ),
+    }
+}
+
+/// The NVML library: loaded or not, how fast, which driver and NVML version.
+fn nvml(r: &mut Report, lib_path: Option<&std::path::Path>) -> Option<&'static Nvml> {
+    let started = Instant::now();
+    match gpu::open(lib_path) {
+        Ok(nvml) => {
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            let place = lib_path
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| format!("{} through the dynamic loader", gpu::DEFAULT_LIB));
+            let detail = format!("{place}, initialised in {ms:.1} ms");
+            r.add("nvml", "library", Severity::Ok, detail, None);
+            let driver = nvml
+                .sys_driver_version()
+                .unwrap_or_else(|e| format!("unknown ({e})"));
+            let version = nvml
+                .sys_nvml_version()
+                .unwrap_or_else(|e| format!("unknown ({e})"));
+            let detail = format!("driver {driver}, NVML {version}");
+            r.add("nvml", "versions", Severity::Ok, detail, None);
+            Some(nvml)
+        }
+        Err(e) => {
+            r.add(
+                "nvml",
+                "library",
+                Severity::Fail,
+                e.to_string(),
+                Some("install the NVIDIA driver on the node and run the container with the NVIDIA runtime (NVIDIA_VISIBLE_DEVICES=all, NVIDIA_DRIVER_CAPABILITIES=utility), or give --nvml-lib PATH"),
+            );
+            None
+        }
+    }
+}
+
+/// A few ticks of the daemon's sampler, so that rates have two samples and the attribution
+/// sources have answered (or failed) at least once; the last snapshot, and its exposition's
+/// excerpt in the report.
+fn ticks(
+    r: &mut Report,
+    pipeline: &mut Pipeline,
+    counters: &Arc<CounterSet>,
+    cfg: &Config,
+) -> Snapshot {
+    let sampler = &mut pipeline.sampler;
+    let mut snap = sampler.tick(unix_now());
+    let first_ms = snap.stats.duration.as_secs_f64() * 1000.0;
+    for i in 0..20 {
+        let settled = snap
+            .attribution
+            .sources
+            .iter()
+            .all(|s| s.up || s.errors > 0);
+        if i >= 2 && settled {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        snap = sampler.tick(unix_now());
+    }
+    if snap.stats.nvml_up {
+        let last_ms = snap.stats.duration.as_secs_f64() * 1000.0;
+        let gpus = snap.devices.len().max(1);
+        let detail = format!(
+            "{} ticks; the first took {first_ms:.1} ms, the last {last_ms:.1} ms ({:.2} ms per GPU)",
+            snap.stats.ticks,
+            last_ms / gpus as f64
+        );
+        r.add("nvml", "ticks", Severity::Ok, detail, None);
+        let text = crate::exposition::encode(&snap, counters, &cfg.encode_options());
+        r.excerpt = findings::excerpt(&String::from_utf8_lossy(&text), 80);
+    }
+    snap
+}
+
+/// MIG mode and GPM (the source of `DCGM_FI_PROF_*` here), per GPU.
+fn gpus(r: &mut Report, nvml: &'static Nvml, snap: &Snapshot) {
+    for d in snap.devices.iter().filter(|d| d.up) {
+        let subject = format!("GPU {} MIG mode", d.gpu);
+        let word = |on: u32| if on == 1 { "enabled" } else { "disabled" };
+        match nvml.device_by_index(d.gpu).and_then(|dev| dev.mig_mode()) {
+            Ok(m) if m.current != m.pending => r.add(
+                "gpus",
+                subject,
+                Severity::Warn,
+                format!(
+                    "{} now, {} after the next GPU reset",
+                    word(m.current),
+                    word(m.pending)
+                ),
+                Some("a MIG mode change is pending: reset the GPU (nvidia-smi -r) or reboot the node"),
+            ),
+            Ok(m) => r.add("gpus", subject, Severity::Ok, word(m.current), None),
+            Err(nvml_wrapper::error::NvmlError::NotSupported) => {
+                r.add("gpus", subject, Severity::Ok, "not supported by this GPU", None)
+            }
+            Err(e) => {
+                let detail = format!("NVML could not say: {e}");
+                r.add("gpus", subject, Severity::Info, detail, None)
+            }
+        }
+        let subject = format!("GPU {} GPM", d.gpu);
+        match nvml.device_by_index(d.gpu).and_then(|dev| dev.gpm_support()) {
+            Ok(true) => r.add(
+                "gpus",
+                subject,
+                Severity::Ok,
+                "supported: the DCGM_FI_PROF_* fields come from it",
+                None,
+            ),
+            Ok(false) => r.add(
+                "gpus",
+                subject,
+                Severity::Info,
+                "not supported (GPM needs Hopper or later): DCGM_FI_PROF_* fields are not exported for this GPU",
+                None,
+            ),
+            Err(e) => {
+                let detail = format!("NVML could not say: {e}");
+                r.add("gpus", subject, Severity::Info, detail, None)
+            }
+        }
+    }
+}
+
+/// The kubelet socket, the proc tree, and the Kubernetes API client with its permissions.
+fn kubernetes(r: &mut Report, cfg: &Config, k: &KubernetesInUse, rt: &tokio::runtime::Runtime) {
+    let Some(kcfg) = cfg.kubernetes.as_ref() else {
+        return;
+    };
+    findings::socket(r, &k.socket);
+    if let Some(root) = &k.proc_root {
+        findings::proc_root(r, root, std::process::id());
+    }
+    if !(kcfg.pod_metadata || kcfg.dra) {
+        return;
+    }
+    match &k.client {
+        Some(client) => {
+            use crate::sources::kube::access;
+            let detail = format!("from {}", k.api_config);
+            r.add("kubernetes", "API client", Severity::Ok, detail, None);
+            let reviews = rt.block_on(access::review(client, &access::needed(kcfg.dra)));
+            let node = k.node_name.as_deref();
+            let pods = rt.block_on(access::pods_on_node(client, node));
+            findings::api(r, &reviews, pods.map_err(|e| e.to_string()), node);
+        }
+        None => r.add(
+            "kubernetes",
+            "API client",
+            Severity::Fail,
+            "no Kubernetes API client: neither an in-cluster service account nor KUBECONFIG",
+            Some("run in a pod with a service account token (automountServiceAccountToken), or turn --kubernetes-pod-metadata off"),
+        ),
+    }
+}

@@ -1,0 +1,162 @@
+//! The daemon's wiring: a validated [`Config`] → the counters file, the pipeline (NVML loader,
+//! sampler, attribution; [`pipeline`]), the sampler thread, the HTTP server, and the shutdown.
+//!
+//! `main.rs` parses the flags, sets up logging and calls [`run`]; the options of each component
+//! come from the configuration's one conversion (`config::options`). This module must not parse
+//! flags, read NVML itself or decide exit codes: it returns an error, and `main` turns it into
+//! one.
+
+pub mod pipeline;
+pub mod signals;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tracing::{error, info, warn};
+
+use crate::catalogue::csv::CounterSet;
+use crate::config::{Config, ConfigError};
+use crate::exposition::publish::{Shared, render};
+use crate::sampler::{self, reload};
+use crate::serve::{self, web_config::WebConfig};
+use crate::snapshot::Snapshot;
+use pipeline::{Pipeline, PipelineError};
+use signals::EarlySignals;
+
+/// Why the daemon stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// A flag, variable, counters file or configuration file is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `--web-config-file` is invalid.
+    #[error("--web-config-file {0}")]
+    WebConfig(#[source] serve::web_config::WebConfigError),
+    /// The pipeline cannot be built (`--simulate`, the HPC thread).
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// The sampler thread cannot be started.
+    #[error("cannot start the sampler thread: {0}")]
+    SamplerThread(#[source] std::io::Error),
+    /// The HTTP server cannot bind or serve.
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
+}
+
+/// The async runtime of the daemon and of `check`: two workers are plenty for a few sockets.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// The watchdog's limit: a sampler that has not finished a tick for five tick intervals (at
+/// least 10 s) turns `/ready` 503.
+pub fn stall_limit(tick_interval: Duration) -> Duration {
+    (tick_interval * 5).max(Duration::from_secs(10))
+}
+
+/// Runs the exporter until SIGTERM or Ctrl-C. Logging must be set up.
+pub fn run(
+    mut cfg: Config,
+    rt: tokio::runtime::Runtime,
+    mut early: EarlySignals,
+) -> Result<(), DaemonError> {
+    let web_config = match cfg.web_config_file.as_ref() {
+        Some(p) => Some(Arc::new(
+            WebConfig::load(p).map_err(DaemonError::WebConfig)?,
+        )),
+        None => None,
+    };
+    early.log_stray(rt.handle());
+    for w in &cfg.warnings {
+        warn!("{w}");
+    }
+    let loaded = cfg.load_counters()?;
+    info!(
+        "{} ({} metrics, {} labels)",
+        loaded.origin,
+        loaded.set.metrics().count(),
+        loaded.set.labels().count()
+    );
+    for w in &loaded.set.warnings {
+        warn!("{w}");
+    }
+    let counters: Arc<CounterSet> = Arc::new(loaded.set);
+    let Pipeline {
+        mut sampler,
+        lib_path: _,
+        kubernetes: _,
+        ..
+    } = Pipeline::build(&mut cfg, &counters, &rt)?;
+    let opts = cfg.encode_options();
+    let shared = Arc::new(Shared::new(render(Snapshot::default(), &counters, &opts)));
+    // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.
+    if let Some(hangups) = early.hangup.take() {
+        reload::listen_for_hangup(
+            rt.handle(),
+            hangups,
+            loaded.file.as_ref().map(reload::CountersFile::hangup_flag),
+        );
+    }
+    if let Some(f) = loaded.file {
+        info!(file = %f.path().display(), "counters reload on file change and on SIGHUP");
+        sampler = sampler.with_counters_file(f);
+    }
+    sampler = sampler.with_exporter_metrics(cfg.enable_exporter_metrics);
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = sampler::spawn(
+        sampler,
+        cfg.tick_interval,
+        opts,
+        Arc::clone(&shared),
+        Arc::clone(&stop),
+    )
+    .map_err(DaemonError::SamplerThread)?;
+    shared.set_stall_after(stall_limit(cfg.tick_interval));
+    let served = rt.block_on(serve_until_signal(&cfg, shared, web_config));
+    stop.store(true, Ordering::Release);
+    // A sampler stuck in an NVML call (a hung driver) must not keep the process alive: wait a
+    // little for its tick to end, then exit without it.
+    let deadline = Instant::now() + serve::SHUTDOWN_GRACE;
+    while !handle.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !handle.is_finished() {
+        warn!(
+            "the sampler is still inside a tick (an NVML call that does not return?); exiting \
+             without waiting for it"
+        );
+    } else if handle.join().is_err() {
+        error!("the sampler thread panicked");
+    }
+    served
+}
+
+/// Binds the listen address and serves until SIGTERM or Ctrl-C, with the watchdog running.
+async fn serve_until_signal(
+    cfg: &Config,
+    shared: Arc<Shared>,
+    web_config: Option<Arc<WebConfig>>,
+) -> Result<(), DaemonError> {
+    tokio::spawn(serve::watchdog(Arc::clone(&shared)));
+    let listener = serve::bind(&cfg.address).await?;
+    match axum::serve::Listener::local_addr(&listener) {
+        Ok(local) => {
+            info!(address = %local, interval_ms = cfg.tick_interval.as_millis() as u64, "serving /metrics")
+        }
+        Err(e) => warn!("cannot read the bound address back: {e}"),
+    }
+    let app = serve::app_with(shared, cfg.serve_options());
+    serve::serve(
+        listener,
+        app,
+        web_config,
+        cfg.limits(),
+        signals::shutdown_signal(),
+    )
+    .await?;
+    Ok(())
+}

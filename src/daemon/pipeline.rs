@@ -1,0 +1,187 @@
+//! What runs between a validated configuration and the HTTP server: the sampler (NVML loader,
+//! reader, attribution) and, with `--simulate`, the simulated node and cluster it reads. The
+//! daemon runs it; `gpu-exporter check` ticks the same one.
+//!
+//! It builds and starts; it must not serve HTTP or decide exit codes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tracing::{info, warn};
+
+use crate::attribution::{self, AttributionOptions, Attributor, SourceHandles};
+use crate::catalogue::csv::CounterSet;
+use crate::config::Config;
+use crate::gpu;
+use crate::sampler::{self, Sampler};
+use crate::sim;
+use crate::sources::hpc::{CHECK_INTERVAL, HpcSource};
+
+/// Why the pipeline cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// `--simulate` cannot run.
+    #[error(transparent)]
+    Simulate(#[from] sim::SimError),
+    /// The HPC job thread cannot be started.
+    #[error("cannot start the HPC job thread: {0}")]
+    Hpc(#[source] std::io::Error),
+}
+
+/// The kubelet socket and API client attribution actually uses (with `--simulate`, the
+/// simulated cluster's), for `gpu-exporter check`.
+pub struct KubernetesInUse {
+    /// The pod-resources socket.
+    pub socket: PathBuf,
+    /// The Kubernetes API client; `None` when there is none.
+    pub client: Option<kube::Client>,
+    /// `NODE_NAME` (or the simulated node's).
+    pub node_name: Option<String>,
+    /// `/proc` of the host as seen here, when process attribution is on.
+    pub proc_root: Option<PathBuf>,
+    /// Where the API client's configuration came from, and the server it talks to.
+    pub api_config: String,
+}
+
+/// The sampler as the daemon runs it, and what it reads.
+pub struct Pipeline {
+    /// The sampler, with attribution when configured.
+    pub sampler: Sampler,
+    /// The NVML library path given to the loader (`None`: the dynamic loader's search).
+    pub lib_path: Option<PathBuf>,
+    /// Attribution's kubelet socket and API client, with `-k`.
+    pub kubernetes: Option<KubernetesInUse>,
+    /// The simulated node and cluster: they must outlive the sampler's use of them.
+    _node: Option<sim::Node>,
+    _cluster: Option<sim::Cluster>,
+}
+
+impl Pipeline {
+    /// Builds the sampler for `cfg` (with `--simulate`, configures the simulated node first;
+    /// its name then stands in for the host name unless `NODE_NAME` is set).
+    pub fn build(
+        cfg: &mut Config,
+        counters: &Arc<CounterSet>,
+        rt: &tokio::runtime::Runtime,
+    ) -> Result<Self, PipelineError> {
+        let (lib_path, node) = match cfg.simulate.clone() {
+            Some(scenario) => {
+                let node = sim::Node::open(&scenario, cfg.simulate_seed, cfg.nvml_lib.as_deref())?;
+                if cfg.hostname.is_some() && std::env::var_os("NODE_NAME").is_none() {
+                    cfg.hostname = Some(node.node_name()?);
+                }
+                (Some(node.lib_path()), Some(node))
+            }
+            None => (cfg.nvml_lib.clone(), None),
+        };
+        info!(
+            profile = cfg.profile.name(),
+            host_label = cfg.profile.host_label(),
+            "compatibility profile"
+        );
+        info!(devices = %cfg.devices.describe(), mig_repeat_device_fields = cfg.mig_repeat_device_fields, "device selection");
+        let loader_path = lib_path.clone();
+        let loader: sampler::Loader = Box::new(move || gpu::open(loader_path.as_deref()));
+        let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader_options());
+        let (attributor, cluster, kubernetes) = start_attribution(cfg, rt, node.as_ref())?;
+        if let Some(a) = attributor {
+            sampler = sampler.with_attribution(a);
+        }
+        Ok(Self {
+            sampler,
+            lib_path,
+            kubernetes,
+            _node: node,
+            _cluster: cluster,
+        })
+    }
+}
+
+/// The Kubernetes API client as `kube::Client::try_default` makes it (a kubeconfig first,
+/// then the in-cluster service account), with a line saying which one was used.
+async fn api_client() -> Result<(kube::Client, String), String> {
+    let (config, source) = match kube::Config::from_kubeconfig(
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    {
+        Ok(c) => (c, "a kubeconfig (KUBECONFIG or ~/.kube/config)"),
+        Err(from_file) => match kube::Config::incluster() {
+            Ok(c) => (c, "the in-cluster service account"),
+            Err(in_cluster) => {
+                return Err(format!(
+                    "no kubeconfig ({from_file}) and no in-cluster service account ({in_cluster})"
+                ));
+            }
+        },
+    };
+    let line = format!("{source}, server {}", config.cluster_url);
+    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    Ok((client, line))
+}
+
+/// What attribution started: the attributor, the simulated cluster it reads, and what it uses.
+type Started = (
+    Option<Attributor>,
+    Option<sim::Cluster>,
+    Option<KubernetesInUse>,
+);
+
+/// Starts the attribution sources that the flags ask for (with `--simulate`: against a
+/// simulated kubelet, API server and proc tree built from the scenario's `[[pods]]`).
+fn start_attribution(
+    cfg: &Config,
+    rt: &tokio::runtime::Runtime,
+    node: Option<&sim::Node>,
+) -> Result<Started, PipelineError> {
+    let hpc = match cfg.hpc_job_mapping_dir.clone() {
+        Some(d) => {
+            info!(dir = %d.display(), "HPC job mapping enabled");
+            Some(HpcSource::spawn(d, CHECK_INTERVAL).map_err(PipelineError::Hpc)?)
+        }
+        None => None,
+    };
+    let Some(mut k) = cfg.kubernetes.clone() else {
+        let attributor = hpc.map(|h| {
+            let sources = SourceHandles {
+                hpc: Some(h),
+                ..SourceHandles::default()
+            };
+            Attributor::new(AttributionOptions::default(), sources)
+        });
+        return Ok((attributor, None, None));
+    };
+    let mut cluster = None;
+    let mut client = None;
+    let mut api_config = String::new();
+    if let Some(node) = node {
+        let c = sim::Cluster::start(node, rt, &mut k)?;
+        client = Some(c.client());
+        cluster = Some(c);
+        api_config = "the simulated API server".to_owned();
+    } else if k.pod_metadata {
+        client = match rt.block_on(api_client()) {
+            Ok((c, source)) => {
+                api_config = source;
+                Some(c)
+            }
+            Err(e) => {
+                warn!(
+                    "no Kubernetes API client ({e}); pod UIDs, labels, workloads, DRA and \
+                     per-process pod names are off (pod-resources attribution still works)"
+                );
+                None
+            }
+        };
+    }
+    info!(socket = %k.socket.display(), refresh_ms = k.refresh.as_millis() as u64, "pod attribution enabled");
+    let in_use = KubernetesInUse {
+        socket: k.socket.clone(),
+        client: client.clone(),
+        node_name: k.node_name.clone(),
+        proc_root: k.process_metrics.then(|| k.proc_root.clone()),
+        api_config,
+    };
+    let a = attribution::start(&k, cfg.use_old_namespace, client, hpc, rt.handle());
+    Ok((Some(a), cluster, Some(in_use)))
+}
