@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """The crate's structure rules, checked on every CI run (scripts/test.sh).
 
-For the library under src/ (the production part of each file: the lines before the first
-`#[cfg(test)]` at the start of a line, comments removed):
+Every Rust file of the workspace is covered. For the library under src/ and each of the
+workspace's other crates under `crates/*/src` (e.g. the NVML simulator), on the production part
+of each file (the lines before the first `#[cfg(test)]` at the start of a line, comments
+removed):
 
 1. No import cycle between files, and none between top-level modules (folders).
-2. Layers: a top-level module imports only from itself and from the modules listed before it
-   in LAYERS. A top-level module that is not listed is an error, so a new one gets a place.
-3. No production part over MAX_LINES lines, here and in the workspace's other crates
-   (`crates/*/src`, e.g. the NVML simulator).
-4. Every .rs file of the repository (src/, tests/, benches/, crates/) starts with a `//!`
+2. Layers (the library): a top-level module imports only from itself and from the modules
+   listed before it in LAYERS. A top-level module that is not listed is an error, so a new one
+   gets a place.
+3. No production part over MAX_LINES lines.
+4. The binary, src/main.rs, is flag parsing, logging set-up and one call into the library: at
+   most MAIN_MAX_LINES lines, and no `mod` of its own (its code cannot hide in binary-only
+   modules).
+5. Every .rs file of the repository (src/, tests/, benches/, crates/) starts with a `//!`
    header.
-5. No tracked file points into the steering folder beside the checkout (users do not have it).
+6. No tracked file points into the steering folder beside the checkout (users do not have it).
 
 An import is any `crate::a::b` path, a `super::` path, or a child module named by its parent
 (`child::item`, `use child::…`); a `mod child;` declaration alone is not one. Test code is not
@@ -45,6 +50,7 @@ LAYERS = [
     "probe",
 ]
 MAX_LINES = 650
+MAIN_MAX_LINES = 150
 # Split so that this file does not match itself.
 STEERING = "../" + "shared/"
 
@@ -85,26 +91,38 @@ def strip_comments(src):
     return "".join(out)
 
 
-def module_of(rel):
+def module_of(rel, src="src"):
     """src/a/b.rs -> ('a','b'); src/a/mod.rs -> ('a',); src/lib.rs -> ()."""
-    parts = rel[len("src/"):-len(".rs")].split("/")
+    parts = rel[len(src) + 1:-len(".rs")].split("/")
     if parts[-1] in ("mod", "lib"):
         parts = parts[:-1]
     return tuple(parts)
 
 
-def load_tree(root):
+def load_tree(root, src="src"):
+    """The library crate's files below `src` (relative to root), without the binary."""
     files = {}
-    for dirpath, _, names in os.walk(os.path.join(root, "src")):
+    for dirpath, _, names in os.walk(os.path.join(root, src)):
         for name in names:
             if name.endswith(".rs"):
                 full = os.path.join(dirpath, name)
                 rel = os.path.relpath(full, root).replace(os.sep, "/")
-                if rel == "src/main.rs":
+                if rel == src + "/main.rs":
                     continue
                 with open(full, encoding="utf-8") as f:
                     files[rel] = f.read()
     return files
+
+
+def crate_sources(root):
+    """The library's src/ first, then every workspace crate's crates/NAME/src."""
+    out = ["src"]
+    crates = os.path.join(root, "crates")
+    if os.path.isdir(crates):
+        for name in sorted(os.listdir(crates)):
+            if os.path.isdir(os.path.join(crates, name, "src")):
+                out.append(f"crates/{name}/src")
+    return out
 
 
 PATH_RE = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+|::\{)")
@@ -225,13 +243,14 @@ def name(mod):
     return "::".join(mod) if mod else "crate"
 
 
-def check(root, tracked=None):
+def check_crate(root, src, layers):
+    """Cycles, sizes and (with `layers`) layer order of one crate's library files."""
     errors = []
-    files = load_tree(root)
-    modules = {module_of(rel): rel for rel in files}
+    files = load_tree(root, src)
+    modules = {module_of(rel, src): rel for rel in files}
     file_graph, top_graph, where = {}, {}, {}
     for rel, text in sorted(files.items()):
-        mod = module_of(rel)
+        mod = module_of(rel, src)
         prod = production_part(text)
         if len(prod) > MAX_LINES:
             errors.append(f"{rel}: {len(prod)} production lines (at most {MAX_LINES})")
@@ -254,14 +273,47 @@ def check(root, tracked=None):
                 for b in sorted(graph.get(a, ()))
                 if b in comp
             ]
-            errors.append(f"import cycle between {what}: " + "; ".join(edges))
+            errors.append(f"import cycle between {what} of {src}: " + "; ".join(edges))
+    if layers is None:
+        return errors
     tops = {m[0] for m in modules if m}
-    for t in sorted(tops - set(LAYERS)):
-        errors.append(f"src/{t}: top-level module not placed in LAYERS (scripts/architecture.py)")
+    for t in sorted(tops - set(layers)):
+        errors.append(f"{src}/{t}: top-level module not placed in LAYERS (scripts/architecture.py)")
     for a, bs in sorted(top_graph.items()):
         for b in sorted(bs):
-            if a in LAYERS and b in LAYERS and LAYERS.index(b) > LAYERS.index(a):
+            if a in layers and b in layers and layers.index(b) > layers.index(a):
                 errors.append(f"layer violation: {a} imports {b}, a higher layer ({where[(a, b)]})")
+    return errors
+
+
+def check_main(root):
+    """The binary: thin (MAIN_MAX_LINES lines at most) and without modules of its own."""
+    errors = []
+    path = os.path.join(root, "src", "main.rs")
+    if not os.path.isfile(path):
+        return errors
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines = lines[:-1]
+    if len(lines) > MAIN_MAX_LINES:
+        errors.append(
+            f"src/main.rs: {len(lines)} lines (at most {MAIN_MAX_LINES}: flags, logging and one "
+            "call into the library)"
+        )
+    code = strip_comments(text)
+    for m in re.finditer(r"^\s*(?:pub\s+)?mod\s+\w+", code, re.M):
+        line = code.count("\n", 0, m.start()) + 1
+        errors.append(f"src/main.rs:{line}: declares a module; its code belongs in the library")
+    return errors
+
+
+def check(root, tracked=None):
+    errors = []
+    for src in crate_sources(root):
+        errors += check_crate(root, src, LAYERS if src == "src" else None)
+    errors += check_main(root)
     if tracked is None:
         tracked = [
             os.path.relpath(os.path.join(dp, n), root)
@@ -279,10 +331,6 @@ def check(root, tracked=None):
             continue
         if rel.endswith(".rs") and not text.startswith("//!"):
             errors.append(f"{rel}: no `//!` header saying what the file owns")
-        if rel.endswith(".rs") and rel.startswith("crates/") and "/src/" in rel:
-            prod = production_part(text)
-            if len(prod) > MAX_LINES:
-                errors.append(f"{rel}: {len(prod)} production lines (at most {MAX_LINES})")
         if STEERING in text:
             line = text[: text.index(STEERING)].count("\n") + 1
             errors.append(f"{rel}:{line}: points into {STEERING}, which users do not have")
@@ -305,6 +353,9 @@ def self_test():
         "src/gpu/mod.rs": "//! x\npub mod text;\npub mod reader;\npub use text::f;\n",
         "src/gpu/text.rs": "//! x\nuse crate::base::clock::now;\npub fn f() { now() }\n",
         "src/gpu/reader.rs": "//! x\nuse super::text;\n#[cfg(test)]\nmod tests { use crate::gpu::f; }\n",
+        "src/main.rs": "//! x\nfn main() { gpu::f() }\n",
+        "crates/sim/src/lib.rs": "//! x\npub mod a;\n",
+        "crates/sim/src/a.rs": "//! x\npub fn f() {}\n",
     }
     broken = {
         "file cycle": {"src/gpu/text.rs": "//! x\nuse crate::gpu::reader::g;\n", "src/gpu/reader.rs": "//! x\nuse super::text::f;\npub fn g() {}\n"},
@@ -314,6 +365,10 @@ def self_test():
         "unplaced module": {"src/extra.rs": "//! x\n"},
         "too long": {"src/base/clock.rs": "//! x\n" + "fn a() {}\n" * (MAX_LINES + 1)},
         "too long in another crate": {"crates/sim/src/lib.rs": "//! x\n" + "fn a() {}\n" * (MAX_LINES + 1)},
+        "file cycle in another crate": {"crates/sim/src/lib.rs": "//! x\npub mod a;\npub mod b;\n", "crates/sim/src/a.rs": "//! x\nuse crate::b::g;\npub fn f() {}\n", "crates/sim/src/b.rs": "//! x\nuse crate::a::f;\npub fn g() {}\n"},
+        "fat binary": {"src/main.rs": "//! x\n" + "fn a() {}\n" * MAIN_MAX_LINES},
+        "binary with a module": {"src/main.rs": "//! x\nmod wiring;\nfn main() {}\n"},
+        "binary without a header": {"src/main.rs": "fn main() {}\n"},
         "no header": {"src/base/clock.rs": "pub fn now() {}\n"},
         "steering pointer": {"docs/x.md": "see " + STEERING + "reference\n"},
     }
@@ -358,8 +413,8 @@ def main():
     if errors:
         print(f"architecture: {len(errors)} problem(s)")
         return 1
-    files = load_tree(root)
-    print(f"architecture: ok ({len(files)} files in src/, layers {' < '.join(LAYERS)})")
+    counts = ", ".join(f"{len(load_tree(root, src))} in {src}/" for src in crate_sources(root))
+    print(f"architecture: ok ({counts}; src/main.rs; layers {' < '.join(LAYERS)})")
     return 0
 
 

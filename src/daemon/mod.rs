@@ -85,12 +85,8 @@ pub fn run(
         warn!("{w}");
     }
     let counters: Arc<CounterSet> = Arc::new(loaded.set);
-    let Pipeline {
-        mut sampler,
-        lib_path: _,
-        kubernetes: _,
-        ..
-    } = Pipeline::build(&mut cfg, &counters, &rt)?;
+    // `_simulated` keeps the simulated node and cluster (if any) alive until the end of `run`.
+    let (mut sampler, _simulated) = Pipeline::build(&mut cfg, &counters, &rt)?.into_sampler();
     let opts = cfg.encode_options();
     let shared = Arc::new(Shared::new(render(Snapshot::default(), &counters, &opts)));
     // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.

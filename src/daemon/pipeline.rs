@@ -52,6 +52,12 @@ pub struct Pipeline {
     /// Attribution's kubelet socket and API client, with `-k`.
     pub kubernetes: Option<KubernetesInUse>,
     /// The simulated node and cluster: they must outlive the sampler's use of them.
+    simulated: Simulated,
+}
+
+/// The simulated node and cluster a pipeline reads (none on a real node): their library,
+/// kubelet socket, API server and proc tree live as long as this value.
+pub struct Simulated {
     _node: Option<sim::Node>,
     _cluster: Option<sim::Cluster>,
 }
@@ -91,9 +97,16 @@ impl Pipeline {
             sampler,
             lib_path,
             kubernetes,
-            _node: node,
-            _cluster: cluster,
+            simulated: Simulated {
+                _node: node,
+                _cluster: cluster,
+            },
         })
+    }
+
+    /// The sampler, and what it reads that must be kept alive as long as it runs.
+    pub fn into_sampler(self) -> (Sampler, Simulated) {
+        (self.sampler, self.simulated)
     }
 }
 

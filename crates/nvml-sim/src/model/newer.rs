@@ -12,7 +12,7 @@ use nvml_wrapper_sys::bindings::{
     NVML_DEVICE_ARCH_ADA, NVML_DEVICE_ARCH_BLACKWELL, NVML_DEVICE_ARCH_HOPPER,
 };
 
-use super::{
+use super::types::{
     FOUR_G_IDS, MigProfile, Model, ONE_G_DOUBLE_IDS, ONE_G_IDS, SEVEN_G_IDS, THREE_G_IDS,
     TWO_G_IDS, Topology,
 };
