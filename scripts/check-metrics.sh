@@ -6,7 +6,7 @@ set -euo pipefail
 bin=${1:-target/debug/gpu-exporter}
 cd "$(dirname "$0")/.."
 
-# Findings implied by the compatibility contract (README "Label contract"), each with its reason:
+# Findings implied by the compatibility contract (docs/compatibility.md "Label contract"), each with its reason:
 allowed=(
   # dcgm-exporter's label names: UUID, modelName, GPU_I_PROFILE, GPU_I_ID, Hostname, DCGM_FI_* label fields
   "label names should be written in 'snake_case' not 'camelCase'"

@@ -9,7 +9,7 @@
 //! so an idle node pays a few pointer comparisons per tick. Per-container process use is
 //! recomputed every tick from NVML's process list, with PID → container lookups cached.
 //!
-//! Sharing semantics (also in the README): a device held by exactly one container carries that
+//! Sharing semantics (also in docs/kubernetes.md): a device held by exactly one container carries that
 //! container's `container`, `namespace` and `pod` labels on its series, as dcgm-exporter does. A
 //! device held by several containers (time-slicing, MPS, several DRA claims) carries none on
 //! its device-level series, because its numbers belong to no single pod; every holder is listed

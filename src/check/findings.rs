@@ -209,7 +209,7 @@ pub fn from_snapshot(
                         more => format!(" and {more} more (the first {} are listed)", j.unmatched_ids.len()),
                     }
                 ),
-                Some("a device plugin naming devices by something other than UUID or index, or -d excluding them; see README \"Kubernetes\""),
+                Some("a device plugin naming devices by something other than UUID or index, or -d excluding them; see docs/kubernetes.md"),
             );
         }
     }

@@ -16,7 +16,7 @@ pub const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/default-counters.csv";
 /// The shipped default counter set, used when no file is given and the default path is absent.
 pub const BUILTIN_DEFAULT_COUNTERS: &str = include_str!("../../counters/default-counters.csv");
 
-/// Default sampling interval in milliseconds (see README "Sampling interval").
+/// Default sampling interval in milliseconds (see docs/flags.md "Sampling interval").
 pub const DEFAULT_INTERVAL_MS: u64 = 5000;
 
 /// The longest interval or window accepted, in ms (one day): a larger value is a typo.
@@ -354,7 +354,7 @@ pub struct Cli {
     )]
     pub nvidia_resource_names: Vec<String>,
     /// One copy of each series per pod sharing the device, with `vgpu` (dcgm-exporter's
-    /// behaviour). Default: shared devices carry no pod labels (see README).
+    /// behaviour). Default: shared devices carry no pod labels (see docs/kubernetes.md).
     #[arg(long = "kubernetes-virtual-gpus", env = "KUBERNETES_VIRTUAL_GPUS", action = ArgAction::SetTrue)]
     pub kubernetes_virtual_gpus: bool,
     /// Attribute devices held through DRA resource claims (reads ResourceSlices).
