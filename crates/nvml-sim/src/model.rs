@@ -223,6 +223,7 @@ pub fn keys() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nvml_wrapper_sys::bindings::NVML_DEVICE_ARCH_BLACKWELL;
 
     #[test]
     fn presets_are_consistent() {
