@@ -1,4 +1,4 @@
-//! Other names that resolve to a field in [`FIELDS`](super::FIELDS).
+//! Other names that resolve to a field of the catalogue ([`all`](super::all)).
 //!
 //! Two kinds, both accepted by dcgm-exporter 4.8 through go-dcgm's field lookup:
 //!
@@ -122,7 +122,7 @@ pub(super) static ALIASES: &[(&str, &str)] = &[
     // use: each keeps the numeric id of the name it replaces, and so its value and unit.
     // DCGM_FI_DEV_GPU_UTIL_RATIO and DCGM_FI_DEV_FB_USED_RATIO are not aliases: their names
     // promise a 0-1 ratio while DCGM 4.6 gives them the percentage ids, so they are fields of
-    // their own, served as ratios (fields_new.rs).
+    // their own, served as ratios (tables/since_dcgm_4_6.rs).
     ("DCGM_FI_SYSTEM_DRIVER_VERSION", "DCGM_FI_DRIVER_VERSION"),
     ("DCGM_FI_SYSTEM_NVML_VERSION", "DCGM_FI_NVML_VERSION"),
     ("DCGM_FI_SYSTEM_GPU_QUANTITY", "DCGM_FI_DEV_COUNT"),

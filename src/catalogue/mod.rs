@@ -8,37 +8,22 @@
 
 pub mod csv;
 mod field;
-mod fields;
-mod fields_board;
-mod fields_link;
-mod fields_new;
-mod fields_nvlink;
 mod legacy;
+mod tables;
 
 pub use field::{
     ClockKind, FabricPart, FieldDef, Level, LinkPart, MemKind, Scale, Source,
     TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN,
     TEMP_THRESHOLD_SLOWDOWN, TextKind, UtilKind, Violation, WindowKind,
 };
-pub use fields::FIELDS;
-pub use fields_board::FIELDS_BOARD;
-pub use fields_link::{FIELDS_LINK, FIELDS_NVSWITCH};
-pub use fields_new::FIELDS_NEW;
-pub use fields_nvlink::{FIELDS_NVLINK, FIELDS_NVLINK_GPM, FIELDS_NVLINK5};
+pub use tables::{
+    BOARD, EXPORTER_4_8, FABRIC, LINK_ENTITY, NVLINK_BY_LINK, NVLINK_ERROR_RECORD,
+    NVLINK_GPM_BY_LINK, NVLINK_PORT_REGISTERS, NVLINK5, NVSWITCH, SINCE_DCGM_4_6, TABLES,
+};
 
-/// Every known field: the DCGM 4.8-era table, the board fields, the fields DCGM added in
-/// 4.6 and later, the per-link NVLink and fabric fields, the link-entity fields, then the
-/// NVSwitch fields (known so that a file naming them loads, never read).
+/// Every known field, table by table in the order of [`TABLES`].
 pub fn all() -> impl Iterator<Item = &'static FieldDef> {
-    FIELDS
-        .iter()
-        .chain(FIELDS_BOARD)
-        .chain(FIELDS_NEW)
-        .chain(FIELDS_NVLINK)
-        .chain(FIELDS_NVLINK5)
-        .chain(FIELDS_NVLINK_GPM)
-        .chain(FIELDS_LINK)
-        .chain(FIELDS_NVSWITCH)
+    TABLES.iter().flat_map(|table| table.iter())
 }
 
 /// Finds a field by canonical name (exact, case-sensitive) or by legacy 1.x alias
@@ -47,9 +32,7 @@ pub fn lookup(name: &str) -> Option<&'static FieldDef> {
     if let Some(f) = all().find(|f| f.name == name) {
         return Some(f);
     }
-    let canonical = legacy::canonical_name(name)
-        .or_else(|| fields_nvlink::canonical_name(name))
-        .or_else(|| fields_link::canonical_name(name))?;
+    let canonical = legacy::canonical_name(name).or_else(|| tables::canonical_name(name))?;
     all().find(|f| f.name == canonical)
 }
 
