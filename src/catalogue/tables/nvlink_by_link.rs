@@ -3,38 +3,163 @@
 //! GPM (`DCGM_FI_PROF_NVLINK_L<n>_{TX,RX}_BYTES`, 1040–1075), with the DCGM 4.6 names of the
 //! error counters.
 //!
-//! Owns these rows and the DCGM 4.6 per-link name rule. Each table is ordered by DCGM id; the
-//! ids are those of `dcgm_fields.h`, where links 6–11 and 15–17 were added later and sit in
-//! other id ranges. Data only: it must not do I/O or call NVML; the link-entity fields (one
-//! field, one series per link) are in `link_entity`.
+//! Owns these rows and the DCGM 4.6 per-link name rule. No row is written out: the names are
+//! spelt per link at compile time and the ids come from DCGM's id ranges ([`ID_RANGES`],
+//! [`PROF_FIRST_ID`]), those of `dcgm_fields.h`, where links 6–11 and 15–17 were added later
+//! and sit in other ranges. Each table is ordered by DCGM id. Data only: it must not do I/O or
+//! call NVML; the link-entity fields (one field, one series per link) are in `link_entity`.
 
 use super::super::field::{FieldDef, Scale, Source, dev};
+
+/// How many links DCGM names fields for: `_L0` … `_L17`.
+const LINKS: usize = 18;
+
+/// The names `<before><link><after>` of links 0 … 17, spelt at compile time.
+macro_rules! per_link_names {
+    ($before:literal, $after:literal) => {
+        per_link_names!(@spell $before, $after; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17)
+    };
+    (@spell $before:literal, $after:literal; $($link:literal)+) => {
+        [$(concat!($before, $link, $after)),+]
+    };
+}
 
 /// KiB/s of NVLink data → MiB/s, the unit of DCGM's bandwidth fields.
 const KIB_TO_MIB: Scale = Scale::Mul(1.0 / 1024.0);
 
-/// `nvmlDeviceGetNvLinkErrorCounter` counter `counter` (0 replay, 1 recovery, 2 CRC flit,
-/// 3 CRC data) of one link.
-const fn err(name: &'static str, id: u32, counter: u32, link: u32) -> FieldDef {
-    dev(
-        name,
-        id,
-        "count",
-        Source::NvLinkErrorCounter(counter, link),
-        "NVLink errors of one kind on one link, as the name says (kind, then L<link>).",
-    )
+/// What the fields of one family read on their link.
+#[derive(Clone, Copy)]
+enum Reading {
+    /// `nvmlDeviceGetNvLinkErrorCounter` counter `n` (0 replay, 1 recovery, 2 CRC flit,
+    /// 3 CRC data).
+    Errors(u32),
+    /// Data sent plus received, MiB/s.
+    Bandwidth,
 }
 
-/// Data sent plus received on one link, MiB/s.
-const fn bandwidth(name: &'static str, id: u32, link: u32) -> FieldDef {
-    dev(
-        name,
-        id,
-        "MiB/s",
-        Source::NvLinkLinkRate(link, KIB_TO_MIB),
-        "NVLink data sent plus received on the link the name ends with (in MiB/s).",
-    )
+/// One family of per-link fields: its name for each link and what it reads.
+struct Family {
+    names: [&'static str; LINKS],
+    reading: Reading,
 }
+
+/// The families, in the order DCGM numbers them inside each id range.
+const FAMILIES: [Family; 5] = [
+    Family {
+        names: per_link_names!("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L", ""),
+        reading: Reading::Errors(2),
+    },
+    Family {
+        names: per_link_names!("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L", ""),
+        reading: Reading::Errors(3),
+    },
+    Family {
+        names: per_link_names!("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L", ""),
+        reading: Reading::Errors(0),
+    },
+    Family {
+        names: per_link_names!("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L", ""),
+        reading: Reading::Errors(1),
+    },
+    Family {
+        names: per_link_names!("DCGM_FI_DEV_NVLINK_BANDWIDTH_L", ""),
+        reading: Reading::Bandwidth,
+    },
+];
+
+/// One of DCGM's id ranges of the per-link fields: the links it numbers, in id order, and the
+/// id of its first link in each family ([`FAMILIES`] order); a family's ids inside a range
+/// are consecutive.
+struct IdRange {
+    links: &'static [u32],
+    first_ids: [u32; FAMILIES.len()],
+}
+
+/// DCGM's id ranges (`dcgm_fields.h`): links 0–5 and 12–14 share one block of ten ids per
+/// family from 400 (the block's last id, 409, 419, …, is the family's GPU total, listed with
+/// dcgm-exporter 4.8's fields); links 6–11 (451–480) and 15–17 (481–496) were numbered later.
+const ID_RANGES: [IdRange; 3] = [
+    IdRange {
+        links: &[0, 1, 2, 3, 4, 5, 12, 13, 14],
+        first_ids: [400, 410, 420, 430, 440],
+    },
+    IdRange {
+        links: &[6, 7, 8, 9, 10, 11],
+        first_ids: [451, 457, 463, 469, 475],
+    },
+    IdRange {
+        links: &[15, 16, 17],
+        first_ids: [481, 484, 487, 491, 494],
+    },
+];
+
+/// The field of `family` for `link`, with DCGM id `id`.
+const fn link_field(family: &Family, link: u32, id: u32) -> FieldDef {
+    let name = family.names[link as usize];
+    match family.reading {
+        Reading::Errors(counter) => dev(
+            name,
+            id,
+            "count",
+            Source::NvLinkErrorCounter(counter, link),
+            "NVLink errors of one kind on one link, as the name says (kind, then L<link>).",
+        ),
+        Reading::Bandwidth => dev(
+            name,
+            id,
+            "MiB/s",
+            Source::NvLinkLinkRate(link, KIB_TO_MIB),
+            "NVLink data sent plus received on the link the name ends with (in MiB/s).",
+        ),
+    }
+}
+
+/// How many fields the id ranges number: each of their links once per family.
+const BY_LINK_FIELDS: usize = {
+    let mut links = 0;
+    let mut r = 0;
+    while r < ID_RANGES.len() {
+        links += ID_RANGES[r].links.len();
+        r += 1;
+    }
+    links * FAMILIES.len()
+};
+
+/// The fields of [`ID_RANGES`] in id order: range by range, then family by family, then link
+/// by link.
+const fn by_link_fields() -> [FieldDef; BY_LINK_FIELDS] {
+    // Every entry is overwritten below; the count check makes sure of it.
+    let mut fields = [link_field(&FAMILIES[0], 0, 0); BY_LINK_FIELDS];
+    let mut n = 0;
+    let mut r = 0;
+    while r < ID_RANGES.len() {
+        let range = &ID_RANGES[r];
+        let mut f = 0;
+        while f < FAMILIES.len() {
+            let mut i = 0;
+            while i < range.links.len() {
+                let id = range.first_ids[f] + i as u32;
+                fields[n] = link_field(&FAMILIES[f], range.links[i], id);
+                n += 1;
+                i += 1;
+            }
+            f += 1;
+        }
+        r += 1;
+    }
+    assert!(n == BY_LINK_FIELDS);
+    fields
+}
+
+/// The error counters and bandwidth of each link, ordered by DCGM id.
+pub static NVLINK_BY_LINK: &[FieldDef] = &by_link_fields();
+
+/// DCGM's first per-link profiling id, `DCGM_FI_PROF_NVLINK_L0_TX_BYTES`; each link has two
+/// consecutive ids, TX then RX.
+const PROF_FIRST_ID: u32 = 1040;
+/// NVML's first per-link GPM metric, `NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC`; each link has two
+/// consecutive metrics, RX then TX.
+const GPM_FIRST_METRIC: u32 = 62;
 
 /// NVLink traffic of one link through GPM (`NVML_GPM_METRIC_NVLINK_L<n>_{RX,TX}_PER_SEC`,
 /// MiB/s), in bytes per second like DCGM's profiling fields. Hopper and later.
@@ -48,139 +173,28 @@ const fn gpm_link(name: &'static str, id: u32, metric: u32) -> FieldDef {
     )
 }
 
-/// DCGM's per-link profiling fields (`DCGM_FI_PROF_NVLINK_L0_TX_BYTES` … `L17_RX_BYTES`).
-pub static NVLINK_GPM_BY_LINK: &[FieldDef] = &[
-    gpm_link("DCGM_FI_PROF_NVLINK_L0_TX_BYTES", 1040, 63),
-    gpm_link("DCGM_FI_PROF_NVLINK_L0_RX_BYTES", 1041, 62),
-    gpm_link("DCGM_FI_PROF_NVLINK_L1_TX_BYTES", 1042, 65),
-    gpm_link("DCGM_FI_PROF_NVLINK_L1_RX_BYTES", 1043, 64),
-    gpm_link("DCGM_FI_PROF_NVLINK_L2_TX_BYTES", 1044, 67),
-    gpm_link("DCGM_FI_PROF_NVLINK_L2_RX_BYTES", 1045, 66),
-    gpm_link("DCGM_FI_PROF_NVLINK_L3_TX_BYTES", 1046, 69),
-    gpm_link("DCGM_FI_PROF_NVLINK_L3_RX_BYTES", 1047, 68),
-    gpm_link("DCGM_FI_PROF_NVLINK_L4_TX_BYTES", 1048, 71),
-    gpm_link("DCGM_FI_PROF_NVLINK_L4_RX_BYTES", 1049, 70),
-    gpm_link("DCGM_FI_PROF_NVLINK_L5_TX_BYTES", 1050, 73),
-    gpm_link("DCGM_FI_PROF_NVLINK_L5_RX_BYTES", 1051, 72),
-    gpm_link("DCGM_FI_PROF_NVLINK_L6_TX_BYTES", 1052, 75),
-    gpm_link("DCGM_FI_PROF_NVLINK_L6_RX_BYTES", 1053, 74),
-    gpm_link("DCGM_FI_PROF_NVLINK_L7_TX_BYTES", 1054, 77),
-    gpm_link("DCGM_FI_PROF_NVLINK_L7_RX_BYTES", 1055, 76),
-    gpm_link("DCGM_FI_PROF_NVLINK_L8_TX_BYTES", 1056, 79),
-    gpm_link("DCGM_FI_PROF_NVLINK_L8_RX_BYTES", 1057, 78),
-    gpm_link("DCGM_FI_PROF_NVLINK_L9_TX_BYTES", 1058, 81),
-    gpm_link("DCGM_FI_PROF_NVLINK_L9_RX_BYTES", 1059, 80),
-    gpm_link("DCGM_FI_PROF_NVLINK_L10_TX_BYTES", 1060, 83),
-    gpm_link("DCGM_FI_PROF_NVLINK_L10_RX_BYTES", 1061, 82),
-    gpm_link("DCGM_FI_PROF_NVLINK_L11_TX_BYTES", 1062, 85),
-    gpm_link("DCGM_FI_PROF_NVLINK_L11_RX_BYTES", 1063, 84),
-    gpm_link("DCGM_FI_PROF_NVLINK_L12_TX_BYTES", 1064, 87),
-    gpm_link("DCGM_FI_PROF_NVLINK_L12_RX_BYTES", 1065, 86),
-    gpm_link("DCGM_FI_PROF_NVLINK_L13_TX_BYTES", 1066, 89),
-    gpm_link("DCGM_FI_PROF_NVLINK_L13_RX_BYTES", 1067, 88),
-    gpm_link("DCGM_FI_PROF_NVLINK_L14_TX_BYTES", 1068, 91),
-    gpm_link("DCGM_FI_PROF_NVLINK_L14_RX_BYTES", 1069, 90),
-    gpm_link("DCGM_FI_PROF_NVLINK_L15_TX_BYTES", 1070, 93),
-    gpm_link("DCGM_FI_PROF_NVLINK_L15_RX_BYTES", 1071, 92),
-    gpm_link("DCGM_FI_PROF_NVLINK_L16_TX_BYTES", 1072, 95),
-    gpm_link("DCGM_FI_PROF_NVLINK_L16_RX_BYTES", 1073, 94),
-    gpm_link("DCGM_FI_PROF_NVLINK_L17_TX_BYTES", 1074, 97),
-    gpm_link("DCGM_FI_PROF_NVLINK_L17_RX_BYTES", 1075, 96),
-];
+/// The profiling fields of each link in id order: link by link, TX then RX.
+const fn gpm_by_link_fields() -> [FieldDef; 2 * LINKS] {
+    let tx: [&str; LINKS] = per_link_names!("DCGM_FI_PROF_NVLINK_L", "_TX_BYTES");
+    let rx: [&str; LINKS] = per_link_names!("DCGM_FI_PROF_NVLINK_L", "_RX_BYTES");
+    // Every entry is overwritten below.
+    let mut fields = [gpm_link("", 0, 0); 2 * LINKS];
+    let mut link = 0;
+    while link < LINKS {
+        let (id, metric) = (
+            PROF_FIRST_ID + 2 * link as u32,
+            GPM_FIRST_METRIC + 2 * link as u32,
+        );
+        fields[2 * link] = gpm_link(tx[link], id, metric + 1);
+        fields[2 * link + 1] = gpm_link(rx[link], id + 1, metric);
+        link += 1;
+    }
+    fields
+}
 
-/// The error counters and bandwidth of each link.
-pub static NVLINK_BY_LINK: &[FieldDef] = &[
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0", 400, 2, 0),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L1", 401, 2, 1),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L2", 402, 2, 2),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L3", 403, 2, 3),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L4", 404, 2, 4),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L5", 405, 2, 5),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L12", 406, 2, 12),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L13", 407, 2, 13),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L14", 408, 2, 14),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L0", 410, 3, 0),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L1", 411, 3, 1),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L2", 412, 3, 2),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L3", 413, 3, 3),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L4", 414, 3, 4),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L5", 415, 3, 5),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L12", 416, 3, 12),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L13", 417, 3, 13),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L14", 418, 3, 14),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0", 420, 0, 0),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L1", 421, 0, 1),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L2", 422, 0, 2),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L3", 423, 0, 3),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L4", 424, 0, 4),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L5", 425, 0, 5),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L12", 426, 0, 12),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L13", 427, 0, 13),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L14", 428, 0, 14),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L0", 430, 1, 0),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L1", 431, 1, 1),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L2", 432, 1, 2),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L3", 433, 1, 3),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L4", 434, 1, 4),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L5", 435, 1, 5),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L12", 436, 1, 12),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L13", 437, 1, 13),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L14", 438, 1, 14),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", 440, 0),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L1", 441, 1),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L2", 442, 2),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L3", 443, 3),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L4", 444, 4),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L5", 445, 5),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L12", 446, 12),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L13", 447, 13),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L14", 448, 14),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L6", 451, 2, 6),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L7", 452, 2, 7),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L8", 453, 2, 8),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L9", 454, 2, 9),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L10", 455, 2, 10),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L11", 456, 2, 11),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L6", 457, 3, 6),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L7", 458, 3, 7),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L8", 459, 3, 8),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L9", 460, 3, 9),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L10", 461, 3, 10),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L11", 462, 3, 11),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L6", 463, 0, 6),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L7", 464, 0, 7),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L8", 465, 0, 8),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L9", 466, 0, 9),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L10", 467, 0, 10),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L11", 468, 0, 11),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L6", 469, 1, 6),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L7", 470, 1, 7),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L8", 471, 1, 8),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L9", 472, 1, 9),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L10", 473, 1, 10),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L11", 474, 1, 11),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L6", 475, 6),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L7", 476, 7),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L8", 477, 8),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L9", 478, 9),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L10", 479, 10),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L11", 480, 11),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L15", 481, 2, 15),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L16", 482, 2, 16),
-    err("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L17", 483, 2, 17),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L15", 484, 3, 15),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L16", 485, 3, 16),
-    err("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L17", 486, 3, 17),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L15", 487, 0, 15),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L16", 488, 0, 16),
-    err("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L17", 489, 0, 17),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L15", 491, 1, 15),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L16", 492, 1, 16),
-    err("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L17", 493, 1, 17),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L15", 494, 15),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L16", 495, 16),
-    bandwidth("DCGM_FI_DEV_NVLINK_BANDWIDTH_L17", 496, 17),
-];
+/// DCGM's per-link profiling fields (`DCGM_FI_PROF_NVLINK_L0_TX_BYTES` … `L17_RX_BYTES`),
+/// ordered by DCGM id.
+pub static NVLINK_GPM_BY_LINK: &[FieldDef] = &gpm_by_link_fields();
 
 /// The field a DCGM 4.6 name of a per-link error counter stands for (same id), ASCII
 /// case-insensitive: `DCGM_FI_DEV_NVLINK_<KIND>_ERROR_L<n>_TOTAL` for
@@ -231,6 +245,29 @@ mod tests {
                 })
                 .count();
             assert_eq!(n, 5, "link {link}");
+        }
+    }
+
+    #[test]
+    fn each_name_says_the_link_and_the_reading() {
+        for f in NVLINK_BY_LINK {
+            let (kind, link) = match f.source {
+                Source::NvLinkErrorCounter(counter, link) => {
+                    let kinds = ["REPLAY", "RECOVERY", "CRC_FLIT", "CRC_DATA"];
+                    (format!("{}_ERROR_COUNT", kinds[counter as usize]), link)
+                }
+                Source::NvLinkLinkRate(link, _) => ("BANDWIDTH".to_owned(), link),
+                other => panic!("{}: {other:?}", f.name),
+            };
+            assert_eq!(f.name, format!("DCGM_FI_DEV_NVLINK_{kind}_L{link}"));
+        }
+        for f in NVLINK_GPM_BY_LINK {
+            let Source::Gpm(metric, _) = f.source else {
+                panic!("{}: {:?}", f.name, f.source);
+            };
+            let (link, tx) = ((metric - 62) / 2, (metric - 62) % 2 == 1);
+            let dir = if tx { "TX" } else { "RX" };
+            assert_eq!(f.name, format!("DCGM_FI_PROF_NVLINK_L{link}_{dir}_BYTES"));
         }
     }
 
