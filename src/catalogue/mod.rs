@@ -127,15 +127,52 @@ mod tests {
         }
     }
 
+    /// The one ordering test: every table of [`TABLES`] is ordered by DCGM id, as each table
+    /// file's header promises, and every field keeps the rules all tables share: a
+    /// `DCGM_FI_…` or `DCGM_EXP_…` name of capitals, digits and underscores, one line of help,
+    /// link level exactly when the per-link read serves it ([`Source::Link`]), and no name or
+    /// id used twice in the catalogue (a base-unit twin has an id of its own; any other name
+    /// for a field is an alias, not a row).
     #[test]
-    fn names_and_ids_are_unique() {
-        let every: Vec<_> = all().collect();
-        for (i, a) in every.iter().enumerate() {
-            for b in &every[i + 1..] {
-                assert_ne!(a.name, b.name, "duplicate name");
-                assert_ne!(a.id, b.id, "duplicate id for {} and {}", a.name, b.name);
+    fn every_table_is_ordered_by_id_and_no_name_or_id_repeats() {
+        let mut names = std::collections::HashSet::new();
+        let mut ids = std::collections::HashMap::new();
+        for table in TABLES {
+            assert!(!table.is_empty());
+            let first = table[0].name;
+            for pair in table.windows(2) {
+                assert!(
+                    pair[0].id < pair[1].id,
+                    "table from {first}: {} ({}) is listed before {} ({})",
+                    pair[0].name,
+                    pair[0].id,
+                    pair[1].name,
+                    pair[1].id
+                );
+            }
+            for f in *table {
+                let rest = f
+                    .name
+                    .strip_prefix("DCGM_FI_")
+                    .or_else(|| f.name.strip_prefix("DCGM_EXP_"))
+                    .unwrap_or_default();
+                let spelt = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_';
+                assert!(
+                    !rest.is_empty() && rest.bytes().all(spelt),
+                    "{}: not a DCGM_FI_/DCGM_EXP_ name",
+                    f.name
+                );
+                assert!(!f.help.is_empty(), "{} has no help", f.name);
+                assert!(!f.help.contains('\n'), "{} help spans lines", f.name);
+                let per_link_read = matches!(f.source, Source::Link(_));
+                assert_eq!(f.level == Level::Link, per_link_read, "{}", f.name);
+                assert!(names.insert(f.name), "{} is listed twice", f.name);
+                if let Some(other) = ids.insert(f.id, f.name) {
+                    panic!("{} and {other} share id {}", f.name, f.id);
+                }
             }
         }
+        assert_eq!(names.len(), all().count());
     }
 
     #[test]

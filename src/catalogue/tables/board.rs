@@ -197,20 +197,6 @@ pub static BOARD: &[FieldDef] = &[
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn ordered_by_id() {
-        for pair in BOARD.windows(2) {
-            assert!(
-                pair[0].id < pair[1].id,
-                "{} before {}",
-                pair[0].name,
-                pair[1].name
-            );
-        }
-    }
-
     #[test]
     fn spot_check_ids_against_dcgm_fields_h() {
         for (name, id) in [

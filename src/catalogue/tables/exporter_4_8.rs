@@ -584,33 +584,6 @@ mod tests {
     use crate::catalogue::Level;
 
     #[test]
-    fn ordered_by_id() {
-        for pair in EXPORTER_4_8.windows(2) {
-            assert!(
-                pair[0].id < pair[1].id,
-                "{} ({}) is listed before {} ({})",
-                pair[0].name,
-                pair[0].id,
-                pair[1].name,
-                pair[1].id
-            );
-        }
-    }
-
-    #[test]
-    fn names_follow_dcgm_prefixes_and_helps_are_set() {
-        for f in EXPORTER_4_8 {
-            assert!(
-                f.name.starts_with("DCGM_FI_") || f.name.starts_with("DCGM_EXP_"),
-                "{}",
-                f.name
-            );
-            assert!(!f.help.is_empty(), "{} has no help", f.name);
-            assert!(!f.help.contains('\n'), "{} help spans lines", f.name);
-        }
-    }
-
-    #[test]
     fn exporter_fields_use_dcgm_exporter_ids() {
         for (name, id) in [
             ("DCGM_EXP_XID_ERRORS_COUNT", 9001),

@@ -218,10 +218,6 @@ mod tests {
         ] {
             assert_eq!(by_id(id).map(|f| f.name), Some(name));
         }
-        for f in LINK_ENTITY.iter().chain(NVLINK_PORT_REGISTERS) {
-            let from_links = matches!(f.source, Source::Link(_));
-            assert_eq!(f.level == Level::Link, from_links, "{}", f.name);
-        }
     }
 
     #[test]

@@ -264,7 +264,7 @@ pub static NVLINK_ERROR_RECORD: &[FieldDef] = &[dev(
     "",
     Source::Unavailable(
         "DCGM fills it from its own NVLink error events, which NVML does not offer; the per-link \
-             counters (DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_L<n>, gpu_nvlink_errors_total) carry the errors",
+         counters (DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_L<n>, gpu_nvlink_errors_total) carry the errors",
     ),
     "NVLink error information of the GPU, as DCGM records it.",
 )];
