@@ -308,6 +308,17 @@ pub(super) const fn inst(
     }
 }
 
+/// A field known to DCGM that NVML cannot serve here, for the reason `why` (logged once, and
+/// the counters file loader warns with it).
+pub(super) const fn never(
+    name: &'static str,
+    id: u32,
+    why: &'static str,
+    help: &'static str,
+) -> FieldDef {
+    dev(name, id, "", Source::Unavailable(why), help)
+}
+
 impl FieldDef {
     /// The same field with its reading converted by `scale`.
     pub(super) const fn scaled(self, scale: Scale) -> Self {

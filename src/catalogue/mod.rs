@@ -52,7 +52,8 @@
 //!    `ALIASES` (`legacy.rs`), whose test `the_go_dcgm_legacy_table_is_complete` lists every
 //!    alias with its id; NVLink 5 and fabric renames are in `nvlink_gpu.rs`, the per-link
 //!    error names follow the rule in `nvlink_by_link.rs`, port-register and NVSwitch names are
-//!    in `link_entity.rs` and `nvswitch.rs`. A new name whose unit differs is a row of its own.
+//!    in `link_entity.rs` and `nvswitch.rs` (`canonical_name` in `tables/mod.rs` walks these
+//!    lists). A new name whose unit differs is a row of its own.
 //! 7. **Simulator** (`crates/nvml-sim/src`): a field value is answered in
 //!    `Sim::field_scoped` (`sim/fields.rs`; NVLink 5's in `sim/nvlink5.rs`); a GPM metric
 //!    by `Sim::metrics_get` (`sim/gpm.rs`; a device metric through its channel in

@@ -3,13 +3,13 @@
 //! label) and the NVLink port-counter fields DCGM reads from the link's registers
 //! (`…_PPCNT_*`, `…_PPRM_*`, 580–592 and 1509), with the older names of the latter.
 //!
-//! Owns these rows and their renamed-name lookup. Each table is ordered by DCGM id; the ids and
+//! Owns these rows and their older names. Each table is ordered by DCGM id; the ids and
 //! names are those of `dcgm_fields.h` (DCGM 4.6). Data only: it must not do I/O or call NVML.
 //! The port-counter fields are known so that a counters file naming them loads with a warning
 //! that says why they stay empty: NVML does not serve a GPU's port registers as field values.
 //! The fields that name one link each (`…_L<n>`) are in `nvlink_by_link`.
 
-use super::super::field::{FieldDef, Level, LinkPart, Scale, Source, dev};
+use super::super::field::{FieldDef, Level, LinkPart, Scale, Source, dev, never};
 
 /// Bytes/s → MiB/s, the unit of DCGM's per-link throughput fields (as of its `…_BANDWIDTH_L<n>`).
 const B_TO_MIB: Scale = Scale::Mul(1.0 / 1_048_576.0);
@@ -35,11 +35,10 @@ const PORT_REGISTERS: &str = "DCGM reads it from the NVLink port's counter regis
 
 /// An NVLink port-register field.
 const fn port(name: &'static str, id: u32) -> FieldDef {
-    dev(
+    never(
         name,
         id,
-        "",
-        Source::Unavailable(PORT_REGISTERS),
+        PORT_REGISTERS,
         "NVLink port counter of one link (port registers).",
     )
 }
@@ -149,7 +148,7 @@ pub static NVLINK_PORT_REGISTERS: &[FieldDef] = &[
 ];
 
 /// Older names of the port-counter fields (`dcgm_fields.h` synonyms): (old, DCGM 4.6).
-static RENAMED: &[(&str, &str)] = &[
+pub(super) static RENAMED: &[(&str, &str)] = &[
     (
         "DCGM_FI_DEV_NVLINK_PPCNT_RECOVERY_TOTAL_SUCCESSFUL_EVENTS",
         "DCGM_FI_DEV_NVLINK_PPCNT_RECOVERY_SUCCESSFUL_TOTAL",
@@ -191,15 +190,6 @@ static RENAMED: &[(&str, &str)] = &[
         "DCGM_FI_DEV_NVLINK_PPCNT_PLR_SYNC_EVENT_TOTAL",
     ),
 ];
-
-/// The field an older port-counter name stands for, ASCII case-insensitive.
-pub(super) fn canonical_name(name: &str) -> Option<&'static str> {
-    let upper = name.to_ascii_uppercase();
-    RENAMED
-        .iter()
-        .find(|(old, _)| *old == upper)
-        .map(|(_, new)| *new)
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,10 @@
 //! The static field tables, one file per kind of field, and [`TABLES`], the order in which
 //! the catalogue lists them.
 //!
-//! Owns which table a field belongs to and the renamed-name lookups of the tables that keep
-//! their own older names. Every table is ordered by DCGM id (a test in `catalogue` checks it).
-//! Data only: it must not do I/O or call NVML, and it holds no alias of the `legacy` list.
+//! Owns which table a field belongs to and the lookup of the older and DCGM 4.6 names the
+//! tables keep beside their rows. Every table is ordered by DCGM id (a test in `catalogue`
+//! checks it). Data only: it must not do I/O or call NVML, and it holds no alias of the
+//! `legacy` list.
 
 mod board;
 mod exporter_4_8;
@@ -45,8 +46,16 @@ pub static TABLES: &[&[FieldDef]] = &[
 /// The field an older or DCGM 4.6 name of an NVLink, fabric, port-register or NVSwitch field
 /// stands for (same id), ASCII case-insensitive. The `legacy` aliases are looked up apart.
 pub(super) fn canonical_name(name: &str) -> Option<&'static str> {
-    nvlink_gpu::canonical_name(name)
+    let upper = name.to_ascii_uppercase();
+    // Each list pairs another name with the canonical one.
+    let renamed = |list: &[(&str, &'static str)]| {
+        list.iter()
+            .find(|(other, _)| *other == upper)
+            .map(|(_, canonical)| *canonical)
+    };
+    renamed(nvlink_gpu::FABRIC_RENAMED)
+        .or_else(|| renamed(nvlink_gpu::NVLINK5_RENAMED))
         .or_else(|| nvlink_by_link::canonical_name(name))
-        .or_else(|| link_entity::canonical_name(name))
-        .or_else(|| nvswitch::canonical_name(name))
+        .or_else(|| renamed(link_entity::RENAMED))
+        .or_else(|| renamed(nvswitch::RENAMED))
 }

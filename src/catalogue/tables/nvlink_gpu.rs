@@ -3,7 +3,7 @@
 //! counters summed over the GPU's links (1200–1220 and the FEC history 1404–1419), and the
 //! DCGM 4.6 names of these fields.
 //!
-//! Owns these rows and the renamed-name lookup for them. Each table is ordered by DCGM id.
+//! Owns these rows and their DCGM 4.6 names. Each table is ordered by DCGM id.
 //! Data only: it must not do I/O or call NVML; the fields named per link (`…_L<n>`) are in
 //! `nvlink_by_link`, the link-entity fields in `link_entity`.
 
@@ -173,7 +173,7 @@ pub static NVLINK5: &[FieldDef] = &[
 ];
 
 /// DCGM 4.6 names of the NVLink 5 fields: (4.6 name, pre-4.6 name).
-const NVLINK5_RENAMED: &[(&str, &str)] = &[
+pub(super) const NVLINK5_RENAMED: &[(&str, &str)] = &[
     (
         "DCGM_FI_DEV_NVLINK_TX_PACKET_TOTAL",
         "DCGM_FI_DEV_NVLINK_COUNT_TX_PACKETS",
@@ -315,25 +315,15 @@ pub static FABRIC: &[FieldDef] = &[
     ),
 ];
 
-/// The field a DCGM 4.6 name of an NVLink 5, fabric or NVLink-record field stands for (same
-/// id), ASCII case-insensitive: `DCGM_FI_DEV_FABRIC_MANAGER_ERROR` for
-/// `…_FABRIC_MANAGER_ERROR_CODE`, `DCGM_FI_DEV_NVLINK_ERROR` for
-/// `DCGM_FI_DEV_GPU_NVLINK_ERRORS`, and [`NVLINK5_RENAMED`].
-pub(super) fn canonical_name(name: &str) -> Option<&'static str> {
-    let upper = name.to_ascii_uppercase();
-    let renamed = [
-        (
-            "DCGM_FI_DEV_FABRIC_MANAGER_ERROR",
-            "DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE",
-        ),
-        ("DCGM_FI_DEV_NVLINK_ERROR", "DCGM_FI_DEV_GPU_NVLINK_ERRORS"),
-    ];
-    renamed
-        .iter()
-        .chain(NVLINK5_RENAMED)
-        .find(|(new, _)| *new == upper)
-        .map(|(_, old)| *old)
-}
+/// DCGM 4.6 names of the fabric manager's error code and of the NVLink error record:
+/// (4.6 name, pre-4.6 name).
+pub(super) const FABRIC_RENAMED: &[(&str, &str)] = &[
+    (
+        "DCGM_FI_DEV_FABRIC_MANAGER_ERROR",
+        "DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE",
+    ),
+    ("DCGM_FI_DEV_NVLINK_ERROR", "DCGM_FI_DEV_GPU_NVLINK_ERRORS"),
+];
 
 #[cfg(test)]
 mod tests {

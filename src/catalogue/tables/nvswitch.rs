@@ -1,14 +1,14 @@
 //! DCGM's NVSwitch fields (`DCGM_FI_DEV_NVSWITCH_*`, `DCGM_FI_DEV_SXID_*`, 701–878 and 1524)
 //! by their DCGM 4.6 names, with their older names.
 //!
-//! Owns these rows and their renamed-name lookup; the table is ordered by DCGM id, the ids and
+//! Owns these rows and their older names; the table is ordered by DCGM id, the ids and
 //! names being those of `dcgm_fields.h` (DCGM 4.6). Data only: it must not do I/O or call
 //! NVML. The fields are known so that a counters file naming them loads with a warning that
 //! says why they stay empty: NVML serves nothing about an NVSwitch. The
 //! per-lane rows (`…_L0_TOTAL` … `…_L7_TOTAL`) are written out: they are 16 rows inside this
 //! id-ordered table, in two id blocks of their own.
 
-use super::super::field::{FieldDef, Source, dev};
+use super::super::field::{FieldDef, never};
 
 /// Why the NVSwitch fields stay empty.
 const WHY_EMPTY: &str = "it describes an NVSwitch or one of its ports, and NVML shows a GPU \
@@ -17,11 +17,10 @@ const WHY_EMPTY: &str = "it describes an NVSwitch or one of its ports, and NVML 
 
 /// An NVSwitch field.
 const fn switch(name: &'static str, id: u32) -> FieldDef {
-    dev(
+    never(
         name,
         id,
-        "",
-        Source::Unavailable(WHY_EMPTY),
+        WHY_EMPTY,
         "NVSwitch value as DCGM reads it from the switch.",
     )
 }
@@ -107,7 +106,7 @@ pub static NVSWITCH: &[FieldDef] = &[
 ];
 
 /// Older names of the NVSwitch fields (`dcgm_fields.h` synonyms): (old, DCGM 4.6).
-static RENAMED: &[(&str, &str)] = &[
+pub(super) static RENAMED: &[(&str, &str)] = &[
     (
         "DCGM_FI_DEV_NVSWITCH_POWER_VDD",
         "DCGM_FI_DEV_NVSWITCH_POWER_VDD_WATTS",
@@ -258,19 +257,10 @@ static RENAMED: &[(&str, &str)] = &[
     ),
 ];
 
-/// The field an older NVSwitch name stands for, ASCII case-insensitive.
-pub(super) fn canonical_name(name: &str) -> Option<&'static str> {
-    let upper = name.to_ascii_uppercase();
-    RENAMED
-        .iter()
-        .find(|(old, _)| *old == upper)
-        .map(|(_, new)| *new)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::{by_id, lookup};
+    use crate::catalogue::{Source, by_id, lookup};
 
     #[test]
     fn switch_ids_match_dcgm_fields_h_and_none_is_read() {
