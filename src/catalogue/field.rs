@@ -1,8 +1,8 @@
 //! The types that describe one field: its entity level, how NVML serves it ([`Source`]), its
 //! scale and unit ([`FieldDef`]).
 //!
-//! Plain data, shared by the field table (`fields`), the lookups (`catalogue`) and the CSV
-//! parser; it must not hold the table itself, do I/O or call NVML.
+//! Plain data, shared by the field tables (`tables`), the lookups (`catalogue`) and the CSV
+//! parser; it must not hold a table of fields, do I/O or call NVML.
 
 /// Which entity a field's value belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -306,6 +306,17 @@ pub(super) const fn inst(
         level: Level::Instance,
         ..dev(name, id, unit, source, help)
     }
+}
+
+/// A field known to DCGM that NVML cannot serve here, for the reason `why` (logged once, and
+/// the counters file loader warns with it).
+pub(super) const fn never(
+    name: &'static str,
+    id: u32,
+    why: &'static str,
+    help: &'static str,
+) -> FieldDef {
+    dev(name, id, "", Source::Unavailable(why), help)
 }
 
 impl FieldDef {

@@ -1,6 +1,6 @@
-//! Other names that resolve to a field in [`FIELDS`](super::FIELDS).
+//! Other names that resolve to a field of the catalogue ([`all`](super::all)).
 //!
-//! Two kinds, both accepted by dcgm-exporter 4.8 through go-dcgm's field lookup:
+//! Three kinds, all accepted by dcgm-exporter 4.8 through go-dcgm's field lookup:
 //!
 //! - the lowercase names of DCGM 1.x (`dcgm_gpu_temp`), still used by counters files written
 //!   for `--use-old-namespace` (dcgm-exporter's `1.x-compatibility-metrics.csv`);
@@ -12,6 +12,10 @@
 //!
 //! Only names whose target is in the catalogue appear here; a test checks each target.
 //! Lookup is ASCII case-insensitive on the alias.
+//!
+//! Owns this alias list only: it must not hold fields (a renamed field whose unit changed is
+//! a row of its own in `tables`), nor the older names the NVLink, fabric, port-register and
+//! NVSwitch tables keep beside their rows.
 
 /// Alias → canonical field name.
 pub(super) static ALIASES: &[(&str, &str)] = &[
@@ -122,7 +126,7 @@ pub(super) static ALIASES: &[(&str, &str)] = &[
     // use: each keeps the numeric id of the name it replaces, and so its value and unit.
     // DCGM_FI_DEV_GPU_UTIL_RATIO and DCGM_FI_DEV_FB_USED_RATIO are not aliases: their names
     // promise a 0-1 ratio while DCGM 4.6 gives them the percentage ids, so they are fields of
-    // their own, served as ratios (fields_new.rs).
+    // their own, served as ratios (tables/since_dcgm_4_6.rs).
     ("DCGM_FI_SYSTEM_DRIVER_VERSION", "DCGM_FI_DRIVER_VERSION"),
     ("DCGM_FI_SYSTEM_NVML_VERSION", "DCGM_FI_NVML_VERSION"),
     ("DCGM_FI_SYSTEM_GPU_QUANTITY", "DCGM_FI_DEV_COUNT"),

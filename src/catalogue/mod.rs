@@ -1,45 +1,114 @@
 //! The field catalogue: every DCGM field gpu-exporter knows, how NVML reads it, its unit and
 //! the entity it belongs to.
 //!
-//! This module owns the *static* description of fields ([`FieldDef`]) and the name lookup
-//! (canonical `DCGM_FI_*` / `DCGM_EXP_*` names and the legacy 1.x lowercase aliases). It does
-//! no I/O and never talks to NVML: the reader in `gpu` interprets [`Source`], and the counters
-//! CSV parser in [`csv`] resolves names through [`lookup`].
+//! This module owns the *static* description of fields ([`FieldDef`]), the tables that list
+//! them (`tables/`, walked in the order of [`TABLES`]) and the name lookup (canonical
+//! `DCGM_FI_*` / `DCGM_EXP_*` names, the legacy 1.x lowercase aliases, DCGM 4.6 and older
+//! names), and the compatibility profiles' names, units and shapes ([`profile`]). It does no
+//! I/O and never talks to NVML: the reader in `gpu` interprets [`Source`],
+//! and the counters CSV parser in [`csv`] resolves names through [`lookup`].
+//!
+//! # Adding a field
+//!
+//! 1. **Table, by what the field is.** Each file under `tables/` says in its header what it
+//!    owns; insert the row at its place in DCGM id order:
+//!    - `exporter_4_8.rs`: a field of dcgm-exporter 4.8's shipped counters files, by its
+//!      pre-4.6 name (identity, clocks, temperature and power, PCIe, utilization, errors,
+//!      framebuffer, ECC, NVLink totals, profiling), or a `DCGM_EXP_*` window or status field;
+//!    - `board.rs`: BAR1, application and maximum clocks, temperature thresholds, the power
+//!      management limit, the fan, and the DCGM 4.6 base-unit twins of these;
+//!    - `since_dcgm_4_6.rs`: a field DCGM 4.6 or later added under an id of its own (the other
+//!      base-unit twins, clock-event times, `DCGM_EXP_*_TOTAL`);
+//!    - `nvlink_by_link.rs`: one DCGM id per link (`…_L<n>`): add a `Family` and its first id
+//!      in each of `ID_RANGES` (or extend the GPM constants), never rows;
+//!    - `nvlink_gpu.rs`: an NVLink 5 counter summed over the GPU's links, the fabric
+//!      registration;
+//!    - `link_entity.rs`: a link-entity field (one id, one series per link: [`Level::Link`]
+//!      with a [`Source::Link`]) or an NVLink port-register field;
+//!    - `nvswitch.rs`: an NVSwitch field (known, never read).
+//!
+//!    A new table goes into [`TABLES`]; its header states its order (DCGM id).
+//! 2. **Name, id, help.** Name and id exactly as `dcgm_fields.h` has them (`DCGM_EXP_*`:
+//!    dcgm-exporter's ids); one line of help in your own words (a counters file may override
+//!    it).
+//! 3. **Entity level.** Build the row with `dev(..)` ([`Level::Device`]: read once on the
+//!    physical GPU) or `inst(..)` ([`Level::Instance`]: read on each MIG instance, or on the
+//!    GPU when MIG is off), both in `field.rs`; `Reader::read_gpu` (`src/gpu/reader/mod.rs`)
+//!    picks each entity's rows by this level.
+//! 4. **Source.** Prefer an existing [`Source`]: `NvmlField(id, scale)` covers most
+//!    `nvmlDeviceGetFieldValues` counters (an NVML field id that takes a link as scope must
+//!    also be listed in `is_link_scoped`, `src/gpu/nvlink.rs`), `Gpm(metric, scale)` a GPM
+//!    metric, `Unavailable(why)` a field NVML cannot serve (the CSV loader warns with `why`).
+//!    A new kind of reading is a new variant in `field.rs`, read in `read_value`
+//!    (`src/gpu/reader/values.rs`); there `read_rows` batches the field values and GPM
+//!    metrics of one entity and `read_text_field` reads [`TextKind`]s, while [`LinkPart`]s
+//!    are served by `link_value` in `src/exposition/interconnect.rs`. A variant that carries
+//!    a scale must drop it in [`same_reading`]; one whose value can go down belongs in
+//!    `goes_down` (`csv.rs`), which warns about a `counter` type.
+//! 5. **Unit and scale.** `unit` is the exported unit (`W`, `MHz`, `MiB`, `ratio`, `B/s`, …).
+//!    A scale inside the `Source` converts NVML's number to it (GPM's MiB/s to bytes per
+//!    second); a base-unit twin of a listed field reads the same `Source` and converts with
+//!    `.scaled(..)`, applied after the read by [`FieldDef::convert`].
+//! 6. **Other names.** A DCGM 4.6 or 1.x name of a field that keeps its id is an alias in
+//!    `ALIASES` (`legacy.rs`), whose test `the_go_dcgm_legacy_table_is_complete` lists every
+//!    alias with its id; NVLink 5 and fabric renames are in `nvlink_gpu.rs`, the per-link
+//!    error names follow the rule in `nvlink_by_link.rs`, port-register and NVSwitch names are
+//!    in `link_entity.rs` and `nvswitch.rs` (`canonical_name` in `tables/mod.rs` walks these
+//!    lists). A new name whose unit differs is a row of its own.
+//! 7. **Simulator** (`crates/nvml-sim/src`): a field value is answered in
+//!    `Sim::field_scoped` (`sim/fields.rs`; NVLink 5's in `sim/nvlink5.rs`); a GPM metric
+//!    by `Sim::metrics_get` (`sim/gpm.rs`; a device metric through its channel in
+//!    `gpm_channel`, `physics.rs`); a typed
+//!    NVML getter has its semantics in `sim/` (`telemetry.rs`, `nvlink.rs`, …), its C entry
+//!    point in `ffi/` and its name in `DEVICE_FUNCTIONS` (`scenario/mod.rs`). What each model
+//!    answers is in `scenarios/README.md`.
+//! 8. **Shipped files and docs.** A row in `counters/default-counters.csv` and
+//!    `counters/dcp-metrics-included.csv`, commented out unless it should be on by default
+//!    (their active rows are dcgm-exporter 4.8's); `recommended.csv` when a shipped dashboard
+//!    or alert reads it. The `dcgm-4.8.2-*` and `dcgm-4.9-*` pairs stand for dcgm-exporter's
+//!    own files under `--compatibility` (the table atop `counters/README.md`) and follow those.
+//!    `counters/README.md` ("Where names come from") says which kinds of names load: extend it
+//!    for a new kind.
+//! 9. **Tests.** The ordering test below (`every_table_is_ordered_by_id_and_no_name_or_id_repeats`)
+//!    covers the row's order, name, help, level and unique id; add the id to the table
+//!    file's `dcgm_fields.h` spot check; a changed reader earns a simulator test
+//!    (`tests/sampling.rs`, NVLink in `tests/interconnect.rs`). `cargo test --test golden`
+//!    fails when an exposition changes (a new active row, a changed reading): rerun it with
+//!    `UPDATE_GOLDEN=1` and review the diff of `tests/golden/*.prom`.
+//!
+//! [`FieldDef`]: crate::catalogue::FieldDef
+//! [`FieldDef::convert`]: crate::catalogue::FieldDef::convert
+//! [`Level::Device`]: crate::catalogue::Level::Device
+//! [`Level::Instance`]: crate::catalogue::Level::Instance
+//! [`Level::Link`]: crate::catalogue::Level::Link
+//! [`LinkPart`]: crate::catalogue::LinkPart
+//! [`Source`]: crate::catalogue::Source
+//! [`Source::Link`]: crate::catalogue::Source::Link
+//! [`TABLES`]: crate::catalogue::TABLES
+//! [`TextKind`]: crate::catalogue::TextKind
+//! [`csv`]: crate::catalogue::csv
+//! [`lookup`]: crate::catalogue::lookup
+//! [`same_reading`]: crate::catalogue::same_reading
 
 pub mod csv;
 mod field;
-mod fields;
-mod fields_board;
-mod fields_link;
-mod fields_new;
-mod fields_nvlink;
 mod legacy;
 pub mod profile;
+mod tables;
 
 pub use field::{
     ClockKind, FabricPart, FieldDef, Level, LinkPart, MemKind, Scale, Source,
     TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN,
     TEMP_THRESHOLD_SLOWDOWN, TextKind, UtilKind, Violation, WindowKind,
 };
-pub use fields::FIELDS;
-pub use fields_board::FIELDS_BOARD;
-pub use fields_link::{FIELDS_LINK, FIELDS_NVSWITCH};
-pub use fields_new::FIELDS_NEW;
-pub use fields_nvlink::{FIELDS_NVLINK, FIELDS_NVLINK_GPM, FIELDS_NVLINK5};
+pub use tables::{
+    BOARD, EXPORTER_4_8, FABRIC, LINK_ENTITY, NVLINK_BY_LINK, NVLINK_ERROR_RECORD,
+    NVLINK_GPM_BY_LINK, NVLINK_PORT_REGISTERS, NVLINK5, NVSWITCH, SINCE_DCGM_4_6, TABLES,
+};
 
-/// Every known field: the DCGM 4.8-era table, the board fields, the fields DCGM added in
-/// 4.6 and later, the per-link NVLink and fabric fields, the link-entity fields, then the
-/// NVSwitch fields (known so that a file naming them loads, never read).
+/// Every known field, table by table in the order of [`TABLES`].
 pub fn all() -> impl Iterator<Item = &'static FieldDef> {
-    FIELDS
-        .iter()
-        .chain(FIELDS_BOARD)
-        .chain(FIELDS_NEW)
-        .chain(FIELDS_NVLINK)
-        .chain(FIELDS_NVLINK5)
-        .chain(FIELDS_NVLINK_GPM)
-        .chain(FIELDS_LINK)
-        .chain(FIELDS_NVSWITCH)
+    TABLES.iter().flat_map(|table| table.iter())
 }
 
 /// Finds a field by canonical name (exact, case-sensitive) or by legacy 1.x alias
@@ -48,9 +117,7 @@ pub fn lookup(name: &str) -> Option<&'static FieldDef> {
     if let Some(f) = all().find(|f| f.name == name) {
         return Some(f);
     }
-    let canonical = legacy::canonical_name(name)
-        .or_else(|| fields_nvlink::canonical_name(name))
-        .or_else(|| fields_link::canonical_name(name))?;
+    let canonical = legacy::canonical_name(name).or_else(|| tables::canonical_name(name))?;
     all().find(|f| f.name == canonical)
 }
 
@@ -145,15 +212,52 @@ mod tests {
         }
     }
 
+    /// The one ordering test: every table of [`TABLES`] is ordered by DCGM id, as each table
+    /// file's header promises, and every field keeps the rules all tables share: a
+    /// `DCGM_FI_…` or `DCGM_EXP_…` name of capitals, digits and underscores, one line of help,
+    /// link level exactly when the per-link read serves it ([`Source::Link`]), and no name or
+    /// id used twice in the catalogue (a base-unit twin has an id of its own; any other name
+    /// for a field is an alias, not a row).
     #[test]
-    fn names_and_ids_are_unique() {
-        let every: Vec<_> = all().collect();
-        for (i, a) in every.iter().enumerate() {
-            for b in &every[i + 1..] {
-                assert_ne!(a.name, b.name, "duplicate name");
-                assert_ne!(a.id, b.id, "duplicate id for {} and {}", a.name, b.name);
+    fn every_table_is_ordered_by_id_and_no_name_or_id_repeats() {
+        let mut names = std::collections::HashSet::new();
+        let mut ids = std::collections::HashMap::new();
+        for table in TABLES {
+            assert!(!table.is_empty());
+            let first = table[0].name;
+            for pair in table.windows(2) {
+                assert!(
+                    pair[0].id < pair[1].id,
+                    "table from {first}: {} ({}) is listed before {} ({})",
+                    pair[0].name,
+                    pair[0].id,
+                    pair[1].name,
+                    pair[1].id
+                );
+            }
+            for f in *table {
+                let rest = f
+                    .name
+                    .strip_prefix("DCGM_FI_")
+                    .or_else(|| f.name.strip_prefix("DCGM_EXP_"))
+                    .unwrap_or_default();
+                let spelt = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_';
+                assert!(
+                    !rest.is_empty() && rest.bytes().all(spelt),
+                    "{}: not a DCGM_FI_/DCGM_EXP_ name",
+                    f.name
+                );
+                assert!(!f.help.is_empty(), "{} has no help", f.name);
+                assert!(!f.help.contains('\n'), "{} help spans lines", f.name);
+                let per_link_read = matches!(f.source, Source::Link(_));
+                assert_eq!(f.level == Level::Link, per_link_read, "{}", f.name);
+                assert!(names.insert(f.name), "{} is listed twice", f.name);
+                if let Some(other) = ids.insert(f.id, f.name) {
+                    panic!("{} and {other} share id {}", f.name, f.id);
+                }
             }
         }
+        assert_eq!(names.len(), all().count());
     }
 
     #[test]

@@ -1,18 +1,18 @@
-//! The second static field table: fields DCGM added in 4.6 and later, which dcgm-exporter
-//! 4.8.3+ and 4.9 name — the clock-event reason times (1420–1424), the base-unit fields
-//! (1603–1611; those of the board fields are in `fields_board`), DCGM 4.7's base-unit fields
-//! (utilization ratios, throttle seconds, framebuffer bytes, NVLink bytes per second:
-//! 1613–1648) — and dcgm-exporter 4.8.3's cumulative `DCGM_EXP_XID_ERRORS_TOTAL` and
-//! `DCGM_EXP_CLOCK_EVENTS_TOTAL` (9005–9006, our ids; dcgm-exporter's were not verified).
+//! Fields DCGM added in 4.6 and later, which dcgm-exporter 4.8.3+ and 4.9 name: the
+//! clock-event reason times (1420–1424), the base-unit fields (1603–1611), DCGM 4.7's
+//! base-unit fields (utilization ratios, throttle seconds, framebuffer bytes, NVLink bytes per
+//! second: 1613–1648), dcgm-exporter 4.8.3's cumulative `DCGM_EXP_XID_ERRORS_TOTAL` and
+//! `DCGM_EXP_CLOCK_EVENTS_TOTAL` (9005–9006, our ids; dcgm-exporter's were not verified), and
+//! `DCGM_FI_DEV_FB_USED_RATIO` with our id 9105 (DCGM gives id 254 that name; here 254 keeps
+//! its legacy percentage).
 //!
-//! DCGM 4.6 ids are DCGM's (`dcgm_fields.h`, via go-dcgm). DCGM 4.7's ids come from a public
-//! write-up of NVIDIA's DCGM 4.7.0 field reference (read 2026-09), not from the header itself:
-//! `counters/README.md` says so. `DCGM_FI_DEV_FB_USED_RATIO` has our id 9105 (DCGM gives id
-//! 254 that name; here 254 keeps its legacy percentage).
-//!
-//! Data only: it must not call NVML or read files.
+//! Owns these rows, ordered by id. DCGM 4.6 ids are DCGM's (`dcgm_fields.h`, via go-dcgm).
+//! DCGM 4.7's ids come from a public write-up of NVIDIA's DCGM 4.7.0 field reference (read
+//! 2026-09), not from the header itself: `counters/README.md` says so. Data only: it must not
+//! call NVML or read files. The base-unit twins of board fields belong in `board`; a DCGM 4.6
+//! *name* for a field listed elsewhere (same id) is an alias in `legacy`, not a row here.
 
-use super::field::{
+use super::super::field::{
     ClockKind, FieldDef, MemKind, Scale, Source, UtilKind, Violation, WindowKind, dev, inst,
 };
 
@@ -26,7 +26,7 @@ const PERCENT_TO_RATIO: Scale = Scale::Mul(0.01);
 const NS_TO_S: Scale = Scale::Mul(1e-9);
 
 /// Every field of this table, ordered by id.
-pub static FIELDS_NEW: &[FieldDef] = &[
+pub static SINCE_DCGM_4_6: &[FieldDef] = &[
     // ---- Clock-event reason times (1420–1424), NVML field values in ns ----
     dev(
         "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP_NS",
@@ -64,7 +64,7 @@ pub static FIELDS_NEW: &[FieldDef] = &[
         "Time the clocks were held down by the external power brake (in ns).",
     ),
     // ---- DCGM 4.6 base-unit fields (1603–1605, 1611): new ids, readings in base units; the
-    // board ones (BAR1, application and maximum clocks, fan) are in fields_board.rs ----
+    // board ones (BAR1, application and maximum clocks, fan) are in board.rs ----
     dev(
         "DCGM_FI_DEV_SM_CLOCK_HERTZ",
         1603,
@@ -246,20 +246,6 @@ pub static FIELDS_NEW: &[FieldDef] = &[
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn ordered_by_id() {
-        for pair in FIELDS_NEW.windows(2) {
-            assert!(
-                pair[0].id < pair[1].id,
-                "{} before {}",
-                pair[0].name,
-                pair[1].name
-            );
-        }
-    }
-
     #[test]
     fn spot_check_ids_against_dcgm_fields_h() {
         for (name, id) in [
@@ -279,13 +265,13 @@ mod tests {
             ("DCGM_FI_DEV_FB_RESERVED_BYTES", 1628),
             ("DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND", 1648),
         ] {
-            assert_eq!(super::super::by_id(id).map(|f| f.name), Some(name));
+            assert_eq!(crate::catalogue::by_id(id).map(|f| f.name), Some(name));
         }
     }
 
     #[test]
     fn base_units_scale_the_legacy_reading() {
-        let f = |n: &str| super::super::lookup(n).expect(n);
+        let f = |n: &str| crate::catalogue::lookup(n).expect(n);
         assert_eq!(f("DCGM_FI_DEV_FB_USED_BYTES").convert(2.0), 2_097_152.0);
         assert_eq!(f("DCGM_FI_DEV_GPU_UTIL_RATIO").convert(42.0), 0.42);
         assert_eq!(f("DCGM_FI_DEV_FB_USED_RATIO").convert(0.5), 0.5);

@@ -1,169 +1,32 @@
-//! DCGM's link-entity fields (entity group `DCGM_FE_LINK`: one value per NVLink link of a
-//! GPU, ids 1508 and 1525–1533, the form dcgm-exporter renders with an `nvlink` label), the
-//! NVLink port-counter fields DCGM reads from the link's registers (`…_PPCNT_*`, `…_PPRM_*`),
-//! and DCGM's NVSwitch fields (`DCGM_FI_DEV_NVSWITCH_*`, `DCGM_FI_DEV_SXID_*`).
+//! DCGM's NVSwitch fields (`DCGM_FI_DEV_NVSWITCH_*`, `DCGM_FI_DEV_SXID_*`, 701–878 and 1524)
+//! by their DCGM 4.6 names, with their older names.
 //!
-//! Plain data like `fields`; it must not do I/O or call NVML. The ids and names are those of
-//! `dcgm_fields.h` (DCGM 4.6). The port-counter and NVSwitch fields are known so that a counters
-//! file naming them loads with a warning that says why they stay empty: NVML serves neither a
-//! GPU's port registers as field values nor anything about an NVSwitch.
+//! Owns these rows and their older names; the table is ordered by DCGM id, the ids and
+//! names being those of `dcgm_fields.h` (DCGM 4.6). Data only: it must not do I/O or call
+//! NVML. The fields are known so that a counters file naming them loads with a warning that
+//! says why they stay empty: NVML serves nothing about an NVSwitch. The
+//! per-lane rows (`…_L0_TOTAL` … `…_L7_TOTAL`) are written out: they are 16 rows inside this
+//! id-ordered table, in two id blocks of their own.
 
-use super::field::{FieldDef, Level, LinkPart, Scale, Source, dev};
-
-/// Bytes/s → MiB/s, the unit of DCGM's per-link throughput fields (as of its `…_BANDWIDTH_L<n>`).
-const B_TO_MIB: Scale = Scale::Mul(1.0 / 1_048_576.0);
-
-/// A link-entity field.
-const fn link(
-    name: &'static str,
-    id: u32,
-    unit: &'static str,
-    part: LinkPart,
-    help: &'static str,
-) -> FieldDef {
-    FieldDef {
-        level: Level::Link,
-        ..dev(name, id, unit, Source::Link(part), help)
-    }
-}
-
-/// Why the NVLink port-counter fields stay empty.
-const PORT_REGISTERS: &str = "DCGM reads it from the NVLink port's counter registers, which NVML \
-    does not serve as a field value; gpu_nvlink_errors_total and the per-link error fields carry \
-    the link's errors";
+use super::super::field::{FieldDef, never};
 
 /// Why the NVSwitch fields stay empty.
-const NVSWITCH: &str = "it describes an NVSwitch or one of its ports, and NVML shows a GPU \
+const WHY_EMPTY: &str = "it describes an NVSwitch or one of its ports, and NVML shows a GPU \
     exporter GPUs only; the GPU side of each link is in the link-entity fields (DCGM_FI_DEV_NVLINK_*_PER_LINK*) \
     and gpu_nvlink_*";
-
-/// A field known to DCGM that NVML cannot serve here, for the reason `why`.
-const fn never(name: &'static str, id: u32, why: &'static str, help: &'static str) -> FieldDef {
-    dev(name, id, "", Source::Unavailable(why), help)
-}
-
-/// An NVLink port-register field.
-const fn port(name: &'static str, id: u32) -> FieldDef {
-    never(
-        name,
-        id,
-        PORT_REGISTERS,
-        "NVLink port counter of one link (port registers).",
-    )
-}
 
 /// An NVSwitch field.
 const fn switch(name: &'static str, id: u32) -> FieldDef {
     never(
         name,
         id,
-        NVSWITCH,
+        WHY_EMPTY,
         "NVSwitch value as DCGM reads it from the switch.",
     )
 }
 
-/// The link-entity fields: one series per link of each GPU.
-pub static FIELDS_LINK: &[FieldDef] = &[
-    link(
-        "DCGM_FI_DEV_NVLINK_GET_STATE",
-        1508,
-        "",
-        LinkPart::State,
-        "NVLink link state: 1 up, 0 down.",
-    ),
-    link(
-        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL",
-        1525,
-        "count",
-        LinkPart::Errors("crc_flit"),
-        "NVLink flow-control CRC errors on the link.",
-    ),
-    link(
-        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_PER_LINK_TOTAL",
-        1526,
-        "count",
-        LinkPart::Errors("crc_data"),
-        "NVLink data CRC errors on the link.",
-    ),
-    link(
-        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL",
-        1527,
-        "count",
-        LinkPart::Errors("replay"),
-        "NVLink replay errors on the link.",
-    ),
-    link(
-        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_PER_LINK_TOTAL",
-        1528,
-        "count",
-        LinkPart::Errors("recovery"),
-        "NVLink recovery errors on the link.",
-    ),
-    link(
-        "DCGM_FI_DEV_NVLINK_THROUGHPUT_PER_LINK",
-        1529,
-        "MiB/s",
-        LinkPart::Throughput,
-        "NVLink data sent plus received on the link (in MiB/s).",
-    )
-    .scaled(B_TO_MIB),
-    link(
-        "DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_PER_LINK",
-        1530,
-        "MiB/s",
-        LinkPart::Transmit,
-        "NVLink data sent on the link (in MiB/s).",
-    )
-    .scaled(B_TO_MIB),
-    link(
-        "DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_PER_LINK",
-        1531,
-        "MiB/s",
-        LinkPart::Receive,
-        "NVLink data received on the link (in MiB/s).",
-    )
-    .scaled(B_TO_MIB),
-    link(
-        "DCGM_FI_PROF_NVLINK_TX_BYTES_PER_LINK",
-        1532,
-        "B/s",
-        LinkPart::Transmit,
-        "NVLink data sent on the link, bytes per second (from the link's data counters, not GPM).",
-    ),
-    link(
-        "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK",
-        1533,
-        "B/s",
-        LinkPart::Receive,
-        "NVLink data received on the link, bytes per second (from the link's data counters, not GPM).",
-    ),
-    port("DCGM_FI_DEV_NVLINK_PPRM_OPER_RECOVERY", 580),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_RECOVERY_TIME_SINCE_LAST", 581),
-    port(
-        "DCGM_FI_DEV_NVLINK_PPCNT_RECOVERY_TIME_BETWEEN_LAST_TWO",
-        582,
-    ),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_RECOVERY_SUCCESSFUL_TOTAL", 583),
-    port(
-        "DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_RECOVERY_SUCCESSFUL_TOTAL",
-        584,
-    ),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_TOTAL", 585),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_PLR_RX_CODE_TOTAL", 586),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_PLR_RX_CODE_ERROR_TOTAL", 587),
-    port(
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_RX_CODE_UNCORRECTABLE_TOTAL",
-        588,
-    ),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_PLR_TX_CODE_TOTAL", 589),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_PLR_TX_RETRY_CODE_TOTAL", 590),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_PLR_TX_RETRY_EVENT_TOTAL", 591),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_PLR_SYNC_EVENT_TOTAL", 592),
-    port("DCGM_FI_DEV_NVLINK_PPCNT_IBPC_PORT_XMIT_WAIT", 1509),
-];
-
 /// DCGM's NVSwitch fields, by their DCGM 4.6 names.
-pub static FIELDS_NVSWITCH: &[FieldDef] = &[
+pub static NVSWITCH: &[FieldDef] = &[
     switch("DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT", 701),
     switch("DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ", 702),
     switch("DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ_REV", 703),
@@ -242,48 +105,8 @@ pub static FIELDS_NVSWITCH: &[FieldDef] = &[
     switch("DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION", 1524),
 ];
 
-/// Older names of the port-counter and NVSwitch fields (`dcgm_fields.h` synonyms): (old, DCGM 4.6).
-static RENAMED: &[(&str, &str)] = &[
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_RECOVERY_TOTAL_SUCCESSFUL_EVENTS",
-        "DCGM_FI_DEV_NVLINK_PPCNT_RECOVERY_SUCCESSFUL_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_SUCCESSFUL_RECOVERY_EVENTS",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_RECOVERY_SUCCESSFUL_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_COUNTER",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_RCV_CODES",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_RX_CODE_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_RCV_CODE_ERR",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_RX_CODE_ERROR_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_RCV_UNCORRECTABLE_CODE",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_RX_CODE_UNCORRECTABLE_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_XMIT_CODES",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_TX_CODE_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_XMIT_RETRY_CODES",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_TX_RETRY_CODE_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_XMIT_RETRY_EVENTS",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_TX_RETRY_EVENT_TOTAL",
-    ),
-    (
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_SYNC_EVENTS",
-        "DCGM_FI_DEV_NVLINK_PPCNT_PLR_SYNC_EVENT_TOTAL",
-    ),
+/// Older names of the NVSwitch fields (`dcgm_fields.h` synonyms): (old, DCGM 4.6).
+pub(super) static RENAMED: &[(&str, &str)] = &[
     (
         "DCGM_FI_DEV_NVSWITCH_POWER_VDD",
         "DCGM_FI_DEV_NVSWITCH_POWER_VDD_WATTS",
@@ -434,51 +257,31 @@ static RENAMED: &[(&str, &str)] = &[
     ),
 ];
 
-/// The field an older port-counter or NVSwitch name stands for, ASCII case-insensitive.
-pub(super) fn canonical_name(name: &str) -> Option<&'static str> {
-    let upper = name.to_ascii_uppercase();
-    RENAMED
-        .iter()
-        .find(|(old, _)| *old == upper)
-        .map(|(_, new)| *new)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::{by_id, lookup};
     use super::*;
+    use crate::catalogue::{Source, by_id, lookup};
 
     #[test]
-    fn link_entity_ids_match_dcgm_fields_h() {
+    fn switch_ids_match_dcgm_fields_h_and_none_is_read() {
         for (name, id) in [
-            ("DCGM_FI_DEV_NVLINK_GET_STATE", 1508),
-            ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL", 1525),
-            ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_PER_LINK_TOTAL", 1528),
-            ("DCGM_FI_DEV_NVLINK_THROUGHPUT_PER_LINK", 1529),
-            ("DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK", 1533),
-            ("DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_TOTAL", 585),
             ("DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERROR_TOTAL", 786),
             ("DCGM_FI_DEV_SXID_FATAL_ERROR", 856),
         ] {
             assert_eq!(by_id(id).map(|f| f.name), Some(name));
         }
-        for f in FIELDS_LINK {
-            let from_links = matches!(f.source, Source::Link(_));
-            assert_eq!(f.level == Level::Link, from_links, "{}", f.name);
-        }
         assert!(
-            FIELDS_NVSWITCH
+            NVSWITCH
                 .iter()
                 .all(|f| matches!(f.source, Source::Unavailable(_)))
         );
     }
 
     #[test]
-    fn older_switch_and_port_names_resolve() {
+    fn older_switch_names_resolve() {
         let f = |n: &str| lookup(n).map(|f| f.id);
         assert_eq!(f("DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERRORS"), Some(786));
         assert_eq!(f("dcgm_fi_dev_nvswitch_fatal_errors"), Some(856));
-        assert_eq!(f("DCGM_FI_DEV_NVLINK_PPCNT_PLR_SYNC_EVENTS"), Some(592));
         assert_eq!(f("DCGM_FI_DEV_NVSWITCH_LINK_NOPE"), None);
         for (old, new) in RENAMED {
             assert!(lookup(new).is_some(), "{old} -> {new}");

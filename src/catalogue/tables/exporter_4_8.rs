@@ -1,17 +1,16 @@
-//! The static field table: every DCGM field that dcgm-exporter 4.8's shipped counters files
-//! name (active or commented out), a few identity fields the exporter reads for its own
-//! labels, and dcgm-exporter's four computed `DCGM_EXP_*` fields. Board fields (BAR1,
-//! application and maximum clocks, fan) are in `fields_board`; fields DCGM added in 4.6 and
-//! later (clock-event times, base-unit fields, `DCGM_EXP_*_TOTAL`) in `fields_new`.
+//! The fields dcgm-exporter 4.8's shipped counters files name (active or commented out), by
+//! their pre-4.6 DCGM names: identity and versions, clocks, temperature and power, PCIe and
+//! utilization, errors and throttling, framebuffer, ECC and row remapping, NVLink totals, vGPU
+//! and profiling; a few identity fields the exporter reads for its own labels; and
+//! dcgm-exporter's four computed `DCGM_EXP_*` fields (9001–9004).
 //!
-//! Names and numeric ids are DCGM's (`dcgm_fields.h`); the `DCGM_EXP_*` ids are the ones
-//! dcgm-exporter assigns (9001–9004). Each entry says how NVML serves the value
-//! ([`Source`]), the unit it is exported in, and whether it belongs to the physical GPU or
-//! to each MIG instance ([`Level`]). Help texts are ours; a counters CSV may override them.
-//!
-//! Data only: it must not call NVML or read files.
+//! Owns these rows, ordered by DCGM id. Names and ids are DCGM's (`dcgm_fields.h`); the
+//! `DCGM_EXP_*` ids are the ones dcgm-exporter assigns. Help texts are ours; a counters CSV
+//! may override them. Data only: it must not call NVML or read files. Board fields (BAR1,
+//! application and maximum clocks, thresholds, fan) belong in `board`, fields DCGM added in
+//! 4.6 and later in `since_dcgm_4_6`, NVLink fields that name a link in `nvlink_by_link`.
 
-use super::field::{
+use super::super::field::{
     ClockKind, FieldDef, MemKind, Scale, Source, TextKind, UtilKind, Violation, WindowKind, dev,
     inst,
 };
@@ -21,8 +20,8 @@ const PERCENT_TO_RATIO: Scale = Scale::Mul(0.01);
 /// GPM bandwidth metrics are MiB/s; DCGM's byte fields are bytes per second.
 const MIB_TO_BYTES: Scale = Scale::Mul(1_048_576.0);
 
-/// Every field gpu-exporter knows, ordered by DCGM id.
-pub static FIELDS: &[FieldDef] = &[
+/// The fields of dcgm-exporter 4.8's shipped counters files, ordered by DCGM id.
+pub static EXPORTER_4_8: &[FieldDef] = &[
     // ---- System and identity (1–85) ----
     dev(
         "DCGM_FI_DRIVER_VERSION",
@@ -582,34 +581,7 @@ pub static FIELDS: &[FieldDef] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::field::Level;
-
-    #[test]
-    fn ordered_by_id() {
-        for pair in FIELDS.windows(2) {
-            assert!(
-                pair[0].id < pair[1].id,
-                "{} ({}) is listed before {} ({})",
-                pair[0].name,
-                pair[0].id,
-                pair[1].name,
-                pair[1].id
-            );
-        }
-    }
-
-    #[test]
-    fn names_follow_dcgm_prefixes_and_helps_are_set() {
-        for f in FIELDS {
-            assert!(
-                f.name.starts_with("DCGM_FI_") || f.name.starts_with("DCGM_EXP_"),
-                "{}",
-                f.name
-            );
-            assert!(!f.help.is_empty(), "{} has no help", f.name);
-            assert!(!f.help.contains('\n'), "{} help spans lines", f.name);
-        }
-    }
+    use crate::catalogue::Level;
 
     #[test]
     fn exporter_fields_use_dcgm_exporter_ids() {
@@ -619,7 +591,11 @@ mod tests {
             ("DCGM_EXP_GPU_HEALTH_STATUS", 9003),
             ("DCGM_EXP_P2P_STATUS", 9004),
         ] {
-            assert_eq!(super::super::lookup(name).map(|f| f.id), Some(id), "{name}");
+            assert_eq!(
+                crate::catalogue::lookup(name).map(|f| f.id),
+                Some(id),
+                "{name}"
+            );
         }
     }
 
@@ -635,13 +611,13 @@ mod tests {
             ("DCGM_FI_DEV_VGPU_LICENSE_STATUS", 526),
             ("DCGM_FI_PROF_NVLINK_RX_BYTES", 1012),
         ] {
-            assert_eq!(super::super::by_id(id).map(|f| f.name), Some(name));
+            assert_eq!(crate::catalogue::by_id(id).map(|f| f.name), Some(name));
         }
     }
 
     #[test]
     fn profiling_and_framebuffer_are_instance_level() {
-        for f in FIELDS {
+        for f in EXPORTER_4_8 {
             let instance =
                 f.name.starts_with("DCGM_FI_PROF_") || f.name.starts_with("DCGM_FI_DEV_FB_");
             assert_eq!(f.level == Level::Instance, instance, "{}", f.name);

@@ -1,13 +1,12 @@
-//! The third static field table: board fields — BAR1 aperture, application and maximum
-//! clocks, temperature thresholds, the requested power limit, fan speed — in DCGM's legacy
-//! units (ids 90–191) and as DCGM 4.6's base-unit twins (1600–1612), which dcgm-exporter
-//! users' own counters files name.
+//! Board fields: the BAR1 aperture, application and maximum clocks, temperature thresholds,
+//! the requested power limit and fan speed, in DCGM's legacy units (ids 90–191) and as DCGM
+//! 4.6's base-unit twins (1600–1612), which dcgm-exporter users' own counters files name.
 //!
-//! Ids are DCGM's (`dcgm_fields.h`, checked against go-dcgm's `const_fields.go`).
-//!
-//! Data only: it must not call NVML or read files.
+//! Owns these rows, ordered by DCGM id. Ids are DCGM's (`dcgm_fields.h`, checked against
+//! go-dcgm's `const_fields.go`). Data only: it must not call NVML or read files. Base-unit
+//! twins of fields that are not board fields belong in `since_dcgm_4_6`.
 
-use super::field::{
+use super::super::field::{
     ClockKind, FieldDef, MemKind, Scale, Source, TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX,
     TEMP_THRESHOLD_SHUTDOWN, TEMP_THRESHOLD_SLOWDOWN, dev,
 };
@@ -18,7 +17,7 @@ const MHZ_TO_HZ: Scale = Scale::Mul(1e6);
 const BYTES_TO_MIB: Scale = Scale::Mul(1.0 / 1_048_576.0);
 
 /// Every field of this table, ordered by id.
-pub static FIELDS_BOARD: &[FieldDef] = &[
+pub static BOARD: &[FieldDef] = &[
     // ---- BAR1 (90-93), in MiB as DCGM reports it ----
     dev(
         "DCGM_FI_DEV_BAR1_TOTAL",
@@ -198,20 +197,6 @@ pub static FIELDS_BOARD: &[FieldDef] = &[
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn ordered_by_id() {
-        for pair in FIELDS_BOARD.windows(2) {
-            assert!(
-                pair[0].id < pair[1].id,
-                "{} before {}",
-                pair[0].name,
-                pair[1].name
-            );
-        }
-    }
-
     #[test]
     fn spot_check_ids_against_dcgm_fields_h() {
         for (name, id) in [
@@ -229,13 +214,13 @@ mod tests {
             ("DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ", 1608),
             ("DCGM_FI_DEV_FAN_SPEED_RATIO", 1612),
         ] {
-            assert_eq!(super::super::by_id(id).map(|f| f.name), Some(name));
+            assert_eq!(crate::catalogue::by_id(id).map(|f| f.name), Some(name));
         }
     }
 
     #[test]
     fn base_units_scale_the_legacy_reading() {
-        let f = |n: &str| super::super::lookup(n).expect(n);
+        let f = |n: &str| crate::catalogue::lookup(n).expect(n);
         assert_eq!(f("DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ").convert(1980.0), 1.98e9);
         assert_eq!(f("DCGM_FI_DEV_BAR1_TOTAL").convert(268_435_456.0), 256.0);
         assert_eq!(f("DCGM_FI_DEV_FAN_SPEED_RATIO").convert(40.0), 0.4);
