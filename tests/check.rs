@@ -439,3 +439,50 @@ fn errors_past_fec_on_nvlink_5_are_a_warning() {
     let (_, out) = check(&["--simulate", "hgx-b200", "-k"]);
     assert!(!out.contains("errors past FEC"), "{out}");
 }
+
+#[test]
+fn every_interval_has_one_minimum_whatever_sets_it() {
+    // The binary, daemon and check alike, refuses an interval under 100 ms from a flag, from
+    // the configuration file's interval and from a collection, naming where it came from.
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, body: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let interval = file("interval.yaml", "version: 1\ncollection: {interval: 1ms}\n");
+    let group = file(
+        "group.yaml",
+        "version: 1\ncollection:\n  watchGroups: [{name: fast, interval: 1ns, fields: [DCGM_FI_DEV_GPU_TEMP]}]\n",
+    );
+    for (args, want) in [
+        (
+            vec!["-c", "50"],
+            "-c/--collect-interval 50: must be at least 100 (milliseconds)".to_owned(),
+        ),
+        (
+            vec!["--config-file", interval.as_str()],
+            format!(
+                "--config-file {interval}: collection.interval \"1ms\": must be at least 100 (milliseconds)"
+            ),
+        ),
+        (
+            vec!["--config-file", group.as_str()],
+            format!(
+                "--config-file {group}: collection.watchGroups[0].interval \"1ns\": must be at least 100 (milliseconds)"
+            ),
+        ),
+    ] {
+        let (code, out) = check(&[&["--simulate", "a100-l4"][..], &args].concat());
+        assert_eq!(code, Some(1), "{args:?}: {out}");
+        line_with(&out, &["FAIL", &want]);
+        let daemon = Command::new(BIN)
+            .args(["--simulate", "a100-l4", "-a", "127.0.0.1:0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&daemon.stderr);
+        assert_eq!(daemon.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(&want), "{args:?}: {err}");
+    }
+}

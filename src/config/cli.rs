@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Parser};
 
+use crate::gpu::plan::MIN_INTERVAL_MS;
 use crate::gpu::reader::NvlinkLinks;
 
 /// dcgm-exporter's default counters path.
@@ -253,7 +254,7 @@ pub struct Cli {
         long = "collect-interval",
         env = "DCGM_EXPORTER_INTERVAL",
         allow_negative_numbers = true,
-        value_parser = millis(100)
+        value_parser = millis(MIN_INTERVAL_MS)
     )]
     pub collect_interval: Option<u64>,
     /// Attribute GPUs and MIG instances to the pods that hold them (kubelet pod-resources API,

@@ -31,7 +31,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::gpu::plan::Collection;
+use crate::gpu::plan::{Collection, MIN_INTERVAL_MS};
 
 /// Why a configuration file was refused. Every message names the file and the key.
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +184,13 @@ impl FileSettings {
                         "{key}: {v:?} is not a positive duration (e.g. 30s, 5m)"
                     ))
                 })?;
+            // Every interval, whichever key or flag it comes from, has the same minimum and the
+            // same message as -c/--collect-interval's.
+            if ns < MIN_INTERVAL_MS * 1_000_000 {
+                return Err(bad(format!(
+                    "{key} {v:?}: must be at least {MIN_INTERVAL_MS} (milliseconds)"
+                )));
+            }
             Ok(Duration::from_nanos(ns))
         };
         let patterns = |key: String, globs: &[String]| -> Result<Vec<glob::Pattern>, _> {
@@ -429,6 +436,19 @@ mod tests {
                 "maxConcurrentScrapes: 0",
             ),
             ("version: [1\n", "/etc/x.yaml"),
+            // Every interval has -c's minimum and its message, naming the key.
+            (
+                "version: 1\ncollection: {interval: 1ms}\n",
+                "collection.interval \"1ms\": must be at least 100 (milliseconds)",
+            ),
+            (
+                "version: 1\ncollection:\n  watchGroups: [{name: a, interval: 1ns, fields: [X]}]\n",
+                "collection.watchGroups[0].interval \"1ns\": must be at least 100 (milliseconds)",
+            ),
+            (
+                "version: 2\ncollections: [{name: a, every: 99ms, metrics: {include: [X]}}]\n",
+                "collections[0].every \"99ms\": must be at least 100 (milliseconds)",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.starts_with("--config-file /etc/x.yaml: "), "{e}");

@@ -230,9 +230,7 @@ fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
     Ok(out)
 }
 
-/// The shortest read interval accepted from any source (`-c`, `collection.interval`, a
-/// collection's), in milliseconds.
-pub const MIN_INTERVAL_MS: u64 = 100;
+pub use crate::gpu::plan::MIN_INTERVAL_MS;
 
 /// dcgm-exporter 4.8.3's default `--web-read-timeout`.
 pub const DEFAULT_WEB_READ_TIMEOUT: Duration = Duration::from_secs(10);

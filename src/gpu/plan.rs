@@ -9,6 +9,11 @@ use std::time::Duration;
 
 use crate::catalogue::{self, FieldDef};
 
+/// The shortest read interval accepted from any source (`-c/--collect-interval`,
+/// `collection.interval`, a collection's own), in milliseconds: every source is held to it,
+/// with the same message.
+pub const MIN_INTERVAL_MS: u64 = 100;
+
 /// One group of fields read at their own interval (v1 `collection.watchGroups`, v2
 /// `collections`).
 ///
