@@ -389,14 +389,7 @@ fn a_stray_signal_during_start_up_is_survived() {
 #[test]
 fn special_files_stop_start_up_promptly() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let fifo = mkfifo(&dir.path().join("fifo"));
     let fifo = fifo.to_str().unwrap();
     let d = dir.path().to_str().unwrap();
     for (flag, path, what) in [
@@ -412,6 +405,16 @@ fn special_files_stop_start_up_promptly() {
             "{flag} {path}: {err}"
         );
     }
+}
+
+/// Makes a FIFO at `path` (with no writer: a blocking open of it would wait for ever).
+fn mkfifo(path: &std::path::Path) -> std::path::PathBuf {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    path.to_path_buf()
 }
 
 /// Starts the exporter on the simulated node with `flag path`, which must stop start-up with
@@ -444,14 +447,7 @@ fn refused_at_start(flag: &str, path: &str) -> String {
 #[test]
 fn simulate_refuses_special_and_oversized_files_promptly_daemon_and_check() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("scenario.fifo");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let fifo = mkfifo(&dir.path().join("scenario.fifo"));
     let big = dir.path().join("big.toml");
     std::fs::File::create(&big)
         .unwrap()
