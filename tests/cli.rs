@@ -1027,3 +1027,158 @@ fn config_file_collections_match_fields_by_id_across_renames() {
     );
     assert!(!log.contains("matches no field"), "{log}");
 }
+
+/// Runs the binary (under `timeout`, so that a start-up that wrongly succeeds fails instead of
+/// hanging) with `args` on the simulated node: its exit code and stderr.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new("timeout")
+        .args(["30", BIN, "--simulate", "a100-l4"])
+        .args(args)
+        .env_remove("DCGM_EXPORTER_LISTEN")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A negative or overflowing whole number names its flag and the range, as `-c -1` does (not
+/// clap's "unexpected argument '-1'"); `-a :99999` says the port is out of range; a GPU index
+/// past any integer is quoted as written, never wrapped to 18446744073709551615.
+#[test]
+fn negative_and_overflowing_numbers_name_the_flag() {
+    for (args, flag, range) in [
+        (
+            &["--simulate-seed", "-1"][..],
+            "'--simulate-seed",
+            "0..=18446744073709551615",
+        ),
+        (
+            &["--simulate-seed", "18446744073709551616"],
+            "'--simulate-seed",
+            "0..=18446744073709551615",
+        ),
+        (
+            &["--max-concurrent-scrapes", "-1"],
+            "'--max-concurrent-scrapes",
+            "0..=4294967295",
+        ),
+        (
+            &["--web-max-connections", "-1"],
+            "'--web-max-connections",
+            "1..=65536",
+        ),
+        (
+            &["--web-max-connections", "0"],
+            "'--web-max-connections",
+            "1..=65536",
+        ),
+    ] {
+        let (code, err) = refused(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(flag) && err.contains(&format!("expected a whole number in {range}")),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+    for flag in [
+        "--pod-resources-timeout",
+        "--pod-resources-refresh-interval",
+    ] {
+        let (code, err) = refused(&[flag, "-1"]);
+        assert_eq!(code, Some(2), "{flag}: {err}");
+        assert!(
+            err.contains(&format!("'{flag}"))
+                && err.contains("expected a whole number of milliseconds in 100..=86400000"),
+            "{flag}: {err}"
+        );
+    }
+    let (code, err) = refused(&["-a", ":99999"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--address \":99999\": port 99999 is out of range (0 to 65535)"),
+        "{err}"
+    );
+    let (code, err) = refused(&["-a", "127.0.0.1:0", "-d", "g:99999999999999999999"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(
+            "-d/--devices \"g:99999999999999999999\": \"99999999999999999999\": GPU index \
+             99999999999999999999 is out of range (0 to 63)"
+        ) && !err.contains("18446744073709551615"),
+        "{err}"
+    );
+}
+
+/// `--config-file` errors are ours on the binary too (every message is in
+/// `config::file`'s unit tests): a duplicate key and a file past the parser's budget name the
+/// file, the line and the key, and none of the YAML library's words gets out.
+#[test]
+fn config_file_yaml_errors_are_in_our_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("dcgm-exporter.yaml");
+    let many = format!("version: 1\nmetrics:\n  x: [{}]\n", "1,".repeat(250_001));
+    for (text, want, theirs) in [
+        (
+            "version: 1\nversion: 2\n",
+            "line 2, column 1, key version: this key is given twice",
+            "DuplicateKeyPolicy",
+        ),
+        (
+            many.as_str(),
+            "line 3, column 499993, key x: the file is too large or too deeply nested",
+            "budget breached",
+        ),
+    ] {
+        std::fs::write(&yaml, text).unwrap();
+        let (code, err) = refused(&["-a", "127.0.0.1:0", "--config-file", yaml.to_str().unwrap()]);
+        assert_eq!(code, Some(1), "{err}");
+        let ours = format!("--config-file {}: {want}", yaml.display());
+        assert!(err.contains(&ours) && !err.contains(theirs), "{err}");
+    }
+}
+
+/// A `metrics.file` path and unknown keys with a newline or a terminal escape in them are
+/// shown quoted and escaped in every log line and message, so they cannot forge a log line.
+#[test]
+fn config_file_paths_and_keys_are_escaped_in_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("c\n2026-01-01T00:00:00Z ERROR forged.csv");
+    std::fs::write(&csv, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n").unwrap();
+    let yaml = dir.path().join("dcgm-exporter.yaml");
+    let quoted = format!("{:?}", csv.to_str().unwrap());
+    std::fs::write(
+        &yaml,
+        format!("version: 1\nmetrics: {{file: {quoted}}}\n\"\\e[31mkey\\nERROR forged\": 1\n"),
+    )
+    .unwrap();
+    let e = Exporter::builder()
+        .args([
+            "--simulate",
+            "a100-l4",
+            "--config-file",
+            yaml.to_str().unwrap(),
+        ])
+        .env_remove("DCGM_EXPORTER_COLLECTORS")
+        .log_pipe()
+        .start();
+    let log = e.log();
+    drop(e);
+    assert!(log.contains("unknown key, ignored"), "{log}");
+    assert!(log.contains("\\u{1b}[31mkey\\nERROR forged"), "{log}");
+    assert!(log.contains(&quoted), "{log}");
+    assert!(!log.contains('\u{1b}'), "{log}");
+    assert!(
+        !log.lines()
+            .any(|l| l.starts_with("ERROR forged") || l.starts_with("2026-01-01")),
+        "{log}"
+    );
+    // The same path missing: the error escapes it too.
+    std::fs::remove_file(&csv).unwrap();
+    let (code, err) = refused(&["-a", "127.0.0.1:0", "--config-file", yaml.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(&quoted), "{err}");
+    assert!(!err.lines().any(|l| l.starts_with("2026-01-01")), "{err}");
+}

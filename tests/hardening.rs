@@ -389,14 +389,7 @@ fn a_stray_signal_during_start_up_is_survived() {
 #[test]
 fn special_files_stop_start_up_promptly() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let fifo = mkfifo(&dir.path().join("fifo"));
     let fifo = fifo.to_str().unwrap();
     let d = dir.path().to_str().unwrap();
     for (flag, path, what) in [
@@ -412,6 +405,16 @@ fn special_files_stop_start_up_promptly() {
             "{flag} {path}: {err}"
         );
     }
+}
+
+/// Makes a FIFO at `path` (with no writer: a blocking open of it would wait for ever).
+fn mkfifo(path: &std::path::Path) -> std::path::PathBuf {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    path.to_path_buf()
 }
 
 /// Starts the exporter on the simulated node with `flag path`, which must stop start-up with
@@ -435,6 +438,61 @@ fn refused_at_start(flag: &str, path: &str) -> String {
     assert_eq!(out.status.code(), Some(1), "{flag} {path}: {err}");
     assert!(started.elapsed() < Duration::from_secs(10), "{flag} {path}");
     err
+}
+
+/// `--simulate PATH` goes through the same bounded reader as every other file: `/dev/zero`, a
+/// FIFO with no writer, a directory and a sparse 8 GiB file are refused at once by the daemon
+/// and by `check`, each naming `--simulate`, the path and what the file is (before, the
+/// daemon read `/dev/zero` until memory ran out and waited on the FIFO for ever).
+#[test]
+fn simulate_refuses_special_and_oversized_files_promptly_daemon_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = mkfifo(&dir.path().join("scenario.fifo"));
+    let big = dir.path().join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let (fifo, big) = (fifo.to_str().unwrap(), big.to_str().unwrap());
+    let d = dir.path().to_str().unwrap();
+    for (path, what) in [
+        ("/dev/zero", "not a regular file but a character device"),
+        (fifo, "not a regular file but a FIFO"),
+        (d, "not a regular file but a directory"),
+        (big, "over the 4194304-byte limit"),
+    ] {
+        for check in [false, true] {
+            let started = Instant::now();
+            let mut c = std::process::Command::new("timeout");
+            c.arg("20").arg(common::BIN);
+            if check {
+                c.arg("check");
+            }
+            let out = c
+                .args(["--simulate", path, "-a", "127.0.0.1:0"])
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                matches!(out.status.code(), Some(1 | 2)),
+                "check={check} {path}: {:?} {text}",
+                out.status
+            );
+            assert!(
+                text.contains(&format!("--simulate {path}: not a built-in scenario"))
+                    && text.contains(what),
+                "check={check} {path}: {text}"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "check={check} {path}"
+            );
+        }
+    }
 }
 
 /// A counters file over the 4 MiB limit stops start-up at once, naming the file and the

@@ -429,3 +429,60 @@ fn unknown_device_ids_are_logged_once_aggregated_and_escaped() {
         warnings[0]
     );
 }
+
+/// A missing kubelet socket: the source's last error (the text of the warning, and what
+/// `/status` and `check` show) names the socket and gives each cause once (the transport's
+/// layers each repeated the one below them: "No such file or directory" came four times in one
+/// line).
+#[test]
+fn a_missing_socket_gives_each_cause_once() {
+    let mut n = Node::new("a100-l4", Duration::from_secs(5));
+    n.scrape_until("kubelet errors counted", |t| kubelet_errors(t) > 0.0);
+    let snap = n.tick();
+    let error = snap
+        .attribution
+        .sources
+        .iter()
+        .find(|h| h.source == "kubelet")
+        .and_then(|h| h.last_error.clone())
+        .unwrap();
+    assert!(error.contains(&n.socket.display().to_string()), "{error}");
+    assert_eq!(
+        error.matches("No such file or directory").count(),
+        1,
+        "{error}"
+    );
+}
+
+/// The same on the binary: the warning it logs for a missing socket names the socket and
+/// gives the cause once.
+#[test]
+fn the_binary_logs_a_missing_socket_with_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("kubelet.sock");
+    let e = common::Exporter::builder()
+        .args([
+            "-k",
+            "--pod-resources-kubelet-socket",
+            socket.to_str().unwrap(),
+            "--kubernetes-pod-metadata=false",
+            "--kubernetes-process-metrics=false",
+            "-c",
+            "200",
+        ])
+        .env("NODE_NAME", "node-1")
+        .log_pipe()
+        .spawn();
+    e.wait_log("kubelet pod-resources API at", Duration::from_secs(20));
+    let log = e.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("kubelet pod-resources API at"))
+        .unwrap();
+    assert!(line.contains(&socket.display().to_string()), "{line}");
+    assert_eq!(
+        line.matches("No such file or directory").count(),
+        1,
+        "{line}"
+    );
+}

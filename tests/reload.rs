@@ -440,3 +440,117 @@ fn a_file_emptied_or_rewritten_in_two_halves_never_empties_the_page() {
     );
     assert!(scraper.finish() > 0);
 }
+
+/// Six families; [`SET_D`] replaces the last one.
+const SET_C: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C).\n\
+                     DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (W).\n\
+                     DCGM_FI_DEV_SM_CLOCK, gauge, SM clock (MHz).\n\
+                     DCGM_FI_DEV_MEM_CLOCK, gauge, Memory clock (MHz).\n\
+                     DCGM_FI_DEV_FB_USED, gauge, Framebuffer used (MiB).\n\
+                     DCGM_FI_DEV_FB_FREE, gauge, Framebuffer free (MiB).\n";
+const SET_D: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C).\n\
+                     DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (W).\n\
+                     DCGM_FI_DEV_SM_CLOCK, gauge, SM clock (MHz).\n\
+                     DCGM_FI_DEV_MEM_CLOCK, gauge, Memory clock (MHz).\n\
+                     DCGM_FI_DEV_FB_USED, gauge, Framebuffer used (MiB).\n\
+                     DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (%).\n";
+
+/// The `DCGM_FI_*` families a page serves, sorted.
+fn dcgm_families(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with("DCGM_FI_"))
+        .map(str::to_owned)
+        .collect();
+    v.sort();
+    v
+}
+
+/// Writes `content` into `path` in place, in two parts with a pause of `pause` between them,
+/// as an editor or `kubectl cp` whose writer stalls does.
+fn write_slowly(path: &Path, content: &str, cut: usize, pause: Duration) {
+    use std::io::Write as _;
+    let mut f = std::fs::File::create(path).unwrap();
+    f.write_all(&content.as_bytes()[..cut]).unwrap();
+    f.flush().unwrap();
+    std::thread::sleep(pause);
+    f.write_all(&content.as_bytes()[cut..]).unwrap();
+}
+
+/// A writer that stops for 3 s (15 ticks, longer than the 2 s settle time) in the middle of
+/// a line, then one that stops as long at a line boundary after two of six families: no
+/// scrape meanwhile shows the partial set (every scrape serves the old set or the complete
+/// new one), and the complete set applies after each. The part written before the first pause
+/// parses (the cut falls in a help text), so only the complete-last-line rule keeps it out;
+/// the second part is whole lines, kept out by the rule for a version that drops more than
+/// half of the families.
+#[test]
+fn a_slow_writer_never_has_its_partial_set_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("c.csv");
+    std::fs::write(&csv, SET_C).unwrap();
+    let exp = start(dir.path(), &["-f", csv.to_str().unwrap()]);
+    let (c, d) = (dcgm_families(&exp.metrics()), {
+        let mut v: Vec<String> = SET_D
+            .lines()
+            .map(|l| l.split(',').next().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    });
+    assert_eq!(c.len(), 6, "{c:?}");
+    let scraper = {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let port = exp.port;
+        let thread = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !flag.load(Ordering::Acquire) {
+                let r = http_get(port, "/metrics", &[]).expect("scrape");
+                assert_eq!(r.status, 200);
+                seen.push(dcgm_families(&r.text()));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            seen
+        });
+        (stop, thread)
+    };
+
+    // In the middle of the fifth line's help text.
+    let cut = SET_D.find("Framebuffer used").unwrap() + "Frame".len();
+    write_slowly(&csv, SET_D, cut, Duration::from_secs(3));
+    exp.metrics_until("set D applied", |t| dcgm_families(t) == d);
+    assert!(
+        exp.log()
+            .contains("the last line does not end with a newline"),
+        "{}",
+        exp.log()
+    );
+
+    // Back to C, then C's first two lines, a pause, and the rest.
+    std::fs::write(&csv, SET_C).unwrap();
+    exp.metrics_until("set C applied", |t| dcgm_families(t) == c);
+    let cut = SET_C.match_indices('\n').nth(1).unwrap().0 + 1;
+    write_slowly(&csv, SET_D, cut, Duration::from_secs(3));
+    let text = exp.metrics_until("set D applied again", |t| dcgm_families(t) == d);
+    assert_eq!(
+        self_value(&text, "gpu_exporter_counters_last_reload_successful"),
+        1.0
+    );
+
+    scraper.0.store(true, Ordering::Release);
+    let seen = scraper.1.join().unwrap();
+    assert!(seen.len() > 100, "{} scrapes", seen.len());
+    for families in &seen {
+        assert!(
+            *families == c || *families == d,
+            "a scrape served a partial set: {families:?}"
+        );
+    }
+    assert!(
+        exp.log()
+            .contains("removes 4 of the 6 metric families in use")
+    );
+}

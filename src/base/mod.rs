@@ -1,5 +1,6 @@
 //! Leaves shared by every layer: the clock, the version, file change stamps, label text, the
-//! retry backoff, the process's own figures, bounded reads of operator-given files.
+//! retry backoff, the process's own figures, bounded reads of operator-given files, and how
+//! operator-given text (paths, keys) is shown in messages.
 //!
 //! Nothing here knows about NVML, Kubernetes, the exposition or HTTP, and no module in
 //! `base` imports any other module of the crate outside `base`.
@@ -10,4 +11,5 @@ pub mod clock;
 pub mod file_stamp;
 pub mod label_text;
 pub mod process;
+pub mod shown;
 pub mod version;

@@ -67,6 +67,27 @@ fn millis(min: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Syn
     }
 }
 
+/// A whole-number flag's parser: a number in `min..=max` that fits `T`; anything else (a
+/// negative number, a unit, an overflow) is refused naming the accepted range. Give the flag
+/// `allow_negative_numbers` too, so that `-1` reaches this parser instead of being taken for a
+/// flag.
+fn whole<T>(
+    min: u64,
+    max: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64>,
+{
+    move |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| (min..=max).contains(v))
+            .and_then(|v| T::try_from(v).ok())
+            .ok_or_else(|| format!("expected a whole number in {min}..={max}"))
+    }
+}
+
 /// `--nvlink-links`'s values, `per-link` or `totals`.
 fn nvlink_links_parser() -> impl clap::builder::TypedValueParser<Value = NvlinkLinks> {
     use clap::builder::TypedValueParser;
@@ -365,14 +386,18 @@ pub struct Cli {
     #[arg(
         long = "pod-resources-refresh-interval",
         env = "GPU_EXPORTER_POD_RESOURCES_REFRESH_INTERVAL",
-        default_value_t = 5000
+        default_value_t = 5000,
+        allow_negative_numbers = true,
+        value_parser = millis(MIN_INTERVAL_MS)
     )]
     pub pod_resources_refresh_interval: u64,
     /// Deadline of one call to the kubelet pod-resources API, in milliseconds.
     #[arg(
         long = "pod-resources-timeout",
         env = "GPU_EXPORTER_POD_RESOURCES_TIMEOUT",
-        default_value_t = 10_000
+        default_value_t = 10_000,
+        allow_negative_numbers = true,
+        value_parser = millis(MIN_INTERVAL_MS)
     )]
     pub pod_resources_timeout: u64,
     /// With -k: watch this node's pods in the Kubernetes API for UIDs, labels, owning
@@ -520,7 +545,8 @@ pub struct Cli {
         long = "web-max-connections",
         env = "GPU_EXPORTER_WEB_MAX_CONNECTIONS",
         default_value_t = 512,
-        value_parser = clap::value_parser!(u32).range(1..=65_536)
+        allow_negative_numbers = true,
+        value_parser = whole::<u32>(1, 65_536)
     )]
     pub web_max_connections: u32,
     /// Time allowed to write a response, as a Go duration (dcgm-exporter 4.8.3+; validated).
@@ -551,7 +577,9 @@ pub struct Cli {
     /// configuration file's `server.maxConcurrentScrapes`].
     #[arg(
         long = "max-concurrent-scrapes",
-        env = "DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES"
+        env = "DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES",
+        allow_negative_numbers = true,
+        value_parser = whole::<u32>(0, u32::MAX.into())
     )]
     pub max_concurrent_scrapes: Option<u32>,
     /// Which dcgm-exporter this node replaces: native, dcgm-4.8.2, dcgm-4.8.4 (or 4.8.3) or
@@ -582,7 +610,9 @@ pub struct Cli {
     #[arg(
         long = "simulate-seed",
         env = "GPU_EXPORTER_SIMULATE_SEED",
-        default_value_t = 1
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        value_parser = whole::<u64>(0, u64::MAX)
     )]
     pub simulate_seed: u64,
     /// Path of the NVML library (default: libnvidia-ml.so.1 via the dynamic loader; with
@@ -703,5 +733,48 @@ mod tests {
             e.contains("--xid-count-window-size") && e.contains("1..=86400000"),
             "{e}"
         );
+        // Every whole-number flag takes -1 as a value, refused naming the flag and its range.
+        for (args, flag, range) in [
+            (
+                &["--simulate-seed", "-1"][..],
+                "--simulate-seed",
+                "0..=18446744073709551615",
+            ),
+            (
+                &["--max-concurrent-scrapes", "-1"],
+                "--max-concurrent-scrapes",
+                "0..=4294967295",
+            ),
+            (
+                &["--max-concurrent-scrapes", "4294967296"],
+                "--max-concurrent-scrapes",
+                "0..=4294967295",
+            ),
+            (
+                &["--web-max-connections", "-1"],
+                "--web-max-connections",
+                "1..=65536",
+            ),
+            (
+                &["--pod-resources-timeout", "-1"],
+                "--pod-resources-timeout",
+                "100..=86400000",
+            ),
+        ] {
+            let e = parse(args).unwrap_err().to_string();
+            assert!(
+                e.contains(flag) && e.contains(range) && !e.contains("unexpected argument"),
+                "{args:?}: {e}"
+            );
+        }
+        let ok = parse(&[
+            "--simulate-seed",
+            "18446744073709551615",
+            "--max-concurrent-scrapes",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(ok.simulate_seed, u64::MAX);
+        assert_eq!(ok.max_concurrent_scrapes, Some(0));
     }
 }

@@ -31,13 +31,15 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use super::yaml;
+use crate::base::shown::{shown, shown_path};
 use crate::gpu::plan::{Collection, MIN_INTERVAL_MS};
 
 /// Why a configuration file was refused. Every message names the file and the key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigFileError {
     /// The file could not be read.
-    #[error("--config-file {file}: {source}")]
+    #[error("--config-file {}: {source}", shown_path(file))]
     Read {
         /// The file.
         file: PathBuf,
@@ -45,7 +47,7 @@ pub enum ConfigFileError {
         source: std::io::Error,
     },
     /// The file is not valid YAML for the schema, or a value is out of range.
-    #[error("--config-file {file}: {message}")]
+    #[error("--config-file {}: {message}", shown_path(file))]
     Invalid {
         /// The file.
         file: PathBuf,
@@ -166,7 +168,7 @@ impl FileSettings {
                 "the file is empty (expected at least `version: 1`)".into()
             ));
         } else {
-            serde_saphyr::from_str(text).map_err(|e| bad(e.to_string()))?
+            serde_saphyr::from_str(text).map_err(|e| bad(yaml::message(text, &e)))?
         };
         let version = raw
             .version
@@ -208,7 +210,7 @@ impl FileSettings {
             unknown.extend(
                 other
                     .into_keys()
-                    .map(|k| format!("{at}{k}: unknown key, ignored")),
+                    .map(|k| format!("{at}{}: unknown key, ignored", shown(&k))),
             );
         };
         note_unknown("", raw.other);
@@ -454,6 +456,81 @@ mod tests {
             assert!(e.starts_with("--config-file /etc/x.yaml: "), "{e}");
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    /// The YAML parser's refusals in our words: file, line, column, key and what to do;
+    /// none of the library's own words.
+    #[test]
+    fn yaml_errors_are_in_our_words() {
+        let many = format!("version: 1\nmetrics:\n  x: [{}]\n", "1,".repeat(250_001));
+        for (text, want) in [
+            (
+                "version: 1\nversion: 2\n",
+                "key version: this key is given twice in the same mapping; keep one of them",
+            ),
+            (
+                "version: 1\n---\nversion: 2\n",
+                "a second YAML document (`---`) starts here",
+            ),
+            (
+                "version: 2\nserver:\n  maxConcurrentScrapes: -1\n",
+                "line 3, column 25, key maxConcurrentScrapes: -1 is not a whole number from 0 \
+                 to 4294967295",
+            ),
+            (
+                "version: 2\nserver: {maxConcurrentScrapes: 5000000000}\n",
+                "key maxConcurrentScrapes: 5000000000 is not a whole number from 0 to 4294967295",
+            ),
+            (
+                "version: true\n",
+                "key version: true is not a whole number from 0 to 4294967295",
+            ),
+            (
+                many.as_str(),
+                "the file is too large or too deeply nested for a configuration file",
+            ),
+            (
+                "version: 1\ncollection:\n  watchGroups: [{name: a, interval: 5s}]\n",
+                "lacks the key fields",
+            ),
+            (
+                "version: 1\nmetrics: [a, b]\n",
+                "line 2, column 10, key metrics: expected a mapping of `key: value` lines here",
+            ),
+            ("version: 1\nmetrics: {file: \"a.csv\n", "line "),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.starts_with("--config-file /etc/x.yaml: "), "{e}");
+            assert!(e.contains(want), "{:.60}: {e}", text);
+            for theirs in [
+                "DuplicateKeyPolicy",
+                "from_str_multiple",
+                "budget breached",
+                "Nodes {",
+                "invalid u32",
+                "Options",
+            ] {
+                assert!(!e.contains(theirs), "{e}");
+            }
+        }
+    }
+
+    /// Keys and paths from the file are escaped wherever they are shown.
+    #[test]
+    fn keys_and_paths_with_control_characters_are_escaped() {
+        let f = parse("version: 1\n\"\\e[31mk\\nERROR forged\": 1\nmetrics:\n  \"a\\nb\": 2\n")
+            .unwrap();
+        let notes = f.notes.join("|");
+        assert!(!notes.contains(['\n', '\u{1b}']), "{notes}");
+        assert!(
+            notes.contains("\"\\u{1b}[31mk\\nERROR forged\": unknown key")
+                && notes.contains("metrics.\"a\\nb\": unknown key"),
+            "{notes}"
+        );
+        let e = FileSettings::parse(Path::new("/tmp/x\ny.yaml"), "")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--config-file \"/tmp/x\\ny.yaml\": "), "{e}");
     }
 
     #[test]

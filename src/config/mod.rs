@@ -18,6 +18,7 @@ pub mod cli;
 pub mod file;
 pub mod ignored;
 pub mod options;
+pub mod yaml;
 
 pub use crate::serve::DEFAULT_MAX_CONCURRENT_SCRAPES;
 pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};
@@ -26,6 +27,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::attribution::KubernetesConfig;
+use crate::base::shown::shown_path;
 use crate::catalogue::csv::{CounterSet, CsvError, parse_counters};
 use crate::catalogue::profile::{self, Profile};
 use crate::gpu::plan::{Collection, Collections};
@@ -114,7 +116,7 @@ impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Origin::Flag(flag) => f.write_str(flag),
-            Origin::File { file, key } => write!(f, "--config-file {}: {key}", file.display()),
+            Origin::File { file, key } => write!(f, "--config-file {}: {key}", shown_path(file)),
         }
     }
 }
@@ -288,7 +290,7 @@ impl Cli {
             return Ok(s);
         };
         let f = file::FileSettings::load(&path)?;
-        let at = path.display().to_string();
+        let at = shown_path(&path);
         s.notes = f
             .notes
             .iter()
@@ -564,7 +566,7 @@ impl Config {
                 file: None,
             },
             CountersChoice::File(Some(p)) => {
-                let origin = format!("counters from {}", p.display());
+                let origin = format!("counters from {}", shown_path(p));
                 let (file, set) = CountersFile::open(p.clone(), self.profile)?;
                 LoadedCounters {
                     set,

@@ -98,7 +98,7 @@ pub fn run(
         );
     }
     if let Some(f) = loaded.file {
-        info!(file = %f.path().display(), "counters reload on file change and on SIGHUP");
+        info!(file = %f.shown_path(), "counters reload on file change and on SIGHUP");
         sampler = sampler.with_counters_file(f);
     }
     sampler = sampler.with_exporter_metrics(cfg.enable_exporter_metrics);

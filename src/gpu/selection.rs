@@ -179,7 +179,7 @@ pub enum SpecProblem {
     OutOfRange {
         item: String,
         what: &'static str,
-        n: u64,
+        n: String,
         max: u32,
     },
     /// `b-a` with `b > a`; `fix` is the range written the right way round.
@@ -502,24 +502,22 @@ fn parse_items(
     }
 }
 
-/// A decimal number; `None` when `s` is not all digits. Saturates on overflow (then out of
-/// range for any limit).
-fn number(s: &str) -> Option<u64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(s.parse::<u64>().unwrap_or(u64::MAX))
+/// The digits of a decimal number as written; `None` when `s` is not all digits.
+fn number(s: &str) -> Option<&str> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)
 }
 
-/// Checks `n` against `max`; `what` names the number in the message.
-fn bounded(item: &str, n: u64, max: u32, what: &'static str) -> Result<u32, SpecProblem> {
-    u32::try_from(n)
+/// The number `digits` if it is at most `max`; `what` names it in the message, which quotes
+/// the digits as written (a number past any integer type is out of range, never wrapped).
+fn bounded(item: &str, digits: &str, max: u32, what: &'static str) -> Result<u32, SpecProblem> {
+    digits
+        .parse::<u32>()
         .ok()
         .filter(|&n| n <= max)
         .ok_or_else(|| SpecProblem::OutOfRange {
             item: item.into(),
             what,
-            n,
+            n: digits.into(),
             max,
         })
 }
@@ -891,7 +889,24 @@ mod tests {
     fn out_of_range() {
         assert_err("g:64", &["\"64\": GPU index 64 is out of range (0 to 63)"]);
         assert_err("g:0-64", &["\"0-64\": GPU index 64 is out of range"]);
-        assert_err("g:99999999999999999999999", &["is out of range (0 to 63)"]);
+        assert_err(
+            "g:99999999999999999999999",
+            &[
+                "\"99999999999999999999999\": GPU index 99999999999999999999999 is out of range (0 to 63)",
+            ],
+        );
+        // Past u64: quoted as written, never wrapped to 18446744073709551615.
+        let e = err("g:99999999999999999999");
+        assert!(
+            e.starts_with("-d/--devices \"g:99999999999999999999\": ")
+                && e.contains("GPU index 99999999999999999999 is out of range")
+                && !e.contains("18446744073709551615"),
+            "{e}"
+        );
+        assert_err(
+            "i:0.4294967296",
+            &["GPU instance id 4294967296 is out of range (0 to 255)"],
+        );
         assert_err("i:64", &["GPU index 64 is out of range"]);
         assert_err("i:64.1", &["GPU index 64 is out of range"]);
         assert_err(

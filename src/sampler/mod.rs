@@ -125,7 +125,7 @@ impl Sampler {
     pub fn tick(&mut self, now_unix: f64) -> Snapshot {
         let started = Instant::now();
         if let Some(file) = self.counters_file.as_mut()
-            && let Some(set) = file.poll(now_unix)
+            && let Some(set) = file.poll(now_unix, started)
         {
             self.counters = Arc::new(set);
         }

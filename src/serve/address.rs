@@ -11,6 +11,14 @@ pub enum AddressError {
     /// Not `[HOST]:PORT`.
     #[error("--address {0:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")]
     Syntax(String),
+    /// The port is a number past 65535.
+    #[error("--address {addr:?}: port {port} is out of range (0 to 65535); e.g. :9400")]
+    PortRange {
+        /// The value as given.
+        addr: String,
+        /// The port as written.
+        port: String,
+    },
     /// The host name does not resolve.
     #[error("--address {addr:?}: {source}")]
     Resolve {
@@ -25,8 +33,18 @@ pub enum AddressError {
 /// `[v6]:port`. Returns the candidates to try in order.
 pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, AddressError> {
     let bad = || AddressError::Syntax(addr.to_owned());
+    let port_of = |p: &str| -> Result<u16, AddressError> {
+        if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) {
+            p.parse().map_err(|_| AddressError::PortRange {
+                addr: addr.to_owned(),
+                port: p.to_owned(),
+            })
+        } else {
+            Err(bad())
+        }
+    };
     if let Some(port) = addr.strip_prefix(':') {
-        let port: u16 = port.parse().map_err(|_| bad())?;
+        let port = port_of(port)?;
         return Ok(vec![
             SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
             SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, port)),
@@ -36,7 +54,7 @@ pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, AddressError> {
         return Ok(vec![a]);
     }
     let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
-    let port: u16 = port.parse().map_err(|_| bad())?;
+    let port = port_of(port)?;
     let v: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .map_err(|source| AddressError::Resolve {
@@ -64,5 +82,22 @@ mod tests {
         );
         assert!(parse_address("9400").is_err());
         assert!(parse_address(":notaport").is_err());
+    }
+
+    #[test]
+    fn ports_past_65535_are_named_out_of_range() {
+        for (addr, port) in [
+            (":99999", "99999"),
+            ("127.0.0.1:65536", "65536"),
+            ("[::1]:99999999999999999999", "99999999999999999999"),
+        ] {
+            let e = parse_address(addr).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("--address {addr:?}: port {port} is out of range (0 to 65535); e.g. :9400")
+            );
+        }
+        let e = parse_address(":-1").unwrap_err().to_string();
+        assert!(e.contains("expected [HOST]:PORT"), "{e}");
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! The simulated library (`crates/nvml-sim`, built as `libnvml_sim.so`) exports the NVML C
 //! API plus a small control API. This module opens it, selects the scenario and seed through
-//! `nvmlSimConfigure`, and hands the path to the ordinary NVML loader, so the product runs
-//! exactly the code it runs on a real node. The opened library is kept alive by [`SimLib`];
+//! `nvmlSimConfigure` (a built-in name) or `nvmlSimConfigureText` (a scenario file, which it
+//! reads itself with the bounded reader of `base`), and hands the path to the ordinary NVML
+//! loader, so the product runs exactly the code it runs on a real node. The opened library is kept alive by [`SimLib`];
 //! NVML's own `dlopen` of the same path then shares its state.
 //!
 //! Simulator only (behind the `sim` feature): it must not call NVML itself; reads go through
@@ -11,6 +12,9 @@
 
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_ulonglong};
 use std::path::{Path, PathBuf};
+
+use crate::base::bounded_read::{MAX_CONFIG_FILE, read_regular_text};
+use crate::base::shown::shown;
 
 /// File name of the simulated library.
 pub const LIB_NAME: &str = "libnvml_sim.so";
@@ -65,6 +69,19 @@ pub enum SimLibError {
     /// The scenario name or path contains a NUL byte.
     #[error("--simulate {0:?}: contains a NUL byte")]
     Nul(String),
+    /// `--simulate PATH` names no built-in scenario, and the file cannot be used.
+    #[error(
+        "--simulate {path}: not a built-in scenario (built-in scenarios: {names}), and not \
+         usable as a scenario file: {problem}"
+    )]
+    File {
+        /// The path as given (escaped when it holds control characters).
+        path: String,
+        /// What is wrong with the file (not a regular file, too large, missing, …).
+        problem: String,
+        /// The built-in scenario names.
+        names: String,
+    },
     /// The simulator refused the scenario.
     #[error("--simulate {scenario:?}: {message} (built-in scenarios: {names})")]
     Scenario {
@@ -90,6 +107,7 @@ pub fn find_library(explicit: Option<&Path>) -> Result<PathBuf, SimLibError> {
 }
 
 type ConfigureFn = unsafe extern "C" fn(*const c_char, c_ulonglong) -> c_int;
+type ConfigureTextFn = unsafe extern "C" fn(*const c_char, *const c_char, c_ulonglong) -> c_int;
 type LastErrorFn = unsafe extern "C" fn() -> *const c_char;
 type SetTimeFn = unsafe extern "C" fn(f64);
 type GetTimeFn = unsafe extern "C" fn() -> f64;
@@ -129,13 +147,32 @@ impl SimLib {
         })
     }
 
-    /// Selects a scenario (built-in name or TOML path) and seed. Resets the simulation.
+    /// Selects a scenario (built-in name or TOML path) and seed. Resets the simulation. A path
+    /// is read here, by the bounded reader every file an operator names goes through (a
+    /// regular file of at most 4 MiB; a FIFO, a device or a directory is refused at once), and
+    /// its text handed to the library.
     pub fn configure(&self, scenario: &str, seed: u64) -> Result<(), SimLibError> {
-        let configure: ConfigureFn = self.sym(b"nvmlSimConfigure\0")?;
         let last_error: LastErrorFn = self.sym(b"nvmlSimLastError\0")?;
+        let names = self.scenario_names()?;
         let c = CString::new(scenario).map_err(|_| SimLibError::Nul(scenario.to_owned()))?;
-        // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
-        let rc = unsafe { configure(c.as_ptr(), seed) };
+        let rc = if names.split(',').any(|n| n == scenario) {
+            let configure: ConfigureFn = self.sym(b"nvmlSimConfigure\0")?;
+            // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+            unsafe { configure(c.as_ptr(), seed) }
+        } else {
+            let file = |problem: String| SimLibError::File {
+                path: shown(scenario).into_owned(),
+                problem,
+                names: names.clone(),
+            };
+            let text = read_regular_text(Path::new(scenario), MAX_CONFIG_FILE)
+                .map_err(|e| file(e.to_string()))?;
+            let text = CString::new(text)
+                .map_err(|_| file("it contains a NUL byte, which TOML does not allow".into()))?;
+            let configure: ConfigureTextFn = self.sym(b"nvmlSimConfigureText\0")?;
+            // SAFETY: both are valid NUL-terminated strings for the duration of the call.
+            unsafe { configure(text.as_ptr(), c.as_ptr(), seed) }
+        };
         if rc == 0 {
             return Ok(());
         }
@@ -148,7 +185,6 @@ impl SimLib {
                 CStr::from_ptr(p).to_string_lossy().into_owned()
             }
         };
-        let names = self.scenario_names().unwrap_or_default();
         Err(SimLibError::Scenario {
             scenario: scenario.to_owned(),
             message: msg,

@@ -50,7 +50,16 @@ fn set_error(g: &mut Global, message: &str) {
 }
 
 fn configure_locked(g: &mut Global, spec: &str, seed: u64) -> Result<(), String> {
-    match scenario::load(spec) {
+    install(g, scenario::load(spec), seed)
+}
+
+/// Makes `loaded` the machine (or records why it is not).
+fn install(
+    g: &mut Global,
+    loaded: Result<scenario::Scenario, scenario::ScenarioError>,
+    seed: u64,
+) -> Result<(), String> {
+    match loaded {
         Ok(sc) => {
             let floor = g
                 .sim
@@ -75,6 +84,11 @@ fn configure_locked(g: &mut Global, spec: &str, seed: u64) -> Result<(), String>
 /// its state (devices, clock origin, event sets, GPM samples). A frozen time stays frozen.
 pub fn configure(spec: &str, seed: u64) -> Result<(), String> {
     configure_locked(&mut lock(), spec, seed)
+}
+
+/// As [`configure`], with the text of the scenario file at `path`, read by the caller.
+pub fn configure_text(text: &str, path: &str, seed: u64) -> Result<(), String> {
+    install(&mut lock(), scenario::load_text(text, path), seed)
 }
 
 /// Records an error for `nvmlSimLastError` (e.g. a bad argument to a control function).

@@ -329,7 +329,8 @@ const PERMISSION_HINT: &str = "permission denied: the kubelet creates its pod-re
      connecting to a unix socket needs write permission on it; run the exporter as uid 0 \
      (runAsUser: 0; no capabilities are needed) for pod mapping";
 
-/// A gRPC status as one line, with the transport error behind an `Unavailable`, and
+/// A gRPC status as one line, with the transport error behind an `Unavailable` (each cause
+/// once: a layer whose text its outer layer already shows adds nothing), and
 /// [`PERMISSION_HINT`] when the socket refused us for lack of permission.
 fn describe(s: &tonic::Status) -> String {
     use std::error::Error as _;
@@ -337,8 +338,11 @@ fn describe(s: &tonic::Status) -> String {
     let mut denied = false;
     let mut src = s.source();
     while let Some(e) = src {
-        msg.push_str(": ");
-        msg.push_str(&e.to_string());
+        let text = e.to_string();
+        if !text.is_empty() && !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
         denied |= e
             .downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied);

@@ -3,6 +3,8 @@
 //!
 //! ```c
 //! int          nvmlSimConfigure(const char *scenario, unsigned long long seed); // 0 / -1
+//! int          nvmlSimConfigureText(const char *text, const char *path,
+//!                                   unsigned long long seed);              // 0 / -1
 //! const char  *nvmlSimLastError(void);
 //! void         nvmlSimSetTime(double seconds);          // < 0: back to real time
 //! double       nvmlSimGetTime(void);                    // scenario time now; -1 unconfigured
@@ -35,6 +37,35 @@ pub unsafe extern "C" fn nvmlSimConfigure(scenario: *const c_char, seed: u64) ->
             return -1;
         };
         match state::configure(spec, seed) {
+            Ok(()) => 0,
+            Err(_) => -1,
+        }
+    }));
+    result.unwrap_or(-1)
+}
+
+/// Loads the scenario whose TOML `text` the caller read from the file at `path` (named in
+/// errors; its stem names the scenario unless the text has a `name`) with `seed`, replacing all
+/// state. The exporter reads `--simulate PATH` itself with its bounded reader and hands the
+/// text over here. Returns 0 on success and -1 on error (see `nvmlSimLastError`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlSimConfigureText(
+    text: *const c_char,
+    path: *const c_char,
+    seed: u64,
+) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        if text.is_null() || path.is_null() {
+            state::record_error("nvmlSimConfigureText: text or path is null");
+            return -1;
+        }
+        // SAFETY: non-null and NUL-terminated (documented contract).
+        let (text, path) = unsafe { (CStr::from_ptr(text), CStr::from_ptr(path)) };
+        let (Ok(text), Ok(path)) = (text.to_str(), path.to_str()) else {
+            state::record_error("nvmlSimConfigureText: text or path is not UTF-8");
+            return -1;
+        };
+        match state::configure_text(text, path, seed) {
             Ok(()) => 0,
             Err(_) => -1,
         }

@@ -505,21 +505,25 @@ pub fn load(spec: &str) -> Result<Scenario, ScenarioError> {
     if let Some(text) = builtin::get(spec) {
         return parse(text, &format!("built-in scenario {spec}"), spec);
     }
-    let path = std::path::Path::new(spec);
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let stem = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| spec.to_string());
-            parse(&text, &format!("scenario file {spec}"), &stem)
-        }
+    match std::fs::read_to_string(spec) {
+        Ok(text) => load_text(&text, spec),
         Err(e) => Err(ScenarioError::new(format!(
             "scenario \"{spec}\": not a built-in scenario (built-ins: {}) and cannot be read as \
              a file: {e}",
             builtin::names().join(", ")
         ))),
     }
+}
+
+/// Parses the text of the scenario file at `path`, which the caller has read (the exporter
+/// reads it with its bounded reader, so a FIFO, a device or an oversized file never gets here).
+/// The file's stem is the scenario's name unless it has a `name`.
+pub fn load_text(text: &str, path: &str) -> Result<Scenario, ScenarioError> {
+    let stem = std::path::Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string());
+    parse(text, &format!("scenario file {path}"), &stem)
 }
 
 /// Parses and validates scenario text. `origin` prefixes error messages; `default_name` is
