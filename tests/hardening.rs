@@ -417,24 +417,63 @@ fn special_files_stop_start_up_promptly() {
 /// Starts the exporter on the simulated node with `flag path`, which must stop start-up with
 /// exit 1 well within the 20 s the process is given (no hang on the file); its stderr.
 fn refused_at_start(flag: &str, path: &str) -> String {
+    refused(&["--simulate", "a100-l4", flag, path])
+}
+
+/// Starts the exporter with `args`, which must stop start-up with exit 1 well within the 20 s
+/// the process is given; its stderr.
+fn refused(args: &[&str]) -> String {
     let started = Instant::now();
     let out = std::process::Command::new("timeout")
-        .args([
-            "20",
-            common::BIN,
-            "--simulate",
-            "a100-l4",
-            "-a",
-            "127.0.0.1:0",
-            flag,
-            path,
-        ])
+        .args(["20", common::BIN, "-a", "127.0.0.1:0"])
+        .args(args)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{flag} {path}: {err}");
-    assert!(started.elapsed() < Duration::from_secs(10), "{flag} {path}");
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{args:?}");
     err
+}
+
+/// `--nvml-lib` naming a FIFO (directly or through a symlink), a device or a directory stops
+/// start-up at once, naming the flag and the path, on a real node's path and with
+/// `--simulate` (where it names the simulated library): the dynamic loader would wait on a
+/// FIFO for a writer, holding a lock that every thread of the process may need.
+#[test]
+fn an_nvml_library_that_is_not_a_file_stops_start_up_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("libnvidia-ml.so.1");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let link = dir.path().join("link.so");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let (fifo, link) = (fifo.to_str().unwrap(), link.to_str().unwrap());
+    let d = dir.path().to_str().unwrap();
+    for (path, what) in [
+        (fifo, "FIFO"),
+        (link, "FIFO"),
+        ("/dev/zero", "character device"),
+        (d, "directory"),
+    ] {
+        for simulate in [false, true] {
+            let mut args = vec!["--nvml-lib", path];
+            if simulate {
+                args.extend(["--simulate", "a100-l4"]);
+            }
+            let err = refused(&args);
+            assert!(
+                err.contains(&format!(
+                    "--nvml-lib {path}: not a regular file but a {what}"
+                )),
+                "{args:?}: {err}"
+            );
+        }
+    }
 }
 
 /// A counters file over the 4 MiB limit stops start-up at once, naming the file and the
