@@ -644,3 +644,79 @@ fn a_hung_driver_turns_ready_503_and_does_not_block_shutdown() {
         e.log()
     );
 }
+
+/// Waits (at most 40 s) for the watchdog's log line, then checks what a stuck first tick looks
+/// like from outside: `/health` answers 200 and says so, `/ready` answers 503 and says so,
+/// `/metrics` carries `gpu_exporter_sampler_stalled_seconds` and no tick has been published.
+fn stalled_before_the_first_tick(e: &Exporter) {
+    e.wait_log(
+        "the sampler has not finished a tick for",
+        Duration::from_secs(40),
+    );
+    assert!(
+        e.log()
+            .contains("since start: loading or initialising NVML may be hung"),
+        "{}",
+        e.log()
+    );
+    let h = http_get(e.port, "/health", &[]).unwrap();
+    assert_eq!(h.status, 200, "{}", h.text());
+    assert!(
+        h.text().contains("the sampler has not finished a tick for"),
+        "{}",
+        h.text()
+    );
+    let r = http_get(e.port, "/ready", &[]).unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("loading or initialising NVML may be hung"),
+        "{}",
+        r.text()
+    );
+    let m = http_get(e.port, "/metrics", &[]).unwrap().text();
+    assert!(m.contains("\ngpu_exporter_sampler_stalled_seconds "), "{m}");
+    // The start-up page: no tick has finished.
+    assert!(m.contains("\ngpu_exporter_samples_total 0\n"), "{m}");
+}
+
+/// SIGTERM, which must end the process with exit 0 although the sampler is stuck (within the
+/// 20 s `sigterm` waits; the grace is 5 s), leaving it behind.
+fn sigterm_leaves_the_stuck_sampler(e: &mut Exporter) {
+    let started = Instant::now();
+    let status = e.sigterm();
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        e.log().contains("exiting without waiting for it"),
+        "{}",
+        e.log()
+    );
+}
+
+/// A driver wedged in `nvmlInit` from the start (the simulator's `init_hangs_until`), on a
+/// real node's path (`--nvml-lib`, no `--simulate`): before any tick has finished, the stall is
+/// logged, `/health` reports it, `/ready` is 503 and `/metrics` carries
+/// `gpu_exporter_sampler_stalled_seconds`; SIGTERM still ends the process within the grace.
+#[test]
+fn a_hung_nvml_init_is_reported_before_the_first_tick_and_does_not_block_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("init-hang.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"init-hang\"\nnode = \"n\"\ninit_hangs_until = 600\n\
+         [[gpus]]\nmodel = \"L4\"\n",
+    )
+    .unwrap();
+    let mut e = Exporter::builder()
+        .env("NVML_SIM_SCENARIO", &scenario)
+        .args(["-c", "500"])
+        .log_pipe()
+        .spawn();
+    stalled_before_the_first_tick(&e);
+    sigterm_leaves_the_stuck_sampler(&mut e);
+}

@@ -39,7 +39,7 @@ pub enum DaemonError {
     /// The sampler thread cannot be started.
     #[error("cannot start the sampler thread: {0}")]
     SamplerThread(#[source] std::io::Error),
-    /// The HTTP server cannot bind or serve.
+    /// The HTTP server cannot bind its address.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
 }
@@ -102,6 +102,9 @@ pub fn run(
         sampler = sampler.with_counters_file(f);
     }
     sampler = sampler.with_exporter_metrics(cfg.enable_exporter_metrics);
+    // Armed before the first tick: a first tick that never ends (NVML's load or init hung) is
+    // a stall too.
+    shared.set_stall_after(stall_limit(cfg.tick_interval));
     let stop = Arc::new(AtomicBool::new(false));
     let handle = sampler::spawn(
         sampler,
@@ -111,7 +114,6 @@ pub fn run(
         Arc::clone(&stop),
     )
     .map_err(DaemonError::SamplerThread)?;
-    shared.set_stall_after(stall_limit(cfg.tick_interval));
     let served = rt.block_on(serve_until_signal(&cfg, shared, web_config));
     stop.store(true, Ordering::Release);
     // A sampler stuck in an NVML call (a hung driver) must not keep the process alive: wait a
@@ -153,6 +155,6 @@ async fn serve_until_signal(
         cfg.limits(),
         signals::shutdown_signal(),
     )
-    .await?;
+    .await;
     Ok(())
 }
