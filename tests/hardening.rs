@@ -720,3 +720,85 @@ fn a_hung_nvml_init_is_reported_before_the_first_tick_and_does_not_block_shutdow
     stalled_before_the_first_tick(&e);
     sigterm_leaves_the_stuck_sampler(&mut e);
 }
+
+/// Compiles `source` (C) into the shared library `dir/name` with `cc` (the C compiler cargo
+/// links with), passing `extra` to it.
+fn c_library(
+    dir: &std::path::Path,
+    name: &str,
+    source: &str,
+    extra: &[&str],
+) -> std::path::PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, source).unwrap();
+    let out = std::process::Command::new("cc")
+        .current_dir(dir)
+        .args(["-shared", "-fPIC", "-o", name])
+        .arg(&c)
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| panic!("cc (the C compiler cargo links with): {e}"));
+    assert!(out.status.success(), "cc {name}: {out:?}");
+    dir.join(name)
+}
+
+/// A library whose loading blocks inside the dynamic loader itself: it needs a library that is
+/// a FIFO in its run path, which the loader opens and waits on (while holding its lock, which
+/// a server thread needs for its first response). The exporter has a child process try the
+/// load first, so the HTTP server keeps answering; the stall is reported before any tick
+/// finished, SIGTERM ends the process within the grace, and the child dies with it.
+#[test]
+fn a_library_that_blocks_the_dynamic_loader_freezes_neither_serving_nor_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let dep = c_library(d, "libdep.so", "int dep(void) { return 1; }\n", &[]);
+    let rpath = format!("-Wl,-rpath,{}", d.display());
+    let stub = c_library(
+        d,
+        "libstub.so",
+        "int dep(void);\nint nvmlInit_v2(void) { return dep(); }\n",
+        &["-L.", "-ldep", &rpath],
+    );
+    std::fs::remove_file(&dep).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&dep)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut e = Exporter::builder()
+        .nvml_lib(&stub)
+        .args(["-c", "500"])
+        .log_pipe()
+        .spawn();
+    // Served while the load is blocked: each server thread's first response needs the
+    // loader's lock (it registers a thread-local destructor), so without the trial process the
+    // first answer never comes. The sampler starts right after the address is bound, and the
+    // second waited here lets it reach the load first.
+    e.wait_log("serving /metrics", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(1));
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /health HTTP/1.0\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert_eq!(
+            answer.split(' ').nth(1),
+            Some("200"),
+            "{answer:?}\n{}",
+            e.log()
+        );
+    }
+    stalled_before_the_first_tick(&e);
+    sigterm_leaves_the_stuck_sampler(&mut e);
+    // The trial process, blocked on the FIFO, did not outlive the exporter.
+    let stub = stub.to_str().unwrap().to_owned();
+    common::wait_until("the trial process gone", || {
+        !std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&stub))
+        })
+    });
+}

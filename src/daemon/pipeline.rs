@@ -87,7 +87,8 @@ impl Pipeline {
         );
         info!(devices = %cfg.devices.describe(), mig_repeat_device_fields = cfg.mig_repeat_device_fields, "device selection");
         let loader_path = lib_path.clone();
-        let loader: sampler::Loader = Box::new(move || gpu::open(loader_path.as_deref()));
+        let loader: sampler::Loader =
+            Box::new(move || gpu::open_after_trial(loader_path.as_deref()));
         let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader_options());
         let (attributor, cluster, kubernetes) = start_attribution(cfg, rt, node.as_ref())?;
         if let Some(a) = attributor {

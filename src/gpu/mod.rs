@@ -2,9 +2,9 @@
 //!
 //! [`open`] checks the library path (a regular file, or the loader's own search), then [`load`]
 //! opens `libnvidia-ml.so.1` (or the simulated library) through nvml-wrapper and keeps the
-//! handle for the life of the process. [`reader::Reader`] turns the counter set into NVML
-//! calls and returns plain data; it never encodes, never serves and never panics on NVML
-//! errors.
+//! handle for the life of the process; the daemon has a child process load it first
+//! ([`trial`], [`open_after_trial`]). [`reader::Reader`] turns the counter set into NVML calls
+//! and returns plain data; it never encodes, never serves and never panics on NVML errors.
 
 pub mod nvlink;
 pub mod plan;
@@ -12,6 +12,7 @@ pub mod processes;
 pub mod reader;
 pub mod selection;
 mod text;
+pub mod trial;
 pub mod xid;
 
 pub use text::xid_message;
@@ -53,6 +54,17 @@ pub enum LoadError {
         /// What it is.
         source: ReadError,
     },
+    /// The trial load in a child process ([`trial`]) did not end normally.
+    #[error(
+        "loading the NVML library {} {why}: it is not loaded into the exporter",
+        place(lib.as_deref())
+    )]
+    Trial {
+        /// The path given, `None` for [`DEFAULT_LIB`] through the dynamic loader.
+        lib: Option<PathBuf>,
+        /// How the child ended.
+        why: String,
+    },
     /// The dynamic loader or NVML failed. Displayed as [`describe_load_error`] writes it.
     #[error("{}", describe_load_error(lib.as_deref(), source))]
     Nvml {
@@ -69,6 +81,20 @@ pub enum LoadError {
 /// is left to the loader to report (the library may arrive later).
 pub fn open(lib: Option<&Path>) -> Result<&'static Nvml, LoadError> {
     check_path(lib)?;
+    load_described(lib)
+}
+
+/// [`open`], with a trial load of the library in a child process ([`trial`]) between the
+/// check and the load, so that a `dlopen` that blocks blocks there and not in the exporter.
+/// The daemon loads NVML this way.
+pub fn open_after_trial(lib: Option<&Path>) -> Result<&'static Nvml, LoadError> {
+    check_path(lib)?;
+    trial::run(lib.map(Path::as_os_str).unwrap_or(OsStr::new(DEFAULT_LIB))).map_err(|why| {
+        LoadError::Trial {
+            lib: lib.map(Path::to_path_buf),
+            why,
+        }
+    })?;
     load_described(lib)
 }
 
