@@ -2,9 +2,10 @@
 //! [`daemon::run`] (the exporter), `check` or `probe` (or, run by the daemon itself, a trial
 //! load of NVML in a child process: `gpu::trial`).
 //!
-//! Only this file decides exit codes: 0 after a graceful shutdown, 1 for a configuration
-//! error (bad flag, bad counters CSV, unusable `--simulate`) or a failed start, 2 for
-//! command-line syntax (from clap). `check` and `probe` return theirs (0 passed, 1 failed).
+//! Only this file decides exit codes: 0 after a shutdown on SIGTERM or Ctrl-C (ended with
+//! `daemon::leave_now` when a thread is stuck inside NVML), 1 for a configuration error (bad
+//! flag, bad counters CSV, unusable `--simulate`) or a failed start, 2 for command-line syntax
+//! (from clap). `check` and `probe` return theirs (0 passed, 1 failed).
 
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
@@ -67,7 +68,8 @@ fn main() -> ExitCode {
     };
     init_logging(&cfg);
     match daemon::run(cfg, rt, early) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(daemon::Exit::Return) => ExitCode::SUCCESS,
+        Ok(daemon::Exit::Now) => daemon::leave_now(0),
         Err(e) => {
             eprintln!("gpu-exporter: error: {e}");
             ExitCode::FAILURE

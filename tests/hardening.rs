@@ -802,3 +802,80 @@ fn a_library_that_blocks_the_dynamic_loader_freezes_neither_serving_nor_shutdown
         })
     });
 }
+
+/// The exporter on a library whose constructor never returns inside the exporter, though it
+/// does in the trial process (a hang the trial cannot foresee): the sampler's thread is then
+/// stuck inside the dynamic loader, holding its lock. Returned once the sampler is in there.
+fn wedged_in_the_loader(dir: &std::path::Path) -> Exporter {
+    let source = format!(
+        "#include <fcntl.h>\n#include <string.h>\n#include <unistd.h>\n\
+         __attribute__((constructor)) static void wedge(void) {{\n\
+           char b[4096]; int fd = open(\"/proc/self/cmdline\", O_RDONLY);\n\
+           ssize_t n = fd < 0 ? 0 : read(fd, b, sizeof b - 1);\n\
+           for (ssize_t i = 0; i < n; i++) if (b[i] == 0) b[i] = ' ';\n\
+           b[n > 0 ? n : 0] = 0;\n\
+           if (strstr(b, \"{}\")) return;\n\
+           for (;;) pause();\n\
+         }}\n\
+         int nvmlInit_v2(void) {{ return 0; }}\n",
+        gpu_exporter::gpu::trial::ARG
+    );
+    let lib = c_library(dir, "libwedge.so", &source, &[]);
+    let e = Exporter::builder()
+        .nvml_lib(&lib)
+        .args(["-c", "500"])
+        .log_pipe()
+        .spawn();
+    e.wait_log("serving /metrics", Duration::from_secs(20));
+    // The sampler reaches the constructor within this second; a trial process has come and gone.
+    std::thread::sleep(Duration::from_secs(1));
+    e
+}
+
+/// A load stuck inside the exporter's dynamic loader: an ordinary exit would wait for the
+/// loader's lock (`_dl_fini`). SIGTERM still ends the process within the grace, with exit 0:
+/// the daemon leaves with `_exit`. No request is sent (see the next test).
+#[test]
+fn a_load_stuck_inside_the_exporter_does_not_block_its_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = wedged_in_the_loader(dir.path());
+    sigterm_leaves_the_stuck_sampler(&mut e);
+}
+
+/// The same, after requests: each server thread's first response needs the loader's lock, so
+/// both wait on it, and the ordinary shutdown, which needs them to see the signal, never
+/// starts. The exit guard ends the process a second after the grace, with exit 0 and a line
+/// saying why.
+#[test]
+fn a_shutdown_that_cannot_run_is_ended_by_the_exit_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = wedged_in_the_loader(dir.path());
+    let port = e.port;
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+                s.write_all(b"GET /health HTTP/1.0\r\n\r\n").unwrap();
+                let _ = s.read_to_end(&mut Vec::new());
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let started = Instant::now();
+    let status = e.sigterm();
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        e.log()
+            .contains("s of SIGTERM or Ctrl-C (a thread stuck inside NVML"),
+        "{}",
+        e.log()
+    );
+}

@@ -58,8 +58,21 @@ pub struct Pipeline {
 /// The simulated node and cluster a pipeline reads (none on a real node): their library,
 /// kubelet socket, API server and proc tree live as long as this value.
 pub struct Simulated {
-    _node: Option<sim::Node>,
+    node: Option<sim::Node>,
     _cluster: Option<sim::Cluster>,
+}
+
+impl Simulated {
+    /// Stops the simulated cluster and unloads the simulated library (once NVML no longer
+    /// needs it).
+    pub fn stop(self) {}
+
+    /// Stops the simulated cluster but never unloads the simulated library: unloading takes
+    /// the dynamic loader's lock, which a thread stuck loading NVML may hold.
+    pub fn abandon(self) {
+        let Self { node, _cluster } = self;
+        let _ = std::mem::ManuallyDrop::new(node);
+    }
 }
 
 impl Pipeline {
@@ -99,7 +112,7 @@ impl Pipeline {
             lib_path,
             kubernetes,
             simulated: Simulated {
-                _node: node,
+                node,
                 _cluster: cluster,
             },
         })
