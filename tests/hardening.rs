@@ -390,13 +390,7 @@ fn a_stray_signal_during_start_up_is_survived() {
 fn special_files_stop_start_up_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&fifo);
     let fifo = fifo.to_str().unwrap();
     let d = dir.path().to_str().unwrap();
     for (flag, path, what) in [
@@ -412,6 +406,12 @@ fn special_files_stop_start_up_promptly() {
             "{flag} {path}: {err}"
         );
     }
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(made.unwrap().success(), "mkfifo {}", path.display());
 }
 
 /// Starts the exporter on the simulated node with `flag path`, which must stop start-up with
@@ -443,13 +443,7 @@ fn refused(args: &[&str]) -> String {
 fn an_nvml_library_that_is_not_a_file_stops_start_up_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("libnvidia-ml.so.1");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&fifo);
     let link = dir.path().join("link.so");
     std::os::unix::fs::symlink(&fifo, &link).unwrap();
     let (fifo, link) = (fifo.to_str().unwrap(), link.to_str().unwrap());
@@ -630,19 +624,7 @@ fn a_hung_driver_turns_ready_503_and_does_not_block_shutdown() {
         m.contains("DCGM_FI_DEV_GPU_TEMP{"),
         "the last values are still served"
     );
-    let started = Instant::now();
-    let status = e.sigterm();
-    assert!(status.success(), "{status}");
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "{:?}",
-        started.elapsed()
-    );
-    assert!(
-        e.log().contains("exiting without waiting for it"),
-        "{}",
-        e.log()
-    );
+    sigterm_ends_it(&mut e, "exiting without waiting for it");
 }
 
 /// Waits (at most 40 s) for the watchdog's log line, then checks what a stuck first tick looks
@@ -681,8 +663,9 @@ fn stalled_before_the_first_tick(e: &Exporter) {
 }
 
 /// SIGTERM, which must end the process with exit 0 although the sampler is stuck (within the
-/// 20 s `sigterm` waits; the grace is 5 s), leaving it behind.
-fn sigterm_leaves_the_stuck_sampler(e: &mut Exporter) {
+/// 20 s `sigterm` waits; the grace is 5 s), with `why` in the log: the daemon's line for the
+/// sampler it leaves behind, or the exit guard's.
+fn sigterm_ends_it(e: &mut Exporter, why: &str) {
     let started = Instant::now();
     let status = e.sigterm();
     assert!(status.success(), "{status}");
@@ -691,11 +674,12 @@ fn sigterm_leaves_the_stuck_sampler(e: &mut Exporter) {
         "{:?}",
         started.elapsed()
     );
-    assert!(
-        e.log().contains("exiting without waiting for it"),
-        "{}",
-        e.log()
-    );
+    assert!(e.log().contains(why), "{}", e.log());
+}
+
+/// [`sigterm_ends_it`] in the ordinary shutdown, which leaves the stuck sampler behind.
+fn sigterm_leaves_the_stuck_sampler(e: &mut Exporter) {
+    sigterm_ends_it(e, "exiting without waiting for it");
 }
 
 /// A driver wedged in `nvmlInit` from the start (the simulator's `init_hangs_until`), on a
@@ -760,13 +744,7 @@ fn a_library_that_blocks_the_dynamic_loader_freezes_neither_serving_nor_shutdown
         &["-L.", "-ldep", &rpath],
     );
     std::fs::remove_file(&dep).unwrap();
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&dep)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&dep);
     let mut e = Exporter::builder()
         .nvml_lib(&stub)
         .args(["-c", "500"])
@@ -864,18 +842,8 @@ fn a_shutdown_that_cannot_run_is_ended_by_the_exit_guard() {
     for c in clients {
         c.join().unwrap();
     }
-    let started = Instant::now();
-    let status = e.sigterm();
-    assert!(status.success(), "{status}");
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "{:?}",
-        started.elapsed()
-    );
-    assert!(
-        e.log()
-            .contains("s of SIGTERM or Ctrl-C (a thread stuck inside NVML"),
-        "{}",
-        e.log()
+    sigterm_ends_it(
+        &mut e,
+        "s of SIGTERM or Ctrl-C (a thread stuck inside NVML or the dynamic loader",
     );
 }
