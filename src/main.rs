@@ -1,15 +1,18 @@
 //! The `gpu-exporter` binary: flag parsing, logging set-up and one call into the library —
-//! [`daemon::run`] (the exporter), `check` or `probe`.
+//! [`daemon::run`] (the exporter), `check` or `probe` (or, run by the daemon itself, a trial
+//! load of NVML in a child process: `gpu::trial`).
 //!
-//! Only this file decides exit codes: 0 after a graceful shutdown, 1 for a configuration
-//! error (bad flag, bad counters CSV, unusable `--simulate`) or a failed start, 2 for
-//! command-line syntax (from clap). `check` and `probe` return theirs (0 passed, 1 failed).
+//! Only this file decides exit codes: 0 after a shutdown on SIGTERM or Ctrl-C (ended with
+//! `daemon::leave_now` when a thread is stuck inside NVML), 1 for a configuration error (bad
+//! flag, bad counters CSV, unusable `--simulate`) or a failed start, 2 for command-line syntax
+//! (from clap). `check` and `probe` return theirs (0 passed, 1 failed).
 
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
 use gpu_exporter::config::{Cli, Config};
 use gpu_exporter::daemon::{self, signals::EarlySignals};
+use gpu_exporter::gpu::trial;
 use gpu_exporter::{check, probe};
 
 fn init_logging(cfg: &Config) {
@@ -39,6 +42,10 @@ fn main() -> ExitCode {
     match args.get(1).map(OsString::as_os_str) {
         Some(s) if s == OsStr::new("probe") => return status(probe::main(args)),
         Some(s) if s == OsStr::new("check") => return status(check::main(args)),
+        // The daemon's trial load of NVML in a child process.
+        Some(s) if s == OsStr::new(trial::ARG) => {
+            return ExitCode::from(trial::child_main(args.get(2).map(OsString::as_os_str)));
+        }
         _ => {}
     }
     // The runtime first, and the signals that would end the process registered on it before
@@ -61,7 +68,8 @@ fn main() -> ExitCode {
     };
     init_logging(&cfg);
     match daemon::run(cfg, rt, early) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(daemon::Exit::Return) => ExitCode::SUCCESS,
+        Ok(daemon::Exit::Now) => daemon::leave_now(0),
         Err(e) => {
             eprintln!("gpu-exporter: error: {e}");
             ExitCode::FAILURE

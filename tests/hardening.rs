@@ -420,23 +420,21 @@ fn mkfifo(path: &std::path::Path) -> std::path::PathBuf {
 /// Starts the exporter on the simulated node with `flag path`, which must stop start-up with
 /// exit 1 well within the 20 s the process is given (no hang on the file); its stderr.
 fn refused_at_start(flag: &str, path: &str) -> String {
+    refused(&["--simulate", "a100-l4", flag, path])
+}
+
+/// Starts the exporter with `args`, which must stop start-up with exit 1 well within the 20 s
+/// the process is given; its stderr.
+fn refused(args: &[&str]) -> String {
     let started = Instant::now();
     let out = std::process::Command::new("timeout")
-        .args([
-            "20",
-            common::BIN,
-            "--simulate",
-            "a100-l4",
-            "-a",
-            "127.0.0.1:0",
-            flag,
-            path,
-        ])
+        .args(["20", common::BIN, "-a", "127.0.0.1:0"])
+        .args(args)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{flag} {path}: {err}");
-    assert!(started.elapsed() < Duration::from_secs(10), "{flag} {path}");
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{args:?}");
     err
 }
 
@@ -490,6 +488,40 @@ fn simulate_refuses_special_and_oversized_files_promptly_daemon_and_check() {
             assert!(
                 started.elapsed() < Duration::from_secs(10),
                 "check={check} {path}"
+            );
+        }
+    }
+}
+
+/// `--nvml-lib` naming a FIFO (directly or through a symlink), a device or a directory stops
+/// start-up at once, naming the flag and the path, on a real node's path and with
+/// `--simulate` (where it names the simulated library): the dynamic loader would wait on a
+/// FIFO for a writer, holding a lock that every thread of the process may need.
+#[test]
+fn an_nvml_library_that_is_not_a_file_stops_start_up_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = mkfifo(&dir.path().join("libnvidia-ml.so.1"));
+    let link = dir.path().join("link.so");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let (fifo, link) = (fifo.to_str().unwrap(), link.to_str().unwrap());
+    let d = dir.path().to_str().unwrap();
+    for (path, what) in [
+        (fifo, "FIFO"),
+        (link, "FIFO"),
+        ("/dev/zero", "character device"),
+        (d, "directory"),
+    ] {
+        for simulate in [false, true] {
+            let mut args = vec!["--nvml-lib", path];
+            if simulate {
+                args.extend(["--simulate", "a100-l4"]);
+            }
+            let err = refused(&args);
+            assert!(
+                err.contains(&format!(
+                    "--nvml-lib {path}: not a regular file but a {what}"
+                )),
+                "{args:?}: {err}"
             );
         }
     }
@@ -649,6 +681,48 @@ fn a_hung_driver_turns_ready_503_and_does_not_block_shutdown() {
         m.contains("DCGM_FI_DEV_GPU_TEMP{"),
         "the last values are still served"
     );
+    sigterm_ends_it(&mut e, "exiting without waiting for it");
+}
+
+/// Waits (at most 40 s) for the watchdog's log line, then checks what a stuck first tick looks
+/// like from outside: `/health` answers 200 and says so, `/ready` answers 503 and says so,
+/// `/metrics` carries `gpu_exporter_sampler_stalled_seconds` and no tick has been published.
+fn stalled_before_the_first_tick(e: &Exporter) {
+    e.wait_log(
+        "the sampler has not finished a tick for",
+        Duration::from_secs(40),
+    );
+    assert!(
+        e.log()
+            .contains("since start: loading or initialising NVML may be hung"),
+        "{}",
+        e.log()
+    );
+    let h = http_get(e.port, "/health", &[]).unwrap();
+    assert_eq!(h.status, 200, "{}", h.text());
+    assert!(
+        h.text().contains("the sampler has not finished a tick for"),
+        "{}",
+        h.text()
+    );
+    let r = http_get(e.port, "/ready", &[]).unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("loading or initialising NVML may be hung"),
+        "{}",
+        r.text()
+    );
+    let m = http_get(e.port, "/metrics", &[]).unwrap().text();
+    assert!(m.contains("\ngpu_exporter_sampler_stalled_seconds "), "{m}");
+    // The start-up page: no tick has finished.
+    assert!(m.contains("\ngpu_exporter_samples_total 0\n"), "{m}");
+}
+
+/// SIGTERM, which must end the process with exit 0 although the sampler is stuck (within the
+/// 20 s `sigterm` waits; the grace is 5 s), with `why` in the log: the daemon's line for the
+/// sampler it leaves behind, or the exit guard's.
+fn sigterm_ends_it(e: &mut Exporter, why: &str) {
     let started = Instant::now();
     let status = e.sigterm();
     assert!(status.success(), "{status}");
@@ -657,9 +731,176 @@ fn a_hung_driver_turns_ready_503_and_does_not_block_shutdown() {
         "{:?}",
         started.elapsed()
     );
-    assert!(
-        e.log().contains("exiting without waiting for it"),
-        "{}",
-        e.log()
+    assert!(e.log().contains(why), "{}", e.log());
+}
+
+/// [`sigterm_ends_it`] in the ordinary shutdown, which leaves the stuck sampler behind.
+fn sigterm_leaves_the_stuck_sampler(e: &mut Exporter) {
+    sigterm_ends_it(e, "exiting without waiting for it");
+}
+
+/// A driver wedged in `nvmlInit` from the start (the simulator's `init_hangs_until`), on a
+/// real node's path (`--nvml-lib`, no `--simulate`): before any tick has finished, the stall is
+/// logged, `/health` reports it, `/ready` is 503 and `/metrics` carries
+/// `gpu_exporter_sampler_stalled_seconds`; SIGTERM still ends the process within the grace.
+#[test]
+fn a_hung_nvml_init_is_reported_before_the_first_tick_and_does_not_block_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("init-hang.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"init-hang\"\nnode = \"n\"\ninit_hangs_until = 600\n\
+         [[gpus]]\nmodel = \"L4\"\n",
+    )
+    .unwrap();
+    let mut e = Exporter::builder()
+        .env("NVML_SIM_SCENARIO", &scenario)
+        .args(["-c", "500"])
+        .log_pipe()
+        .spawn();
+    stalled_before_the_first_tick(&e);
+    sigterm_leaves_the_stuck_sampler(&mut e);
+}
+
+/// Compiles `source` (C) into the shared library `dir/name` with `cc` (the C compiler cargo
+/// links with), passing `extra` to it.
+fn c_library(
+    dir: &std::path::Path,
+    name: &str,
+    source: &str,
+    extra: &[&str],
+) -> std::path::PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, source).unwrap();
+    let out = std::process::Command::new("cc")
+        .current_dir(dir)
+        .args(["-shared", "-fPIC", "-o", name])
+        .arg(&c)
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| panic!("cc (the C compiler cargo links with): {e}"));
+    assert!(out.status.success(), "cc {name}: {out:?}");
+    dir.join(name)
+}
+
+/// A library whose loading blocks inside the dynamic loader itself: it needs a library that is
+/// a FIFO in its run path, which the loader opens and waits on (while holding its lock, which
+/// a server thread needs for its first response). The exporter has a child process try the
+/// load first, so the HTTP server keeps answering; the stall is reported before any tick
+/// finished, SIGTERM ends the process within the grace, and the child dies with it.
+#[test]
+fn a_library_that_blocks_the_dynamic_loader_freezes_neither_serving_nor_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let dep = c_library(d, "libdep.so", "int dep(void) { return 1; }\n", &[]);
+    let rpath = format!("-Wl,-rpath,{}", d.display());
+    let stub = c_library(
+        d,
+        "libstub.so",
+        "int dep(void);\nint nvmlInit_v2(void) { return dep(); }\n",
+        &["-L.", "-ldep", &rpath],
+    );
+    std::fs::remove_file(&dep).unwrap();
+    mkfifo(&dep);
+    let mut e = Exporter::builder()
+        .nvml_lib(&stub)
+        .args(["-c", "500"])
+        .log_pipe()
+        .spawn();
+    // Served while the load is blocked: each server thread's first response needs the
+    // loader's lock (it registers a thread-local destructor), so without the trial process the
+    // first answer never comes. The sampler starts right after the address is bound, and the
+    // second waited here lets it reach the load first.
+    e.wait_log("serving /metrics", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(1));
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /health HTTP/1.0\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert_eq!(
+            answer.split(' ').nth(1),
+            Some("200"),
+            "{answer:?}\n{}",
+            e.log()
+        );
+    }
+    stalled_before_the_first_tick(&e);
+    sigterm_leaves_the_stuck_sampler(&mut e);
+    // The trial process, blocked on the FIFO, did not outlive the exporter.
+    let stub = stub.to_str().unwrap().to_owned();
+    common::wait_until("the trial process gone", || {
+        !std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&stub))
+        })
+    });
+}
+
+/// The exporter on a library whose constructor never returns inside the exporter, though it
+/// does in the trial process (a hang the trial cannot foresee): the sampler's thread is then
+/// stuck inside the dynamic loader, holding its lock. Returned once the sampler is in there.
+fn wedged_in_the_loader(dir: &std::path::Path) -> Exporter {
+    let source = format!(
+        "#include <fcntl.h>\n#include <string.h>\n#include <unistd.h>\n\
+         __attribute__((constructor)) static void wedge(void) {{\n\
+           char b[4096]; int fd = open(\"/proc/self/cmdline\", O_RDONLY);\n\
+           ssize_t n = fd < 0 ? 0 : read(fd, b, sizeof b - 1);\n\
+           for (ssize_t i = 0; i < n; i++) if (b[i] == 0) b[i] = ' ';\n\
+           b[n > 0 ? n : 0] = 0;\n\
+           if (strstr(b, \"{}\")) return;\n\
+           for (;;) pause();\n\
+         }}\n\
+         int nvmlInit_v2(void) {{ return 0; }}\n",
+        gpu_exporter::gpu::trial::ARG
+    );
+    let lib = c_library(dir, "libwedge.so", &source, &[]);
+    let e = Exporter::builder()
+        .nvml_lib(&lib)
+        .args(["-c", "500"])
+        .log_pipe()
+        .spawn();
+    e.wait_log("serving /metrics", Duration::from_secs(20));
+    // The sampler reaches the constructor within this second; a trial process has come and gone.
+    std::thread::sleep(Duration::from_secs(1));
+    e
+}
+
+/// A load stuck inside the exporter's dynamic loader: an ordinary exit would wait for the
+/// loader's lock (`_dl_fini`). SIGTERM still ends the process within the grace, with exit 0:
+/// the daemon leaves with `_exit`. No request is sent (see the next test).
+#[test]
+fn a_load_stuck_inside_the_exporter_does_not_block_its_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = wedged_in_the_loader(dir.path());
+    sigterm_leaves_the_stuck_sampler(&mut e);
+}
+
+/// The same, after requests: each server thread's first response needs the loader's lock, so
+/// both wait on it, and the ordinary shutdown, which needs them to see the signal, never
+/// starts. The exit guard ends the process a second after the grace, with exit 0 and a line
+/// saying why.
+#[test]
+fn a_shutdown_that_cannot_run_is_ended_by_the_exit_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = wedged_in_the_loader(dir.path());
+    let port = e.port;
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+                s.write_all(b"GET /health HTTP/1.0\r\n\r\n").unwrap();
+                let _ = s.read_to_end(&mut Vec::new());
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    sigterm_ends_it(
+        &mut e,
+        "s of SIGTERM or Ctrl-C (a thread stuck inside NVML or the dynamic loader",
     );
 }

@@ -1,7 +1,9 @@
 //! Reading a file the operator points at (counters CSV, web config, YAML config, PEM files)
 //! without letting the path freeze or exhaust the process: only regular files (after following
 //! symlinks) are read, the open never blocks (a FIFO or a device is refused, not waited on),
-//! and at most a fixed number of bytes are read.
+//! and at most a fixed number of bytes are read. A file that is handed to someone else (the
+//! NVML library, which the dynamic loader opens) is checked the same way without being opened
+//! ([`check_regular`]).
 //!
 //! It owns no parsing and no retry policy; callers name the file in their own errors.
 
@@ -43,29 +45,57 @@ impl From<ReadError> for std::io::Error {
     }
 }
 
-/// Reads the regular file at `path` (symlinks followed), at most `limit` bytes.
-pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let mut f = File::options()
+/// What kind of file `t` is, as messages name it.
+fn kind(t: std::fs::FileType) -> &'static str {
+    if t.is_file() {
+        "regular file"
+    } else if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else {
+        "special file"
+    }
+}
+
+/// Refuses anything but a regular file.
+fn regular(meta: &std::fs::Metadata) -> Result<(), ReadError> {
+    let t = meta.file_type();
+    if t.is_file() {
+        Ok(())
+    } else {
+        Err(ReadError::NotRegular(kind(t)))
+    }
+}
+
+/// Checks, with one `stat` and without opening it, that `path` (symlinks followed) is a
+/// regular file. A missing file is an `Io` error of kind `NotFound`.
+pub fn check_regular(path: &Path) -> Result<(), ReadError> {
+    regular(&std::fs::metadata(path)?)
+}
+
+/// Opens the regular file at `path` (symlinks followed) without waiting on it: checked before
+/// the open (a device is never opened) and again on the open file (it may have been replaced).
+fn open_regular(path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
+    check_regular(path)?;
+    let f = File::options()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
     let meta = f.metadata()?;
-    let t = meta.file_type();
-    if !t.is_file() {
-        return Err(ReadError::NotRegular(if t.is_dir() {
-            "directory"
-        } else if t.is_fifo() {
-            "FIFO"
-        } else if t.is_socket() {
-            "socket"
-        } else if t.is_char_device() {
-            "character device"
-        } else if t.is_block_device() {
-            "block device"
-        } else {
-            "special file"
-        }));
-    }
+    regular(&meta)?;
+    Ok((f, meta))
+}
+
+/// Reads the regular file at `path` (symlinks followed), at most `limit` bytes.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let (mut f, meta) = open_regular(path)?;
     if meta.len() > limit {
         return Err(ReadError::TooLarge {
             size: meta.len(),
@@ -155,5 +185,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("No such file"), "{e}");
+        // The same without reading: a library path handed to the dynamic loader.
+        for (path, what) in [
+            (fifo.as_path(), "FIFO"),
+            (Path::new("/dev/zero"), "character device"),
+            (dir.path(), "directory"),
+        ] {
+            let e = check_regular(path).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("not a regular file but a {what}")),
+                "{e}"
+            );
+        }
+        let missing = check_regular(&dir.path().join("none")).unwrap_err();
+        assert!(
+            matches!(&missing, ReadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound),
+            "{missing}"
+        );
+        let lib = dir.path().join("lib.so");
+        std::fs::write(&lib, [7u8; 1000]).unwrap();
+        check_regular(&lib).unwrap();
     }
 }

@@ -93,9 +93,34 @@ pub enum ConfigError {
     /// `--config-file` cannot be read or is invalid.
     #[error(transparent)]
     File(#[from] file::ConfigFileError),
+    /// `--nvml-lib` names something other than a regular file (a FIFO, a device, a
+    /// directory): the dynamic loader would wait on it, or fail.
+    #[error("--nvml-lib {}: {source}", path.display())]
+    NvmlLib {
+        /// The path as given.
+        path: PathBuf,
+        /// What it is.
+        source: crate::base::bounded_read::ReadError,
+    },
     /// The arguments do not parse (clap's message, which names the flag).
     #[error("{0}")]
     Args(String),
+}
+
+/// `--nvml-lib` as given, once its kind is checked (one `stat`, symlinks followed; nothing is
+/// opened): a regular file, or a path that does not exist yet (the library may arrive later,
+/// as when the GPU Operator's driver container finishes; the sampler retries).
+fn nvml_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, ConfigError> {
+    use crate::base::bounded_read::{ReadError, check_regular};
+    let Some(p) = path else { return Ok(None) };
+    match check_regular(p) {
+        Err(source @ ReadError::NotRegular(_)) => Err(ConfigError::NvmlLib {
+            path: p.clone(),
+            source,
+        }),
+        // Missing or unreadable: the loader says so, and it is retried.
+        _ => Ok(Some(p.clone())),
+    }
 }
 
 /// Where a setting's value came from, as messages name it.
@@ -461,7 +486,7 @@ impl Settings {
             enable_exporter_metrics: cli.enable_exporter_metrics.unwrap_or(false),
             simulate: cli.simulate.clone(),
             simulate_seed: cli.simulate_seed,
-            nvml_lib: cli.nvml_lib.clone(),
+            nvml_lib: nvml_lib(cli.nvml_lib.as_ref())?,
             json_logs: cli.log_format == "json",
             debug: cli.debug,
             kubernetes,

@@ -2,15 +2,22 @@
 //! sampler, attribution; [`pipeline`]), the sampler thread, the HTTP server, and the shutdown.
 //!
 //! `main.rs` parses the flags, sets up logging and calls [`run`]; the options of each component
-//! come from the configuration's one conversion (`config::options`). This module must not parse
-//! flags, read NVML itself or decide exit codes: it returns an error, and `main` turns it into
+//! come from the configuration's one conversion (`config::options`). The shutdown is bounded by
+//! one grace from the signal (`serve::SHUTDOWN_GRACE`), whatever NVML is doing: a sampler still
+//! inside it then is left behind, and [`Exit::Now`] tells `main` to end with [`leave_now`]
+//! rather than through exit handlers that could wait on it; the [`exit::guard`] ends the
+//! process a second later if even that cannot run. This module must not parse flags, read NVML
+//! itself or decide exit codes: it returns an error or an [`Exit`], and `main` turns it into
 //! one.
 
+pub mod exit;
 pub mod pipeline;
 pub mod signals;
 
-use std::sync::Arc;
+pub use exit::{Exit, leave_now};
+
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
@@ -39,7 +46,7 @@ pub enum DaemonError {
     /// The sampler thread cannot be started.
     #[error("cannot start the sampler thread: {0}")]
     SamplerThread(#[source] std::io::Error),
-    /// The HTTP server cannot bind or serve.
+    /// The HTTP server cannot bind its address.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
 }
@@ -58,12 +65,13 @@ pub fn stall_limit(tick_interval: Duration) -> Duration {
     (tick_interval * 5).max(Duration::from_secs(10))
 }
 
-/// Runs the exporter until SIGTERM or Ctrl-C. Logging must be set up.
+/// Runs the exporter until SIGTERM or Ctrl-C, and says how the process is to end. Logging must
+/// be set up. An error is returned only before the sampler starts.
 pub fn run(
     mut cfg: Config,
     rt: tokio::runtime::Runtime,
     mut early: EarlySignals,
-) -> Result<(), DaemonError> {
+) -> Result<Exit, DaemonError> {
     let web_config = match cfg.web_config_file.as_ref() {
         Some(p) => Some(Arc::new(
             WebConfig::load(p).map_err(DaemonError::WebConfig)?,
@@ -85,8 +93,8 @@ pub fn run(
         warn!("{w}");
     }
     let counters: Arc<CounterSet> = Arc::new(loaded.set);
-    // `_simulated` keeps the simulated node and cluster (if any) alive until the end of `run`.
-    let (mut sampler, _simulated) = Pipeline::build(&mut cfg, &counters, &rt)?.into_sampler();
+    // `simulated` keeps the simulated node and cluster (if any) alive until the end of `run`.
+    let (mut sampler, simulated) = Pipeline::build(&mut cfg, &counters, &rt)?.into_sampler();
     let opts = cfg.encode_options();
     let shared = Arc::new(Shared::new(render(Snapshot::default(), &counters, &opts)));
     // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.
@@ -102,6 +110,20 @@ pub fn run(
         sampler = sampler.with_counters_file(f);
     }
     sampler = sampler.with_exporter_metrics(cfg.enable_exporter_metrics);
+    // Bound before the sampler starts: nothing after this point stops the daemon with an error.
+    let listener = rt.block_on(serve::bind(&cfg.address))?;
+    match axum::serve::Listener::local_addr(&listener) {
+        Ok(local) => {
+            info!(address = %local, interval_ms = cfg.tick_interval.as_millis() as u64, "serving /metrics")
+        }
+        Err(e) => warn!("cannot read the bound address back: {e}"),
+    }
+    // Armed before the first tick: a first tick that never ends (NVML's load or init hung) is
+    // a stall too.
+    shared.set_stall_after(stall_limit(cfg.tick_interval));
+    if let Err(e) = exit::guard(serve::SHUTDOWN_GRACE, cfg.json_logs) {
+        warn!("cannot start the exit guard ({e}): a shutdown may wait on a thread stuck in NVML");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let handle = sampler::spawn(
         sampler,
@@ -111,12 +133,19 @@ pub fn run(
         Arc::clone(&stop),
     )
     .map_err(DaemonError::SamplerThread)?;
-    shared.set_stall_after(stall_limit(cfg.tick_interval));
-    let served = rt.block_on(serve_until_signal(&cfg, shared, web_config));
+    let signalled = Arc::new(OnceLock::new());
+    rt.block_on(serve_until_signal(
+        &cfg,
+        listener,
+        shared,
+        web_config,
+        Arc::clone(&signalled),
+    ));
     stop.store(true, Ordering::Release);
-    // A sampler stuck in an NVML call (a hung driver) must not keep the process alive: wait a
-    // little for its tick to end, then exit without it.
-    let deadline = Instant::now() + serve::SHUTDOWN_GRACE;
+    // One grace from the signal for everything: the responses in flight (above) and the
+    // sampler's tick, which may be stuck in NVML (a hung driver) and must not keep the process
+    // alive.
+    let deadline = signalled.get().copied().unwrap_or_else(Instant::now) + serve::SHUTDOWN_GRACE;
     while !handle.is_finished() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -125,34 +154,34 @@ pub fn run(
             "the sampler is still inside a tick (an NVML call that does not return?); exiting \
              without waiting for it"
         );
-    } else if handle.join().is_err() {
+        // Nothing more may wait on it: not the runtime's threads, not the simulated library's
+        // unloading, not the process's exit handlers.
+        simulated.abandon();
+        rt.shutdown_background();
+        return Ok(Exit::Now);
+    }
+    if handle.join().is_err() {
         error!("the sampler thread panicked");
     }
-    served
+    simulated.stop();
+    rt.shutdown_timeout(deadline.saturating_duration_since(Instant::now()));
+    Ok(Exit::Return)
 }
 
-/// Binds the listen address and serves until SIGTERM or Ctrl-C, with the watchdog running.
+/// Serves on `listener` until SIGTERM or Ctrl-C (whose time goes to `signalled`), with the
+/// watchdog running.
 async fn serve_until_signal(
     cfg: &Config,
+    listener: serve::Listener,
     shared: Arc<Shared>,
     web_config: Option<Arc<WebConfig>>,
-) -> Result<(), DaemonError> {
+    signalled: Arc<OnceLock<Instant>>,
+) {
     tokio::spawn(serve::watchdog(Arc::clone(&shared)));
-    let listener = serve::bind(&cfg.address).await?;
-    match axum::serve::Listener::local_addr(&listener) {
-        Ok(local) => {
-            info!(address = %local, interval_ms = cfg.tick_interval.as_millis() as u64, "serving /metrics")
-        }
-        Err(e) => warn!("cannot read the bound address back: {e}"),
-    }
     let app = serve::app_with(shared, cfg.serve_options());
-    serve::serve(
-        listener,
-        app,
-        web_config,
-        cfg.limits(),
-        signals::shutdown_signal(),
-    )
-    .await?;
-    Ok(())
+    let shutdown = async move {
+        signals::shutdown_signal().await;
+        let _ = signalled.set(Instant::now());
+    };
+    serve::serve(listener, app, web_config, cfg.limits(), shutdown).await;
 }

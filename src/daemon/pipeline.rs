@@ -58,8 +58,21 @@ pub struct Pipeline {
 /// The simulated node and cluster a pipeline reads (none on a real node): their library,
 /// kubelet socket, API server and proc tree live as long as this value.
 pub struct Simulated {
-    _node: Option<sim::Node>,
+    node: Option<sim::Node>,
     _cluster: Option<sim::Cluster>,
+}
+
+impl Simulated {
+    /// Stops the simulated cluster and unloads the simulated library (once NVML no longer
+    /// needs it).
+    pub fn stop(self) {}
+
+    /// Stops the simulated cluster but never unloads the simulated library: unloading takes
+    /// the dynamic loader's lock, which a thread stuck loading NVML may hold.
+    pub fn abandon(self) {
+        let Self { node, _cluster } = self;
+        let _ = std::mem::ManuallyDrop::new(node);
+    }
 }
 
 impl Pipeline {
@@ -87,7 +100,8 @@ impl Pipeline {
         );
         info!(devices = %cfg.devices.describe(), mig_repeat_device_fields = cfg.mig_repeat_device_fields, "device selection");
         let loader_path = lib_path.clone();
-        let loader: sampler::Loader = Box::new(move || gpu::open(loader_path.as_deref()));
+        let loader: sampler::Loader =
+            Box::new(move || gpu::open_after_trial(loader_path.as_deref()));
         let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader_options());
         let (attributor, cluster, kubernetes) = start_attribution(cfg, rt, node.as_ref())?;
         if let Some(a) = attributor {
@@ -98,7 +112,7 @@ impl Pipeline {
             lib_path,
             kubernetes,
             simulated: Simulated {
-                _node: node,
+                node,
                 _cluster: cluster,
             },
         })

@@ -1,9 +1,10 @@
 //! The hand-over point between the sampler and the HTTP server.
 //!
 //! The sampler builds a [`Published`] (snapshot + encoded exposition, plain and gzip) once per
-//! tick ([`render`]: encode and compress a snapshot) and swaps it in atomically; HTTP handlers load the current one without a lock and
-//! serve its bytes. It also keeps the time of the last publish, for the watchdog (a sampler
-//! that has stopped publishing is "stalled"). Nothing here does NVML, kubelet or API work.
+//! tick ([`render`]: encode and compress a snapshot) and swaps it in atomically; HTTP handlers
+//! load the current one without a lock and serve its bytes. It also keeps the time of the last
+//! publish, for the watchdog (a sampler that has stopped publishing, or has not published since
+//! start, is "stalled"). Nothing here does NVML, kubelet or API work.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,28 +37,30 @@ pub struct Shared {
     ready: AtomicBool,
     /// When this was created; `published_ms` counts from it.
     born: Instant,
-    /// Milliseconds from `born` to the last publish.
+    /// Milliseconds from `born` to the last publish (0 before the first).
     published_ms: AtomicU64,
-    /// Milliseconds without a publish after which the sampler counts as stalled (the watchdog).
+    /// Whether anything has been published since `born`.
+    published_once: AtomicBool,
+    /// Milliseconds without a publish after which the sampler counts as stalled (the watchdog;
+    /// `u64::MAX`: off).
     stall_after_ms: AtomicU64,
 }
 
-/// The default watchdog limit: a sampler that has not finished a tick for this long is stalled.
-pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(60);
-
 impl Shared {
-    /// Shared state serving `initial` until the first tick is published.
+    /// Shared state serving `initial` until the first tick is published. The watchdog is off
+    /// until [`Shared::set_stall_after`] arms it.
     pub fn new(initial: Published) -> Self {
         Self {
             current: ArcSwap::from_pointee(initial),
             ready: AtomicBool::new(false),
             born: Instant::now(),
             published_ms: AtomicU64::new(0),
-            stall_after_ms: AtomicU64::new(DEFAULT_STALL_AFTER.as_millis() as u64),
+            published_once: AtomicBool::new(false),
+            stall_after_ms: AtomicU64::new(u64::MAX),
         }
     }
 
-    /// Sets the watchdog limit (the daemon uses several sampling intervals).
+    /// Arms the watchdog with its limit (the daemon uses several sampling intervals).
     pub fn set_stall_after(&self, limit: Duration) {
         self.stall_after_ms.store(
             u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
@@ -66,15 +69,19 @@ impl Shared {
     }
 
     /// How long the sampler has gone without publishing, when that is longer than the
-    /// watchdog limit (and it had published GPU data before): a frozen sampler, whose numbers
-    /// must not pass for fresh.
+    /// watchdog limit: a frozen sampler, whose numbers must not pass for fresh. Before its
+    /// first publish this counts from the creation of this value, so that a first tick that
+    /// never ends (loading or initialising NVML hung) is a stall too.
     pub fn stalled_for(&self) -> Option<Duration> {
-        if !self.ready.load(Ordering::Acquire) {
-            return None;
-        }
         let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
         let since = now.saturating_sub(self.published_ms.load(Ordering::Acquire));
         (since > self.stall_after_ms.load(Ordering::Acquire)).then(|| Duration::from_millis(since))
+    }
+
+    /// Whether the sampler has published a tick since start (else the output is the initial
+    /// one, with no sample in it).
+    pub fn has_published(&self) -> bool {
+        self.published_once.load(Ordering::Acquire)
     }
 
     /// The current output.
@@ -89,6 +96,7 @@ impl Shared {
             u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX),
             Ordering::Release,
         );
+        self.published_once.store(true, Ordering::Release);
         if ready {
             self.ready.store(true, Ordering::Release);
         }

@@ -160,25 +160,34 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
     resp
 }
 
-async fn health(State(state): State<AppState>) -> (StatusCode, &'static str) {
+async fn health(State(state): State<AppState>) -> (StatusCode, String) {
     if state.health_require_gpus && state.shared.load().snapshot.entities.is_empty() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            "unhealthy: no GPU is being exported (--health-require-gpus)\n",
+            "unhealthy: no GPU is being exported (--health-require-gpus)\n".into(),
         );
     }
-    (StatusCode::OK, "ok\n")
+    // The process is alive and serving: a restart does not unwedge a driver, so a stall is
+    // reported here but fails only readiness.
+    match stall(&state.shared) {
+        Some((_, why)) => (
+            StatusCode::OK,
+            format!("ok, but {why}; /ready answers 503\n"),
+        ),
+        None => (StatusCode::OK, "ok\n".into()),
+    }
 }
 
 async fn ready(State(state): State<AppState>) -> (StatusCode, String) {
-    if let Some(stalled) = state.shared.stalled_for() {
+    if let Some((_, why)) = stall(&state.shared) {
+        let served = if state.shared.has_published() {
+            "/metrics serves the last values"
+        } else {
+            "/metrics serves no GPU values yet"
+        };
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "not ready: the sampler has not finished a tick for {} s (an NVML call may be \
-                 hung); /metrics serves the last values\n",
-                stalled.as_secs()
-            ),
+            format!("not ready: {why}; {served}\n"),
         );
     }
     if state.shared.is_ready() {
@@ -189,6 +198,22 @@ async fn ready(State(state): State<AppState>) -> (StatusCode, String) {
             "not ready: no GPU sample encoded yet\n".into(),
         )
     }
+}
+
+/// The watchdog's finding in words, when the sampler is stalled: for how long, and the likely
+/// cause (before the first tick ever finished, that is loading or initialising NVML).
+fn stall(shared: &Shared) -> Option<(std::time::Duration, String)> {
+    let for_ = shared.stalled_for()?;
+    let cause = if shared.has_published() {
+        "an NVML call may be hung"
+    } else {
+        "since start: loading or initialising NVML may be hung"
+    };
+    let why = format!(
+        "the sampler has not finished a tick for {} s ({cause})",
+        for_.as_secs()
+    );
+    Some((for_, why))
 }
 
 /// The family the watchdog adds to `/metrics` while the sampler is stalled.
@@ -208,14 +233,13 @@ pub async fn watchdog(shared: Arc<Shared>) {
     let mut stalled = false;
     loop {
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        match (shared.stalled_for(), stalled) {
-            (Some(for_), false) => {
+        match (stall(&shared), stalled) {
+            (Some((for_, why)), false) => {
                 stalled = true;
                 tracing::error!(
                     stalled_s = for_.as_secs(),
-                    "the sampler has not finished a tick for {} s (an NVML call may be hung): \
-                     /ready answers 503 and /metrics carries gpu_exporter_sampler_stalled_seconds",
-                    for_.as_secs()
+                    "{why}: /ready answers 503 and /metrics carries \
+                     gpu_exporter_sampler_stalled_seconds"
                 );
             }
             (None, true) => {
@@ -244,7 +268,7 @@ pub fn with_nodelay(l: tokio::net::TcpListener) -> Listener {
     l.tap_io(no_delay as fn(&mut tokio::net::TcpStream))
 }
 
-/// Why the server could not start or stopped with an error.
+/// Why the server could not start (once bound, it serves until told to stop).
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// `--address` does not parse or resolve.
@@ -260,9 +284,6 @@ pub enum ServeError {
         /// Why binding it failed.
         source: std::io::Error,
     },
-    /// The HTTP server itself failed.
-    #[error("HTTP server failed: {0}")]
-    Server(std::io::Error),
 }
 
 /// Binds the first candidate that works (`[::]` may be unavailable where IPv6 is off).
@@ -358,15 +379,15 @@ pub struct Limits {
 /// flight. Without a web config (or with one that sets no certificate) this is plain HTTP;
 /// with a certificate each connection is a TLS connection, its handshake run in the
 /// connection's own task so that a slow client holds up no one else. Either way HTTP/1.1 only,
-/// with `limits` on every connection. Logs the mode once.
+/// with `limits` on every connection. Logs the mode once. It cannot fail once `listener` is
+/// bound: accept errors are retried.
 pub async fn serve<F>(
     listener: Listener,
     router: Router,
     web: Option<Arc<WebConfig>>,
     limits: Limits,
     shutdown: F,
-) -> Result<(), ServeError>
-where
+) where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
     let (router, tls) = match web {
@@ -401,7 +422,6 @@ where
         }
     };
     accept_loop(listener, router, tls, limits, shutdown).await;
-    Ok(())
 }
 
 /// Serves one accepted connection, TLS or not, over HTTP/1.1 with the header read timeout and

@@ -96,10 +96,11 @@ pub fn record_error(message: &str) {
     set_error(&mut lock(), message);
 }
 
-/// `nvmlInit_v2`: configures from the environment when nothing is configured yet, then
-/// counts one more user — unless the scenario's driver is not loaded yet (scenario time
-/// before `driver_loaded_at`): then DRIVER_NOT_LOADED, and the count stays as it was (the
-/// machine configured here stays configured, so its clock keeps running from now).
+/// `nvmlInit_v2`: configures from the environment when nothing is configured yet, blocks
+/// until `init_hangs_until` when called before it, then counts one more user — unless the
+/// scenario's driver is not loaded yet (scenario time before `driver_loaded_at`): then
+/// DRIVER_NOT_LOADED, and the count stays as it was (the machine configured here stays
+/// configured, so its clock keeps running from now).
 pub fn init() -> nvmlReturn_t {
     let mut g = lock();
     if g.sim.is_none() {
@@ -119,6 +120,14 @@ pub fn init() -> nvmlReturn_t {
         if let Err(msg) = configure_locked(&mut g, &spec, seed) {
             report(&msg);
             return ret::UNKNOWN;
+        }
+    }
+    if let Some(sim) = g.sim.as_ref() {
+        let left = sim.scenario.init_hangs_until - sim.now();
+        if left > 0.0 {
+            // A driver wedged in its initialisation: the call (and, through the lock, every
+            // other call into the library) returns only at `init_hangs_until`.
+            std::thread::sleep(std::time::Duration::from_secs_f64(left));
         }
     }
     if let Some(sim) = g.sim.as_ref()

@@ -1,6 +1,7 @@
-//! System-level NVML entry points: init/shutdown (init answers `DRIVER_NOT_LOADED` before the
-//! scenario's `driver_loaded_at`), error strings, driver/NVML/CUDA versions, device count and
-//! handle lookup by index, UUID or PCI bus id (GPUs with an `appear` fault only from then).
+//! System-level NVML entry points: init/shutdown (init blocks before the scenario's
+//! `init_hangs_until` and answers `DRIVER_NOT_LOADED` before its `driver_loaded_at`), error
+//! strings, driver/NVML/CUDA versions, device count and handle lookup by index, UUID or PCI bus
+//! id (GPUs with an `appear` fault only from then).
 
 use std::ffi::{CStr, c_char, c_int};
 use std::os::raw::c_uint;

@@ -121,6 +121,31 @@ fn init_before_the_driver_is_loaded() {
     }
 }
 
+/// `init_hangs_until`: init called before that time blocks until it (here 0.3 s of frozen
+/// scenario time, waited in wall-clock time), then succeeds; called after it, it does not wait.
+#[test]
+fn init_blocks_until_init_hangs_until() {
+    let _g = setup_text(
+        "init-hang",
+        "init_hangs_until = 10\n[[gpus]]\nmodel = \"L4\"\n",
+    );
+    unsafe {
+        nvmlSimSetTime(9.7);
+        let started = std::time::Instant::now();
+        assert_eq!(nvmlInit_v2(), ret::SUCCESS);
+        // A lower bound only: the call cannot return before the sleep is over.
+        assert!(
+            started.elapsed() >= std::time::Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(nvmlShutdown(), ret::SUCCESS);
+        nvmlSimSetTime(10.0);
+        assert_eq!(nvmlInit_v2(), ret::SUCCESS);
+        assert_eq!(nvmlShutdown(), ret::SUCCESS);
+    }
+}
+
 #[test]
 fn gpus_appearing_later_through_the_abi() {
     let _g = setup_text(

@@ -16,6 +16,8 @@ mod tests;
 use std::fmt;
 use std::ops::Range;
 
+use toml::Spanned;
+
 use crate::builtin;
 use crate::curves::Workload;
 use crate::model::{MigProfile, Model};
@@ -119,6 +121,9 @@ pub struct Scenario {
     /// Scenario time from which `nvmlInit_v2` succeeds (before it: `DRIVER_NOT_LOADED`);
     /// 0 when the file does not set `driver_loaded_at`.
     pub driver_loaded_at: f64,
+    /// Scenario time until which `nvmlInit_v2` blocks when called before it (a driver wedged
+    /// in its initialisation); 0 when the file does not set `init_hangs_until`.
+    pub init_hangs_until: f64,
     /// The TOML text the scenario was read from.
     pub text: String,
 }
@@ -500,6 +505,20 @@ impl Ctx<'_> {
     }
 }
 
+/// A top-level time key (`driver_loaded_at`, `init_hangs_until`): a number of seconds ≥ 0,
+/// 0 when absent.
+fn seconds(ctx: &Ctx<'_>, key: &str, value: Option<&Spanned<f64>>) -> Result<f64, ScenarioError> {
+    let Some(d) = value else { return Ok(0.0) };
+    let v = *d.get_ref();
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(ctx.err(
+            Some(d.span()),
+            format!("{key} = {v} must be a number of seconds ≥ 0"),
+        ));
+    }
+    Ok(v)
+}
+
 /// Loads a scenario by built-in name or file path.
 pub fn load(spec: &str) -> Result<Scenario, ScenarioError> {
     if let Some(text) = builtin::get(spec) {
@@ -548,19 +567,8 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         apply_fault(&ctx, &mut gpus, &mut events, f)?;
     }
     check_appear_order(&ctx, &raw.faults, &gpus)?;
-    let driver_loaded_at = match &raw.driver_loaded_at {
-        Some(d) => {
-            let v = *d.get_ref();
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(ctx.err(
-                    Some(d.span()),
-                    format!("driver_loaded_at = {v} must be a number of seconds ≥ 0"),
-                ));
-            }
-            v
-        }
-        None => 0.0,
-    };
+    let driver_loaded_at = seconds(&ctx, "driver_loaded_at", raw.driver_loaded_at.as_ref())?;
+    let init_hangs_until = seconds(&ctx, "init_hangs_until", raw.init_hangs_until.as_ref())?;
     for g in &mut gpus {
         g.layouts.sort_by(|a, b| a.from.total_cmp(&b.from));
         if g.layouts.windows(2).any(|w| w[0].from == w[1].from) {
@@ -580,6 +588,7 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         gpus,
         events,
         driver_loaded_at,
+        init_hangs_until,
         text: text.to_string(),
     })
 }

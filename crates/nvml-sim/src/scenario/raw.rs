@@ -12,6 +12,8 @@ pub(super) struct RawScenario {
     pub(super) node: Option<String>,
     /// Scenario time before which `nvmlInit_v2` returns `DRIVER_NOT_LOADED`.
     pub(super) driver_loaded_at: Option<Spanned<f64>>,
+    /// Scenario time before which `nvmlInit_v2` blocks (until that time).
+    pub(super) init_hangs_until: Option<Spanned<f64>>,
     #[serde(default)]
     pub(super) gpus: Vec<Spanned<RawGpu>>,
     #[serde(default)]

@@ -349,6 +349,15 @@ fn driver_loaded_at() {
 }
 
 #[test]
+fn init_hangs_until() {
+    assert_eq!(parse_ok("[[gpus]]\nmodel = \"L4\"\n").init_hangs_until, 0.0);
+    let s = parse_ok("init_hangs_until = 600\n[[gpus]]\nmodel = \"L4\"\n");
+    assert_eq!(s.init_hangs_until, 600.0);
+    let e = parse_err("node = \"n\"\ninit_hangs_until = -2\n[[gpus]]\nmodel = \"L4\"\n");
+    assert!(e.contains("line 2: init_hangs_until = -2 must be"), "{e}");
+}
+
+#[test]
 fn xid_burst_with_sub_second_every() {
     let s = parse_ok(
         "[[gpus]]\nmodel = \"L4\"\n[[faults]]\nat = 10\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 20\nevery = 0.05\n",
