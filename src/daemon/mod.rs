@@ -139,7 +139,7 @@ async fn serve_until_signal(
 ) -> Result<(), DaemonError> {
     tokio::spawn(serve::watchdog(Arc::clone(&shared)));
     let listener = serve::bind(&cfg.address).await?;
-    match axum::serve::Listener::local_addr(&listener) {
+    match listener.local_addr() {
         Ok(local) => {
             info!(address = %local, interval_ms = cfg.tick_interval.as_millis() as u64, "serving /metrics")
         }

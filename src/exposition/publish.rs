@@ -3,7 +3,9 @@
 //! The sampler builds a [`Published`] (snapshot + encoded exposition, plain and gzip) once per
 //! tick ([`render`]: encode and compress a snapshot) and swaps it in atomically; HTTP handlers load the current one without a lock and
 //! serve its bytes. It also keeps the time of the last publish, for the watchdog (a sampler
-//! that has stopped publishing is "stalled"). Nothing here does NVML, kubelet or API work.
+//! that has stopped publishing is "stalled"), and the one figure the server hands back to the
+//! self-metrics (connections cut for holding old pages unread). Nothing here does NVML, kubelet
+//! or API work.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,6 +42,9 @@ pub struct Shared {
     published_ms: AtomicU64,
     /// Milliseconds without a publish after which the sampler counts as stalled (the watchdog).
     stall_after_ms: AtomicU64,
+    /// Connections the server cut because their unread responses held replaced pages over its
+    /// memory budget.
+    stalled_responses_cut: AtomicU64,
 }
 
 /// The default watchdog limit: a sampler that has not finished a tick for this long is stalled.
@@ -54,7 +59,18 @@ impl Shared {
             born: Instant::now(),
             published_ms: AtomicU64::new(0),
             stall_after_ms: AtomicU64::new(DEFAULT_STALL_AFTER.as_millis() as u64),
+            stalled_responses_cut: AtomicU64::new(0),
         }
+    }
+
+    /// Counts `n` connections cut by the server for holding old pages unread.
+    pub fn count_stalled_responses_cut(&self, n: u64) {
+        self.stalled_responses_cut.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Connections cut by the server for holding old pages unread, since start.
+    pub fn stalled_responses_cut(&self) -> u64 {
+        self.stalled_responses_cut.load(Ordering::Relaxed)
     }
 
     /// Sets the watchdog limit (the daemon uses several sampling intervals).
