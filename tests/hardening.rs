@@ -165,6 +165,18 @@ fn read_response(s: &mut TcpStream) -> (usize, usize) {
 
 const SCRAPE: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 
+/// `n` connections that each send half a request and stay open.
+fn half_sent_requests(port: u16, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+            s
+        })
+        .collect()
+}
+
 /// SIGUSR1, SIGUSR2 and SIGALRM, which end a process by default, are logged and ignored.
 #[test]
 fn stray_signals_are_logged_and_survived() {
@@ -296,13 +308,7 @@ fn a_scrape_in_flight_survives_a_connection_flood() {
     let (mut scrape, scrape_port) = small_window_client(e.port);
     scrape.write_all(SCRAPE).unwrap();
     wait_response_started(e.port, scrape_port);
-    let mut flood = Vec::new();
-    for _ in 0..400 {
-        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-            .unwrap();
-        flood.push(s);
-    }
+    let flood = half_sent_requests(e.port, 400);
     // The first connection shed is logged: by then the oldest connection, the scrape, would
     // have gone under a policy that sheds the oldest.
     e.wait_log("connection limit reached", Duration::from_secs(10));
@@ -484,13 +490,7 @@ fn slowloris_cannot_lock_prometheus_out() {
     let e = spawn(&["--web-max-connections", "100", "--web-read-timeout", "30s"]);
     assert_eq!(http_get(e.port, "/metrics", &[]).unwrap().status, 200);
     let before = common::rss_kib(e.pid());
-    let mut flood = Vec::new();
-    for _ in 0..300 {
-        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-            .unwrap();
-        flood.push(s);
-    }
+    let mut flood = half_sent_requests(e.port, 300);
     let started = Instant::now();
     let r = http_get(e.port, "/metrics", &[]).unwrap();
     assert_eq!(r.status, 200);
@@ -721,13 +721,7 @@ fn a_low_open_file_limit_lowers_the_connection_cap() {
         "--web-max-connections lowered from 512 to",
         Duration::from_secs(10),
     );
-    let mut flood = Vec::new();
-    for _ in 0..300 {
-        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-            .unwrap();
-        flood.push(s);
-    }
+    let flood = half_sent_requests(e.port, 300);
     for _ in 0..5 {
         let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
         s.write_all(SCRAPE).unwrap();

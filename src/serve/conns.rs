@@ -252,17 +252,18 @@ impl Ticket {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// A connection whose task waits forever: its task, its activity and its id.
-    struct Open {
-        task: tokio::task::JoinHandle<()>,
-        activity: Arc<Activity>,
-        id: u64,
+    /// A connection whose task waits until it is aborted: its task, its activity and its id.
+    pub(in crate::serve) struct Open {
+        pub task: tokio::task::JoinHandle<()>,
+        pub activity: Arc<Activity>,
+        pub id: u64,
     }
 
-    fn open(conns: &Arc<Conns>) -> Open {
+    /// Books a connection on `conns` whose task waits until it is aborted.
+    pub(in crate::serve) fn open(conns: &Arc<Conns>) -> Open {
         let ticket = conns.admit();
         let id = ticket.id();
         let activity = ticket.activity();

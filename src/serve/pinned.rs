@@ -237,17 +237,7 @@ mod tests {
         Bytes::from(vec![b'x'; len])
     }
 
-    /// A connection whose task waits until it is cut.
-    fn open(conns: &Arc<Conns>) -> (u64, tokio::task::JoinHandle<()>) {
-        let ticket = conns.admit();
-        let id = ticket.id();
-        let task = tokio::spawn(async move {
-            let _ticket = ticket;
-            std::future::pending::<()>().await;
-        });
-        conns.attach(id, task.abort_handle());
-        (id, task)
-    }
+    use crate::serve::conns::tests::open;
 
     /// Ten pages of 100 bytes, each held by its own connection, with a budget of 250 bytes:
     /// the oldest replaced pages are cut until 250 bytes of them remain beside the current
@@ -261,7 +251,10 @@ mod tests {
         let mut held = Vec::new();
         let mut tasks = Vec::new();
         for p in &pages {
-            let (id, task) = open(&conns);
+            let (id, task) = {
+                let o = open(&conns);
+                (o.id, o.task)
+            };
             // Two responses of the same tick on one connection: one page.
             let to = PinTo::new(Arc::clone(&pins), id);
             held.push((to.pin(p.clone()), to.pin(p.clone())));
