@@ -77,6 +77,25 @@ impl Pins {
         let len = page.len;
         g.pages.remove(&addr);
         g.total -= len;
+        // All the held pages within half the budget: so are the replaced ones.
+        if g.total <= self.budget / 2 {
+            self.back_under(g);
+        }
+    }
+
+    /// Ends the over-budget state, if it was on: logs it and hands the freed heap back.
+    fn back_under(&self, mut g: std::sync::MutexGuard<'_, Inner>) {
+        let Some(cut) = g.over.take() else {
+            return;
+        };
+        drop(g);
+        tracing::info!(
+            cut,
+            "responses that clients do not read hold less than {} MiB of replaced pages \
+             again; {cut} connection(s) were cut meanwhile",
+            self.budget >> 21
+        );
+        super::conns::trim_memory();
     }
 
     /// Cuts the connections holding the oldest replaced pages until those beyond the current
@@ -104,17 +123,8 @@ impl Pins {
         }
         let mut held: usize = old.iter().map(|(_, _, len)| len).sum();
         if held <= self.budget {
-            if held <= self.budget / 2
-                && let Some(cut) = g.over.take()
-            {
-                drop(g);
-                tracing::info!(
-                    cut,
-                    "responses that clients do not read hold less than {} MiB of replaced \
-                     pages again; {cut} connection(s) were cut meanwhile",
-                    self.budget >> 21
-                );
-                super::conns::trim_memory();
+            if held <= self.budget / 2 {
+                self.back_under(g);
             }
             return 0;
         }
@@ -123,10 +133,10 @@ impl Pins {
             tracing::warn!(
                 held_bytes = held,
                 budget_bytes = self.budget,
-                "responses that clients do not read hold {} MiB of replaced pages, over the {} \
-                 MiB budget: the connections holding the oldest are cut (counted in \
+                "responses that clients do not read hold {:.1} MiB of replaced pages, over the \
+                 {} MiB budget: the connections holding the oldest are cut (counted in \
                  gpu_exporter_stalled_responses_cut_total)",
-                held >> 20,
+                held as f64 / f64::from(1u32 << 20),
                 self.budget >> 20
             );
         }
@@ -265,6 +275,7 @@ mod tests {
         let to = PinTo::new(Arc::clone(&pins), 1000);
         // Pages 0..=8 are replaced; 8 is spared; 6 and 7 fit the budget; 0..=5 go.
         assert_eq!(to.enforce(&[current]), 6);
+        assert_eq!(pins.lock().over, Some(6), "over the budget");
         for (i, t) in tasks.into_iter().enumerate() {
             let cut = i < 6;
             if cut {
@@ -283,8 +294,10 @@ mod tests {
         assert_eq!(pins.lock().total, 400, "still held by the second response");
         drop(b);
         assert_eq!(pins.lock().total, 300);
+        assert!(pins.lock().over.is_some(), "not yet within half the budget");
         drop(held);
         assert_eq!(pins.lock().total, 0);
         assert!(pins.lock().pages.is_empty());
+        assert_eq!(pins.lock().over, None, "back under");
     }
 }
