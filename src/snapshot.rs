@@ -203,6 +203,9 @@ pub struct SampleStats {
     pub counters_reload: Option<ReloadStats>,
     /// The exporter's own process figures (`--enable-exporter-metrics`).
     pub process: Option<crate::base::process::ProcessFigures>,
+    /// Connections the HTTP server cut because their unread responses held replaced pages
+    /// over its memory budget, since start (filled in at publish).
+    pub stalled_responses_cut: u64,
 }
 
 /// One point in time.

@@ -1,7 +1,7 @@
 //! What a careless operator or a hostile client can do to the running binary, and what it must
 //! survive: stray signals (also during start-up), SIGTERM with slow clients, clients that do
-//! not read their response, connection floods, special and oversized files, logs written to a
-//! pipe.
+//! not read their response (and the memory they hold), connection floods, a low open-file
+//! limit, special and oversized files, logs written to a pipe.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -30,24 +30,34 @@ fn spawn(extra: &[&str]) -> Exporter {
 /// side grows to 4 MiB at most, `net.ipv4.tcp_wmem`). A large counters file alone does not do
 /// it: `counters/recommended.csv` makes 0.2 MiB, which the kernel takes whole.
 fn spawn_big_page(extra: &[&str]) -> (Exporter, tempfile::TempDir) {
-    let jobs = tempfile::tempdir().unwrap();
-    let list: String = (0..200).map(|j| format!("slurm-job-{j:05}\n")).collect();
+    spawn_with_jobs(200, "2000", extra)
+}
+
+/// The exporter on `h100-mig` ticking every `interval_ms`, with `jobs` HPC jobs on each GPU
+/// (about 50 KiB of `/metrics` per job).
+fn spawn_with_jobs(
+    jobs: usize,
+    interval_ms: &str,
+    extra: &[&str],
+) -> (Exporter, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let list: String = (0..jobs).map(|j| format!("slurm-job-{j:05}\n")).collect();
     for gpu in 0..8 {
-        std::fs::write(jobs.path().join(gpu.to_string()), &list).unwrap();
+        std::fs::write(dir.path().join(gpu.to_string()), &list).unwrap();
     }
     let e = Exporter::builder()
         .args([
             "--simulate",
             "h100-mig",
             "-c",
-            "2000",
+            interval_ms,
             "--hpc-job-mapping-dir",
         ])
-        .arg(jobs.path())
+        .arg(dir.path())
         .args(extra)
         .log_pipe()
         .start();
-    (e, jobs)
+    (e, dir)
 }
 
 /// A connection to the exporter whose receive buffer is 4 KiB (set before connecting, so the
@@ -154,6 +164,18 @@ fn read_response(s: &mut TcpStream) -> (usize, usize) {
 }
 
 const SCRAPE: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/// `n` connections that each send half a request and stay open.
+fn half_sent_requests(port: u16, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+            s
+        })
+        .collect()
+}
 
 /// SIGUSR1, SIGUSR2 and SIGALRM, which end a process by default, are logged and ignored.
 #[test]
@@ -286,13 +308,7 @@ fn a_scrape_in_flight_survives_a_connection_flood() {
     let (mut scrape, scrape_port) = small_window_client(e.port);
     scrape.write_all(SCRAPE).unwrap();
     wait_response_started(e.port, scrape_port);
-    let mut flood = Vec::new();
-    for _ in 0..400 {
-        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-            .unwrap();
-        flood.push(s);
-    }
+    let flood = half_sent_requests(e.port, 400);
     // The first connection shed is logged: by then the oldest connection, the scrape, would
     // have gone under a policy that sheds the oldest.
     e.wait_log("connection limit reached", Duration::from_secs(10));
@@ -564,13 +580,7 @@ fn slowloris_cannot_lock_prometheus_out() {
     let e = spawn(&["--web-max-connections", "100", "--web-read-timeout", "30s"]);
     assert_eq!(http_get(e.port, "/metrics", &[]).unwrap().status, 200);
     let before = common::rss_kib(e.pid());
-    let mut flood = Vec::new();
-    for _ in 0..300 {
-        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-            .unwrap();
-        flood.push(s);
-    }
+    let mut flood = half_sent_requests(e.port, 300);
     let started = Instant::now();
     let r = http_get(e.port, "/metrics", &[]).unwrap();
     assert_eq!(r.status, 200);
@@ -903,4 +913,125 @@ fn a_shutdown_that_cannot_run_is_ended_by_the_exit_guard() {
         &mut e,
         "s of SIGTERM or Ctrl-C (a thread stuck inside NVML or the dynamic loader",
     );
+}
+
+/// A client that never reads its response holds no `--max-concurrent-scrapes` slot (a request
+/// counts only until its response is in the connection's write buffer): with a limit of 1,
+/// while 5 such clients hold large responses unread, normal scrapes get 200.
+#[test]
+fn clients_that_never_read_hold_no_scrape_slot() {
+    let (e, _jobs) = spawn_big_page(&[
+        "--max-concurrent-scrapes",
+        "1",
+        "--web-write-timeout",
+        "60s",
+    ]);
+    let mut unread = Vec::new();
+    for _ in 0..5 {
+        let (mut s, port) = small_window_client(e.port);
+        s.write_all(SCRAPE).unwrap();
+        wait_response_started(e.port, port);
+        unread.push(s);
+    }
+    for _ in 0..3 {
+        let r = http_get(e.port, "/metrics", &[]).unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    drop(unread);
+}
+
+/// Clients that never read each hold the page of the tick they asked in, until the write
+/// timeout (60 s here). NON_READERS of them arrive 40 ms apart while a page of about 1 MiB is
+/// published every 100 ms (each pipelines 50 requests, with a 4 KiB receive window): unbounded,
+/// they would hold a page each. Pages replaced since, beyond the one replaced last, may hold
+/// 16 MiB: the connections holding the oldest are cut, which is logged once and counted in
+/// `gpu_exporter_stalled_responses_cut_total`, and resident memory grows by less than
+/// RSS_GROWTH_MIB; a normal scrape meanwhile gets its whole page. (Debug build, 1.3 MB pages:
+/// it grew by 16 MiB; with the budget switched off, by 77 MiB.)
+#[test]
+fn pages_held_by_clients_that_never_read_are_bounded() {
+    const NON_READERS: usize = 200;
+    const RSS_GROWTH_MIB: u64 = 32;
+    let (e, _jobs) = spawn_with_jobs(
+        20,
+        "100",
+        &["--web-write-timeout", "60s", "--web-read-timeout", "60s"],
+    );
+    let page = http_get(e.port, "/metrics", &[]).unwrap().body.len();
+    let before = common::rss_kib(e.pid());
+    let mut unread = Vec::new();
+    for _ in 0..NON_READERS {
+        let (mut s, _) = small_window_client(e.port);
+        s.write_all(&SCRAPE.repeat(50)).unwrap();
+        unread.push(s);
+        std::thread::sleep(Duration::from_millis(40));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let grown = common::rss_kib(e.pid()).saturating_sub(before);
+    assert!(
+        grown < RSS_GROWTH_MIB << 10,
+        "{NON_READERS} clients that never read, pages of {page} bytes: resident memory grew by \
+         {grown} KiB"
+    );
+    let r = http_get(e.port, "/metrics", &[]).unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("DCGM_FI_DEV_GPU_TEMP{"));
+    e.wait_log(
+        "responses that clients do not read hold",
+        Duration::from_secs(10),
+    );
+    e.metrics_until("the connections cut, counted", |m| {
+        m.contains("\ngpu_exporter_stalled_responses_cut_total ")
+    });
+    drop(unread);
+}
+
+/// With an open-file limit of 256 that cannot be raised (soft and hard), the connection cap is
+/// lowered to fit and that is logged; 300 connections with half-sent requests then arrive and
+/// stay (the read timeout is 60 s): the oldest are closed for the newer ones, scrapes keep
+/// getting their page, and "Too many open files" is not logged over and over (at most once).
+/// With a soft limit of 256 under a hard one of 4096, the soft limit is raised instead.
+#[test]
+fn a_low_open_file_limit_lowers_the_connection_cap() {
+    let raised = Exporter::builder()
+        .open_files(256, 4096)
+        .args(["--simulate", "a100-l4", "-c", "500"])
+        .log_pipe()
+        .start();
+    raised.wait_log(
+        "raised the soft limit on open files from 256 to",
+        Duration::from_secs(10),
+    );
+    assert!(!raised.log().contains("lowered"), "{}", raised.log());
+    drop(raised);
+    let e = Exporter::builder()
+        .open_files(256, 256)
+        .args([
+            "--simulate",
+            "a100-l4",
+            "-c",
+            "500",
+            "--web-read-timeout",
+            "60s",
+        ])
+        .log_pipe()
+        .start();
+    e.wait_log(
+        "--web-max-connections lowered from 512 to",
+        Duration::from_secs(10),
+    );
+    let flood = half_sent_requests(e.port, 300);
+    for _ in 0..5 {
+        let mut s = TcpStream::connect(("127.0.0.1", e.port)).unwrap();
+        s.write_all(SCRAPE).unwrap();
+        let (len, got) = read_response(&mut s);
+        assert!(len > 0 && got == len, "{got} of {len} bytes");
+    }
+    let log = e.log();
+    let storm = log
+        .lines()
+        .filter(|l| l.contains("Too many open files"))
+        .count();
+    assert!(storm <= 1, "{storm} lines say so:\n{log}");
+    drop(flood);
 }

@@ -4,7 +4,8 @@
 //! tick ([`render`]: encode and compress a snapshot) and swaps it in atomically; HTTP handlers
 //! load the current one without a lock and serve its bytes. It also keeps the time of the last
 //! publish, for the watchdog (a sampler that has stopped publishing, or has not published since
-//! start, is "stalled"). Nothing here does NVML, kubelet or API work.
+//! start, is "stalled"), and the one figure the server hands back to the self-metrics
+//! (connections cut for holding old pages unread). Nothing here does NVML, kubelet or API work.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,6 +45,9 @@ pub struct Shared {
     /// Milliseconds without a publish after which the sampler counts as stalled (the watchdog;
     /// `u64::MAX`: off).
     stall_after_ms: AtomicU64,
+    /// Connections the server cut because their unread responses held replaced pages over its
+    /// memory budget.
+    stalled_responses_cut: AtomicU64,
 }
 
 impl Shared {
@@ -57,7 +61,18 @@ impl Shared {
             published_ms: AtomicU64::new(0),
             published_once: AtomicBool::new(false),
             stall_after_ms: AtomicU64::new(u64::MAX),
+            stalled_responses_cut: AtomicU64::new(0),
         }
+    }
+
+    /// Counts `n` connections cut by the server for holding old pages unread.
+    pub fn count_stalled_responses_cut(&self, n: u64) {
+        self.stalled_responses_cut.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Connections cut by the server for holding old pages unread, since start.
+    pub fn stalled_responses_cut(&self) -> u64 {
+        self.stalled_responses_cut.load(Ordering::Relaxed)
     }
 
     /// Arms the watchdog with its limit (the daemon uses several sampling intervals).

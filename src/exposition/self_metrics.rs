@@ -195,6 +195,20 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         );
     }
 
+    if st.stalled_responses_cut > 0 {
+        write_header(
+            out,
+            "gpu_exporter_stalled_responses_cut_total",
+            "Connections cut because responses their clients did not read held pages replaced since, over the server's memory budget; present once one was cut.",
+            "counter",
+        );
+        let _ = writeln!(
+            out,
+            "gpu_exporter_stalled_responses_cut_total {}",
+            st.stalled_responses_cut
+        );
+    }
+
     if snap.stats.nvml_up {
         write_header(
             out,
@@ -327,6 +341,29 @@ mod tests {
             out.matches("# TYPE gpu_exporter_field_read_errors_total counter")
                 .count(),
             1
+        );
+    }
+
+    /// The count of connections cut for holding old pages unread appears once one was cut.
+    #[test]
+    fn stalled_responses_cut_appear_once_counted() {
+        let mut snap = Snapshot::default();
+        let mut out = String::new();
+        encode(&mut out, &snap, &EncodeOptions::default());
+        assert!(
+            !out.contains("gpu_exporter_stalled_responses_cut_total"),
+            "{out}"
+        );
+        snap.stats.stalled_responses_cut = 3;
+        out.clear();
+        encode(&mut out, &snap, &EncodeOptions::default());
+        assert!(
+            out.contains("# TYPE gpu_exporter_stalled_responses_cut_total counter\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\ngpu_exporter_stalled_responses_cut_total 3\n"),
+            "{out}"
         );
     }
 }

@@ -189,6 +189,7 @@ impl Sampler {
             nvml_up,
             counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),
             process: self.exporter_metrics.then(read_process).flatten(),
+            stalled_responses_cut: 0,
         };
         snap
     }
@@ -220,7 +221,8 @@ pub fn spawn(
         .spawn(move || {
             let mut next = Instant::now();
             while !stop.load(Ordering::Acquire) {
-                let snap = sampler.tick(unix_now());
+                let mut snap = sampler.tick(unix_now());
+                snap.stats.stalled_responses_cut = shared.stalled_responses_cut();
                 let ready = snap.stats.nvml_up;
                 let counters = Arc::clone(sampler.counters());
                 shared.publish(render(snap, &counters, &opts), ready);

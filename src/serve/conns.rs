@@ -7,7 +7,10 @@
 //! response is the oldest of those shed. So a flood cannot abort a scrape in flight unless it
 //! outnumbers the cap with connections that all hold a response. A flood is logged once when
 //! it starts and once when it is over; when it is over, freed heap memory is handed back to
-//! the kernel. At shutdown, [`Conns::abort_all`] cuts what the grace period left open.
+//! the kernel. At shutdown, [`Conns::abort_all`] cuts what the grace period left open. The
+//! same books serve two other callers: [`Conns::shed_one`] frees a descriptor when accepting
+//! finds none left (same order), and [`Conns::cut`] closes a given connection (the budget on
+//! the pages unread responses hold, in `pinned`).
 //!
 //! It owns the bookkeeping of connection tasks and their [`Activity`] only; it must not read
 //! or write sockets.
@@ -161,6 +164,30 @@ impl Conns {
         }
     }
 
+    /// Closes one connection to free its descriptor (the oldest idle one, else the oldest);
+    /// `false` when none is open.
+    pub fn shed_one(&self) -> bool {
+        let mut g = self.lock();
+        let Some(slot) = g.victim().and_then(|id| g.open.remove(&id)) else {
+            return false;
+        };
+        if let Some(h) = slot.handle {
+            h.abort();
+        }
+        true
+    }
+
+    /// Cuts the connection `id` (its task is aborted); `false` when it is no longer open.
+    pub fn cut(&self, id: u64) -> bool {
+        let Some(slot) = self.lock().open.remove(&id) else {
+            return false;
+        };
+        if let Some(h) = slot.handle {
+            h.abort();
+        }
+        true
+    }
+
     /// Aborts every open connection's task; returns how many there were.
     pub fn abort_all(&self) -> usize {
         let open = std::mem::take(&mut self.lock().open);
@@ -201,9 +228,10 @@ impl Conns {
     }
 }
 
-/// Hands the heap pages a flood's connections used back to the kernel: glibc's allocator keeps
-/// freed memory in its arenas otherwise, and the resident size would stay at the flood's peak.
-fn trim_memory() {
+/// Hands freed heap pages back to the kernel (those a flood's connections used, or the pages
+/// unread responses held): glibc's allocator keeps freed memory in its arenas otherwise, and
+/// the resident size would stay at the peak.
+pub(super) fn trim_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes no pointer; it only walks the allocator's own free lists.
     unsafe {
@@ -224,17 +252,18 @@ impl Ticket {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// A connection whose task waits forever: its task, its activity and its id.
-    struct Open {
-        task: tokio::task::JoinHandle<()>,
-        activity: Arc<Activity>,
-        id: u64,
+    /// A connection whose task waits until it is aborted: its task, its activity and its id.
+    pub(in crate::serve) struct Open {
+        pub task: tokio::task::JoinHandle<()>,
+        pub activity: Arc<Activity>,
+        pub id: u64,
     }
 
-    fn open(conns: &Arc<Conns>) -> Open {
+    /// Books a connection on `conns` whose task waits until it is aborted.
+    pub(in crate::serve) fn open(conns: &Arc<Conns>) -> Open {
         let ticket = conns.admit();
         let id = ticket.id();
         let activity = ticket.activity();
@@ -298,5 +327,24 @@ mod tests {
         assert!(!booked(&conns, writing.id) && booked(&conns, last.id));
         assert_eq!(conns.abort_all(), 3, "cut at shutdown");
         assert_eq!(conns.open(), 0);
+    }
+
+    /// Freeing a descriptor closes the oldest idle connection, else the oldest; cutting one
+    /// by id closes that one.
+    #[tokio::test]
+    async fn shed_one_and_cut() {
+        let conns = Conns::new(10);
+        let busy = open(&conns);
+        busy.activity.set_writing(true);
+        let idle = open(&conns);
+        let other = open(&conns);
+        assert!(conns.shed_one());
+        assert!(idle.task.await.unwrap_err().is_cancelled());
+        assert!(conns.cut(busy.id));
+        assert!(!conns.cut(busy.id), "already gone");
+        assert!(busy.task.await.unwrap_err().is_cancelled());
+        assert!(conns.shed_one());
+        assert!(other.task.await.unwrap_err().is_cancelled());
+        assert!(!conns.shed_one(), "none left");
     }
 }

@@ -2,7 +2,8 @@
 //! that keeps a value (a `--max-concurrent-scrapes` permit, a connection's in-request mark)
 //! until hyper has taken the whole body or dropped it, and [`Tracked`] is the per-connection
 //! service wrapper that marks a request in the connection's [`Activity`] from its arrival until
-//! then (for the connection cap's shedding order).
+//! then (for the connection cap's shedding order) and gives each request its connection's
+//! [`PinTo`] (as an extension, for the budget on the pages unfinished responses hold).
 //!
 //! It owns no HTTP logic: bodies and responses pass through unchanged.
 
@@ -15,6 +16,7 @@ use axum::body::Body;
 use axum::http::{Request, Response};
 
 use super::conns::Activity;
+use super::pinned::PinTo;
 
 /// A body that holds `T` until it is dropped.
 pub struct Held<T> {
@@ -50,17 +52,22 @@ impl<T: Unpin> http_body::Body for Held<T> {
 }
 
 /// A hyper service that marks each request in its connection's [`Activity`] until the
-/// response body is taken.
+/// response body is taken, and gives each request the connection's [`PinTo`].
 #[derive(Clone)]
 pub struct Tracked<S> {
     inner: S,
     activity: Arc<Activity>,
+    pin_to: PinTo,
 }
 
 impl<S> Tracked<S> {
-    /// `inner`, reporting to `activity`.
-    pub fn new(inner: S, activity: Arc<Activity>) -> Self {
-        Self { inner, activity }
+    /// `inner`, reporting to `activity`, its requests carrying `pin_to`.
+    pub fn new(inner: S, activity: Arc<Activity>, pin_to: PinTo) -> Self {
+        Self {
+            inner,
+            activity,
+            pin_to,
+        }
     }
 }
 
@@ -76,8 +83,9 @@ where
     type Error = S::Error;
     type Future = BoxedResponse<S::Error>;
 
-    fn call(&self, req: Request<B>) -> Self::Future {
+    fn call(&self, mut req: Request<B>) -> Self::Future {
         let mark = self.activity.request();
+        req.extensions_mut().insert(self.pin_to.clone());
         let response = self.inner.call(req);
         Box::pin(async move {
             let resp = response.await?;

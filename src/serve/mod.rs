@@ -6,16 +6,19 @@
 //! kubelet or the API server. [`app`] builds the router so tests can drive it without a socket.
 //! [`serve`] runs it on a bound listener, in plain HTTP or, with a `--web-config-file`, with
 //! TLS, client certificates, basic auth and extra headers (see [`crate::serve::web_config`]),
-//! HTTP/1.1 only, within [`Limits`] (read and write timeouts, the connection cap in `conns`)
-//! and a bounded shutdown. [`watchdog`] logs a stalled sampler; `/ready` and `/metrics` show
-//! it (the stall itself is measured by [`Shared`]).
+//! HTTP/1.1 only, within [`Limits`] (read and write timeouts, the connection cap in `conns`,
+//! fitted to the open-file limit by `listener`), the budget on the pages that unread responses
+//! hold (`pinned`) and a bounded shutdown. [`watchdog`] logs a stalled sampler; `/ready` and
+//! `/metrics` show it (the stall itself is measured by [`Shared`]).
 
 pub mod address;
 mod conns;
 mod deadline;
 mod held;
 pub mod landing;
+mod listener;
 mod pages;
+mod pinned;
 pub mod status;
 pub mod web_config;
 
@@ -30,6 +33,7 @@ use axum::routing::get;
 
 use crate::exposition::publish::Shared;
 use crate::serve::web_config::{BasicAuth, TlsServer, WebConfig};
+pub use listener::{Listener, with_nodelay};
 
 /// Content type of the text exposition format 0.0.4.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -114,8 +118,13 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
-async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    // Held by the body until the server has sent it.
+async fn metrics(
+    State(state): State<AppState>,
+    pin_to: Option<axum::Extension<pinned::PinTo>>,
+    headers: HeaderMap,
+) -> Response {
+    // Held by the body until the server has taken it into the connection's write buffer (at
+    // once: it is one frame); not while the bytes are written.
     let permit = match &state.scrapes {
         Some(gate) => match Arc::clone(gate).try_acquire_owned() {
             Ok(p) => Some(p),
@@ -143,8 +152,20 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         None if gzip => current.gzip.clone(),
         None => current.plain.clone(),
     };
+    // Served on a connection (not by a test driving the router): the page is booked to it
+    // until written, and connections holding old pages over the budget are cut.
+    let body = match pin_to {
+        Some(axum::Extension(to)) => {
+            let body = to.pin(body);
+            let cut = to.enforce(&[&current.plain, &current.gzip]);
+            if cut > 0 {
+                state.shared.count_stalled_responses_cut(cut);
+            }
+            body
+        }
+        None => body,
+    };
     let mut resp = match permit {
-        // Held by the body until the server has taken it.
         Some(permit) => Response::new(axum::body::Body::new(held::Held::new(
             axum::body::Body::from(body),
             permit,
@@ -249,23 +270,6 @@ pub async fn watchdog(shared: Arc<Shared>) {
             _ => {}
         }
     }
-}
-
-/// A listener whose accepted connections have `TCP_NODELAY` set, so that a response written
-/// as headers + body is not held back by Nagle's algorithm waiting for a delayed ACK (that
-/// costs ~40 ms per keep-alive request).
-pub type Listener = axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)>;
-
-fn no_delay(tcp: &mut tokio::net::TcpStream) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!("cannot set TCP_NODELAY: {e}");
-    }
-}
-
-/// Wraps a bound listener so that connections get `TCP_NODELAY`.
-pub fn with_nodelay(l: tokio::net::TcpListener) -> Listener {
-    use axum::serve::ListenerExt;
-    l.tap_io(no_delay as fn(&mut tokio::net::TcpStream))
 }
 
 /// Why the server could not start (once bound, it serves until told to stop).
@@ -421,24 +425,30 @@ pub async fn serve<F>(
             (protect(router, &web), web.tls.clone())
         }
     };
+    let limits = Limits {
+        max_connections: listener::fit_to_open_file_limit(limits.max_connections),
+        ..limits
+    };
     accept_loop(listener, router, tls, limits, shutdown).await;
 }
 
 /// Serves one accepted connection, TLS or not, over HTTP/1.1 with the header read timeout and
 /// the write deadline, until it closes or `watcher`'s shutdown ends it; what it is doing goes
-/// to `activity` (the connection cap sheds idle connections first).
+/// to `activity` (the connection cap sheds idle connections first), and its requests carry
+/// `pin_to` (for the budget on the pages unfinished responses hold).
 async fn serve_connection<S>(
     stream: S,
     router: Router,
     limits: Limits,
     watcher: hyper_util::server::graceful::Watcher,
-    (remote, activity): (SocketAddr, Arc<conns::Activity>),
+    (remote, activity, pin_to): (SocketAddr, Arc<conns::Activity>, pinned::PinTo),
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = held::Tracked::new(
         hyper_util::service::TowerToHyperService::new(router),
         Arc::clone(&activity),
+        pin_to,
     );
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(hyper_util::rt::TokioTimer::new());
@@ -461,22 +471,26 @@ async fn accept_loop<F>(
 ) where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
-    use axum::serve::Listener as _;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     // Dropping the sender tells handshakes in progress to give up.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(());
     let mut shutdown = std::pin::pin!(shutdown);
     let conns = conns::Conns::new(limits.max_connections);
+    let pins = pinned::Pins::new(Arc::clone(&conns), pinned::STALE_BUDGET);
     loop {
         let (tcp, remote) = tokio::select! {
             () = &mut shutdown => break,
-            accepted = listener.accept() => accepted,
+            accepted = listener.accept_or_shed(|| conns.shed_one()) => accepted,
         };
         let router = router.clone();
         let watcher = graceful.watcher();
         let ticket = conns.admit();
         let id = ticket.id();
-        let conn = (remote, ticket.activity());
+        let conn = (
+            remote,
+            ticket.activity(),
+            pinned::PinTo::new(Arc::clone(&pins), id),
+        );
         let Some(tls) = tls.clone() else {
             let task = tokio::spawn(async move {
                 let _ticket = ticket;

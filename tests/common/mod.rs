@@ -475,6 +475,27 @@ impl ExporterBuilder {
         self
     }
 
+    /// Starts the process with the open-file limits `soft` and `hard` (`RLIMIT_NOFILE`).
+    pub fn open_files(mut self, soft: u64, hard: u64) -> Self {
+        use std::os::unix::process::CommandExt;
+        let lim = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit, async-signal-safe, reads a struct copied into the closure; it runs
+        // in the forked child before exec and touches nothing else.
+        unsafe {
+            self.cmd.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        self
+    }
+
     /// How long [`Exporter::metrics_until`] waits (30 s unless told).
     pub fn scrape_deadline(mut self, within: Duration) -> Self {
         self.scrape_deadline = within;
