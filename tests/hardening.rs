@@ -736,8 +736,10 @@ fn sigterm_ends_it(e: &mut Exporter, why: &str) {
     let started = Instant::now();
     let status = e.sigterm();
     assert!(status.success(), "{status}");
+    // The process bounds itself by the grace; the slack is for a loaded test machine (the
+    // structural checks are the log lines: the drain's and the guard's, which names the grace).
     assert!(
-        started.elapsed() < Duration::from_secs(15),
+        started.elapsed() < gpu_exporter::serve::SHUTDOWN_GRACE + Duration::from_secs(3),
         "{:?}",
         started.elapsed()
     );
@@ -889,8 +891,8 @@ fn a_load_stuck_inside_the_exporter_does_not_block_its_exit() {
 
 /// The same, after requests: each server thread's first response needs the loader's lock, so
 /// both wait on it, and the ordinary shutdown, which needs them to see the signal, never
-/// starts. The exit guard ends the process a second after the grace, with exit 0 and a line
-/// saying why.
+/// starts. The exit guard ends the process at the grace (5 s), with exit 0 and a line saying
+/// why.
 #[test]
 fn a_shutdown_that_cannot_run_is_ended_by_the_exit_guard() {
     let dir = tempfile::tempdir().unwrap();
@@ -911,7 +913,8 @@ fn a_shutdown_that_cannot_run_is_ended_by_the_exit_guard() {
     }
     sigterm_ends_it(
         &mut e,
-        "s of SIGTERM or Ctrl-C (a thread stuck inside NVML or the dynamic loader",
+        "did not end within 5 s of SIGTERM or Ctrl-C (a thread stuck inside NVML or the dynamic \
+         loader",
     );
 }
 

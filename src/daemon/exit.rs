@@ -1,6 +1,6 @@
 //! How the daemon's process ends: [`Exit`] (what `run` tells `main`), [`leave_now`] (an exit
-//! that skips the exit handlers) and the [`guard`]: a last resort that ends the process a
-//! second after the shutdown grace even when nothing else can run.
+//! that skips the exit handlers) and the [`guard`]: a last resort that ends the process at the
+//! end of the shutdown grace even when nothing else can run.
 //!
 //! All three exist for one hazard: a thread stuck inside NVML, or inside the dynamic loader
 //! while it loads NVML, holding a lock that other code needs. The dynamic loader's lock is
@@ -37,12 +37,9 @@ pub fn leave_now(code: u8) -> ! {
     unsafe { libc::_exit(i32::from(code)) }
 }
 
-/// How long after the grace the guard waits before it ends the process: the ordinary shutdown
-/// ends within the grace and logs why it left anything behind; the guard is for when it cannot.
-pub const GUARD_MARGIN: Duration = Duration::from_secs(1);
-
-/// Starts the exit guard: a thread that, `grace` + [`GUARD_MARGIN`] after the first SIGTERM or
-/// SIGINT, writes one line to stderr and ends the process with exit 0. Call it before NVML is
+/// Starts the exit guard: a thread that, `grace` after the first SIGTERM or SIGINT (the
+/// ordinary shutdown, which ends sooner and logs why it left anything behind, uses less of
+/// it), writes one line to stderr and ends the process with exit 0. Call it before NVML is
 /// first loaded (starting a thread may need the dynamic loader's lock). Until the signal it
 /// waits in `read`; after it, it uses only `nanosleep`, `write` and `_exit`: no allocation, no
 /// thread-local storage, no lock, so that nothing a stuck thread holds can stop it. The line is
@@ -62,7 +59,7 @@ pub fn guard(grace: Duration, json: bool) -> std::io::Result<()> {
             })
         }?;
     }
-    let after = grace + GUARD_MARGIN;
+    let after = grace;
     let text = format!(
         "the shutdown did not end within {} s of SIGTERM or Ctrl-C (a thread stuck inside NVML \
          or the dynamic loader holds what it needs): exiting now",

@@ -4,9 +4,9 @@
 //! `main.rs` parses the flags, sets up logging and calls [`run`]; the options of each component
 //! come from the configuration's one conversion (`config::options`). The shutdown is bounded by
 //! one grace from the signal (`serve::SHUTDOWN_GRACE`), whatever NVML is doing: a sampler still
-//! inside it then is left behind, and [`Exit::Now`] tells `main` to end with [`leave_now`]
-//! rather than through exit handlers that could wait on it; the [`exit::guard`] ends the
-//! process a second later if even that cannot run. This module must not parse flags, read NVML
+//! inside it after the drain (`serve::SHUTDOWN_DRAIN`) is left behind, and [`Exit::Now`] tells
+//! `main` to end with [`leave_now`] rather than through exit handlers that could wait on it;
+//! the [`exit::guard`] ends the process at the grace if even that cannot run. This module must not parse flags, read NVML
 //! itself or decide exit codes: it returns an error or an [`Exit`], and `main` turns it into
 //! one.
 
@@ -145,7 +145,7 @@ pub fn run(
     // One grace from the signal for everything: the responses in flight (above) and the
     // sampler's tick, which may be stuck in NVML (a hung driver) and must not keep the process
     // alive.
-    let deadline = signalled.get().copied().unwrap_or_else(Instant::now) + serve::SHUTDOWN_GRACE;
+    let deadline = signalled.get().copied().unwrap_or_else(Instant::now) + serve::SHUTDOWN_DRAIN;
     while !handle.is_finished() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -312,9 +312,16 @@ pub async fn bind(addr: &str) -> Result<Listener, ServeError> {
 /// Paths that basic auth leaves open: kubelet probes cannot send credentials.
 pub const UNAUTHENTICATED_PATHS: &[&str] = &["/health", "/ready"];
 
-/// How long responses in flight may take to finish once SIGTERM has stopped the listener;
-/// connections still open then are cut (the pod's termination grace is 30 s by default).
+/// The bound from SIGTERM (or Ctrl-C) to the end of the process, whatever NVML, the dynamic
+/// loader or the clients are doing (the pod's termination grace is 30 s by default). The
+/// ordinary shutdown uses [`SHUTDOWN_DRAIN`] of it; the daemon's exit guard ends the process at
+/// the grace itself when the ordinary shutdown cannot run.
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long responses in flight may take to finish once SIGTERM has stopped the listener, and
+/// how long the daemon then waits for the sampler's tick (both from the signal); connections
+/// still open then are cut. The second left of [`SHUTDOWN_GRACE`] is the margin for leaving.
+pub const SHUTDOWN_DRAIN: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// How long a client may take to complete the TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -523,18 +530,18 @@ async fn accept_loop<F>(
     if open > 0 {
         tracing::info!(
             connections = open,
-            grace_ms = SHUTDOWN_GRACE.as_millis() as u64,
+            grace_ms = SHUTDOWN_DRAIN.as_millis() as u64,
             "shutdown: no new connections; letting open ones finish their responses"
         );
     }
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    if tokio::time::timeout(SHUTDOWN_DRAIN, graceful.shutdown())
         .await
         .is_err()
     {
         let cut = conns.abort_all();
         tracing::warn!(
             cut,
-            grace_ms = SHUTDOWN_GRACE.as_millis() as u64,
+            grace_ms = SHUTDOWN_DRAIN.as_millis() as u64,
             "shutdown: {cut} connection(s) still open after the grace period were cut (clients \
              that did not finish sending a request or reading a response)"
         );

@@ -524,7 +524,7 @@ pub fn load(spec: &str) -> Result<Scenario, ScenarioError> {
     if let Some(text) = builtin::get(spec) {
         return parse(text, &format!("built-in scenario {spec}"), spec);
     }
-    match std::fs::read_to_string(spec) {
+    match read_scenario_file(spec) {
         Ok(text) => load_text(&text, spec),
         Err(e) => Err(ScenarioError::new(format!(
             "scenario \"{spec}\": not a built-in scenario (built-ins: {}) and cannot be read as \
@@ -532,6 +532,41 @@ pub fn load(spec: &str) -> Result<Scenario, ScenarioError> {
             builtin::names().join(", ")
         ))),
     }
+}
+
+/// The largest scenario file read (the largest built-in is under 20 KiB).
+pub const MAX_SCENARIO_FILE: u64 = 4 << 20;
+
+/// Reads the scenario file at `path`: a regular file (symlinks followed) of at most
+/// [`MAX_SCENARIO_FILE`] bytes, in UTF-8. It is opened without blocking, so a FIFO or a device
+/// is refused at once instead of blocking or filling memory.
+fn read_scenario_file(path: &str) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO, device, socket or directory)",
+        ));
+    }
+    if meta.len() > MAX_SCENARIO_FILE {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, over the {MAX_SCENARIO_FILE}-byte limit for a scenario file",
+            meta.len()
+        )));
+    }
+    let mut buf = String::new();
+    f.take(MAX_SCENARIO_FILE + 1).read_to_string(&mut buf)?;
+    if buf.len() as u64 > MAX_SCENARIO_FILE {
+        return Err(std::io::Error::other(format!(
+            "grew past the {MAX_SCENARIO_FILE}-byte limit for a scenario file while read"
+        )));
+    }
+    Ok(buf)
 }
 
 /// Parses the text of the scenario file at `path`, which the caller has read (the exporter

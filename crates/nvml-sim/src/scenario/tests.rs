@@ -522,3 +522,37 @@ fn hang_fault_needs_an_end_and_blocks_for_the_rest_of_its_window() {
 }
 
 mod links;
+
+/// A scenario path that is a FIFO, a device or an oversized file is refused at once, naming
+/// the path, instead of blocking or filling memory; a regular file loads.
+#[test]
+fn scenario_files_are_read_bounded() {
+    let dir = std::env::temp_dir().join(format!("nvml-sim-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.toml");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a plain mkfifo on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let started = std::time::Instant::now();
+    let e = load(fifo.to_str().unwrap()).unwrap_err().to_string();
+    assert!(
+        e.contains("fifo.toml") && e.contains("not a regular file"),
+        "{e}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let e = load("/dev/zero").unwrap_err().to_string();
+    assert!(
+        e.contains("/dev/zero") && e.contains("not a regular file"),
+        "{e}"
+    );
+    let big = dir.join("big.toml");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(MAX_SCENARIO_FILE + 1).unwrap();
+    let e = load(big.to_str().unwrap()).unwrap_err().to_string();
+    assert!(e.contains("big.toml") && e.contains("limit"), "{e}");
+    let ok = dir.join("ok.toml");
+    std::fs::write(&ok, "[[gpus]]\nmodel = \"L4\"\n").unwrap();
+    assert_eq!(load(ok.to_str().unwrap()).unwrap().gpus.len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
