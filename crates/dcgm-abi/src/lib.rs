@@ -8,7 +8,7 @@
 //! against the figures a C compiler gives for DCGM 4.x's headers), not copied from them. This
 //! crate owns no behaviour: no loading, no calls, no I/O. It must not depend on anything.
 
-#![allow(non_camel_case_types, non_snake_case)]
+#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
 
 use std::ffi::{c_char, c_int, c_longlong, c_uint, c_ushort};
 
