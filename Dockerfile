@@ -21,6 +21,12 @@ ARG RUST_VERSION=1.89
 # release: the binary needs the builder's glibc.
 ARG BUILDER_IMAGE=docker.io/library/rust:${RUST_VERSION}-bookworm
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
+# The DCGM variant only (`--target dcgm`, docs/container-image.md "The DCGM variant"): an image
+# that carries DCGM's client library, libdcgm.so.4 (NVIDIA's DCGM image, or any image with the
+# datacenter-gpu-manager-4-core package installed), and the directory it sits in. The default
+# build does not use it (unused stages are skipped) and carries no DCGM.
+ARG DCGM_IMAGE=nvcr.io/nvidia/cloud-native/dcgm:4.5.3-1-ubuntu22.04
+ARG DCGM_LIB_DIR=/usr/lib/x86_64-linux-gnu
 
 FROM ${BUILDER_IMAGE} AS builder
 WORKDIR /src
@@ -31,13 +37,14 @@ ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
 
 # Dependencies first, in their own layer: editing the sources does not download them again.
 # Cargo needs every file the manifests name to read the workspace: the declared benches and a
-# crate root for the simulated-NVML member (an empty stub; it is a dev-dependency and is not
-# built here).
+# crate root for each member (empty stubs: the simulated-NVML member is a dev-dependency and is
+# not built here; the DCGM ABI member is, from its sources below).
 COPY Cargo.toml Cargo.lock ./
 COPY crates/nvml-sim/Cargo.toml crates/nvml-sim/Cargo.toml
+COPY crates/dcgm-abi/Cargo.toml crates/dcgm-abi/Cargo.toml
 COPY benches benches
-RUN mkdir -p src crates/nvml-sim/src \
- && touch src/lib.rs src/main.rs crates/nvml-sim/src/lib.rs \
+RUN mkdir -p src crates/nvml-sim/src crates/dcgm-abi/src \
+ && touch src/lib.rs src/main.rs crates/nvml-sim/src/lib.rs crates/dcgm-abi/src/lib.rs \
  && cargo fetch --locked
 
 # What the exporter's build reads: build.rs compiles proto/ with protox (pure Rust, no protoc),
@@ -45,10 +52,11 @@ RUN mkdir -p src crates/nvml-sim/src \
 COPY build.rs ./
 COPY proto proto
 COPY counters counters
+COPY crates/dcgm-abi/src crates/dcgm-abi/src
 COPY src src
 RUN cargo build --release --locked --offline --no-default-features -p gpu-exporter --bin gpu-exporter
 
-FROM ${RUNTIME_IMAGE}
+FROM ${RUNTIME_IMAGE} AS runtime
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="gpu-exporter" \
@@ -74,3 +82,18 @@ EXPOSE 9400
 # (docs/least-privilege.md).
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/gpu-exporter"]
+
+# The DCGM variant: the same image plus libdcgm.so.4, for profiling (DCGM_FI_PROF_*) on GPUs
+# without NVML's GPM (A100, A30, A10, L4, L40S, T4, V100), through a standalone nv-hostengine
+# (`-r`, remote mode: no extra privileges) or an embedded one (`--dcgm-mode embedded`, which
+# also needs DCGM's profiling module and SYS_ADMIN). Only the client library is copied: it is
+# what the exporter loads (through the dynamic loader, from a directory the loader searches).
+#   buildah build --target dcgm --build-arg DCGM_IMAGE=... -t gpu-exporter:dcgm .
+FROM ${DCGM_IMAGE} AS dcgm-libs
+
+FROM runtime AS dcgm
+ARG DCGM_LIB_DIR
+COPY --from=dcgm-libs ${DCGM_LIB_DIR}/libdcgm.so.4 ${DCGM_LIB_DIR}/libdcgm.so.4
+
+# The default image (the last stage): the runtime stage as it is, no DCGM.
+FROM runtime

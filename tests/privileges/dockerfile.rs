@@ -183,6 +183,20 @@ pub(crate) fn stages() -> Vec<Stage> {
     stages
 }
 
+/// The stage a build without `--target` produces: the last one, or, when the last is only
+/// `FROM <an earlier stage>` with no instruction of its own, that stage (followed the same way).
+pub(crate) fn default_stage(stages: &[Stage]) -> &Stage {
+    let mut stage = stages.last().expect("a stage");
+    while stage.instrs.is_empty()
+        && let Some(named) = stages
+            .iter()
+            .find(|s| s.name.as_deref() == Some(stage.base.as_str()))
+    {
+        stage = named;
+    }
+    stage
+}
+
 /// A JSON array argument (exec form), or `None` for the shell form.
 pub(crate) fn json_array(args: &str) -> Option<Vec<String>> {
     args.trim_start()
@@ -354,7 +368,7 @@ pub(crate) fn dockerfile_copies_only_files_that_exist_and_reach_the_build_contex
         .iter()
         .map(|b| b["name"].as_str().unwrap().to_owned())
         .collect();
-    let runtime = stages.last().unwrap();
+    let runtime = default_stage(&stages);
     let from_builder: Vec<Copy> = copies(runtime)
         .into_iter()
         .filter(|c| c.from.is_some())
@@ -400,7 +414,7 @@ pub(crate) fn dockerfile_copies_only_files_that_exist_and_reach_the_build_contex
 #[test]
 pub(crate) fn dockerfile_runtime_stage_is_non_root_and_runs_the_exporter() {
     let stages = stages();
-    let runtime = stages.last().unwrap();
+    let runtime = default_stage(&stages);
 
     // USER: numeric (Kubernetes' runAsNonRoot cannot verify a name) and not root.
     let user = runtime
@@ -559,7 +573,7 @@ pub(crate) fn dockerfile_builder_rust_is_new_enough_and_matches_the_runtime_glib
         have[..2] >= need[..2.min(need.len())],
         "builder Rust {version} < rust-version {needed}"
     );
-    let runtime = stages.last().unwrap();
+    let runtime = default_stage(&stages);
     let debian = [("bookworm", "debian12"), ("trixie", "debian13")];
     let (_, suffix) = debian
         .iter()
@@ -602,4 +616,43 @@ pub(crate) fn dockerfile_parser_handles_continuations_args_and_ignore_patterns()
         dest: "/etc/x/".into(),
     };
     assert_eq!(c.target_of("counters/a.csv"), "/etc/x/a.csv");
+}
+
+/// The DCGM variant (`--target dcgm`) is the default image plus DCGM's client library, copied
+/// from the DCGM image's stage, and nothing else; the default image carries no DCGM.
+#[test]
+pub(crate) fn dockerfile_dcgm_variant_adds_only_the_dcgm_client_library() {
+    let stages = stages();
+    let runtime = default_stage(&stages);
+    assert_eq!(runtime.name.as_deref(), Some("runtime"));
+    assert!(
+        copies(runtime)
+            .iter()
+            .all(|c| c.sources.iter().all(|s| !s.contains("dcgm.so"))),
+        "the default image copies no DCGM library"
+    );
+    let dcgm = stages
+        .iter()
+        .find(|s| s.name.as_deref() == Some("dcgm"))
+        .expect("a stage named dcgm");
+    assert_eq!(dcgm.base, "runtime", "the DCGM variant builds on the default image");
+    let libs = stages
+        .iter()
+        .find(|s| s.name.as_deref() == Some("dcgm-libs"))
+        .expect("a stage for the DCGM image");
+    assert!(libs.base.contains("dcgm"), "{}", libs.base);
+    let added = copies(dcgm);
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert_eq!(added[0].from.as_deref(), Some("dcgm-libs"));
+    assert_eq!(
+        added[0].sources,
+        vec!["/usr/lib/x86_64-linux-gnu/libdcgm.so.4".to_owned()]
+    );
+    let others: Vec<_> = dcgm
+        .instrs
+        .iter()
+        .filter(|i| !matches!(i.keyword.as_str(), "ARG" | "COPY"))
+        .map(|i| i.keyword.clone())
+        .collect();
+    assert!(others.is_empty(), "the DCGM variant changes only files: {others:?}");
 }
