@@ -81,6 +81,18 @@ pub(crate) fn contradictions_fail_rendering() {
             json!({"collectIntervalMs": 50}),
             "collectIntervalMs 50: must be at least 100",
         ),
+        (
+            json!({"dcgm": {"mode": "standalone"}}),
+            "dcgm.mode \"standalone\" is not a mode",
+        ),
+        (
+            json!({"dcgm": {"mode": "remote"}}),
+            "dcgm.mode=remote needs dcgm.hostengine",
+        ),
+        (
+            json!({"dcgm": {"mode": "off", "hostengine": "nvidia-dcgm:5555"}}),
+            "dcgm.hostengine is set but dcgm.mode=off",
+        ),
     ];
     let mut f = Failures::default();
     for (values, message) in &cases {

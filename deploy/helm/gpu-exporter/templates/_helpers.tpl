@@ -53,7 +53,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{- define "gpu-exporter.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- printf "%s:%s%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) (ternary "-dcgm" "" (and .Values.dcgm .Values.dcgm.variantImage | default false)) }}
 {{- end }}
 
 {{/* "true" when the exporter uses the Kubernetes API (the pod watch, and ResourceSlices with
@@ -146,6 +146,15 @@ Included by every template, so `helm template --show-only` fails too.
 {{- end }}
 {{- if not (has (toString $v.compatibility) (list "native" "dcgm-4.8.2" "dcgm-4.8.3" "dcgm-4.8.4" "dcgm-4.9")) }}
 {{- fail (printf "compatibility %q is not a profile: use native, dcgm-4.8.2, dcgm-4.8.4 (or dcgm-4.8.3) or dcgm-4.9." (toString $v.compatibility)) }}
+{{- end }}
+{{- if not (has (toString $v.dcgm.mode) (list "" "off" "remote" "embedded")) }}
+{{- fail (printf "dcgm.mode %q is not a mode: use off, remote or embedded (or leave it empty for the exporter's default)." (toString $v.dcgm.mode)) }}
+{{- end }}
+{{- if and (eq (toString $v.dcgm.mode) "remote") (not $v.dcgm.hostengine) }}
+{{- fail "dcgm.mode=remote needs dcgm.hostengine, the standalone hostengine's address (host:port or unix:///path)." }}
+{{- end }}
+{{- if and (eq (toString $v.dcgm.mode) "off") $v.dcgm.hostengine }}
+{{- fail "dcgm.hostengine is set but dcgm.mode=off: the address would be ignored. Leave dcgm.mode empty (remote) or clear dcgm.hostengine." }}
 {{- end }}
 {{- if not (has $v.counters.preset (list "default" "recommended")) }}
 {{- fail (printf "counters.preset %q is not a preset: use \"default\" or \"recommended\", or give the CSV in counters.custom." (toString $v.counters.preset)) }}

@@ -13,6 +13,10 @@ DaemonSet's flags and has no ports or probes. */}}
 {{- /* The chart's flags; values.arguments are appended after them. */ -}}
 {{- $args := list "-f" $countersFile "-c" ($root.Values.collectIntervalMs | int64 | toString) }}
 {{- if ne (toString $root.Values.compatibility) "native" }}{{ $args = append $args (printf "--compatibility=%s" $root.Values.compatibility) }}{{ end }}
+{{- with $root.Values.dcgm }}
+{{- if .mode }}{{ $args = append $args (printf "--dcgm-mode=%s" .mode) }}{{ end }}
+{{- if .hostengine }}{{ $args = append $args (printf "--remote-hostengine-info=%s" .hostengine) }}{{ end }}
+{{- end }}
 {{- if $k.podMapping }}
 {{- $args = concat $args (list "-k" (printf "--pod-resources-kubelet-socket=%s/kubelet.sock" (trimSuffix "/" $root.Values.kubeletPath)) (printf "--kubernetes-pod-metadata=%t" (and $k.podMetadata true)) (printf "--kubernetes-process-metrics=%t" (and $k.processMetrics true))) }}
 {{- if $k.enablePodLabels }}{{ $args = append $args "--kubernetes-enable-pod-labels" }}{{ end }}
