@@ -635,7 +635,10 @@ pub(crate) fn dockerfile_dcgm_variant_adds_only_the_dcgm_client_library() {
         .iter()
         .find(|s| s.name.as_deref() == Some("dcgm"))
         .expect("a stage named dcgm");
-    assert_eq!(dcgm.base, "runtime", "the DCGM variant builds on the default image");
+    assert_eq!(
+        dcgm.base, "runtime",
+        "the DCGM variant builds on the default image"
+    );
     let libs = stages
         .iter()
         .find(|s| s.name.as_deref() == Some("dcgm-libs"))
@@ -654,5 +657,8 @@ pub(crate) fn dockerfile_dcgm_variant_adds_only_the_dcgm_client_library() {
         .filter(|i| !matches!(i.keyword.as_str(), "ARG" | "COPY"))
         .map(|i| i.keyword.clone())
         .collect();
-    assert!(others.is_empty(), "the DCGM variant changes only files: {others:?}");
+    assert!(
+        others.is_empty(),
+        "the DCGM variant changes only files: {others:?}"
+    );
 }
