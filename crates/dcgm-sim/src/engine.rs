@@ -90,6 +90,11 @@ impl Engine {
         self.clock.now()
     }
 
+    /// Whether the host engine is away at `t` (it drops connections and refuses new ones).
+    pub fn hostengine_away(&self, _t: f64) -> bool {
+        false
+    }
+
     fn take_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;

@@ -23,3 +23,4 @@ pub mod global;
 pub mod prof;
 pub mod proto;
 pub mod remote;
+pub mod server;

@@ -28,6 +28,64 @@ pub fn library_path() -> PathBuf {
         })
 }
 
+/// The hostengine binary built beside the tests.
+pub fn hostengine_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dcgm-sim-hostengine"))
+}
+
+/// A running `dcgm-sim-hostengine`, killed when dropped.
+pub struct Hostengine {
+    pub child: std::process::Child,
+    /// What it printed it listens on (`127.0.0.1:PORT` or the socket path).
+    pub address: String,
+}
+
+impl Hostengine {
+    /// Starts it with `args` and waits (at most 20 s) for its "listening on" line.
+    pub fn start(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(hostengine_path())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("spawn dcgm-sim-hostengine");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("hostengine ready within 20 s");
+        let address = line
+            .trim()
+            .rsplit_once("listening on ")
+            .map(|(_, a)| a.to_string())
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        Self { child, address }
+    }
+
+    /// Kills it and waits for it to go.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Hostengine {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A socket path of its own under the temp directory.
+pub fn socket_path(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("dcgm-sim-{tag}-{}.sock", std::process::id()))
+}
+
 /// The loaded library.
 pub struct Dcgm {
     pub lib: libloading::Library,
