@@ -8,12 +8,15 @@
 //! GPU is its index, the k-th GPU instance of GPU g is `g * 8 + k` (k over the instance ids
 //! the scenario ever gives it, in order), the compute instance of MIG device `uid` of GPU g is
 //! `g * 8 + uid`.
+//!
+//! The scenario's `[[dcgm_faults]]` act here: a refused watch, a blank field, a hang; the
+//! `server` asks [`Engine::hostengine_away`] (embedded mode has no host engine to lose).
 
 use std::collections::BTreeMap;
 
 use dcgm_abi as abi;
 use nvml_sim::physics;
-use nvml_sim::scenario::{Gpu, Scenario};
+use nvml_sim::scenario::{DcgmFault, DcgmFaultKind, Gpu, Scenario};
 use nvml_sim::sim::Clock;
 
 use crate::prof::{self, ProfValue};
@@ -91,8 +94,25 @@ impl Engine {
     }
 
     /// Whether the host engine is away at `t` (it drops connections and refuses new ones).
-    pub fn hostengine_away(&self, _t: f64) -> bool {
-        false
+    pub fn hostengine_away(&self, t: f64) -> bool {
+        self.faults_at(DcgmFaultKind::HostengineAway, t)
+            .next()
+            .is_some()
+    }
+
+    /// The scenario's DCGM faults of `kind` active at `t`.
+    fn faults_at(&self, kind: DcgmFaultKind, t: f64) -> impl Iterator<Item = &DcgmFault> {
+        self.sc
+            .dcgm_faults
+            .iter()
+            .filter(move |f| f.active(kind, t))
+    }
+
+    /// A `hang` fault: how long a call made at `t` blocks.
+    fn hang_left(&self, t: f64) -> Option<f64> {
+        self.faults_at(DcgmFaultKind::Hang, t)
+            .map(|f| f.window.until - t)
+            .reduce(f64::max)
     }
 
     fn take_id(&mut self) -> u64 {
@@ -247,8 +267,12 @@ impl Engine {
     }
 
     /// Answers one call at scenario time now.
+    /// A call made inside a `hang` fault returns only when the window ends.
     pub fn handle(&mut self, req: Request) -> Response {
         let t = self.now();
+        if let Some(left) = self.hang_left(t) {
+            std::thread::sleep(std::time::Duration::from_secs_f64(left));
+        }
         self.handle_at(req, t)
     }
 
@@ -406,6 +430,12 @@ impl Engine {
             let Some(gpu) = self.sc.gpu(g) else {
                 return Err(abi::DCGM_ST_BADPARAM);
             };
+            if let Some(f) = self
+                .faults_at(DcgmFaultKind::WatchRefused, t)
+                .find(|f| fields.iter().any(|field| f.covers(g, *field)))
+            {
+                return Err(f.code);
+            }
             // One profiling configuration per GPU: what is watched already on this GPU (any
             // of its entities) plus what is asked now must fit in one pass.
             let mut prof_fields: Vec<u16> = self
@@ -465,6 +495,15 @@ impl Engine {
         let Some(gpu) = self.sc.gpu(g) else {
             return blank(abi::DCGM_ST_NO_DATA);
         };
+        if self
+            .faults_at(DcgmFaultKind::Blank, sample_t)
+            .any(|f| f.covers(g, field))
+        {
+            return Value {
+                ts: self.clock.unix_us(sample_t).min(ts),
+                ..blank(abi::DCGM_ST_OK)
+            };
+        }
         let val = match field {
             FI_DEV_UUID => Some(Val::Str(match uid {
                 Some(u) => gpu
