@@ -392,3 +392,65 @@ fn manual_mode_reads_the_last_update() {
     assert_eq!(later[0].ts - first[0].ts, 1_700_000);
     finish(&d, h);
 }
+
+#[test]
+fn a100_mig_t4_serves_profiling_per_instance_and_on_the_t4() {
+    let _s = serial();
+    let d = Dcgm::open();
+    let h = embedded(&d, "a100-mig-t4", 20.0, abi::DCGM_OPERATION_MODE_AUTO);
+    let a = d.attributes(h, 0).expect("A100");
+    assert_eq!(
+        abi::c_text(&a.identifiers.deviceName),
+        "NVIDIA A100-SXM4-80GB"
+    );
+    assert_eq!(a.settings.migModeEnabled, 1);
+    let t4 = d.attributes(h, 1).expect("T4");
+    assert_eq!(abi::c_text(&t4.identifiers.deviceName), "Tesla T4");
+    let m = d.hierarchy(h).expect("hierarchy");
+    let gis: Vec<_> = m.entityList[..m.count as usize]
+        .iter()
+        .filter(|e| e.entity.entityGroupId == GPU_I)
+        .map(|e| {
+            (
+                e.entity.entityId,
+                e.info.nvmlInstanceId,
+                e.info.nvmlProfileSlices,
+            )
+        })
+        .collect();
+    let mut slices: Vec<u32> = gis.iter().map(|g| g.2).collect();
+    slices.sort_unstable();
+    assert_eq!(slices, [1, 1, 2, 3], "{gis:?}");
+    let t4_groups = d.metric_groups(h, 1).expect("T4 groups");
+    assert!(
+        t4_groups.iter().all(|g| !g.2.contains(&1011)),
+        "no NVLink on a T4"
+    );
+
+    let mut entities: Vec<(u32, u32)> = gis.iter().map(|g| (GPU_I, g.0)).collect();
+    entities.push((GPU, 0));
+    entities.push((GPU, 1));
+    let fields = [1001u16, 1002, 1004];
+    let mut seen = Vec::new();
+    for t in [20.0, 140.0] {
+        d.set_time(t);
+        let g = d.group(h, &entities).expect("group");
+        let fg = d.field_group(h, &fields).expect("fg");
+        assert_eq!(d.watch(h, g, fg), 0);
+        let v = d.latest(h, &entities, &fields).expect("latest");
+        let gr: Vec<f64> = (0..entities.len())
+            .map(|i| dbl(&v[i * fields.len()]).expect("GR_ENGINE_ACTIVE"))
+            .collect();
+        // The whole A100 is its instances weighted by their share of the 7 slices.
+        let weighted: f64 = gis
+            .iter()
+            .zip(&gr)
+            .map(|(g, v)| v * f64::from(g.2) / 7.0)
+            .sum();
+        assert!((gr[gis.len()] - weighted).abs() < 1e-9, "{gr:?}");
+        assert!(gr[gis.len() + 1] > 0.0, "the T4 is busy");
+        seen.push(gr);
+    }
+    assert_ne!(seen[0], seen[1], "profiling moves with the workload");
+    finish(&d, h);
+}

@@ -5,7 +5,7 @@
 //!
 //! Layout, one concern per module:
 //! - `model`: GPU presets (H100-SXM5-80GB, A100-SXM4-40GB, L4, H200-SXM5-141GB,
-//!   B200-SXM-180GB, GB200, L40S) with their NVLink topology.
+//!   B200-SXM-180GB, GB200, L40S, A100-SXM4-80GB, T4) with their NVLink topology.
 //! - `scenario`, `builtin`: scenario TOML schema, parsing, validation; embedded scenarios.
 //! - `curves`, `physics`, `integrator`: deterministic signals, derived readings, counters.
 //! - `sim`: the simulated machine and the NVML semantics of every query.
