@@ -454,3 +454,52 @@ fn a100_mig_t4_serves_profiling_per_instance_and_on_the_t4() {
     assert_ne!(seen[0], seen[1], "profiling moves with the workload");
     finish(&d, h);
 }
+
+/// The `DT_SONAME` of an ELF64 little-endian shared object, read from its dynamic section.
+fn soname(path: &std::path::Path) -> Option<String> {
+    let b = std::fs::read(path).ok()?;
+    let u16_at = |o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
+    let (shoff, shentsize, shnum) = (
+        u64_at(0x28)? as usize,
+        u16_at(0x3a)? as usize,
+        u16_at(0x3c)? as usize,
+    );
+    let section = |i: usize| {
+        let s = shoff + i * shentsize;
+        Some((
+            u32_at(s + 4)?,
+            u64_at(s + 0x18)? as usize,
+            u64_at(s + 0x20)? as usize,
+            u32_at(s + 0x28)? as usize,
+        ))
+    };
+    let (_, dyn_off, dyn_size, link) = (0..shnum).filter_map(section).find(|s| s.0 == 6)?;
+    let (_, str_off, _, _) = section(link)?;
+    (0..dyn_size / 16).find_map(|k| {
+        let (tag, val) = (
+            u64_at(dyn_off + 16 * k)?,
+            u64_at(dyn_off + 16 * k + 8)? as usize,
+        );
+        (tag == 14).then(|| {
+            let start = str_off + val;
+            let end = b[start..]
+                .iter()
+                .position(|c| *c == 0)
+                .map_or(b.len(), |n| start + n);
+            String::from_utf8_lossy(&b[start..end]).into_owned()
+        })
+    })
+}
+
+#[test]
+fn the_library_is_named_libdcgm_so_4() {
+    let path = common::library_path();
+    assert_eq!(
+        soname(&path).as_deref(),
+        Some("libdcgm.so.4"),
+        "{}",
+        path.display()
+    );
+}

@@ -42,3 +42,39 @@ pub(crate) fn check_version(found: u32, wanted: u32) -> Result<(), i32> {
         Err(abi::DCGM_ST_VER_MISMATCH)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use dcgm_abi::sig;
+
+    use super::api::*;
+
+    /// Every exported DCGM function has exactly the signature `dcgm_abi::sig` gives the client
+    /// (a mismatch does not compile).
+    #[test]
+    fn exports_have_dcgms_signatures() {
+        let _: sig::dcgmInit = dcgmInit;
+        let _: sig::dcgmShutdown = dcgmShutdown;
+        let _: sig::dcgmStartEmbedded = dcgmStartEmbedded;
+        let _: sig::dcgmStopEmbedded = dcgmStopEmbedded;
+        let _: sig::dcgmConnect_v2 = dcgmConnect_v2;
+        let _: sig::dcgmDisconnect = dcgmDisconnect;
+        let _: sig::dcgmVersionInfo = dcgmVersionInfo;
+        let _: sig::dcgmHostengineVersionInfo = dcgmHostengineVersionInfo;
+        let _: sig::dcgmGetAllSupportedDevices = dcgmGetAllSupportedDevices;
+        let _: sig::dcgmGetDeviceAttributes = dcgmGetDeviceAttributes;
+        let _: sig::dcgmGetGpuInstanceHierarchy = dcgmGetGpuInstanceHierarchy;
+        let _: sig::dcgmGroupCreate = dcgmGroupCreate;
+        let _: sig::dcgmGroupDestroy = dcgmGroupDestroy;
+        let _: sig::dcgmGroupAddEntity = dcgmGroupAddEntity;
+        let _: sig::dcgmFieldGroupCreate = dcgmFieldGroupCreate;
+        let _: sig::dcgmFieldGroupDestroy = dcgmFieldGroupDestroy;
+        let _: sig::dcgmWatchFields = dcgmWatchFields;
+        let _: sig::dcgmUnwatchFields = dcgmUnwatchFields;
+        let _: sig::dcgmUpdateAllFields = dcgmUpdateAllFields;
+        let _: sig::dcgmEntitiesGetLatestValues = dcgmEntitiesGetLatestValues;
+        let _: sig::dcgmProfGetSupportedMetricGroups = dcgmProfGetSupportedMetricGroups;
+        let _: sig::dcgmErrorString = dcgmErrorString;
+        let _: sig::dcgmErrorString = errorString;
+    }
+}
