@@ -14,6 +14,14 @@ use crate::global;
 use crate::proto::{Entity, Reply, Request, Val};
 use crate::remote::DEFAULT_TIMEOUT;
 
+/// A `dcgmReturn_t` as a result.
+fn status(code: abi::dcgmReturn_t) -> Result<(), i32> {
+    match code {
+        abi::DCGM_ST_OK => Ok(()),
+        code => Err(code),
+    }
+}
+
 fn unexpected<T>(_: Reply) -> Result<T, i32> {
     Err(abi::DCGM_ST_GENERIC_ERROR)
 }
@@ -43,18 +51,12 @@ unsafe fn text(p: *const c_char) -> String {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dcgmInit() -> abi::dcgmReturn_t {
-    guard(|| match global::init() {
-        abi::DCGM_ST_OK => Ok(()),
-        code => Err(code),
-    })
+    guard(|| status(global::init()))
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dcgmShutdown() -> abi::dcgmReturn_t {
-    guard(|| match global::shutdown() {
-        abi::DCGM_ST_OK => Ok(()),
-        code => Err(code),
-    })
+    guard(|| status(global::shutdown()))
 }
 
 /// `opMode` `DCGM_OPERATION_MODE_AUTO` or `_MANUAL`.
@@ -77,10 +79,7 @@ pub unsafe extern "C" fn dcgmStartEmbedded(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dcgmStopEmbedded(handle: abi::dcgmHandle_t) -> abi::dcgmReturn_t {
-    guard(|| match global::close(handle, true) {
-        abi::DCGM_ST_OK => Ok(()),
-        code => Err(code),
-    })
+    guard(|| status(global::close(handle, true)))
 }
 
 /// `ipAddress` is `host[:port]` (port 5555 when none) or, with `addressIsUnixSocket`, a
@@ -111,10 +110,7 @@ pub unsafe extern "C" fn dcgmConnect_v2(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dcgmDisconnect(handle: abi::dcgmHandle_t) -> abi::dcgmReturn_t {
-    guard(|| match global::close(handle, false) {
-        abi::DCGM_ST_OK => Ok(()),
-        code => Err(code),
-    })
+    guard(|| status(global::close(handle, false)))
 }
 
 #[unsafe(no_mangle)]
