@@ -76,9 +76,14 @@ pub fn serve(engine: Engine, listen: &Listen, ready: impl FnOnce(&str)) -> Resul
                 })?;
             let bound = l.local_addr().map_or(what, |a| a.to_string());
             ready(&bound);
-            for s in l.incoming().flatten() {
-                let _ = s.set_nodelay(true);
-                accept(s, &engine, &active);
+            for s in l.incoming() {
+                match s {
+                    Ok(s) => {
+                        let _ = s.set_nodelay(true);
+                        accept(s, &engine, &active);
+                    }
+                    Err(_) => std::thread::sleep(POLL), // out of descriptors: do not spin
+                }
             }
         }
         Listen::Unix(path) => {
@@ -94,8 +99,11 @@ pub fn serve(engine: Engine, listen: &Listen, ready: impl FnOnce(&str)) -> Resul
                 source,
             })?;
             ready(&what);
-            for s in l.incoming().flatten() {
-                accept(s, &engine, &active);
+            for s in l.incoming() {
+                match s {
+                    Ok(s) => accept(s, &engine, &active),
+                    Err(_) => std::thread::sleep(POLL),
+                }
             }
         }
     }
