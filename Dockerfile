@@ -30,14 +30,17 @@ ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
     CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
 # Dependencies first, in their own layer: editing the sources does not download them again.
-# Cargo needs every file the manifests name to read the workspace: the declared benches and a
-# crate root for the simulated-NVML member (an empty stub; it is a dev-dependency and is not
-# built here).
+# Cargo needs every file the manifests name to read the workspace: the declared benches and
+# crate roots for the other members (empty stubs: the simulated NVML and DCGM libraries, the
+# DCGM ABI crate and the stand-in host engine are not built here).
 COPY Cargo.toml Cargo.lock ./
 COPY crates/nvml-sim/Cargo.toml crates/nvml-sim/Cargo.toml
+COPY crates/dcgm-abi/Cargo.toml crates/dcgm-abi/Cargo.toml
+COPY crates/dcgm-sim/Cargo.toml crates/dcgm-sim/Cargo.toml
 COPY benches benches
-RUN mkdir -p src crates/nvml-sim/src \
- && touch src/lib.rs src/main.rs crates/nvml-sim/src/lib.rs \
+RUN mkdir -p src crates/nvml-sim/src crates/dcgm-abi/src crates/dcgm-sim/src/bin \
+ && touch src/lib.rs src/main.rs crates/nvml-sim/src/lib.rs crates/dcgm-abi/src/lib.rs \
+    crates/dcgm-sim/src/lib.rs crates/dcgm-sim/src/bin/hostengine.rs \
  && cargo fetch --locked
 
 # What the exporter's build reads: build.rs compiles proto/ with protox (pure Rust, no protoc),
