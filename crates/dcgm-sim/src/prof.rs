@@ -34,8 +34,8 @@ pub fn is_prof(field: u16) -> bool {
     (1001..1100).contains(&field)
 }
 
-/// One metric group: fields in groups with the same major id and different minor ids cannot
-/// be collected in one pass.
+/// One metric group. Groups with the same major id and different minor ids need separate
+/// hardware passes; DCGM multiplexes up to [`MAX_PASSES`] of them on one GPU.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MetricGroup {
     pub major: u16,
@@ -49,7 +49,32 @@ const C: u16 = 2;
 const D: u16 = 3;
 const E: u16 = 4;
 
-/// Data-centre chips with NVLink and full-rate FP64 (V100, A100, A30, H100, H200, B200): the
+/// How many groups of one major id DCGM's profiling module multiplexes on one GPU (DCGM's own
+/// profiling tests watch up to five together and expect `DCGM_ST_PROFILING_MULTI_PASS` beyond).
+pub const MAX_PASSES: usize = 5;
+
+/// Hopper and later: profiling comes from NVML's GPM, which DCGM lists as one group (major 0)
+/// of every per-GPU field; there is no pass limit.
+const GPM: &[(u16, u16, &[u16])] = &[(
+    A,
+    0,
+    &[
+        GR_ENGINE_ACTIVE,
+        SM_ACTIVE,
+        SM_OCCUPANCY,
+        PIPE_TENSOR_ACTIVE,
+        DRAM_ACTIVE,
+        PIPE_FP64_ACTIVE,
+        PIPE_FP32_ACTIVE,
+        PIPE_FP16_ACTIVE,
+        PCIE_TX_BYTES,
+        PCIE_RX_BYTES,
+        NVLINK_TX_BYTES,
+        NVLINK_RX_BYTES,
+    ],
+)];
+
+/// Data-centre chips with NVLink and full-rate FP64 before Hopper (V100, A100, A30): the
 /// grouping `dcgmi profile --list` prints on an A100 (A.1 SM, occupancy, tensor, FP32; A.2
 /// FP64; A.3 FP16; B.0 DRAM; C.0 PCIe; D.0 graphics engine; E.0 NVLink).
 const DATACENTER: &[(u16, u16, &[u16])] = &[
@@ -92,9 +117,8 @@ const PCIE_BOARD: &[(u16, u16, &[u16])] = &[
 /// The metric groups of a board; empty before Volta (no profiling).
 pub fn metric_groups(model: &Model) -> Vec<MetricGroup> {
     let table: &[(u16, u16, &[u16])] = match model.arch {
-        ARCH_VOLTA | ARCH_AMPERE | ARCH_HOPPER | ARCH_BLACKWELL if model.nvlink_links > 0 => {
-            DATACENTER
-        }
+        ARCH_HOPPER | ARCH_BLACKWELL => GPM,
+        ARCH_VOLTA | ARCH_AMPERE if model.nvlink_links > 0 => DATACENTER,
         ARCH_VOLTA | ARCH_AMPERE | ARCH_HOPPER | ARCH_BLACKWELL | ARCH_TURING | ARCH_ADA => {
             PCIE_BOARD
         }
@@ -119,16 +143,36 @@ pub fn group_of(model: &Model, field: u16) -> Option<(u16, u16)> {
 }
 
 /// Why a set of profiling fields cannot be watched together on `model`: a field the board
-/// does not serve (`Err(field, None)`), or two fields in different groups of one major id
-/// (`Err(field, Some(other))`).
+/// does not serve (`Err(field, None)`), or more than [`MAX_PASSES`] groups of one major id
+/// (`Err(field, Some(a field of another group of that major id))`).
 pub fn check_single_pass(model: &Model, fields: &[u16]) -> Result<(), (u16, Option<u16>)> {
+    check_passes(&metric_groups(model), fields)
+}
+
+/// [`check_single_pass`] over a given list of groups.
+pub fn check_passes(groups: &[MetricGroup], fields: &[u16]) -> Result<(), (u16, Option<u16>)> {
+    // (major, minor, first field seen in that group)
     let mut seen: Vec<(u16, u16, u16)> = Vec::new();
     for &f in fields.iter().filter(|f| is_prof(**f)) {
-        let (major, minor) = group_of(model, f).ok_or((f, None))?;
-        if let Some((_, _, other)) = seen.iter().find(|(ma, mi, _)| *ma == major && *mi != minor) {
-            return Err((f, Some(*other)));
+        let g = groups
+            .iter()
+            .find(|g| g.fields.contains(&f))
+            .ok_or((f, None))?;
+        if seen
+            .iter()
+            .any(|(ma, mi, _)| *ma == g.major && *mi == g.minor)
+        {
+            continue;
         }
-        seen.push((major, minor, f));
+        let same_major: Vec<u16> = seen
+            .iter()
+            .filter(|(ma, _, _)| *ma == g.major)
+            .map(|(_, _, first)| *first)
+            .collect();
+        if same_major.len() >= MAX_PASSES {
+            return Err((f, same_major.first().copied()));
+        }
+        seen.push((g.major, g.minor, f));
     }
     Ok(())
 }
@@ -173,4 +217,37 @@ pub fn value(
         NVLINK_TX_BYTES => bytes(11),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn groups(minors: u16) -> Vec<MetricGroup> {
+        (0..minors)
+            .map(|minor| MetricGroup {
+                major: A,
+                minor,
+                fields: vec![1002 + minor],
+            })
+            .chain(std::iter::once(MetricGroup {
+                major: B,
+                minor: 0,
+                fields: vec![DRAM_ACTIVE],
+            }))
+            .collect()
+    }
+
+    /// Up to five groups of one major id are multiplexed; the sixth is refused naming a field
+    /// of the first; other major ids never count against it; an unknown field is unsupported.
+    #[test]
+    fn up_to_five_passes_per_major_id() {
+        let g = groups(6);
+        let five: Vec<u16> = (1002..1007).chain([DRAM_ACTIVE]).collect();
+        assert_eq!(check_passes(&g, &five), Ok(()));
+        let six: Vec<u16> = (1002..1008).collect();
+        assert_eq!(check_passes(&g, &six), Err((1007, Some(1002))));
+        assert_eq!(check_passes(&g, &[1002, 1002, 1003]), Ok(()));
+        assert_eq!(check_passes(&g, &[1011]), Err((1011, None)));
+    }
 }

@@ -334,10 +334,10 @@ fn metric_groups_per_architecture_and_single_pass_rules() {
         !has(&l4, 1011) && !has(&l4, 1006),
         "the L4 has no NVLink or FP64 group: {l4:?}"
     );
-    // SM_ACTIVE (A.1) and FP64 (A.2) share a major id: not in one pass.
+    // SM_ACTIVE (A.1), FP64 (A.2) and FP16 (A.3) share a major id: DCGM multiplexes them.
     let g = d.group(h, &[(GPU, 0)]).expect("group");
-    let fg = d.field_group(h, &[1002, 1006]).expect("fg");
-    assert_eq!(d.watch(h, g, fg), abi::DCGM_ST_PROFILING_MULTI_PASS);
+    let fg = d.field_group(h, &[1002, 1006, 1008]).expect("fg");
+    assert_eq!(d.watch(h, g, fg), 0);
     let g1 = d.group(h, &[(GPU, 1)]).expect("group");
     let fg1 = d.field_group(h, &[1001, 1011]).expect("fg");
     assert_eq!(d.watch(h, g1, fg1), abi::DCGM_ST_PROFILING_NOT_SUPPORTED);
@@ -345,13 +345,6 @@ fn metric_groups_per_architecture_and_single_pass_rules() {
         .field_group(h, &[1001, 1002, 1004, 1005, 1009, 1010])
         .expect("fg");
     assert_eq!(d.watch(h, g1, fg2), 0);
-    // Once A.1 is watched on the A100, FP64 cannot join it until it is unwatched.
-    let fg3 = d.field_group(h, &[1002]).expect("fg");
-    assert_eq!(d.watch(h, g, fg3), 0);
-    let fg4 = d.field_group(h, &[1006]).expect("fg");
-    assert_eq!(d.watch(h, g, fg4), abi::DCGM_ST_PROFILING_MULTI_PASS);
-    assert_eq!(d.unwatch(h, g, fg3), 0);
-    assert_eq!(d.watch(h, g, fg4), 0);
     finish(&d, h);
 }
 
