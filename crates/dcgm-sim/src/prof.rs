@@ -119,9 +119,7 @@ pub fn metric_groups(model: &Model) -> Vec<MetricGroup> {
     let table: &[(u16, u16, &[u16])] = match model.arch {
         ARCH_HOPPER | ARCH_BLACKWELL => GPM,
         ARCH_VOLTA | ARCH_AMPERE if model.nvlink_links > 0 => DATACENTER,
-        ARCH_VOLTA | ARCH_AMPERE | ARCH_HOPPER | ARCH_BLACKWELL | ARCH_TURING | ARCH_ADA => {
-            PCIE_BOARD
-        }
+        ARCH_VOLTA | ARCH_AMPERE | ARCH_TURING | ARCH_ADA => PCIE_BOARD,
         _ => &[],
     };
     table
