@@ -36,15 +36,17 @@ ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
     CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
 # Dependencies first, in their own layer: editing the sources does not download them again.
-# Cargo needs every file the manifests name to read the workspace: the declared benches and a
-# crate root for each member (empty stubs: the simulated-NVML member is a dev-dependency and is
-# not built here; the DCGM ABI member is, from its sources below).
+# Cargo needs every file the manifests name to read the workspace: the declared benches and
+# crate roots for the other members (empty stubs: the simulated NVML and DCGM libraries and the
+# stand-in host engine are not built here; the DCGM ABI crate is, from its sources below).
 COPY Cargo.toml Cargo.lock ./
 COPY crates/nvml-sim/Cargo.toml crates/nvml-sim/Cargo.toml
 COPY crates/dcgm-abi/Cargo.toml crates/dcgm-abi/Cargo.toml
+COPY crates/dcgm-sim/Cargo.toml crates/dcgm-sim/Cargo.toml
 COPY benches benches
-RUN mkdir -p src crates/nvml-sim/src crates/dcgm-abi/src \
+RUN mkdir -p src crates/nvml-sim/src crates/dcgm-abi/src crates/dcgm-sim/src/bin \
  && touch src/lib.rs src/main.rs crates/nvml-sim/src/lib.rs crates/dcgm-abi/src/lib.rs \
+    crates/dcgm-sim/src/lib.rs crates/dcgm-sim/src/bin/hostengine.rs \
  && cargo fetch --locked
 
 # What the exporter's build reads: build.rs compiles proto/ with protox (pure Rust, no protoc),

@@ -368,3 +368,74 @@ pub(crate) fn features_decide_rbac_token_user_and_host_pid() {
     }
     f.finish("feature switches");
 }
+
+/// The `dcgm` values become the exporter's own flags, which it accepts (parsed and validated as
+/// the daemon does), and `dcgm.variantImage` picks the image that carries libdcgm.so.4; the
+/// defaults add no DCGM flag and keep the plain image.
+#[test]
+pub(crate) fn dcgm_values_become_flags_the_exporter_accepts() {
+    let Some(helm) = helm_or_skip("dcgm_values_become_flags_the_exporter_accepts") else {
+        return;
+    };
+    let mut f = Failures::default();
+    let container = |r: &Rendered| {
+        r.one("DaemonSet").value["spec"]["template"]["spec"]["containers"][0].clone()
+    };
+    let r = template(&helm, &[], &[]).unwrap();
+    let c = container(&r);
+    let args = args_of(&c);
+    if args
+        .iter()
+        .any(|a| a.contains("dcgm-mode") || a.contains("hostengine"))
+    {
+        f.add(format!("defaults: no DCGM flag, args {args:?}"));
+    }
+    if c["image"].as_str().is_some_and(|i| i.ends_with("-dcgm")) {
+        f.add(format!("defaults: the plain image, got {}", c["image"]));
+    }
+    for (values, want, image_suffix) in [
+        (
+            json!({"dcgm": {"hostengine": "nvidia-dcgm.gpu-operator.svc:5555", "variantImage": true}}),
+            vec!["--remote-hostengine-info=nvidia-dcgm.gpu-operator.svc:5555"],
+            true,
+        ),
+        (
+            json!({"dcgm": {"mode": "embedded", "variantImage": true}}),
+            vec!["--dcgm-mode=embedded"],
+            true,
+        ),
+        (
+            json!({"dcgm": {"mode": "remote", "hostengine": "unix:///run/dcgm/hostengine.sock"}}),
+            vec![
+                "--dcgm-mode=remote",
+                "--remote-hostengine-info=unix:///run/dcgm/hostengine.sock",
+            ],
+            false,
+        ),
+        (
+            json!({"dcgm": {"mode": "off"}}),
+            vec!["--dcgm-mode=off"],
+            false,
+        ),
+    ] {
+        let r = template(&helm, &[], std::slice::from_ref(&values)).unwrap();
+        let c = container(&r);
+        let args = args_of(&c);
+        for w in &want {
+            if !args.iter().any(|a| a == w) {
+                f.add(format!("{values}: args {args:?} lack {w}"));
+            }
+        }
+        let image = c["image"].as_str().unwrap_or_default();
+        if image.ends_with("-dcgm") != image_suffix {
+            f.add(format!("{values}: image {image}"));
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        if let Err(e) = gpu_exporter::config::Config::from_args(&argv) {
+            f.add(format!(
+                "{values}: the exporter refuses the chart's flags {args:?}: {e}"
+            ));
+        }
+    }
+    f.finish("dcgm values");
+}

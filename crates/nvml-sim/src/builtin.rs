@@ -21,6 +21,10 @@ const BUILTINS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/gb200-nvl72.toml"),
     ),
     ("l40s", include_str!("../../../scenarios/l40s.toml")),
+    (
+        "a100-mig-t4",
+        include_str!("../../../scenarios/a100-mig-t4.toml"),
+    ),
 ];
 
 /// The TOML text of a built-in scenario.

@@ -5,9 +5,11 @@
 //! Owns only constants. It must not know about time, workloads or scenarios; `physics` turns
 //! these facts into readings and `scenario` resolves a model key to one of these presets. The
 //! types the presets are written in (`Model`, `MigProfile`, `Topology`, the MIG id tables) are in
-//! `model/types.rs`; the H200, B200, GB200 and L40S presets live in `model/newer.rs`.
+//! `model/types.rs`; the H200, B200, GB200 and L40S presets live in `model/newer.rs`, the A100
+//! 80GB and T4 in `model/older.rs`.
 
 mod newer;
+mod older;
 mod types;
 
 use types::{FOUR_G_IDS, ONE_G_DOUBLE_IDS, ONE_G_IDS, SEVEN_G_IDS, THREE_G_IDS, TWO_G_IDS};
@@ -204,6 +206,8 @@ pub const MODELS: &[Model] = &[
     newer::B200_SXM_180GB,
     newer::GB200,
     newer::L40S,
+    older::A100_SXM4_80GB,
+    older::T4,
 ];
 
 /// GPUs of one GB200 NVL72 compute tray: two GB200 superchips of two Blackwell GPUs each.

@@ -537,7 +537,7 @@ fn control_api() {
         assert_eq!(nvmlSimScenarioNames(buf.as_mut_ptr(), needed), needed);
         assert_eq!(
             CStr::from_ptr(buf.as_ptr()).to_str(),
-            Ok("h100-mig,a100-l4,incidents,hgx-h200,hgx-b200,gb200-nvl72,l40s")
+            Ok("h100-mig,a100-l4,incidents,hgx-h200,hgx-b200,gb200-nvl72,l40s,a100-mig-t4")
         );
         let needed = nvmlSimNodeName(ptr::null_mut(), 0);
         let mut buf = vec![0 as c_char; needed as usize];
@@ -561,7 +561,7 @@ fn control_api() {
             format!(
                 "scenario file {}: line 2: unknown model \"H900\" (known models: \
                  H100-SXM5-80GB, A100-SXM4-40GB, L4, H200-SXM5-141GB, B200-SXM-180GB, GB200, \
-                 L40S)",
+                 L40S, A100-SXM4-80GB, T4)",
                 path.display()
             )
         );

@@ -6,6 +6,7 @@
 //! wrong. This module must not read clocks or global state; the format is documented in
 //! `scenarios/README.md`.
 
+mod dcgm;
 mod faults;
 mod links;
 mod raw;
@@ -22,6 +23,7 @@ use crate::builtin;
 use crate::curves::Workload;
 use crate::model::{MigProfile, Model};
 
+pub use dcgm::{DcgmFault, DcgmFaultKind};
 use faults::{apply_fault, check_appear_order};
 pub use links::{FabricFault, FabricHealth, LinkDown};
 use raw::RawScenario;
@@ -124,6 +126,8 @@ pub struct Scenario {
     /// Scenario time until which `nvmlInit_v2` blocks when called before it (a driver wedged
     /// in its initialisation); 0 when the file does not set `init_hangs_until`.
     pub init_hangs_until: f64,
+    /// The DCGM fault timeline (`[[dcgm_faults]]`), for the simulated libdcgm; NVML ignores it.
+    pub dcgm_faults: Vec<DcgmFault>,
     /// The TOML text the scenario was read from.
     pub text: String,
 }
@@ -614,6 +618,7 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         }
     }
     check_mig_uuids(&ctx, &gpus)?;
+    let dcgm_faults = dcgm::resolve_dcgm_faults(&ctx, &raw.dcgm_faults, gpus.len())?;
     events.sort_by(|a: &Event, b: &Event| a.t.total_cmp(&b.t));
     Ok(Scenario {
         name: raw.name.unwrap_or_else(|| default_name.to_string()),
@@ -624,6 +629,7 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         events,
         driver_loaded_at,
         init_hangs_until,
+        dcgm_faults,
         text: text.to_string(),
     })
 }

@@ -18,6 +18,9 @@ pub(super) struct RawScenario {
     pub(super) gpus: Vec<Spanned<RawGpu>>,
     #[serde(default)]
     pub(super) faults: Vec<Spanned<RawFault>>,
+    /// The DCGM simulator's fault timeline; validated here, acted on by dcgm-sim.
+    #[serde(default)]
+    pub(super) dcgm_faults: Vec<Spanned<super::dcgm::RawDcgmFault>>,
     /// Reserved for the exporter's simulated kubelet; the library ignores it.
     #[allow(dead_code)]
     pub(super) pods: Option<toml::Value>,

@@ -98,7 +98,8 @@ fn unknown_model_names_file_and_line() {
     assert_eq!(
         e,
         "scenario file /x.toml: line 4: unknown model \"H900\" (known models: \
-         H100-SXM5-80GB, A100-SXM4-40GB, L4, H200-SXM5-141GB, B200-SXM-180GB, GB200, L40S)"
+         H100-SXM5-80GB, A100-SXM4-40GB, L4, H200-SXM5-141GB, B200-SXM-180GB, GB200, L40S, \
+         A100-SXM4-80GB, T4)"
     );
 }
 
