@@ -15,6 +15,7 @@
 //! `serve`, so that a broken file still stops start-up).
 
 pub mod cli;
+mod dcgm;
 pub mod file;
 pub mod ignored;
 pub mod options;
@@ -102,6 +103,9 @@ pub enum ConfigError {
         /// What it is.
         source: crate::base::bounded_read::ReadError,
     },
+    /// A DCGM setting is invalid.
+    #[error(transparent)]
+    Dcgm(#[from] dcgm::DcgmConfigError),
     /// The arguments do not parse (clap's message, which names the flag).
     #[error("{0}")]
     Args(String),
@@ -197,6 +201,10 @@ pub struct Config {
     pub enable_exporter_metrics: bool,
     /// `--nvml-lib`: the NVML library path instead of the dynamic loader's search.
     pub nvml_lib: Option<PathBuf>,
+    /// The DCGM client's settings (`--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*`).
+    pub dcgm: crate::dcgm::DcgmOptions,
+    /// `--dcgm-mode` was given (else `--simulate` picks embedded on the simulated library).
+    pub dcgm_mode_given: bool,
     /// `--log-format json`.
     pub json_logs: bool,
     /// `--debug`.
@@ -456,6 +464,7 @@ impl Settings {
                 CountersChoice::File(default.exists().then(|| default.to_path_buf()))
             }
         };
+        let (dcgm, dcgm_mode_given) = dcgm::options(cli, collections.tick(), &mut warnings)?;
         Ok(Config {
             address: cli.address.clone(),
             collect_interval: collections.base,
@@ -487,6 +496,8 @@ impl Settings {
             simulate: cli.simulate.clone(),
             simulate_seed: cli.simulate_seed,
             nvml_lib: nvml_lib(cli.nvml_lib.as_ref())?,
+            dcgm,
+            dcgm_mode_given,
             json_logs: cli.log_format == "json",
             debug: cli.debug,
             kubernetes,

@@ -21,6 +21,12 @@ pub const LIB_NAME: &str = "libnvml_sim.so";
 
 /// Where the simulated library is looked for, in order, given the running executable.
 pub fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
+    candidates_of(LIB_NAME, explicit)
+}
+
+/// Where a simulated library named `name` is looked for: `explicit`, else next to the
+/// executable, in its `deps/`, one folder up, and in /usr/local/lib/gpu-exporter.
+pub fn candidates_of(name: &str, explicit: Option<&Path>) -> Vec<PathBuf> {
     if let Some(p) = explicit {
         return vec![p.to_path_buf()];
     }
@@ -28,13 +34,13 @@ pub fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
     if let Ok(exe) = std::env::current_exe()
         && let Some(dir) = exe.parent()
     {
-        out.push(dir.join(LIB_NAME));
-        out.push(dir.join("deps").join(LIB_NAME));
+        out.push(dir.join(name));
+        out.push(dir.join("deps").join(name));
         if let Some(up) = dir.parent() {
-            out.push(up.join(LIB_NAME));
+            out.push(up.join(name));
         }
     }
-    out.push(PathBuf::from("/usr/local/lib/gpu-exporter").join(LIB_NAME));
+    out.push(PathBuf::from("/usr/local/lib/gpu-exporter").join(name));
     out
 }
 

@@ -113,6 +113,21 @@ impl Reader {
         &self.book.unsupported_list
     }
 
+    /// Whether another source (DCGM) serves GPM fields where GPM is not supported (see
+    /// [`ReaderOptions::gpm_elsewhere`]); decided before each tick.
+    pub fn set_gpm_elsewhere(&mut self, on: bool) {
+        self.opts.gpm_elsewhere = on;
+    }
+
+    /// The UUIDs of the GPUs found without GPM support so far.
+    pub fn without_gpm(&self) -> HashSet<String> {
+        self.gpus
+            .values()
+            .filter(|g| g.gpm_supported == Some(false))
+            .filter_map(|g| g.ident.as_ref().map(|i| i.uuid.clone()))
+            .collect()
+    }
+
     /// The handle and (cached) identity of a GPU.
     fn device(&mut self, index: u32) -> Handle {
         let dev = self

@@ -1,0 +1,114 @@
+//! Which rows and entities DCGM serves, and the merge of its values into the tick's entities:
+//! NVML first, DCGM only for the empty profiling rows of GPUs without GPM.
+//!
+//! Pure functions on the snapshot's entities; it must not call DCGM or log.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use super::options::{Target, Wanted};
+use crate::catalogue::csv::CounterRow;
+use crate::catalogue::{FieldDef, Level, Source};
+use crate::gpu::plan::Collections;
+use crate::snapshot::{EntitySample, Value};
+
+/// Whether DCGM may serve this field in place of NVML: a GPM (profiling) field per entity
+/// whose DCGM value is already in the exposition's unit (a ratio, or bytes per second).
+pub fn serves(f: &FieldDef) -> bool {
+    matches!(f.source, Source::Gpm(..))
+        && f.level == Level::Instance
+        && u16::try_from(f.id).is_ok()
+        && matches!(f.unit, "ratio" | "B/s")
+}
+
+/// What to ask DCGM for this tick: every entity of a GPU in `no_gpm` (UUIDs of GPUs whose GPM
+/// is not supported), and every counters row DCGM may serve, at its collection interval.
+pub fn wanted(
+    entities: &[EntitySample],
+    rows: &[&CounterRow],
+    no_gpm: &HashSet<String>,
+    collections: &Collections,
+) -> Wanted {
+    let mut targets: Vec<Target> = entities
+        .iter()
+        .filter(|e| no_gpm.contains(&e.id.uuid))
+        .map(|e| Target {
+            uuid: e.id.uuid.clone(),
+            gi: e.id.mig.as_ref().map(|m| m.gpu_instance_id),
+        })
+        .collect();
+    targets.sort();
+    targets.dedup();
+    let mut fields: Vec<(u16, Duration)> = rows
+        .iter()
+        .filter(|r| serves(r.field))
+        .filter_map(|r| {
+            let id = u16::try_from(r.field.id).ok()?;
+            Some((id, collections.interval_for(&r.name, r.field)))
+        })
+        .collect();
+    fields.sort();
+    fields.dedup_by_key(|(id, _)| *id);
+    if targets.is_empty() {
+        fields.clear();
+    }
+    Wanted { targets, fields }
+}
+
+/// Fills the empty DCGM-servable rows of the entities of `no_gpm` GPUs with this tick's DCGM
+/// values (a value DCGM did not give stays absent).
+pub fn merge(
+    entities: &mut [EntitySample],
+    rows: &[&CounterRow],
+    values: &HashMap<(Target, u16), f64>,
+    no_gpm: &HashSet<String>,
+) {
+    if values.is_empty() {
+        return;
+    }
+    for e in entities.iter_mut().filter(|e| no_gpm.contains(&e.id.uuid)) {
+        let target = Target {
+            uuid: e.id.uuid.clone(),
+            gi: e.id.mig.as_ref().map(|m| m.gpu_instance_id),
+        };
+        for (slot, row) in rows.iter().enumerate() {
+            if !serves(row.field) {
+                continue;
+            }
+            let Ok(id) = u16::try_from(row.field.id) else {
+                continue;
+            };
+            if let Some(dst) = e.values.get_mut(slot)
+                && dst.is_none()
+                && let Some(v) = values.get(&(target.clone(), id))
+            {
+                *dst = Some(Value::Num(row.field.convert(*v)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dcgm_serves_the_profiling_fields_in_exposition_units() {
+        let name = |n| crate::catalogue::lookup(n);
+        for n in [
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+            "DCGM_FI_PROF_DRAM_ACTIVE",
+            "DCGM_FI_PROF_PCIE_TX_BYTES",
+            "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        ] {
+            let f = name(n);
+            assert!(f.is_some_and(serves), "{n}");
+        }
+        let temp = name("DCGM_FI_DEV_GPU_TEMP");
+        assert!(temp.is_some_and(|f| !serves(f)));
+        // DCGM's ratio is the exposition's ratio (GPM's percent is scaled): no conversion.
+        let f = name("DCGM_FI_PROF_GR_ENGINE_ACTIVE");
+        assert_eq!(f.map(|f| f.convert(0.5)), Some(0.5));
+    }
+}
