@@ -11,13 +11,15 @@
 //! - `sim`: the simulated machine and the NVML semantics of every query.
 //! - `handle`, `ret`: opaque handles and return codes.
 //! - `state`: the process-wide machine behind a mutex.
-//! - `ffi`: the exported C functions (NVML and the `nvmlSim*` control API).
+//! - `ffi`: the exported C functions (NVML and the `nvmlSim*` control API); cargo feature
+//!   `ffi`, on by default.
 //!
 //! Also built as an `rlib` so tests can drive the Rust core directly. Note that an rlib copy
 //! and a loaded `.so` copy have separate global state.
 
 pub mod builtin;
 pub mod curves;
+#[cfg(feature = "ffi")]
 pub mod ffi;
 pub mod handle;
 pub mod integrator;

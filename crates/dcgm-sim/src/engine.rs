@@ -1,0 +1,544 @@
+//! The simulated host engine: one loaded scenario with its seed and clock, and DCGM's state
+//! on top of it (entity groups, field groups, watches, the last manual update). It answers
+//! every [`Request`] with DCGM's semantics — version words and pointers are the `ffi` layer's
+//! business, sockets the `server`'s and `remote`'s.
+//!
+//! The GPUs, UUIDs, MIG layout and workload are the NVML simulator's for the same scenario,
+//! seed and scenario time; profiling values come from `prof`. Entity ids are DCGM's own: a
+//! GPU is its index, the k-th GPU instance of GPU g is `g * 8 + k` (k over the instance ids
+//! the scenario ever gives it, in order), the compute instance of MIG device `uid` of GPU g is
+//! `g * 8 + uid`.
+
+use std::collections::BTreeMap;
+
+use dcgm_abi as abi;
+use nvml_sim::physics;
+use nvml_sim::scenario::{Gpu, Scenario};
+use nvml_sim::sim::Clock;
+
+use crate::prof::{self, ProfValue};
+use crate::proto::{Attributes, Entity, MigEntry, Reply, Request, Response, Val, Value};
+
+/// DCGM's stride of instance entity ids per GPU (`DCGM_MAX_INSTANCES_PER_GPU`).
+pub const INSTANCES_PER_GPU: u32 = 8;
+/// `DCGM_GROUP_ALL_GPUS`: a group id standing for every GPU.
+pub const GROUP_ALL_GPUS: u64 = 0x7fff_ffff;
+/// The most groups or field groups one engine holds (DCGM's own limit is 64 field groups).
+pub const MAX_GROUPS: usize = 256;
+/// `DCGM_FI_DEV_NAME`, `DCGM_FI_DEV_UUID`.
+pub const FI_DEV_NAME: u16 = 50;
+pub const FI_DEV_UUID: u16 = 54;
+/// The largest field id DCGM 4.x defines, roughly (`DCGM_FI_MAX_FIELDS`).
+pub const MAX_FIELD_ID: u16 = 1800;
+/// `DCGM_STR_NOT_SUPPORTED`.
+pub const STR_NOT_SUPPORTED: &str = "<<<NOT_SUPPORTED>>>";
+/// The DCGM version this library claims.
+pub const DCGM_VERSION: &str = "4.2.3";
+/// The driver version the simulated node reports.
+pub const DRIVER_VERSION: &str = "570.124.06";
+
+/// A watch's parameters (kept as DCGM keeps them; the simulator computes values on demand).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Watch {
+    pub freq_us: i64,
+    pub keep_age_s: f64,
+    pub keep_samples: i32,
+}
+
+/// The simulated host engine.
+#[derive(Debug)]
+pub struct Engine {
+    pub sc: Scenario,
+    pub seed: u64,
+    pub clock: Clock,
+    /// `DCGM_OPERATION_MODE_MANUAL`: values are those of the last `UpdateAll`.
+    pub manual: bool,
+    last_update: Option<f64>,
+    groups: BTreeMap<u64, Vec<Entity>>,
+    field_groups: BTreeMap<u64, Vec<u16>>,
+    watches: BTreeMap<(Entity, u16), Watch>,
+    next_id: u64,
+}
+
+/// The build-information string of `dcgmVersionInfo`.
+pub fn build_info() -> String {
+    format!(
+        "version:{DCGM_VERSION};arch:{};buildtype:Release;buildplatform:Linux;commit:dcgm-sim;\
+         branch:sim;driver:{DRIVER_VERSION}",
+        std::env::consts::ARCH
+    )
+}
+
+impl Engine {
+    /// An engine for `sc` with noise `seed`; `frozen` freezes its clock.
+    pub fn new(sc: Scenario, seed: u64, frozen: Option<f64>) -> Self {
+        Self {
+            sc,
+            seed,
+            clock: Clock::new(frozen),
+            manual: false,
+            last_update: None,
+            groups: BTreeMap::new(),
+            field_groups: BTreeMap::new(),
+            watches: BTreeMap::new(),
+            next_id: 1,
+        }
+    }
+
+    /// Scenario time now.
+    pub fn now(&self) -> f64 {
+        self.clock.now()
+    }
+
+    /// Whether the host engine is away at `t` (it drops connections and refuses new ones).
+    pub fn hostengine_away(&self, _t: f64) -> bool {
+        false
+    }
+
+    fn take_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// GPUs DCGM sees at `t`: enumerated and not fallen off the bus.
+    fn gpu_ids(&self, t: f64) -> Vec<u32> {
+        self.sc
+            .gpus
+            .iter()
+            .filter(|g| g.present(t) && !g.is_lost(t))
+            .map(|g| g.index as u32)
+            .collect()
+    }
+
+    fn live_gpu(&self, id: u32, t: f64) -> Option<&Gpu> {
+        self.sc
+            .gpu(id as usize)
+            .filter(|g| g.present(t) && !g.is_lost(t))
+    }
+
+    /// The GPU-instance ids a GPU ever has, in order (the k of its GI entity ids).
+    fn gi_ids(gpu: &Gpu) -> Vec<u32> {
+        let mut ids: Vec<u32> = gpu.instances.iter().map(|i| i.gi).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// (GPU index, MIG device uid) an entity stands for at `t`; a GPU instance stands for its
+    /// first MIG device (as NVML's `nvmlGpmMigSampleGet` picks it).
+    pub fn resolve(&self, e: Entity, t: f64) -> Option<(usize, Option<usize>)> {
+        match e.group {
+            abi::DCGM_FE_GPU => self.live_gpu(e.id, t).map(|g| (g.index, None)),
+            abi::DCGM_FE_GPU_I => {
+                let gpu = self.live_gpu(e.id / INSTANCES_PER_GPU, t)?;
+                let gi = *Self::gi_ids(gpu).get((e.id % INSTANCES_PER_GPU) as usize)?;
+                let layout = gpu.layout_at(t)?;
+                let m = layout
+                    .members
+                    .iter()
+                    .find(|m| gpu.instances.get(m.uid).is_some_and(|i| i.gi == gi))?;
+                Some((gpu.index, Some(m.uid)))
+            }
+            abi::DCGM_FE_GPU_CI => {
+                let gpu = self.live_gpu(e.id / INSTANCES_PER_GPU, t)?;
+                let uid = (e.id % INSTANCES_PER_GPU) as usize;
+                gpu.member_at(uid, t)?;
+                Some((gpu.index, Some(uid)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Every MIG entity at `t`: GPU instances, then their compute instances.
+    pub fn hierarchy(&self, t: f64) -> Vec<MigEntry> {
+        let mut out = Vec::new();
+        for gpu in self
+            .sc
+            .gpus
+            .iter()
+            .filter(|g| g.present(t) && !g.is_lost(t))
+        {
+            let Some(layout) = gpu.layout_at(t) else {
+                continue;
+            };
+            let g = gpu.index as u32;
+            let gis = Self::gi_ids(gpu);
+            for (k, gi) in gis.iter().enumerate() {
+                let members: Vec<usize> = layout
+                    .members
+                    .iter()
+                    .map(|m| m.uid)
+                    .filter(|u| gpu.instances.get(*u).is_some_and(|i| i.gi == *gi))
+                    .collect();
+                let Some(first) = members.first().and_then(|u| gpu.instances.get(*u)) else {
+                    continue;
+                };
+                let gi_entity = Entity {
+                    group: abi::DCGM_FE_GPU_I,
+                    id: g * INSTANCES_PER_GPU + k as u32,
+                };
+                let slices: u32 = members
+                    .iter()
+                    .filter_map(|u| gpu.instances.get(*u))
+                    .map(|i| i.profile.compute_slices)
+                    .sum();
+                out.push(MigEntry {
+                    entity: gi_entity,
+                    parent: Entity {
+                        group: abi::DCGM_FE_GPU,
+                        id: g,
+                    },
+                    gpu_uuid: gpu.uuid.clone(),
+                    gpu_index: g,
+                    instance_id: *gi,
+                    compute_instance_id: abi_no_instance(),
+                    profile_id: gi_profile_id(first.profile.compute_slices),
+                    slices: slices.max(first.profile.compute_slices),
+                });
+                for u in members {
+                    let Some(inst) = gpu.instances.get(u) else {
+                        continue;
+                    };
+                    out.push(MigEntry {
+                        entity: Entity {
+                            group: abi::DCGM_FE_GPU_CI,
+                            id: g * INSTANCES_PER_GPU + u as u32,
+                        },
+                        parent: gi_entity,
+                        gpu_uuid: gpu.uuid.clone(),
+                        gpu_index: g,
+                        instance_id: inst.gi,
+                        compute_instance_id: inst.ci,
+                        profile_id: ci_profile_id(inst.profile.compute_slices),
+                        slices: inst.profile.compute_slices,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn attributes(&self, id: u32, t: f64) -> Result<Attributes, i32> {
+        let gpu = self.live_gpu(id, t).ok_or(abi::DCGM_ST_BADPARAM)?;
+        let m = gpu.model;
+        let mem = physics::gpu_memory(&self.sc, self.seed, gpu.index, t);
+        let mib = |b: u64| u32::try_from(b / physics::MIB).unwrap_or(u32::MAX);
+        Ok(Attributes {
+            name: m.name.to_string(),
+            brand: "NVIDIA".to_string(),
+            uuid: gpu.uuid.clone(),
+            serial: gpu.serial.clone(),
+            pci_bus_id: gpu.pci.bus_id(),
+            vbios: m.vbios.to_string(),
+            inforom: m.inforom_image.to_string(),
+            pci_device_id: m.pci_device_id,
+            pci_subsystem_id: m.pci_subsystem_id,
+            driver_version: DRIVER_VERSION.to_string(),
+            mig_enabled: gpu.mig_enabled,
+            fb_total_mib: mem.map_or(0, |x| mib(x.total)),
+            fb_used_mib: mem.map_or(0, |x| mib(x.used)),
+            fb_free_mib: mem.map_or(0, |x| mib(x.free)),
+            bar1_mib: u32::try_from(m.bar1_mib).unwrap_or(u32::MAX),
+            power_limit_w: gpu.power_limit_at(t).round() as u32,
+            default_power_limit_w: m.power_limit_w.round() as u32,
+            slowdown_c: m.slowdown_c.round() as u32,
+        })
+    }
+
+    /// Answers one call at scenario time now.
+    pub fn handle(&mut self, req: Request) -> Response {
+        let t = self.now();
+        self.handle_at(req, t)
+    }
+
+    /// Answers one call at scenario time `t`.
+    pub fn handle_at(&mut self, req: Request, t: f64) -> Response {
+        match req {
+            Request::HostengineVersion => Ok(Reply::Version(build_info())),
+            Request::Devices => Ok(Reply::Devices(self.gpu_ids(t))),
+            Request::Attributes { gpu } => {
+                Ok(Reply::Attributes(Box::new(self.attributes(gpu, t)?)))
+            }
+            Request::Hierarchy => Ok(Reply::Hierarchy(self.hierarchy(t))),
+            Request::GroupCreate { kind, .. } => {
+                let members = match kind {
+                    abi::DCGM_GROUP_EMPTY => Vec::new(),
+                    abi::DCGM_GROUP_DEFAULT => self
+                        .gpu_ids(t)
+                        .into_iter()
+                        .map(|id| Entity {
+                            group: abi::DCGM_FE_GPU,
+                            id,
+                        })
+                        .collect(),
+                    _ => return Err(abi::DCGM_ST_BADPARAM),
+                };
+                if self.groups.len() >= MAX_GROUPS {
+                    return Err(abi::DCGM_ST_MAX_LIMIT);
+                }
+                let id = self.take_id();
+                self.groups.insert(id, members);
+                Ok(Reply::Id(id))
+            }
+            Request::GroupAdd { group, entity } => {
+                if self.resolve(entity, t).is_none() {
+                    return Err(abi::DCGM_ST_BADPARAM);
+                }
+                let members = self
+                    .groups
+                    .get_mut(&group)
+                    .ok_or(abi::DCGM_ST_NOT_CONFIGURED)?;
+                if !members.contains(&entity) {
+                    members.push(entity);
+                }
+                Ok(Reply::Done)
+            }
+            Request::GroupDestroy { group } => self
+                .groups
+                .remove(&group)
+                .map(|_| Reply::Done)
+                .ok_or(abi::DCGM_ST_NOT_CONFIGURED),
+            Request::FieldGroupCreate { fields, .. } => {
+                if fields.is_empty()
+                    || fields.len() > abi::DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP
+                    || fields.iter().any(|f| *f == 0 || *f > MAX_FIELD_ID)
+                {
+                    return Err(abi::DCGM_ST_BADPARAM);
+                }
+                if self.field_groups.len() >= MAX_GROUPS {
+                    return Err(abi::DCGM_ST_MAX_LIMIT);
+                }
+                let id = self.take_id();
+                self.field_groups.insert(id, fields);
+                Ok(Reply::Id(id))
+            }
+            Request::FieldGroupDestroy { id } => self
+                .field_groups
+                .remove(&id)
+                .map(|_| Reply::Done)
+                .ok_or(abi::DCGM_ST_NOT_CONFIGURED),
+            Request::Watch {
+                group,
+                field_group,
+                freq_us,
+                keep_age_s,
+                keep_samples,
+            } => {
+                let w = Watch {
+                    freq_us,
+                    keep_age_s,
+                    keep_samples,
+                };
+                self.watch(group, field_group, w, t).map(|()| Reply::Done)
+            }
+            Request::Unwatch { group, field_group } => {
+                let (entities, fields) = self.group_pair(group, field_group, t)?;
+                for e in &entities {
+                    for f in &fields {
+                        self.watches.remove(&(*e, *f));
+                    }
+                }
+                Ok(Reply::Done)
+            }
+            Request::UpdateAll => {
+                self.last_update = Some(t);
+                Ok(Reply::Done)
+            }
+            Request::Latest { entities, fields } => Ok(Reply::Values(
+                entities
+                    .iter()
+                    .flat_map(|e| fields.iter().map(move |f| (*e, *f)))
+                    .map(|(e, f)| self.latest(e, f, t))
+                    .collect(),
+            )),
+            Request::MetricGroups { gpu } => {
+                let g = self.live_gpu(gpu, t).ok_or(abi::DCGM_ST_BADPARAM)?;
+                let groups = prof::metric_groups(g.model);
+                if groups.is_empty() {
+                    return Err(abi::DCGM_ST_PROFILING_NOT_SUPPORTED);
+                }
+                Ok(Reply::MetricGroups(groups))
+            }
+        }
+    }
+
+    /// The entities of a group (every GPU for `DCGM_GROUP_ALL_GPUS`) and the fields of a field
+    /// group.
+    fn group_pair(
+        &self,
+        group: u64,
+        field_group: u64,
+        t: f64,
+    ) -> Result<(Vec<Entity>, Vec<u16>), i32> {
+        let entities = if group == GROUP_ALL_GPUS {
+            self.gpu_ids(t)
+                .into_iter()
+                .map(|id| Entity {
+                    group: abi::DCGM_FE_GPU,
+                    id,
+                })
+                .collect()
+        } else {
+            self.groups
+                .get(&group)
+                .cloned()
+                .ok_or(abi::DCGM_ST_NOT_CONFIGURED)?
+        };
+        let fields = self
+            .field_groups
+            .get(&field_group)
+            .cloned()
+            .ok_or(abi::DCGM_ST_NOT_CONFIGURED)?;
+        Ok((entities, fields))
+    }
+
+    fn watch(&mut self, group: u64, field_group: u64, w: Watch, t: f64) -> Result<(), i32> {
+        if w.freq_us <= 0 {
+            return Err(abi::DCGM_ST_BADPARAM);
+        }
+        let (entities, fields) = self.group_pair(group, field_group, t)?;
+        if entities.is_empty() {
+            return Err(abi::DCGM_ST_GROUP_IS_EMPTY);
+        }
+        for e in &entities {
+            let (g, _) = self.resolve(*e, t).ok_or(abi::DCGM_ST_BADPARAM)?;
+            let Some(gpu) = self.sc.gpu(g) else {
+                return Err(abi::DCGM_ST_BADPARAM);
+            };
+            // One profiling configuration per GPU: what is watched already on this GPU (any
+            // of its entities) plus what is asked now must fit in one pass.
+            let mut prof_fields: Vec<u16> = self
+                .watches
+                .keys()
+                .filter(|(we, f)| {
+                    prof::is_prof(*f) && self.resolve(*we, t).is_some_and(|(wg, _)| wg == g)
+                })
+                .map(|(_, f)| *f)
+                .collect();
+            prof_fields.extend(fields.iter().copied().filter(|f| prof::is_prof(*f)));
+            prof_fields.sort_unstable();
+            prof_fields.dedup();
+            match prof::check_single_pass(gpu.model, &prof_fields) {
+                Ok(()) => {}
+                Err((_, None)) => return Err(abi::DCGM_ST_PROFILING_NOT_SUPPORTED),
+                Err((_, Some(_))) => return Err(abi::DCGM_ST_PROFILING_MULTI_PASS),
+            }
+        }
+        for e in &entities {
+            for f in &fields {
+                self.watches.insert((*e, *f), w);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `(entity, field)` is watched.
+    pub fn is_watched(&self, e: Entity, field: u16) -> bool {
+        self.watches.contains_key(&(e, field))
+    }
+
+    /// The latest value of one field of one entity at `t`.
+    fn latest(&self, e: Entity, field: u16, t: f64) -> Value {
+        let ts = self.clock.unix_us(t);
+        let blank = |status: i32| Value {
+            entity: e,
+            field,
+            status,
+            ts: 0,
+            val: blank_of(field, status == abi::DCGM_ST_NOT_SUPPORTED),
+        };
+        if !self.is_watched(e, field) {
+            return blank(abi::DCGM_ST_NOT_WATCHED);
+        }
+        let sample_t = if self.manual {
+            match self.last_update {
+                Some(u) => u,
+                None => return blank(abi::DCGM_ST_NO_DATA),
+            }
+        } else {
+            t
+        };
+        let Some((g, uid)) = self.resolve(e, sample_t) else {
+            return blank(abi::DCGM_ST_NO_DATA);
+        };
+        let Some(gpu) = self.sc.gpu(g) else {
+            return blank(abi::DCGM_ST_NO_DATA);
+        };
+        let val = match field {
+            FI_DEV_UUID => Some(Val::Str(match uid {
+                Some(u) => gpu
+                    .instances
+                    .get(u)
+                    .map_or_else(String::new, |i| i.uuid.clone()),
+                None => gpu.uuid.clone(),
+            })),
+            FI_DEV_NAME => Some(Val::Str(gpu.model.name.to_string())),
+            f if prof::is_prof(f) && prof::group_of(gpu.model, f).is_some() => {
+                prof::value(&self.sc, self.seed, g, uid, sample_t, f).map(|v| match v {
+                    ProfValue::Ratio(r) => Val::Dbl(r),
+                    ProfValue::Bytes(b) => Val::Int(b),
+                })
+            }
+            _ => None,
+        };
+        match val {
+            Some(val) => Value {
+                entity: e,
+                field,
+                status: abi::DCGM_ST_OK,
+                ts: self.clock.unix_us(sample_t).min(ts),
+                val,
+            },
+            None => blank(abi::DCGM_ST_NOT_SUPPORTED),
+        }
+    }
+}
+
+/// `DCGM_FT_*` of a field this simulator knows (int64 for the rest).
+pub fn field_type(field: u16) -> u16 {
+    match field {
+        FI_DEV_NAME | FI_DEV_UUID => abi::DCGM_FT_STRING,
+        1001..=1008 => abi::DCGM_FT_DOUBLE,
+        _ => abi::DCGM_FT_INT64,
+    }
+}
+
+/// The blank of a field's type: "no value", or "not supported" when `unsupported`.
+pub fn blank_of(field: u16, unsupported: bool) -> Val {
+    match (field_type(field), unsupported) {
+        (abi::DCGM_FT_STRING, false) => Val::Str(abi::DCGM_STR_BLANK.to_string()),
+        (abi::DCGM_FT_STRING, true) => Val::Str(STR_NOT_SUPPORTED.to_string()),
+        (abi::DCGM_FT_DOUBLE, false) => Val::Dbl(abi::DCGM_FP64_BLANK),
+        (abi::DCGM_FT_DOUBLE, true) => Val::Dbl(abi::DCGM_FP64_NOT_SUPPORTED),
+        (_, false) => Val::Int(abi::DCGM_INT64_BLANK),
+        (_, true) => Val::Int(abi::DCGM_INT64_NOT_SUPPORTED),
+    }
+}
+
+/// The compute-instance id of a GPU-instance entry (none: NVML's "no instance").
+fn abi_no_instance() -> u32 {
+    nvml_sim::scenario::NO_INSTANCE
+}
+
+/// `DcgmMigProfileGpuInstanceSlice*` of a GPU instance with `slices` compute slices.
+fn gi_profile_id(slices: u32) -> u32 {
+    match slices {
+        1..=4 => slices,
+        7 => 5,
+        8 => 6,
+        6 => 7,
+        _ => 0,
+    }
+}
+
+/// `DcgmMigProfileComputeInstanceSlice*` of a compute instance with `slices` slices.
+fn ci_profile_id(slices: u32) -> u32 {
+    match slices {
+        1..=4 => 29 + slices,
+        7 => 34,
+        8 => 35,
+        6 => 36,
+        _ => 0,
+    }
+}
