@@ -21,6 +21,31 @@ pub fn serves(f: &FieldDef) -> bool {
         && matches!(f.unit, "ratio" | "B/s")
 }
 
+/// The entities DCGM serves: those of GPUs in `no_gpm`, except a GPU in MIG mode itself
+/// (profiling is per GPU instance there, as on the GPM path).
+fn served<'a>(
+    entities: &'a [EntitySample],
+    no_gpm: &'a HashSet<String>,
+) -> impl Iterator<Item = (usize, Target)> + 'a {
+    let mig_parents: HashSet<&str> = entities
+        .iter()
+        .filter(|e| e.id.mig.is_some())
+        .map(|e| e.id.uuid.as_str())
+        .collect();
+    entities
+        .iter()
+        .enumerate()
+        .filter(move |(_, e)| no_gpm.contains(&e.id.uuid))
+        .filter(move |(_, e)| e.id.mig.is_some() || !mig_parents.contains(e.id.uuid.as_str()))
+        .map(|(i, e)| {
+            let t = Target {
+                uuid: e.id.uuid.clone(),
+                gi: e.id.mig.as_ref().map(|m| m.gpu_instance_id),
+            };
+            (i, t)
+        })
+}
+
 /// What to ask DCGM for this tick: every entity of a GPU in `no_gpm` (UUIDs of GPUs whose GPM
 /// is not supported), and every counters row DCGM may serve, at its collection interval.
 pub fn wanted(
@@ -29,14 +54,7 @@ pub fn wanted(
     no_gpm: &HashSet<String>,
     collections: &Collections,
 ) -> Wanted {
-    let mut targets: Vec<Target> = entities
-        .iter()
-        .filter(|e| no_gpm.contains(&e.id.uuid))
-        .map(|e| Target {
-            uuid: e.id.uuid.clone(),
-            gi: e.id.mig.as_ref().map(|m| m.gpu_instance_id),
-        })
-        .collect();
+    let mut targets: Vec<Target> = served(entities, no_gpm).map(|(_, t)| t).collect();
     targets.sort();
     targets.dedup();
     let mut fields: Vec<(u16, Duration)> = rows
@@ -55,7 +73,7 @@ pub fn wanted(
     Wanted { targets, fields }
 }
 
-/// Fills the empty DCGM-servable rows of the entities of `no_gpm` GPUs with this tick's DCGM
+/// Fills the empty DCGM-servable rows of the entities DCGM serves (those of `no_gpm` GPUs) with this tick's DCGM
 /// values (a value DCGM did not give stays absent).
 pub fn merge(
     entities: &mut [EntitySample],
@@ -66,10 +84,10 @@ pub fn merge(
     if values.is_empty() {
         return;
     }
-    for e in entities.iter_mut().filter(|e| no_gpm.contains(&e.id.uuid)) {
-        let target = Target {
-            uuid: e.id.uuid.clone(),
-            gi: e.id.mig.as_ref().map(|m| m.gpu_instance_id),
+    let targets: Vec<(usize, Target)> = served(entities, no_gpm).collect();
+    for (i, target) in targets {
+        let Some(e) = entities.get_mut(i) else {
+            continue;
         };
         for (slot, row) in rows.iter().enumerate() {
             if !serves(row.field) {

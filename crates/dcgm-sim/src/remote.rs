@@ -120,7 +120,10 @@ mod tests {
     #[test]
     fn addresses_default_to_port_5555() {
         assert_eq!(host_port("10.0.0.7"), Some(("10.0.0.7".to_string(), 5555)));
-        assert_eq!(host_port("dcgm.svc:5566"), Some(("dcgm.svc".to_string(), 5566)));
+        assert_eq!(
+            host_port("dcgm.svc:5566"),
+            Some(("dcgm.svc".to_string(), 5566))
+        );
         assert_eq!(host_port("[::1]:6000"), Some(("::1".to_string(), 6000)));
         assert_eq!(host_port("[::1]"), Some(("::1".to_string(), 5555)));
         assert_eq!(host_port("::1"), Some(("::1".to_string(), 5555)));
