@@ -314,11 +314,19 @@ fn a_lost_gpu_and_an_unsupported_field_are_reported() {
          [[faults]]\nat = 0\ngpu = 1\nkind = \"lost\"\n",
     )
     .unwrap();
-    let (code, out) = check(&["--simulate", scenario.to_str().unwrap(), "-k"]);
+    // DCGM off: with it, the simulated libdcgm would serve the A100's profiling fields.
+    let args = [
+        "--simulate",
+        scenario.to_str().unwrap(),
+        "-k",
+        "--dcgm-mode",
+        "off",
+    ];
+    let (code, out) = check(&args);
     assert_eq!(code, Some(1), "{out}");
     line_with(&out, &["FAIL", "GPU 1", "does not answer", "lost"]);
     line_with(&out, &["fix:", "dmesg", "Xid 79"]);
-    // GPM fields on an A100: NVML's answer, not a failure.
+    // GPM fields on an A100 without DCGM: NVML's answer, not a failure.
     line_with(
         &out,
         &[

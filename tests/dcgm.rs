@@ -4,6 +4,7 @@
 //! with DCGM's reason; no library; a library that is not DCGM 4; remote mode against
 //! `dcgm-sim-hostengine` on a unix socket that is killed and restarted.
 
+#![cfg(feature = "sim")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
