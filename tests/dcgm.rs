@@ -376,3 +376,52 @@ fn remote_hostengine_that_leaves_and_returns() {
     he.kill().unwrap();
     he.wait().unwrap();
 }
+
+#[test]
+fn a_hostengine_that_never_answers_does_not_stall_the_ticks() {
+    // A socket that accepts connections and never answers: every DCGM call waits.
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("silent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let held = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        for c in listener.incoming().take(64) {
+            match c {
+                Ok(c) => conns.push(c),
+                Err(_) => break,
+            }
+        }
+    });
+    let e = Exporter::builder()
+        .args(["--simulate", "a100-l4", "-f", DCP, "-c", "300"])
+        .args(["-r", &format!("unix://{}", sock.display())])
+        .log_pipe()
+        .start();
+    let ticks = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("gpu_exporter_samples_total "))
+            .map(value)
+            .unwrap_or(0.0)
+    };
+    let first = e.metrics_until("DCGM down", |t| t.contains("gpu_exporter_dcgm_up 0"));
+    let n = ticks(&first);
+    // The ticks go on, NVML's series with them, and /ready stays up.
+    let later = e.metrics_until("five more ticks", |t| ticks(t) >= n + 5.0);
+    assert!(
+        at(&later, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some(),
+        "{later}"
+    );
+    assert!(
+        at(&later, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_none(),
+        "{later}"
+    );
+    assert!(
+        !later.contains("gpu_exporter_sampler_stalled_seconds"),
+        "{later}"
+    );
+    assert_eq!(common::http_get(e.port, "/ready", &[]).unwrap().status, 200);
+    let log = e.log();
+    assert_eq!(log.matches("DCGM is unavailable").count(), 1, "{log}");
+    drop(e);
+    drop(held);
+}

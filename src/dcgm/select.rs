@@ -129,4 +129,81 @@ mod tests {
         let f = name("DCGM_FI_PROF_GR_ENGINE_ACTIVE");
         assert_eq!(f.map(|f| f.convert(0.5)), Some(0.5));
     }
+
+    fn entity(uuid: &str, gi: Option<u32>, values: Vec<Option<Value>>) -> EntitySample {
+        EntitySample {
+            id: crate::snapshot::EntityId {
+                gpu: 0,
+                uuid: uuid.into(),
+                pci_bus_id: String::new(),
+                device: "nvidia0".into(),
+                model_name: String::new(),
+                mig: gi.map(|g| crate::snapshot::MigIdentity {
+                    profile: "3g.20gb".into(),
+                    gpu_instance_id: g,
+                    compute_instance_id: 0,
+                    uuid: format!("MIG-{g}"),
+                }),
+            },
+            values,
+            labels: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn nvml_first_dcgm_fills_only_the_empty_profiling_rows_of_gpus_without_gpm() {
+        let set = crate::catalogue::csv::parse_counters(
+            "test",
+            "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, g\n\
+             DCGM_FI_PROF_PCIE_RX_BYTES, gauge, rx\n",
+        )
+        .ok();
+        let Some(set) = set else {
+            panic!("counters do not parse");
+        };
+        let rows: Vec<&CounterRow> = set.metrics().collect();
+        let mut ents = vec![
+            // A100 in MIG mode: its parent and one instance; an H100 whose GPM answered.
+            entity("GPU-a", None, vec![Some(Value::Num(40.0)), None, None]),
+            entity("GPU-a", Some(1), vec![None, None, None]),
+            entity(
+                "GPU-h",
+                None,
+                vec![Some(Value::Num(50.0)), Some(Value::Num(0.7)), None],
+            ),
+        ];
+        let no_gpm: HashSet<String> = ["GPU-a".to_owned()].into();
+        let w = wanted(&ents, &rows, &no_gpm, &Collections::default());
+        let inst = Target {
+            uuid: "GPU-a".into(),
+            gi: Some(1),
+        };
+        assert_eq!(
+            w.targets,
+            vec![inst.clone()],
+            "the MIG parent is not asked about"
+        );
+        let ids: Vec<u16> = w.fields.iter().map(|(f, _)| *f).collect();
+        assert_eq!(ids, vec![1001, 1010]);
+        let parent = Target {
+            uuid: "GPU-a".into(),
+            gi: None,
+        };
+        let h100 = Target {
+            uuid: "GPU-h".into(),
+            gi: None,
+        };
+        // DCGM gave the instance's engine activity (not its PCIe rate: a blank), a value for
+        // the parent and one for the H100: only the instance's is used.
+        let values: HashMap<(Target, u16), f64> = [
+            ((inst, 1001), 0.25),
+            ((parent, 1001), 0.5),
+            ((h100, 1001), 0.9),
+        ]
+        .into();
+        merge(&mut ents, &rows, &values, &no_gpm);
+        assert_eq!(ents[1].values, vec![None, Some(Value::Num(0.25)), None]);
+        assert_eq!(ents[0].values, vec![Some(Value::Num(40.0)), None, None]);
+        assert_eq!(ents[2].values[1], Some(Value::Num(0.7)));
+    }
 }
