@@ -108,6 +108,11 @@ impl Client {
         self.library.load(Ordering::Acquire) != LIB_FAILED
     }
 
+    /// The mode it runs in.
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
     /// Fields DCGM refused, per entity, with the reason.
     pub fn refused(&self) -> &BTreeMap<(Target, u16), String> {
         &self.refused
