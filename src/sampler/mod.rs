@@ -2,11 +2,14 @@
 //!
 //! Every `--collect-interval` the [`Sampler`] reads NVML through [`Reader`] into one immutable
 //! [`Snapshot`], joins the attribution sources' latest state onto it, applies a changed
-//! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. Its thread is the
+//! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. With a DCGM
+//! client ([`Sampler::with_dcgm`]) it asks DCGM for the profiling rows NVML left empty on GPUs
+//! without GPM, waiting at most the client's deadline. Its thread is the
 //! only one that reads NVML values after start-up; the Xid thread (`gpu::xid`) also calls NVML,
 //! only to wait for events. While NVML cannot be loaded it keeps publishing the self-metrics
 //! and retries with exponential backoff. It must not serve HTTP or wait on a scrape, and it
-//! must not block on the network: attribution sources refresh on their own tasks.
+//! must not block on the network: attribution sources refresh on their own tasks, and the wait
+//! for DCGM ends at its deadline.
 
 pub mod reload;
 
