@@ -122,3 +122,55 @@ pub(super) fn options(
     };
     Ok((opts, given.is_some()))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::dcgm::Mode;
+    use std::time::Duration;
+
+    fn err(args: &[&str]) -> String {
+        Config::from_args(args)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_mode_follows_the_hostengine_address_unless_given() {
+        let c = Config::from_args(&["-r", "unix:///run/he.sock"]).ok();
+        let mode = c.as_ref().map(|c| c.dcgm.mode.clone());
+        assert!(matches!(mode, Some(Mode::Remote(a)) if a.unix && a.target == "/run/he.sock"));
+        let c = Config::from_args(&[]).ok();
+        assert_eq!(
+            c.map(|c| (c.dcgm.mode, c.dcgm_mode_given)),
+            Some((Mode::Off, false))
+        );
+        let c = Config::from_args(&["--dcgm-mode", "embedded", "-c", "1000"]).ok();
+        assert_eq!(
+            c.as_ref().map(|c| (c.dcgm.mode.clone(), c.dcgm.deadline)),
+            Some((Mode::Embedded, Duration::from_millis(250)))
+        );
+        let c = Config::from_args(&[
+            "--watch-max-keep-age",
+            "90s",
+            "--watch-max-keep-samples",
+            "5",
+        ]);
+        let c = c.ok();
+        assert_eq!(
+            c.map(|c| (c.dcgm.max_keep_age, c.dcgm.max_keep_samples)),
+            Some((Duration::from_secs(90), 5))
+        );
+    }
+
+    #[test]
+    fn dcgm_settings_that_cannot_work_name_their_flag() {
+        assert!(err(&["--dcgm-mode", "remote"]).contains("-r/--remote-hostengine-info"));
+        assert!(err(&["--dcgm-mode", "standalone"]).contains("expected remote, embedded or off"));
+        assert!(err(&["-r", "host:0"]).starts_with("-r/--remote-hostengine-info"));
+        assert!(err(&["--watch-max-keep-samples=-1"]).starts_with("--watch-max-keep-samples"));
+        assert!(err(&["--watch-max-keep-age", "soon"]).starts_with("--watch-max-keep-age"));
+        assert!(err(&["--dcgm-lib", "/dev/null"]).starts_with("--dcgm-lib /dev/null"));
+    }
+}
