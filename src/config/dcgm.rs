@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::Cli;
-use crate::base::bounded_read::{ReadError, check_regular};
+use crate::base::bounded_read::{ReadError, refuse_not_regular};
 
 /// A DCGM setting that cannot be used; each names its flag.
 #[derive(Debug, thiserror::Error)]
@@ -39,13 +39,11 @@ pub enum DcgmConfigError {
 /// a device or a directory is refused; a missing file is left to the loader to report.
 fn dcgm_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, DcgmConfigError> {
     let Some(p) = path else { return Ok(None) };
-    match check_regular(p) {
-        Err(source @ ReadError::NotRegular(_)) => Err(DcgmConfigError::Lib {
-            path: p.clone(),
-            source,
-        }),
-        _ => Ok(Some(p.clone())),
-    }
+    refuse_not_regular(p).map_err(|source| DcgmConfigError::Lib {
+        path: p.clone(),
+        source,
+    })?;
+    Ok(Some(p.clone()))
 }
 
 /// The DCGM client's settings: `--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*`; the

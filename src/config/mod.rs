@@ -115,16 +115,13 @@ pub enum ConfigError {
 /// opened): a regular file, or a path that does not exist yet (the library may arrive later,
 /// as when the GPU Operator's driver container finishes; the sampler retries).
 fn nvml_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, ConfigError> {
-    use crate::base::bounded_read::{ReadError, check_regular};
     let Some(p) = path else { return Ok(None) };
-    match check_regular(p) {
-        Err(source @ ReadError::NotRegular(_)) => Err(ConfigError::NvmlLib {
-            path: p.clone(),
-            source,
-        }),
-        // Missing or unreadable: the loader says so, and it is retried.
-        _ => Ok(Some(p.clone())),
-    }
+    // Missing or unreadable passes: the loader says so, and it is retried.
+    crate::base::bounded_read::refuse_not_regular(p).map_err(|source| ConfigError::NvmlLib {
+        path: p.clone(),
+        source,
+    })?;
+    Ok(Some(p.clone()))
 }
 
 /// Where a setting's value came from, as messages name it.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use dcgm_abi::{Zeroed, c_text, dcgmVersionInfo_v2, dcgmVersionInfo_version2, sig};
 
-use crate::base::bounded_read::{ReadError, check_regular};
+use crate::base::bounded_read::{ReadError, refuse_not_regular};
 use crate::gpu::trial;
 
 /// The library name DCGM is loaded from when no path is given (resolved by the dynamic loader).
@@ -139,13 +139,11 @@ pub fn major_of(version: &str) -> Option<u32> {
 /// child process load it first, loads it, checks the major version and looks up every call.
 pub fn load(lib: Option<&Path>) -> Result<&'static Api, LibraryError> {
     let place = place(lib);
-    if let Some(p) = lib
-        && let Err(source @ ReadError::NotRegular(_)) = check_regular(p)
-    {
-        return Err(LibraryError::File {
+    if let Some(p) = lib {
+        refuse_not_regular(p).map_err(|source| LibraryError::File {
             path: p.to_path_buf(),
             source,
-        });
+        })?;
     }
     let name = lib.map(Path::as_os_str).unwrap_or(OsStr::new(DEFAULT_LIB));
     trial::run(name).map_err(|why| LibraryError::Trial {

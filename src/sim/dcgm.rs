@@ -6,7 +6,7 @@
 //! as it loads `libdcgm.so.4` on a real node. Simulator only (behind the `sim` feature): it
 //! must not make DCGM calls beyond the simulator's control functions.
 
-use std::ffi::{CStr, CString, c_char, c_int, c_ulonglong};
+use std::ffi::{CString, c_char, c_int, c_ulonglong};
 use std::path::{Path, PathBuf};
 
 use crate::base::bounded_read::{MAX_CONFIG_FILE, read_regular_text};
@@ -87,14 +87,7 @@ impl SimDcgm {
         };
         if rc != 0 {
             // SAFETY: NUL-terminated and valid until the library's next call, or null.
-            let message = unsafe {
-                let p = last_error();
-                if p.is_null() {
-                    String::from("unknown error")
-                } else {
-                    CStr::from_ptr(p).to_string_lossy().into_owned()
-                }
-            };
+            let message = unsafe { super::library::c_message(last_error()) };
             return Err(SimDcgmError::Scenario {
                 path: path.to_path_buf(),
                 scenario: scenario.to_owned(),

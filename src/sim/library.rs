@@ -100,6 +100,19 @@ pub enum SimLibError {
     },
 }
 
+/// A simulated library's error text (`*SimLastError`): "unknown error" for null.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string that stays valid during the call.
+pub unsafe fn c_message(p: *const c_char) -> String {
+    if p.is_null() {
+        String::from("unknown error")
+    } else {
+        // SAFETY: as the caller promises.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
 /// Finds the simulated library or explains where it looked and how to build it.
 pub fn find_library(explicit: Option<&Path>) -> Result<PathBuf, SimLibError> {
     let c = candidates(explicit);
@@ -183,14 +196,7 @@ impl SimLib {
             return Ok(());
         }
         // SAFETY: the library returns a NUL-terminated string valid until its next call.
-        let msg = unsafe {
-            let p = last_error();
-            if p.is_null() {
-                String::from("unknown error")
-            } else {
-                CStr::from_ptr(p).to_string_lossy().into_owned()
-            }
-        };
+        let msg = unsafe { c_message(last_error()) };
         Err(SimLibError::Scenario {
             scenario: scenario.to_owned(),
             message: msg,
