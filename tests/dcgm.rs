@@ -425,3 +425,47 @@ fn a_hostengine_that_never_answers_does_not_stall_the_ticks() {
     drop(e);
     drop(held);
 }
+
+#[test]
+fn the_gpu_operators_setting_alone_gives_profiling_through_the_loaders_libdcgm() {
+    // As on a node: no --simulate, no DCGM flag. libdcgm.so.4 is found through
+    // LD_LIBRARY_PATH, and DCGM_REMOTE_HOSTENGINE_INFO (what the GPU Operator sets) names the
+    // hostengine.
+    let dir = tempfile::tempdir().unwrap();
+    let libdir = dir.path().join("lib");
+    std::fs::create_dir(&libdir).unwrap();
+    std::os::unix::fs::symlink(built("libdcgm_sim.so"), libdir.join("libdcgm.so.4")).unwrap();
+    let sock = dir.path().join("he.sock");
+    let mut he = hostengine("a100-l4", &sock);
+    let e = Exporter::builder()
+        .args(["-f", DCP, "-c", "300"])
+        .env("NVML_SIM_SCENARIO", "a100-l4")
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env(
+            "DCGM_REMOTE_HOSTENGINE_INFO",
+            format!("unix://{}", sock.display()),
+        )
+        .log_pipe()
+        .start();
+    let text = e.metrics_until("profiling on the A100 and the L4", |t| {
+        at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
+            && at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "1", None).is_some()
+    });
+    assert!(text.contains("gpu_exporter_dcgm_up 1"), "{text}");
+    let log = e.log();
+    let loaded = log
+        .lines()
+        .find(|l| l.contains("DCGM library loaded"))
+        .unwrap_or_default();
+    assert!(
+        loaded.contains("libdcgm.so.4 through the dynamic loader")
+            && loaded.contains(libdir.to_str().unwrap()),
+        "{log}"
+    );
+    assert!(
+        !log.contains("is accepted for dcgm-exporter compatibility but"),
+        "{log}"
+    );
+    he.kill().unwrap();
+    he.wait().unwrap();
+}
