@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
 use std::time::{Duration, Instant};
 
@@ -70,6 +70,9 @@ pub struct Client {
     pending: Option<(u64, Instant)>,
     deadline: Duration,
     library: Arc<AtomicU8>,
+    /// The DCGM thread is loading the library, connecting or making watches: slow calls
+    /// that a late answer does not make a change of state.
+    setup: Arc<AtomicBool>,
     /// Up at the last tick (`None` before the first answer).
     up: Option<bool>,
     /// Fields DCGM refused, per entity, with the reason (logged once each).
@@ -84,11 +87,13 @@ impl Client {
         let (ans_tx, rx) = sync_channel::<(u64, Answer)>(4);
         let library = Arc::new(AtomicU8::new(LIB_PENDING));
         let lib_state = Arc::clone(&library);
+        let setup = Arc::new(AtomicBool::new(false));
+        let in_setup = Arc::clone(&setup);
         let deadline = opts.deadline;
         let mode = opts.mode.clone();
         std::thread::Builder::new()
             .name("dcgm".into())
-            .spawn(move || run(opts, req_rx, ans_tx, lib_state))?;
+            .spawn(move || run(opts, req_rx, ans_tx, lib_state, in_setup))?;
         Ok(Self {
             tx,
             rx,
@@ -96,6 +101,7 @@ impl Client {
             pending: None,
             deadline,
             library,
+            setup,
             up: None,
             refused: BTreeMap::new(),
             mode,
@@ -120,11 +126,13 @@ impl Client {
 
     /// Sends `req` and waits at most `wait` for its answer.
     fn ask(&mut self, make: impl FnOnce(u64) -> Request, wait: Duration) -> Result<Answer, String> {
-        // Answers that came too late for their tick.
-        while let Ok((seq, _)) = self.rx.try_recv() {
+        // Answers that came too late for their tick: their values are stale, their state is
+        // not (a connection that failed after the deadline is still news).
+        while let Ok((seq, a)) = self.rx.try_recv() {
             if self.pending.is_some_and(|(p, _)| p == seq) {
                 self.pending = None;
             }
+            self.absorb(a);
         }
         if let Some((_, since)) = self.pending {
             return Err(format!(
@@ -148,7 +156,7 @@ impl Client {
                     self.pending = None;
                     return Ok(a);
                 }
-                Ok(_) => continue,
+                Ok((_, late)) => self.absorb(late),
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(format!(
                         "DCGM did not answer within the {} ms deadline",
@@ -170,9 +178,22 @@ impl Client {
                 if out.up {
                     self.note_refused(refused);
                 }
-                out
+                self.note_state(&out);
+                return out;
             }
             Ok(Answer::Report(_)) => Outcome::default(),
+            // Still loading, connecting or making watches: no values yet, and no change of
+            // state to report (a hostengine that is away fails those calls, and says so).
+            Err(why)
+                if self.setup.load(Ordering::Acquire)
+                    || self.library.load(Ordering::Acquire) == LIB_PENDING =>
+            {
+                return Outcome {
+                    up: self.up.unwrap_or(false),
+                    values: HashMap::new(),
+                    why: Some(why),
+                };
+            }
             Err(why) => Outcome {
                 up: false,
                 values: HashMap::new(),
@@ -192,6 +213,16 @@ impl Client {
                 connected: Some(Err(why)),
                 ..Report::default()
             },
+        }
+    }
+
+    /// Takes in the state of an answer that came after its tick.
+    fn absorb(&mut self, late: Answer) {
+        if let Answer::Tick(out, refused) = late {
+            if out.up {
+                self.note_refused(refused);
+            }
+            self.note_state(&out);
         }
     }
 
@@ -242,6 +273,8 @@ impl Client {
 
 /// The DCGM thread's state.
 struct Worker {
+    /// Set while connecting or making watches (see [`Client`]).
+    setup: Arc<AtomicBool>,
     opts: DcgmOptions,
     api: Option<&'static Api>,
     lib_error: Option<String>,
@@ -256,8 +289,10 @@ fn run(
     rx: Receiver<Request>,
     tx: SyncSender<(u64, Answer)>,
     lib_state: Arc<AtomicU8>,
+    setup: Arc<AtomicBool>,
 ) {
     let mut w = Worker {
+        setup,
         api: None,
         lib_error: None,
         session: None,
@@ -353,6 +388,18 @@ impl Worker {
         let Some(api) = self.api else {
             return Self::down(self.lib_error.clone().unwrap_or_default());
         };
+        let fresh = self
+            .session
+            .as_ref()
+            .is_none_or(|s| !s.watches_match(wanted));
+        self.setup.store(fresh, Ordering::Release);
+        let answer = self.read(api, wanted);
+        self.setup.store(false, Ordering::Release);
+        answer
+    }
+
+    /// Connects if needed, then reads `wanted` (making the watches when they changed).
+    fn read(&mut self, api: &'static Api, wanted: &Wanted) -> Answer {
         if let Err(why) = self.ensure_session(api) {
             return Self::down(why);
         }

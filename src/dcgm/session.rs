@@ -242,6 +242,11 @@ impl Session {
         out
     }
 
+    /// Whether the watches in place were made for `wanted`.
+    pub fn watches_match(&self, wanted: &Wanted) -> bool {
+        self.watches.as_ref().is_some_and(|w| w.wanted == *wanted)
+    }
+
     /// Makes the watches for `wanted` unless they are in place already.
     fn ensure_watches(
         &mut self,
@@ -249,7 +254,7 @@ impl Session {
         keep_age: Duration,
         keep_samples: i32,
     ) -> Result<(), SessionError> {
-        if self.watches.as_ref().is_some_and(|w| w.wanted == *wanted) {
+        if self.watches_match(wanted) {
             return Ok(());
         }
         self.drop_watches();
