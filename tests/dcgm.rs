@@ -469,3 +469,40 @@ fn the_gpu_operators_setting_alone_gives_profiling_through_the_loaders_libdcgm()
     he.kill().unwrap();
     he.wait().unwrap();
 }
+
+#[test]
+fn a_counters_reload_makes_the_watches_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("prof.csv");
+    std::fs::write(&csv, "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, engine\n").unwrap();
+    let e = Exporter::builder()
+        .args([
+            "--simulate",
+            "a100-l4",
+            "-f",
+            csv.to_str().unwrap(),
+            "-c",
+            "300",
+        ])
+        .log_pipe()
+        .start();
+    e.metrics_until("engine activity on the A100", |t| {
+        at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
+    });
+    std::fs::write(
+        &csv,
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, engine\n\
+         DCGM_FI_PROF_DRAM_ACTIVE, gauge, dram\n",
+    )
+    .unwrap();
+    e.signal("-HUP");
+    let text = e.metrics_until("memory activity on both GPUs after the reload", |t| {
+        at(t, "DCGM_FI_PROF_DRAM_ACTIVE", "0", None).is_some()
+            && at(t, "DCGM_FI_PROF_DRAM_ACTIVE", "1", None).is_some()
+    });
+    assert!(
+        at(&text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "1", None).is_some(),
+        "{text}"
+    );
+    assert!(!e.log().contains("DCGM is unavailable"), "{}", e.log());
+}
