@@ -185,6 +185,26 @@ mod tests {
         );
         let ids: Vec<u16> = w.fields.iter().map(|(f, _)| *f).collect();
         assert_eq!(ids, vec![1001, 1010]);
+        // Each field's watch interval is its collection's (`--config-file`), else the base.
+        let slow = crate::gpu::plan::Collection::new(
+            "pcie",
+            Duration::from_secs(60),
+            glob::Pattern::new("DCGM_FI_PROF_PCIE_*")
+                .into_iter()
+                .collect(),
+        );
+        let cols = Collections {
+            base: Duration::from_secs(5),
+            groups: vec![slow],
+        };
+        let w2 = wanted(&ents, &rows, &no_gpm, &cols);
+        assert_eq!(
+            w2.fields,
+            vec![
+                (1001, Duration::from_secs(5)),
+                (1010, Duration::from_secs(60))
+            ]
+        );
         let parent = Target {
             uuid: "GPU-a".into(),
             gi: None,
