@@ -6,6 +6,8 @@
 //! never serves. Error policy:
 //! - `NOT_SUPPORTED` (or a symbol the driver lacks) on an entity: the field is logged once and
 //!   never read again on that entity; it is listed in the self-metrics, not exported as 0.
+//!   Exception: GPM fields on a GPU without GPM are left empty, not unsupported, while
+//!   another source may serve them (`ReaderOptions::gpm_elsewhere`: the DCGM client).
 //! - `GPU_IS_LOST`: the device's series are dropped for this tick and it is reported down.
 //! - anything else: the series is absent this tick and the field's error counter goes up.
 
