@@ -28,6 +28,15 @@ fn built(name: &str) -> PathBuf {
     p
 }
 
+/// The exporter on `--simulate scenario -f counters -c 300` and `more`, its log kept, ready.
+fn simulated(scenario: &str, counters: &str, more: &[&str]) -> Exporter {
+    Exporter::builder()
+        .args(["--simulate", scenario, "-f", counters, "-c", "300"])
+        .args(more)
+        .log_pipe()
+        .start()
+}
+
 /// The value of `name` on GPU `gpu` (and GPU instance `gi`), if the scrape has it.
 fn at(text: &str, name: &str, gpu: &str, gi: Option<&str>) -> Option<f64> {
     series(text, name)
@@ -61,10 +70,7 @@ workload = { kind = "training", level = 0.9, amplitude = 0.05, period = 60, memo
 #[test]
 fn profiling_series_on_the_a100_and_the_l4_from_simulated_dcgm() {
     built("libdcgm_sim.so");
-    let e = Exporter::builder()
-        .args(["--simulate", "a100-l4", "-f", DCP, "-c", "300"])
-        .log_pipe()
-        .start();
+    let e = simulated("a100-l4", DCP, &[]);
     let first = e.metrics_until("profiling on both GPUs", |t| {
         at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
             && at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "1", None).is_some()
@@ -109,17 +115,7 @@ fn mig_instances_get_profiling_with_the_gpm_paths_shape() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("mixed.toml");
     std::fs::write(&scenario, MIXED).unwrap();
-    let e = Exporter::builder()
-        .args([
-            "--simulate",
-            scenario.to_str().unwrap(),
-            "-f",
-            DCP,
-            "-c",
-            "300",
-        ])
-        .log_pipe()
-        .start();
+    let e = simulated(scenario.to_str().unwrap(), DCP, &[]);
     let name = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
     let text = e.metrics_until(
         "profiling on the A100's instances, the L4 and the H100",
@@ -187,17 +183,7 @@ fn fields_dcgm_will_not_watch_together_are_reported_with_its_reason() {
          DCGM_FI_PROF_PIPE_FP64_ACTIVE, gauge, fp64\n",
     )
     .unwrap();
-    let e = Exporter::builder()
-        .args([
-            "--simulate",
-            "a100-l4",
-            "-f",
-            csv.to_str().unwrap(),
-            "-c",
-            "300",
-        ])
-        .log_pipe()
-        .start();
+    let e = simulated("a100-l4", csv.to_str().unwrap(), &[]);
     let text = e.metrics_until("tensor activity on the L4", |t| {
         at(t, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "1", None).is_some()
     });
@@ -235,11 +221,11 @@ fn fields_dcgm_will_not_watch_together_are_reported_with_its_reason() {
 #[test]
 fn no_libdcgm_is_one_clear_line_and_the_nvml_page_as_before() {
     let missing = "/nonexistent/dcgm/libdcgm.so.4";
-    let e = Exporter::builder()
-        .args(["--simulate", "a100-l4", "-f", DCP, "-c", "300"])
-        .args(["--dcgm-mode", "embedded", "--dcgm-lib", missing])
-        .log_pipe()
-        .start();
+    let e = simulated(
+        "a100-l4",
+        DCP,
+        &["--dcgm-mode", "embedded", "--dcgm-lib", missing],
+    );
     let text = e.metrics_until("two ticks", |t| {
         t.contains("gpu_exporter_dcgm_up 0")
             && !t.contains("gpu_exporter_samples_total 1\n")
@@ -341,11 +327,11 @@ fn remote_hostengine_that_leaves_and_returns() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("he.sock");
     let mut he = hostengine("a100-l4", &sock);
-    let e = Exporter::builder()
-        .args(["--simulate", "a100-l4", "-f", DCP, "-c", "300"])
-        .args(["-r", &format!("unix://{}", sock.display())])
-        .log_pipe()
-        .start();
+    let e = simulated(
+        "a100-l4",
+        DCP,
+        &["-r", &format!("unix://{}", sock.display())],
+    );
     let prof = |t: &str| at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some();
     let nvml = |t: &str| {
         at(t, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some()
@@ -392,11 +378,11 @@ fn a_hostengine_that_never_answers_does_not_stall_the_ticks() {
             }
         }
     });
-    let e = Exporter::builder()
-        .args(["--simulate", "a100-l4", "-f", DCP, "-c", "300"])
-        .args(["-r", &format!("unix://{}", sock.display())])
-        .log_pipe()
-        .start();
+    let e = simulated(
+        "a100-l4",
+        DCP,
+        &["-r", &format!("unix://{}", sock.display())],
+    );
     let ticks = |t: &str| {
         t.lines()
             .find(|l| l.starts_with("gpu_exporter_samples_total "))
@@ -475,17 +461,7 @@ fn a_counters_reload_makes_the_watches_again() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("prof.csv");
     std::fs::write(&csv, "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, engine\n").unwrap();
-    let e = Exporter::builder()
-        .args([
-            "--simulate",
-            "a100-l4",
-            "-f",
-            csv.to_str().unwrap(),
-            "-c",
-            "300",
-        ])
-        .log_pipe()
-        .start();
+    let e = simulated("a100-l4", csv.to_str().unwrap(), &[]);
     e.metrics_until("engine activity on the A100", |t| {
         at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
     });
