@@ -1,6 +1,7 @@
 //! The DCGM client's settings from the flags: `--dcgm-mode`, `-r/--remote-hostengine-info`,
-//! `--dcgm-lib` and `--watch-max-keep-age`/`--watch-max-keep-samples`, validated once into
-//! `dcgm::DcgmOptions`, errors naming the flag.
+//! `--dcgm-lib` and `--watch-max-keep-age`/`--watch-max-keep-samples` (or the configuration
+//! file's `sources.dcgm.watch`, merged in first), validated once into `dcgm::DcgmOptions`,
+//! errors naming the flag.
 //!
 //! It must not load the library or connect.
 
@@ -44,6 +45,32 @@ fn dcgm_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, DcgmConfigError> 
         source,
     })?;
     Ok(Some(p.clone()))
+}
+
+/// The file's `sources.dcgm.watch` limits (keep age, keep samples) into the flags no flag or variable gave; a given
+/// flag wins, and `overridden` words the note that says so.
+pub(super) fn merge_file(
+    cli: &mut Cli,
+    (keep_age, keep_samples): (Option<Duration>, Option<u32>),
+    overridden: &dyn Fn(&str, &str) -> String,
+    notes: &mut Vec<String>,
+) {
+    if let Some(age) = keep_age {
+        if cli.watch_max_keep_age.is_some() {
+            let key = "sources.dcgm.watch.maxKeepAge";
+            notes.push(overridden(key, "--watch-max-keep-age"));
+        } else {
+            cli.watch_max_keep_age = Some(format!("{}ms", age.as_millis()));
+        }
+    }
+    if let Some(n) = keep_samples {
+        if cli.watch_max_keep_samples.is_some() {
+            let key = "sources.dcgm.watch.maxKeepSamples";
+            notes.push(overridden(key, "--watch-max-keep-samples"));
+        } else {
+            cli.watch_max_keep_samples = Some(n.to_string());
+        }
+    }
 }
 
 /// The DCGM client's settings: `--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*`; the
@@ -170,5 +197,35 @@ mod tests {
         assert!(err(&["--watch-max-keep-samples=-1"]).starts_with("--watch-max-keep-samples"));
         assert!(err(&["--watch-max-keep-age", "soon"]).starts_with("--watch-max-keep-age"));
         assert!(err(&["--dcgm-lib", "/dev/null"]).starts_with("--dcgm-lib /dev/null"));
+    }
+
+    #[test]
+    fn the_config_files_watch_limits_apply_unless_a_flag_gives_them() {
+        let Ok(dir) = tempfile::tempdir() else {
+            panic!("no temporary directory");
+        };
+        let file = dir.path().join("config.yaml");
+        let yaml =
+            "version: 2\nsources:\n  dcgm:\n    watch: {maxKeepAge: 2m, maxKeepSamples: 7}\n";
+        assert!(std::fs::write(&file, yaml).is_ok());
+        let path = file.to_str().unwrap_or_default();
+        let c = Config::from_args(&["--config-file", path]).ok();
+        assert_eq!(
+            c.map(|c| (c.dcgm.max_keep_age, c.dcgm.max_keep_samples)),
+            Some((Duration::from_secs(120), 7))
+        );
+        let c = Config::from_args(&["--config-file", path, "--watch-max-keep-samples", "3"]).ok();
+        let Some(c) = c else {
+            panic!("the flag and the file do not combine");
+        };
+        assert_eq!(
+            (c.dcgm.max_keep_age, c.dcgm.max_keep_samples),
+            (Duration::from_secs(120), 3)
+        );
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("maxKeepSamples overridden by --watch-max-keep-samples"))
+        );
     }
 }

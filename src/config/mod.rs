@@ -360,6 +360,8 @@ impl Cli {
                 cli.max_concurrent_scrapes = Some(n);
             }
         }
+        let watch = (f.watch_max_keep_age, f.watch_max_keep_samples);
+        dcgm::merge_file(cli, watch, &overridden, &mut s.notes);
         if let Some(on) = f.enable_exporter_metrics {
             if cli.enable_exporter_metrics.is_some() {
                 s.notes.push(overridden(
