@@ -278,8 +278,8 @@ impl FileSettings {
             let include = c.metrics.map(|m| m.include).unwrap_or_default();
             if c.sources.is_some() {
                 out.notes.push(format!(
-                    "{at}.sources: DCGM watch settings; gpu-exporter reads NVML directly and \
-                     ignores them"
+                    "{at}.sources: DCGM watch settings per collection; ignored (every DCGM \
+                     watch uses sources.dcgm.watch, or --watch-max-keep-*)"
                 ));
             }
             out.groups.push(Collection::new(
