@@ -39,6 +39,7 @@ LAYERS = [
     "snapshot",
     "sources",
     "gpu",
+    "dcgm",
     "attribution",
     "exposition",
     "sampler",

@@ -32,6 +32,10 @@ pub mod sources;
 /// the device selection and the collection plan.
 pub mod gpu;
 
+/// DCGM, loaded at run time: profiling fields on GPUs without GPM and on their MIG instances,
+/// from an embedded or a remote hostengine, on one thread with a deadline per tick.
+pub mod dcgm;
+
 /// The join of entities with pods, containers, HPC jobs and processes.
 pub mod attribution;
 

@@ -199,6 +199,8 @@ pub struct SampleStats {
     pub unsupported: Vec<Unsupported>,
     /// `false` while NVML itself is unavailable.
     pub nvml_up: bool,
+    /// Whether DCGM answered this tick; `None` with `--dcgm-mode off`.
+    pub dcgm_up: Option<bool>,
     /// Counters hot-reload state, when the counters come from a watched file.
     pub counters_reload: Option<ReloadStats>,
     /// The exporter's own process figures (`--enable-exporter-metrics`).

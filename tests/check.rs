@@ -314,11 +314,19 @@ fn a_lost_gpu_and_an_unsupported_field_are_reported() {
          [[faults]]\nat = 0\ngpu = 1\nkind = \"lost\"\n",
     )
     .unwrap();
-    let (code, out) = check(&["--simulate", scenario.to_str().unwrap(), "-k"]);
+    // DCGM off: with it, the simulated libdcgm would serve the A100's profiling fields.
+    let args = [
+        "--simulate",
+        scenario.to_str().unwrap(),
+        "-k",
+        "--dcgm-mode",
+        "off",
+    ];
+    let (code, out) = check(&args);
     assert_eq!(code, Some(1), "{out}");
     line_with(&out, &["FAIL", "GPU 1", "does not answer", "lost"]);
     line_with(&out, &["fix:", "dmesg", "Xid 79"]);
-    // GPM fields on an A100: NVML's answer, not a failure.
+    // GPM fields on an A100 without DCGM: NVML's answer, not a failure.
     line_with(
         &out,
         &[
@@ -485,4 +493,40 @@ fn every_interval_has_one_minimum_whatever_sets_it() {
         assert_eq!(daemon.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(&want), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn the_dcgm_section_names_the_library_the_hostengine_and_the_profiling_groups() {
+    let (code, out) = check(&["--simulate", "a100-l4"]);
+    assert_eq!(code, Some(0), "{out}");
+    line_with(&out, &["ok", "mode", "embedded (on the simulated libdcgm)"]);
+    line_with(&out, &["ok", "library", "libdcgm_sim.so", "DCGM 4."]);
+    line_with(&out, &["ok", "hostengine", "answers"]);
+    line_with(&out, &["ok", "GPU 0 profiling groups", "(1001)"]);
+    line_with(
+        &out,
+        &["ok", "GPU 1 GPM", "DCGM serves the DCGM_FI_PROF_* fields"],
+    );
+
+    // A hostengine that is not there: the failure and its fix.
+    let (code, out) = check(&["--simulate", "a100-l4", "-r", "unix:///nonexistent/he.sock"]);
+    assert_eq!(code, Some(1), "{out}");
+    line_with(
+        &out,
+        &[
+            "ok",
+            "mode",
+            "remote, hostengine unix:///nonexistent/he.sock",
+        ],
+    );
+    line_with(
+        &out,
+        &["FAIL", "hostengine", "does not answer", "return code -21"],
+    );
+    line_with(&out, &["fix:", "start nv-hostengine"]);
+
+    // DCGM off: said, with how to turn it on.
+    let (_, out) = check(&["--simulate", "a100-l4", "--dcgm-mode", "off"]);
+    line_with(&out, &["info", "mode", "off"]);
+    line_with(&out, &["fix:", "-r"]);
 }

@@ -285,11 +285,7 @@ fn dcgm_4_8_3_and_4_8_4_flags_start_the_exporter() {
     let body = http_get(e.port, "/health", &[]).unwrap();
     assert_eq!(body.status, 200, "{}", body.text());
     let log = e.log();
-    for flag in [
-        "--container-labels",
-        "--watch-max-keep-age",
-        "--dump-enabled",
-    ] {
+    for flag in ["--container-labels", "--dump-enabled"] {
         let lines = log
             .lines()
             .filter(|l| {
@@ -871,7 +867,7 @@ fn go_flag_syntax_boolean_values_and_spellings() {
 #[test]
 fn dcgm_4_8_2_flags_without_meaning_start_with_one_warning_each() {
     // (flag as the warning names it, command-line arguments, environment variable and value)
-    let cases: [(&str, &[&str], (&str, &str)); 16] = [
+    let cases: [(&str, &[&str], (&str, &str)); 15] = [
         (
             "--web-systemd-socket",
             &["--web-systemd-socket"],
@@ -916,11 +912,6 @@ fn dcgm_4_8_2_flags_without_meaning_start_with_one_warning_each() {
             "-m/--configmap-data",
             &["-m", "gpu-monitoring:exporter-metrics-config-map"],
             ("DCGM_EXPORTER_CONFIGMAP_DATA", "default:metrics"),
-        ),
-        (
-            "-r/--remote-hostengine-info",
-            &["-r", "localhost:5555"],
-            ("DCGM_REMOTE_HOSTENGINE_INFO", "10.0.0.1:5555"),
         ),
         (
             "-s/--switch-devices",

@@ -80,6 +80,16 @@ pub fn check_regular(path: &Path) -> Result<(), ReadError> {
     regular(&std::fs::metadata(path)?)
 }
 
+/// [`check_regular`], refusing only a path that is there but is not a regular file (a FIFO, a
+/// device, a directory): a missing or unreadable one passes, for the dynamic loader to report
+/// (a library may arrive later). How library paths an operator names are checked.
+pub fn refuse_not_regular(path: &Path) -> Result<(), ReadError> {
+    match check_regular(path) {
+        Err(e @ ReadError::NotRegular(_)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Opens the regular file at `path` (symlinks followed) without waiting on it: checked before
 /// the open (a device is never opened) and again on the open file (it may have been replaced).
 fn open_regular(path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {

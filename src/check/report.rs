@@ -64,6 +64,7 @@ pub struct Report {
 const SECTIONS: &[(&str, &str)] = &[
     ("files", "Files and flags"),
     ("nvml", "NVML"),
+    ("dcgm", "DCGM (profiling on GPUs without GPM)"),
     ("gpus", "GPUs and MIG instances"),
     ("fields", "Fields of the counters file"),
     ("kubernetes", "Kubernetes and attribution"),
@@ -164,7 +165,7 @@ impl Report {
         for i in self
             .items
             .iter()
-            .filter(|i| matches!(i.section, "nvml" | "gpus" | "fields"))
+            .filter(|i| matches!(i.section, "nvml" | "dcgm" | "gpus" | "fields"))
         {
             let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
             let _ = writeln!(

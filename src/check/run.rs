@@ -1,6 +1,6 @@
 //! Runs `gpu-exporter check`: the daemon's own configuration, counters and pipeline, ticked a
 //! few times without serving, and each finding added to the report, one function per section
-//! ([`files`], [`nvml`], [`ticks`], [`gpus`], [`kubernetes`]).
+//! ([`files`], [`nvml`], [`ticks`], [`dcgm`], [`gpus`], [`kubernetes`]).
 //!
 //! It starts what the daemon starts (through `daemon::pipeline`) so that the check sees exactly
 //! what the daemon would; how each finding reads is `findings`'. It must not serve HTTP
@@ -68,6 +68,7 @@ pub fn run(cli: Cli) -> Report {
         None => Vec::new(),
     };
     findings::from_snapshot(&mut r, &snap, &counters, &timings);
+    dcgm(&mut r, &mut pipeline, &cfg, &snap);
     if let Some(nvml) = nvml_handle {
         gpus(&mut r, nvml, &snap);
     }
@@ -253,6 +254,98 @@ fn ticks(
     snap
 }
 
+/// DCGM: the mode, the library (where, which version), whether the hostengine answers, each
+/// GPU's profiling metric groups, and the fields DCGM refused, each problem with its fix.
+fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) {
+    let Some(client) = pipeline.sampler.dcgm() else {
+        r.add(
+            "dcgm",
+            "mode",
+            Severity::Info,
+            "off: DCGM_FI_PROF_* fields are exported only for GPUs with GPM (Hopper and later)",
+            Some("give the hostengine's address with -r (the GPU Operator's nv-hostengine), or --dcgm-mode embedded where DCGM is installed"),
+        );
+        return;
+    };
+    let remote = matches!(client.mode(), crate::dcgm::Mode::Remote(_));
+    let mode = match client.mode() {
+        crate::dcgm::Mode::Remote(a) => format!("remote, hostengine {a}"),
+        m if cfg.simulate.is_some() => format!("{} (on the simulated libdcgm)", m.name()),
+        m => m.name().to_owned(),
+    };
+    r.add("dcgm", "mode", Severity::Ok, mode, None);
+    let report = client.report(Duration::from_secs(5));
+    match report.library {
+        Some(Ok((place, version))) => {
+            let detail = format!("{place}, DCGM {version}");
+            r.add("dcgm", "library", Severity::Ok, detail, None);
+        }
+        Some(Err(why)) => r.add(
+            "dcgm",
+            "library",
+            Severity::Warn,
+            why,
+            Some("install DCGM 4 (datacenter-gpu-manager-4-core) or use the image with libdcgm; or --dcgm-lib PATH; or --dcgm-mode off"),
+        ),
+        None => {}
+    }
+    let fix = match remote {
+        true => {
+            "start nv-hostengine (the GPU Operator's dcgm.enabled=true) and check that -r names \
+             its address and that it is reachable from this pod"
+        }
+        false => {
+            "embedded mode loads DCGM's modules in this process: it needs DCGM 4 installed, the \
+             profiling module, and the privileges profiling needs (or use -r with a hostengine)"
+        }
+    };
+    match report.connected {
+        Some(Ok(())) => r.add("dcgm", "hostengine", Severity::Ok, "answers", None),
+        Some(Err(why)) => r.add("dcgm", "hostengine", Severity::Fail, why, Some(fix)),
+        None => {}
+    }
+    for g in &report.gpus {
+        let gpu = snap
+            .devices
+            .iter()
+            .find(|d| d.uuid == g.uuid)
+            .map_or_else(|| g.uuid.clone(), |d| format!("GPU {}", d.gpu));
+        let subject = format!("{gpu} profiling groups");
+        match &g.groups {
+            Ok(groups) if groups.is_empty() => {
+                let detail = "none: DCGM profiles Volta and later";
+                r.add("dcgm", subject, Severity::Info, detail, None);
+            }
+            Ok(groups) => {
+                let list: Vec<String> = groups
+                    .iter()
+                    .map(|m| {
+                        let ids: Vec<String> = m.fields.iter().map(u16::to_string).collect();
+                        format!("{}.{} ({})", m.major, m.minor, ids.join(","))
+                    })
+                    .collect();
+                let detail = format!("{} (major.minor (field ids))", list.join(", "));
+                r.add("dcgm", subject, Severity::Ok, detail, None);
+            }
+            Err(why) => r.add("dcgm", subject, Severity::Info, why.clone(), None),
+        }
+    }
+    for ((t, f), why) in client.refused() {
+        let name = crate::catalogue::by_id(u32::from(*f)).map_or("a field", |d| d.name);
+        let at = match t.gi {
+            Some(gi) => format!("{} instance {gi}", t.uuid),
+            None => t.uuid.clone(),
+        };
+        r.add(
+            "dcgm",
+            format!("{name} on {at}"),
+            Severity::Warn,
+            why.clone(),
+            Some("DCGM watches one metric group per major id: keep one of the conflicting fields in the counters file"),
+        );
+    }
+}
+
 /// MIG mode and GPM (the source of `DCGM_FI_PROF_*` here), per GPU.
 fn gpus(r: &mut Report, nvml: &'static Nvml, snap: &Snapshot) {
     for d in snap.devices.iter().filter(|d| d.up) {
@@ -288,12 +381,20 @@ fn gpus(r: &mut Report, nvml: &'static Nvml, snap: &Snapshot) {
                 "supported: the DCGM_FI_PROF_* fields come from it",
                 None,
             ),
+            Ok(false) if snap.stats.dcgm_up == Some(true) => r.add(
+                "gpus",
+                subject,
+                Severity::Ok,
+                "not supported (GPM needs Hopper or later): DCGM serves the DCGM_FI_PROF_* fields \
+                 of this GPU (see the dcgm section)",
+                None,
+            ),
             Ok(false) => r.add(
                 "gpus",
                 subject,
                 Severity::Info,
                 "not supported (GPM needs Hopper or later): DCGM_FI_PROF_* fields are not exported for this GPU",
-                None,
+                Some("give the hostengine's address with -r (the GPU Operator's nv-hostengine), or --dcgm-mode embedded where DCGM is installed"),
             ),
             Err(e) => {
                 let detail = format!("NVML could not say: {e}");

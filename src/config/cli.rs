@@ -328,7 +328,8 @@ pub struct Cli {
         default_value = "none"
     )]
     pub configmap_data: String,
-    /// Remote DCGM hostengine (no meaning here: gpu-exporter reads NVML directly).
+    /// Remote DCGM hostengine for the profiling fields NVML cannot serve: host:port, host
+    /// (port 5555), tcp://host:port or unix:///path. Makes --dcgm-mode default to remote.
     #[arg(
         short = 'r',
         long = "remote-hostengine-info",
@@ -561,10 +562,10 @@ pub struct Cli {
         env = "DCGM_CONTAINER_RUNTIME_SOCKET"
     )]
     pub container_runtime_socket: Option<String>,
-    /// DCGM watch sample age limit (no meaning here: NVML is read directly).
+    /// How long DCGM keeps the samples of the exporter's watches (Go duration; default 10m).
     #[arg(long = "watch-max-keep-age", env = "DCGM_EXPORTER_WATCH_MAX_KEEP_AGE")]
     pub watch_max_keep_age: Option<String>,
-    /// DCGM watch sample count limit (no meaning here).
+    /// How many samples DCGM keeps per watched field (0: no limit).
     #[arg(
         long = "watch-max-keep-samples",
         env = "DCGM_EXPORTER_WATCH_MAX_KEEP_SAMPLES"
@@ -619,6 +620,15 @@ pub struct Cli {
     /// --simulate: libnvml_sim.so next to the executable).
     #[arg(long = "nvml-lib", env = "GPU_EXPORTER_NVML_LIB")]
     pub nvml_lib: Option<PathBuf>,
+    /// How DCGM is reached for the profiling fields NVML cannot serve: remote (the hostengine
+    /// of -r), embedded (an in-process hostengine) or off. Default: remote when -r is given,
+    /// embedded with --simulate, else off.
+    #[arg(long = "dcgm-mode", env = "DCGM_EXPORTER_DCGM_MODE")]
+    pub dcgm_mode: Option<String>,
+    /// Path of the DCGM library (default: libdcgm.so.4 via the dynamic loader; with
+    /// --simulate: libdcgm_sim.so next to the executable).
+    #[arg(long = "dcgm-lib", env = "GPU_EXPORTER_DCGM_LIB")]
+    pub dcgm_lib: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@
 //! collections:                      # v2: the same groups
 //!   - {name: fast, every: 5s, metrics: {include: [DCGM_FI_DEV_GPU_TEMP]}}
 //! server: {maxConcurrentScrapes: 16}  # v2
-//! sources: {dcgm: {...}}            # v2: DCGM host-engine settings, accepted and ignored
+//! sources: {dcgm: {watch: {maxKeepAge: 10m, maxKeepSamples: 0}}}  # v2: the DCGM watches'
+//!                                   # limits (other DCGM settings: accepted and ignored)
 //! ```
 
 use std::collections::BTreeMap;
@@ -71,6 +72,10 @@ pub struct FileSettings {
     pub max_concurrent_scrapes: Option<u32>,
     /// `metrics.enableExporterMetrics`.
     pub enable_exporter_metrics: Option<bool>,
+    /// `sources.dcgm.watch.maxKeepAge`.
+    pub watch_max_keep_age: Option<Duration>,
+    /// `sources.dcgm.watch.maxKeepSamples`.
+    pub watch_max_keep_samples: Option<u32>,
     /// Keys accepted but not acted on, and unknown keys, one message each.
     pub notes: Vec<String>,
 }
@@ -83,7 +88,30 @@ struct Raw {
     collection: Option<RawCollection>,
     collections: Option<Vec<RawCollectionV2>>,
     server: Option<RawServer>,
-    sources: Option<IgnoredAny>,
+    sources: Option<RawSources>,
+    #[serde(flatten)]
+    other: BTreeMap<String, IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct RawSources {
+    dcgm: Option<RawDcgm>,
+    #[serde(flatten)]
+    other: BTreeMap<String, IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct RawDcgm {
+    watch: Option<RawWatch>,
+    #[serde(flatten)]
+    other: BTreeMap<String, IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawWatch {
+    max_keep_age: Option<String>,
+    max_keep_samples: Option<i64>,
     #[serde(flatten)]
     other: BTreeMap<String, IgnoredAny>,
 }
@@ -250,8 +278,8 @@ impl FileSettings {
             let include = c.metrics.map(|m| m.include).unwrap_or_default();
             if c.sources.is_some() {
                 out.notes.push(format!(
-                    "{at}.sources: DCGM watch settings; gpu-exporter reads NVML directly and \
-                     ignores them"
+                    "{at}.sources: DCGM watch settings per collection; ignored (every DCGM \
+                     watch uses sources.dcgm.watch, or --watch-max-keep-*)"
                 ));
             }
             out.groups.push(Collection::new(
@@ -269,12 +297,36 @@ impl FileSettings {
             }
             out.max_concurrent_scrapes = s.max_concurrent_scrapes;
         }
-        if raw.sources.is_some() {
-            out.notes.push(
-                "sources: DCGM host-engine settings (watch keep age/samples, bind/unbind \
-                 detection); gpu-exporter reads NVML directly and ignores them"
-                    .into(),
-            );
+        if let Some(src) = raw.sources {
+            note_unknown("sources.", src.other);
+            let dcgm = src.dcgm.map(|d| (d.watch, d.other));
+            let (watch, other) = dcgm.unwrap_or_default();
+            out.notes.extend(other.into_keys().map(|k| {
+                format!(
+                    "sources.dcgm.{}: a DCGM host-engine setting gpu-exporter does not have; \
+                     ignored",
+                    shown(&k)
+                )
+            }));
+            if let Some(w) = watch {
+                note_unknown("sources.dcgm.watch.", w.other);
+                if let Some(v) = w.max_keep_age {
+                    let key = "sources.dcgm.watch.maxKeepAge";
+                    let ns = go_parse_duration::parse_duration(&v)
+                        .ok()
+                        .and_then(|ns| u64::try_from(ns).ok())
+                        .ok_or_else(|| bad(format!("{key}: {v:?} is not a duration (e.g. 10m)")))?;
+                    out.watch_max_keep_age = Some(Duration::from_nanos(ns));
+                }
+                if let Some(n) = w.max_keep_samples {
+                    let key = "sources.dcgm.watch.maxKeepSamples";
+                    let n = u32::try_from(n)
+                        .ok()
+                        .filter(|n| i32::try_from(*n).is_ok())
+                        .ok_or_else(|| bad(format!("{key}: {n} (must be 0 or more)")))?;
+                    out.watch_max_keep_samples = Some(n);
+                }
+            }
         }
         out.notes.append(&mut unknown);
         let mut names: Vec<&str> = out.groups.iter().map(|g| g.name.as_str()).collect();
@@ -384,7 +436,7 @@ mod tests {
              collections:\n  - name: slow\n    every: 5m\n    metrics:\n      include: [\"DCGM_FI_DEV_NVLINK_*\"]\n\
              \x20   sources:\n      dcgm:\n        watch: {maxKeepAge: 10m}\n\
              server:\n  maxConcurrentScrapes: 4\nsources:\n  dcgm:\n    detectBindUnbind: true\n\
-             future: 1\n",
+             \x20   watch: {maxKeepAge: 5m, maxKeepSamples: 20}\nfuture: 1\n",
         )
         .unwrap();
         assert_eq!(f.enable_exporter_metrics, Some(true));
@@ -396,9 +448,16 @@ mod tests {
             "{notes}"
         );
         assert!(
-            notes.contains("sources: DCGM host-engine settings"),
+            notes.contains("sources.dcgm.detectBindUnbind: a DCGM host-engine setting"),
             "{notes}"
         );
+        assert_eq!(f.watch_max_keep_age, Some(Duration::from_secs(300)));
+        assert_eq!(f.watch_max_keep_samples, Some(20));
+        let e = parse("version: 2\nsources:\n  dcgm:\n    watch: {maxKeepSamples: -1}\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("sources.dcgm.watch.maxKeepSamples: -1"), "{e}");
         assert!(notes.contains("future: unknown key, ignored"), "{notes}");
     }
 

@@ -11,18 +11,12 @@ pub fn warnings(cli: &Cli) -> Vec<String> {
     const NO_DUMPS: &str = "is not implemented: there are no per-scrape debug dumps";
     const NO_CRI: &str = "is not implemented: pod labels come from the Kubernetes API \
                           (--kubernetes-enable-pod-labels)";
-    const NO_WATCH: &str = "has no meaning: NVML is read directly, without DCGM's watch buffers";
     const NO_BIND: &str = "has no meaning: GPUs are enumerated on every tick";
-    let given: [(bool, &str, &str); 20] = [
+    let given: [(bool, &str, &str); 17] = [
         (
             cli.configmap_data != "none",
             "-m/--configmap-data",
             "is not implemented: mount the ConfigMap as a file and pass -f",
-        ),
-        (
-            cli.remote_hostengine_info.is_some(),
-            "-r/--remote-hostengine-info",
-            "has no meaning: gpu-exporter reads NVML directly, without a DCGM hostengine",
         ),
         (
             cli.switch_devices.trim() != "f",
@@ -80,16 +74,6 @@ pub fn warnings(cli: &Cli) -> Vec<String> {
             cli.container_runtime_socket.is_some(),
             "--container-runtime-socket",
             NO_CRI,
-        ),
-        (
-            cli.watch_max_keep_age.is_some(),
-            "--watch-max-keep-age",
-            NO_WATCH,
-        ),
-        (
-            cli.watch_max_keep_samples.is_some(),
-            "--watch-max-keep-samples",
-            NO_WATCH,
         ),
     ];
     given

@@ -15,6 +15,7 @@
 //! `serve`, so that a broken file still stops start-up).
 
 pub mod cli;
+mod dcgm;
 pub mod file;
 pub mod ignored;
 pub mod options;
@@ -102,6 +103,9 @@ pub enum ConfigError {
         /// What it is.
         source: crate::base::bounded_read::ReadError,
     },
+    /// A DCGM setting is invalid.
+    #[error(transparent)]
+    Dcgm(#[from] dcgm::DcgmConfigError),
     /// The arguments do not parse (clap's message, which names the flag).
     #[error("{0}")]
     Args(String),
@@ -111,16 +115,13 @@ pub enum ConfigError {
 /// opened): a regular file, or a path that does not exist yet (the library may arrive later,
 /// as when the GPU Operator's driver container finishes; the sampler retries).
 fn nvml_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, ConfigError> {
-    use crate::base::bounded_read::{ReadError, check_regular};
     let Some(p) = path else { return Ok(None) };
-    match check_regular(p) {
-        Err(source @ ReadError::NotRegular(_)) => Err(ConfigError::NvmlLib {
-            path: p.clone(),
-            source,
-        }),
-        // Missing or unreadable: the loader says so, and it is retried.
-        _ => Ok(Some(p.clone())),
-    }
+    // Missing or unreadable passes: the loader says so, and it is retried.
+    crate::base::bounded_read::refuse_not_regular(p).map_err(|source| ConfigError::NvmlLib {
+        path: p.clone(),
+        source,
+    })?;
+    Ok(Some(p.clone()))
 }
 
 /// Where a setting's value came from, as messages name it.
@@ -197,6 +198,10 @@ pub struct Config {
     pub enable_exporter_metrics: bool,
     /// `--nvml-lib`: the NVML library path instead of the dynamic loader's search.
     pub nvml_lib: Option<PathBuf>,
+    /// The DCGM client's settings (`--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*`).
+    pub dcgm: crate::dcgm::DcgmOptions,
+    /// `--dcgm-mode` was given (else `--simulate` picks embedded on the simulated library).
+    pub dcgm_mode_given: bool,
     /// `--log-format json`.
     pub json_logs: bool,
     /// `--debug`.
@@ -355,6 +360,8 @@ impl Cli {
                 cli.max_concurrent_scrapes = Some(n);
             }
         }
+        let watch = (f.watch_max_keep_age, f.watch_max_keep_samples);
+        dcgm::merge_file(cli, watch, &overridden, &mut s.notes);
         if let Some(on) = f.enable_exporter_metrics {
             if cli.enable_exporter_metrics.is_some() {
                 s.notes.push(overridden(
@@ -456,6 +463,7 @@ impl Settings {
                 CountersChoice::File(default.exists().then(|| default.to_path_buf()))
             }
         };
+        let (dcgm, dcgm_mode_given) = dcgm::options(cli, collections.tick(), &mut warnings)?;
         Ok(Config {
             address: cli.address.clone(),
             collect_interval: collections.base,
@@ -487,6 +495,8 @@ impl Settings {
             simulate: cli.simulate.clone(),
             simulate_seed: cli.simulate_seed,
             nvml_lib: nvml_lib(cli.nvml_lib.as_ref())?,
+            dcgm,
+            dcgm_mode_given,
             json_logs: cli.log_format == "json",
             debug: cli.debug,
             kubernetes,

@@ -12,6 +12,7 @@ use tracing::{info, warn};
 use crate::attribution::{self, AttributionOptions, Attributor, SourceHandles};
 use crate::catalogue::csv::CounterSet;
 use crate::config::Config;
+use crate::dcgm;
 use crate::gpu;
 use crate::sampler::{self, Sampler};
 use crate::sim;
@@ -23,6 +24,9 @@ pub enum PipelineError {
     /// `--simulate` cannot run.
     #[error(transparent)]
     Simulate(#[from] sim::SimError),
+    /// The DCGM thread cannot be started.
+    #[error("cannot start the DCGM thread: {0}")]
+    Dcgm(#[source] std::io::Error),
     /// The HPC job thread cannot be started.
     #[error("cannot start the HPC job thread: {0}")]
     Hpc(#[source] std::io::Error),
@@ -103,6 +107,9 @@ impl Pipeline {
         let loader: sampler::Loader =
             Box::new(move || gpu::open_after_trial(loader_path.as_deref()));
         let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader_options());
+        if let Some(client) = start_dcgm(cfg, node.as_ref()).map_err(PipelineError::Dcgm)? {
+            sampler = sampler.with_dcgm(client);
+        }
         let (attributor, cluster, kubernetes) = start_attribution(cfg, rt, node.as_ref())?;
         if let Some(a) = attributor {
             sampler = sampler.with_attribution(a);
@@ -122,6 +129,25 @@ impl Pipeline {
     pub fn into_sampler(self) -> (Sampler, Simulated) {
         (self.sampler, self.simulated)
     }
+}
+
+/// The DCGM client for `cfg` (with `--simulate`, on the simulated DCGM library, embedded
+/// unless `--dcgm-mode` says otherwise); `None` with DCGM off.
+fn start_dcgm(cfg: &Config, node: Option<&sim::Node>) -> std::io::Result<Option<dcgm::Client>> {
+    let mut opts = cfg.dcgm.clone();
+    if let Some(path) = node.and_then(sim::Node::dcgm_lib_path) {
+        if !cfg.dcgm_mode_given && opts.mode == dcgm::Mode::Off {
+            opts.mode = dcgm::Mode::Embedded;
+        }
+        if opts.lib.is_none() {
+            opts.lib = Some(path);
+        }
+    }
+    if opts.mode == dcgm::Mode::Off {
+        return Ok(None);
+    }
+    info!(mode = opts.mode.name(), library = %dcgm::library::place(opts.lib.as_deref()), "DCGM client");
+    dcgm::Client::start(opts).map(Some)
 }
 
 /// The Kubernetes API client as `kube::Client::try_default` makes it (a kubeconfig first,

@@ -30,6 +30,17 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     );
     let _ = writeln!(out, "gpu_exporter_nvml_up {}", u8::from(st.nvml_up));
 
+    if let Some(up) = st.dcgm_up {
+        write_header(
+            out,
+            "gpu_exporter_dcgm_up",
+            "1 when DCGM (embedded or the remote hostengine) answered in the last sample, 0 \
+             when its library is missing or it is unreachable; absent with --dcgm-mode off.",
+            "gauge",
+        );
+        let _ = writeln!(out, "gpu_exporter_dcgm_up {}", u8::from(up));
+    }
+
     write_header(
         out,
         "gpu_exporter_sample_duration_seconds",

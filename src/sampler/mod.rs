@@ -2,11 +2,14 @@
 //!
 //! Every `--collect-interval` the [`Sampler`] reads NVML through [`Reader`] into one immutable
 //! [`Snapshot`], joins the attribution sources' latest state onto it, applies a changed
-//! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. Its thread is the
+//! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. With a DCGM
+//! client ([`Sampler::with_dcgm`]) it asks DCGM for the profiling rows NVML left empty on GPUs
+//! without GPM, waiting at most the client's deadline. Its thread is the
 //! only one that reads NVML values after start-up; the Xid thread (`gpu::xid`) also calls NVML,
 //! only to wait for events. While NVML cannot be loaded it keeps publishing the self-metrics
 //! and retries with exponential backoff. It must not serve HTTP or wait on a scrape, and it
-//! must not block on the network: attribution sources refresh on their own tasks.
+//! must not block on the network: attribution sources refresh on their own tasks, and the wait
+//! for DCGM ends at its deadline.
 
 pub mod reload;
 
@@ -21,7 +24,8 @@ use tracing::{error, info, warn};
 use crate::attribution::Attributor;
 use crate::base::backoff::Backoff;
 use crate::base::clock::unix_now;
-use crate::catalogue::csv::CounterSet;
+use crate::catalogue::csv::{CounterRow, CounterSet};
+use crate::dcgm;
 use crate::exposition::EncodeOptions;
 use crate::exposition::publish::{Shared, render};
 use crate::gpu::LoadError;
@@ -51,6 +55,8 @@ pub struct Sampler {
     counters_file: Option<CountersFile>,
     /// Read the process's own figures each tick (`--enable-exporter-metrics`).
     exporter_metrics: bool,
+    /// The DCGM client, unless `--dcgm-mode off`.
+    dcgm: Option<dcgm::Client>,
 }
 
 impl Sampler {
@@ -74,7 +80,19 @@ impl Sampler {
             attributor: None,
             counters_file: None,
             exporter_metrics: false,
+            dcgm: None,
         }
+    }
+
+    /// Fills the profiling fields NVML cannot serve from DCGM, through `client`.
+    pub fn with_dcgm(mut self, client: dcgm::Client) -> Self {
+        self.dcgm = Some(client);
+        self
+    }
+
+    /// The DCGM client, if any (for `gpu-exporter check`).
+    pub fn dcgm(&mut self) -> Option<&mut dcgm::Client> {
+        self.dcgm.as_mut()
     }
 
     /// Re-reads the counters from `file` when it changes (or on SIGHUP); the new set applies
@@ -138,7 +156,11 @@ impl Sampler {
         let mut nvml_up = false;
         let mut event_wait = Duration::ZERO;
         let mut processes = Vec::new();
+        let mut no_gpm = std::collections::HashSet::new();
         if let Some(reader) = self.reader.as_mut() {
+            if let Some(c) = self.dcgm.as_ref() {
+                reader.set_gpm_elsewhere(c.may_serve());
+            }
             match reader.read(&self.counters, now_unix) {
                 Ok(data) => {
                     snap.entities = data.entities;
@@ -149,6 +171,7 @@ impl Sampler {
                     processes = data.processes;
                     self.last_success_unix = now_unix;
                     nvml_up = true;
+                    no_gpm = reader.without_gpm();
                 }
                 Err(e) => {
                     *self
@@ -159,6 +182,7 @@ impl Sampler {
                 }
             }
         }
+        let dcgm_up = self.dcgm_values(&mut snap, &no_gpm);
         if let Some(a) = self.attributor.as_mut() {
             a.attribute(&mut snap, &processes, now_unix);
         }
@@ -181,17 +205,62 @@ impl Sampler {
             field_errors,
             last_success_unix: self.last_success_unix,
             ticks: self.ticks,
-            unsupported: self
-                .reader
-                .as_ref()
-                .map(|r| r.unsupported().to_vec())
-                .unwrap_or_default(),
+            unsupported: self.unsupported(&snap),
             nvml_up,
+            dcgm_up,
             counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),
             process: self.exporter_metrics.then(read_process).flatten(),
             stalled_responses_cut: 0,
         };
         snap
+    }
+}
+
+impl Sampler {
+    /// Asks DCGM for this tick's values of the entities of GPUs without GPM and fills them in
+    /// (waiting at most the DCGM deadline); `None` without DCGM, else whether it answered.
+    fn dcgm_values(
+        &mut self,
+        snap: &mut Snapshot,
+        no_gpm: &std::collections::HashSet<String>,
+    ) -> Option<bool> {
+        let client = self.dcgm.as_mut()?;
+        let rows: Vec<&CounterRow> = self.counters.metrics().collect();
+        let wanted = dcgm::wanted(&snap.entities, &rows, no_gpm, &self.options.collections);
+        let out = client.tick(&wanted);
+        dcgm::merge(&mut snap.entities, &rows, &out.values, no_gpm);
+        Some(out.up)
+    }
+
+    /// The fields found unsupported: the reader's, and those DCGM refused on entities of
+    /// this tick.
+    fn unsupported(&self, snap: &Snapshot) -> Vec<crate::snapshot::Unsupported> {
+        let mut out = self
+            .reader
+            .as_ref()
+            .map(|r| r.unsupported().to_vec())
+            .unwrap_or_default();
+        let Some(client) = self.dcgm.as_ref() else {
+            return out;
+        };
+        for e in &snap.entities {
+            let gi = e.id.mig.as_ref().map(|m| m.gpu_instance_id);
+            for (t, f) in client.refused().keys() {
+                if t.uuid == e.id.uuid
+                    && t.gi == gi
+                    && let Some(def) = crate::catalogue::by_id(u32::from(*f))
+                {
+                    out.push(crate::snapshot::Unsupported {
+                        gpu: e.id.gpu,
+                        gpu_instance_id: gi,
+                        field: def.name,
+                    });
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 }
 

@@ -36,6 +36,11 @@ impl Node {
     }
 
     /// Never called: there is no node.
+    pub fn dcgm_lib_path(&self) -> Option<PathBuf> {
+        match *self {}
+    }
+
+    /// Never called: there is no node.
     pub fn node_name(&self) -> Result<String, SimError> {
         match *self {}
     }

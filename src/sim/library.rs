@@ -21,6 +21,12 @@ pub const LIB_NAME: &str = "libnvml_sim.so";
 
 /// Where the simulated library is looked for, in order, given the running executable.
 pub fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
+    candidates_of(LIB_NAME, explicit)
+}
+
+/// Where a simulated library named `name` is looked for: `explicit`, else next to the
+/// executable, in its `deps/`, one folder up, and in /usr/local/lib/gpu-exporter.
+pub fn candidates_of(name: &str, explicit: Option<&Path>) -> Vec<PathBuf> {
     if let Some(p) = explicit {
         return vec![p.to_path_buf()];
     }
@@ -28,13 +34,13 @@ pub fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
     if let Ok(exe) = std::env::current_exe()
         && let Some(dir) = exe.parent()
     {
-        out.push(dir.join(LIB_NAME));
-        out.push(dir.join("deps").join(LIB_NAME));
+        out.push(dir.join(name));
+        out.push(dir.join("deps").join(name));
         if let Some(up) = dir.parent() {
-            out.push(up.join(LIB_NAME));
+            out.push(up.join(name));
         }
     }
-    out.push(PathBuf::from("/usr/local/lib/gpu-exporter").join(LIB_NAME));
+    out.push(PathBuf::from("/usr/local/lib/gpu-exporter").join(name));
     out
 }
 
@@ -92,6 +98,19 @@ pub enum SimLibError {
         /// The built-in scenario names.
         names: String,
     },
+}
+
+/// A simulated library's error text (`*SimLastError`): "unknown error" for null.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string that stays valid during the call.
+pub unsafe fn c_message(p: *const c_char) -> String {
+    if p.is_null() {
+        String::from("unknown error")
+    } else {
+        // SAFETY: as the caller promises.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
 }
 
 /// Finds the simulated library or explains where it looked and how to build it.
@@ -177,14 +196,7 @@ impl SimLib {
             return Ok(());
         }
         // SAFETY: the library returns a NUL-terminated string valid until its next call.
-        let msg = unsafe {
-            let p = last_error();
-            if p.is_null() {
-                String::from("unknown error")
-            } else {
-                CStr::from_ptr(p).to_string_lossy().into_owned()
-            }
-        };
+        let msg = unsafe { c_message(last_error()) };
         Err(SimLibError::Scenario {
             scenario: scenario.to_owned(),
             message: msg,

@@ -6,6 +6,7 @@
 //!   they are the simulator (`node.rs`); without it (the container image) they are stand-ins
 //!   that refuse `--simulate` (`absent.rs`), and none of the modules below is built.
 //! - `library`: finds and drives the simulated `libnvml_sim.so` (clock, faults).
+//! - `dcgm`: finds the simulated `libdcgm_sim.so` and configures it with the same scenario.
 //! - `kubelet`: a pod-resources gRPC server on a unix socket.
 //! - `api`: a small Kubernetes API server on loopback.
 //! - `cluster`: a scenario's pods, processes and DRA slices served through the above.
@@ -17,6 +18,8 @@
 pub mod api;
 #[cfg(feature = "sim")]
 pub mod cluster;
+#[cfg(feature = "sim")]
+pub mod dcgm;
 #[cfg(feature = "sim")]
 pub mod kubelet;
 #[cfg(feature = "sim")]

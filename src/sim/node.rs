@@ -1,5 +1,5 @@
-//! The simulated node as the daemon and `check` use it: the simulated NVML library configured
-//! with a scenario ([`Node`]) and, with `-k`, the simulated kubelet, API server and proc tree
+//! The simulated node as the daemon and `check` use it: the simulated NVML library (and the
+//! simulated DCGM library, when built) configured with a scenario ([`Node`]) and, with `-k`, the simulated kubelet, API server and proc tree
 //! built from the scenario's `[[pods]]` ([`Cluster`]).
 //!
 //! This is one of the two forms of one interface; `absent.rs` is the other, compiled in a build
@@ -21,6 +21,9 @@ pub enum SimError {
     /// The simulated library cannot be found, loaded or configured.
     #[error(transparent)]
     Library(#[from] SimLibError),
+    /// The simulated DCGM library cannot be used.
+    #[error(transparent)]
+    Dcgm(#[from] super::dcgm::SimDcgmError),
     /// The simulated cluster cannot be built or started.
     #[error(transparent)]
     Cluster(#[from] SimClusterError),
@@ -30,6 +33,7 @@ pub enum SimError {
 /// from [`Node::lib_path`].
 pub struct Node {
     lib: SimLib,
+    dcgm: Option<super::dcgm::SimDcgm>,
 }
 
 impl Node {
@@ -40,7 +44,30 @@ impl Node {
         let lib = SimLib::open(&path)?;
         lib.configure(scenario, seed)?;
         info!(library = %path.display(), scenario, seed, "running on a simulated node");
-        Ok(Self { lib })
+        // The simulated DCGM library, when built, with the same scenario and seed (configured
+        // right after NVML's, so both clocks start together).
+        let builtin = lib.scenario_names()?.split(',').any(|n| n == scenario);
+        let dcgm = match super::dcgm::find(None) {
+            Some(p) => {
+                let d = super::dcgm::SimDcgm::open(&p, scenario, builtin, seed)?;
+                info!(library = %p.display(), "simulated DCGM library configured");
+                Some(d)
+            }
+            None => {
+                info!(
+                    "no simulated DCGM library ({}) next to the executable: profiling on GPUs \
+                     without GPM is not simulated (build it with `cargo build --workspace`)",
+                    super::dcgm::LIB_NAME
+                );
+                None
+            }
+        };
+        Ok(Self { lib, dcgm })
+    }
+
+    /// The simulated DCGM library's path, when it is there.
+    pub fn dcgm_lib_path(&self) -> Option<PathBuf> {
+        self.dcgm.as_ref().map(|d| d.path().to_path_buf())
     }
 
     /// The library's path, to load NVML from.

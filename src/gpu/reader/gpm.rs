@@ -10,6 +10,7 @@ use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn read_gpm(
     nvml: &'static Nvml,
     dev: &Device<'static>,
@@ -18,6 +19,7 @@ pub(super) fn read_gpm(
     ent: &mut EntityState,
     ids: &[u32],
     cache: &mut TickCache,
+    elsewhere: bool,
 ) {
     let owner = parent.map(|(p, _)| p).unwrap_or(dev);
     let supported = *gpu
@@ -29,6 +31,9 @@ pub(super) fn read_gpm(
         }
     };
     if !supported {
+        if elsewhere {
+            return; // served by another source (DCGM): left empty, not unsupported
+        }
         fail(cache, &NvmlError::NotSupported);
         return;
     }

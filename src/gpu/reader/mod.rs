@@ -6,6 +6,8 @@
 //! never serves. Error policy:
 //! - `NOT_SUPPORTED` (or a symbol the driver lacks) on an entity: the field is logged once and
 //!   never read again on that entity; it is listed in the self-metrics, not exported as 0.
+//!   Exception: GPM fields on a GPU without GPM are left empty, not unsupported, while
+//!   another source may serve them (`ReaderOptions::gpm_elsewhere`: the DCGM client).
 //! - `GPU_IS_LOST`: the device's series are dropped for this tick and it is reported down.
 //! - anything else: the series is absent this tick and the field's error counter goes up.
 
@@ -111,6 +113,21 @@ impl Reader {
     /// Fields found unsupported so far.
     pub fn unsupported(&self) -> &[Unsupported] {
         &self.book.unsupported_list
+    }
+
+    /// Whether another source (DCGM) serves GPM fields where GPM is not supported (see
+    /// [`ReaderOptions::gpm_elsewhere`]); decided before each tick.
+    pub fn set_gpm_elsewhere(&mut self, on: bool) {
+        self.opts.gpm_elsewhere = on;
+    }
+
+    /// The UUIDs of the GPUs found without GPM support so far.
+    pub fn without_gpm(&self) -> HashSet<String> {
+        self.gpus
+            .values()
+            .filter(|g| g.gpm_supported == Some(false))
+            .filter_map(|g| g.ident.as_ref().map(|i| i.uuid.clone()))
+            .collect()
     }
 
     /// The handle and (cached) identity of a GPU.

@@ -74,6 +74,9 @@ pub struct ReaderOptions {
     /// `--nvlink-links=totals`. Links are read anyway while the counters file has
     /// link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`).
     pub nvlink_links: NvlinkLinks,
+    /// Another source (DCGM) may serve the GPM fields of a GPU without GPM: leave them empty
+    /// there instead of listing them as unsupported.
+    pub gpm_elsewhere: bool,
 }
 
 impl Default for ReaderOptions {
@@ -90,6 +93,7 @@ impl Default for ReaderOptions {
             processes: false,
             collections: Arc::new(Collections::default()),
             nvlink_links: NvlinkLinks::PerLink,
+            gpm_elsewhere: false,
         }
     }
 }

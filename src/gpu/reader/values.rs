@@ -127,7 +127,10 @@ pub(super) fn read_rows(
         })
         .collect();
     if !gpm_ids.is_empty() {
-        read_gpm(ctx.nvml, dev, parent, gpu, ent, &gpm_ids, &mut cache);
+        let elsewhere = ctx.opts.gpm_elsewhere;
+        read_gpm(
+            ctx.nvml, dev, parent, gpu, ent, &gpm_ids, &mut cache, elsewhere,
+        );
     }
 
     let mut values = Vec::with_capacity(rows.len());

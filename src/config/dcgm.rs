@@ -1,0 +1,231 @@
+//! The DCGM client's settings from the flags: `--dcgm-mode`, `-r/--remote-hostengine-info`,
+//! `--dcgm-lib` and `--watch-max-keep-age`/`--watch-max-keep-samples` (or the configuration
+//! file's `sources.dcgm.watch`, merged in first), validated once into `dcgm::DcgmOptions`,
+//! errors naming the flag.
+//!
+//! It must not load the library or connect.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::cli::Cli;
+use crate::base::bounded_read::{ReadError, refuse_not_regular};
+
+/// A DCGM setting that cannot be used; each names its flag.
+#[derive(Debug, thiserror::Error)]
+pub enum DcgmConfigError {
+    /// `--dcgm-lib` names something other than a regular file.
+    #[error("--dcgm-lib {}: {source}", path.display())]
+    Lib {
+        /// The path as given.
+        path: PathBuf,
+        /// What it is.
+        source: ReadError,
+    },
+    /// `--dcgm-mode` names no mode, or remote without an address.
+    #[error("--dcgm-mode {0:?}: {1}")]
+    Mode(String, &'static str),
+    /// `-r/--remote-hostengine-info` is not an address.
+    #[error("-r/--remote-hostengine-info (or DCGM_REMOTE_HOSTENGINE_INFO) {0}")]
+    Hostengine(#[source] crate::dcgm::AddressError),
+    /// `--watch-max-keep-age` is not a duration.
+    #[error("--watch-max-keep-age {0:?}: not a duration (expected Go's form, e.g. 10m, 30s)")]
+    KeepAge(String),
+    /// `--watch-max-keep-samples` is not a whole number of at least 0.
+    #[error("--watch-max-keep-samples {0:?}: expected a whole number of samples, 0 for no limit")]
+    KeepSamples(String),
+}
+
+/// `--dcgm-lib` as given, once its kind is checked (one `stat`), as `--nvml-lib` is: a FIFO,
+/// a device or a directory is refused; a missing file is left to the loader to report.
+fn dcgm_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, DcgmConfigError> {
+    let Some(p) = path else { return Ok(None) };
+    refuse_not_regular(p).map_err(|source| DcgmConfigError::Lib {
+        path: p.clone(),
+        source,
+    })?;
+    Ok(Some(p.clone()))
+}
+
+/// The file's `sources.dcgm.watch` limits (keep age, keep samples) into the flags no flag or variable gave; a given
+/// flag wins, and `overridden` words the note that says so.
+pub(super) fn merge_file(
+    cli: &mut Cli,
+    (keep_age, keep_samples): (Option<Duration>, Option<u32>),
+    overridden: &dyn Fn(&str, &str) -> String,
+    notes: &mut Vec<String>,
+) {
+    if let Some(age) = keep_age {
+        if cli.watch_max_keep_age.is_some() {
+            let key = "sources.dcgm.watch.maxKeepAge";
+            notes.push(overridden(key, "--watch-max-keep-age"));
+        } else {
+            cli.watch_max_keep_age = Some(format!("{}ms", age.as_millis()));
+        }
+    }
+    if let Some(n) = keep_samples {
+        if cli.watch_max_keep_samples.is_some() {
+            let key = "sources.dcgm.watch.maxKeepSamples";
+            notes.push(overridden(key, "--watch-max-keep-samples"));
+        } else {
+            cli.watch_max_keep_samples = Some(n.to_string());
+        }
+    }
+}
+
+/// The DCGM client's settings: `--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*`; the
+/// deadline from the tick interval. Also whether `--dcgm-mode` was given (with `--simulate`,
+/// an unset mode becomes embedded on the simulated library).
+pub(super) fn options(
+    cli: &Cli,
+    tick: Duration,
+    warnings: &mut Vec<String>,
+) -> Result<(crate::dcgm::DcgmOptions, bool), DcgmConfigError> {
+    use crate::dcgm::{DcgmOptions, Mode, parse_address};
+    let remote = match cli.remote_hostengine_info.as_deref().map(str::trim) {
+        Some(r) if !r.is_empty() => Some(parse_address(r).map_err(DcgmConfigError::Hostengine)?),
+        _ => None,
+    };
+    let given = cli
+        .dcgm_mode
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty());
+    let mode = match (given, remote) {
+        (None, Some(a)) | (Some("remote"), Some(a)) => Mode::Remote(a),
+        (None, None) | (Some("off"), None) => Mode::Off,
+        (Some("remote"), None) => {
+            return Err(DcgmConfigError::Mode(
+                "remote".into(),
+                "needs the hostengine's address in -r/--remote-hostengine-info (or \
+                 DCGM_REMOTE_HOSTENGINE_INFO)",
+            ));
+        }
+        (Some(m @ ("embedded" | "off")), Some(a)) => {
+            warnings.push(format!(
+                "-r/--remote-hostengine-info {a} is not used with --dcgm-mode {m}"
+            ));
+            if m == "off" {
+                Mode::Off
+            } else {
+                Mode::Embedded
+            }
+        }
+        (Some("embedded"), None) => Mode::Embedded,
+        (Some(other), _) => {
+            return Err(DcgmConfigError::Mode(
+                other.to_owned(),
+                "expected remote, embedded or off",
+            ));
+        }
+    };
+    let max_keep_age = match cli.watch_max_keep_age.as_deref().map(str::trim) {
+        Some(v) if !v.is_empty() => match v.parse::<u64>() {
+            Ok(secs) => Duration::from_secs(secs),
+            Err(_) => go_parse_duration::parse_duration(v)
+                .ok()
+                .and_then(|ns| u64::try_from(ns).ok())
+                .map(Duration::from_nanos)
+                .ok_or_else(|| DcgmConfigError::KeepAge(v.to_owned()))?,
+        },
+        _ => crate::dcgm::DEFAULT_MAX_KEEP_AGE,
+    };
+    let max_keep_samples = match cli.watch_max_keep_samples.as_deref().map(str::trim) {
+        Some(v) if !v.is_empty() => v
+            .parse::<i32>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| DcgmConfigError::KeepSamples(v.to_owned()))?,
+        _ => 0,
+    };
+    let opts = DcgmOptions {
+        mode,
+        lib: dcgm_lib(cli.dcgm_lib.as_ref())?,
+        max_keep_age,
+        max_keep_samples,
+        deadline: crate::dcgm::deadline_for(tick),
+    };
+    Ok((opts, given.is_some()))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::dcgm::Mode;
+    use std::time::Duration;
+
+    fn err(args: &[&str]) -> String {
+        Config::from_args(args)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_mode_follows_the_hostengine_address_unless_given() {
+        let c = Config::from_args(&["-r", "unix:///run/he.sock"]).ok();
+        let mode = c.as_ref().map(|c| c.dcgm.mode.clone());
+        assert!(matches!(mode, Some(Mode::Remote(a)) if a.unix && a.target == "/run/he.sock"));
+        let c = Config::from_args(&[]).ok();
+        assert_eq!(
+            c.map(|c| (c.dcgm.mode, c.dcgm_mode_given)),
+            Some((Mode::Off, false))
+        );
+        let c = Config::from_args(&["--dcgm-mode", "embedded", "-c", "1000"]).ok();
+        assert_eq!(
+            c.as_ref().map(|c| (c.dcgm.mode.clone(), c.dcgm.deadline)),
+            Some((Mode::Embedded, Duration::from_millis(250)))
+        );
+        let c = Config::from_args(&[
+            "--watch-max-keep-age",
+            "90s",
+            "--watch-max-keep-samples",
+            "5",
+        ]);
+        let c = c.ok();
+        assert_eq!(
+            c.map(|c| (c.dcgm.max_keep_age, c.dcgm.max_keep_samples)),
+            Some((Duration::from_secs(90), 5))
+        );
+    }
+
+    #[test]
+    fn dcgm_settings_that_cannot_work_name_their_flag() {
+        assert!(err(&["--dcgm-mode", "remote"]).contains("-r/--remote-hostengine-info"));
+        assert!(err(&["--dcgm-mode", "standalone"]).contains("expected remote, embedded or off"));
+        assert!(err(&["-r", "host:0"]).starts_with("-r/--remote-hostengine-info"));
+        assert!(err(&["--watch-max-keep-samples=-1"]).starts_with("--watch-max-keep-samples"));
+        assert!(err(&["--watch-max-keep-age", "soon"]).starts_with("--watch-max-keep-age"));
+        assert!(err(&["--dcgm-lib", "/dev/null"]).starts_with("--dcgm-lib /dev/null"));
+    }
+
+    #[test]
+    fn the_config_files_watch_limits_apply_unless_a_flag_gives_them() {
+        let Ok(dir) = tempfile::tempdir() else {
+            panic!("no temporary directory");
+        };
+        let file = dir.path().join("config.yaml");
+        let yaml =
+            "version: 2\nsources:\n  dcgm:\n    watch: {maxKeepAge: 2m, maxKeepSamples: 7}\n";
+        assert!(std::fs::write(&file, yaml).is_ok());
+        let path = file.to_str().unwrap_or_default();
+        let c = Config::from_args(&["--config-file", path]).ok();
+        assert_eq!(
+            c.map(|c| (c.dcgm.max_keep_age, c.dcgm.max_keep_samples)),
+            Some((Duration::from_secs(120), 7))
+        );
+        let c = Config::from_args(&["--config-file", path, "--watch-max-keep-samples", "3"]).ok();
+        let Some(c) = c else {
+            panic!("the flag and the file do not combine");
+        };
+        assert_eq!(
+            (c.dcgm.max_keep_age, c.dcgm.max_keep_samples),
+            (Duration::from_secs(120), 3)
+        );
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("maxKeepSamples overridden by --watch-max-keep-samples"))
+        );
+    }
+}

@@ -1,0 +1,461 @@
+//! The DCGM thread and the sampler's handle on it ([`Client`]).
+//!
+//! One thread loads the library and owns the DCGM handle; every DCGM call runs there. Each tick
+//! the sampler sends what it wants ([`Wanted`]) and waits at most the deadline for the answer
+//! ([`Outcome`]). A call that hangs (a hostengine that stopped answering) holds only that
+//! thread: the tick goes on without DCGM values, and while the call has not returned no new
+//! request is sent. A lost hostengine is reconnected with backoff. Each change of state
+//! (DCGM down, DCGM back) and each field DCGM refuses is logged once, here.
+//!
+//! It must not read NVML, encode or serve.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::time::{Duration, Instant};
+
+use tracing::{error, info, warn};
+
+use super::library::{self, Api, LibraryError};
+use super::options::{DcgmOptions, Mode, Target, Wanted};
+use super::session::{self, GpuGroups, Session};
+use crate::base::backoff::Backoff;
+
+/// Reconnecting waits 1 s, 2 s, 4 s, … up to this.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+const LIB_PENDING: u8 = 0;
+const LIB_LOADED: u8 = 1;
+const LIB_FAILED: u8 = 2;
+
+/// What one tick got from DCGM.
+#[derive(Debug, Default, Clone)]
+pub struct Outcome {
+    /// DCGM answered this tick.
+    pub up: bool,
+    /// Values by (entity, field id), in DCGM's units.
+    pub values: HashMap<(Target, u16), f64>,
+    /// Why DCGM gave nothing, when it did not answer.
+    pub why: Option<String>,
+}
+
+/// What `gpu-exporter check` reports about DCGM.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The library (place and version), or why it cannot be used.
+    pub library: Option<Result<(String, String), String>>,
+    /// Whether the hostengine answered, or why not.
+    pub connected: Option<Result<(), String>>,
+    /// Each GPU's profiling metric groups.
+    pub gpus: Vec<GpuGroups>,
+}
+
+enum Request {
+    Tick(u64, Wanted),
+    Report(u64),
+}
+
+enum Answer {
+    Tick(Outcome, Vec<(Target, u16, String)>),
+    Report(Report),
+}
+
+/// The sampler's handle on the DCGM thread.
+pub struct Client {
+    tx: SyncSender<Request>,
+    rx: Receiver<(u64, Answer)>,
+    seq: u64,
+    /// A request not answered yet, and when it was sent.
+    pending: Option<(u64, Instant)>,
+    deadline: Duration,
+    library: Arc<AtomicU8>,
+    /// The DCGM thread is loading the library, connecting or making watches: slow calls
+    /// that a late answer does not make a change of state.
+    setup: Arc<AtomicBool>,
+    /// Up at the last tick (`None` before the first answer).
+    up: Option<bool>,
+    /// Fields DCGM refused, per entity, with the reason (logged once each).
+    refused: BTreeMap<(Target, u16), String>,
+    mode: Mode,
+}
+
+impl Client {
+    /// Starts the DCGM thread (it loads the library at once).
+    pub fn start(opts: DcgmOptions) -> std::io::Result<Self> {
+        let (tx, req_rx) = sync_channel::<Request>(1);
+        let (ans_tx, rx) = sync_channel::<(u64, Answer)>(4);
+        let library = Arc::new(AtomicU8::new(LIB_PENDING));
+        let lib_state = Arc::clone(&library);
+        let setup = Arc::new(AtomicBool::new(false));
+        let in_setup = Arc::clone(&setup);
+        let deadline = opts.deadline;
+        let mode = opts.mode.clone();
+        std::thread::Builder::new()
+            .name("dcgm".into())
+            .spawn(move || run(opts, req_rx, ans_tx, lib_state, in_setup))?;
+        Ok(Self {
+            tx,
+            rx,
+            seq: 0,
+            pending: None,
+            deadline,
+            library,
+            setup,
+            up: None,
+            refused: BTreeMap::new(),
+            mode,
+        })
+    }
+
+    /// Whether DCGM may serve fields: the library is loaded or still loading (a library that
+    /// cannot be used leaves the fields to NVML's own verdict).
+    pub fn may_serve(&self) -> bool {
+        self.library.load(Ordering::Acquire) != LIB_FAILED
+    }
+
+    /// The mode it runs in.
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    /// Fields DCGM refused, per entity, with the reason.
+    pub fn refused(&self) -> &BTreeMap<(Target, u16), String> {
+        &self.refused
+    }
+
+    /// Sends `req` and waits at most `wait` for its answer.
+    fn ask(&mut self, make: impl FnOnce(u64) -> Request, wait: Duration) -> Result<Answer, String> {
+        // Answers that came too late for their tick: their values are stale, their state is
+        // not (a connection that failed after the deadline is still news).
+        while let Ok((seq, a)) = self.rx.try_recv() {
+            if self.pending.is_some_and(|(p, _)| p == seq) {
+                self.pending = None;
+            }
+            self.absorb(a);
+        }
+        if let Some((_, since)) = self.pending {
+            return Err(format!(
+                "a DCGM call has not returned for {:.1} s (a hostengine that stopped answering?)",
+                since.elapsed().as_secs_f64()
+            ));
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        match self.tx.try_send(make(seq)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err("the DCGM thread is busy".into()),
+            Err(TrySendError::Disconnected(_)) => return Err("the DCGM thread has ended".into()),
+        }
+        self.pending = Some((seq, Instant::now()));
+        let end = Instant::now() + wait;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok((s, a)) if s == seq => {
+                    self.pending = None;
+                    return Ok(a);
+                }
+                Ok((_, late)) => self.absorb(late),
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!(
+                        "DCGM did not answer within the {} ms deadline",
+                        wait.as_millis()
+                    ));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err("the DCGM thread has ended".into());
+                }
+            }
+        }
+    }
+
+    /// This tick's DCGM values for `wanted`, waiting at most the deadline.
+    pub fn tick(&mut self, wanted: &Wanted) -> Outcome {
+        let w = wanted.clone();
+        let out = match self.ask(|s| Request::Tick(s, w), self.deadline) {
+            Ok(Answer::Tick(out, refused)) => {
+                if out.up {
+                    self.note_refused(refused);
+                }
+                self.note_state(&out);
+                return out;
+            }
+            Ok(Answer::Report(_)) => Outcome::default(),
+            // Still loading, connecting or making watches: no values yet, and no change of
+            // state to report (a hostengine that is away fails those calls, and says so).
+            Err(why)
+                if self.setup.load(Ordering::Acquire)
+                    || self.library.load(Ordering::Acquire) == LIB_PENDING =>
+            {
+                return Outcome {
+                    up: self.up.unwrap_or(false),
+                    values: HashMap::new(),
+                    why: Some(why),
+                };
+            }
+            Err(why) => Outcome {
+                up: false,
+                values: HashMap::new(),
+                why: Some(why),
+            },
+        };
+        self.note_state(&out);
+        out
+    }
+
+    /// What `check` reports: waits at most `wait`.
+    pub fn report(&mut self, wait: Duration) -> Report {
+        match self.ask(Request::Report, wait) {
+            Ok(Answer::Report(r)) => r,
+            Ok(Answer::Tick(..)) => Report::default(),
+            Err(why) => Report {
+                connected: Some(Err(why)),
+                ..Report::default()
+            },
+        }
+    }
+
+    /// Takes in the state of an answer that came after its tick.
+    fn absorb(&mut self, late: Answer) {
+        if let Answer::Tick(out, refused) = late {
+            if out.up {
+                self.note_refused(refused);
+            }
+            self.note_state(&out);
+        }
+    }
+
+    fn note_refused(&mut self, refused: Vec<(Target, u16, String)>) {
+        let mut now = BTreeMap::new();
+        for (t, f, why) in refused {
+            if !self.refused.contains_key(&(t.clone(), f)) {
+                let name = crate::catalogue::by_id(u32::from(f)).map_or("a DCGM field", |d| d.name);
+                let entity = match t.gi {
+                    Some(gi) => format!("GPU {} instance {gi}", t.uuid),
+                    None => format!("GPU {}", t.uuid),
+                };
+                info!(
+                    field = name,
+                    "{name} is not available from DCGM on {entity}: {why}; it will not be \
+                     exported for it"
+                );
+            }
+            now.insert((t, f), why);
+        }
+        self.refused = now;
+    }
+
+    fn note_state(&mut self, out: &Outcome) {
+        // A library that cannot be used was said once by the DCGM thread.
+        if self.library.load(Ordering::Acquire) == LIB_FAILED {
+            self.up = Some(false);
+            return;
+        }
+        let mode = self.mode.name();
+        match (self.up, out.up) {
+            (None | Some(false), true) => info!(
+                mode,
+                "DCGM answers: profiling fields on GPUs without GPM are served by DCGM; \
+                 gpu_exporter_dcgm_up is 1"
+            ),
+            (None | Some(true), false) => warn!(
+                mode,
+                "DCGM is unavailable: {}; DCGM-served series are left out and \
+                 gpu_exporter_dcgm_up is 0 until it answers again (NVML series go on)",
+                out.why.as_deref().unwrap_or("no answer")
+            ),
+            _ => {}
+        }
+        self.up = Some(out.up);
+    }
+}
+
+/// The DCGM thread's state.
+struct Worker {
+    /// Set while connecting or making watches (see [`Client`]).
+    setup: Arc<AtomicBool>,
+    opts: DcgmOptions,
+    api: Option<&'static Api>,
+    lib_error: Option<String>,
+    session: Option<Session>,
+    backoff: Backoff,
+    next_attempt: Instant,
+    last_connect_error: Option<String>,
+}
+
+fn run(
+    opts: DcgmOptions,
+    rx: Receiver<Request>,
+    tx: SyncSender<(u64, Answer)>,
+    lib_state: Arc<AtomicU8>,
+    setup: Arc<AtomicBool>,
+) {
+    let mut w = Worker {
+        setup,
+        api: None,
+        lib_error: None,
+        session: None,
+        backoff: Backoff::new(Duration::from_secs(1), MAX_BACKOFF),
+        next_attempt: Instant::now(),
+        last_connect_error: None,
+        opts,
+    };
+    match library::load(w.opts.lib.as_deref()) {
+        Ok(api) => {
+            info!(library = %api.place, version = %api.version, mode = w.opts.mode.name(), "DCGM library loaded");
+            match session::init(api) {
+                Ok(()) => {
+                    w.api = Some(api);
+                    lib_state.store(LIB_LOADED, Ordering::Release);
+                }
+                Err(e) => {
+                    error!(
+                        "DCGM cannot be initialised: {e}; profiling fields on GPUs without GPM are not exported"
+                    );
+                    w.lib_error = Some(e.to_string());
+                    lib_state.store(LIB_FAILED, Ordering::Release);
+                }
+            }
+        }
+        Err(e) => {
+            match &e {
+                LibraryError::NotFound { .. } => warn!("{e}"),
+                _ => error!("{e}"),
+            }
+            w.lib_error = Some(e.to_string());
+            lib_state.store(LIB_FAILED, Ordering::Release);
+        }
+    }
+    while let Ok(req) = rx.recv() {
+        let (seq, answer) = match req {
+            Request::Tick(seq, wanted) => (seq, w.tick(&wanted)),
+            Request::Report(seq) => (seq, Answer::Report(w.report())),
+        };
+        if tx.send((seq, answer)).is_err() {
+            break;
+        }
+    }
+    if let Some(s) = w.session.take() {
+        s.close();
+    }
+}
+
+impl Worker {
+    fn down(why: String) -> Answer {
+        Answer::Tick(
+            Outcome {
+                up: false,
+                values: HashMap::new(),
+                why: Some(why),
+            },
+            Vec::new(),
+        )
+    }
+
+    /// Connects when there is no session and the backoff allows it.
+    fn ensure_session(&mut self, api: &'static Api) -> Result<(), String> {
+        if self.session.is_some() {
+            return Ok(());
+        }
+        if Instant::now() < self.next_attempt {
+            return Err(self
+                .last_connect_error
+                .clone()
+                .unwrap_or_else(|| "not connected".into()));
+        }
+        let timeout = self.opts.deadline;
+        match Session::open(api, &self.opts.mode, timeout) {
+            Ok(s) => {
+                self.session = Some(s);
+                self.backoff.reset();
+                self.last_connect_error = None;
+                Ok(())
+            }
+            Err(e) => {
+                let what = match &self.opts.mode {
+                    Mode::Remote(a) => format!("the hostengine at {a} does not answer: {e}"),
+                    _ => format!("the embedded hostengine did not start: {e}"),
+                };
+                self.next_attempt = Instant::now() + self.backoff.next_delay();
+                self.last_connect_error = Some(what.clone());
+                Err(what)
+            }
+        }
+    }
+
+    fn tick(&mut self, wanted: &Wanted) -> Answer {
+        let Some(api) = self.api else {
+            return Self::down(self.lib_error.clone().unwrap_or_default());
+        };
+        let fresh = self
+            .session
+            .as_ref()
+            .is_none_or(|s| !s.watches_match(wanted));
+        self.setup.store(fresh, Ordering::Release);
+        let answer = self.read(api, wanted);
+        self.setup.store(false, Ordering::Release);
+        answer
+    }
+
+    /// Connects if needed, then reads `wanted` (making the watches when they changed).
+    fn read(&mut self, api: &'static Api, wanted: &Wanted) -> Answer {
+        if let Err(why) = self.ensure_session(api) {
+            return Self::down(why);
+        }
+        let Some(s) = self.session.as_mut() else {
+            return Self::down("not connected".into());
+        };
+        match s.read(wanted, self.opts.max_keep_age, self.opts.max_keep_samples) {
+            Ok(r) => Answer::Tick(
+                Outcome {
+                    up: true,
+                    values: r.values,
+                    why: None,
+                },
+                r.refused,
+            ),
+            Err(e) if e.lost() => {
+                if let Some(s) = self.session.take() {
+                    s.abandon();
+                }
+                self.next_attempt = Instant::now() + self.backoff.next_delay();
+                Self::down(format!("the connection was lost: {e}"))
+            }
+            Err(e) => Answer::Tick(
+                Outcome {
+                    up: true,
+                    values: HashMap::new(),
+                    why: Some(e.to_string()),
+                },
+                Vec::new(),
+            ),
+        }
+    }
+
+    fn report(&mut self) -> Report {
+        let Some(api) = self.api else {
+            return Report {
+                library: Some(Err(self.lib_error.clone().unwrap_or_default())),
+                ..Report::default()
+            };
+        };
+        let mut r = Report {
+            library: Some(Ok((api.place.clone(), api.version.clone()))),
+            ..Report::default()
+        };
+        self.next_attempt = Instant::now();
+        match self.ensure_session(api) {
+            Ok(()) => {
+                r.connected = Some(Ok(()));
+                r.gpus = self
+                    .session
+                    .as_ref()
+                    .map(Session::metric_groups)
+                    .unwrap_or_default();
+            }
+            Err(why) => r.connected = Some(Err(why)),
+        }
+        r
+    }
+}

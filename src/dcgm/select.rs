@@ -1,0 +1,229 @@
+//! Which rows and entities DCGM serves, and the merge of its values into the tick's entities:
+//! NVML first, DCGM only for the empty profiling rows of GPUs without GPM.
+//!
+//! Pure functions on the snapshot's entities; it must not call DCGM or log.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use super::options::{Target, Wanted};
+use crate::catalogue::csv::CounterRow;
+use crate::catalogue::{FieldDef, Level, Source};
+use crate::gpu::plan::Collections;
+use crate::snapshot::{EntitySample, Value};
+
+/// Whether DCGM may serve this field in place of NVML: a GPM (profiling) field per entity
+/// whose DCGM value is already in the exposition's unit (a ratio, or bytes per second).
+pub fn serves(f: &FieldDef) -> bool {
+    matches!(f.source, Source::Gpm(..))
+        && f.level == Level::Instance
+        && u16::try_from(f.id).is_ok()
+        && matches!(f.unit, "ratio" | "B/s")
+}
+
+/// The entities DCGM serves: those of GPUs in `no_gpm`, except a GPU in MIG mode itself
+/// (profiling is per GPU instance there, as on the GPM path).
+fn served<'a>(
+    entities: &'a [EntitySample],
+    no_gpm: &'a HashSet<String>,
+) -> impl Iterator<Item = (usize, Target)> + 'a {
+    let mig_parents: HashSet<&str> = entities
+        .iter()
+        .filter(|e| e.id.mig.is_some())
+        .map(|e| e.id.uuid.as_str())
+        .collect();
+    entities
+        .iter()
+        .enumerate()
+        .filter(move |(_, e)| no_gpm.contains(&e.id.uuid))
+        .filter(move |(_, e)| e.id.mig.is_some() || !mig_parents.contains(e.id.uuid.as_str()))
+        .map(|(i, e)| {
+            let t = Target {
+                uuid: e.id.uuid.clone(),
+                gi: e.id.mig.as_ref().map(|m| m.gpu_instance_id),
+            };
+            (i, t)
+        })
+}
+
+/// What to ask DCGM for this tick: every entity of a GPU in `no_gpm` (UUIDs of GPUs whose GPM
+/// is not supported), and every counters row DCGM may serve, at its collection interval.
+pub fn wanted(
+    entities: &[EntitySample],
+    rows: &[&CounterRow],
+    no_gpm: &HashSet<String>,
+    collections: &Collections,
+) -> Wanted {
+    let mut targets: Vec<Target> = served(entities, no_gpm).map(|(_, t)| t).collect();
+    targets.sort();
+    targets.dedup();
+    let mut fields: Vec<(u16, Duration)> = rows
+        .iter()
+        .filter(|r| serves(r.field))
+        .filter_map(|r| {
+            let id = u16::try_from(r.field.id).ok()?;
+            Some((id, collections.interval_for(&r.name, r.field)))
+        })
+        .collect();
+    fields.sort();
+    fields.dedup_by_key(|(id, _)| *id);
+    if targets.is_empty() {
+        fields.clear();
+    }
+    Wanted { targets, fields }
+}
+
+/// Fills the empty DCGM-servable rows of the entities DCGM serves (those of `no_gpm` GPUs) with this tick's DCGM
+/// values (a value DCGM did not give stays absent).
+pub fn merge(
+    entities: &mut [EntitySample],
+    rows: &[&CounterRow],
+    values: &HashMap<(Target, u16), f64>,
+    no_gpm: &HashSet<String>,
+) {
+    if values.is_empty() {
+        return;
+    }
+    let targets: Vec<(usize, Target)> = served(entities, no_gpm).collect();
+    for (i, target) in targets {
+        let Some(e) = entities.get_mut(i) else {
+            continue;
+        };
+        for (slot, row) in rows.iter().enumerate() {
+            if !serves(row.field) {
+                continue;
+            }
+            let Ok(id) = u16::try_from(row.field.id) else {
+                continue;
+            };
+            if let Some(dst) = e.values.get_mut(slot)
+                && dst.is_none()
+                && let Some(v) = values.get(&(target.clone(), id))
+            {
+                *dst = Some(Value::Num(row.field.convert(*v)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dcgm_serves_the_profiling_fields_in_exposition_units() {
+        let name = |n| crate::catalogue::lookup(n);
+        for n in [
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+            "DCGM_FI_PROF_DRAM_ACTIVE",
+            "DCGM_FI_PROF_PCIE_TX_BYTES",
+            "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        ] {
+            let f = name(n);
+            assert!(f.is_some_and(serves), "{n}");
+        }
+        let temp = name("DCGM_FI_DEV_GPU_TEMP");
+        assert!(temp.is_some_and(|f| !serves(f)));
+        // DCGM's ratio is the exposition's ratio (GPM's percent is scaled): no conversion.
+        let f = name("DCGM_FI_PROF_GR_ENGINE_ACTIVE");
+        assert_eq!(f.map(|f| f.convert(0.5)), Some(0.5));
+    }
+
+    fn entity(uuid: &str, gi: Option<u32>, values: Vec<Option<Value>>) -> EntitySample {
+        EntitySample {
+            id: crate::snapshot::EntityId {
+                gpu: 0,
+                uuid: uuid.into(),
+                pci_bus_id: String::new(),
+                device: "nvidia0".into(),
+                model_name: String::new(),
+                mig: gi.map(|g| crate::snapshot::MigIdentity {
+                    profile: "3g.20gb".into(),
+                    gpu_instance_id: g,
+                    compute_instance_id: 0,
+                    uuid: format!("MIG-{g}"),
+                }),
+            },
+            values,
+            labels: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn nvml_first_dcgm_fills_only_the_empty_profiling_rows_of_gpus_without_gpm() {
+        let set = crate::catalogue::csv::parse_counters(
+            "test",
+            "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, g\n\
+             DCGM_FI_PROF_PCIE_RX_BYTES, gauge, rx\n",
+        )
+        .ok();
+        let Some(set) = set else {
+            panic!("counters do not parse");
+        };
+        let rows: Vec<&CounterRow> = set.metrics().collect();
+        let mut ents = vec![
+            // A100 in MIG mode: its parent and one instance; an H100 whose GPM answered.
+            entity("GPU-a", None, vec![Some(Value::Num(40.0)), None, None]),
+            entity("GPU-a", Some(1), vec![None, None, None]),
+            entity(
+                "GPU-h",
+                None,
+                vec![Some(Value::Num(50.0)), Some(Value::Num(0.7)), None],
+            ),
+        ];
+        let no_gpm: HashSet<String> = ["GPU-a".to_owned()].into();
+        let w = wanted(&ents, &rows, &no_gpm, &Collections::default());
+        let inst = Target {
+            uuid: "GPU-a".into(),
+            gi: Some(1),
+        };
+        assert_eq!(
+            w.targets,
+            vec![inst.clone()],
+            "the MIG parent is not asked about"
+        );
+        let ids: Vec<u16> = w.fields.iter().map(|(f, _)| *f).collect();
+        assert_eq!(ids, vec![1001, 1010]);
+        // Each field's watch interval is its collection's (`--config-file`), else the base.
+        let slow = crate::gpu::plan::Collection::new(
+            "pcie",
+            Duration::from_secs(60),
+            glob::Pattern::new("DCGM_FI_PROF_PCIE_*")
+                .into_iter()
+                .collect(),
+        );
+        let cols = Collections {
+            base: Duration::from_secs(5),
+            groups: vec![slow],
+        };
+        let w2 = wanted(&ents, &rows, &no_gpm, &cols);
+        assert_eq!(
+            w2.fields,
+            vec![
+                (1001, Duration::from_secs(5)),
+                (1010, Duration::from_secs(60))
+            ]
+        );
+        let parent = Target {
+            uuid: "GPU-a".into(),
+            gi: None,
+        };
+        let h100 = Target {
+            uuid: "GPU-h".into(),
+            gi: None,
+        };
+        // DCGM gave the instance's engine activity (not its PCIe rate: a blank), a value for
+        // the parent and one for the H100: only the instance's is used.
+        let values: HashMap<(Target, u16), f64> = [
+            ((inst, 1001), 0.25),
+            ((parent, 1001), 0.5),
+            ((h100, 1001), 0.9),
+        ]
+        .into();
+        merge(&mut ents, &rows, &values, &no_gpm);
+        assert_eq!(ents[1].values, vec![None, Some(Value::Num(0.25)), None]);
+        assert_eq!(ents[0].values, vec![Some(Value::Num(40.0)), None, None]);
+        assert_eq!(ents[2].values[1], Some(Value::Num(0.7)));
+    }
+}

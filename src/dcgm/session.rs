@@ -1,0 +1,548 @@
+//! One connected DCGM handle and the calls made on it: connecting (embedded or remote), the
+//! GPUs DCGM sees (by UUID) and their MIG GPU instances, the profiling metric groups, the
+//! watches (one per interval and field set) and each tick's latest values.
+//!
+//! Runs only on the DCGM thread (`client`), which owns it. It must not log (the client says
+//! what changed, once) and must not wait on anything but DCGM.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
+use std::time::Duration;
+
+use dcgm_abi::{
+    DCGM_FE_GPU, DCGM_FE_GPU_I, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_GROUP_EMPTY,
+    DCGM_MAX_NUM_DEVICES, DCGM_OPERATION_MODE_AUTO, DCGM_ST_ALREADY_INITIALIZED,
+    DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT, Zeroed, c_text,
+    dcgmConnectV2Params_v2, dcgmConnectV2Params_version2, dcgmDeviceAttributes_v3,
+    dcgmDeviceAttributes_version3, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
+    dcgmMigHierarchy_v2, dcgmMigHierarchy_version2, dcgmProfGetMetricGroups_v3,
+    dcgmProfGetMetricGroups_version3, fp64_is_blank, int64_is_blank,
+};
+
+use super::groups::{MetricGroup, resolve};
+use super::library::Api;
+use super::options::{Mode, Target, Wanted};
+
+/// A DCGM call that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The call returned an error code.
+    #[error("{call} failed: {text}")]
+    Call {
+        /// The DCGM function.
+        call: &'static str,
+        /// Its return code.
+        rc: i32,
+        /// DCGM's words for it, with the code.
+        text: String,
+    },
+}
+
+impl SessionError {
+    /// The hostengine is gone (or did not answer): the handle is no longer usable.
+    pub fn lost(&self) -> bool {
+        let SessionError::Call { rc, .. } = self;
+        matches!(*rc, DCGM_ST_CONNECTION_NOT_VALID | DCGM_ST_TIMEOUT)
+    }
+}
+
+/// A GPU as DCGM sees it.
+struct Gpu {
+    /// DCGM's GPU id.
+    id: u32,
+    /// NVML GPU-instance id → DCGM `GPU_I` entity id.
+    instances: HashMap<u32, u32>,
+    /// Its profiling metric groups, or why there are none.
+    groups: Result<Vec<MetricGroup>, String>,
+}
+
+/// The watches in place, and what they were made for.
+struct Watches {
+    wanted: Wanted,
+    groups: Vec<usize>,
+    field_groups: Vec<usize>,
+    /// Each watched entity, its DCGM pair and the fields watched on it.
+    entities: Vec<(Target, dcgmGroupEntityPair_t, Vec<u16>)>,
+    refused: Vec<(Target, u16, String)>,
+}
+
+/// An entity asked about, and its DCGM pair.
+type Entity = (Target, dcgmGroupEntityPair_t);
+
+/// A connected handle.
+pub struct Session {
+    api: &'static Api,
+    handle: dcgmHandle_t,
+    embedded: bool,
+    gpus: HashMap<String, Gpu>,
+    watches: Option<Watches>,
+}
+
+/// What a tick read: values by (entity, field), and the fields refused per entity.
+#[derive(Debug, Default)]
+pub struct Reading {
+    pub values: HashMap<(Target, u16), f64>,
+    pub refused: Vec<(Target, u16, String)>,
+}
+
+/// A GPU's profiling support, for `gpu-exporter check`.
+#[derive(Debug, Clone)]
+pub struct GpuGroups {
+    /// The GPU's UUID.
+    pub uuid: String,
+    /// Its metric groups (major, minor, fields), or why DCGM gives none.
+    pub groups: Result<Vec<MetricGroup>, String>,
+}
+
+fn call(api: &Api, name: &'static str, rc: i32) -> Result<(), SessionError> {
+    if rc == DCGM_ST_OK {
+        Ok(())
+    } else {
+        Err(SessionError::Call {
+            call: name,
+            rc,
+            text: api.describe(rc),
+        })
+    }
+}
+
+/// `dcgmInit`, once per process (a second call's "already initialized" is fine).
+pub fn init(api: &Api) -> Result<(), SessionError> {
+    // SAFETY: no arguments.
+    let rc = unsafe { (api.init)() };
+    if rc == DCGM_ST_ALREADY_INITIALIZED {
+        return Ok(());
+    }
+    call(api, "dcgmInit", rc)
+}
+
+impl Session {
+    /// Starts an embedded hostengine or connects to a remote one (waiting at most `timeout`),
+    /// then learns the GPUs, their MIG instances and their metric groups.
+    pub fn open(api: &'static Api, mode: &Mode, timeout: Duration) -> Result<Self, SessionError> {
+        let mut handle: dcgmHandle_t = 0;
+        let embedded = match mode {
+            Mode::Remote(addr) => {
+                let mut params = dcgmConnectV2Params_v2 {
+                    version: dcgmConnectV2Params_version2,
+                    persistAfterDisconnect: 0,
+                    timeoutMs: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
+                    addressIsUnixSocket: u32::from(addr.unix),
+                };
+                let c = CString::new(addr.target.as_str()).map_err(|_| SessionError::Call {
+                    call: "dcgmConnect_v2",
+                    rc: dcgm_abi::DCGM_ST_BADPARAM,
+                    text: "the address contains a NUL byte".into(),
+                })?;
+                // SAFETY: valid pointers for the duration of the call.
+                let rc = unsafe { (api.connect)(c.as_ptr(), &mut params, &mut handle) };
+                call(api, "dcgmConnect_v2", rc)?;
+                false
+            }
+            _ => {
+                // SAFETY: a valid out pointer.
+                let rc = unsafe { (api.start_embedded)(DCGM_OPERATION_MODE_AUTO, &mut handle) };
+                call(api, "dcgmStartEmbedded", rc)?;
+                true
+            }
+        };
+        let mut s = Self {
+            api,
+            handle,
+            embedded,
+            gpus: HashMap::new(),
+            watches: None,
+        };
+        s.discover()?;
+        Ok(s)
+    }
+
+    fn discover(&mut self) -> Result<(), SessionError> {
+        let api = self.api;
+        let mut ids = [0u32; DCGM_MAX_NUM_DEVICES];
+        let mut count: i32 = 0;
+        // SAFETY: `ids` holds DCGM_MAX_NUM_DEVICES entries, as the call requires.
+        let rc = unsafe { (api.all_devices)(self.handle, ids.as_mut_ptr(), &mut count) };
+        call(api, "dcgmGetAllSupportedDevices", rc)?;
+        let n = usize::try_from(count)
+            .unwrap_or(0)
+            .min(DCGM_MAX_NUM_DEVICES);
+        let mut hier = dcgmMigHierarchy_v2::zeroed();
+        hier.version = dcgmMigHierarchy_version2;
+        // SAFETY: a zeroed struct with its version word.
+        let rc = unsafe { (api.hierarchy)(self.handle, &mut *hier) };
+        let hier_ok = rc == DCGM_ST_OK;
+        if !hier_ok && rc == DCGM_ST_CONNECTION_NOT_VALID {
+            call(api, "dcgmGetGpuInstanceHierarchy", rc)?;
+        }
+        for &id in &ids[..n] {
+            let mut attrs = dcgmDeviceAttributes_v3::zeroed();
+            attrs.version = dcgmDeviceAttributes_version3;
+            // SAFETY: a zeroed struct with its version word.
+            let rc = unsafe { (api.attributes)(self.handle, id, &mut *attrs) };
+            call(api, "dcgmGetDeviceAttributes", rc)?;
+            let uuid = c_text(&attrs.identifiers.uuid);
+            let mut instances = HashMap::new();
+            if hier_ok {
+                let count = (hier.count as usize).min(hier.entityList.len());
+                for e in &hier.entityList[..count] {
+                    if e.entity.entityGroupId == DCGM_FE_GPU_I && c_text(&e.info.gpuUuid) == uuid {
+                        instances.insert(e.info.nvmlInstanceId, e.entity.entityId);
+                    }
+                }
+            }
+            let mut mg = dcgmProfGetMetricGroups_v3::zeroed();
+            mg.version = dcgmProfGetMetricGroups_version3;
+            mg.gpuId = id;
+            // SAFETY: a zeroed struct with its version word and GPU id.
+            let rc = unsafe { (api.metric_groups)(self.handle, &mut *mg) };
+            if rc == DCGM_ST_CONNECTION_NOT_VALID {
+                call(api, "dcgmProfGetSupportedMetricGroups", rc)?;
+            }
+            let groups = if rc == DCGM_ST_OK {
+                let k = (mg.numMetricGroups as usize).min(mg.metricGroups.len());
+                Ok(mg.metricGroups[..k]
+                    .iter()
+                    .map(|g| MetricGroup {
+                        major: g.majorId,
+                        minor: g.minorId,
+                        fields: g.fieldIds[..(g.numFieldIds as usize).min(g.fieldIds.len())]
+                            .to_vec(),
+                    })
+                    .collect())
+            } else {
+                Err(format!(
+                    "dcgmProfGetSupportedMetricGroups: {}",
+                    api.describe(rc)
+                ))
+            };
+            self.gpus.insert(
+                uuid,
+                Gpu {
+                    id,
+                    instances,
+                    groups,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Each GPU's metric groups, by UUID.
+    pub fn metric_groups(&self) -> Vec<GpuGroups> {
+        let mut out: Vec<GpuGroups> = self
+            .gpus
+            .iter()
+            .map(|(uuid, g)| GpuGroups {
+                uuid: uuid.clone(),
+                groups: g.groups.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+        out
+    }
+
+    /// Whether the watches in place were made for `wanted`.
+    pub fn watches_match(&self, wanted: &Wanted) -> bool {
+        self.watches.as_ref().is_some_and(|w| w.wanted == *wanted)
+    }
+
+    /// Makes the watches for `wanted` unless they are in place already.
+    fn ensure_watches(
+        &mut self,
+        wanted: &Wanted,
+        keep_age: Duration,
+        keep_samples: i32,
+    ) -> Result<(), SessionError> {
+        if self.watches_match(wanted) {
+            return Ok(());
+        }
+        self.drop_watches();
+        let api = self.api;
+        let field_ids: Vec<u16> = wanted.fields.iter().map(|(f, _)| *f).collect();
+        let interval: HashMap<u16, Duration> = wanted.fields.iter().copied().collect();
+        let mut refused = Vec::new();
+        // (interval, fields) → the entities that watch exactly those fields at that interval.
+        let mut buckets: BTreeMap<(Duration, Vec<u16>), Vec<Entity>> = BTreeMap::new();
+        for t in &wanted.targets {
+            let Some(gpu) = self.gpus.get(&t.uuid) else {
+                for f in &field_ids {
+                    let why = "DCGM does not list this GPU (no GPU with its UUID)";
+                    refused.push((t.clone(), *f, why.to_owned()));
+                }
+                continue;
+            };
+            let pair = match t.gi {
+                None => Some(dcgmGroupEntityPair_t {
+                    entityGroupId: DCGM_FE_GPU,
+                    entityId: gpu.id,
+                }),
+                Some(gi) => gpu.instances.get(&gi).map(|e| dcgmGroupEntityPair_t {
+                    entityGroupId: DCGM_FE_GPU_I,
+                    entityId: *e,
+                }),
+            };
+            let Some(pair) = pair else {
+                for f in &field_ids {
+                    let why = "DCGM lists no GPU instance with this id on the GPU";
+                    refused.push((t.clone(), *f, why.to_owned()));
+                }
+                continue;
+            };
+            let ok = match &gpu.groups {
+                Ok(groups) => {
+                    let r = resolve(&field_ids, groups);
+                    refused.extend(r.refused.into_iter().map(|(f, w)| (t.clone(), f, w)));
+                    r.watch
+                }
+                Err(why) => {
+                    refused.extend(field_ids.iter().map(|f| (t.clone(), *f, why.clone())));
+                    Vec::new()
+                }
+            };
+            let mut per: BTreeMap<Duration, Vec<u16>> = BTreeMap::new();
+            for f in ok {
+                per.entry(interval.get(&f).copied().unwrap_or_default())
+                    .or_default()
+                    .push(f);
+            }
+            for (iv, fs) in per {
+                buckets.entry((iv, fs)).or_default().push((t.clone(), pair));
+            }
+        }
+        let mut w = Watches {
+            wanted: wanted.clone(),
+            groups: Vec::new(),
+            field_groups: Vec::new(),
+            entities: Vec::new(),
+            refused: Vec::new(),
+        };
+        let name = c"gpu-exporter";
+        for (n, ((iv, fields), ents)) in buckets.into_iter().enumerate() {
+            let mut grp = 0usize;
+            // SAFETY: valid name and out pointer.
+            let rc = unsafe {
+                (api.group_create)(self.handle, DCGM_GROUP_EMPTY, name.as_ptr(), &mut grp)
+            };
+            self.keep_or_fail(&mut w, "dcgmGroupCreate", rc)?;
+            if rc != DCGM_ST_OK {
+                refuse_all(&mut refused, &ents, &fields, api.describe(rc));
+                continue;
+            }
+            w.groups.push(grp);
+            for (_, p) in &ents {
+                // SAFETY: plain values.
+                let rc = unsafe { (api.group_add)(self.handle, grp, p.entityGroupId, p.entityId) };
+                self.keep_or_fail(&mut w, "dcgmGroupAddEntity", rc)?;
+            }
+            let fname = CString::new(format!("gpu-exporter-{n}")).unwrap_or_default();
+            let mut fg = 0usize;
+            let n_fields = i32::try_from(fields.len()).unwrap_or(i32::MAX);
+            // SAFETY: `fields` holds `n_fields` ids; valid name and out pointer.
+            let rc = unsafe {
+                (api.field_group_create)(
+                    self.handle,
+                    n_fields,
+                    fields.as_ptr(),
+                    fname.as_ptr(),
+                    &mut fg,
+                )
+            };
+            self.keep_or_fail(&mut w, "dcgmFieldGroupCreate", rc)?;
+            if rc != DCGM_ST_OK {
+                refuse_all(&mut refused, &ents, &fields, api.describe(rc));
+                continue;
+            }
+            w.field_groups.push(fg);
+            let us = i64::try_from(iv.as_micros()).unwrap_or(i64::MAX);
+            // SAFETY: plain values.
+            let rc = unsafe {
+                (api.watch)(
+                    self.handle,
+                    grp,
+                    fg,
+                    us,
+                    keep_age.as_secs_f64(),
+                    keep_samples,
+                )
+            };
+            self.keep_or_fail(&mut w, "dcgmWatchFields", rc)?;
+            if rc != DCGM_ST_OK {
+                let why = format!("dcgmWatchFields refused it: {}", api.describe(rc));
+                refuse_all(&mut refused, &ents, &fields, why);
+                continue;
+            }
+            for (t, p) in ents {
+                w.entities.push((t, p, fields.clone()));
+            }
+        }
+        w.refused = refused;
+        self.watches = Some(w);
+        Ok(())
+    }
+
+    /// A lost connection ends the watch set-up (what was made is destroyed with the session).
+    fn keep_or_fail(
+        &mut self,
+        w: &mut Watches,
+        name: &'static str,
+        rc: i32,
+    ) -> Result<(), SessionError> {
+        if rc == DCGM_ST_CONNECTION_NOT_VALID || rc == DCGM_ST_TIMEOUT {
+            w.groups.clear();
+            w.field_groups.clear();
+            return call(self.api, name, rc);
+        }
+        Ok(())
+    }
+
+    /// Destroys the groups of the watches in place (errors ignored: they go with the handle).
+    fn drop_watches(&mut self) {
+        if let Some(w) = self.watches.take() {
+            for fg in w.field_groups {
+                // SAFETY: a field group this handle made.
+                unsafe { (self.api.field_group_destroy)(self.handle, fg) };
+            }
+            for g in w.groups {
+                // SAFETY: a group this handle made.
+                unsafe { (self.api.group_destroy)(self.handle, g) };
+            }
+        }
+    }
+
+    /// This tick's values of `wanted` (watches made first when they changed).
+    pub fn read(
+        &mut self,
+        wanted: &Wanted,
+        keep_age: Duration,
+        keep_samples: i32,
+    ) -> Result<Reading, SessionError> {
+        self.ensure_watches(wanted, keep_age, keep_samples)?;
+        let Some(w) = self.watches.as_ref() else {
+            return Ok(Reading::default());
+        };
+        let mut out = Reading {
+            values: HashMap::new(),
+            refused: w.refused.clone(),
+        };
+        let mut fields: Vec<u16> = w
+            .entities
+            .iter()
+            .flat_map(|(_, _, f)| f.iter().copied())
+            .collect();
+        fields.sort_unstable();
+        fields.dedup();
+        if fields.is_empty() || w.entities.is_empty() {
+            return Ok(out);
+        }
+        let mut pairs: Vec<dcgmGroupEntityPair_t> = w.entities.iter().map(|(_, p, _)| *p).collect();
+        let mut values = vec![dcgmFieldValue_v2::zeroed(); pairs.len() * fields.len()];
+        let (np, nf) = (pairs.len() as u32, fields.len() as u32);
+        // SAFETY: `values` holds entities × fields entries, as the call fills.
+        let rc = unsafe {
+            (self.api.latest)(
+                self.handle,
+                pairs.as_mut_ptr(),
+                np,
+                fields.as_mut_ptr(),
+                nf,
+                0,
+                values.as_mut_ptr(),
+            )
+        };
+        call(self.api, "dcgmEntitiesGetLatestValues", rc)?;
+        for (i, (t, _, watched)) in w.entities.iter().enumerate() {
+            for (j, f) in fields.iter().enumerate() {
+                if !watched.contains(f) {
+                    continue;
+                }
+                if let Some(v) = values.get(i * fields.len() + j).and_then(number) {
+                    out.values.insert((t.clone(), *f), v);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ends the session: stops the embedded hostengine or disconnects.
+    pub fn close(mut self) {
+        self.drop_watches();
+        // SAFETY: the handle this session holds; nothing uses it afterwards.
+        unsafe {
+            if self.embedded {
+                (self.api.stop_embedded)(self.handle);
+            } else {
+                (self.api.disconnect)(self.handle);
+            }
+        }
+    }
+
+    /// Forgets the handle without calls (the hostengine is gone).
+    pub fn abandon(self) {
+        if !self.embedded {
+            // SAFETY: frees the client side of a dead connection.
+            unsafe { (self.api.disconnect)(self.handle) };
+        }
+    }
+}
+
+fn refuse_all(
+    refused: &mut Vec<(Target, u16, String)>,
+    ents: &[Entity],
+    fields: &[u16],
+    why: String,
+) {
+    for (t, _) in ents {
+        for f in fields {
+            refused.push((t.clone(), *f, why.clone()));
+        }
+    }
+}
+
+/// One value as a number: `None` for a non-OK status, a blank sentinel or a non-numeric type.
+pub fn number(v: &dcgmFieldValue_v2) -> Option<f64> {
+    if v.status != DCGM_ST_OK {
+        return None;
+    }
+    // SAFETY: the union member read is the one `fieldType` names.
+    match v.fieldType {
+        DCGM_FT_DOUBLE => {
+            let d = unsafe { v.value.dbl };
+            (!fp64_is_blank(d)).then_some(d)
+        }
+        DCGM_FT_INT64 => {
+            let i = unsafe { v.value.i64_ };
+            (!int64_is_blank(i)).then_some(i as f64)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dcgm_abi::{DCGM_FP64_BLANK, DCGM_FT_STRING, DCGM_INT64_BLANK, DCGM_ST_NO_DATA};
+
+    #[test]
+    fn blanks_and_failed_statuses_are_no_value() {
+        let mut v = dcgmFieldValue_v2::zeroed();
+        v.fieldType = DCGM_FT_DOUBLE;
+        v.value.dbl = 0.42;
+        assert_eq!(number(&v), Some(0.42));
+        v.value.dbl = DCGM_FP64_BLANK;
+        assert_eq!(number(&v), None);
+        v.value.dbl = f64::NAN;
+        assert_eq!(number(&v), None);
+        v.fieldType = DCGM_FT_INT64;
+        v.value.i64_ = 1_000_000;
+        assert_eq!(number(&v), Some(1e6));
+        v.value.i64_ = DCGM_INT64_BLANK + 3;
+        assert_eq!(number(&v), None);
+        v.value.i64_ = 7;
+        v.status = DCGM_ST_NO_DATA;
+        assert_eq!(number(&v), None);
+        v.status = DCGM_ST_OK;
+        v.fieldType = DCGM_FT_STRING;
+        assert_eq!(number(&v), None);
+    }
+}

@@ -1,0 +1,484 @@
+//! The DCGM client, end to end on the binary: profiling series from the simulated libdcgm
+//! (`crates/dcgm-sim`, built by `cargo build --workspace`) on GPUs without GPM and their MIG
+//! instances, in the same shape as the GPM path; fields DCGM will not watch together reported
+//! with DCGM's reason; no library; a library that is not DCGM 4; remote mode against
+//! `dcgm-sim-hostengine` on a unix socket that is killed and restarted.
+
+#![cfg(feature = "sim")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, Exporter, label, series, value};
+
+const DCP: &str = "counters/dcp-metrics-included.csv";
+
+/// A built artefact of the workspace next to the exporter binary.
+fn built(name: &str) -> PathBuf {
+    let p = Path::new(BIN).parent().unwrap().join(name);
+    assert!(
+        p.is_file(),
+        "{} missing: run `cargo build --workspace`",
+        p.display()
+    );
+    p
+}
+
+/// The exporter on `--simulate scenario -f counters -c 300` and `more`, its log kept, ready.
+fn simulated(scenario: &str, counters: &str, more: &[&str]) -> Exporter {
+    Exporter::builder()
+        .args(["--simulate", scenario, "-f", counters, "-c", "300"])
+        .args(more)
+        .log_pipe()
+        .start()
+}
+
+/// The value of `name` on GPU `gpu` (and GPU instance `gi`), if the scrape has it.
+fn at(text: &str, name: &str, gpu: &str, gi: Option<&str>) -> Option<f64> {
+    series(text, name)
+        .into_iter()
+        .find(|l| label(l, "gpu") == gpu && common::label_opt(l, "GPU_I_ID") == gi)
+        .map(value)
+}
+
+/// A100 40GB in MIG mode (mixed profiles), an L4 and an H100 (GPM), as a scenario file.
+const MIXED: &str = r#"
+name = "a100-mig-l4-h100"
+node = "sim-dcgm-node"
+
+[[gpus]]
+model = "A100-SXM4-40GB"
+mig = [
+  { profile = "3g.20gb", workload = { kind = "training", level = 0.9, amplitude = 0.05, period = 60, memory = 0.8 } },
+  { profile = "2g.10gb", workload = { kind = "inference", level = 0.4, amplitude = 0.3, period = 20, memory = 0.5 } },
+  { profile = "1g.5gb", workload = { kind = "idle" } },
+]
+
+[[gpus]]
+model = "L4"
+workload = { kind = "inference", level = 0.5, amplitude = 0.4, period = 10, memory = 0.5 }
+
+[[gpus]]
+model = "H100-SXM5-80GB"
+workload = { kind = "training", level = 0.9, amplitude = 0.05, period = 60, memory = 0.8 }
+"#;
+
+#[test]
+fn profiling_series_on_the_a100_and_the_l4_from_simulated_dcgm() {
+    built("libdcgm_sim.so");
+    let e = simulated("a100-l4", DCP, &[]);
+    let first = e.metrics_until("profiling on both GPUs", |t| {
+        at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
+            && at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "1", None).is_some()
+    });
+    assert!(first.contains("gpu_exporter_dcgm_up 1"), "{first}");
+    for name in [
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+    ] {
+        for gpu in ["0", "1"] {
+            let v = at(&first, name, gpu, None).unwrap_or(f64::NAN);
+            assert!(
+                (0.0..=1.0).contains(&v),
+                "{name} on GPU {gpu} = {v} is not a ratio"
+            );
+        }
+    }
+    // Bytes per second, not MiB/s: the A100 trains with PCIe traffic well over 1 MiB/s.
+    let rx = at(&first, "DCGM_FI_PROF_PCIE_RX_BYTES", "0", None).unwrap();
+    assert!(rx > 1_048_576.0, "PCIe RX {rx} B/s");
+    // The training A100 is busier than the half-loaded L4, as NVML's utilization says.
+    let busy = |t: &str, g| at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", g, None).unwrap();
+    assert!(busy(&first, "0") > busy(&first, "1"), "{first}");
+    // The values move with the workload.
+    let before = busy(&first, "1");
+    e.metrics_until("the L4's engine activity to move", |t| {
+        at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "1", None).is_some_and(|v| v != before)
+    });
+    // Nothing of it listed as unsupported.
+    assert!(
+        !first
+            .lines()
+            .any(|l| l.starts_with("gpu_exporter_field_unsupported") && l.contains("PROF")),
+        "{first}"
+    );
+}
+
+#[test]
+fn mig_instances_get_profiling_with_the_gpm_paths_shape() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("mixed.toml");
+    std::fs::write(&scenario, MIXED).unwrap();
+    let e = simulated(scenario.to_str().unwrap(), DCP, &[]);
+    let name = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
+    let text = e.metrics_until(
+        "profiling on the A100's instances, the L4 and the H100",
+        |t| {
+            let lines = series(t, name);
+            lines.iter().filter(|l| label(l, "gpu") == "0").count() == 3
+                && at(t, name, "1", None).is_some()
+                && at(t, name, "2", None).is_some()
+        },
+    );
+    let lines = series(&text, name);
+    // One series per GPU instance, each with its MIG labels, none for the MIG parent.
+    let mut gis: Vec<&str> = lines
+        .iter()
+        .filter(|l| label(l, "gpu") == "0")
+        .map(|l| label(l, "GPU_I_ID"))
+        .collect();
+    gis.sort();
+    assert_eq!(gis.len(), 3, "{text}");
+    let profiles: Vec<&str> = lines
+        .iter()
+        .filter(|l| label(l, "gpu") == "0")
+        .map(|l| label(l, "GPU_I_PROFILE"))
+        .collect();
+    for p in ["3g.20gb", "2g.10gb", "1g.5gb"] {
+        assert!(profiles.contains(&p), "{p} missing: {profiles:?}");
+    }
+    // The training instance is busier than the idle one.
+    let by_profile = |p: &str| {
+        lines
+            .iter()
+            .find(|l| label(l, "gpu") == "0" && label(l, "GPU_I_PROFILE") == p)
+            .map(|l| value(l))
+            .unwrap()
+    };
+    assert!(by_profile("3g.20gb") > by_profile("1g.5gb"), "{text}");
+    // The same shape whichever source served it: the L4 (DCGM) and the H100 (GPM) series
+    // carry the same labels in the same order, under one HELP and TYPE.
+    let keys = |line: &str| -> Vec<String> {
+        let inner = &line[line.find('{').unwrap() + 1..line.rfind('}').unwrap()];
+        inner
+            .split("\",")
+            .map(|kv| kv.split('=').next().unwrap().to_owned())
+            .collect()
+    };
+    let l4 = lines.iter().find(|l| label(l, "gpu") == "1").unwrap();
+    let h100 = lines.iter().find(|l| label(l, "gpu") == "2").unwrap();
+    assert_eq!(keys(l4), keys(h100), "{l4}\n{h100}");
+    assert_eq!(text.matches(&format!("# TYPE {name} gauge\n")).count(), 1);
+    for l in [l4, h100] {
+        assert!((0.0..=1.0).contains(&value(l)), "{l}");
+    }
+}
+
+#[test]
+fn fields_dcgm_will_not_watch_together_are_reported_with_its_reason() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("prof.csv");
+    std::fs::write(
+        &csv,
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, engine\n\
+         DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, tensor\n\
+         DCGM_FI_PROF_PIPE_FP16_ACTIVE, gauge, fp16\n\
+         DCGM_FI_PROF_PIPE_FP64_ACTIVE, gauge, fp64\n",
+    )
+    .unwrap();
+    let e = simulated("a100-l4", csv.to_str().unwrap(), &[]);
+    let text = e.metrics_until("tensor activity on the L4", |t| {
+        at(t, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "1", None).is_some()
+    });
+    // Tensor and FP16 are in metric groups of one major id: the first wins, FP16 is refused;
+    // the L4 has no FP64 group at all.
+    assert!(
+        at(&text, "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "1", None).is_none(),
+        "{text}"
+    );
+    assert!(
+        at(&text, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "1", None).is_none(),
+        "{text}"
+    );
+    for f in [
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+    ] {
+        let listed = text.lines().any(|l| {
+            l.starts_with("gpu_exporter_field_unsupported")
+                && l.contains(&format!("field=\"{f}\""))
+                && l.contains("gpu=\"1\"")
+        });
+        assert!(listed, "{f} not listed unsupported on GPU 1:\n{text}");
+    }
+    let log = e.log();
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("DCGM_FI_PROF_PIPE_FP16_ACTIVE is not available from DCGM"))
+        .collect();
+    // Once per entity (the A100 and the L4), with DCGM's reason.
+    assert_eq!(refusals.len(), 2, "{log}");
+    assert!(refusals.iter().all(|l| l.contains("MULTI_PASS")), "{log}");
+}
+
+#[test]
+fn no_libdcgm_is_one_clear_line_and_the_nvml_page_as_before() {
+    let missing = "/nonexistent/dcgm/libdcgm.so.4";
+    let e = simulated(
+        "a100-l4",
+        DCP,
+        &["--dcgm-mode", "embedded", "--dcgm-lib", missing],
+    );
+    let text = e.metrics_until("two ticks", |t| {
+        t.contains("gpu_exporter_dcgm_up 0")
+            && !t.contains("gpu_exporter_samples_total 1\n")
+            && t.contains("gpu_exporter_field_unsupported")
+    });
+    assert!(
+        at(&text, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some(),
+        "{text}"
+    );
+    assert!(
+        at(&text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_none(),
+        "{text}"
+    );
+    let log = e.log();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("DCGM"))
+        .filter(|l| l.contains(missing))
+        .collect();
+    assert_eq!(lines.len(), 2, "{log}"); // the start-up line naming the library, and the one problem
+    let problem: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("the DCGM library was not found"))
+        .collect();
+    assert_eq!(problem.len(), 1, "{log}");
+    assert!(problem[0].contains("--dcgm-lib") && problem[0].contains("--dcgm-mode off"));
+    assert!(
+        !log.contains("DCGM is unavailable"),
+        "a second line for the same cause:\n{log}"
+    );
+    // As before DCGM: the A100's profiling fields are listed unsupported (no GPM).
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("gpu_exporter_field_unsupported")
+                && l.contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+                && l.contains("gpu=\"0\"")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_library_that_is_not_dcgm_4_is_one_error_naming_the_versions() {
+    // The simulated NVML library: a shared object, but not DCGM (no dcgmVersionInfo).
+    let e = Exporter::builder()
+        .args([
+            "--simulate",
+            "a100-l4",
+            "-c",
+            "300",
+            "--dcgm-mode",
+            "embedded",
+        ])
+        .args(["--dcgm-lib", built("libnvml_sim.so").to_str().unwrap()])
+        .log_pipe()
+        .start();
+    e.metrics_until("dcgm down", |t| t.contains("gpu_exporter_dcgm_up 0"));
+    let log = e.log();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("gpu-exporter needs DCGM 4.x"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].contains("ERROR") && lines[0].contains("is version"),
+        "{log}"
+    );
+}
+
+/// `dcgm-sim-hostengine` serving `scenario` on the unix socket `sock`.
+fn hostengine(scenario: &str, sock: &Path) -> Child {
+    let _ = std::fs::remove_file(sock);
+    let child = Command::new(built("dcgm-sim-hostengine"))
+        .args([
+            "--scenario",
+            scenario,
+            "--domain-socket",
+            sock.to_str().unwrap(),
+            "-n",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !sock.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the hostengine never made {}",
+            sock.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+#[test]
+fn remote_hostengine_that_leaves_and_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("he.sock");
+    let mut he = hostengine("a100-l4", &sock);
+    let e = simulated(
+        "a100-l4",
+        DCP,
+        &["-r", &format!("unix://{}", sock.display())],
+    );
+    let prof = |t: &str| at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some();
+    let nvml = |t: &str| {
+        at(t, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some()
+            && at(t, "DCGM_FI_DEV_GPU_TEMP", "1", None).is_some()
+    };
+    let text = e.metrics_until("remote profiling", prof);
+    assert!(text.contains("gpu_exporter_dcgm_up 1"), "{text}");
+
+    he.kill().unwrap();
+    he.wait().unwrap();
+    // NVML never gaps while DCGM is away; DCGM's series go, and dcgm_up says so.
+    let gone = e.metrics_until("DCGM series gone", |t| {
+        assert!(nvml(t), "an NVML series gapped:\n{t}");
+        !prof(t) && t.contains("gpu_exporter_dcgm_up 0")
+    });
+    assert!(nvml(&gone));
+    he = hostengine("a100-l4", &sock);
+    let back = e.metrics_until("DCGM series back", |t| {
+        assert!(nvml(t), "an NVML series gapped:\n{t}");
+        prof(t) && t.contains("gpu_exporter_dcgm_up 1")
+    });
+    assert!(nvml(&back));
+    let count = |needle: &str| e.log().lines().filter(|l| l.contains(needle)).count();
+    common::wait_until("the log to say DCGM is back", || count("DCGM answers") >= 2);
+    let log = e.log();
+    assert_eq!(count("DCGM is unavailable"), 1, "{log}");
+    assert_eq!(count("DCGM answers"), 2, "start, and back:\n{log}");
+    he.kill().unwrap();
+    he.wait().unwrap();
+}
+
+#[test]
+fn a_hostengine_that_never_answers_does_not_stall_the_ticks() {
+    // A socket that accepts connections and never answers: every DCGM call waits.
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("silent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let held = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        for c in listener.incoming().take(64) {
+            match c {
+                Ok(c) => conns.push(c),
+                Err(_) => break,
+            }
+        }
+    });
+    let e = simulated(
+        "a100-l4",
+        DCP,
+        &["-r", &format!("unix://{}", sock.display())],
+    );
+    let ticks = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("gpu_exporter_samples_total "))
+            .map(value)
+            .unwrap_or(0.0)
+    };
+    let first = e.metrics_until("DCGM down", |t| t.contains("gpu_exporter_dcgm_up 0"));
+    let n = ticks(&first);
+    // The ticks go on, NVML's series with them, and /ready stays up.
+    let later = e.metrics_until("five more ticks", |t| ticks(t) >= n + 5.0);
+    assert!(
+        at(&later, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some(),
+        "{later}"
+    );
+    assert!(
+        at(&later, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_none(),
+        "{later}"
+    );
+    assert!(
+        !later.contains("gpu_exporter_sampler_stalled_seconds"),
+        "{later}"
+    );
+    assert_eq!(common::http_get(e.port, "/ready", &[]).unwrap().status, 200);
+    let log = e.log();
+    assert_eq!(log.matches("DCGM is unavailable").count(), 1, "{log}");
+    drop(e);
+    drop(held);
+}
+
+#[test]
+fn the_gpu_operators_setting_alone_gives_profiling_through_the_loaders_libdcgm() {
+    // As on a node: no --simulate, no DCGM flag. libdcgm.so.4 is found through
+    // LD_LIBRARY_PATH, and DCGM_REMOTE_HOSTENGINE_INFO (what the GPU Operator sets) names the
+    // hostengine.
+    let dir = tempfile::tempdir().unwrap();
+    let libdir = dir.path().join("lib");
+    std::fs::create_dir(&libdir).unwrap();
+    std::os::unix::fs::symlink(built("libdcgm_sim.so"), libdir.join("libdcgm.so.4")).unwrap();
+    let sock = dir.path().join("he.sock");
+    let mut he = hostengine("a100-l4", &sock);
+    let e = Exporter::builder()
+        .args(["-f", DCP, "-c", "300"])
+        .env("NVML_SIM_SCENARIO", "a100-l4")
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env(
+            "DCGM_REMOTE_HOSTENGINE_INFO",
+            format!("unix://{}", sock.display()),
+        )
+        .log_pipe()
+        .start();
+    let text = e.metrics_until("profiling on the A100 and the L4", |t| {
+        at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
+            && at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "1", None).is_some()
+    });
+    assert!(text.contains("gpu_exporter_dcgm_up 1"), "{text}");
+    let log = e.log();
+    let loaded = log
+        .lines()
+        .find(|l| l.contains("DCGM library loaded"))
+        .unwrap_or_default();
+    assert!(
+        loaded.contains("libdcgm.so.4 through the dynamic loader")
+            && loaded.contains(libdir.to_str().unwrap()),
+        "{log}"
+    );
+    assert!(
+        !log.contains("is accepted for dcgm-exporter compatibility but"),
+        "{log}"
+    );
+    he.kill().unwrap();
+    he.wait().unwrap();
+}
+
+#[test]
+fn a_counters_reload_makes_the_watches_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("prof.csv");
+    std::fs::write(&csv, "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, engine\n").unwrap();
+    let e = simulated("a100-l4", csv.to_str().unwrap(), &[]);
+    e.metrics_until("engine activity on the A100", |t| {
+        at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
+    });
+    std::fs::write(
+        &csv,
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, engine\n\
+         DCGM_FI_PROF_DRAM_ACTIVE, gauge, dram\n",
+    )
+    .unwrap();
+    e.signal("-HUP");
+    let text = e.metrics_until("memory activity on both GPUs after the reload", |t| {
+        at(t, "DCGM_FI_PROF_DRAM_ACTIVE", "0", None).is_some()
+            && at(t, "DCGM_FI_PROF_DRAM_ACTIVE", "1", None).is_some()
+    });
+    assert!(
+        at(&text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "1", None).is_some(),
+        "{text}"
+    );
+    assert!(!e.log().contains("DCGM is unavailable"), "{}", e.log());
+}
