@@ -170,6 +170,11 @@ fn mig_instances_get_profiling_with_the_gpm_paths_shape() {
     }
 }
 
+/// Fields DCGM will not serve are listed unsupported on that entity and logged once per entity
+/// with DCGM's reason: one no metric group of the GPU has (FP64 on the L4), and one whose watch
+/// DCGM refuses (FP16 on the L4, refused with `DCGM_ST_PROFILING_MULTI_PASS` by the scenario's
+/// `watch_refused` fault). Groups of one major id that DCGM multiplexes (tensor, FP16 and FP64 on
+/// the A100) are all served.
 #[test]
 fn fields_dcgm_will_not_watch_together_are_reported_with_its_reason() {
     built("libdcgm_sim.so");
@@ -183,24 +188,35 @@ fn fields_dcgm_will_not_watch_together_are_reported_with_its_reason() {
          DCGM_FI_PROF_PIPE_FP64_ACTIVE, gauge, fp64\n",
     )
     .unwrap();
-    let e = simulated("a100-l4", csv.to_str().unwrap(), &[]);
-    let text = e.metrics_until("tensor activity on the L4", |t| {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut scenario = std::fs::read_to_string(root.join("scenarios/a100-l4.toml")).unwrap();
+    scenario.push_str(
+        "\n[[dcgm_faults]]\nkind = \"watch_refused\"\nat = 0\nuntil = 36000\nfield = 1008\n\
+         gpu = 1\ncode = -38\n",
+    );
+    let file = dir.path().join("a100-l4-refused.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let e = simulated(file.to_str().unwrap(), csv.to_str().unwrap(), &[]);
+    let text = e.metrics_until("tensor activity on the L4 and FP64 on the A100", |t| {
         at(t, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "1", None).is_some()
+            && at(t, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "0", None).is_some()
     });
-    // Tensor and FP16 are in metric groups of one major id: the first wins, FP16 is refused;
-    // the L4 has no FP64 group at all.
-    assert!(
-        at(&text, "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "1", None).is_none(),
-        "{text}"
-    );
-    assert!(
-        at(&text, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "1", None).is_none(),
-        "{text}"
-    );
+    for f in [
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+    ] {
+        assert!(
+            at(&text, f, "0", None).is_some(),
+            "{f} on the A100:\n{text}"
+        );
+    }
     for f in [
         "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
         "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
     ] {
+        assert!(at(&text, f, "1", None).is_none(), "{f} on the L4:\n{text}");
         let listed = text.lines().any(|l| {
             l.starts_with("gpu_exporter_field_unsupported")
                 && l.contains(&format!("field=\"{f}\""))
@@ -209,13 +225,22 @@ fn fields_dcgm_will_not_watch_together_are_reported_with_its_reason() {
         assert!(listed, "{f} not listed unsupported on GPU 1:\n{text}");
     }
     let log = e.log();
-    let refusals: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("DCGM_FI_PROF_PIPE_FP16_ACTIVE is not available from DCGM"))
-        .collect();
-    // Once per entity (the A100 and the L4), with DCGM's reason.
-    assert_eq!(refusals.len(), 2, "{log}");
-    assert!(refusals.iter().all(|l| l.contains("MULTI_PASS")), "{log}");
+    let lines = |field: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains(&format!("{field} is not available from DCGM")))
+            .map(str::to_owned)
+            .collect()
+    };
+    // Once, on the L4 only, each with DCGM's reason.
+    let fp16 = lines("DCGM_FI_PROF_PIPE_FP16_ACTIVE");
+    assert_eq!(fp16.len(), 1, "{log}");
+    assert!(
+        fp16[0].contains("MULTI_PASS") || fp16[0].contains("-38"),
+        "{log}"
+    );
+    let fp64 = lines("DCGM_FI_PROF_PIPE_FP64_ACTIVE");
+    assert_eq!(fp64.len(), 1, "{log}");
+    assert!(fp64[0].contains("no profiling metric group"), "{log}");
 }
 
 #[test]

@@ -1,15 +1,21 @@
 //! Which of the wanted profiling fields one GPU can watch together, from the metric groups
-//! `dcgmProfGetSupportedMetricGroups` lists for it: groups that share a major id are exclusive
-//! (DCGM watches one of them at a time), groups of different major ids combine.
+//! `dcgmProfGetSupportedMetricGroups` lists for it: groups of one major id need separate
+//! hardware passes, which DCGM multiplexes up to [`MAX_PASSES`] per major id (more is
+//! `DCGM_ST_PROFILING_MULTI_PASS`); groups of different major ids combine freely.
 //!
 //! Pure computation on plain data; it must not call DCGM or log.
 
 use std::collections::BTreeMap;
 
+/// How many metric groups of one major id DCGM's profiling module multiplexes on one GPU
+/// (DCGM's own profiling tests watch five together and expect a sixth to be refused with
+/// `DCGM_ST_PROFILING_MULTI_PASS`).
+pub const MAX_PASSES: usize = 5;
+
 /// One profiling metric group of a GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetricGroup {
-    /// Groups with the same major id cannot be watched together.
+    /// Groups with the same major id share hardware counters: each needs its own pass.
     pub major: u16,
     /// The group within its major id.
     pub minor: u16,
@@ -26,12 +32,12 @@ pub struct Resolution {
     pub refused: Vec<(u16, String)>,
 }
 
-/// Picks, for each wanted field in order, a metric group: the group already chosen for its
-/// major id when that one has the field, else (when its major id is still free) the group with
-/// the field that serves the most wanted fields. A field no group has, or whose major id is
-/// taken by a group without it, is refused with the reason.
+/// Picks, for each wanted field in order, a metric group: one already chosen when it has the
+/// field, else, among the groups with the field whose major id has fewer than [`MAX_PASSES`]
+/// groups chosen, the one that serves the most wanted fields. A field no group has, or whose
+/// groups' major ids are full, is refused with the reason.
 pub fn resolve(wanted: &[u16], groups: &[MetricGroup]) -> Resolution {
-    let mut chosen: BTreeMap<u16, &MetricGroup> = BTreeMap::new();
+    let mut chosen: BTreeMap<u16, Vec<&MetricGroup>> = BTreeMap::new();
     let mut out = Resolution::default();
     let served = |g: &MetricGroup| wanted.iter().filter(|f| g.fields.contains(f)).count();
     for &field in wanted {
@@ -51,48 +57,44 @@ pub fn resolve(wanted: &[u16], groups: &[MetricGroup]) -> Resolution {
         }
         if with
             .iter()
-            .any(|g| chosen.get(&g.major).is_some_and(|c| *c == *g))
+            .any(|g| chosen.get(&g.major).is_some_and(|c| c.contains(g)))
         {
             out.watch.push(field);
             continue;
         }
-        let free: Vec<&&MetricGroup> = with
+        let free = with
             .iter()
-            .filter(|g| !chosen.contains_key(&g.major))
-            .collect();
-        match free
-            .iter()
-            .max_by_key(|g| (served(g), std::cmp::Reverse(g.minor)))
-        {
+            .filter(|g| chosen.get(&g.major).map_or(0, Vec::len) < MAX_PASSES)
+            .max_by_key(|g| (served(g), std::cmp::Reverse(g.minor)));
+        match free {
             Some(g) => {
-                chosen.insert(g.major, g);
+                chosen.entry(g.major).or_default().push(g);
                 out.watch.push(field);
             }
             None => {
-                let taken: Vec<String> = with
+                let majors: Vec<String> = with
                     .iter()
-                    .filter_map(|g| chosen.get(&g.major))
-                    .map(|g| {
-                        let others: Vec<String> = out
-                            .watch
-                            .iter()
-                            .filter(|f| g.fields.contains(f))
-                            .map(u16::to_string)
-                            .collect();
-                        format!(
-                            "metric group {}.{} (fields {})",
-                            g.major,
-                            g.minor,
-                            others.join(", ")
-                        )
+                    .map(|g| g.major)
+                    .collect::<std::collections::BTreeSet<u16>>()
+                    .into_iter()
+                    .map(|major| {
+                        let names: Vec<String> = chosen
+                            .get(&major)
+                            .map(|c| {
+                                c.iter()
+                                    .map(|g| format!("{}.{}", g.major, g.minor))
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        format!("major id {major} (groups {})", names.join(", "))
                     })
                     .collect();
                 out.refused.push((
                     field,
                     format!(
-                        "DCGM cannot watch it together with {} (metric groups of one major id \
-                         are exclusive; DCGM_ST_PROFILING_MULTI_PASS)",
-                        taken.join(" and ")
+                        "DCGM multiplexes at most {MAX_PASSES} metric groups of one major id, and \
+                         the fields wanted before it fill {} (DCGM_ST_PROFILING_MULTI_PASS)",
+                        majors.join(" and ")
                     ),
                 ));
             }
@@ -122,19 +124,27 @@ mod tests {
     }
 
     #[test]
-    fn the_same_major_id_is_exclusive_and_the_refusal_says_why() {
-        // As on a Turing GPU: tensor and the FP pipes in different minor groups of major 0.
-        let groups = [
-            g(0, 0, &[1001, 1002, 1004]),
-            g(0, 1, &[1001, 1002, 1006]),
+    fn groups_of_one_major_id_are_multiplexed_up_to_five_and_the_sixth_is_refused() {
+        // As on an A100: SM/tensor/FP32, FP64 and FP16 in three minor groups of major 0.
+        let a100 = [
+            g(0, 1, &[1002, 1003, 1004, 1007]),
+            g(0, 2, &[1006]),
+            g(0, 3, &[1008]),
             g(1, 0, &[1005]),
         ];
-        let r = resolve(&[1001, 1004, 1006, 1005], &groups);
-        assert_eq!(r.watch, vec![1001, 1004, 1005]);
+        let r = resolve(&[1002, 1006, 1008, 1005], &a100);
+        assert_eq!(r.watch, vec![1002, 1006, 1008, 1005]);
+        assert!(r.refused.is_empty());
+        // Six groups of one major id: the sixth field's group does not fit.
+        let six: Vec<MetricGroup> = (0..6).map(|m| g(0, m, &[1001 + m])).collect();
+        let r = resolve(&[1001, 1002, 1003, 1004, 1005, 1006], &six);
+        assert_eq!(r.watch, vec![1001, 1002, 1003, 1004, 1005]);
         assert_eq!(r.refused.len(), 1);
         assert_eq!(r.refused[0].0, 1006);
         assert!(
-            r.refused[0].1.contains("metric group 0.0"),
+            r.refused[0]
+                .1
+                .contains("major id 0 (groups 0.0, 0.1, 0.2, 0.3, 0.4)"),
             "{}",
             r.refused[0].1
         );

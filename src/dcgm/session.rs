@@ -317,68 +317,104 @@ impl Session {
             entities: Vec::new(),
             refused: Vec::new(),
         };
-        let name = c"gpu-exporter";
-        for (n, ((iv, fields), ents)) in buckets.into_iter().enumerate() {
-            let mut grp = 0usize;
-            // SAFETY: valid name and out pointer.
-            let rc = unsafe {
-                (api.group_create)(self.handle, DCGM_GROUP_EMPTY, name.as_ptr(), &mut grp)
-            };
-            self.keep_or_fail(&mut w, "dcgmGroupCreate", rc)?;
-            if rc != DCGM_ST_OK {
-                refuse_all(&mut refused, &ents, &fields, api.describe(rc));
+        let limits = (keep_age, keep_samples);
+        for ((iv, fields), ents) in buckets {
+            let rc = self.watch_set(&mut w, &ents, &fields, iv, limits)?;
+            if rc == DCGM_ST_OK {
+                for (t, p) in ents {
+                    w.entities.push((t, p, fields.clone()));
+                }
                 continue;
             }
-            w.groups.push(grp);
-            for (_, p) in &ents {
-                // SAFETY: plain values.
-                let rc = unsafe { (api.group_add)(self.handle, grp, p.entityGroupId, p.entityId) };
-                self.keep_or_fail(&mut w, "dcgmGroupAddEntity", rc)?;
-            }
-            let fname = CString::new(format!("gpu-exporter-{n}")).unwrap_or_default();
-            let mut fg = 0usize;
-            let n_fields = i32::try_from(fields.len()).unwrap_or(i32::MAX);
-            // SAFETY: `fields` holds `n_fields` ids; valid name and out pointer.
-            let rc = unsafe {
-                (api.field_group_create)(
-                    self.handle,
-                    n_fields,
-                    fields.as_ptr(),
-                    fname.as_ptr(),
-                    &mut fg,
-                )
-            };
-            self.keep_or_fail(&mut w, "dcgmFieldGroupCreate", rc)?;
-            if rc != DCGM_ST_OK {
-                refuse_all(&mut refused, &ents, &fields, api.describe(rc));
+            if ents.len() == 1 && fields.len() == 1 {
+                refuse_all(&mut refused, &ents, &fields, refusal(api, rc));
                 continue;
             }
-            w.field_groups.push(fg);
-            let us = i64::try_from(iv.as_micros()).unwrap_or(i64::MAX);
-            // SAFETY: plain values.
-            let rc = unsafe {
-                (api.watch)(
-                    self.handle,
-                    grp,
-                    fg,
-                    us,
-                    keep_age.as_secs_f64(),
-                    keep_samples,
-                )
-            };
-            self.keep_or_fail(&mut w, "dcgmWatchFields", rc)?;
-            if rc != DCGM_ST_OK {
-                let why = format!("dcgmWatchFields refused it: {}", api.describe(rc));
-                refuse_all(&mut refused, &ents, &fields, why);
-                continue;
-            }
-            for (t, p) in ents {
-                w.entities.push((t, p, fields.clone()));
+            // DCGM refuses a watch as a whole: find what it refuses, one entity and one field
+            // at a time, so that one refused field leaves the others watched.
+            for e in &ents {
+                let mut kept = Vec::new();
+                for f in &fields {
+                    let one = std::slice::from_ref(e);
+                    let rc = self.watch_set(&mut w, one, std::slice::from_ref(f), iv, limits)?;
+                    if rc == DCGM_ST_OK {
+                        kept.push(*f);
+                    } else {
+                        refuse_all(&mut refused, one, &[*f], refusal(api, rc));
+                    }
+                }
+                if !kept.is_empty() {
+                    w.entities.push((e.0.clone(), e.1, kept));
+                }
             }
         }
         w.refused = refused;
         self.watches = Some(w);
         Ok(())
+    }
+
+    /// Makes one group of `ents`, one field group of `fields` and watches them every `iv` with
+    /// DCGM's cache `limits` (max keep age, max keep samples). The first return code that is not
+    /// `DCGM_ST_OK` is returned (what was made is kept in `w` and destroyed with the watches); a
+    /// lost connection is an error.
+    fn watch_set(
+        &mut self,
+        w: &mut Watches,
+        ents: &[Entity],
+        fields: &[u16],
+        iv: Duration,
+        limits: (Duration, i32),
+    ) -> Result<i32, SessionError> {
+        let api = self.api;
+        let mut grp = 0usize;
+        let name = c"gpu-exporter";
+        // SAFETY: valid name and out pointer.
+        let rc =
+            unsafe { (api.group_create)(self.handle, DCGM_GROUP_EMPTY, name.as_ptr(), &mut grp) };
+        self.keep_or_fail(w, "dcgmGroupCreate", rc)?;
+        if rc != DCGM_ST_OK {
+            return Ok(rc);
+        }
+        w.groups.push(grp);
+        for (_, p) in ents {
+            // SAFETY: plain values.
+            let rc = unsafe { (api.group_add)(self.handle, grp, p.entityGroupId, p.entityId) };
+            self.keep_or_fail(w, "dcgmGroupAddEntity", rc)?;
+        }
+        let fname =
+            CString::new(format!("gpu-exporter-{}", w.field_groups.len())).unwrap_or_default();
+        let mut fg = 0usize;
+        let n_fields = i32::try_from(fields.len()).unwrap_or(i32::MAX);
+        // SAFETY: `fields` holds `n_fields` ids; valid name and out pointer.
+        let rc = unsafe {
+            (api.field_group_create)(
+                self.handle,
+                n_fields,
+                fields.as_ptr(),
+                fname.as_ptr(),
+                &mut fg,
+            )
+        };
+        self.keep_or_fail(w, "dcgmFieldGroupCreate", rc)?;
+        if rc != DCGM_ST_OK {
+            return Ok(rc);
+        }
+        w.field_groups.push(fg);
+        let us = i64::try_from(iv.as_micros()).unwrap_or(i64::MAX);
+        let (keep_age, keep_samples) = limits;
+        // SAFETY: plain values.
+        let rc = unsafe {
+            (api.watch)(
+                self.handle,
+                grp,
+                fg,
+                us,
+                keep_age.as_secs_f64(),
+                keep_samples,
+            )
+        };
+        self.keep_or_fail(w, "dcgmWatchFields", rc)?;
+        Ok(rc)
     }
 
     /// A lost connection ends the watch set-up (what was made is destroyed with the session).
@@ -484,6 +520,11 @@ impl Session {
             unsafe { (self.api.disconnect)(self.handle) };
         }
     }
+}
+
+/// Why DCGM would not make a watch, in words, with DCGM's own reason.
+fn refusal(api: &Api, rc: i32) -> String {
+    format!("DCGM refused the watch: {}", api.describe(rc))
 }
 
 fn refuse_all(
