@@ -319,6 +319,35 @@ fn a_library_that_is_not_dcgm_4_is_one_error_naming_the_versions() {
     );
 }
 
+/// A DCGM of another major version (the simulated library saying it is 3.3.9, as DCGM 3's
+/// `dcgmVersionInfo` would): one error naming the version found and the one needed, and the
+/// NVML page as before.
+#[test]
+fn a_dcgm_3_library_is_one_error_naming_3_3_9_and_4() {
+    built("libdcgm_sim.so");
+    let e = Exporter::builder()
+        .args(["--simulate", "a100-l4", "-c", "300", "-f", DCP])
+        .env("DCGM_SIM_VERSION", "3.3.9")
+        .log_pipe()
+        .start();
+    let text = e.metrics_until("dcgm down", |t| t.contains("gpu_exporter_dcgm_up 0"));
+    assert!(text.contains("DCGM_FI_DEV_GPU_TEMP{"), "{text}");
+    assert!(
+        at(&text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_none(),
+        "{text}"
+    );
+    let log = e.log();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("gpu-exporter needs DCGM 4.x"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].contains("ERROR") && lines[0].contains("3.3.9"),
+        "{log}"
+    );
+}
+
 /// `dcgm-sim-hostengine` serving `scenario` on the unix socket `sock`.
 fn hostengine(scenario: &str, sock: &Path) -> Child {
     let _ = std::fs::remove_file(sock);
@@ -435,6 +464,52 @@ fn a_hostengine_that_never_answers_does_not_stall_the_ticks() {
     assert_eq!(log.matches("DCGM is unavailable").count(), 1, "{log}");
     drop(e);
     drop(held);
+}
+
+/// An embedded host engine whose calls block inside the library for 6 s (the scenario's
+/// `hang` fault): the ticks go on within their interval with NVML's series, the DCGM series go
+/// absent and `gpu_exporter_dcgm_up` 0 (logged once), `/ready` stays 200; once the calls
+/// return, DCGM's series come back (logged once).
+#[test]
+fn an_embedded_call_that_blocks_stalls_neither_the_ticks_nor_ready() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut scenario = std::fs::read_to_string(root.join("scenarios/a100-l4.toml")).unwrap();
+    scenario.push_str("\n[[dcgm_faults]]\nkind = \"hang\"\nat = 4\nuntil = 10\n");
+    let file = dir.path().join("a100-l4-hang.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let e = simulated(file.to_str().unwrap(), DCP, &[]);
+    let ticks = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("gpu_exporter_samples_total "))
+            .map(value)
+            .unwrap_or(0.0)
+    };
+    e.metrics_until("profiling before the hang", |t| {
+        at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
+    });
+    let down = e.metrics_until("DCGM down during the hang", |t| {
+        t.contains("gpu_exporter_dcgm_up 0")
+    });
+    let n = ticks(&down);
+    let later = e.metrics_until("five more ticks during the hang", |t| ticks(t) >= n + 5.0);
+    assert!(
+        at(&later, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some(),
+        "{later}"
+    );
+    assert!(
+        !later.contains("gpu_exporter_sampler_stalled_seconds"),
+        "{later}"
+    );
+    assert_eq!(common::http_get(e.port, "/ready", &[]).unwrap().status, 200);
+    e.metrics_until("profiling back after the hang", |t| {
+        t.contains("gpu_exporter_dcgm_up 1")
+            && at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
+    });
+    let log = e.log();
+    assert_eq!(log.matches("DCGM is unavailable").count(), 1, "{log}");
+    assert_eq!(log.matches("DCGM answers").count(), 2, "{log}");
 }
 
 #[test]

@@ -65,8 +65,14 @@ pub struct Engine {
 
 /// The build-information string of `dcgmVersionInfo`.
 pub fn build_info() -> String {
+    // DCGM_SIM_VERSION stands in for another DCGM release (e.g. 3.3.9), so that a client's
+    // version check can be tried; a value with a separator is ignored.
+    let version = std::env::var("DCGM_SIM_VERSION")
+        .ok()
+        .filter(|v| !v.is_empty() && !v.contains([';', ':']))
+        .unwrap_or_else(|| DCGM_VERSION.to_owned());
     format!(
-        "version:{DCGM_VERSION};arch:{};buildtype:Release;buildplatform:Linux;commit:dcgm-sim;\
+        "version:{version};arch:{};buildtype:Release;buildplatform:Linux;commit:dcgm-sim;\
          branch:sim;driver:{DRIVER_VERSION}",
         std::env::consts::ARCH
     )
