@@ -98,3 +98,54 @@ fn gzip_exposition(bencher: divan::Bencher) {
     );
     bencher.bench_local(|| black_box(gzip(&plain)));
 }
+
+/// The 8 × A100 node (7 MIG instances each, no GPM) through the daemon's own pipeline, with
+/// the GPU Operator's counters (`dcp-metrics-included.csv`: five profiling fields), DCGM in
+/// `mode` (`embedded`: the simulated libdcgm; `off`: NVML only, the profiling rows unsupported).
+fn a100_pipeline(mode: &str) -> (gpu_exporter::daemon::pipeline::Pipeline, tokio::runtime::Runtime) {
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/fixtures/a100-8x7.toml");
+    let counters_file = concat!(env!("CARGO_MANIFEST_DIR"), "/counters/dcp-metrics-included.csv");
+    let nvml = common::built_sim_lib();
+    let mut cfg = Config::from_args(&[
+        "--simulate",
+        scenario,
+        "--nvml-lib",
+        nvml.to_str().unwrap(),
+        "-f",
+        counters_file,
+        "--dcgm-mode",
+        mode,
+        "-c",
+        "1000",
+    ])
+    .expect("flags");
+    let counters = Arc::new(cfg.load_counters().expect("counters").set);
+    let rt = gpu_exporter::daemon::runtime().expect("runtime");
+    let mut p = gpu_exporter::daemon::pipeline::Pipeline::build(&mut cfg, &counters, &rt)
+        .expect("pipeline");
+    // Until DCGM serves (watches made, first values cached), or a few ticks without it.
+    for _ in 0..50 {
+        let snap = p.sampler.tick(gpu_exporter::base::clock::unix_now());
+        assert_eq!(snap.entities.len(), 8 + 56, "8 GPUs + 56 MIG instances");
+        if mode == "off" || snap.stats.dcgm_up == Some(true) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    (p, rt)
+}
+
+/// One tick of the 8 × A100 node, profiling for the 56 MIG instances read from DCGM
+/// (embedded, simulated libdcgm) within the tick.
+#[divan::bench(sample_count = 200)]
+fn sampler_tick_a100_dcgm(bencher: divan::Bencher) {
+    let (mut p, _rt) = a100_pipeline("embedded");
+    bencher.bench_local(|| black_box(p.sampler.tick(gpu_exporter::base::clock::unix_now())));
+}
+
+/// The same node and counters with DCGM off (the profiling rows listed unsupported).
+#[divan::bench(sample_count = 200)]
+fn sampler_tick_a100_no_dcgm(bencher: divan::Bencher) {
+    let (mut p, _rt) = a100_pipeline("off");
+    bencher.bench_local(|| black_box(p.sampler.tick(gpu_exporter::base::clock::unix_now())));
+}
