@@ -15,7 +15,8 @@
 //! - `prometheus_evaluates_every_panel_and_rule`: a real Prometheus scrapes exporters running
 //!   `--simulate` (plus one whose driver never loads and one target that is down), evaluates
 //!   the rules without errors, and every rule expression, panel query and `label_values`
-//!   variable returns data through its HTTP API.
+//!   variable returns data through its HTTP API; the panels that chart profiling fields also
+//!   on the A100 MIG node alone (`$node` set to it), where DCGM serves them.
 //! - `migration_queries_return_data_for_every_profile`: each compatibility profile started as
 //!   the dcgm-exporter Helm chart and the GPU Operator start dcgm-exporter, scraped as the GPU
 //!   Operator's ServiceMonitor scrapes (`honor_labels: false`), answers the queries of
@@ -73,7 +74,15 @@ const INCIDENTS_SCENARIO: &str = "incidents";
 /// The simulated nodes Prometheus scrapes (built-in scenarios).
 /// One B200 whose NVLink link 4 lets errors through FEC (its node: `placement::NVLINK5_NODE`).
 const NVLINK5_SCENARIO: &str = "tests/fixtures/scenarios/nvlink5.toml";
-const SIMULATED: [&str; 3] = ["h100-mig", INCIDENTS_SCENARIO, NVLINK5_SCENARIO];
+/// The A100 in MIG mode beside a T4 (`a100-mig-t4`), profiling from the simulated libdcgm
+/// (its node: `dashboards::A100_MIG_NODE`).
+const A100_MIG_SCENARIO: &str = "a100-mig-t4";
+const SIMULATED: [&str; 4] = [
+    "h100-mig",
+    INCIDENTS_SCENARIO,
+    NVLINK5_SCENARIO,
+    A100_MIG_SCENARIO,
+];
 
 /// A node whose NVIDIA driver never loads during a run (`gpu_exporter_nvml_up 0`).
 const NO_DRIVER_SCENARIO: &str = "tests/fixtures/scenarios/no-driver.toml";
@@ -181,6 +190,30 @@ fn helpers_parse_what_the_checks_rely_on() {
         parse_label_values("label_values(gpu)"),
         Some((None, "gpu".to_owned()))
     );
+    // Profiling panels restricted to the A100 MIG node; FP64-only and threshold queries not.
+    let target = |e: &str| serde_json::json!({"refId": "A", "expr": e});
+    let mut d = Dashboard {
+        file: "t.json".into(),
+        json: serde_json::json!({
+            "title": "t",
+            "templating": {"list": [{"name": "node", "type": "query"}]},
+            "panels": [{"id": 1, "title": "p", "type": "timeseries", "targets": [
+                target(r#"DCGM_FI_PROF_SM_ACTIVE{Hostname=~"$node"}"#),
+                target(r#"DCGM_FI_PROF_PIPE_FP64_ACTIVE{Hostname=~"$node"}"#),
+                target(r#"DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"$node"} < 0.05"#),
+                target(r#"DCGM_FI_DEV_GPU_UTIL{Hostname=~"$node"}"#),
+            ]}],
+        }),
+    };
+    let a100 = a100_profiling_targets(&d).unwrap();
+    assert_eq!(
+        a100.iter().map(|(_, q)| q.as_str()).collect::<Vec<_>>(),
+        [format!(
+            r#"DCGM_FI_PROF_SM_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#
+        )]
+    );
+    d.json["templating"]["list"] = serde_json::json!([]);
+    assert!(a100_profiling_targets(&d).unwrap_err().contains("no $node"));
     let text = "# c\ngroups:\n  - name: g\n\n    rules: []   \n";
     assert_eq!(
         prometheus_rule_text(text).unwrap(),

@@ -14,6 +14,11 @@
 //! temperature, SM and memory clocks, memory copy utilization) ask. The recording rule over
 //! `DCGM_FI_DEV_FB_TOTAL` is left out: no counters file dcgm-exporter ships collects that field,
 //! so it is empty under dcgm-exporter too.
+//!
+//! Besides the H100 MIG node (profiling from NVML's GPM), each profile runs the GPU Operator
+//! deployment on the A100 MIG node with a T4 (`a100-mig-t4`: profiling from the simulated
+//! libdcgm, embedded), where 23382's utilization panels must have data per MIG instance with
+//! its pod and on the T4, and move with the workload.
 
 use super::*;
 
@@ -28,6 +33,8 @@ struct Names {
     util: &'static str,
     fb_used: &'static str,
     tensor: &'static str,
+    gr_engine: &'static str,
+    dram: &'static str,
 }
 
 const PROFILES: [Names; 3] = [
@@ -41,6 +48,8 @@ const PROFILES: [Names; 3] = [
         util: "DCGM_FI_DEV_GPU_UTIL",
         fb_used: "DCGM_FI_DEV_FB_USED",
         tensor: "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        gr_engine: "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        dram: "DCGM_FI_PROF_DRAM_ACTIVE",
     },
     Names {
         profile: "dcgm-4.8.4",
@@ -52,6 +61,8 @@ const PROFILES: [Names; 3] = [
         util: "DCGM_FI_DEV_GPU_UTIL",
         fb_used: "DCGM_FI_DEV_FB_USED",
         tensor: "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        gr_engine: "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        dram: "DCGM_FI_PROF_DRAM_ACTIVE",
     },
     Names {
         profile: "dcgm-4.9",
@@ -63,6 +74,8 @@ const PROFILES: [Names; 3] = [
         util: "DCGM_FI_DEV_GPU_UTIL_RATIO",
         fb_used: "DCGM_FI_DEV_FB_USED_BYTES",
         tensor: "DCGM_FI_PROF_TENSOR_UTIL_RATIO",
+        gr_engine: "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",
+        dram: "DCGM_FI_PROF_DRAM_UTIL_RATIO",
     },
 ];
 
@@ -138,6 +151,84 @@ fn queries(n: &Names) -> Vec<(String, String)> {
     q
 }
 
+/// A simulated node the exporters run on: its built-in scenario, its `NODE_NAME` and the
+/// deployments started there.
+struct Node {
+    scenario: &'static str,
+    name: &'static str,
+    deployments: &'static [&'static str],
+}
+
+/// The node of the A100 MIG + T4 scenario (profiling from DCGM).
+const A100_NODE: &str = "gpu-node-a100";
+
+/// The A100's MIG instances in `a100-mig-t4`, each held by a pod.
+const A100_MIG_INSTANCES: usize = 4;
+
+const NODES: [Node; 2] = [
+    Node {
+        scenario: "h100-mig",
+        name: "gpu-node-1",
+        deployments: &["helm", "gpu-operator"],
+    },
+    Node {
+        scenario: "a100-mig-t4",
+        name: A100_NODE,
+        deployments: &["gpu-operator"],
+    },
+];
+
+/// The queries of 23382's utilization panels on the A100 MIG node, where DCGM serves
+/// profiling. The dashboard's panel queries could not be looked up here, so these follow what
+/// NVIDIA's MIG guides chart per GPU instance: graphics engine, tensor and DRAM activity by
+/// `GPU_I_ID`, with the pod holding each instance; and the same per T4 (no `GPU_I_ID`).
+/// `DCGM_FI_PROF_SM_ACTIVE` is left out: `dcp-metrics-included.csv` (the GPU Operator's file)
+/// leaves it commented out, so it is empty under dcgm-exporter too.
+fn a100_queries(n: &Names) -> Vec<(String, String)> {
+    let (h, p) = (n.host, n.profile);
+    let sel = format!("profile=\"{p}\", {h}=\"{A100_NODE}\"");
+    let mut q = Vec::new();
+    for (panel, field) in [
+        ("graphics engine", n.gr_engine),
+        ("tensor", n.tensor),
+        ("DRAM", n.dram),
+    ] {
+        q.push((
+            format!("{p} 23382 {panel} activity on each of the A100's {A100_MIG_INSTANCES} MIG instances with its pod"),
+            format!(
+                "count(avg by ({h}, gpu, GPU_I_PROFILE, GPU_I_ID, exported_namespace, exported_pod) \
+                 ({field}{{{sel}, GPU_I_ID!=\"\", exported_pod!=\"\"}})) == {A100_MIG_INSTANCES}"
+            ),
+        ));
+        q.push((
+            format!("{p} 23382 {panel} activity on the T4 with its pod"),
+            format!(
+                "avg by ({h}, gpu, exported_namespace, exported_pod) \
+                 ({field}{{{sel}, modelName=~\".*T4\", GPU_I_ID=\"\", exported_pod!=\"\"}})"
+            ),
+        ));
+    }
+    // The series move with the workload: values that differ between evaluations. One 1g.10gb
+    // instance runs a bursty workload that may sit idle through the whole run, so three of the
+    // four instances must move.
+    q.push((
+        format!("{p} 23382 graphics engine activity moves on at least 3 A100 MIG instances"),
+        format!(
+            "count(changes({}{{{sel}, GPU_I_ID!=\"\"}}[30s]) > 0) >= {}",
+            n.gr_engine,
+            A100_MIG_INSTANCES - 1
+        ),
+    ));
+    q.push((
+        format!("{p} 23382 graphics engine activity moves on the T4"),
+        format!(
+            "changes({}{{{sel}, modelName=~\".*T4\", GPU_I_ID=\"\"}}[30s]) > 0",
+            n.gr_engine
+        ),
+    ));
+    q
+}
+
 /// How a deployment starts dcgm-exporter: (name, arguments, environment). `{counters}` stands
 /// for `/etc/dcgm-exporter`.
 type Deployment = (
@@ -178,26 +269,31 @@ pub(crate) fn check_migration() {
         dir: tempfile::tempdir().unwrap(),
     };
     let mut targets = Vec::new();
-    for n in &PROFILES {
-        for (deployment, args, env) in DEPLOYMENTS {
-            let port = common::free_port();
-            let mut cmd = Command::new(BIN);
-            cmd.args(args.iter().map(|a| a.replace("{counters}", &counters)))
-                .env("DCGM_EXPORTER_LISTEN", format!("127.0.0.1:{port}"))
-                .env("NODE_NAME", "gpu-node-1")
-                .env("GPU_EXPORTER_COMPATIBILITY", n.profile)
-                .args(["--simulate", "h100-mig", "-c", "1000", "--nvml-lib"])
-                .arg(common::built_sim_lib())
-                .env_remove("RUST_LOG")
-                .env_remove("GPU_EXPORTER_SIMULATE")
-                .env_remove("DCGM_EXPORTER_COLLECTORS");
-            for (k, v) in env {
-                cmd.env(k, v.replace("{counters}", &counters));
+    for node in &NODES {
+        for n in &PROFILES {
+            for (deployment, args, env) in DEPLOYMENTS {
+                if !node.deployments.contains(&deployment) {
+                    continue;
+                }
+                let port = common::free_port();
+                let mut cmd = Command::new(BIN);
+                cmd.args(args.iter().map(|a| a.replace("{counters}", &counters)))
+                    .env("DCGM_EXPORTER_LISTEN", format!("127.0.0.1:{port}"))
+                    .env("NODE_NAME", node.name)
+                    .env("GPU_EXPORTER_COMPATIBILITY", n.profile)
+                    .args(["--simulate", node.scenario, "-c", "1000", "--nvml-lib"])
+                    .arg(common::built_sim_lib())
+                    .env_remove("RUST_LOG")
+                    .env_remove("GPU_EXPORTER_SIMULATE")
+                    .env_remove("DCGM_EXPORTER_COLLECTORS");
+                for (k, v) in env {
+                    cmd.env(k, v.replace("{counters}", &counters));
+                }
+                let name = format!("{}-{}-{deployment}", node.scenario, n.profile);
+                let idx = procs.spawn(&name, &mut cmd);
+                procs.wait_http(idx, port, "/ready", Duration::from_secs(60));
+                targets.push((port, n.profile, deployment, node.name));
             }
-            let name = format!("{}-{deployment}", n.profile);
-            let idx = procs.spawn(&name, &mut cmd);
-            procs.wait_http(idx, port, "/ready", Duration::from_secs(60));
-            targets.push((port, n.profile, deployment));
         }
     }
     // One static target per exporter pod, labelled as the ServiceMonitor's endpoints are.
@@ -205,7 +301,7 @@ pub(crate) fn check_migration() {
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
          scrape_configs:\n  - job_name: nvidia-dcgm-exporter\n    honor_labels: false\n    static_configs:\n",
     );
-    for (i, (port, profile, deployment)) in targets.iter().enumerate() {
+    for (i, (port, profile, deployment, _)) in targets.iter().enumerate() {
         config.push_str(&format!(
             "      - targets: [\"127.0.0.1:{port}\"]\n        labels: {{namespace: gpu-operator, \
              pod: nvidia-dcgm-exporter-{i}, service: nvidia-dcgm-exporter, profile: {profile}, \
@@ -216,16 +312,16 @@ pub(crate) fn check_migration() {
 
     let mut checks: Vec<Check> = PROFILES
         .iter()
-        .flat_map(queries)
+        .flat_map(|n| queries(n).into_iter().chain(a100_queries(n)))
         .map(|(what, q)| Check::new(what, Ask::Query(q)))
         .collect();
     // Each deployment of each profile answers on its own: the queries again, per deployment.
-    for (_, profile, deployment) in &targets {
+    for (_, profile, deployment, node) in &targets {
         let n = PROFILES.iter().find(|n| n.profile == *profile).unwrap();
         checks.push(Check::new(
-            format!("{profile} via {deployment}: SM clock on MIG instances with pods"),
+            format!("{profile} via {deployment} on {node}: SM clock on MIG instances with pods"),
             Ask::Query(format!(
-                "{}{{profile=\"{profile}\", deployment=\"{deployment}\", GPU_I_ID!=\"\", exported_pod!=\"\", {}=\"gpu-node-1\"}}",
+                "{}{{profile=\"{profile}\", deployment=\"{deployment}\", GPU_I_ID!=\"\", exported_pod!=\"\", {}=\"{node}\"}}",
                 n.sm_clock, n.host
             )),
         ));
@@ -266,10 +362,10 @@ pub(crate) fn check_migration() {
         }
     }
     say(&format!(
-        "migration: {} exporters ({} profiles × {} deployments), {} queries through Prometheus in {:.1} s",
+        "migration: {} exporters ({} profiles on {} nodes), {} queries through Prometheus in {:.1} s",
         targets.len(),
         PROFILES.len(),
-        DEPLOYMENTS.len(),
+        NODES.len(),
         checks.len(),
         started.elapsed().as_secs_f64()
     ));

@@ -372,11 +372,19 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         .collect();
     let mut panels = 0;
     let mut variable_checks = 0;
+    let mut a100_checks = 0;
     for d in &dashboards {
         panels += d.panels().iter().filter(|p| is_query_panel(p)).count();
         let subst = d.substitutions();
         for (what, expr) in d.targets() {
             checks.push(Check::new(what, Ask::Query(substitute(&expr, &subst))));
+        }
+        match a100_profiling_targets(d) {
+            Ok(t) => {
+                a100_checks += t.len();
+                checks.extend(t.into_iter().map(|(w, q)| Check::new(w, Ask::Query(q))));
+            }
+            Err(e) => f.add(e),
         }
         for v in d.variables() {
             if str_of(v, "type") != Some("query") {
@@ -412,7 +420,7 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         }
     }
 
-    // The exporters: two simulated nodes, one without a driver, and a target that is down.
+    // The exporters: the simulated nodes, one without a driver, and a target that is down.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut procs = Procs {
         children: Vec::new(),
@@ -501,7 +509,7 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         ));
     }
     say(&format!(
-        "observability: {} rules, {} dashboards, {panels} panels, {} queries ({variable_checks} variables) checked against Prometheus in {:.1} s",
+        "observability: {} rules, {} dashboards, {panels} panels, {} queries ({variable_checks} variables, {a100_checks} on {A100_MIG_NODE}) checked against Prometheus in {:.1} s",
         rules.len(),
         dashboards.len(),
         checks.len(),
