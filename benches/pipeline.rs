@@ -102,9 +102,20 @@ fn gzip_exposition(bencher: divan::Bencher) {
 /// The 8 × A100 node (7 MIG instances each, no GPM) through the daemon's own pipeline, with
 /// the GPU Operator's counters (`dcp-metrics-included.csv`: five profiling fields), DCGM in
 /// `mode` (`embedded`: the simulated libdcgm; `off`: NVML only, the profiling rows unsupported).
-fn a100_pipeline(mode: &str) -> (gpu_exporter::daemon::pipeline::Pipeline, tokio::runtime::Runtime) {
-    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/fixtures/a100-8x7.toml");
-    let counters_file = concat!(env!("CARGO_MANIFEST_DIR"), "/counters/dcp-metrics-included.csv");
+fn a100_pipeline(
+    mode: &str,
+) -> (
+    gpu_exporter::daemon::pipeline::Pipeline,
+    tokio::runtime::Runtime,
+) {
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/fixtures/a100-8x7.toml"
+    );
+    let counters_file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/counters/dcp-metrics-included.csv"
+    );
     let nvml = common::built_sim_lib();
     let mut cfg = Config::from_args(&[
         "--simulate",

@@ -111,33 +111,14 @@ impl Dashboard {
 /// T4 comes from the simulated libdcgm.
 pub(crate) const A100_MIG_NODE: &str = "sim-a100-mig-t4-node";
 
-/// Profiling fields that DCGM leaves out on the A100 with the recommended counters: its
-/// profiling module cannot watch them together with the metric group it has chosen (a
-/// multi-pass set), so the exporter reports them as not available there.
-const A100_NOT_WATCHED: [&str; 2] = [
-    "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
-    "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
-];
-
 /// (description, expr with `$variables` resolved) of every panel query that charts a
 /// profiling field, restricted to the A100 MIG node through the `$node` variable. Left out:
-/// queries over the fields of `A100_NOT_WATCHED` only, and threshold filters (` < `), which are
-/// rightly empty where no device is under the threshold.
+/// threshold filters (` < `), which are rightly empty where no device is under the threshold.
 pub(crate) fn a100_profiling_targets(d: &Dashboard) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     let mut subst = d.substitutions();
     for (what, expr) in d.targets() {
-        let fields: BTreeSet<&str> = expr
-            .match_indices("DCGM_FI_PROF_")
-            .map(|(i, _)| {
-                let rest = &expr[i..];
-                let end = rest
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(rest.len());
-                &rest[..end]
-            })
-            .collect();
-        if fields.iter().all(|f| A100_NOT_WATCHED.contains(f)) || expr.contains(" < ") {
+        if !expr.contains("DCGM_FI_PROF_") || expr.contains(" < ") {
             continue;
         }
         if !subst.contains_key("node") {

@@ -190,7 +190,8 @@ fn helpers_parse_what_the_checks_rely_on() {
         parse_label_values("label_values(gpu)"),
         Some((None, "gpu".to_owned()))
     );
-    // Profiling panels restricted to the A100 MIG node; FP64-only and threshold queries not.
+    // Profiling panels restricted to the A100 MIG node; threshold queries and non-profiling
+    // ones not.
     let target = |e: &str| serde_json::json!({"refId": "A", "expr": e});
     let mut d = Dashboard {
         file: "t.json".into(),
@@ -208,9 +209,10 @@ fn helpers_parse_what_the_checks_rely_on() {
     let a100 = a100_profiling_targets(&d).unwrap();
     assert_eq!(
         a100.iter().map(|(_, q)| q.as_str()).collect::<Vec<_>>(),
-        [format!(
-            r#"DCGM_FI_PROF_SM_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#
-        )]
+        [
+            format!(r#"DCGM_FI_PROF_SM_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#),
+            format!(r#"DCGM_FI_PROF_PIPE_FP64_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#),
+        ]
     );
     d.json["templating"]["list"] = serde_json::json!([]);
     assert!(a100_profiling_targets(&d).unwrap_err().contains("no $node"));
