@@ -37,6 +37,44 @@ fn simulated(scenario: &str, counters: &str, more: &[&str]) -> Exporter {
         .start()
 }
 
+/// The built-in scenario a100-l4 with `extra` (DCGM faults) appended, as a file in `dir`.
+fn a100_l4_with(dir: &Path, extra: &str) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut scenario = std::fs::read_to_string(root.join("scenarios/a100-l4.toml")).unwrap();
+    scenario.push('\n');
+    scenario.push_str(extra);
+    let file = dir.join("a100-l4-faults.toml");
+    std::fs::write(&file, scenario).unwrap();
+    file
+}
+
+/// Once DCGM is down, the ticks go on (five more), NVML's series with them, DCGM's series are
+/// absent, no stall is reported and `/ready` stays 200.
+fn ticks_go_on_without_dcgm(e: &Exporter) {
+    let ticks = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("gpu_exporter_samples_total "))
+            .map(value)
+            .unwrap_or(0.0)
+    };
+    let down = e.metrics_until("DCGM down", |t| t.contains("gpu_exporter_dcgm_up 0"));
+    let n = ticks(&down);
+    let later = e.metrics_until("five more ticks", |t| ticks(t) >= n + 5.0);
+    assert!(
+        at(&later, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some(),
+        "{later}"
+    );
+    assert!(
+        at(&later, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_none(),
+        "{later}"
+    );
+    assert!(
+        !later.contains("gpu_exporter_sampler_stalled_seconds"),
+        "{later}"
+    );
+    assert_eq!(common::http_get(e.port, "/ready", &[]).unwrap().status, 200);
+}
+
 /// The value of `name` on GPU `gpu` (and GPU instance `gi`), if the scrape has it.
 fn at(text: &str, name: &str, gpu: &str, gi: Option<&str>) -> Option<f64> {
     series(text, name)
@@ -188,14 +226,11 @@ fn fields_dcgm_will_not_watch_together_are_reported_with_its_reason() {
          DCGM_FI_PROF_PIPE_FP64_ACTIVE, gauge, fp64\n",
     )
     .unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut scenario = std::fs::read_to_string(root.join("scenarios/a100-l4.toml")).unwrap();
-    scenario.push_str(
-        "\n[[dcgm_faults]]\nkind = \"watch_refused\"\nat = 0\nuntil = 36000\nfield = 1008\n\
+    let file = a100_l4_with(
+        dir.path(),
+        "[[dcgm_faults]]\nkind = \"watch_refused\"\nat = 0\nuntil = 36000\nfield = 1008\n\
          gpu = 1\ncode = -38\n",
     );
-    let file = dir.path().join("a100-l4-refused.toml");
-    std::fs::write(&file, scenario).unwrap();
     let e = simulated(file.to_str().unwrap(), csv.to_str().unwrap(), &[]);
     let text = e.metrics_until("tensor activity on the L4 and FP64 on the A100", |t| {
         at(t, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "1", None).is_some()
@@ -307,6 +342,11 @@ fn a_library_that_is_not_dcgm_4_is_one_error_naming_the_versions() {
         .log_pipe()
         .start();
     e.metrics_until("dcgm down", |t| t.contains("gpu_exporter_dcgm_up 0"));
+    one_version_error(&e, "is version");
+}
+
+/// The log has exactly one error saying DCGM 4.x is needed, and it contains `found`.
+fn one_version_error(e: &Exporter, found: &str) {
     let log = e.log();
     let lines: Vec<&str> = log
         .lines()
@@ -314,7 +354,7 @@ fn a_library_that_is_not_dcgm_4_is_one_error_naming_the_versions() {
         .collect();
     assert_eq!(lines.len(), 1, "{log}");
     assert!(
-        lines[0].contains("ERROR") && lines[0].contains("is version"),
+        lines[0].contains("ERROR") && lines[0].contains(found),
         "{log}"
     );
 }
@@ -336,16 +376,7 @@ fn a_dcgm_3_library_is_one_error_naming_3_3_9_and_4() {
         at(&text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_none(),
         "{text}"
     );
-    let log = e.log();
-    let lines: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("gpu-exporter needs DCGM 4.x"))
-        .collect();
-    assert_eq!(lines.len(), 1, "{log}");
-    assert!(
-        lines[0].contains("ERROR") && lines[0].contains("3.3.9"),
-        "{log}"
-    );
+    one_version_error(&e, "3.3.9");
 }
 
 /// `dcgm-sim-hostengine` serving `scenario` on the unix socket `sock`.
@@ -437,29 +468,7 @@ fn a_hostengine_that_never_answers_does_not_stall_the_ticks() {
         DCP,
         &["-r", &format!("unix://{}", sock.display())],
     );
-    let ticks = |t: &str| {
-        t.lines()
-            .find(|l| l.starts_with("gpu_exporter_samples_total "))
-            .map(value)
-            .unwrap_or(0.0)
-    };
-    let first = e.metrics_until("DCGM down", |t| t.contains("gpu_exporter_dcgm_up 0"));
-    let n = ticks(&first);
-    // The ticks go on, NVML's series with them, and /ready stays up.
-    let later = e.metrics_until("five more ticks", |t| ticks(t) >= n + 5.0);
-    assert!(
-        at(&later, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some(),
-        "{later}"
-    );
-    assert!(
-        at(&later, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_none(),
-        "{later}"
-    );
-    assert!(
-        !later.contains("gpu_exporter_sampler_stalled_seconds"),
-        "{later}"
-    );
-    assert_eq!(common::http_get(e.port, "/ready", &[]).unwrap().status, 200);
+    ticks_go_on_without_dcgm(&e);
     let log = e.log();
     assert_eq!(log.matches("DCGM is unavailable").count(), 1, "{log}");
     drop(e);
@@ -474,35 +483,15 @@ fn a_hostengine_that_never_answers_does_not_stall_the_ticks() {
 fn an_embedded_call_that_blocks_stalls_neither_the_ticks_nor_ready() {
     built("libdcgm_sim.so");
     let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut scenario = std::fs::read_to_string(root.join("scenarios/a100-l4.toml")).unwrap();
-    scenario.push_str("\n[[dcgm_faults]]\nkind = \"hang\"\nat = 4\nuntil = 10\n");
-    let file = dir.path().join("a100-l4-hang.toml");
-    std::fs::write(&file, scenario).unwrap();
+    let file = a100_l4_with(
+        dir.path(),
+        "[[dcgm_faults]]\nkind = \"hang\"\nat = 4\nuntil = 10\n",
+    );
     let e = simulated(file.to_str().unwrap(), DCP, &[]);
-    let ticks = |t: &str| {
-        t.lines()
-            .find(|l| l.starts_with("gpu_exporter_samples_total "))
-            .map(value)
-            .unwrap_or(0.0)
-    };
     e.metrics_until("profiling before the hang", |t| {
         at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
     });
-    let down = e.metrics_until("DCGM down during the hang", |t| {
-        t.contains("gpu_exporter_dcgm_up 0")
-    });
-    let n = ticks(&down);
-    let later = e.metrics_until("five more ticks during the hang", |t| ticks(t) >= n + 5.0);
-    assert!(
-        at(&later, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some(),
-        "{later}"
-    );
-    assert!(
-        !later.contains("gpu_exporter_sampler_stalled_seconds"),
-        "{later}"
-    );
-    assert_eq!(common::http_get(e.port, "/ready", &[]).unwrap().status, 200);
+    ticks_go_on_without_dcgm(&e);
     e.metrics_until("profiling back after the hang", |t| {
         t.contains("gpu_exporter_dcgm_up 1")
             && at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
