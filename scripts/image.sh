@@ -205,7 +205,8 @@ if [ -n "$dcgm" ]; then
     dcgm_image=$dcgm_stand_in
   fi
   [ -n "$dcgm_image" ] && dcgm_args=(--build-arg "DCGM_IMAGE=$dcgm_image")
-  build "$tag-dcgm" --target dcgm "${dcgm_args[@]}"
+  # --force-rm: without it buildah (1.28) leaves the dcgm-libs stage's working container.
+  build "$tag-dcgm" --target dcgm --force-rm "${dcgm_args[@]}"
 fi
 
 if [ -n "$run_test" ]; then
