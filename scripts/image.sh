@@ -8,6 +8,7 @@
 #   bash scripts/image.sh --local-bases --test   # ...then runs and checks it (what .ci/run does)
 #   bash scripts/image.sh --local-bases --test --write-facts   # ...and records the measured
 #                                         # facts in docs/container-image.md
+#   bash scripts/image.sh --local-bases --dcgm --test   # ...and the DCGM variant, <tag>-dcgm
 #
 # --local-bases builds two local images first, each only once per container storage
 # (--rebuild-bases forces it):
@@ -21,9 +22,19 @@
 #       the x86_64 standard library) copied under /usr/local/rust; it must be at least the
 #       Dockerfile's RUST_VERSION. It trusts this machine's CA bundle (for cargo's downloads).
 #
+# --dcgm also builds the DCGM variant (the Dockerfile's `dcgm` target: the default image plus
+# libdcgm.so.4) as <tag>-dcgm, after the default image and with the same build arguments, so
+# its builder and runtime stages come from the layer cache. Its DCGM_IMAGE is --dcgm-image
+# NAME (default: the Dockerfile's, NVIDIA's DCGM image); with --local-bases it is
+#   localhost/gpu-exporter-ci/dcgm:4  a stand-in built from scratch on every run (it is one
+#       file): target/debug/libdcgm_sim.so, the simulated DCGM client library, at
+#       /usr/lib/x86_64-linux-gnu/libdcgm.so.4 (cargo build --workspace first).
+# With --test, tests/image/check-dcgm.sh then checks the variant against the default image.
+#
 # Options: --tag NAME (default localhost/gpu-exporter:dev), --mirror URL (Debian mirror for
-# mmdebstrap), --rebuild-bases, --test, --write-facts. Needs root (buildah's storage), buildah
-# and, with --local-bases, mmdebstrap; scripts/test.sh installs both from Debian.
+# mmdebstrap), --rebuild-bases, --dcgm, --dcgm-image NAME, --test, --write-facts. Needs root
+# (buildah's storage), buildah and, with --local-bases, mmdebstrap; scripts/test.sh installs
+# both from Debian.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +43,8 @@ local_bases=
 rebuild=
 run_test=
 write_facts=
+dcgm=
+dcgm_image=
 mirror=http://deb.debian.org/debian
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,7 +54,9 @@ while [ $# -gt 0 ]; do
     --rebuild-bases) rebuild=1; shift ;;
     --test) run_test=1; shift ;;
     --write-facts) write_facts=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --dcgm) dcgm=1; shift ;;
+    --dcgm-image) dcgm_image=${2:?--dcgm-image needs a name}; shift 2 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "scripts/image.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +68,7 @@ command -v buildah >/dev/null || { echo "scripts/image.sh: buildah is not instal
 
 runtime_stand_in=localhost/gpu-exporter-ci/distroless-cc:debian12
 builder_stand_in=localhost/gpu-exporter-ci/rust:bookworm
+dcgm_stand_in=localhost/gpu-exporter-ci/dcgm:4
 work=$(mktemp -d /tmp/gpu-exporter-image.XXXXXX)
 containers=()
 cleanup() {
@@ -144,6 +160,20 @@ build_builder_stand_in() {
   buildah commit --quiet --rm "$c" "$builder_stand_in" >/dev/null
 }
 
+build_dcgm_stand_in() {
+  local lib=target/debug/libdcgm_sim.so old c
+  [ -f "$lib" ] || { echo "scripts/image.sh: $lib is missing (cargo build --workspace)" >&2; exit 1; }
+  echo "==> $dcgm_stand_in (stand-in for NVIDIA's DCGM image): $lib as libdcgm.so.4"
+  old=$(buildah inspect --type image --format '{{.FromImageID}}' "$dcgm_stand_in" 2>/dev/null || true)
+  local new
+  c=$(buildah from scratch); containers+=("$c")
+  buildah copy --quiet --chmod 0644 "$c" "$lib" /usr/lib/x86_64-linux-gnu/libdcgm.so.4 >/dev/null
+  buildah config --created-by "scripts/image.sh: $lib as libdcgm.so.4 (sha256 $(sha256sum "$lib" | cut -c1-64))" "$c"
+  new=$(buildah commit --quiet --rm "$c" "$dcgm_stand_in")
+  # The previous stand-in, now untagged, is not needed.
+  if [ -n "$old" ] && [ "$old" != "$new" ]; then buildah rmi "$old" >/dev/null 2>&1 || true; fi
+}
+
 pull=()
 build_args=(--build-arg "REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)")
 if [ -n "$local_bases" ]; then
@@ -154,18 +184,34 @@ if [ -n "$local_bases" ]; then
   build_args+=(--build-arg "BUILDER_IMAGE=$builder_stand_in" --build-arg "RUNTIME_IMAGE=$runtime_stand_in")
 fi
 
-echo "==> buildah build -t $tag ${build_args[*]} ."
-start=$(date +%s)
-set +e
-buildah build --isolation chroot --layers "${pull[@]}" -t "$tag" "${build_args[@]}" . 2>&1 \
-  | grep --line-buffered -v '^ *\(Compiling\|Downloaded\|Downloading\) '
-rc=${PIPESTATUS[0]}
-set -e
-if [ "$rc" != 0 ]; then echo "scripts/image.sh: buildah build failed (exit $rc)" >&2; exit 1; fi
-echo "==> built $tag in $(( $(date +%s) - start )) s"
+build() { # build TAG [BUILDAH ARGS...]: the Dockerfile, with the build arguments above
+  local t=$1 start rc; shift
+  echo "==> buildah build -t $t $* ${build_args[*]} ."
+  start=$(date +%s)
+  set +e
+  buildah build --isolation chroot --layers "${pull[@]}" -t "$t" "$@" "${build_args[@]}" . 2>&1 \
+    | grep --line-buffered -v '^ *\(Compiling\|Downloaded\|Downloading\) '
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" != 0 ]; then echo "scripts/image.sh: buildah build of $t failed (exit $rc)" >&2; exit 1; fi
+  echo "==> built $t in $(( $(date +%s) - start )) s"
+}
+build "$tag"
+
+if [ -n "$dcgm" ]; then
+  dcgm_args=()
+  if [ -n "$local_bases" ] && [ -z "$dcgm_image" ]; then
+    build_dcgm_stand_in
+    dcgm_image=$dcgm_stand_in
+  fi
+  [ -n "$dcgm_image" ] && dcgm_args=(--build-arg "DCGM_IMAGE=$dcgm_image")
+  # --force-rm: without it buildah (1.28) leaves the dcgm-libs stage's working container.
+  build "$tag-dcgm" --target dcgm --force-rm "${dcgm_args[@]}"
+fi
 
 if [ -n "$run_test" ]; then
   facts_args=()
   [ -n "$write_facts" ] && facts_args=(--write-facts docs/container-image.md)
   bash tests/image/check.sh "$tag" "${facts_args[@]}"
+  if [ -n "$dcgm" ]; then bash tests/image/check-dcgm.sh "$tag-dcgm" "$tag" "${facts_args[@]}"; fi
 fi

@@ -6,8 +6,9 @@
 # tests/deploy/ helm and kubernetes-validate against the chart, tests/web_config.rs curl and
 # openssl against TLS and basic auth, tests/privileges/ setpriv, tests/landing_browser.rs
 # headless chromium against the landing page), promtool against the
-# live output of --simulate, and the container image: built from the Dockerfile with buildah
-# on bases mmdebstrap bootstraps, then run and checked (scripts/image.sh, tests/image/).
+# live output of --simulate, and the container image and its DCGM variant: built from the
+# Dockerfile with buildah on bases mmdebstrap bootstraps, then run and checked
+# (scripts/image.sh --dcgm, tests/image/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,9 +70,9 @@ rm -f "$log"
 echo "==> promtool check metrics on the live output of --simulate"
 scripts/check-metrics.sh target/debug/gpu-exporter
 
-echo "==> the container image: built from the Dockerfile with buildah, run and checked (scripts/image.sh)"
+echo "==> the container image and its DCGM variant: built from the Dockerfile with buildah, run and checked (scripts/image.sh)"
 image_start=$(date +%s)
-bash scripts/image.sh --local-bases --test --tag localhost/gpu-exporter:ci
+bash scripts/image.sh --local-bases --dcgm --test --tag localhost/gpu-exporter:ci
 echo "==> container image: built and checked in $(( $(date +%s) - image_start )) s"
 
 echo "==> all checks passed"
