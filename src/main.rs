@@ -5,7 +5,8 @@
 //! Only this file decides exit codes: 0 after a shutdown on SIGTERM or Ctrl-C (ended with
 //! `daemon::leave_now` when a thread is stuck inside NVML), 1 for a configuration error (bad
 //! flag, bad counters CSV, unusable `--simulate`) or a failed start, 2 for command-line syntax
-//! (from clap). `check` and `probe` return theirs (0 passed, 1 failed).
+//! (from clap). `check` and `probe` return theirs (0 passed, 1 failed; a `check` that timed out
+//! on a hung NVML or DCGM ends with `leave_now(1)`).
 
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
@@ -41,7 +42,13 @@ fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     match args.get(1).map(OsString::as_os_str) {
         Some(s) if s == OsStr::new("probe") => return status(probe::main(args)),
-        Some(s) if s == OsStr::new("check") => return status(check::main(args)),
+        Some(s) if s == OsStr::new("check") => {
+            return match check::main(args) {
+                Ok(check::Status::Done(code)) => ExitCode::from(code),
+                Ok(check::Status::Hung) => daemon::leave_now(1),
+                Err(e) => e.exit(),
+            };
+        }
         // The daemon's trial load of NVML in a child process.
         Some(s) if s == OsStr::new(trial::ARG) => {
             return ExitCode::from(trial::child_main(args.get(2).map(OsString::as_os_str)));

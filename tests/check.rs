@@ -530,3 +530,45 @@ fn the_dcgm_section_names_the_library_the_hostengine_and_the_profiling_groups() 
     line_with(&out, &["info", "mode", "off"]);
     line_with(&out, &["fix:", "-r"]);
 }
+
+/// A driver wedged in `nvmlInit` (the simulator's `init_hangs_until`): `check` does not hang
+/// with it. Past `--timeout` it says what it was waiting for and exits 1. A `--timeout` out of
+/// range is a usage error naming the flag.
+#[test]
+fn a_hung_nvml_init_fails_the_check_at_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("init-hang.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"init-hang\"\nnode = \"n\"\ninit_hangs_until = 600\n[[gpus]]\nmodel = \"L4\"\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(BIN)
+        .args([
+            "check",
+            "--timeout",
+            "3s",
+            "-a",
+            &format!("127.0.0.1:{}", free_port()),
+        ])
+        .args(["--nvml-lib", built_sim_lib().to_str().unwrap()])
+        .env("NVML_SIM_SCENARIO", &scenario)
+        .env_remove("NODE_NAME")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the checks did not finish within 3 s (--timeout)") && text.contains("fix:"),
+        "{text}"
+    );
+    // Bounded by the timeout (the slack is for a loaded machine), not by the 600 s hang.
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let (code, out) = check(&["--timeout", "0s"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("--timeout 0s: must be between 1s and 1h"),
+        "{out}"
+    );
+}

@@ -1,5 +1,5 @@
 //! `gpu-exporter check`'s command line: its own arguments (`--output human|json`,
-//! `--hardware-report`) defined with clap on top of the daemon's flags, so a DaemonSet's
+//! `--hardware-report`, `--timeout`) defined with clap on top of the daemon's flags, so a DaemonSet's
 //! arguments can be given unchanged, in any order with check's own.
 //!
 //! Parsing only; it must not run any check.
@@ -28,6 +28,23 @@ pub struct CheckArgs {
     pub output: Output,
     /// The daemon's flags, as the daemon would read them.
     pub daemon: Cli,
+    /// How long all the checks may take (`--timeout`).
+    pub timeout: std::time::Duration,
+}
+
+/// `--timeout`'s default: far more than a healthy node needs (a few seconds), far less than a
+/// Helm test's or a person's patience.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `--timeout`'s values: a Go duration (`90s`, `2m`) from 1 s to 1 h.
+fn timeout(v: &str) -> Result<std::time::Duration, String> {
+    let d = go_parse_duration::parse_duration(v)
+        .map_err(|_| format!("--timeout takes a duration such as 60s or 2m, not {v}"))?;
+    let d = std::time::Duration::from_nanos(u64::try_from(d).unwrap_or(0));
+    if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(3600) {
+        return Err(format!("--timeout {v}: must be between 1s and 1h"));
+    }
+    Ok(d)
 }
 
 const ABOUT: &str = "Diagnoses this node as the daemon would see it: flags and files, NVML and \
@@ -67,6 +84,16 @@ pub fn command() -> clap::Command {
                 .action(ArgAction::SetTrue)
                 .help("A Markdown table for docs/hardware.md or an issue"),
         )
+        .arg(
+            Arg::new("timeout")
+                .long("timeout")
+                .value_name("DURATION")
+                .help(
+                    "How long all the checks may take (default 60s); past it the check fails \
+                     saying what it was waiting for (a hung NVML or DCGM load or call)",
+                )
+                .value_parser(timeout),
+        )
 }
 
 /// Parses `args` (`gpu-exporter check …`: the program name, then `check`, then the rest).
@@ -82,7 +109,15 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<CheckArgs, clap
     } else {
         Output::Human
     };
-    Ok(CheckArgs { output, daemon })
+    let timeout = matches
+        .get_one::<std::time::Duration>("timeout")
+        .copied()
+        .unwrap_or(DEFAULT_TIMEOUT);
+    Ok(CheckArgs {
+        output,
+        daemon,
+        timeout,
+    })
 }
 
 #[cfg(test)]

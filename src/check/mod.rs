@@ -22,13 +22,48 @@ pub use findings::{api, excerpt, from_snapshot, proc_root, socket};
 pub use report::{Item, Report, Severity};
 pub use run::run;
 
-/// `gpu-exporter check …` (`args`: the process's arguments): parses them, runs the checks and
-/// prints the report in the form asked for. Returns the exit status: 0 when everything
-/// configured works, 1 when something does not (or the report cannot be printed); a usage
+/// How `gpu-exporter check` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The report was printed; the exit status (0 everything configured works, 1 not).
+    Done(u8),
+    /// The checks did not finish within `--timeout` (a hung NVML or DCGM load, init or call);
+    /// it has been said on stderr. Exit 1 without the exit handlers
+    /// (`daemon::leave_now`): the stuck thread may hold the dynamic loader's lock, which they
+    /// take.
+    Hung,
+}
+
+/// `gpu-exporter check …` (`args`: the process's arguments): parses them, runs the checks on a
+/// thread of their own within `--timeout`, and prints the report in the form asked for. A usage
 /// error is clap's (it exits 2, or 0 for `--help`).
-pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<u8, clap::Error> {
+pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Status, clap::Error> {
     let a = args::parse(args)?;
-    let report = run(a.daemon);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let daemon = a.daemon;
+    let spawned = std::thread::Builder::new()
+        .name("check".into())
+        .spawn(move || {
+            let _ = tx.send(run(daemon));
+        });
+    if let Err(e) = spawned {
+        eprintln!("gpu-exporter check: cannot start a thread for the checks: {e}");
+        return Ok(Status::Done(1));
+    }
+    let report = match rx.recv_timeout(a.timeout) {
+        Ok(report) => report,
+        Err(_) => {
+            eprintln!(
+                "gpu-exporter check: FAIL: the checks did not finish within {} s (--timeout): \
+                 loading or initialising NVML (or DCGM), or a call into it, does not return. \
+                 fix: look for a wedged driver (dmesg: Xid, \"NVRM\"), a hung mount under the \
+                 library's path, or a stuck nvidia-persistenced; the daemon on this node \
+                 reports the same stall on /health and gpu_exporter_sampler_stalled_seconds",
+                a.timeout.as_secs()
+            );
+            return Ok(Status::Hung);
+        }
+    };
     match a.output {
         args::Output::HardwareReport => {
             print!("{}", report.hardware_report(crate::base::version::VERSION));
@@ -37,10 +72,10 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<u8, cl
             Ok(t) => println!("{t}"),
             Err(e) => {
                 eprintln!("gpu-exporter check: {e}");
-                return Ok(1);
+                return Ok(Status::Done(1));
             }
         },
         args::Output::Human => print!("{}", report.human()),
     }
-    Ok(report.exit_code())
+    Ok(Status::Done(report.exit_code()))
 }
