@@ -9,8 +9,8 @@
 //! - `findings` (with `links` for NVLink and the fabric): how each finding reads;
 //! - `report`: the report's items, verdict and forms (human, JSON, hardware report).
 //!
-//! This file only dispatches; [`main`] returns the exit status for `main.rs`, which alone
-//! turns it into the process's.
+//! This file only dispatches: [`main`] runs `run` on a thread of its own within `--timeout` and
+//! returns a [`Status`] for `main.rs`, which alone turns it into the process's exit.
 
 pub mod args;
 mod findings;

@@ -59,11 +59,10 @@ pub fn guard(grace: Duration, json: bool) -> std::io::Result<()> {
             })
         }?;
     }
-    let after = grace;
     let text = format!(
         "the shutdown did not end within {} s of SIGTERM or Ctrl-C (a thread stuck inside NVML \
          or the dynamic loader holds what it needs): exiting now",
-        after.as_secs()
+        grace.as_secs()
     );
     let line = if json {
         format!(
@@ -85,7 +84,7 @@ pub fn guard(grace: Duration, json: bool) -> std::io::Result<()> {
                     _ => return,
                 }
             }
-            std::thread::sleep(after);
+            std::thread::sleep(grace);
             // SAFETY: `write` of a buffer we own, then `_exit`, which only ends the process.
             unsafe {
                 let _ = libc::write(2, line.as_ptr().cast(), line.len());
