@@ -518,41 +518,38 @@ def health():
     d.panel("timeseries", "PCIe replays",
             [(f"sum by (Hostname, gpu) (increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{GPU}}}[$__rate_interval]))", GPU_LEGEND)],
             "none")
-    # Per-link grids: one row per GPU, one column per link (gpu_nvlink_*, every link the GPU has).
-    link_grid = [{"id": "groupingToMatrix", "options": {
-        "columnField": "nvlink", "rowField": "GPU", "valueField": "Value", "emptyValue": "null"}}]
-    per_link = 'label_join({expr}, "GPU", " GPU ", "Hostname", "gpu")'
-    d.panel("stat", "NVLink links down", [f"count(gpu_nvlink_up{{{GPU}}} == 0)"], "none", w=4, h=8,
-            description="Links NVML reports inactive, on every GPU selected.", defaults=red_at_1)
-    d.panel("table", "NVLink links per GPU (1 up, 0 down)",
-            [per_link.format(expr=f"gpu_nvlink_up{{{GPU}}}")], "none", w=10, h=8,
-            description="One row per GPU, one column per link (gpu_nvlink_up). A link that goes down "
-                        "shows 0; links a model does not have are not listed.",
-            transformations=link_grid,
+    # Per-GPU link health (every link is read each tick; gpu_nvlink_links_down is always served,
+    # gpu_nvlink_errors_total is per GPU by default and per link with --nvlink-links per-link).
+    d.panel("stat", "NVLink links down", [f"sum(gpu_nvlink_links_down{{{GPU}}})"], "none", w=4, h=8,
+            description="Links NVML reports inactive, on every GPU selected (gpu_nvlink_links_down).",
+            defaults=red_at_1)
+    d.panel("table", "NVLink links down per GPU",
+            [per_gpu("gpu_nvlink_links_down")], "none", w=10, h=8,
+            description="One row per GPU with NVLink: its links NVML reports inactive "
+                        "(gpu_nvlink_links_down). The status page and gpu-exporter check name the link.",
+            transformations=merged_table(["links down"]),
             defaults={"thresholds": {"mode": "absolute", "steps": [
-                {"color": "red", "value": None}, {"color": "green", "value": 1}]},
-                "custom": {"cellOptions": {"type": "color-background"}}})
-    d.panel("table", "NVLink errors per link, per minute",
-            [per_link.format(expr=f"sum by (Hostname, gpu, nvlink) "
-                                  f"(rate(gpu_nvlink_errors_total{{{GPU}}}[$__rate_interval])) * 60")],
-            "none", w=10, h=8,
-            description="CRC, replay, recovery and ECC errors of each link per minute "
-                        "(gpu_nvlink_errors_total); GpuNvlinkLinkErrors fires above 1 per minute for 10 minutes.",
-            transformations=link_grid,
-            defaults={"decimals": 1, "thresholds": {"mode": "absolute", "steps": [
                 {"color": "green", "value": None}, {"color": "red", "value": 1}]},
                 "custom": {"cellOptions": {"type": "color-background"}}})
+    d.panel("timeseries", "NVLink errors per GPU, per minute",
+            [(f"sum by (Hostname, gpu) (rate(gpu_nvlink_errors_total{{{GPU}}}[$__rate_interval])) * 60",
+              GPU_LEGEND)],
+            "none", w=10, h=8,
+            description="CRC, replay, recovery and ECC errors of the GPU's links per minute "
+                        "(gpu_nvlink_errors_total; per link with --nvlink-links per-link); "
+                        "GpuNvlinkLinkErrors fires above 1 per minute for 10 minutes.",
+            defaults={"decimals": 1})
 
-    link_legend = "{{Hostname}} GPU {{gpu}} link {{nvlink}}"
     d.panel("timeseries", "NVLink bit error rates (NVLink 5)",
-            [(f"max by (Hostname, gpu, nvlink) (gpu_nvlink_effective_bit_error_ratio{{{GPU}}}) > 0",
-              link_legend + " after FEC"),
-             (f"topk(5, max by (Hostname, gpu, nvlink) (gpu_nvlink_symbol_bit_error_ratio{{{GPU}}}))",
-              link_legend + " symbol")],
+            [(f"max by (Hostname, gpu) (gpu_nvlink_effective_bit_error_ratio{{{GPU}}}) > 0",
+              GPU_LEGEND + " after FEC"),
+             (f"topk(5, max by (Hostname, gpu) (gpu_nvlink_symbol_bit_error_ratio{{{GPU}}}))",
+              GPU_LEGEND + " symbol")],
             "sci", w=24, h=8,
-            description="Links whose bit error rate after FEC is above 0 (gpu_nvlink_effective_bit_error_ratio; "
-                        "GpuNvlinkEffectiveBerHigh fires above 1e-12), and the five highest symbol error rates "
-                        "before FEC, which a working link has too. B200 and GB200 only.",
+            description="GPUs whose worst link's bit error rate after FEC is above 0 "
+                        "(gpu_nvlink_effective_bit_error_ratio; GpuNvlinkEffectiveBerHigh fires above 1e-12), "
+                        "and the five highest symbol error rates before FEC, which a working link has too. "
+                        "B200 and GB200 only.",
             defaults={"custom": {"fillOpacity": 10, "showPoints": "never",
                                  "scaleDistribution": {"type": "log", "log": 10}}})
 

@@ -461,24 +461,43 @@ pub struct Cli {
     /// GPU's own series carry device-level fields once, instances carry instance fields.
     #[arg(long = "mig-repeat-device-fields", env = "GPU_EXPORTER_MIG_REPEAT_DEVICE_FIELDS", action = ArgAction::SetTrue)]
     pub mig_repeat_device_fields: bool,
-    /// NVLink export: `per-link` exports `gpu_nvlink_up`, `gpu_nvlink_errors_total` and
-    /// `gpu_nvlink_{transmit,receive}_bytes_total` for every link of every GPU (up to 18 links,
-    /// about 8 series each); `totals` leaves them out and keeps only the counters file's
-    /// `DCGM_FI_DEV_NVLINK_*` fields (its link-entity rows still read every link). The fabric
-    /// families are exported either way.
+    /// NVLink export: `totals` (the default) serves, per GPU, the links down
+    /// (`gpu_nvlink_links_down`), the error counters summed over its links and its worst
+    /// link's bit error ratios; `per-link` serves `gpu_nvlink_up`, `gpu_nvlink_errors_total`,
+    /// `gpu_nvlink_{transmit,receive}_bytes_total`, … for every link of every GPU (up to 18
+    /// links, about 8 series each). Every link is read either way.
     #[arg(
         long = "nvlink-links",
         env = "GPU_EXPORTER_NVLINK_LINKS",
-        default_value = "per-link",
+        default_value = "totals",
         value_parser = nvlink_links_parser()
     )]
     pub nvlink_links: NvlinkLinks,
+    /// Comma-separated globs: only matching families are served (under a dcgm-* profile, our
+    /// own `gpu_*` families only when named here). (`metrics.includeFamilies`.)
+    #[arg(long = "include-families", env = "GPU_EXPORTER_INCLUDE_FAMILIES")]
+    pub include_families: Option<String>,
+    /// Comma-separated globs: the families whose name matches one are left out.
+    /// (`metrics.excludeFamilies`.)
+    #[arg(long = "exclude-families", env = "GPU_EXPORTER_EXCLUDE_FAMILIES")]
+    pub exclude_families: Option<String>,
+    /// Comma-separated label names removed from every series; one that tells series apart
+    /// (`gpu`, `UUID`, `pod`, …) is refused. (`metrics.dropLabels`.)
+    #[arg(long = "drop-labels", env = "GPU_EXPORTER_DROP_LABELS")]
+    pub drop_labels: Option<String>,
+    /// The most labels a series may have (default 30): more refuses start-up; pod labels get
+    /// the room left. (`metrics.maxLabelsPerSeries`.)
+    #[arg(
+        long = "max-labels-per-series",
+        env = "GPU_EXPORTER_MAX_LABELS_PER_SERIES"
+    )]
+    pub max_labels_per_series: Option<String>,
     /// Xid codes whose `gpu_xid_errors_total` series are exported at 0 before they first
     /// occur (comma-separated; empty: none), so that alerts on `increase()` see the first one.
     #[arg(
         long = "xid-initialized-codes",
         env = "GPU_EXPORTER_XID_INITIALIZED_CODES",
-        default_value = "48,62,64,74,79,95,119,120"
+        default_value = ""
     )]
     pub xid_initialized_codes: String,
     /// Debug logging.

@@ -72,6 +72,10 @@ pub struct FileSettings {
     pub max_concurrent_scrapes: Option<u32>,
     /// `metrics.enableExporterMetrics`.
     pub enable_exporter_metrics: Option<bool>,
+    /// The cardinality controls: `metrics.includeFamilies`, `metrics.excludeFamilies`,
+    /// `metrics.dropLabels` (each a list, joined with commas as the flags take them) and
+    /// `metrics.maxLabelsPerSeries`, as (key, value).
+    pub cardinality: Vec<(&'static str, String)>,
     /// `sources.dcgm.watch.maxKeepAge`.
     pub watch_max_keep_age: Option<Duration>,
     /// `sources.dcgm.watch.maxKeepSamples`.
@@ -122,6 +126,10 @@ struct RawMetrics {
     file: Option<String>,
     fields: Option<Vec<RawField>>,
     enable_exporter_metrics: Option<bool>,
+    include_families: Option<Vec<String>>,
+    exclude_families: Option<Vec<String>>,
+    drop_labels: Option<Vec<String>>,
+    max_labels_per_series: Option<u64>,
     #[serde(flatten)]
     other: BTreeMap<String, IgnoredAny>,
 }
@@ -258,6 +266,20 @@ impl FileSettings {
                 (None, None) => {}
             }
             out.enable_exporter_metrics = m.enable_exporter_metrics;
+            let lists = [
+                ("metrics.includeFamilies", m.include_families),
+                ("metrics.excludeFamilies", m.exclude_families),
+                ("metrics.dropLabels", m.drop_labels),
+            ];
+            for (key, list) in lists {
+                if let Some(l) = list {
+                    out.cardinality.push((key, l.join(",")));
+                }
+            }
+            if let Some(n) = m.max_labels_per_series {
+                out.cardinality
+                    .push(("metrics.maxLabelsPerSeries", n.to_string()));
+            }
         }
         if let Some(c) = raw.collection {
             note_unknown("collection.", c.other);

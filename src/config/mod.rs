@@ -14,6 +14,7 @@
 //! It must not read NVML, bind sockets or load `--web-config-file` (the daemon does, through
 //! `serve`, so that a broken file still stops start-up).
 
+mod cardinality;
 pub mod cli;
 mod dcgm;
 pub mod file;
@@ -106,6 +107,17 @@ pub enum ConfigError {
     /// A DCGM setting is invalid.
     #[error(transparent)]
     Dcgm(#[from] dcgm::DcgmConfigError),
+    /// A cardinality control's value is refused.
+    #[error("{setting} {message}")]
+    Cardinality {
+        /// The flag, or the configuration file and key.
+        setting: Origin,
+        /// What is wrong, starting with the value.
+        message: String,
+    },
+    /// A family's series would have more labels than `--max-labels-per-series`.
+    #[error("{0}")]
+    LabelLimit(String),
     /// The arguments do not parse (clap's message, which names the flag).
     #[error("{0}")]
     Args(String),
@@ -210,6 +222,12 @@ pub struct Config {
     pub mig_repeat_device_fields: bool,
     /// `--nvlink-links`.
     pub nvlink_links: NvlinkLinks,
+    /// `--include-families`, `--exclude-families`, `--drop-labels`.
+    pub cardinality: crate::exposition::filter::Cardinality,
+    /// `--max-labels-per-series`.
+    pub max_labels_per_series: usize,
+    /// The exporter's own `gpu_*` families: in `native`, or when `--include-families` is given.
+    pub own_families: bool,
     /// `--compatibility`: the dcgm-exporter version whose names and shape are reproduced.
     pub profile: Profile,
     /// The collection plan: per-field read intervals (`--config-file` collections).
@@ -295,6 +313,8 @@ pub struct Settings {
     collections: Vec<Collection>,
     /// The file read, if any.
     config_file: Option<PathBuf>,
+    /// The cardinality controls the file set: (flag, the file's key).
+    cardinality_from_file: Vec<(&'static str, Origin)>,
     /// What to log about the merge (settings the flags overrode, keys ignored).
     notes: Vec<String>,
 }
@@ -308,6 +328,7 @@ impl Cli {
             inline_counters: None,
             collections: Vec::new(),
             config_file: None,
+            cardinality_from_file: Vec::new(),
             notes: Vec::new(),
             cli: self,
         };
@@ -372,6 +393,8 @@ impl Cli {
                 cli.enable_exporter_metrics = Some(on);
             }
         }
+        s.cardinality_from_file =
+            cardinality::merge_file(cli, &path, f.cardinality, &overridden, &mut s.notes);
         s.collections = f.groups;
         s.config_file = Some(path);
         Ok(s)
@@ -413,6 +436,8 @@ impl Settings {
         }
         let profile = profile::Profile::parse(&cli.compatibility)?;
         let xid_initialized_codes = parse_xid_codes(&cli.xid_initialized_codes)?;
+        let (cardinality, max_labels_per_series, own_families) =
+            cardinality::controls(cli, profile, &self.cardinality_from_file)?;
         let mut warnings = self.notes.clone();
         let mut kubernetes = self.kubernetes_config(&mut warnings)?;
         if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
@@ -476,6 +501,9 @@ impl Settings {
             mig_repeat_device_fields: cli.mig_repeat_device_fields
                 || profile.repeats_device_fields(),
             nvlink_links: cli.nvlink_links,
+            cardinality,
+            max_labels_per_series,
+            own_families,
             profile,
             xid_count_window: Duration::from_millis(cli.xid_count_window_size),
             clock_events_count_window: Duration::from_millis(cli.clock_events_count_window_size),

@@ -21,7 +21,6 @@ impl Config {
             clock_events_count_window: self.clock_events_count_window,
             xid_initialized_codes: self.xid_initialized_codes.clone(),
             collections: std::sync::Arc::clone(&self.collections),
-            nvlink_links: self.nvlink_links,
             ..ReaderOptions::default()
         }
     }
@@ -36,6 +35,8 @@ impl Config {
             use_old_namespace: self.use_old_namespace,
             replace_blanks_in_model_name: self.replace_blanks_in_model_name,
             nvlink_links: self.nvlink_links,
+            own_families: self.own_families,
+            cardinality: self.cardinality.clone(),
         }
     }
 

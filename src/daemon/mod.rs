@@ -83,6 +83,7 @@ pub fn run(
         warn!("{w}");
     }
     let loaded = cfg.load_counters()?;
+    cfg.fit_labels(&loaded.set)?;
     info!(
         "{} ({} metrics, {} labels)",
         loaded.origin,

@@ -1,8 +1,10 @@
-//! The exporter's NVLink and fabric families, per physical GPU: `gpu_nvlink_up`,
-//! `gpu_nvlink_errors_total`, `gpu_nvlink_{symbol,effective}_errors_total`,
-//! `gpu_nvlink_{symbol,effective}_bit_error_ratio`,
-//! `gpu_nvlink_{transmit,receive}_bytes_total` (one series per link, `nvlink` label) and
-//! `gpu_fabric_*`; and the counters file's link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`,
+//! The exporter's NVLink and fabric families, per physical GPU: `gpu_nvlink_links_down`
+//! (always); with `--nvlink-links per-link` `gpu_nvlink_up`, `gpu_nvlink_errors_total`,
+//! `gpu_nvlink_{symbol,effective}_errors_total`, `gpu_nvlink_{symbol,effective}_bit_error_ratio`,
+//! `gpu_nvlink_{transmit,receive}_bytes_total` (one series per link, `nvlink` label); with
+//! `totals` (the default) the error counters summed over the GPU's links and the bit error
+//! ratios of its worst link, without `nvlink`; and `gpu_fabric_*` (`_status` and
+//! `_health_mask` with per-link only); and the counters file's link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`,
 //! `DCGM_FI_DEV_NVLINK_GET_STATE`) with dcgm-exporter's link labels.
 //!
 //! Writes text only; it must not read NVML or decide which links exist (the snapshot says).
@@ -93,6 +95,81 @@ const LINK_FAMILIES: [LinkFamily; 8] = [
     ),
 ];
 
+/// `--nvlink-links totals`: (family, help, type, the GPU's series from all its links:
+/// (`error` label, value)). Counters are summed over the links, ratios are the worst link's.
+/// The symbol errors FEC corrected are left out: the symbol bit error ratio says the same.
+const TOTAL_FAMILIES: [LinkFamily4Gpu; 4] = [
+    (
+        "gpu_nvlink_errors_total",
+        "NVLink errors by kind (crc_flit, crc_data, replay, recovery, ecc_data), summed over the GPU's links (per link with --nvlink-links per-link).",
+        "counter",
+        |ls| {
+            let mut sums: Vec<(Option<&'static str>, f64)> = Vec::new();
+            for (k, n) in ls.iter().flat_map(|l| l.errors.iter()) {
+                match sums.iter_mut().find(|(e, _)| *e == Some(*k)) {
+                    Some((_, v)) => *v += *n as f64,
+                    None => sums.push((Some(*k), *n as f64)),
+                }
+            }
+            sums
+        },
+    ),
+    (
+        "gpu_nvlink_effective_errors_total",
+        "Errors FEC could not correct, summed over the GPU's NVLink links (NVLink 5 and later).",
+        "counter",
+        |ls| sum(ls, |l| l.effective_errors.map(|n| n as f64)),
+    ),
+    (
+        "gpu_nvlink_symbol_bit_error_ratio",
+        "Symbol bit error rate before FEC of the GPU's worst NVLink link (NVLink 5 and later).",
+        "gauge",
+        |ls| worst(ls, |l| l.symbol_ber),
+    ),
+    (
+        "gpu_nvlink_effective_bit_error_ratio",
+        "Bit error rate after FEC of the GPU's worst NVLink link (NVLink 5 and later).",
+        "gauge",
+        |ls| worst(ls, |l| l.effective_ber),
+    ),
+];
+
+/// (family, help, type, the series of one GPU from its links).
+type LinkFamily4Gpu = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&[LinkSample]) -> Vec<(Option<&'static str>, f64)>,
+);
+
+/// The sum of one reading over the links that have it; nothing when none has.
+fn sum(
+    ls: &[LinkSample],
+    pick: fn(&LinkSample) -> Option<f64>,
+) -> Vec<(Option<&'static str>, f64)> {
+    let vs: Vec<f64> = ls.iter().filter_map(pick).collect();
+    if vs.is_empty() {
+        return Vec::new();
+    }
+    vec![(None, vs.iter().sum())]
+}
+
+/// The highest of one reading over the links that have it.
+fn worst(
+    ls: &[LinkSample],
+    pick: fn(&LinkSample) -> Option<f64>,
+) -> Vec<(Option<&'static str>, f64)> {
+    ls.iter()
+        .filter_map(pick)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+        .map(|v| (None, v))
+        .into_iter()
+        .collect()
+}
+
+/// The fabric families served only with `--nvlink-links per-link`.
+const FABRIC_DETAIL: [&str; 2] = ["gpu_fabric_status", "gpu_fabric_health_mask"];
+
 type FabricFamily = (&'static str, &'static str, fn(&Fabric) -> Option<f64>);
 
 const FABRIC_FAMILIES: [FabricFamily; 4] = [
@@ -137,6 +214,38 @@ pub(super) fn encode(
         write_value(out, v);
         out.push('\n');
     };
+    let with_links = || snap.interconnect.iter().filter(|g| !g.links.is_empty());
+    if with_links().next().is_some() {
+        let name = "gpu_nvlink_links_down";
+        write_header(
+            out,
+            name,
+            "NVLink links of the GPU that NVML reports inactive (every link is read each tick).",
+            "gauge",
+        );
+        for g in with_links() {
+            start(out, name, g);
+            end(out, g.links.iter().filter(|l| !l.up).count() as f64);
+        }
+    }
+    if opts.nvlink_links == NvlinkLinks::Totals {
+        for (name, help, kind, series) in TOTAL_FAMILIES {
+            let mut header = false;
+            for g in with_links() {
+                for (error, v) in series(&g.links) {
+                    if !header {
+                        write_header(out, name, help, kind);
+                        header = true;
+                    }
+                    let mut first = start(out, name, g);
+                    if let Some(e) = error {
+                        write_label(out, &mut first, "error", e);
+                    }
+                    end(out, v);
+                }
+            }
+        }
+    }
     let link_families = if opts.nvlink_links == NvlinkLinks::PerLink {
         &LINK_FAMILIES[..]
     } else {
@@ -182,6 +291,11 @@ pub(super) fn encode(
         }
     }
     for (name, help, pick) in FABRIC_FAMILIES {
+        // The registration's return code and the raw health bits are detail: `gpu_fabric_state`
+        // and `gpu_fabric_health` say the same unless --nvlink-links per-link asks for it.
+        if opts.nvlink_links == NvlinkLinks::Totals && FABRIC_DETAIL.contains(&name) {
+            continue;
+        }
         let mut header = false;
         for (g, f) in fabrics() {
             let Some(v) = pick(f) else { continue };

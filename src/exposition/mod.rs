@@ -1,10 +1,12 @@
 //! Text exposition format 0.0.4: snapshot + counter set → bytes.
 //!
 //! Families come out in counter-set order (stable across ticks), then the exporter's own
-//! families. Each family has exactly one `# HELP`/`# TYPE` pair and is omitted when it has no
+//! families (not under a dcgm-exporter profile unless asked for), then the self-metrics; the
+//! operator's cardinality controls ([`filter`]) apply last. Each family has exactly one `# HELP`/`# TYPE` pair and is omitted when it has no
 //! series. Metric names are the CSV names verbatim (no suffix added). Label values and help
 //! text are escaped; NaN and ±Inf are written as Prometheus expects. This module does no I/O.
 
+pub mod filter;
 mod interconnect;
 pub mod publish;
 pub mod self_metrics;
@@ -143,11 +145,17 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             }
         }
     }
-    encode_xid_totals(&mut out, snap, opts);
-    interconnect::encode(&mut out, snap, opts, write_identity);
-    encode_attribution(&mut out, snap, opts);
+    if opts.own_families {
+        encode_xid_totals(&mut out, snap, opts);
+        interconnect::encode(&mut out, snap, opts, write_identity);
+        encode_attribution(&mut out, snap, opts);
+    }
     self_metrics::encode(&mut out, snap, opts);
-    out.into_bytes()
+    if opts.cardinality.is_empty() {
+        out.into_bytes()
+    } else {
+        opts.cardinality.apply(&out).into_bytes()
+    }
 }
 
 /// `gpu_xid_errors_total` and `gpu_xid_last_seen_timestamp_seconds`, per physical GPU and

@@ -27,9 +27,14 @@ pub struct EncodeOptions {
     /// Every `# TYPE` as the counters file says, windowed counts included (dcgm-exporter
     /// 4.8.2); otherwise a windowed count is typed gauge.
     pub types_as_written: bool,
-    /// The exporter's per-link NVLink families (`gpu_nvlink_*`); off with
-    /// `--nvlink-links=totals`. The counters file's link-entity rows do not depend on it.
+    /// `--nvlink-links`: the `gpu_nvlink_*` families per link, or per GPU (the default). The
+    /// counters file's link-entity rows do not depend on it.
     pub nvlink_links: NvlinkLinks,
+    /// The exporter's own GPU families (`gpu_*` other than `gpu_exporter_*`): on in `native`,
+    /// off under a dcgm-exporter profile unless `--include-families` names them.
+    pub own_families: bool,
+    /// `--include-families`, `--exclude-families`, `--drop-labels`.
+    pub cardinality: super::filter::Cardinality,
 }
 
 impl Default for EncodeOptions {
@@ -41,7 +46,9 @@ impl Default for EncodeOptions {
             replace_blanks_in_model_name: false,
             gauge_fields: &[],
             types_as_written: false,
-            nvlink_links: NvlinkLinks::PerLink,
+            nvlink_links: NvlinkLinks::Totals,
+            own_families: true,
+            cardinality: super::filter::Cardinality::default(),
         }
     }
 }

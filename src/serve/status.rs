@@ -128,7 +128,7 @@ pub struct Health {
     pub row_remap_pending: Option<f64>,
     /// Active clock-event (throttle) reasons other than idle, by dcgm-exporter's names.
     pub throttle: Option<Vec<&'static str>>,
-    /// NVLink links NVML reports down (with per-link export on).
+    /// NVLink links NVML reports down (every link is read, whatever `--nvlink-links` says).
     pub nvlink_down: Vec<u32>,
     /// NVLink 5 links whose bit error rate after FEC is above DCGM's limit (1e-12).
     pub nvlink_ber_high: Vec<u32>,

@@ -494,11 +494,10 @@ impl Reader {
         let interconnect = if lost {
             None
         } else {
-            // Links are read for the gpu_nvlink_* families and for link-entity rows.
+            // Every link is read every tick, whatever --nvlink-links says: the status page,
+            // `check` and gpu_nvlink_links_down need each link's state.
             let link_rows = || rows.iter().filter(|r| r.field.level == Level::Link);
-            let links =
-                self.opts.nvlink_links == NvlinkLinks::PerLink || link_rows().next().is_some();
-            let read = self.interconnect(&dev, base_id.clone(), links, fabric_now, &mut lost);
+            let read = self.interconnect(&dev, base_id.clone(), fabric_now, &mut lost);
             if self.links.has_no_links(&ident.uuid) {
                 // A board without NVLink: its link-entity rows are listed as unsupported.
                 let at = Place {
@@ -526,35 +525,32 @@ impl Reader {
         out.interconnect.extend(interconnect);
     }
 
-    /// The GPU's NVLink links (when `read_links`) and its fabric registration (`fabric`, this
+    /// The GPU's NVLink links (all of them) and its fabric registration (`fabric`, this
     /// tick's read); `None` when it has neither. Sets `lost` when the GPU fell off meanwhile.
     fn interconnect(
         &mut self,
         dev: &nvml_wrapper::Device<'static>,
         id: crate::snapshot::EntityId,
-        read_links: bool,
         fabric: Result<crate::snapshot::Fabric, NvmlError>,
         lost: &mut bool,
     ) -> Option<Interconnect> {
         let (index, uuid) = (id.gpu, id.uuid.as_str());
         let mut links = Vec::new();
-        if read_links {
-            match self.links.read(self.nvml, dev, uuid) {
-                Ok(r) => {
-                    links = r.links;
-                    for (step, e) in r.failures {
-                        self.book
-                            .failed(step, uuid, index, "reading NVLink links", &e);
-                    }
+        match self.links.read(self.nvml, dev, uuid) {
+            Ok(r) => {
+                links = r.links;
+                for (step, e) in r.failures {
+                    self.book
+                        .failed(step, uuid, index, "reading NVLink links", &e);
                 }
-                Err(NvmlError::GpuLost) => {
-                    *lost = true;
-                    return None;
-                }
-                Err(e) => self
-                    .book
-                    .failed("nvlink_state", uuid, index, "reading NVLink links", &e),
             }
+            Err(NvmlError::GpuLost) => {
+                *lost = true;
+                return None;
+            }
+            Err(e) => self
+                .book
+                .failed("nvlink_state", uuid, index, "reading NVLink links", &e),
         }
         let fabric = match fabric {
             Ok(f) if f.state != 0 => Some(f),

@@ -16,7 +16,7 @@ pub(super) const MIB: f64 = 1024.0 * 1024.0;
 /// Xid codes whose `gpu_xid_errors_total` series exist at 0 from the start, so that the first
 /// occurrence is an increase Prometheus can see: the codes that mean a GPU needs attention
 /// (see alerts/README.md).
-pub const DEFAULT_XID_INITIALIZED: &[u64] = &[48, 62, 64, 74, 79, 95, 119, 120];
+pub const DEFAULT_XID_INITIALIZED: &[u64] = &[];
 
 /// Clock-event reason bits (NVML `nvmlClocksEventReason*`, the same values as DCGM's) and the
 /// `clock_event` label dcgm-exporter gives each in `DCGM_EXP_CLOCK_EVENTS_COUNT`.
@@ -32,14 +32,15 @@ pub const CLOCK_EVENT_REASONS: &[(u64, &str)] = &[
     (0x100, "display_clocks"),
 ];
 
-/// `--nvlink-links`: whether every NVLink link of every GPU is read and exported as the
-/// exporter's per-link families (`gpu_nvlink_*`).
+/// `--nvlink-links`: whether the exporter's NVLink families (`gpu_nvlink_*`) have one series
+/// per link, or one per GPU. Every link is read either way (the status page, `check` and
+/// `gpu_nvlink_links_down` need them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NvlinkLinks {
-    /// `per-link` (the default): every link, and the `gpu_nvlink_*` families.
+    /// `per-link`: one series per link (`nvlink` label) in the `gpu_nvlink_*` families.
     PerLink,
-    /// `totals`: only the counters file's `DCGM_FI_DEV_NVLINK_*` fields. Links are read anyway
-    /// while the file has link-entity rows.
+    /// `totals` (the default): per GPU, the error counters summed over its links and the
+    /// worst link's bit error ratios.
     Totals,
 }
 
@@ -70,10 +71,6 @@ pub struct ReaderOptions {
     /// Per-field read intervals (`--config-file` collections): a field whose interval is
     /// longer than the tick keeps its last reading until the interval has passed.
     pub collections: Arc<Collections>,
-    /// Read every NVLink link of every GPU (`gpu_nvlink_*`); off with
-    /// `--nvlink-links=totals`. Links are read anyway while the counters file has
-    /// link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`).
-    pub nvlink_links: NvlinkLinks,
     /// Another source (DCGM) may serve the GPM fields of a GPU without GPM: leave them empty
     /// there instead of listing them as unsupported.
     pub gpm_elsewhere: bool,
@@ -92,7 +89,6 @@ impl Default for ReaderOptions {
             clock: Arc::new(crate::base::clock::unix_now),
             processes: false,
             collections: Arc::new(Collections::default()),
-            nvlink_links: NvlinkLinks::PerLink,
             gpm_elsewhere: false,
         }
     }
@@ -110,7 +106,6 @@ impl std::fmt::Debug for ReaderOptions {
             .field("xid_sync", &self.xid_sync)
             .field("processes", &self.processes)
             .field("collections", &self.collections)
-            .field("nvlink_links", &self.nvlink_links)
             .finish_non_exhaustive()
     }
 }

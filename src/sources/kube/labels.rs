@@ -114,6 +114,10 @@ pub struct LabelAllowlist {
     conflict_suffix: bool,
     /// Sanitized names for which a pod label is left out rather than renamed.
     dropped: Vec<&'static str>,
+    /// The most pod labels one series may carry (`--max-labels-per-series` less the widest
+    /// series without them); the first names in sorted order are kept, so a pod's series
+    /// keep the same labels from tick to tick.
+    max: Option<usize>,
 }
 
 impl Default for LabelAllowlist {
@@ -123,6 +127,7 @@ impl Default for LabelAllowlist {
             collision_prefix: COLLISION_PREFIX,
             conflict_suffix: false,
             dropped: Vec::new(),
+            max: None,
         }
     }
 }
@@ -168,6 +173,11 @@ impl LabelAllowlist {
     /// `container` (and `pod_uid`) labels it writes on the same series.
     pub fn set_dropped(&mut self, names: Vec<&'static str>) {
         self.dropped = names;
+    }
+
+    /// Keeps at most `n` pod labels per series (the room `--max-labels-per-series` leaves).
+    pub fn set_max(&mut self, n: usize) {
+        self.max = Some(n);
     }
 
     /// `true` when the pod-label `key` (the original key, before sanitizing) may be exported.
@@ -230,7 +240,10 @@ pub fn pod_label_pairs(
             }
         }
     }
-    out.into_iter().map(|(k, v)| (k, v.to_owned())).collect()
+    out.into_iter()
+        .take(allow.max.unwrap_or(usize::MAX))
+        .map(|(k, v)| (k, v.to_owned()))
+        .collect()
 }
 
 #[cfg(test)]

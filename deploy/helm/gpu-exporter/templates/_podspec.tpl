@@ -13,6 +13,13 @@ DaemonSet's flags and has no ports or probes. */}}
 {{- /* The chart's flags; values.arguments are appended after them. */ -}}
 {{- $args := list "-f" $countersFile "-c" ($root.Values.collectIntervalMs | int64 | toString) }}
 {{- if ne (toString $root.Values.compatibility) "native" }}{{ $args = append $args (printf "--compatibility=%s" $root.Values.compatibility) }}{{ end }}
+{{- with $root.Values.cardinality }}
+{{- if and .nvlinkLinks (ne (toString .nvlinkLinks) "totals") }}{{ $args = append $args (printf "--nvlink-links=%s" .nvlinkLinks) }}{{ end }}
+{{- if .includeFamilies }}{{ $args = append $args (printf "--include-families=%s" (join "," .includeFamilies)) }}{{ end }}
+{{- if .excludeFamilies }}{{ $args = append $args (printf "--exclude-families=%s" (join "," .excludeFamilies)) }}{{ end }}
+{{- if .dropLabels }}{{ $args = append $args (printf "--drop-labels=%s" (join "," .dropLabels)) }}{{ end }}
+{{- if and .maxLabelsPerSeries (ne (int64 .maxLabelsPerSeries) 30) }}{{ $args = append $args (printf "--max-labels-per-series=%d" (int64 .maxLabelsPerSeries)) }}{{ end }}
+{{- end }}
 {{- with $root.Values.dcgm }}
 {{- if .mode }}{{ $args = append $args (printf "--dcgm-mode=%s" .mode) }}{{ end }}
 {{- if .hostengine }}{{ $args = append $args (printf "--remote-hostengine-info=%s" .hostengine) }}{{ end }}

@@ -1,0 +1,238 @@
+//! The operator's cardinality controls on the encoded page ([`Cardinality`]): families served
+//! or left out by glob (`--include-families`, `--exclude-families`) and labels dropped by name
+//! (`--drop-labels`); and the start-up half of the labels-per-series guard
+//! (`--max-labels-per-series`): the widest series each counters-file row can have.
+//!
+//! Text in, text out, once per tick and only when a control is set. Which label names may be
+//! dropped and whether a configuration is acceptable is decided in `config`; this module must
+//! not read files, flags or snapshots.
+
+use crate::catalogue::Level;
+use crate::catalogue::Source;
+use crate::catalogue::WindowKind;
+use crate::catalogue::csv::CounterSet;
+
+/// Mimir's default limit of labels per series, and ours.
+pub const DEFAULT_MAX_LABELS: usize = 30;
+
+/// Label names that tell series of one family apart: dropping one would make series collide.
+pub const NEVER_DROPPED: &[&str] = &[
+    "gpu",
+    "UUID",
+    "uuid",
+    "GPU_I_ID",
+    "nvlink",
+    "xid",
+    "error",
+    "err_code",
+    "clock_event",
+    "resource",
+    "namespace",
+    "pod",
+    "container",
+    "pod_namespace",
+    "pod_name",
+    "container_name",
+    "vgpu",
+    "hpc_job",
+    "source",
+    "le",
+    "quantile",
+];
+
+/// The cardinality controls. The default serves everything as encoded.
+#[derive(Debug, Clone, Default)]
+pub struct Cardinality {
+    /// Families served: a family matching none of these is left out (empty: every family).
+    pub include: Vec<glob::Pattern>,
+    /// Families left out, after `include`.
+    pub exclude: Vec<glob::Pattern>,
+    /// Label names removed from every series.
+    pub drop_labels: Vec<String>,
+}
+
+impl Cardinality {
+    /// `true` when no control is set: the page is served as encoded.
+    pub fn is_empty(&self) -> bool {
+        self.include.is_empty() && self.exclude.is_empty() && self.drop_labels.is_empty()
+    }
+
+    /// Whether the family `name` is served.
+    pub fn serves(&self, name: &str) -> bool {
+        (self.include.is_empty() || self.include.iter().any(|p| p.matches(name)))
+            && !self.exclude.iter().any(|p| p.matches(name))
+    }
+
+    /// The page with the families left out and the labels dropped.
+    pub fn apply(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let (mut family, mut served) = ("", true);
+        for line in text.split_inclusive('\n') {
+            if let Some(rest) = line.strip_prefix("# ") {
+                let name = rest.split(' ').nth(1).unwrap_or_default();
+                if name != family {
+                    family = name;
+                    served = self.serves(name);
+                }
+                if served {
+                    out.push_str(line);
+                }
+                continue;
+            }
+            let end = line.find(['{', ' ']).unwrap_or(line.len());
+            let name = &line[..end];
+            let keep = if !family.is_empty() && name.starts_with(family) {
+                served
+            } else {
+                self.serves(name)
+            };
+            if !keep {
+                continue;
+            }
+            match line[end..].strip_prefix('{') {
+                Some(labels) if !self.drop_labels.is_empty() => {
+                    out.push_str(name);
+                    self.write_labels(&mut out, labels);
+                }
+                _ => out.push_str(line),
+            }
+        }
+        out
+    }
+
+    /// Writes `{pairs} value` from the text after `{`, without the dropped labels.
+    fn write_labels(&self, out: &mut String, text: &str) {
+        out.push('{');
+        let mut first = true;
+        let mut rest = text;
+        while let Some(eq) = rest.find("=\"") {
+            let name = rest[..eq].trim_start_matches(',');
+            // The value ends at the first quote not escaped by a backslash.
+            let body = &rest[eq + 2..];
+            let mut close = body.len();
+            let mut escaped = false;
+            for (i, c) in body.char_indices() {
+                match c {
+                    '\\' if !escaped => escaped = true,
+                    '"' if !escaped => {
+                        close = i;
+                        break;
+                    }
+                    _ => escaped = false,
+                }
+            }
+            let pair_end = eq + 2 + close + 1;
+            if !self.drop_labels.iter().any(|d| d == name) {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                out.push_str(rest[..pair_end.min(rest.len())].trim_start_matches(','));
+            }
+            rest = rest.get(pair_end..).unwrap_or_default();
+            if rest.starts_with('}') {
+                break;
+            }
+        }
+        out.push_str(rest);
+    }
+}
+
+/// The labels the exporter itself may put on a series besides the counters file's, as the
+/// guard counts them.
+#[derive(Debug, Clone, Default)]
+pub struct SeriesLabels {
+    /// The entity's identity labels, MIG ones included (the widest entity).
+    pub identity: Vec<String>,
+    /// The labels a holder adds to its device's series, pod labels left out.
+    pub holder: Vec<String>,
+    /// The labels of one `gpu_allocation_info` row after the identity, pod labels left out.
+    pub allocation: Vec<String>,
+}
+
+/// The widest series of each counters-file row and of `gpu_allocation_info`: (family, its
+/// label names), without the labels the controls drop. Pod labels are not counted here.
+pub fn widest_series(
+    counters: &CounterSet,
+    labels: &SeriesLabels,
+    controls: &Cardinality,
+) -> Vec<(String, Vec<String>)> {
+    let label_rows: Vec<&str> = counters.labels().map(|r| r.name.as_str()).collect();
+    let kept = |names: Vec<String>| -> Vec<String> {
+        names
+            .into_iter()
+            .filter(|n| !controls.drop_labels.contains(n))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for row in counters.metrics() {
+        if !controls.serves(&row.name) {
+            continue;
+        }
+        let mut names: Vec<String> = Vec::new();
+        if row.field.level == Level::Link {
+            names.push("nvlink".into());
+            names.extend(
+                labels
+                    .identity
+                    .iter()
+                    .filter(|n| !n.starts_with("GPU_I") && *n != "mig_uuid")
+                    .cloned(),
+            );
+        } else {
+            names.extend(labels.identity.iter().cloned());
+            names.extend(label_rows.iter().map(|s| s.to_string()));
+        }
+        names.extend(labels.holder.iter().cloned());
+        match row.field.source {
+            Source::Total(WindowKind::Xid) | Source::Window(WindowKind::Xid) => {
+                names.extend(["xid".into(), "window_size_in_ms".into()]);
+            }
+            Source::Total(_) | Source::Window(_) => {
+                names.extend(["clock_event".into(), "window_size_in_ms".into()]);
+            }
+            Source::Xid => names.extend(["err_code".into(), "err_msg".into()]),
+            _ => {}
+        }
+        out.push((row.name.clone(), kept(names)));
+    }
+    if controls.serves("gpu_allocation_info") {
+        let mut names = labels.identity.clone();
+        names.extend(labels.allocation.iter().cloned());
+        out.push(("gpu_allocation_info".into(), kept(names)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn controls(include: &[&str], exclude: &[&str], drop: &[&str]) -> Cardinality {
+        let p = |v: &[&str]| v.iter().map(|g| glob::Pattern::new(g).unwrap()).collect();
+        Cardinality {
+            include: p(include),
+            exclude: p(exclude),
+            drop_labels: drop.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    const PAGE: &str = "# HELP a_x help\n# TYPE a_x gauge\na_x{gpu=\"0\",pci_bus_id=\"1\",m=\"q\\\"z,pci_bus_id=\\\"\"} 1\n# HELP b_y h\n# TYPE b_y counter\nb_y 2\n";
+
+    #[test]
+    fn families_by_glob_and_labels_by_name() {
+        assert_eq!(controls(&[], &[], &[]).apply(PAGE), PAGE);
+        let only_b = controls(&["b_*"], &[], &[]).apply(PAGE);
+        assert_eq!(only_b, "# HELP b_y h\n# TYPE b_y counter\nb_y 2\n");
+        let no_b = controls(&[], &["b_?"], &["pci_bus_id"]).apply(PAGE);
+        assert_eq!(
+            no_b,
+            "# HELP a_x help\n# TYPE a_x gauge\na_x{gpu=\"0\",m=\"q\\\"z,pci_bus_id=\\\"\"} 1\n"
+        );
+        let last = controls(&["a_*"], &[], &["m"]).apply(PAGE);
+        assert!(
+            last.ends_with("a_x{gpu=\"0\",pci_bus_id=\"1\"} 1\n"),
+            "{last}"
+        );
+    }
+}

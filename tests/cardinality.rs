@@ -1,0 +1,435 @@
+//! The series budget and the cardinality controls, on the binary.
+//!
+//! The budget: with the default counters file (the built-in set), on every built-in scenario,
+//! the default configuration serves at most 2x, and each dcgm-exporter profile at most 1.5x,
+//! the series dcgm-exporter would serve for that file on that node. That baseline is the
+//! number of `DCGM_*` series: the file's fields, per entity that serves them, in the shape of
+//! the version named (under a dcgm-* profile, that profile's own count; for `native`, the
+//! fewest of every profile's and native's own). A dcgm-* profile serves no family of ours
+//! beyond the exporter's own health (`gpu_exporter_*`) unless `--include-families` asks.
+//! This counts series; it times nothing.
+//!
+//! The controls: `--include-families`, `--exclude-families`, `--drop-labels`,
+//! `--max-labels-per-series` (flag, variable, configuration-file key) and their start-up
+//! errors; link health without per-link export; label values that hold still across ticks.
+#![cfg(feature = "sim")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use common::{BIN, Exporter, built_sim_lib, free_port, http_get, label_opt, series, value};
+
+const SCENARIOS: [&str; 8] = [
+    "h100-mig",
+    "a100-l4",
+    "incidents",
+    "hgx-h200",
+    "hgx-b200",
+    "gb200-nvl72",
+    "l40s",
+    "a100-mig-t4",
+];
+
+const PROFILES: [&str; 4] = ["native", "dcgm-4.8.2", "dcgm-4.8.4", "dcgm-4.9"];
+
+/// Series per family of one scrape (comment lines left out).
+fn families(text: &str) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for l in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let name = l.split(['{', ' ']).next().unwrap();
+        *out.entry(name.to_owned()).or_insert(0) += 1;
+    }
+    out
+}
+
+fn total(f: &BTreeMap<String, usize>) -> usize {
+    f.values().sum()
+}
+
+fn dcgm(f: &BTreeMap<String, usize>) -> usize {
+    f.iter()
+        .filter(|(n, _)| n.starts_with("DCGM_"))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn samples(text: &str) -> f64 {
+    series(text, "gpu_exporter_samples_total")
+        .first()
+        .map_or(0.0, |l| value(l))
+}
+
+/// Scrapes until the page has settled: 5 ticks done, and the same families and counts in two
+/// scrapes a tick apart (DCGM's profiling fields and the rates need a few ticks).
+fn settled(e: &Exporter) -> String {
+    let mut last: Option<BTreeMap<String, usize>> = None;
+    for _ in 0..120 {
+        let text = e.metrics();
+        let f = families(&text);
+        if samples(&text) >= 5.0 && last.as_ref() == Some(&f) {
+            return text;
+        }
+        last = Some(f);
+        std::thread::sleep(std::time::Duration::from_millis(600));
+    }
+    panic!("the page never settled; log:\n{}", e.log());
+}
+
+fn start(args: &[&str]) -> Exporter {
+    Exporter::builder()
+        .args(["-c", "500"])
+        .args(args)
+        .log_pipe()
+        .start()
+}
+
+#[test]
+fn every_builtin_scenario_stays_within_the_series_budget() {
+    let mut failures = common::Failures(Vec::new());
+    let mut table = String::new();
+    for scenario in SCENARIOS {
+        let runs: Vec<Exporter> = PROFILES
+            .iter()
+            .map(|p| start(&["--simulate", scenario, "--compatibility", p]))
+            .collect();
+        let pages: Vec<BTreeMap<String, usize>> =
+            runs.iter().map(|e| families(&settled(e))).collect();
+        drop(runs);
+        let baseline_native = pages.iter().map(dcgm).min().unwrap();
+        for (profile, f) in PROFILES.iter().zip(&pages) {
+            let (limit, baseline) = if *profile == "native" {
+                (2.0, baseline_native)
+            } else {
+                (1.5, dcgm(f))
+            };
+            let served = total(f);
+            table.push_str(&format!(
+                "{scenario:12} {profile:11} served {served:5} DCGM baseline {baseline:4} ratio {:.2} (limit {limit})\n",
+                served as f64 / baseline as f64
+            ));
+            if served as f64 > limit * baseline as f64 {
+                let top: Vec<String> = f
+                    .iter()
+                    .filter(|(n, _)| !n.starts_with("DCGM_"))
+                    .map(|(n, c)| format!("{n} {c}"))
+                    .collect();
+                failures.add(format!(
+                    "{scenario} {profile}: {served} series, over {limit} x {baseline}; ours: {top:?}"
+                ));
+            }
+            if *profile != "native" {
+                for name in f.keys() {
+                    if !name.starts_with("DCGM_") && !name.starts_with("gpu_exporter_") {
+                        failures.add(format!(
+                            "{scenario} {profile}: {name} is no family of that version"
+                        ));
+                    }
+                }
+            }
+            // Per-link detail is opt-in.
+            if f.contains_key("gpu_nvlink_up") {
+                failures.add(format!("{scenario} {profile}: gpu_nvlink_up by default"));
+            }
+        }
+    }
+    println!("{table}");
+    failures.finish("series budget");
+}
+
+#[test]
+fn a_profile_serves_our_families_when_asked_for() {
+    let e = start(&[
+        "--simulate",
+        "hgx-h200",
+        "--compatibility",
+        "dcgm-4.8.2",
+        "--include-families",
+        "DCGM_*,gpu_exporter_*,gpu_nvlink_links_down",
+    ]);
+    let text = e.metrics_until("links down", |t| {
+        !series(t, "gpu_nvlink_links_down").is_empty()
+    });
+    assert_eq!(series(&text, "gpu_nvlink_links_down").len(), 8);
+    assert!(series(&text, "gpu_xid_errors_total").is_empty());
+    assert!(series(&text, "gpu_fabric_state").is_empty());
+}
+
+/// Link health without per-link export: the links-down count, the per-GPU totals, /status and
+/// `check`, which read every link.
+#[test]
+fn link_health_shows_without_per_link_export() {
+    let scenario = "tests/fixtures/scenarios/link-down.toml";
+    let e = Exporter::builder()
+        .args(["-c", "500", "--simulate", scenario])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .log_pipe()
+        .start();
+    let text = e.metrics_until("links down", |t| {
+        !series(t, "gpu_nvlink_links_down").is_empty()
+    });
+    let down: BTreeMap<&str, f64> = series(&text, "gpu_nvlink_links_down")
+        .into_iter()
+        .map(|l| (label_opt(l, "gpu").unwrap(), value(l)))
+        .collect();
+    assert_eq!(down, BTreeMap::from([("0", 0.0), ("1", 1.0)]), "{text}");
+    assert!(series(&text, "gpu_nvlink_up").is_empty());
+    // The totals: per GPU, no nvlink label.
+    let errors = series(&text, "gpu_nvlink_errors_total");
+    assert!(!errors.is_empty());
+    assert!(
+        errors.iter().all(|l| label_opt(l, "nvlink").is_none()),
+        "{errors:?}"
+    );
+    assert_eq!(
+        series(&text, "gpu_nvlink_effective_bit_error_ratio").len(),
+        2
+    );
+    let status = http_get(e.port, "/status", &[]).unwrap().text();
+    assert!(status.contains("NVLink link(s) down: 3"), "{status}");
+    // The landing page says the same.
+    let landing = http_get(e.port, "/", &[]).unwrap().text();
+    assert!(landing.contains("NVLink link(s) down: 3"), "{landing}");
+    // `check` with totals and no link-entity row in the counters file still reads every link.
+    let out = Command::new(BIN)
+        .args(["check", "-a", &format!("127.0.0.1:{}", free_port())])
+        .args(["--simulate", scenario, "--nvlink-links", "totals"])
+        .arg("--nvml-lib")
+        .arg(built_sim_lib())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.lines()
+            .any(|l| l.contains("GPU 1 NVLink") && l.contains("down: 3")),
+        "{out}"
+    );
+}
+
+#[test]
+fn per_link_detail_is_there_when_asked_for() {
+    let e = start(&["--simulate", "hgx-h200", "--nvlink-links", "per-link"]);
+    let text = e.metrics_until("per link", |t| !series(t, "gpu_nvlink_up").is_empty());
+    assert_eq!(series(&text, "gpu_nvlink_up").len(), 8 * 18);
+    assert_eq!(series(&text, "gpu_nvlink_links_down").len(), 8);
+}
+
+#[test]
+fn families_are_included_and_excluded_by_glob() {
+    // The flags.
+    let e = start(&[
+        "--simulate",
+        "a100-l4",
+        "--include-families",
+        "DCGM_FI_DEV_*,gpu_exporter_*",
+        "--exclude-families",
+        "DCGM_FI_DEV_*_CLOCK",
+    ]);
+    let text = e.metrics_until("temperatures", |t| {
+        !series(t, "DCGM_FI_DEV_GPU_TEMP").is_empty()
+    });
+    let f = families(&text);
+    assert!(!f.contains_key("DCGM_FI_DEV_SM_CLOCK"), "{f:?}");
+    assert!(!f.contains_key("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), "{f:?}");
+    assert!(!f.contains_key("gpu_device_up"), "{f:?}");
+    assert!(f.contains_key("gpu_exporter_nvml_up"), "{f:?}");
+    // The variables.
+    let e = Exporter::builder()
+        .args(["-c", "500", "--simulate", "a100-l4"])
+        .env(
+            "GPU_EXPORTER_EXCLUDE_FAMILIES",
+            "gpu_container_*,DCGM_FI_DEV_GPU_TEMP",
+        )
+        .start();
+    let f = families(&e.metrics());
+    assert!(!f.contains_key("DCGM_FI_DEV_GPU_TEMP"), "{f:?}");
+    assert!(!f.keys().any(|n| n.starts_with("gpu_container_")), "{f:?}");
+    assert!(f.contains_key("DCGM_FI_DEV_POWER_USAGE"), "{f:?}");
+}
+
+#[test]
+fn labels_are_dropped_by_name_from_flag_and_config_file() {
+    let e = start(&[
+        "--simulate",
+        "a100-l4",
+        "--drop-labels",
+        "pci_bus_id,DCGM_FI_DRIVER_VERSION",
+    ]);
+    let text = e.metrics();
+    let temp = series(&text, "DCGM_FI_DEV_GPU_TEMP");
+    assert!(!temp.is_empty());
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(!l.contains("pci_bus_id="), "{l}");
+        assert!(!l.contains("DCGM_FI_DRIVER_VERSION="), "{l}");
+    }
+    assert!(label_opt(temp[0], "UUID").is_some(), "{}", temp[0]);
+    // The configuration file's keys.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(
+        &file,
+        "version: 2\nmetrics:\n  dropLabels: [modelName]\n  excludeFamilies: [\"gpu_xid_*\"]\n",
+    )
+    .unwrap();
+    let e = start(&[
+        "--simulate",
+        "a100-l4",
+        "--config-file",
+        file.to_str().unwrap(),
+    ]);
+    let text = e.metrics();
+    assert!(!text.contains("modelName="), "{text}");
+    assert!(text.contains("pci_bus_id="));
+}
+
+/// Runs the binary with `args` until it exits; (exit code, stderr).
+fn refused(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut c = Command::new(BIN);
+    c.args(["-a", &format!("127.0.0.1:{}", free_port())])
+        .args(args)
+        .arg("--nvml-lib")
+        .arg(built_sim_lib());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn misused_controls_stop_start_up_naming_the_flag_or_key() {
+    let sim = ["--simulate", "a100-l4"];
+    let cases: [(&[&str], &[(&str, &str)], &[&str]); 6] = [
+        (
+            &["--include-families", "DCGM_[x"],
+            &[],
+            &["--include-families", "DCGM_[x", "not a glob"],
+        ),
+        (
+            &["--exclude-families", "gpu temp"],
+            &[],
+            &["--exclude-families", "not a family glob"],
+        ),
+        (
+            &["--drop-labels", "pci_bus_id,UUID"],
+            &[],
+            &["--drop-labels", "\"UUID\"", "never dropped", "collide"],
+        ),
+        (
+            &[],
+            &[("GPU_EXPORTER_DROP_LABELS", "pod")],
+            &["--drop-labels", "\"pod\"", "never dropped"],
+        ),
+        (
+            &["--max-labels-per-series", "5"],
+            &[],
+            &["--max-labels-per-series", "at least 10"],
+        ),
+        (
+            &["--max-labels-per-series", "10"],
+            &[],
+            &[
+                "would have",
+                "labels (gpu, UUID",
+                "--max-labels-per-series 10",
+            ],
+        ),
+    ];
+    for (args, env, words) in cases {
+        let mut all = sim.to_vec();
+        all.extend_from_slice(args);
+        let (code, err) = refused(&all, env);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        for w in words {
+            assert!(err.contains(w), "{args:?}: {w:?} missing in {err}");
+        }
+    }
+    // The configuration file's key is named.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(&file, "version: 2\nmetrics:\n  dropLabels: [gpu]\n").unwrap();
+    let (code, err) = refused(
+        &[
+            "--simulate",
+            "a100-l4",
+            "--config-file",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("metrics.dropLabels"), "{err}");
+    assert!(err.contains("never dropped"), "{err}");
+}
+
+#[test]
+fn the_label_guard_leaves_pod_labels_the_room_left() {
+    // The widest series without pod labels: gpu_allocation_info, identity (8) + Hostname +
+    // resource, namespace, pod, container, pod_uid, workload_kind, workload_name and the five
+    // dra_* labels = 21; a limit of 23 leaves two pod labels, kept in key order.
+    let e = start(&[
+        "--simulate",
+        "h100-mig",
+        "--kubernetes-enable-pod-labels",
+        "--max-labels-per-series",
+        "23",
+    ]);
+    let text = e.metrics_until("pods attributed", |t| t.contains("pod=\""));
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let n = l.matches("=\"").count();
+        assert!(n <= 23, "{n} labels: {l}");
+    }
+}
+
+/// The label values of each (family, entity) never change between ticks: the set of label
+/// sets per family, keyed by the series' identity, is the same at every scrape apart from
+/// series that come or go with the entity or holder itself.
+#[test]
+fn label_values_hold_still_between_ticks() {
+    let e = start(&["--simulate", "h100-mig", "-k"]);
+    let key = |l: &str| -> Option<(String, String)> {
+        let name = l.split('{').next()?.to_owned();
+        let ident: Vec<&str> = ["UUID", "GPU_I_ID", "nvlink", "xid", "error", "pod"]
+            .iter()
+            .filter_map(|k| label_opt(l, k))
+            .collect();
+        Some((
+            format!("{name}|{}", ident.join("|")),
+            l.rsplit_once(' ')?.0.to_owned(),
+        ))
+    };
+    let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let first = samples(&e.metrics());
+    loop {
+        let text = e.metrics();
+        for l in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains('{'))
+        {
+            if l.starts_with("gpu_exporter_") {
+                continue;
+            }
+            if let Some((k, labels)) = key(l) {
+                seen.entry(k).or_default().insert(labels);
+            }
+        }
+        if samples(&text) >= first + 6.0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let churned: Vec<_> = seen.iter().filter(|(_, v)| v.len() > 1).collect();
+    assert!(
+        churned.is_empty(),
+        "labels changed between ticks: {churned:#?}"
+    );
+}
