@@ -477,12 +477,10 @@ pub struct Cli {
     /// own `gpu_*` families only when named here). (`metrics.includeFamilies`.)
     #[arg(long = "include-families", env = "GPU_EXPORTER_INCLUDE_FAMILIES")]
     pub include_families: Option<String>,
-    /// Comma-separated globs: the families whose name matches one are left out.
-    /// (`metrics.excludeFamilies`.)
+    /// Comma-separated globs: matching families are left out. (`metrics.excludeFamilies`.)
     #[arg(long = "exclude-families", env = "GPU_EXPORTER_EXCLUDE_FAMILIES")]
     pub exclude_families: Option<String>,
-    /// Comma-separated label names removed from every series; one that tells series apart
-    /// (`gpu`, `UUID`, `pod`, …) is refused. (`metrics.dropLabels`.)
+    /// Comma-separated label names removed from every series (`metrics.dropLabels`).
     #[arg(long = "drop-labels", env = "GPU_EXPORTER_DROP_LABELS")]
     pub drop_labels: Option<String>,
     /// The most labels a series may have (default 30): more refuses start-up; pod labels get
