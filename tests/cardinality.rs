@@ -60,25 +60,29 @@ fn dcgm(f: &BTreeMap<String, usize>) -> usize {
 }
 
 fn samples(text: &str) -> f64 {
-    series(text, "gpu_exporter_samples_total")
-        .first()
-        .map_or(0.0, |l| value(l))
+    text.lines()
+        .find_map(|l| l.strip_prefix("gpu_exporter_samples_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
 }
 
-/// Scrapes until the page has settled: 5 ticks done, and the same families and counts in two
-/// scrapes a tick apart (DCGM's profiling fields and the rates need a few ticks).
+/// The largest page between the 5th and the 10th tick (DCGM's profiling fields and the rates
+/// need a few ticks; some families come and go with the workload's processes, so the budget
+/// holds for the worst of those scrapes).
 fn settled(e: &Exporter) -> String {
-    let mut last: Option<BTreeMap<String, usize>> = None;
-    for _ in 0..120 {
+    let mut worst = String::new();
+    for _ in 0..200 {
         let text = e.metrics();
-        let f = families(&text);
-        if samples(&text) >= 5.0 && last.as_ref() == Some(&f) {
-            return text;
+        let n = samples(&text);
+        if n >= 5.0 && total(&families(&text)) > total(&families(&worst)) {
+            worst = text;
         }
-        last = Some(f);
-        std::thread::sleep(std::time::Duration::from_millis(600));
+        if n >= 10.0 && !worst.is_empty() {
+            return worst;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
     }
-    panic!("the page never settled; log:\n{}", e.log());
+    panic!("fewer than 10 ticks in a minute; log:\n{}", e.log());
 }
 
 fn start(args: &[&str]) -> Exporter {

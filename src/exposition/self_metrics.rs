@@ -230,7 +230,8 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         let _ = writeln!(out, "gpu_exporter_devices_selected {}", snap.devices.len());
     }
 
-    if !snap.devices.is_empty() {
+    // Ours, not the version's: left out under a dcgm-exporter profile unless asked for.
+    if opts.own_families && !snap.devices.is_empty() {
         write_header(
             out,
             "gpu_device_up",
