@@ -402,10 +402,21 @@ fn label_values_hold_still_between_ticks() {
     let e = start(&["--simulate", "h100-mig", "-k"]);
     let key = |l: &str| -> Option<(String, String)> {
         let name = l.split('{').next()?.to_owned();
-        let ident: Vec<&str> = ["UUID", "GPU_I_ID", "nvlink", "xid", "error", "pod"]
-            .iter()
-            .filter_map(|k| label_opt(l, k))
-            .collect();
+        let ident: Vec<&str> = [
+            "UUID",
+            "GPU_I_ID",
+            "nvlink",
+            "xid",
+            "error",
+            "resource",
+            "namespace",
+            "pod",
+            "container",
+            "vgpu",
+        ]
+        .iter()
+        .filter_map(|k| label_opt(l, k))
+        .collect();
         Some((
             format!("{name}|{}", ident.join("|")),
             l.rsplit_once(' ')?.0.to_owned(),
