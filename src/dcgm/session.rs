@@ -20,6 +20,7 @@ use dcgm_abi::{
 };
 
 use super::groups::{MetricGroup, resolve};
+use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
 
@@ -76,6 +77,8 @@ pub struct Session {
     embedded: bool,
     gpus: HashMap<String, Gpu>,
     watches: Option<Watches>,
+    /// The health watches' group, once asked for.
+    health: Option<HealthGroup>,
 }
 
 /// What a tick read: values by (entity, field), and the fields refused per entity.
@@ -94,7 +97,7 @@ pub struct GpuGroups {
     pub groups: Result<Vec<MetricGroup>, String>,
 }
 
-fn call(api: &Api, name: &'static str, rc: i32) -> Result<(), SessionError> {
+pub(super) fn call(api: &Api, name: &'static str, rc: i32) -> Result<(), SessionError> {
     if rc == DCGM_ST_OK {
         Ok(())
     } else {
@@ -152,6 +155,7 @@ impl Session {
             embedded,
             gpus: HashMap::new(),
             watches: None,
+            health: None,
         };
         s.discover()?;
         Ok(s)
@@ -500,9 +504,24 @@ impl Session {
         Ok(out)
     }
 
+    /// This tick's health check of every GPU (the health group made on the first call).
+    pub fn health(&mut self) -> Result<GpuHealth, SessionError> {
+        if self.health.is_none() {
+            let gpus = self.gpus.iter().map(|(u, g)| (g.id, u.clone())).collect();
+            self.health = Some(HealthGroup::make(self.api, self.handle, gpus)?);
+        }
+        match self.health.as_mut() {
+            Some(group) => group.check(self.api, self.handle),
+            None => Ok(GpuHealth::new()),
+        }
+    }
+
     /// Ends the session: stops the embedded hostengine or disconnects.
     pub fn close(mut self) {
         self.drop_watches();
+        if let Some(g) = self.health.take() {
+            g.destroy(self.api, self.handle);
+        }
         // SAFETY: the handle this session holds; nothing uses it afterwards.
         unsafe {
             if self.embedded {
