@@ -11,13 +11,23 @@ use std::collections::HashMap;
 
 use dcgm_abi::{
     DCGM_FE_GPU, DCGM_FR_OK, DCGM_GROUP_EMPTY, DCGM_HEALTH_RESULT_PASS, DCGM_HEALTH_WATCH_ALL,
-    GPU_WATCHES, Zeroed, dcgmHandle_t, dcgmHealthResponse_v5, dcgmHealthResponse_version5, fr_name,
-    watch_name,
+    DCGM_ST_OK, GPU_WATCHES, Zeroed, dcgmHandle_t, dcgmHealthResponse_v5,
+    dcgmHealthResponse_version5, fr_name, watch_name,
 };
 
 use super::library::Api;
-use super::session::{SessionError, call};
 use crate::snapshot::HealthWatch;
+
+/// A DCGM call that failed: its name and return code (the session words it).
+pub type Failed = (&'static str, i32);
+
+fn call(name: &'static str, rc: i32) -> Result<(), Failed> {
+    if rc == DCGM_ST_OK {
+        Ok(())
+    } else {
+        Err((name, rc))
+    }
+}
 
 /// The health group of a session: its DCGM group id, its GPUs (DCGM id → UUID) and the
 /// response buffer (1 MB, allocated once).
@@ -45,16 +55,12 @@ fn all_pass() -> Vec<HealthWatch> {
 
 impl HealthGroup {
     /// Makes the group of `gpus` (DCGM id, UUID) and turns every health watch on.
-    pub fn make(
-        api: &Api,
-        handle: dcgmHandle_t,
-        gpus: Vec<(u32, String)>,
-    ) -> Result<Self, SessionError> {
+    pub fn make(api: &Api, handle: dcgmHandle_t, gpus: Vec<(u32, String)>) -> Result<Self, Failed> {
         let mut id = 0usize;
         let name = c"gpu-exporter-health";
         // SAFETY: valid name and out pointer.
         let rc = unsafe { (api.group_create)(handle, DCGM_GROUP_EMPTY, name.as_ptr(), &mut id) };
-        call(api, "dcgmGroupCreate", rc)?;
+        call("dcgmGroupCreate", rc)?;
         let made = Self {
             id,
             gpus: gpus.into_iter().collect(),
@@ -63,22 +69,22 @@ impl HealthGroup {
         for gpu in made.gpus.keys() {
             // SAFETY: plain values.
             let rc = unsafe { (api.group_add)(handle, id, DCGM_FE_GPU, *gpu) };
-            call(api, "dcgmGroupAddEntity", rc)?;
+            call("dcgmGroupAddEntity", rc)?;
         }
         // SAFETY: plain values.
         let rc = unsafe { (api.health_set)(handle, id, DCGM_HEALTH_WATCH_ALL) };
-        call(api, "dcgmHealthSet", rc)?;
+        call("dcgmHealthSet", rc)?;
         Ok(made)
     }
 
     /// One `dcgmHealthCheck`: every GPU of the group with its eleven watches.
-    pub fn check(&mut self, api: &Api, handle: dcgmHandle_t) -> Result<GpuHealth, SessionError> {
+    pub fn check(&mut self, api: &Api, handle: dcgmHandle_t) -> Result<GpuHealth, Failed> {
         let r = &mut *self.response;
         r.version = dcgmHealthResponse_version5;
         r.incidentCount = 0;
         // SAFETY: a response with its version word; DCGM writes at most its incident array.
         let rc = unsafe { (api.health_check)(handle, self.id, r) };
-        call(api, "dcgmHealthCheck", rc)?;
+        call("dcgmHealthCheck", rc)?;
         let mut out: GpuHealth = self
             .gpus
             .values()

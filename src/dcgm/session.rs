@@ -97,7 +97,7 @@ pub struct GpuGroups {
     pub groups: Result<Vec<MetricGroup>, String>,
 }
 
-pub(super) fn call(api: &Api, name: &'static str, rc: i32) -> Result<(), SessionError> {
+fn call(api: &Api, name: &'static str, rc: i32) -> Result<(), SessionError> {
     if rc == DCGM_ST_OK {
         Ok(())
     } else {
@@ -506,12 +506,18 @@ impl Session {
 
     /// This tick's health check of every GPU (the health group made on the first call).
     pub fn health(&mut self) -> Result<GpuHealth, SessionError> {
+        let api = self.api;
+        let failed = |(name, rc)| call(api, name, rc).err();
         if self.health.is_none() {
             let gpus = self.gpus.iter().map(|(u, g)| (g.id, u.clone())).collect();
-            self.health = Some(HealthGroup::make(self.api, self.handle, gpus)?);
+            match HealthGroup::make(api, self.handle, gpus) {
+                Ok(g) => self.health = Some(g),
+                Err(f) => return failed(f).map_or(Ok(GpuHealth::new()), Err),
+            }
         }
-        match self.health.as_mut() {
-            Some(group) => group.check(self.api, self.handle),
+        match self.health.as_mut().map(|g| g.check(api, self.handle)) {
+            Some(Ok(h)) => Ok(h),
+            Some(Err(f)) => failed(f).map_or(Ok(GpuHealth::new()), Err),
             None => Ok(GpuHealth::new()),
         }
     }

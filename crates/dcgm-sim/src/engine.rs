@@ -413,17 +413,7 @@ impl Engine {
     /// `dcgmHealthCheck` on a group: the incidents of its GPUs for the systems it watches.
     fn health_check(&self, group: u64, t: f64) -> Response {
         let systems = *self.health.get(&group).ok_or(abi::DCGM_ST_NOT_CONFIGURED)?;
-        let members: Vec<Entity> = if group == GROUP_ALL_GPUS {
-            self.gpu_ids(t)
-                .into_iter()
-                .map(|id| Entity {
-                    group: abi::DCGM_FE_GPU,
-                    id,
-                })
-                .collect()
-        } else {
-            self.groups.get(&group).cloned().unwrap_or_default()
-        };
+        let members = self.members(group, t).unwrap_or_default();
         let mut incidents = Vec::new();
         for e in members.iter().filter(|e| e.group == abi::DCGM_FE_GPU) {
             if let Some(gpu) = self.sc.gpu(e.id as usize).filter(|g| g.present(t)) {
@@ -434,6 +424,25 @@ impl Engine {
         Ok(Reply::Health(health::overall(&incidents), incidents))
     }
 
+    /// The entities of a group (every GPU for `DCGM_GROUP_ALL_GPUS`).
+    fn members(&self, group: u64, t: f64) -> Result<Vec<Entity>, i32> {
+        if group != GROUP_ALL_GPUS {
+            return self
+                .groups
+                .get(&group)
+                .cloned()
+                .ok_or(abi::DCGM_ST_NOT_CONFIGURED);
+        }
+        Ok(self
+            .gpu_ids(t)
+            .into_iter()
+            .map(|id| Entity {
+                group: abi::DCGM_FE_GPU,
+                id,
+            })
+            .collect())
+    }
+
     /// The entities of a group (every GPU for `DCGM_GROUP_ALL_GPUS`) and the fields of a field
     /// group.
     fn group_pair(
@@ -442,20 +451,7 @@ impl Engine {
         field_group: u64,
         t: f64,
     ) -> Result<(Vec<Entity>, Vec<u16>), i32> {
-        let entities = if group == GROUP_ALL_GPUS {
-            self.gpu_ids(t)
-                .into_iter()
-                .map(|id| Entity {
-                    group: abi::DCGM_FE_GPU,
-                    id,
-                })
-                .collect()
-        } else {
-            self.groups
-                .get(&group)
-                .cloned()
-                .ok_or(abi::DCGM_ST_NOT_CONFIGURED)?
-        };
+        let entities = self.members(group, t)?;
         let fields = self
             .field_groups
             .get(&field_group)
