@@ -74,8 +74,8 @@ pub struct ReaderOptions {
     /// `--nvlink-links=totals`. Links are read anyway while the counters file has
     /// link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`).
     pub nvlink_links: NvlinkLinks,
-    /// Another source (DCGM) may serve the GPM fields of a GPU without GPM: leave them empty
-    /// there instead of listing them as unsupported.
+    /// Another source (DCGM) may serve the GPM fields of a GPU without GPM, and the DCGM-only
+    /// fields (health): leave them empty there instead of listing them as unsupported.
     pub gpm_elsewhere: bool,
 }
 
