@@ -62,6 +62,8 @@ CONFIG_FLAGS = {
 # every 7 nodes, so 140 nodes are 1,000 GPUs.
 DEFAULT_MIX = "hgx-h200,hgx-b200,h100-mig,hgx-h200,hgx-b200,h100-mig,a100-mig-t4"
 FLEET_DASHBOARD = "gpu-fleet.json"
+# Each engine gives up on one query after this (an error in the results, a problem for --check).
+QUERY_TIMEOUT = "60s"
 # Spot values compared between the engines at one timestamp.
 SPOT_QUERIES = [
     "count(gpu_device_up)",
@@ -223,10 +225,10 @@ def run_query(port, expr, is_range, start, end, step_s):
     if is_range:
         data, err, took = api(port, "/api/v1/query_range",
                               {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
-                               "step": f"{step_s}s"}, method="POST")
+                               "step": f"{step_s}s", "timeout": QUERY_TIMEOUT}, method="POST")
     else:
-        data, err, took = api(port, "/api/v1/query", {"query": expr, "time": f"{end:.3f}"},
-                              method="POST")
+        data, err, took = api(port, "/api/v1/query",
+                              {"query": expr, "time": f"{end:.3f}", "timeout": QUERY_TIMEOUT}, method="POST")
     if err:
         return 0, err, took
     result = data.get("result")
@@ -429,6 +431,7 @@ def run(args, config):
         res["dashboards"] = {}
         per_query = []
         for engine, port in engines:
+            log(f"{config}: {len(queries)} panel queries in {engine}")
             for dash, title, ref, expr, is_range in queries:
                 n, err, took = run_query(port, expr, is_range, start, end, step)
                 per_query.append({"engine": engine, "dashboard": dash, "panel": title, "refId": ref,
