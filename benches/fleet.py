@@ -375,10 +375,13 @@ def run(args, config):
         samples, peak = [], 0
         while True:
             now = time.time()
-            m = metrics(f.prom_port)
             rss, hwm = rss_bytes(f.prom.pid)
             peak = max(peak, hwm)
-            samples.append((now, metric_sum(m, "prometheus_tsdb_head_samples_appended_total")))
+            try:
+                m = metrics(f.prom_port)
+                samples.append((now, metric_sum(m, "prometheus_tsdb_head_samples_appended_total")))
+            except OSError as e:  # an overloaded machine: skip this sample
+                log(f"{config}: Prometheus /metrics: {e}")
             left = start + args.duration - now
             if left <= 0:
                 break
@@ -393,12 +396,15 @@ def run(args, config):
         m = metrics(f.prom_port)
         res["head_series"] = int(metric_sum(m, "prometheus_tsdb_head_series"))
         res["prometheus_rss_mib"] = round(rss_bytes(f.prom.pid)[0] / 2**20, 1)
-        res["prometheus_rss_peak_mib"] = round(peak / 2**20, 1)
+        res["prometheus_rss_peak_mib"] = round(max(peak, rss_bytes(f.prom.pid)[1]) / 2**20, 1)
+        # The share of scrapes that succeeded: below 1 when the machine cannot keep up.
+        ok = instant_values(f.prom_port, f'avg(avg_over_time(up{{job="gpu-exporter"}}[{int(end - start)}s]))', end)
+        res["scrapes_succeeded"] = round(next(iter(ok.values()), 0), 3) if isinstance(ok, dict) else ok
         # Samples per second, after the first two scrape intervals (series creation).
         steady = [s for s in samples if s[0] >= start + 2 * args.scrape_interval] or samples
         if len(steady) >= 2 and steady[-1][0] > steady[0][0]:
             res["samples_per_second"] = round((steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0]), 1)
-        res["samples_appended"] = int(samples[-1][1])
+        res["samples_appended"] = int(samples[-1][1]) if samples else None
         up = instant_values(f.prom_port, 'sum(up{job="gpu-exporter"})', end)
         res["targets_up"] = int(next(iter(up.values()), 0)) if isinstance(up, dict) else up
         if res["targets_up"] != args.nodes:
