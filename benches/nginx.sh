@@ -24,6 +24,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(c
 
 "$bin" --simulate "$scenario" -c 1000 -a 127.0.0.1:$port >"$work/exporter.log" 2>&1 &
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/ready" && break; sleep 0.1; done
+sleep 3 # a few ticks: rates and windows need two samples before every family is there
 mkdir -p "$work/www"
 curl -s "http://127.0.0.1:$port/metrics" -o "$work/www/metrics"
 curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/metrics" -o "$work/www/metrics.gz"
@@ -34,6 +35,8 @@ error_log $work/nginx-error.log;
 events { worker_connections 1024; }
 http {
   access_log off;
+  sendfile on;
+  tcp_nopush on;
   default_type text/plain;
   client_body_temp_path $work;
   proxy_temp_path $work;
