@@ -587,7 +587,93 @@ def health():
     return d
 
 
-DASHBOARDS = {"gpu-nodes.json": nodes, "gpu-kubernetes.json": kubernetes, "gpu-health.json": health}
+# ---------------------------------------------------------------------------------------
+def fleet():
+    """Per cluster and per namespace, from the `gpu-exporter.fleet` and `gpu-exporter.namespace`
+    recording rules only: no query touches a per-GPU series, so its cost does not grow with
+    the fleet (docs/sizing.md has its query time at 1,000 GPUs)."""
+    d = Dashboard(
+        "gpu-exporter-fleet",
+        "GPU fleet",
+        "Every cluster at a glance: GPUs, allocation, GPU-equivalents held while idle, and health, per "
+        "cluster and per namespace. Reads only the recording rules of alerts/gpu-exporter.rules.yaml "
+        "(groups gpu-exporter.fleet and gpu-exporter.namespace), so it stays fast on a fleet-wide "
+        "Prometheus, Thanos, Mimir or VictoriaMetrics.",
+        [datasource_var(),
+         query_var("cluster", "Cluster", "label_values(cluster:accelerator_gpus:count, cluster)",
+                   description="Optional: the `cluster` label, when your Prometheus sets one."),
+         query_var("namespace", "Namespace",
+                   'label_values(namespace:accelerator_allocated_gpus:sum{cluster=~"$cluster"}, namespace)')],
+        ["gpu", "fleet"],
+    )
+    cl = 'cluster=~"$cluster"'
+    ns = cl + ', namespace=~"$namespace"'
+    red_at_1 = {"noValue": "0", "thresholds": {"mode": "absolute", "steps": [
+        {"color": "green", "value": None}, {"color": "red", "value": 1}]}}
+    orange_at_1 = {"noValue": "0", "thresholds": {"mode": "absolute", "steps": [
+        {"color": "green", "value": None}, {"color": "orange", "value": 1}]}}
+
+    def per_cluster(rule):
+        return f"sum by (cluster) ({rule}{{{cl}}})"
+
+    d.row("Fleet now")
+    d.panel("stat", "GPUs", [f"sum(cluster:accelerator_gpus:count{{{cl}}})"], "none", w=4, h=4,
+            description="Physical GPUs the exporters report, working or not.")
+    d.panel("stat", "Nodes", [f"sum(cluster:accelerator_nodes:count{{{cl}}})"], "none", w=4, h=4)
+    d.panel("gauge", "Devices allocated",
+            [f"sum(cluster:accelerator_allocated_devices:sum{{{cl}}}) / sum(cluster:accelerator_allocatable_devices:sum{{{cl}}})"],
+            "percentunit", w=4, h=4, description="Device IDs the kubelets have allocated, of those allocatable.",
+            defaults={"min": 0, "max": 1})
+    d.panel("stat", "GPU-equivalents held but idle", [f"sum(cluster:accelerator_idle_allocated_gpus:sum{{{cl}}})"],
+            "none", w=4, h=4, description="Held by pods on devices below 5 % utilization now (MIG instances by size).",
+            defaults=orange_at_1 | {"decimals": 2})
+    d.panel("stat", "Unhealthy GPUs", [f"sum(cluster:accelerator_unhealthy_gpus:sum{{{cl}}})"], "none", w=4, h=4,
+            description="Lost by NVML, or with a critical alert firing.", defaults=red_at_1)
+    d.panel("stat", "Exporters down", [f"sum(cluster:accelerator_exporters_down:count{{{cl}}})"], "none", w=4, h=4,
+            description="Scrape targets of the GPU exporter job that Prometheus cannot reach: their GPUs are not counted above.",
+            defaults=orange_at_1)
+
+    d.row("By cluster")
+    cols = [("GPUs", "cluster:accelerator_gpus:count"), ("nodes", "cluster:accelerator_nodes:count"),
+            ("unhealthy GPUs", "cluster:accelerator_unhealthy_gpus:sum"),
+            ("devices allocatable", "cluster:accelerator_allocatable_devices:sum"),
+            ("devices allocated", "cluster:accelerator_allocated_devices:sum"),
+            ("GPU-equivalents held", "cluster:accelerator_allocated_gpus:sum"),
+            ("GPU-equivalents busy", "cluster:accelerator_busy_gpus:sum"),
+            ("held but idle", "cluster:accelerator_idle_allocated_gpus:sum")]
+    d.panel("table", "Clusters", [per_cluster(r) for _, r in cols], "none", w=24, h=8,
+            description="One row per cluster (an empty cluster when the `cluster` label is not set).",
+            transformations=merged_table([n for n, _ in cols]))
+    d.panel("timeseries", "GPU-equivalents held, busy and idle, by cluster",
+            [(per_cluster("cluster:accelerator_allocated_gpus:sum"), "{{cluster}} held"),
+             (per_cluster("cluster:accelerator_busy_gpus:sum"), "{{cluster}} busy"),
+             (per_cluster("cluster:accelerator_idle_allocated_gpus:sum"), "{{cluster}} held but idle")], "none")
+    d.panel("timeseries", "Unhealthy GPUs and exporters down, by cluster",
+            [(per_cluster("cluster:accelerator_unhealthy_gpus:sum"), "{{cluster}} unhealthy GPUs"),
+             (per_cluster("cluster:accelerator_exporters_down:count"), "{{cluster}} exporters down")], "none")
+
+    d.row("By namespace")
+    ns_cols = [("devices held", "namespace:accelerator_allocated_devices:sum"),
+               ("GPU-equivalents held", "namespace:accelerator_allocated_gpus:sum"),
+               ("GPU-equivalents busy", "namespace:accelerator_busy_gpus:sum"),
+               ("held but idle", "namespace:accelerator_idle_allocated_gpus:sum"),
+               ("held on unhealthy GPUs", "namespace:accelerator_unhealthy_gpus:sum"),
+               ("utilization", "namespace:accelerator_utilization:ratio")]
+    d.panel("table", "Namespaces", [f"sum by (cluster, namespace) ({r}{{{ns}}})" for _, r in ns_cols], "none",
+            w=24, h=10, description="Shared devices split among their holders; MIG instances weighted by size.",
+            transformations=merged_table([n for n, _ in ns_cols]),
+            overrides=unit_overrides([("utilization", "percentunit")]))
+    d.panel("timeseries", "GPU-equivalents held but idle, by namespace",
+            [(f"namespace:accelerator_idle_allocated_gpus:sum{{{ns}}}", "{{cluster}} {{namespace}}")], "none")
+    d.panel("bargauge", "GPU-hours held in the last hour, by namespace",
+            [(f"sum by (cluster, namespace) (namespace:accelerator_gpu_hours:increase1h{{{ns}}})",
+              "{{cluster}} {{namespace}}")], "h",
+            options={"displayMode": "gradient", "orientation": "horizontal"})
+    return d
+
+
+DASHBOARDS = {"gpu-nodes.json": nodes, "gpu-kubernetes.json": kubernetes, "gpu-health.json": health,
+              "gpu-fleet.json": fleet}
 
 
 def render(build):

@@ -6,7 +6,9 @@
 # tests/deploy/ helm and kubernetes-validate against the chart, tests/web_config.rs curl and
 # openssl against TLS and basic auth, tests/privileges/ setpriv, tests/landing_browser.rs
 # headless chromium against the landing page), promtool against the
-# live output of --simulate, and the container image and its DCGM variant: built from the
+# live output of --simulate, a short simulated fleet through Prometheus and VictoriaMetrics
+# (benches/fleet.sh --short --check: the same series, dashboard queries with data and spot
+# values in both), and the container image and its DCGM variant: built from the
 # Dockerfile with buildah on bases mmdebstrap bootstraps, then run and checked
 # (scripts/image.sh --dcgm, tests/image/).
 set -euo pipefail
@@ -16,6 +18,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 need_apt=()
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v victoria-metrics >/dev/null 2>&1 || need_apt+=(victoria-metrics)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
@@ -69,6 +72,11 @@ rm -f "$log"
 
 echo "==> promtool check metrics on the live output of --simulate"
 scripts/check-metrics.sh target/debug/gpu-exporter
+
+echo "==> a short fleet (3 nodes) through Prometheus and, by remote_write, VictoriaMetrics (benches/fleet.sh --short --check)"
+fleet_start=$(date +%s)
+bash benches/fleet.sh --short --check --bin target/debug/gpu-exporter
+echo "==> short fleet: checked in $(( $(date +%s) - fleet_start )) s"
 
 echo "==> the container image and its DCGM variant: built from the Dockerfile with buildah, run and checked (scripts/image.sh)"
 image_start=$(date +%s)

@@ -57,6 +57,20 @@ pub enum Value {
     /// without the split label, as dcgm-exporter writes it. Also a count since the exporter
     /// started (`DCGM_EXP_*_TOTAL`, no window): one series per label value, none when empty.
     Window(WindowCounts),
+    /// The result of each health watch of a GPU (`DCGM_EXP_GPU_HEALTH_STATUS`): one series per
+    /// watch with `health_watch` and `health_error_code` labels.
+    Health(Vec<HealthWatch>),
+}
+
+/// One health watch of one GPU, as DCGM's health check left it this tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthWatch {
+    /// The watch, as dcgm-exporter names it (`PCIE`, `MEM`, …, `ALL`).
+    pub watch: &'static str,
+    /// The `DCGM_FR_*` name of its error (`DCGM_FR_OK` when it passes).
+    pub code: Cow<'static, str>,
+    /// 0 pass, 10 warn, 20 fail (`dcgmHealthWatchResults_t`).
+    pub result: u32,
 }
 
 /// The series of one windowed count on one entity.
@@ -77,6 +91,7 @@ impl Value {
             Value::Num(v) => *v,
             Value::Xid(x) => *x as f64,
             Value::Window(w) => w.counts.iter().map(|(_, n)| *n as f64).sum(),
+            Value::Health(h) => h.iter().map(|w| f64::from(w.result)).fold(0.0, f64::max),
         }
     }
 }

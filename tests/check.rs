@@ -172,6 +172,12 @@ fn nvml_absent_fails_and_names_the_toolkit() {
     assert_eq!(code, Some(1), "{out}");
     line_with(&out, &["FAIL", "library", "/nonexistent/libnvidia-ml.so.1"]);
     line_with(&out, &["fix:", "NVIDIA runtime"]);
+    // No GPU was read, so no field can be "ok" (it used to say "ok ... served on 0/0").
+    let field_line = line_with(&out, &["DCGM_FI_DEV_GPU_TEMP"]);
+    assert!(
+        !field_line.contains("ok") && field_line.contains("not read"),
+        "{field_line}"
+    );
 }
 
 #[test]

@@ -571,3 +571,153 @@ fn a_counters_reload_makes_the_watches_again() {
     );
     assert!(!e.log().contains("DCGM is unavailable"), "{}", e.log());
 }
+
+/// A counters file with one NVML field and the health family.
+const HEALTH_CSV: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, temperature\n\
+                          DCGM_EXP_GPU_HEALTH_STATUS, gauge, health per watch\n";
+
+/// GPU `gpu`'s health series: (health_watch, health_error_code, value), in exposition order.
+fn health(text: &str, gpu: &str) -> Vec<(String, String, f64)> {
+    series(text, "DCGM_EXP_GPU_HEALTH_STATUS")
+        .into_iter()
+        .filter(|l| label(l, "gpu") == gpu)
+        .map(|l| {
+            (
+                label(l, "health_watch").to_owned(),
+                label(l, "health_error_code").to_owned(),
+                value(l),
+            )
+        })
+        .collect()
+}
+
+/// The value and code of one watch of GPU `gpu`.
+fn watch(text: &str, gpu: &str, name: &str) -> Option<(String, f64)> {
+    health(text, gpu)
+        .into_iter()
+        .find(|(w, _, _)| w == name)
+        .map(|(_, c, v)| (c, v))
+}
+
+/// Every watch of GPU `gpu` passes.
+fn all_pass(text: &str, gpu: &str) -> bool {
+    let h = health(text, gpu);
+    h.len() == 11 && h.iter().all(|(_, c, v)| c == "DCGM_FR_OK" && *v == 0.0)
+}
+
+/// DCGM's health watches on a healthy simulated A100 and L4: eleven series per GPU in
+/// dcgm-exporter's shape, all passing; a link that goes down fails NVLINK with
+/// DCGM_FR_NVLINK_DOWN and passes again when it is back; an Xid 48 (double-bit ECC) fails ALL
+/// with DCGM_FR_XID_ERROR on its GPU only.
+#[test]
+fn health_watches_pass_then_follow_the_fault_timeline() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("health.csv");
+    std::fs::write(&csv, HEALTH_CSV).unwrap();
+    let file = a100_l4_with(
+        dir.path(),
+        "[[faults]]\nat = 6\ngpu = 0\nkind = \"nvlink_down\"\nlink = 3\nuntil = 12\n\
+         [[faults]]\nat = 6\ngpu = 1\nkind = \"xid\"\nxid = 48\n",
+    );
+    let e = simulated(file.to_str().unwrap(), csv.to_str().unwrap(), &[]);
+    let healthy = e.metrics_until("health on both GPUs", |t| {
+        !health(t, "0").is_empty() && !health(t, "1").is_empty()
+    });
+    assert!(healthy.contains("gpu_exporter_dcgm_up 1"), "{healthy}");
+    for gpu in ["0", "1"] {
+        assert!(all_pass(&healthy, gpu), "{healthy}");
+        let watches: Vec<String> = health(&healthy, gpu).into_iter().map(|h| h.0).collect();
+        assert_eq!(
+            watches,
+            [
+                "PCIE", "NVLINK", "PMU", "MCU", "MEM", "SM", "INFOROM", "THERMAL", "POWER",
+                "DRIVER", "ALL"
+            ],
+            "{healthy}"
+        );
+    }
+    let line = series(&healthy, "DCGM_EXP_GPU_HEALTH_STATUS")[0];
+    assert!(
+        line.contains("UUID=\"GPU-") && line.contains("modelName="),
+        "{line}"
+    );
+    assert!(
+        healthy.contains("# TYPE DCGM_EXP_GPU_HEALTH_STATUS gauge"),
+        "{healthy}"
+    );
+
+    let down = e.metrics_until("NVLINK failing on GPU 0", |t| {
+        watch(t, "0", "NVLINK").is_some_and(|(_, v)| v == 20.0)
+    });
+    assert_eq!(
+        watch(&down, "0", "NVLINK"),
+        Some(("DCGM_FR_NVLINK_DOWN".to_owned(), 20.0))
+    );
+    assert_eq!(
+        watch(&down, "0", "MEM"),
+        Some(("DCGM_FR_OK".to_owned(), 0.0))
+    );
+    let xid = e.metrics_until("ALL failing on GPU 1", |t| {
+        watch(t, "1", "ALL").is_some_and(|(_, v)| v == 20.0)
+    });
+    assert_eq!(
+        watch(&xid, "1", "ALL"),
+        Some(("DCGM_FR_XID_ERROR".to_owned(), 20.0))
+    );
+    assert_eq!(
+        watch(&xid, "0", "ALL"),
+        Some(("DCGM_FR_OK".to_owned(), 0.0))
+    );
+    e.metrics_until("GPU 0 passing again once the link is back", |t| {
+        all_pass(t, "0")
+    });
+}
+
+/// No DCGM, no health series: with `--dcgm-mode off` (and no `gpu_exporter_dcgm_up`), with
+/// a library that cannot be loaded (`gpu_exporter_dcgm_up 0`), and from a remote hostengine
+/// that goes away (the series go, `gpu_exporter_dcgm_up 0`), while NVML's series go on.
+#[test]
+fn health_series_are_absent_without_dcgm() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("health.csv");
+    std::fs::write(&csv, HEALTH_CSV).unwrap();
+    let csv = csv.to_str().unwrap();
+    let temp = |t: &str| at(t, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some();
+    let off = simulated("a100-l4", csv, &["--dcgm-mode", "off"]);
+    let text = off.metrics_until("two ticks", |t| {
+        temp(t) && !t.contains("gpu_exporter_samples_total 1\n")
+    });
+    assert!(!text.contains("DCGM_EXP_GPU_HEALTH_STATUS{"), "{text}");
+    assert!(!text.contains("gpu_exporter_dcgm_up"), "{text}");
+    drop(off);
+
+    let missing = "/nonexistent/dcgm/libdcgm.so.4";
+    let nolib = simulated(
+        "a100-l4",
+        csv,
+        &["--dcgm-mode", "embedded", "--dcgm-lib", missing],
+    );
+    let text = nolib.metrics_until("DCGM down", |t| {
+        temp(t) && t.contains("gpu_exporter_dcgm_up 0")
+    });
+    assert!(!text.contains("DCGM_EXP_GPU_HEALTH_STATUS{"), "{text}");
+    drop(nolib);
+
+    let sock = dir.path().join("he.sock");
+    let mut he = hostengine("a100-l4", &sock);
+    let e = simulated(
+        "a100-l4",
+        csv,
+        &["-r", &format!("unix://{}", sock.display())],
+    );
+    let text = e.metrics_until("remote health", |t| all_pass(t, "0") && all_pass(t, "1"));
+    assert!(text.contains("gpu_exporter_dcgm_up 1"), "{text}");
+    he.kill().unwrap();
+    he.wait().unwrap();
+    let gone = e.metrics_until("health gone with the hostengine", |t| {
+        t.contains("gpu_exporter_dcgm_up 0")
+    });
+    assert!(temp(&gone), "{gone}");
+    assert!(!gone.contains("DCGM_EXP_GPU_HEALTH_STATUS{"), "{gone}");
+}

@@ -383,6 +383,7 @@ fn goes_down(field: &FieldDef) -> Option<&'static str> {
         Source::GpuTemperature | Source::TempThreshold(_) => "a temperature",
         Source::PowerUsage | Source::PowerLimit | Source::PowerMgmtLimit => "a power reading",
         Source::Window(_) => "a count over a sliding window",
+        Source::DcgmHealth => "a health-check result",
         Source::Xid => "the code of the last Xid error",
         Source::ClockEventReasons => "a bitmask",
         _ => match field.unit {

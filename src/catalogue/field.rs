@@ -241,6 +241,9 @@ pub enum Source {
     /// A count since the exporter started (`DCGM_EXP_*_TOTAL`), one series per Xid code or
     /// clock-event reason; clock events are counted on each reason's inactive → active edge.
     Total(WindowKind),
+    /// DCGM's health watches (`dcgmHealthCheck`), one series per watch
+    /// (`DCGM_EXP_GPU_HEALTH_STATUS`): served by the DCGM client only, never by NVML.
+    DcgmHealth,
     /// Known to DCGM but not readable through NVML on this build; the reason is logged once.
     Unavailable(&'static str),
 }

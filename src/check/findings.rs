@@ -132,6 +132,12 @@ pub fn from_snapshot(
                 ),
                 Some("the exporter's log names each error; report it with --hardware-report"),
             )
+        } else if entities == 0 {
+            (
+                Severity::Info,
+                "not read: no GPU or MIG instance was sampled (see the nvml rows)".to_owned(),
+                None,
+            )
         } else if entities > 0 && served == 0 && !unsupported.is_empty() {
             (
                 Severity::Info,

@@ -21,6 +21,7 @@ use super::library::{self, Api, LibraryError};
 use super::options::{DcgmOptions, Mode, Target, Wanted};
 use super::session::{self, GpuGroups, Session};
 use crate::base::backoff::Backoff;
+use crate::snapshot::HealthWatch;
 
 /// Reconnecting waits 1 s, 2 s, 4 s, … up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -36,6 +37,8 @@ pub struct Outcome {
     pub up: bool,
     /// Values by (entity, field id), in DCGM's units.
     pub values: HashMap<(Target, u16), f64>,
+    /// Each GPU's health watches by UUID, when asked for and DCGM answered.
+    pub health: HashMap<String, Vec<HealthWatch>>,
     /// Why DCGM gave nothing, when it did not answer.
     pub why: Option<String>,
 }
@@ -190,14 +193,13 @@ impl Client {
             {
                 return Outcome {
                     up: self.up.unwrap_or(false),
-                    values: HashMap::new(),
                     why: Some(why),
+                    ..Outcome::default()
                 };
             }
             Err(why) => Outcome {
-                up: false,
-                values: HashMap::new(),
                 why: Some(why),
+                ..Outcome::default()
             },
         };
         self.note_state(&out);
@@ -345,9 +347,8 @@ impl Worker {
     fn down(why: String) -> Answer {
         Answer::Tick(
             Outcome {
-                up: false,
-                values: HashMap::new(),
                 why: Some(why),
+                ..Outcome::default()
             },
             Vec::new(),
         )
@@ -406,11 +407,22 @@ impl Worker {
         let Some(s) = self.session.as_mut() else {
             return Self::down("not connected".into());
         };
-        match s.read(wanted, self.opts.max_keep_age, self.opts.max_keep_samples) {
-            Ok(r) => Answer::Tick(
+        let read = s
+            .read(wanted, self.opts.max_keep_age, self.opts.max_keep_samples)
+            .and_then(|r| {
+                let health = if wanted.health {
+                    s.health()?
+                } else {
+                    HashMap::new()
+                };
+                Ok((r, health))
+            });
+        match read {
+            Ok((r, health)) => Answer::Tick(
                 Outcome {
                     up: true,
                     values: r.values,
+                    health,
                     why: None,
                 },
                 r.refused,
@@ -425,8 +437,8 @@ impl Worker {
             Err(e) => Answer::Tick(
                 Outcome {
                     up: true,
-                    values: HashMap::new(),
                     why: Some(e.to_string()),
+                    ..Outcome::default()
                 },
                 Vec::new(),
             ),

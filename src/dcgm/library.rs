@@ -101,6 +101,8 @@ pub struct Api {
     pub latest: sig::dcgmEntitiesGetLatestValues,
     pub metric_groups: sig::dcgmProfGetSupportedMetricGroups,
     pub error_string: sig::dcgmErrorString,
+    pub health_set: sig::dcgmHealthSet,
+    pub health_check: sig::dcgmHealthCheck,
     /// The version the library reports (`4.2.3`).
     pub version: String,
     /// Where it was loaded from, as messages name it.
@@ -216,6 +218,8 @@ pub fn load(lib: Option<&Path>) -> Result<&'static Api, LibraryError> {
         latest: get!("dcgmEntitiesGetLatestValues"),
         metric_groups: get!("dcgmProfGetSupportedMetricGroups"),
         error_string: get!("dcgmErrorString"),
+        health_set: get!("dcgmHealthSet"),
+        health_check: get!("dcgmHealthCheck"),
         version,
         place,
     };

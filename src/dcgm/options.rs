@@ -166,6 +166,8 @@ pub struct Wanted {
     pub targets: Vec<Target>,
     /// The DCGM field ids with each one's collection interval, sorted by id.
     pub fields: Vec<(u16, Duration)>,
+    /// Each GPU's health check (`DCGM_EXP_GPU_HEALTH_STATUS` is in the counters).
+    pub health: bool,
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Which rows and entities DCGM serves, and the merge of its values into the tick's entities:
-//! NVML first, DCGM only for the empty profiling rows of GPUs without GPM.
+//! NVML first, DCGM only for the empty profiling rows of GPUs without GPM, and for the
+//! health rows (DCGM's alone).
 //!
 //! Pure functions on the snapshot's entities; it must not call DCGM or log.
 
@@ -10,7 +11,7 @@ use super::options::{Target, Wanted};
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{FieldDef, Level, Source};
 use crate::gpu::plan::Collections;
-use crate::snapshot::{EntitySample, Value};
+use crate::snapshot::{EntitySample, HealthWatch, Value};
 
 /// Whether DCGM may serve this field in place of NVML: a GPM (profiling) field per entity
 /// whose DCGM value is already in the exposition's unit (a ratio, or bytes per second).
@@ -70,7 +71,36 @@ pub fn wanted(
     if targets.is_empty() {
         fields.clear();
     }
-    Wanted { targets, fields }
+    let health = rows.iter().any(|r| r.field.source == Source::DcgmHealth);
+    Wanted {
+        targets,
+        fields,
+        health,
+    }
+}
+
+/// Puts each GPU's health watches into its `DCGM_EXP_GPU_HEALTH_STATUS` rows: on the physical
+/// GPU's entity only (not its MIG instances), as dcgm-exporter labels them.
+pub fn merge_health(
+    entities: &mut [EntitySample],
+    rows: &[&CounterRow],
+    health: &HashMap<String, Vec<HealthWatch>>,
+) {
+    if health.is_empty() {
+        return;
+    }
+    for e in entities.iter_mut().filter(|e| e.id.mig.is_none()) {
+        let Some(watches) = health.get(&e.id.uuid) else {
+            continue;
+        };
+        for (slot, row) in rows.iter().enumerate() {
+            if row.field.source == Source::DcgmHealth
+                && let Some(dst) = e.values.get_mut(slot)
+            {
+                *dst = Some(Value::Health(watches.clone()));
+            }
+        }
+    }
 }
 
 /// Fills the empty DCGM-servable rows of the entities DCGM serves (those of `no_gpm` GPUs) with this tick's DCGM

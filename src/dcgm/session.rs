@@ -20,6 +20,7 @@ use dcgm_abi::{
 };
 
 use super::groups::{MetricGroup, resolve};
+use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
 
@@ -76,6 +77,8 @@ pub struct Session {
     embedded: bool,
     gpus: HashMap<String, Gpu>,
     watches: Option<Watches>,
+    /// The health watches' group, once asked for.
+    health: Option<HealthGroup>,
 }
 
 /// What a tick read: values by (entity, field), and the fields refused per entity.
@@ -152,6 +155,7 @@ impl Session {
             embedded,
             gpus: HashMap::new(),
             watches: None,
+            health: None,
         };
         s.discover()?;
         Ok(s)
@@ -500,9 +504,30 @@ impl Session {
         Ok(out)
     }
 
+    /// This tick's health check of every GPU (the health group made on the first call).
+    pub fn health(&mut self) -> Result<GpuHealth, SessionError> {
+        let api = self.api;
+        let failed = |(name, rc)| call(api, name, rc).err();
+        if self.health.is_none() {
+            let gpus = self.gpus.iter().map(|(u, g)| (g.id, u.clone())).collect();
+            match HealthGroup::make(api, self.handle, gpus) {
+                Ok(g) => self.health = Some(g),
+                Err(f) => return failed(f).map_or(Ok(GpuHealth::new()), Err),
+            }
+        }
+        match self.health.as_mut().map(|g| g.check(api, self.handle)) {
+            Some(Ok(h)) => Ok(h),
+            Some(Err(f)) => failed(f).map_or(Ok(GpuHealth::new()), Err),
+            None => Ok(GpuHealth::new()),
+        }
+    }
+
     /// Ends the session: stops the embedded hostengine or disconnects.
     pub fn close(mut self) {
         self.drop_watches();
+        if let Some(g) = self.health.take() {
+            g.destroy(self.api, self.handle);
+        }
         // SAFETY: the handle this session holds; nothing uses it afterwards.
         unsafe {
             if self.embedded {

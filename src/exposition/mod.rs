@@ -120,6 +120,18 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
                     },
                     *code as f64,
                 ),
+                Value::Health(watches) => {
+                    for w in watches {
+                        series(
+                            &mut out,
+                            &|out, first| {
+                                write_label(out, first, "health_watch", w.watch);
+                                write_label(out, first, "health_error_code", &w.code);
+                            },
+                            f64::from(w.result),
+                        );
+                    }
+                }
                 Value::Window(w) => {
                     let window = w.window_ms.map(|ms| ms.to_string());
                     if let (true, Some(window)) = (w.counts.is_empty(), &window) {

@@ -4,7 +4,7 @@
 //! [`Snapshot`], joins the attribution sources' latest state onto it, applies a changed
 //! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. With a DCGM
 //! client ([`Sampler::with_dcgm`]) it asks DCGM for the profiling rows NVML left empty on GPUs
-//! without GPM, waiting at most the client's deadline. Its thread is the
+//! without GPM and for the health checks, waiting at most the client's deadline. Its thread is the
 //! only one that reads NVML values after start-up; the Xid thread (`gpu::xid`) also calls NVML,
 //! only to wait for events. While NVML cannot be loaded it keeps publishing the self-metrics
 //! and retries with exponential backoff. It must not serve HTTP or wait on a scrape, and it
@@ -217,8 +217,9 @@ impl Sampler {
 }
 
 impl Sampler {
-    /// Asks DCGM for this tick's values of the entities of GPUs without GPM and fills them in
-    /// (waiting at most the DCGM deadline); `None` without DCGM, else whether it answered.
+    /// Asks DCGM for this tick's values of the entities of GPUs without GPM and each GPU's
+    /// health checks, and fills them in (waiting at most the DCGM deadline); `None` without
+    /// DCGM, else whether it answered.
     fn dcgm_values(
         &mut self,
         snap: &mut Snapshot,
@@ -229,6 +230,7 @@ impl Sampler {
         let wanted = dcgm::wanted(&snap.entities, &rows, no_gpm, &self.options.collections);
         let out = client.tick(&wanted);
         dcgm::merge(&mut snap.entities, &rows, &out.values, no_gpm);
+        dcgm::merge_health(&mut snap.entities, &rows, &out.health);
         Some(out.up)
     }
 

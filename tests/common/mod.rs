@@ -74,7 +74,10 @@ impl SimNode {
         let sim_clock = self.sim.clock().expect("sim clock");
         options.clock = Arc::new(move || epoch + sim_clock());
         // Scenario time jumps between ticks: each tick must see the events up to its time.
+        // The simulator's event wait blocks for its whole timeout, as NVML's does, and a
+        // flush waits for up to two of them: a short one keeps synced ticks quick.
         options.xid_sync = true;
+        options.xid_poll = std::time::Duration::from_millis(10);
         Sampler::with_options(
             Box::new(move || gpu_exporter::gpu::open(Some(&path))),
             counters,

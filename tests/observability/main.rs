@@ -7,6 +7,9 @@
 //! - `dashboards_are_import_ready`: every dashboard imports into any Grafana (uid, title,
 //!   schema version, a `datasource` variable and no hard-coded datasource, well-formed panels
 //!   and targets, only known `$variables`).
+//! - `fleet_dashboard_reads_recording_rules_only`: every series the fleet overview
+//!   (`dashboards/gpu-fleet.json`) selects, in panels and variables, is a recording rule
+//!   (`fleet`); that it has data is checked with the others against Prometheus below.
 //! - `rules_are_complete`: severities, annotations, runbook links that resolve to a heading of
 //!   the runbook, unique names; the PrometheusRule file is exactly the one generated from the
 //!   plain file (`UPDATE_GOLDEN=1` rewrites it).
@@ -26,7 +29,7 @@
 //!   through the `ureq` crate.
 //!
 //! The tests are here; what they use is split by subject: `files` (where the artefacts are),
-//! `dashboards`, `rules`, `promtool`, `prometheus` (the real server and the exporters it
+//! `dashboards`, `fleet` (the fleet overview), `rules`, `promtool`, `prometheus` (the real server and the exporters it
 //! scrapes) and `placement` (which alerts fire where). Helpers shared with the other test
 //! crates are in `tests/common`.
 //!
@@ -45,6 +48,7 @@
 mod common;
 mod dashboards;
 mod files;
+mod fleet;
 mod migration;
 mod placement;
 mod prometheus;
@@ -53,6 +57,7 @@ mod rules;
 
 use dashboards::*;
 use files::*;
+use fleet::*;
 use migration::*;
 use placement::*;
 use prometheus::*;
@@ -131,6 +136,12 @@ fn dashboards_are_import_ready() {
 }
 
 #[test]
+fn fleet_dashboard_reads_recording_rules_only() {
+    let l = layout();
+    check_fleet_dashboard(&l.dashboards, &l.alerts);
+}
+
+#[test]
 fn rules_are_complete() {
     check_rules(&layout().alerts);
 }
@@ -169,6 +180,12 @@ fn helpers_parse_what_the_checks_rely_on() {
     assert_eq!(
         substitute(r#"x{g=~"$gpu"}[$__interval] "$1" $other ${gpu}"#, &subst),
         r#"x{g=~".*"}[15s] "$1" $other .*"#
+    );
+    assert_eq!(
+        selected_series(
+            r#"sum by (cluster) (a:b:c{x=~"y{z}"}) / on (cluster) group_left () rate(up[5m]) > bool 1e-12"#
+        ),
+        ["a:b:c", "up"].iter().map(|s| (*s).to_owned()).collect()
     );
     assert_eq!(
         github_anchor("GpuXid — fatal Xid (48, 79)"),

@@ -2,7 +2,7 @@
 //! simulated `libdcgm` (`crates/dcgm-sim`) both use: the versioned structs, laid out byte for
 //! byte as DCGM's public headers (`dcgm_structs.h`, `dcgm_fields.h`, `dcgm_agent.h`) lay them
 //! out on 64-bit Linux, their version words, the return codes, entity groups, field types,
-//! blank sentinels and the function signatures.
+//! blank sentinels and the function signatures; the health watches' part is in [`health`].
 //!
 //! Written from the headers' published layout (sizes and offsets checked in the tests below
 //! against the figures a C compiler gives for DCGM 4.x's headers), not copied from them. This
@@ -11,6 +11,9 @@
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
 
 use std::ffi::{c_char, c_int, c_longlong, c_uint, c_ushort};
+
+pub mod health;
+pub use health::*;
 
 /// A connection (or embedded host engine) handle.
 pub type dcgmHandle_t = usize;
@@ -478,6 +481,26 @@ pub mod sig {
     pub type dcgmProfGetSupportedMetricGroups =
         unsafe extern "C" fn(dcgmHandle_t, *mut dcgmProfGetMetricGroups_v3) -> dcgmReturn_t;
     pub type dcgmErrorString = unsafe extern "C" fn(dcgmReturn_t) -> *const c_char;
+    /// (handle, group, `dcgmHealthSystems_t` mask).
+    pub type dcgmHealthSet =
+        unsafe extern "C" fn(dcgmHandle_t, dcgmGpuGrp_t, c_uint) -> dcgmReturn_t;
+    /// (handle, group, systems out).
+    pub type dcgmHealthGet =
+        unsafe extern "C" fn(dcgmHandle_t, dcgmGpuGrp_t, *mut c_uint) -> dcgmReturn_t;
+    /// (handle, group, response with its version word set).
+    pub type dcgmHealthCheck = unsafe extern "C" fn(
+        dcgmHandle_t,
+        dcgmGpuGrp_t,
+        *mut health::dcgmHealthResponse_v5,
+    ) -> dcgmReturn_t;
+    /// (handle, entity group, ids out, capacity in / count out, flags).
+    pub type dcgmGetEntityGroupEntities = unsafe extern "C" fn(
+        dcgmHandle_t,
+        dcgm_field_entity_group_t,
+        *mut dcgm_field_eid_t,
+        *mut c_int,
+        c_uint,
+    ) -> dcgmReturn_t;
 }
 
 #[cfg(test)]

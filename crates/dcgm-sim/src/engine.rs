@@ -19,6 +19,7 @@ use nvml_sim::physics;
 use nvml_sim::scenario::{DcgmFault, DcgmFaultKind, Gpu, Scenario};
 use nvml_sim::sim::Clock;
 
+use crate::health;
 use crate::prof::{self, ProfValue};
 use crate::proto::{Attributes, Entity, MigEntry, Reply, Request, Response, Val, Value};
 
@@ -60,6 +61,8 @@ pub struct Engine {
     groups: BTreeMap<u64, Vec<Entity>>,
     field_groups: BTreeMap<u64, Vec<u16>>,
     watches: BTreeMap<(Entity, u16), Watch>,
+    /// Health watches per group (`dcgmHealthSet`'s mask).
+    health: BTreeMap<u64, u32>,
     next_id: u64,
 }
 
@@ -90,6 +93,7 @@ impl Engine {
             groups: BTreeMap::new(),
             field_groups: BTreeMap::new(),
             watches: BTreeMap::new(),
+            health: BTreeMap::new(),
             next_id: 1,
         }
     }
@@ -324,11 +328,13 @@ impl Engine {
                 }
                 Ok(Reply::Done)
             }
-            Request::GroupDestroy { group } => self
-                .groups
-                .remove(&group)
-                .map(|_| Reply::Done)
-                .ok_or(abi::DCGM_ST_NOT_CONFIGURED),
+            Request::GroupDestroy { group } => {
+                self.health.remove(&group);
+                self.groups
+                    .remove(&group)
+                    .map(|_| Reply::Done)
+                    .ok_or(abi::DCGM_ST_NOT_CONFIGURED)
+            }
             Request::FieldGroupCreate { fields, .. } => {
                 if fields.is_empty()
                     || fields.len() > abi::DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP
@@ -390,7 +396,51 @@ impl Engine {
                 }
                 Ok(Reply::MetricGroups(groups))
             }
+            Request::HealthSet { group, systems } => {
+                if group != GROUP_ALL_GPUS && !self.groups.contains_key(&group) {
+                    return Err(abi::DCGM_ST_NOT_CONFIGURED);
+                }
+                self.health.insert(group, systems);
+                Ok(Reply::Done)
+            }
+            Request::HealthGet { group } => Ok(Reply::Systems(
+                self.health.get(&group).copied().unwrap_or(0),
+            )),
+            Request::HealthCheck { group } => self.health_check(group, t),
         }
+    }
+
+    /// `dcgmHealthCheck` on a group: the incidents of its GPUs for the systems it watches.
+    fn health_check(&self, group: u64, t: f64) -> Response {
+        let systems = *self.health.get(&group).ok_or(abi::DCGM_ST_NOT_CONFIGURED)?;
+        let members = self.members(group, t).unwrap_or_default();
+        let mut incidents = Vec::new();
+        for e in members.iter().filter(|e| e.group == abi::DCGM_FE_GPU) {
+            if let Some(gpu) = self.sc.gpu(e.id as usize).filter(|g| g.present(t)) {
+                incidents.extend(health::incidents(&self.sc, gpu, systems, t));
+            }
+        }
+        incidents.truncate(abi::DCGM_GROUP_MAX_ENTITIES_V2);
+        Ok(Reply::Health(health::overall(&incidents), incidents))
+    }
+
+    /// The entities of a group (every GPU for `DCGM_GROUP_ALL_GPUS`).
+    fn members(&self, group: u64, t: f64) -> Result<Vec<Entity>, i32> {
+        if group != GROUP_ALL_GPUS {
+            return self
+                .groups
+                .get(&group)
+                .cloned()
+                .ok_or(abi::DCGM_ST_NOT_CONFIGURED);
+        }
+        Ok(self
+            .gpu_ids(t)
+            .into_iter()
+            .map(|id| Entity {
+                group: abi::DCGM_FE_GPU,
+                id,
+            })
+            .collect())
     }
 
     /// The entities of a group (every GPU for `DCGM_GROUP_ALL_GPUS`) and the fields of a field
@@ -401,20 +451,7 @@ impl Engine {
         field_group: u64,
         t: f64,
     ) -> Result<(Vec<Entity>, Vec<u16>), i32> {
-        let entities = if group == GROUP_ALL_GPUS {
-            self.gpu_ids(t)
-                .into_iter()
-                .map(|id| Entity {
-                    group: abi::DCGM_FE_GPU,
-                    id,
-                })
-                .collect()
-        } else {
-            self.groups
-                .get(&group)
-                .cloned()
-                .ok_or(abi::DCGM_ST_NOT_CONFIGURED)?
-        };
+        let entities = self.members(group, t)?;
         let fields = self
             .field_groups
             .get(&field_group)

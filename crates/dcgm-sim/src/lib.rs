@@ -8,6 +8,7 @@
 //! Layout, one concern per module:
 //! - `prof`: profiling metric groups per architecture and profiling values.
 //! - `engine`: the host engine's state and DCGM's semantics of every call.
+//! - `health`: what the health watches report for a GPU from the fault timeline.
 //! - `proto`: the request/response messages and their framing.
 //! - `remote`: the client side of a host-engine connection.
 //! - `server`: the host engine's side (the `dcgm-sim-hostengine` binary runs it).
@@ -20,6 +21,7 @@
 pub mod engine;
 pub mod ffi;
 pub mod global;
+pub mod health;
 pub mod prof;
 pub mod proto;
 pub mod remote;

@@ -66,6 +66,27 @@ pub enum Request {
     MetricGroups {
         gpu: u32,
     },
+    /// `dcgmHealthSet`: the `dcgmHealthSystems_t` mask a group watches.
+    HealthSet {
+        group: u64,
+        systems: u32,
+    },
+    HealthGet {
+        group: u64,
+    },
+    HealthCheck {
+        group: u64,
+    },
+}
+
+/// One health incident (`dcgmIncidentInfo_t`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Incident {
+    pub system: u32,
+    pub health: u32,
+    pub code: u32,
+    pub message: String,
+    pub entity: Entity,
 }
 
 /// What a GPU's attributes carry.
@@ -133,6 +154,10 @@ pub enum Reply {
     Id(u64),
     Values(Vec<Value>),
     MetricGroups(Vec<crate::prof::MetricGroup>),
+    /// `dcgmHealthGet`'s mask.
+    Systems(u32),
+    /// `dcgmHealthCheck`: the overall result and the incidents.
+    Health(u32, Vec<Incident>),
 }
 
 /// The answer to a request: a reply or a `DCGM_ST_*` code.

@@ -1,11 +1,14 @@
 //! The process-wide simulator state behind one mutex: the configured machine, the NVML
-//! init/shutdown reference count, the frozen clock setting and the last configuration error.
+//! init/shutdown reference count, the frozen clock setting and the last configuration error;
+//! and the bell (a condition variable on that mutex) that an event wait sleeps on, rung by
+//! every change that can make an event due (configuration, time set, shutdown).
 //!
 //! Only the `ffi` layer calls into this module. A poisoned mutex is recovered (the state is
 //! plain data), so a panic in one call can never wedge later ones.
 
 use std::ffi::{CStr, CString};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use nvml_wrapper_sys::bindings::nvmlReturn_t;
 
@@ -37,6 +40,11 @@ static GLOBAL: Mutex<Global> = Mutex::new(Global {
     last_error: None,
     id_floor: 0,
 });
+
+/// Rung (notify_all) on every change that can make an event due or end a wait: a new machine,
+/// a time set, a shutdown. Waits are on GLOBAL's guard, so a ring is never missed between the
+/// waiter's check and its sleep.
+static BELL: Condvar = Condvar::new();
 
 fn lock() -> MutexGuard<'static, Global> {
     GLOBAL
@@ -70,6 +78,7 @@ fn install(
             g.id_floor = floor;
             g.sim = Some(sim);
             g.last_error = None;
+            BELL.notify_all();
             Ok(())
         }
         Err(e) => {
@@ -152,6 +161,7 @@ pub fn shutdown() -> nvmlReturn_t {
         return ret::UNINITIALIZED;
     }
     g.init_count -= 1;
+    BELL.notify_all();
     ret::SUCCESS
 }
 
@@ -173,6 +183,36 @@ pub fn set_time(t: Option<f64>) {
     g.frozen = t;
     if let Some(sim) = g.sim.as_mut() {
         sim.clock.set(t);
+    }
+    BELL.notify_all();
+}
+
+/// `nvmlEventSetWait_v2`: the set's next due event, waiting up to `timeout` for one. The wait
+/// blocks (no polling): it sleeps until the set's next event on the timeline falls due (real
+/// time only; a frozen clock moves only by `set_time`), the bell rings, or the timeout ends.
+pub fn wait_event(set: u64, timeout: Duration) -> Result<Option<scenario::Event>, nvmlReturn_t> {
+    let deadline = Instant::now() + timeout;
+    let mut g = lock();
+    loop {
+        if g.init_count == 0 {
+            return Err(ret::UNINITIALIZED);
+        }
+        let sim = g.sim.as_mut().ok_or(ret::UNINITIALIZED)?;
+        let t = sim.now();
+        if let Some(e) = sim.next_event(set, t)? {
+            return Ok(Some(e));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        let until_due = match (sim.clock.frozen(), sim.next_due_after(set, t)?) {
+            (None, Some(due)) => Duration::from_secs_f64((due - t).max(0.0)),
+            _ => left,
+        };
+        g = BELL
+            .wait_timeout(g, left.min(until_due))
+            .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
     }
 }
 

@@ -562,9 +562,7 @@ pub static EXPORTER_4_8: &[FieldDef] = &[
         "DCGM_EXP_GPU_HEALTH_STATUS",
         9003,
         "enum",
-        Source::Unavailable(
-            "GPU health checks are a DCGM host-engine feature that NVML does not offer",
-        ),
+        Source::DcgmHealth,
         "Result of DCGM's health checks per subsystem (0 pass, 10 warn, 20 fail).",
     ),
     dev(

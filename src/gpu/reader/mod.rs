@@ -160,7 +160,7 @@ impl Reader {
         let changed = w.watch(gpus);
         if changed || self.opts.xid_sync {
             let started = Instant::now();
-            if !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(100)) {
+            if !w.flush(self.opts.xid_poll * 5 + Duration::from_millis(500)) {
                 *self
                     .book
                     .errors

@@ -71,8 +71,8 @@ pub struct ReaderOptions {
     /// Per-field read intervals (`--config-file` collections): a field whose interval is
     /// longer than the tick keeps its last reading until the interval has passed.
     pub collections: Arc<Collections>,
-    /// Another source (DCGM) may serve the GPM fields of a GPU without GPM: leave them empty
-    /// there instead of listing them as unsupported.
+    /// Another source (DCGM) may serve the GPM fields of a GPU without GPM, and the DCGM-only
+    /// fields (health): leave them empty there instead of listing them as unsupported.
     pub gpm_elsewhere: bool,
 }
 

@@ -433,6 +433,13 @@ pub(super) fn read_value(
         }
         // Served per link from the interconnect read, never per entity.
         Source::Link(_) => Ok(None),
+        // Filled in by the DCGM client when there is one.
+        Source::DcgmHealth if ctx.opts.gpm_elsewhere => Ok(None),
+        Source::DcgmHealth => Err(NvmlError::FailedToLoadSymbol(
+            "GPU health checks come from DCGM's health watches, and DCGM is off or its \
+             library cannot be used (--dcgm-mode, --dcgm-lib)"
+                .into(),
+        )),
         Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
     }
 }

@@ -1,6 +1,6 @@
 //! The C ABI of the simulated `libdcgm.so.4`: DCGM 4.x's functions with DCGM's names and
-//! signatures (`dcgm_abi::sig`) in `api`, and the simulator's own control functions
-//! (`dcgmSim*`) in `control`.
+//! signatures (`dcgm_abi::sig`) in `api` (the health watches in `health`), and the
+//! simulator's own control functions (`dcgmSim*`) in `control`.
 //!
 //! This layer only checks pointers and version words, turns arguments into a
 //! [`crate::proto::Request`], runs it on the handle (`global::call`) and copies the answer
@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod control;
+pub mod health;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -76,5 +77,8 @@ mod tests {
         let _: sig::dcgmProfGetSupportedMetricGroups = dcgmProfGetSupportedMetricGroups;
         let _: sig::dcgmErrorString = dcgmErrorString;
         let _: sig::dcgmErrorString = errorString;
+        let _: sig::dcgmHealthSet = super::health::dcgmHealthSet;
+        let _: sig::dcgmHealthGet = super::health::dcgmHealthGet;
+        let _: sig::dcgmHealthCheck = super::health::dcgmHealthCheck;
     }
 }

@@ -1,7 +1,8 @@
 //! Event entry points: event sets, supported types, registration and waiting. Events come
 //! from the scenario timeline (Xid faults, GPU-lost Xid 79, ECC faults); a set gets a GPU's
 //! events from the scenario time of its registration on; a wait returns the next event due
-//! that the set has not delivered yet, or sleeps up to 20 ms and times out.
+//! that the set has not delivered yet; with none due it blocks (in `state::wait_event`) until
+//! one falls due, the simulator is reconfigured or its time set, or the timeout ends.
 
 use std::os::raw::{c_uint, c_ulonglong};
 use std::time::Duration;
@@ -13,9 +14,6 @@ use crate::handle;
 use crate::ret;
 use crate::sim::Dev;
 use crate::state;
-
-/// Longest a wait without a due event sleeps, ms.
-pub const MAX_WAIT_MS: c_uint = 20;
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlEventSetCreate(set: *mut nvmlEventSet_t) -> nvmlReturn_t {
@@ -69,29 +67,25 @@ pub unsafe extern "C" fn nvmlEventSetWait_v2(
     timeoutms: c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        let found = state::with_sim(|sim| {
-            let o = unsafe { out(data) }?;
-            let id = handle::to_event_set(set).ok_or(ret::INVALID_ARGUMENT)?;
-            let t = sim.now();
-            let Some(e) = sim.next_event(id, t)? else {
-                return Ok(false);
-            };
-            *o = nvmlEventData_t {
-                device: handle::device(Dev::Gpu(e.gpu)),
-                eventType: e.event_type,
-                eventData: e.data,
-                gpuInstanceId: e.gi,
-                computeInstanceId: e.ci,
-            };
-            Ok(true)
-        });
-        match found {
-            Ok(true) => ret::SUCCESS,
-            Ok(false) => {
-                // Sleep outside the lock so other threads keep sampling.
-                std::thread::sleep(Duration::from_millis(u64::from(timeoutms.min(MAX_WAIT_MS))));
-                ret::TIMEOUT
+        let o = match unsafe { out(data) } {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
+        let Some(id) = handle::to_event_set(set) else {
+            return ret::INVALID_ARGUMENT;
+        };
+        match state::wait_event(id, Duration::from_millis(u64::from(timeoutms))) {
+            Ok(Some(e)) => {
+                *o = nvmlEventData_t {
+                    device: handle::device(Dev::Gpu(e.gpu)),
+                    eventType: e.event_type,
+                    eventData: e.data,
+                    gpuInstanceId: e.gi,
+                    computeInstanceId: e.ci,
+                };
+                ret::SUCCESS
             }
+            Ok(None) => ret::TIMEOUT,
             Err(code) => code,
         }
     })

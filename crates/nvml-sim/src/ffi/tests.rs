@@ -392,9 +392,33 @@ fn events_through_the_abi() {
             0
         );
         let mut data: nvmlEventData_t = std::mem::zeroed();
+        // With nothing due the wait blocks for its whole timeout (it used to poll: return
+        // TIMEOUT after at most 20 ms, so a caller's loop spun 50 times a second).
         let started = std::time::Instant::now();
-        assert_eq!(nvmlEventSetWait_v2(set, &mut data, 1000), ret::TIMEOUT);
-        assert!(started.elapsed() < std::time::Duration::from_millis(500));
+        assert_eq!(nvmlEventSetWait_v2(set, &mut data, 300), ret::TIMEOUT);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+        // A waiter blocked for 20 s wakes as soon as time is set past the Xid (at 40 s).
+        let set_addr = set as usize;
+        let waiter = std::thread::spawn(move || {
+            let mut d: nvmlEventData_t = std::mem::zeroed();
+            let started = std::time::Instant::now();
+            let r = nvmlEventSetWait_v2(set_addr as nvmlEventSet_t, &mut d, 20_000);
+            (r, d.eventData, started.elapsed())
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        nvmlSimSetTime(45.0);
+        let (r, xid, waited) = waiter.join().unwrap();
+        assert_eq!((r, xid), (0, 31));
+        assert!(waited < std::time::Duration::from_secs(15), "{waited:?}");
+        // A second set registered before the Xid (at 30 s) gets it too.
+        nvmlSimSetTime(30.0);
+        assert_eq!(nvmlEventSetFree(set), 0);
+        let mut set = ptr::null_mut();
+        assert_eq!(nvmlEventSetCreate(&mut set), 0);
+        assert_eq!(
+            nvmlDeviceRegisterEvents(d1, u64::from(nvmlEventTypeXidCriticalError), set),
+            0
+        );
         nvmlSimSetTime(45.0);
         assert_eq!(nvmlEventSetWait_v2(set, &mut data, 1000), 0);
         assert_eq!((data.eventType, data.eventData), (8, 31));

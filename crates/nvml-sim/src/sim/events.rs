@@ -58,6 +58,24 @@ impl Sim {
         Ok(())
     }
 
+    /// Scenario time of the set's first undelivered event after `t` (what a wait sleeps until).
+    pub fn next_due_after(&self, set: u64, t: f64) -> NvmlResult<Option<f64>> {
+        let s = self.event_sets.get(&set).ok_or(ret::INVALID_ARGUMENT)?;
+        Ok(self
+            .scenario
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.t > t)
+            .find(|(i, e)| {
+                s.registered
+                    .get(&e.gpu)
+                    .is_some_and(|mask| mask & e.event_type != 0)
+                    && s.delivered.get(*i) == Some(&false)
+            })
+            .map(|(_, e)| e.t))
+    }
+
     /// Next event of the set due at `t` that it has not delivered yet (each set has its own
     /// cursor, so every set sees every event of its registered GPUs that occurs after their
     /// registration, once).

@@ -1,0 +1,639 @@
+#!/usr/bin/env python3
+"""A simulated GPU fleet, measured through one real Prometheus and through VictoriaMetrics.
+
+    bash benches/fleet.sh                        # 140 nodes, 1,000 GPUs, 10 min per configuration
+    bash benches/fleet.sh --nodes 14 --duration 120 --configs default
+    bash benches/fleet.sh --short --check        # CI: 3 nodes, 2 s scrapes, about a minute; asserts
+
+For each configuration (`default`: no flag; `dcgm-4.8.2`: `--compatibility dcgm-4.8.2`;
+`per-link`: `--nvlink-links per-link`; `totals`: `--nvlink-links totals`) it starts, in a
+temporary directory of its own:
+
+- N exporters, each a separate `gpu-exporter --simulate FILE --simulate-seed S` process on
+  127.0.0.1, FILE a copy of a built-in scenario (`scenarios/*.toml`) whose `node` is this node's
+  name (GPU UUIDs derive from it, so they are unique in the fleet, as on real hardware), with
+  NODE_NAME set to it too. The scenarios are taken in turn from --mix; the nodes are spread
+  over --clusters clusters (a `cluster` target label);
+- VictoriaMetrics (Debian's `victoria-metrics`, `-search.latencyOffset=0s`);
+- Prometheus (Debian's `prometheus`) scraping every node every --scrape-interval with
+  alerts/gpu-exporter.rules.yaml, and sending everything (rule results included) to
+  VictoriaMetrics by `remote_write`.
+
+After --duration seconds it records: Prometheus's head series, RSS (last and peak), samples
+appended per second, bytes per sample on disk (the head written as a block by the admin
+snapshot API, over the samples in it), then stops the exporters and times every panel query
+of every dashboards/*.json (range queries over the whole run, instant ones at its end) in both
+engines,
+and whether every rule expression evaluates in VictoriaMetrics. It compares the metric names
+present and a handful of spot values at one timestamp between the two.
+
+With --check it fails (exit 1) when: a target is down; a metric name is in one engine and not
+the other; a spot value differs by more than --tolerance; a dashboard or rule query errors in
+either engine; a query returns data in one engine and not the other; a panel of the fleet
+overview returns nothing; a dashboard returns no data at all. Results go to --json as well.
+Standard library only; Linux (/proc) only.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONFIG_FLAGS = {
+    "default": [],
+    "dcgm-4.8.2": ["--compatibility", "dcgm-4.8.2"],
+    "per-link": ["--nvlink-links", "per-link"],
+    "totals": ["--nvlink-links", "totals"],
+}
+# 2 x hgx-h200 + 2 x hgx-b200 + 2 x h100-mig (8 GPUs each) + 1 x a100-mig-t4 (2 GPUs): 50 GPUs
+# every 7 nodes, so 140 nodes are 1,000 GPUs.
+DEFAULT_MIX = "hgx-h200,hgx-b200,h100-mig,hgx-h200,hgx-b200,h100-mig,a100-mig-t4"
+FLEET_DASHBOARD = "gpu-fleet.json"
+# Each engine gives up on one query after this (an error in the results, a problem for --check).
+QUERY_TIMEOUT = "60s"
+# Spot values compared between the engines at one timestamp.
+SPOT_QUERIES = [
+    "count(gpu_device_up)",
+    "sum(DCGM_FI_DEV_GPU_TEMP)",
+    "sum(DCGM_FI_DEV_FB_USED)",
+    "sum(DCGM_FI_DEV_POWER_USAGE)",
+    "count(gpu_allocation_info)",
+    "sum(namespace:accelerator_allocated_gpus:sum)",
+    "sum(cluster:accelerator_gpus:count)",
+    "sum(cluster:accelerator_idle_allocated_gpus:sum)",
+]
+
+
+def log(msg):
+    print(f"fleet: {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+
+
+def http(port, path, params=None, method="GET", timeout=120):
+    url = f"http://127.0.0.1:{port}{path}"
+    data = None
+    if params:
+        if method == "GET":
+            url += "?" + urllib.parse.urlencode(params)
+        else:
+            data = urllib.parse.urlencode(params).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def api(port, path, params=None, method="GET"):
+    """(data, error) of a Prometheus-style API call, and its wall time in seconds."""
+    t0 = time.monotonic()
+    try:
+        code, body = http(port, path, params, method)
+    except OSError as e:
+        return None, f"{path}: {e}", time.monotonic() - t0
+    took = time.monotonic() - t0
+    try:
+        j = json.loads(body)
+    except ValueError:
+        return None, f"{path}: HTTP {code}, not JSON: {body[:200]!r}", took
+    if j.get("status") != "success":
+        return None, f"{j.get('errorType', 'error')}: {j.get('error', body[:200])}", took
+    return j.get("data"), None, took
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(port, path, proc, name, within):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if http(port, path, timeout=2)[0] == 200:
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            raise SystemExit(f"fleet: {name} exited ({proc.returncode}) before {path} answered")
+        time.sleep(0.2)
+    raise SystemExit(f"fleet: {name}: {path} on port {port} not ready within {within} s")
+
+
+def metrics(port):
+    """Prometheus text exposition at /metrics → {name{labels}: value} (no comments)."""
+    _, body = http(port, "/metrics", timeout=30)
+    out = {}
+    for line in body.decode(errors="replace").splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            try:
+                out[key] = float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def metric_sum(m, name):
+    return sum(v for k, v in m.items() if k == name or k.startswith(name + "{"))
+
+
+def rss_bytes(pid):
+    """(VmRSS, VmHWM) of a process in bytes."""
+    vals = {}
+    try:
+        for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                vals[k] = int(v.split()[0]) * 1024
+    except OSError:
+        pass
+    return vals.get("VmRSS", 0), vals.get("VmHWM", 0)
+
+
+def cpu_seconds(pid):
+    try:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def dir_bytes(path):
+    return sum(p.stat().st_size for p in pathlib.Path(path).rglob("*") if p.is_file())
+
+
+# ---------------------------------------------------------------------------------------------
+# Dashboards
+
+
+def dashboard_queries(step_s, range_s):
+    """[(dashboard file, panel title, refId, expr, is_range)] of every dashboards/*.json, with
+    its $variables resolved: label matchers match everything, Grafana's built-ins get the
+    run's step and range."""
+    builtins = {
+        "__rate_interval": f"{max(4 * step_s, 60)}s",
+        "__interval": f"{step_s}s",
+        "__interval_ms": str(step_s * 1000),
+        "__range": f"{range_s}s",
+        "__range_s": str(range_s),
+        "__range_ms": str(range_s * 1000),
+    }
+    out = []
+    for path in sorted((ROOT / "dashboards").glob("*.json")):
+        d = json.loads(path.read_text(encoding="utf-8"))
+        subst = dict(builtins)
+        for v in d.get("templating", {}).get("list", []):
+            if v.get("type") in ("query", "custom", "textbox"):
+                subst[v["name"]] = ".*"
+        stack = list(d.get("panels", []))
+        while stack:
+            p = stack.pop(0)
+            stack.extend(p.get("panels", []))
+            if p.get("type") in ("row", "text"):
+                continue
+            for t in p.get("targets", []):
+                if "expr" not in t:
+                    continue
+                expr = re.sub(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)",
+                              lambda m: subst.get(m.group(1) or m.group(2), m.group(0)), t["expr"])
+                out.append((path.name, p.get("title", ""), t.get("refId", "?"), expr,
+                            bool(t.get("range")) and not t.get("instant", False)))
+    return out
+
+
+def run_query(port, expr, is_range, start, end, step_s):
+    """(number of series, error, seconds) of one query."""
+    if is_range:
+        data, err, took = api(port, "/api/v1/query_range",
+                              {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
+                               "step": f"{step_s}s", "timeout": QUERY_TIMEOUT}, method="POST")
+    else:
+        data, err, took = api(port, "/api/v1/query",
+                              {"query": expr, "time": f"{end:.3f}", "timeout": QUERY_TIMEOUT}, method="POST")
+    if err:
+        return 0, err, took
+    result = data.get("result")
+    if data.get("resultType") == "scalar":
+        return 1, None, took
+    return len(result or []), None, took
+
+
+def instant_values(port, expr, ts):
+    """{labels as a sorted tuple: value} of an instant query at ts, or an error string."""
+    data, err, _ = api(port, "/api/v1/query", {"query": expr, "time": f"{ts:.3f}"}, method="POST")
+    if err:
+        return err
+    if data.get("resultType") == "scalar":
+        return {(): float(data["result"][1])}
+    return {tuple(sorted(r["metric"].items())): float(r["value"][1]) for r in data["result"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# The fleet
+
+
+class Fleet:
+    def __init__(self, args, config):
+        self.args = args
+        self.config = config
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix=f"fleet-{config}-"))
+        self.procs = []  # (name, Popen)
+        self.nodes = []  # (name, cluster, scenario, port, gpus)
+
+    def spawn(self, name, cmd, env=None):
+        logf = open(self.dir / f"{name}.log", "wb")
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                             env=env, cwd=self.dir)
+        logf.close()
+        self.procs.append((name, p))
+        return p
+
+    def stop(self):
+        for _, p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for _, p in self.procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if not self.args.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stop_exporters(self):
+        for name, p in self.procs:
+            if name not in ("prometheus", "victoria-metrics") and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for name, p in self.procs:
+            if name not in ("prometheus", "victoria-metrics"):
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+    def start_exporters(self):
+        mix = [s.strip() for s in self.args.mix.split(",") if s.strip()]
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("RUST_LOG", "GPU_EXPORTER_SIMULATE", "DCGM_EXPORTER_COLLECTORS")
+               and not k.startswith("GPU_EXPORTER_")}
+        scen_dir = self.dir / "scenarios"
+        scen_dir.mkdir()
+        waits = []
+        for i in range(self.args.nodes):
+            scenario = mix[i % len(mix)]
+            cluster = f"fleet-{chr(ord('a') + i % self.args.clusters)}"
+            name = f"{cluster}-{scenario}-{i:03d}"
+            text = (ROOT / "scenarios" / f"{scenario}.toml").read_text(encoding="utf-8")
+            text, n = re.subn(r'(?m)^node = ".*"$', f'node = "{name}"', text, count=1)
+            if n != 1:
+                raise SystemExit(f"fleet: scenarios/{scenario}.toml has no top-level `node = \"…\"` line")
+            gpus = len(re.findall(r"(?m)^\[\[gpus\]\]", text))
+            path = scen_dir / f"{name}.toml"
+            path.write_text(text, encoding="utf-8")
+            port = free_port()
+            cmd = [self.args.bin, "--simulate", str(path), "--simulate-seed", str(i + 1),
+                   "-a", f"127.0.0.1:{port}"] + self.args.exporter_flags + CONFIG_FLAGS[self.config]
+            p = self.spawn(name, cmd, dict(env, NODE_NAME=name))
+            self.nodes.append((name, cluster, scenario, port, gpus))
+            waits.append((port, p, name))
+        for port, p, name in waits:
+            wait_http(port, "/ready", p, name, 600)
+
+    def start_vm(self):
+        self.vm_port = free_port()
+        self.vm = self.spawn("victoria-metrics", [
+            self.args.victoria_metrics, f"-storageDataPath={self.dir / 'vm'}",
+            f"-httpListenAddr=127.0.0.1:{self.vm_port}", "-search.latencyOffset=0s",
+            "-search.disableCache", "-retentionPeriod=1", "-loggerLevel=ERROR"])
+        wait_http(self.vm_port, "/health", self.vm, "victoria-metrics", 60)
+
+    def start_prometheus(self):
+        a = self.args
+        groups = {}
+        for name, cluster, _, port, _ in self.nodes:
+            groups.setdefault(cluster, []).append(f'"127.0.0.1:{port}"')
+        static = "".join(f"      - targets: [{', '.join(t)}]\n        labels: {{cluster: {c}}}\n"
+                         for c, t in sorted(groups.items()))
+        remote = (f"remote_write:\n  - url: http://127.0.0.1:{self.vm_port}/api/v1/write\n"
+                  if a.vm else "")
+        config = (f"global:\n  scrape_interval: {a.scrape_interval}s\n"
+                  f"  scrape_timeout: {min(a.scrape_interval, 10)}s\n"
+                  f"  evaluation_interval: {a.scrape_interval}s\n"
+                  f"rule_files:\n  - {json.dumps(str(ROOT / 'alerts' / 'gpu-exporter.rules.yaml'))}\n"
+                  f"scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n{static}{remote}")
+        (self.dir / "prometheus.yml").write_text(config)
+        self.prom_port = free_port()
+        self.prom = self.spawn("prometheus", [
+            a.prometheus, f"--config.file={self.dir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={self.dir / 'prometheus'}",
+            f"--web.listen-address=127.0.0.1:{self.prom_port}", "--web.enable-admin-api",
+            "--log.level=warn"])
+        wait_http(self.prom_port, "/-/ready", self.prom, "prometheus", 60)
+
+    def exporter_cpu(self):
+        return sum(cpu_seconds(p.pid) for n, p in self.procs if n not in ("prometheus", "victoria-metrics"))
+
+
+def run(args, config):
+    f = Fleet(args, config)
+    res = {"config": config, "flags": CONFIG_FLAGS[config], "nodes": args.nodes,
+           "scrape_interval_s": args.scrape_interval, "duration_s": args.duration}
+    problems = []
+    try:
+        t0 = time.monotonic()
+        f.start_exporters()
+        res["gpus"] = sum(n[4] for n in f.nodes)
+        res["scenarios"] = {s: sum(1 for n in f.nodes if n[2] == s) for s in {n[2] for n in f.nodes}}
+        log(f"{config}: {args.nodes} exporters ready ({res['gpus']} GPUs) in {time.monotonic() - t0:.0f} s")
+        if args.vm:
+            f.start_vm()
+        f.start_prometheus()
+        start = time.time()
+        cpu0, load0 = f.exporter_cpu(), os.getloadavg()
+        samples, peak = [], 0
+        while True:
+            now = time.time()
+            rss, hwm = rss_bytes(f.prom.pid)
+            peak = max(peak, hwm)
+            try:
+                m = metrics(f.prom_port)
+                samples.append((now, metric_sum(m, "prometheus_tsdb_head_samples_appended_total")))
+            except OSError as e:  # an overloaded machine: skip this sample
+                log(f"{config}: Prometheus /metrics: {e}")
+            left = start + args.duration - now
+            if left <= 0:
+                break
+            time.sleep(min(args.scrape_interval, left))
+            if f.prom.poll() is not None:
+                raise SystemExit("fleet: prometheus exited during the run")
+        end = time.time()
+        res["load_average_1m_5m_15m"] = [round(x, 2) for x in os.getloadavg()]
+        res["exporters_cpu_cores"] = round((f.exporter_cpu() - cpu0) / (end - start), 3)
+        res["exporter_rss_mib_avg"] = round(statistics.mean(
+            rss_bytes(p.pid)[0] for n, p in f.procs if n not in ("prometheus", "victoria-metrics")) / 2**20, 1)
+        m = metrics(f.prom_port)
+        res["head_series"] = int(metric_sum(m, "prometheus_tsdb_head_series"))
+        res["prometheus_rss_mib"] = round(rss_bytes(f.prom.pid)[0] / 2**20, 1)
+        res["prometheus_rss_peak_mib"] = round(max(peak, rss_bytes(f.prom.pid)[1]) / 2**20, 1)
+        # The share of scrapes that succeeded: below 1 when the machine cannot keep up.
+        ok = instant_values(f.prom_port, f'avg(avg_over_time(up{{job="gpu-exporter"}}[{int(end - start)}s]))', end)
+        res["scrapes_succeeded"] = round(next(iter(ok.values()), 0), 3) if isinstance(ok, dict) else ok
+        # Samples per second, after the first two scrape intervals (series creation).
+        steady = [s for s in samples if s[0] >= start + 2 * args.scrape_interval] or samples
+        if len(steady) >= 2 and steady[-1][0] > steady[0][0]:
+            res["samples_per_second"] = round((steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0]), 1)
+        res["samples_appended"] = int(samples[-1][1]) if samples else None
+        up = instant_values(f.prom_port, 'sum(up{job="gpu-exporter"})', end)
+        res["targets_up"] = int(next(iter(up.values()), 0)) if isinstance(up, dict) else up
+        if res["targets_up"] != args.nodes:
+            problems.append(f"{res['targets_up']} of {args.nodes} targets up")
+
+        # The exporters stop here, so that the query timings below do not compete with 140
+        # processes for a small machine's cores; their samples stay in both engines.
+        f.stop_exporters()
+
+        # Rule evaluation cost in Prometheus, and the rules' expressions.
+        data, err, _ = api(f.prom_port, "/api/v1/rules")
+        rules = []
+        if err:
+            problems.append(f"Prometheus /api/v1/rules: {err}")
+        else:
+            res["rule_groups_eval_seconds"] = {g["name"]: round(g.get("evaluationTime", 0), 4)
+                                               for g in data["groups"]}
+            for g in data["groups"]:
+                for r in g["rules"]:
+                    rules.append((r.get("name", "?"), r["query"]))
+                    if r.get("health") != "ok":
+                        problems.append(f"Prometheus rule {r.get('name')}: {r.get('health')} {r.get('lastError', '')}")
+
+        # Every panel query in each engine.
+        step = args.scrape_interval
+        queries = dashboard_queries(step, max(int(end - start), step))
+        engines = [("prometheus", f.prom_port)] + ([("victoriametrics", f.vm_port)] if args.vm else [])
+        if args.vm:
+            time.sleep(min(2 * args.scrape_interval, 30))  # remote_write catches up
+        res["dashboards"] = {}
+        per_query = []
+        for engine, port in engines:
+            log(f"{config}: {len(queries)} panel queries in {engine}")
+            for dash, title, ref, expr, is_range in queries:
+                n, err, took = run_query(port, expr, is_range, start, end, step)
+                per_query.append({"engine": engine, "dashboard": dash, "panel": title, "refId": ref,
+                                  "range": is_range, "series": n, "error": err, "seconds": round(took, 4)})
+                if err:
+                    problems.append(f"{engine}: {dash} «{title}» {ref}: {err}: {expr}")
+        for engine, _ in engines:
+            for dash in sorted({q[0] for q in queries}):
+                rows = [q for q in per_query if q["engine"] == engine and q["dashboard"] == dash]
+                times = [q["seconds"] for q in rows]
+                slowest = max(rows, key=lambda q: q["seconds"])
+                res["dashboards"].setdefault(dash, {})[engine] = {
+                    "queries": len(rows), "with_data": sum(1 for q in rows if q["series"]),
+                    "total_s": round(sum(times), 3), "median_s": round(statistics.median(times), 4),
+                    "max_s": slowest["seconds"], "slowest": f"{slowest['panel']} {slowest['refId']}"}
+                if not any(q["series"] for q in rows):
+                    problems.append(f"{engine}: {dash}: no panel query returns data")
+                if dash == FLEET_DASHBOARD:
+                    for q in rows:
+                        if not q["series"] and not q["error"]:
+                            problems.append(f"{engine}: {dash} «{q['panel']}» {q['refId']}: no data")
+        res["queries"] = per_query
+        if args.vm:
+            by_key = {}
+            for q in per_query:
+                by_key.setdefault((q["dashboard"], q["panel"], q["refId"]), {})[q["engine"]] = q
+            for (dash, title, ref), e in sorted(by_key.items()):
+                p, v = e["prometheus"], e["victoriametrics"]
+                if bool(p["series"]) != bool(v["series"]) and not p["error"] and not v["error"]:
+                    problems.append(f"{dash} «{title}» {ref}: {p['series']} series in Prometheus, "
+                                    f"{v['series']} in VictoriaMetrics")
+            check_vm(f, res, rules, end, problems)
+        snapshot_size(f, res, problems)
+    finally:
+        f.stop()
+    res["problems"] = problems
+    return res
+
+
+def check_vm(f, res, rules, end, problems):
+    """Rule expressions, metric names and spot values in VictoriaMetrics against Prometheus."""
+    ts = end - 2 * f.args.scrape_interval
+    rule_rows = []
+    for name, expr in rules:
+        p = instant_values(f.prom_port, expr, ts)
+        v = instant_values(f.vm_port, expr, ts)
+        rule_rows.append({"rule": name, "prometheus": len(p) if isinstance(p, dict) else p,
+                          "victoriametrics": len(v) if isinstance(v, dict) else v})
+        if isinstance(v, str):
+            problems.append(f"VictoriaMetrics: rule {name}: {v}: {expr}")
+        elif isinstance(p, dict) and bool(p) != bool(v):
+            problems.append(f"rule {name}: {len(p)} series in Prometheus, {len(v)} in VictoriaMetrics: {expr}")
+    res["rules_in_victoriametrics"] = rule_rows
+    # The same metric names (raw and recorded) in both.
+    names = {}
+    for engine, port in (("prometheus", f.prom_port), ("victoriametrics", f.vm_port)):
+        v = instant_values(port, 'count by (__name__) ({__name__=~".+"})', ts)
+        names[engine] = {dict(k).get("__name__", "") for k in v} if isinstance(v, dict) else set()
+        if isinstance(v, str):
+            problems.append(f"{engine}: metric names: {v}")
+    res["metric_names"] = {k: len(v) for k, v in names.items()}
+    for only, a, b in (("Prometheus", "prometheus", "victoriametrics"),
+                       ("VictoriaMetrics", "victoriametrics", "prometheus")):
+        missing = sorted(names[a] - names[b])
+        if missing:
+            problems.append(f"only in {only}: {', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}")
+    spots = []
+    for q in SPOT_QUERIES:
+        p = instant_values(f.prom_port, q, ts)
+        v = instant_values(f.vm_port, q, ts)
+        pv = next(iter(p.values()), None) if isinstance(p, dict) else None
+        vv = next(iter(v.values()), None) if isinstance(v, dict) else None
+        agree = pv is not None and vv is not None and abs(pv - vv) <= f.args.tolerance * max(abs(pv), abs(vv), 1e-9)
+        spots.append({"query": q, "time": round(ts, 3), "prometheus": pv, "victoriametrics": vv, "agree": agree})
+        if not agree:
+            problems.append(f"spot value {q} at {ts:.0f}: Prometheus {p}, VictoriaMetrics {v}")
+    res["spot_values"] = spots
+    m = metrics(f.vm_port)
+    res["victoriametrics_rss_mib"] = round(rss_bytes(f.vm.pid)[0] / 2**20, 1)
+    http(f.vm_port, "/internal/force_flush")
+    time.sleep(2)
+    m = metrics(f.vm_port)
+    rows = metric_sum(m, "vm_rows")
+    size = metric_sum(m, "vm_data_size_bytes")
+    res["victoriametrics_rows"] = int(rows)
+    if rows:
+        res["victoriametrics_bytes_per_sample"] = round(size / rows, 3)
+
+
+def snapshot_size(f, res, problems):
+    """Bytes per sample: Prometheus writes its head as a block (admin snapshot API); its
+    chunks and index over the samples its meta.json counts."""
+    data, err, took = api(f.prom_port, "/api/v1/admin/tsdb/snapshot", method="POST")
+    if err:
+        problems.append(f"snapshot: {err}")
+        return
+    snap = f.dir / "prometheus" / "snapshots" / data["name"]
+    samples = size = 0
+    for meta in snap.glob("*/meta.json"):
+        samples += json.loads(meta.read_text())["stats"]["numSamples"]
+        size += dir_bytes(meta.parent)
+    res["snapshot_seconds"] = round(took, 2)
+    res["block_bytes"] = size
+    res["block_samples"] = samples
+    res["wal_bytes"] = dir_bytes(f.dir / "prometheus" / "wal")
+    if samples:
+        res["bytes_per_sample"] = round(size / samples, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def table(results):
+    lines = ["| Configuration | Nodes | GPUs | Head series | Series per GPU | Prometheus RSS (peak) | "
+             "Samples/s | Bytes/sample | Dashboards, all panels (Prometheus / VictoriaMetrics) | "
+             "Fleet overview (Prometheus / VictoriaMetrics) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        def dash_total(engine, only=None):
+            ds = r.get("dashboards", {})
+            vals = [e[engine]["total_s"] for d, e in ds.items() if engine in e and (only is None or d == only)]
+            return f"{sum(vals):.2f} s" if vals else "–"
+        lines.append(
+            f"| {r['config']} | {r['nodes']} | {r.get('gpus', '?')} | {r.get('head_series', '?'):,} | "
+            f"{r.get('head_series', 0) / max(r.get('gpus', 1), 1):.0f} | "
+            f"{r.get('prometheus_rss_mib', '?')} MiB ({r.get('prometheus_rss_peak_mib', '?')} MiB) | "
+            f"{r.get('samples_per_second', '?'):,} | {r.get('bytes_per_sample', '?')} | "
+            f"{dash_total('prometheus')} / {dash_total('victoriametrics')} | "
+            f"{dash_total('prometheus', FLEET_DASHBOARD)} / {dash_total('victoriametrics', FLEET_DASHBOARD)} |")
+    return "\n".join(lines)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, default=int(os.environ.get("FLEET_NODES", 140)))
+    ap.add_argument("--duration", type=int, default=int(os.environ.get("FLEET_DURATION", 600)),
+                    help="seconds of scraping per configuration")
+    ap.add_argument("--scrape-interval", type=int, default=int(os.environ.get("FLEET_SCRAPE_INTERVAL", 15)))
+    ap.add_argument("--configs", default=os.environ.get("FLEET_CONFIGS", "default,dcgm-4.8.2,per-link"))
+    ap.add_argument("--mix", default=os.environ.get("FLEET_MIX", DEFAULT_MIX))
+    ap.add_argument("--clusters", type=int, default=4)
+    ap.add_argument("--bin", default=os.environ.get("FLEET_BIN", str(ROOT / "target" / "debug" / "gpu-exporter")))
+    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
+    ap.add_argument("--victoria-metrics", default=shutil.which("victoria-metrics") or "victoria-metrics")
+    ap.add_argument("--no-vm", dest="vm", action="store_false", help="Prometheus only")
+    ap.add_argument("--exporter-flag", dest="exporter_flags", action="append", default=[],
+                    help="an extra exporter argument (repeatable)")
+    ap.add_argument("--tolerance", type=float, default=0.01, help="relative, for the spot values")
+    ap.add_argument("--short", action="store_true",
+                    help="CI: 3 nodes, 2 s scrapes, 40 s, the default configuration")
+    ap.add_argument("--check", action="store_true", help="exit 1 on any problem")
+    ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
+    args = ap.parse_args(argv)
+    if args.short:
+        args.nodes, args.duration, args.scrape_interval, args.clusters = 3, 40, 2, 2
+        args.configs = "default"
+        args.mix = "h100-mig,hgx-h200,a100-mig-t4"
+        args.exporter_flags += ["-c", "1000"]
+    for tool in (args.bin, args.prometheus) + ((args.victoria_metrics,) if args.vm else ()):
+        if not shutil.which(tool):
+            raise SystemExit(f"fleet: {tool}: not found or not executable (see --help)")
+    args.bin = os.path.abspath(shutil.which(args.bin))
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    for c in configs:
+        if c not in CONFIG_FLAGS:
+            raise SystemExit(f"fleet: --configs: unknown configuration {c!r} (known: {', '.join(CONFIG_FLAGS)})")
+    results = []
+    for c in configs:
+        r = run(args, c)
+        results.append(r)
+        log(f"{c}: {r.get('head_series')} head series, Prometheus RSS {r.get('prometheus_rss_mib')} MiB, "
+            f"{r.get('samples_per_second')} samples/s, {r.get('bytes_per_sample')} bytes/sample, "
+            f"{len(r['problems'])} problems")
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
+    print(table(results))
+    for r in results:
+        print(f"\n{r['config']}: load average {r.get('load_average_1m_5m_15m')}, exporters "
+              f"{r.get('exporters_cpu_cores')} cores and {r.get('exporter_rss_mib_avg')} MiB each, "
+              f"VictoriaMetrics RSS {r.get('victoriametrics_rss_mib', '–')} MiB, "
+              f"{r.get('victoriametrics_bytes_per_sample', '–')} bytes/sample")
+        for d, e in sorted(r.get("dashboards", {}).items()):
+            for engine, s in e.items():
+                print(f"  {engine:16} {d:22} {s['queries']:3} queries, {s['with_data']:3} with data, "
+                      f"total {s['total_s']:.3f} s, median {s['median_s']:.4f} s, max {s['max_s']:.3f} s ({s['slowest']})")
+        for s in r.get("spot_values", []):
+            print(f"  spot {s['query']}: Prometheus {s['prometheus']}, VictoriaMetrics {s['victoriametrics']}")
+        for p in r["problems"]:
+            print(f"  PROBLEM: {p}")
+    if args.check and any(r["problems"] for r in results):
+        print("fleet: FAILED", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Idle CPU and memory of the exporter next to a Python NVML exporter (nvitop-exporter, from
+# PyPI) on the same simulated node, as BENCHMARKS.md reports them. Both sample every second
+# (`-c 1000`, `--interval 1`) and are scraped every 15 s, as Prometheus would; after a warm-up
+# the script reads each process's CPU time (utime + stime, /proc/PID/stat) over DURATION
+# seconds and its VmRSS at the end, and prints one table row per exporter and the ratios.
+#
+# usage (from the repository root, after cargo build --release --workspace):
+#   bash benches/idle.sh target/release/gpu-exporter [DURATION] [SCENARIO]
+# nvitop-exporter is installed into a virtual environment under /tmp on first use (pip). It
+# loads `libnvidia-ml.so.1` through the dynamic loader: the script points it at the simulated
+# library (target/release/libnvml_sim.so) through a directory holding that name, with the
+# same NVML_SIM_SCENARIO, so both read the same simulated GPUs. Functions the simulator lacks
+# (fan speed, for example) make nvitop log errors and skip those values; its CPU figure is
+# therefore, if anything, lower than on a real node.
+# OLD_SIM=PATH adds a third row: the exporter against another build of the simulated library
+# (e.g. one whose event wait polled), to show what the simulator itself costs.
+set -euo pipefail
+bin=$1
+duration=${2:-120}
+scenario=${3:-h100-mig}
+port=19471
+lib=$(dirname "$bin")/libnvml_sim.so
+venv=${NVITOP_VENV:-/tmp/nvitop-venv}
+[ -x "$venv/bin/nvitop-exporter" ] || {
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q nvitop-exporter
+}
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+ln -s "$(realpath "$lib")" "$work/libnvidia-ml.so.1"
+
+pids=() names=() ports=()
+start() { # name port command...
+  local name=$1 p=$2; shift 2
+  "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!) names+=("$name") ports+=("$p")
+}
+start gpu-exporter $port "$bin" --simulate "$scenario" -c 1000 -a 127.0.0.1:$port
+start nvitop-exporter $((port + 1)) env LD_LIBRARY_PATH="$work" NVML_SIM_SCENARIO="$scenario" \
+  "$venv/bin/nvitop-exporter" --bind-address 127.0.0.1 --port $((port + 1)) --interval 1
+if [ -n "${OLD_SIM:-}" ]; then
+  start gpu-exporter-old-sim $((port + 2)) "$bin" --simulate "$scenario" --nvml-lib "$OLD_SIM" \
+    -c 1000 -a 127.0.0.1:$((port + 2))
+fi
+
+for p in "${ports[@]}"; do
+  for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$p/metrics" && break; sleep 0.2; done
+done
+sleep 10 # warm-up: first samples, imports, caches
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# nvitop-exporter runs under `env`, which execs: the PID is the Python process.
+declare -A c0
+for i in "${!pids[@]}"; do c0[$i]=$(cpu "${pids[$i]}"); done
+t0=$(date +%s.%N)
+end=$(($(date +%s) + duration))
+while [ "$(date +%s)" -lt "$end" ]; do
+  for p in "${ports[@]}"; do curl -s -o /dev/null "http://127.0.0.1:$p/metrics"; done
+  sleep 15
+done
+t1=$(date +%s.%N)
+tck=$(getconf CLK_TCK)
+printf '| Exporter | CPU seconds | %% of one core | VmRSS (KiB) | series |\n|---|---|---|---|---|\n'
+for i in "${!pids[@]}"; do
+  c1=$(cpu "${pids[$i]}")
+  rss=$(awk '/VmRSS/{print $2}' "/proc/${pids[$i]}/status")
+  series=$(curl -s "http://127.0.0.1:${ports[$i]}/metrics" | grep -vc '^#')
+  awk -v n="${names[$i]}" -v c=$((c1 - c0[$i])) -v k="$tck" -v a="$t0" -v b="$t1" -v r="$rss" -v s="$series" \
+    'BEGIN { w = b - a; printf "| %s | %.2f in %.0f s | %.3f | %d | %d |\n", n, c / k, w, 100 * c / k / w, r, s }' |
+    tee -a "$work/rows"
+done
+awk -F'|' 'NR == 1 { c = $3; r = $5 } NR == 2 { split(c, a, " "); split($3, b, " ");
+  if (a[1] > 0) printf "nvitop-exporter / gpu-exporter: CPU %.1f×, RSS %.1f×\n", b[1] / a[1], $5 / r }' "$work/rows"
