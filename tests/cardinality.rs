@@ -309,10 +309,13 @@ fn refused(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
     )
 }
 
+/// (flags, environment variables, words the refusal must contain).
+type Misuse<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+
 #[test]
 fn misused_controls_stop_start_up_naming_the_flag_or_key() {
     let sim = ["--simulate", "a100-l4"];
-    let cases: [(&[&str], &[(&str, &str)], &[&str]); 6] = [
+    let cases: [Misuse; 6] = [
         (
             &["--include-families", "DCGM_[x"],
             &[],

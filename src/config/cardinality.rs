@@ -1,18 +1,35 @@
 //! The cardinality controls' settings: `--include-families`, `--exclude-families`,
 //! `--drop-labels` and `--max-labels-per-series` (flags, variables, or the `metrics.*` keys of
 //! `--config-file`), checked into the exposition's [`Cardinality`]; and the labels-per-series
-//! guard run once the counters are loaded ([`Config::fit_labels`]).
+//! guard's arithmetic, run once the counters are loaded (`Config::fit_labels`, in
+//! `options.rs`).
 //!
 //! It decides what is refused (a glob that does not parse, a label that tells series apart, a
 //! family over the limit) and says where the value came from; the filtering itself is
 //! `exposition::filter`'s. It must not read files or touch NVML.
 
-use super::{Cli, Config, ConfigError, Origin};
+use super::cli::Cli;
 use crate::catalogue::csv::CounterSet;
 use crate::catalogue::profile::Profile;
 use crate::exposition::filter::{
     Cardinality, DEFAULT_MAX_LABELS, NEVER_DROPPED, SeriesLabels, widest_series,
 };
+
+/// A cardinality control refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CardinalityError {
+    /// A control's value is refused.
+    #[error("{setting} {message}")]
+    Refused {
+        /// The flag, or the configuration file and key.
+        setting: String,
+        /// What is wrong, starting with the value.
+        message: String,
+    },
+    /// A family's series would have more labels than `--max-labels-per-series`.
+    #[error("{0}")]
+    LabelLimit(String),
+}
 
 /// (flag, configuration-file key) of each control.
 const KEYS: [(&str, &str); 4] = [
@@ -33,14 +50,13 @@ fn slot<'a>(cli: &'a mut Cli, flag: &str) -> Option<&'a mut Option<String>> {
 }
 
 /// Merges the file's `metrics.*` controls into the flags no flag or variable gave; returns
-/// the origin of each value taken from the file.
+/// (flag, file key) of each value taken from the file.
 pub(super) fn merge_file(
     cli: &mut Cli,
-    file: &std::path::Path,
     entries: Vec<(&'static str, String)>,
     overridden: &dyn Fn(&str, &str) -> String,
     notes: &mut Vec<String>,
-) -> Vec<(&'static str, Origin)> {
+) -> Vec<(&'static str, &'static str)> {
     let mut from_file = Vec::new();
     for (key, value) in entries {
         let Some(&(flag, _)) = KEYS.iter().find(|(_, k)| *k == key) else {
@@ -51,29 +67,20 @@ pub(super) fn merge_file(
             notes.push(overridden(key, flag));
         } else {
             *s = Some(value);
-            let origin = Origin::File {
-                file: file.to_path_buf(),
-                key,
-            };
-            from_file.push((flag, origin));
+            from_file.push((flag, key));
         }
     }
     from_file
 }
 
 /// The validated controls: (the filter, the label limit, whether the exporter's own GPU
-/// families are served).
+/// families are served). `origin` names where a flag's value came from (the flag, or the
+/// configuration file and key).
 pub(super) fn controls(
     cli: &Cli,
     profile: Profile,
-    from_file: &[(&'static str, Origin)],
-) -> Result<(Cardinality, usize, bool), ConfigError> {
-    let origin = |flag: &'static str| {
-        from_file
-            .iter()
-            .find(|(f, _)| *f == flag)
-            .map_or(Origin::Flag(flag), |(_, o)| o.clone())
-    };
+    origin: &dyn Fn(&'static str) -> String,
+) -> Result<(Cardinality, usize, bool), CardinalityError> {
     let items = |v: &Option<String>| -> Vec<String> {
         v.as_deref()
             .unwrap_or_default()
@@ -87,7 +94,7 @@ pub(super) fn controls(
         items(v)
             .into_iter()
             .map(|g| {
-                let bad = |why: String| ConfigError::Cardinality {
+                let bad = |why: String| CardinalityError::Refused {
                     setting: origin(flag),
                     message: format!("{g:?}: {why}"),
                 };
@@ -107,7 +114,7 @@ pub(super) fn controls(
     let exclude = globs("--exclude-families", &cli.exclude_families)?;
     let drop_labels = items(&cli.drop_labels);
     for name in &drop_labels {
-        let bad = |why: &str| ConfigError::Cardinality {
+        let bad = |why: &str| CardinalityError::Refused {
             setting: origin("--drop-labels"),
             message: format!("{name:?}: {why}"),
         };
@@ -131,7 +138,7 @@ pub(super) fn controls(
         Some(v) => match v.parse::<usize>() {
             Ok(n) if n >= 10 => n,
             _ => {
-                return Err(ConfigError::Cardinality {
+                return Err(CardinalityError::Refused {
                     setting: origin("--max-labels-per-series"),
                     message: format!(
                         "{v:?}: expected a number of labels, at least 10 (an entity's identity)"
@@ -150,100 +157,32 @@ pub(super) fn controls(
     Ok((filter, max, own_families))
 }
 
-impl Config {
-    /// The labels-per-series guard, once the counters are known: refuses when a family's
-    /// widest series would have more than `--max-labels-per-series` labels, and gives the pod
-    /// labels (`--kubernetes-enable-pod-labels`) the room left, refusing when none is.
-    pub fn fit_labels(&mut self, counters: &CounterSet) -> Result<(), ConfigError> {
-        let labels = self.series_labels();
-        let widest = widest_series(counters, &labels, &self.cardinality);
-        let pod_labels = self
-            .kubernetes
-            .as_ref()
-            .is_some_and(|k| k.pod_labels.is_some());
-        let limit = self.max_labels_per_series;
-        let need = if pod_labels { 1 } else { 0 };
-        if let Some((family, names)) = widest.iter().max_by_key(|(_, n)| n.len())
-            && names.len() + need > limit
-        {
-            let pods = if pod_labels {
-                " and at least one pod label (--kubernetes-enable-pod-labels)"
-            } else {
-                ""
-            };
-            return Err(ConfigError::LabelLimit(format!(
-                "{family} would have {} labels ({}){pods}, over --max-labels-per-series {limit}: \
-                 drop some with --drop-labels, or raise the limit",
-                names.len(),
-                names.join(", ")
-            )));
-        }
-        let room = limit - widest.iter().map(|(_, n)| n.len()).max().unwrap_or(0);
-        if let Some(allow) = self.kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
-            allow.set_max(room);
-        }
-        Ok(())
+/// The labels-per-series guard: refuses when a family's widest series would have more than
+/// `limit` labels (one more when pod labels are on, `pod_labels`), and returns the room left
+/// for pod labels.
+pub(super) fn fit_labels(
+    counters: &CounterSet,
+    labels: &SeriesLabels,
+    filter: &Cardinality,
+    limit: usize,
+    pod_labels: bool,
+) -> Result<usize, CardinalityError> {
+    let widest = widest_series(counters, labels, filter);
+    let need = usize::from(pod_labels);
+    if let Some((family, names)) = widest.iter().max_by_key(|(_, n)| n.len())
+        && names.len() + need > limit
+    {
+        let pods = if pod_labels {
+            " and at least one pod label (--kubernetes-enable-pod-labels)"
+        } else {
+            ""
+        };
+        return Err(CardinalityError::LabelLimit(format!(
+            "{family} would have {} labels ({}){pods}, over --max-labels-per-series {limit}: \
+             drop some with --drop-labels, or raise the limit",
+            names.len(),
+            names.join(", ")
+        )));
     }
-
-    /// The labels the exporter itself may put on a series, as this configuration spells them.
-    fn series_labels(&self) -> SeriesLabels {
-        let mut identity: Vec<String> = [
-            "gpu",
-            if self.use_old_namespace {
-                "uuid"
-            } else {
-                "UUID"
-            },
-            "pci_bus_id",
-            "device",
-            "modelName",
-            "GPU_I_PROFILE",
-            "GPU_I_ID",
-            "mig_uuid",
-        ]
-        .map(String::from)
-        .to_vec();
-        if self.hostname.is_some() {
-            identity.push(self.profile.host_label().into());
-        }
-        let mut holder: Vec<String> = Vec::new();
-        let mut allocation: Vec<String> = Vec::new();
-        if let Some(k) = &self.kubernetes {
-            let names: [&str; 3] = if self.use_old_namespace {
-                ["container_name", "pod_namespace", "pod_name"]
-            } else {
-                ["container", "namespace", "pod"]
-            };
-            holder.extend(names.map(String::from));
-            allocation
-                .extend(["resource", "namespace", "pod", "container", "pod_uid"].map(String::from));
-            allocation.extend(["workload_kind", "workload_name"].map(String::from));
-            let dra = [
-                "dra_claim_name",
-                "dra_claim_namespace",
-                "dra_device_name",
-                "dra_driver_name",
-                "dra_pool_name",
-            ];
-            // Counted whether or not DRA is on: `--simulate` turns it on after this check.
-            let _ = k.dra;
-            holder.extend(dra.map(String::from));
-            allocation.extend(dra.map(String::from));
-            if k.pod_uid {
-                holder.push("pod_uid".into());
-            }
-            if k.virtual_gpus {
-                holder.push("vgpu".into());
-                allocation.push("vgpu".into());
-            }
-        }
-        if self.hpc_job_mapping_dir.is_some() {
-            holder.push("hpc_job".into());
-        }
-        SeriesLabels {
-            identity,
-            holder,
-            allocation,
-        }
-    }
+    Ok(limit.saturating_sub(widest.iter().map(|(_, n)| n.len()).max().unwrap_or(0)))
 }

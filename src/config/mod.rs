@@ -19,6 +19,8 @@ pub mod cli;
 mod dcgm;
 pub mod file;
 pub mod ignored;
+mod kube;
+mod labels;
 pub mod options;
 pub mod yaml;
 
@@ -107,17 +109,9 @@ pub enum ConfigError {
     /// A DCGM setting is invalid.
     #[error(transparent)]
     Dcgm(#[from] dcgm::DcgmConfigError),
-    /// A cardinality control's value is refused.
-    #[error("{setting} {message}")]
-    Cardinality {
-        /// The flag, or the configuration file and key.
-        setting: Origin,
-        /// What is wrong, starting with the value.
-        message: String,
-    },
-    /// A family's series would have more labels than `--max-labels-per-series`.
-    #[error("{0}")]
-    LabelLimit(String),
+    /// A cardinality control is refused.
+    #[error(transparent)]
+    Cardinality(#[from] cardinality::CardinalityError),
     /// The arguments do not parse (clap's message, which names the flag).
     #[error("{0}")]
     Args(String),
@@ -314,7 +308,7 @@ pub struct Settings {
     /// The file read, if any.
     config_file: Option<PathBuf>,
     /// The cardinality controls the file set: (flag, the file's key).
-    cardinality_from_file: Vec<(&'static str, Origin)>,
+    cardinality_from_file: Vec<(&'static str, &'static str)>,
     /// What to log about the merge (settings the flags overrode, keys ignored).
     notes: Vec<String>,
 }
@@ -394,7 +388,7 @@ impl Cli {
             }
         }
         s.cardinality_from_file =
-            cardinality::merge_file(cli, &path, f.cardinality, &overridden, &mut s.notes);
+            cardinality::merge_file(cli, f.cardinality, &overridden, &mut s.notes);
         s.collections = f.groups;
         s.config_file = Some(path);
         Ok(s)
@@ -408,6 +402,18 @@ impl Cli {
 }
 
 impl Settings {
+    /// Where a cardinality flag's value came from: the configuration file's key, or the flag.
+    fn origin_of(&self, flag: &'static str) -> Origin {
+        let key = self.cardinality_from_file.iter().find(|(f, _)| *f == flag);
+        match (key, &self.config_file) {
+            (Some((_, key)), Some(file)) => Origin::File {
+                file: file.clone(),
+                key,
+            },
+            _ => Origin::Flag(flag),
+        }
+    }
+
     /// Validates the merged settings into a [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
         let cli = &self.cli;
@@ -437,7 +443,7 @@ impl Settings {
         let profile = profile::Profile::parse(&cli.compatibility)?;
         let xid_initialized_codes = parse_xid_codes(&cli.xid_initialized_codes)?;
         let (cardinality, max_labels_per_series, own_families) =
-            cardinality::controls(cli, profile, &self.cardinality_from_file)?;
+            cardinality::controls(cli, profile, &|flag| self.origin_of(flag).to_string())?;
         let mut warnings = self.notes.clone();
         let mut kubernetes = self.kubernetes_config(&mut warnings)?;
         if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
@@ -533,87 +539,6 @@ impl Settings {
             config_file: self.config_file.clone(),
             warnings,
         })
-    }
-
-    /// The pod attribution settings; `None` without `-k` and `--simulate`.
-    fn kubernetes_config(
-        &self,
-        warnings: &mut Vec<String>,
-    ) -> Result<Option<KubernetesConfig>, ConfigError> {
-        let cli = &self.cli;
-        if !matches!(cli.kubernetes_gpu_id_type.as_str(), "uid" | "device-name") {
-            return Err(ConfigError::GpuIdType(cli.kubernetes_gpu_id_type.clone()));
-        }
-        for (flag, ms) in [
-            (
-                "--pod-resources-refresh-interval",
-                cli.pod_resources_refresh_interval,
-            ),
-            ("--pod-resources-timeout", cli.pod_resources_timeout),
-        ] {
-            if ms < 100 {
-                return Err(ConfigError::TooShort {
-                    setting: Origin::Flag(flag),
-                    value: ms.to_string(),
-                    min: MIN_INTERVAL_MS,
-                });
-            }
-        }
-        let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(Some(
-            &cli.kubernetes_pod_label_allowlist_regex.join(","),
-        ))?;
-        if !cli.kubernetes && cli.simulate.is_none() {
-            for (set, flag) in [
-                (
-                    cli.kubernetes_enable_pod_labels,
-                    "--kubernetes-enable-pod-labels",
-                ),
-                (cli.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid"),
-                (cli.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
-                (cli.kubernetes_enable_dra, "--kubernetes-enable-dra"),
-                (
-                    !cli.kubernetes_pod_label_allowlist_regex.is_empty(),
-                    "--kubernetes-pod-label-allowlist-regex",
-                ),
-                (
-                    !cli.nvidia_resource_names.is_empty(),
-                    "--nvidia-resource-names",
-                ),
-            ] {
-                if set {
-                    warnings.push(format!(
-                        "{flag} has no effect without -k/--kubernetes: no pod attribution"
-                    ));
-                }
-            }
-            return Ok(None);
-        }
-        let node_name = std::env::var("NODE_NAME")
-            .ok()
-            .map(|n| n.trim().to_owned())
-            .filter(|n| !n.is_empty());
-        Ok(Some(KubernetesConfig {
-            socket: cli.pod_resources_kubelet_socket.clone(),
-            refresh: Duration::from_millis(cli.pod_resources_refresh_interval),
-            timeout: Duration::from_millis(cli.pod_resources_timeout),
-            extra_resources: cli
-                .nvidia_resource_names
-                .iter()
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-                .collect(),
-            virtual_gpus: cli.kubernetes_virtual_gpus,
-            pod_labels: cli.kubernetes_enable_pod_labels.then_some(allowlist),
-            pod_uid: cli.kubernetes_enable_pod_uid,
-            dra: cli.kubernetes_enable_dra,
-            pod_metadata: cli.kubernetes_pod_metadata
-                || cli.kubernetes_enable_pod_labels
-                || cli.kubernetes_enable_pod_uid
-                || cli.kubernetes_enable_dra,
-            process_metrics: cli.kubernetes_process_metrics,
-            proc_root: cli.proc_root.clone(),
-            node_name,
-        }))
     }
 }
 

@@ -1,0 +1,91 @@
+//! The pod attribution settings (`-k` and the `--kubernetes-*`, `--pod-resources-*` and
+//! `--nvidia-resource-names` flags) checked into a [`KubernetesConfig`], with a warning for each
+//! such flag given without `-k`. It must not contact the kubelet or the API server.
+
+use std::time::Duration;
+
+use super::{ConfigError, MIN_INTERVAL_MS, Origin, Settings};
+use crate::attribution::KubernetesConfig;
+
+impl Settings {
+    /// The pod attribution settings; `None` without `-k` and `--simulate`.
+    pub(super) fn kubernetes_config(
+        &self,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<KubernetesConfig>, ConfigError> {
+        let cli = &self.cli;
+        if !matches!(cli.kubernetes_gpu_id_type.as_str(), "uid" | "device-name") {
+            return Err(ConfigError::GpuIdType(cli.kubernetes_gpu_id_type.clone()));
+        }
+        for (flag, ms) in [
+            (
+                "--pod-resources-refresh-interval",
+                cli.pod_resources_refresh_interval,
+            ),
+            ("--pod-resources-timeout", cli.pod_resources_timeout),
+        ] {
+            if ms < 100 {
+                return Err(ConfigError::TooShort {
+                    setting: Origin::Flag(flag),
+                    value: ms.to_string(),
+                    min: MIN_INTERVAL_MS,
+                });
+            }
+        }
+        let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(Some(
+            &cli.kubernetes_pod_label_allowlist_regex.join(","),
+        ))?;
+        if !cli.kubernetes && cli.simulate.is_none() {
+            for (set, flag) in [
+                (
+                    cli.kubernetes_enable_pod_labels,
+                    "--kubernetes-enable-pod-labels",
+                ),
+                (cli.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid"),
+                (cli.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
+                (cli.kubernetes_enable_dra, "--kubernetes-enable-dra"),
+                (
+                    !cli.kubernetes_pod_label_allowlist_regex.is_empty(),
+                    "--kubernetes-pod-label-allowlist-regex",
+                ),
+                (
+                    !cli.nvidia_resource_names.is_empty(),
+                    "--nvidia-resource-names",
+                ),
+            ] {
+                if set {
+                    warnings.push(format!(
+                        "{flag} has no effect without -k/--kubernetes: no pod attribution"
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+        let node_name = std::env::var("NODE_NAME")
+            .ok()
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty());
+        Ok(Some(KubernetesConfig {
+            socket: cli.pod_resources_kubelet_socket.clone(),
+            refresh: Duration::from_millis(cli.pod_resources_refresh_interval),
+            timeout: Duration::from_millis(cli.pod_resources_timeout),
+            extra_resources: cli
+                .nvidia_resource_names
+                .iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            virtual_gpus: cli.kubernetes_virtual_gpus,
+            pod_labels: cli.kubernetes_enable_pod_labels.then_some(allowlist),
+            pod_uid: cli.kubernetes_enable_pod_uid,
+            dra: cli.kubernetes_enable_dra,
+            pod_metadata: cli.kubernetes_pod_metadata
+                || cli.kubernetes_enable_pod_labels
+                || cli.kubernetes_enable_pod_uid
+                || cli.kubernetes_enable_dra,
+            process_metrics: cli.kubernetes_process_metrics,
+            proc_root: cli.proc_root.clone(),
+            node_name,
+        }))
+    }
+}

@@ -1,0 +1,94 @@
+//! The labels-per-series guard on a validated [`Config`]: which labels the exporter itself may
+//! put on a series under this configuration, checked against `--max-labels-per-series` once
+//! the counters are loaded (the arithmetic is `cardinality.rs`'s), and the room left handed to
+//! the pod-label allowlist. It must not read files or touch NVML.
+
+use super::cardinality;
+use super::{Config, ConfigError};
+use crate::catalogue::csv::CounterSet;
+use crate::exposition::filter::SeriesLabels;
+
+impl Config {
+    /// The labels-per-series guard, once the counters are known: refuses when a family's
+    /// widest series would have more than `--max-labels-per-series` labels, and gives the pod
+    /// labels (`--kubernetes-enable-pod-labels`) the room left, refusing when none is.
+    pub fn fit_labels(&mut self, counters: &CounterSet) -> Result<(), ConfigError> {
+        let pod_labels = self
+            .kubernetes
+            .as_ref()
+            .is_some_and(|k| k.pod_labels.is_some());
+        let room = cardinality::fit_labels(
+            counters,
+            &self.series_labels(),
+            &self.cardinality,
+            self.max_labels_per_series,
+            pod_labels,
+        )?;
+        if let Some(allow) = self.kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
+            allow.set_max(room);
+        }
+        Ok(())
+    }
+
+    /// The labels the exporter itself may put on a series, as this configuration spells them.
+    fn series_labels(&self) -> SeriesLabels {
+        let mut identity: Vec<String> = [
+            "gpu",
+            if self.use_old_namespace {
+                "uuid"
+            } else {
+                "UUID"
+            },
+            "pci_bus_id",
+            "device",
+            "modelName",
+            "GPU_I_PROFILE",
+            "GPU_I_ID",
+            "mig_uuid",
+        ]
+        .map(String::from)
+        .to_vec();
+        if self.hostname.is_some() {
+            identity.push(self.profile.host_label().into());
+        }
+        let mut holder: Vec<String> = Vec::new();
+        let mut allocation: Vec<String> = Vec::new();
+        if let Some(k) = &self.kubernetes {
+            let names: [&str; 3] = if self.use_old_namespace {
+                ["container_name", "pod_namespace", "pod_name"]
+            } else {
+                ["container", "namespace", "pod"]
+            };
+            holder.extend(names.map(String::from));
+            allocation
+                .extend(["resource", "namespace", "pod", "container", "pod_uid"].map(String::from));
+            allocation.extend(["workload_kind", "workload_name"].map(String::from));
+            let dra = [
+                "dra_claim_name",
+                "dra_claim_namespace",
+                "dra_device_name",
+                "dra_driver_name",
+                "dra_pool_name",
+            ];
+            // Counted whether or not DRA is on: `--simulate` turns it on after this check.
+            let _ = k.dra;
+            holder.extend(dra.map(String::from));
+            allocation.extend(dra.map(String::from));
+            if k.pod_uid {
+                holder.push("pod_uid".into());
+            }
+            if k.virtual_gpus {
+                holder.push("vgpu".into());
+                allocation.push("vgpu".into());
+            }
+        }
+        if self.hpc_job_mapping_dir.is_some() {
+            holder.push("hpc_job".into());
+        }
+        SeriesLabels {
+            identity,
+            holder,
+            allocation,
+        }
+    }
+}
