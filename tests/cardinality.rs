@@ -402,12 +402,23 @@ fn the_label_guard_leaves_pod_labels_the_room_left() {
 /// series that come or go with the entity or holder itself.
 #[test]
 fn label_values_hold_still_between_ticks() {
-    let e = start(&["--simulate", "h100-mig", "-k"]);
+    // A steady node with pods, then a MIG layout change (an instance destroyed and another
+    // made under the same GI id is a new entity: its profile is part of its identity).
+    assert_no_churn(&["--simulate", "h100-mig", "-k"], 6.0);
+    let relayout = "tests/fixtures/scenarios/mig-relayout.toml";
+    assert_no_churn(&["--simulate", relayout, "-k"], 10.0);
+}
+
+/// Scrapes a node started with `args` until `ticks` more samples were taken and fails if a
+/// series (keyed by its family and the labels that tell entities apart) changed its labels.
+fn assert_no_churn(args: &[&str], ticks: f64) {
+    let e = start(args);
     let key = |l: &str| -> Option<(String, String)> {
         let name = l.split('{').next()?.to_owned();
         let ident: Vec<&str> = [
             "UUID",
             "GPU_I_ID",
+            "GPU_I_PROFILE",
             "nvlink",
             "xid",
             "error",
@@ -440,7 +451,7 @@ fn label_values_hold_still_between_ticks() {
                 seen.entry(k).or_default().insert(labels);
             }
         }
-        if samples(&text) >= first + 6.0 {
+        if samples(&text) >= first + ticks {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
@@ -448,6 +459,6 @@ fn label_values_hold_still_between_ticks() {
     let churned: Vec<_> = seen.iter().filter(|(_, v)| v.len() > 1).collect();
     assert!(
         churned.is_empty(),
-        "labels changed between ticks: {churned:#?}"
+        "labels changed between ticks ({args:?}): {churned:#?}"
     );
 }
