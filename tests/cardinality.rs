@@ -404,14 +404,20 @@ fn the_label_guard_leaves_pod_labels_the_room_left() {
 fn label_values_hold_still_between_ticks() {
     // A steady node with pods, then a MIG layout change (an instance destroyed and another
     // made under the same GI id is a new entity: its profile is part of its identity).
-    assert_no_churn(&["--simulate", "h100-mig", "-k"], 6.0);
+    assert_no_churn(&["--simulate", "h100-mig", "-k"], 6.0, "");
     let relayout = "tests/fixtures/scenarios/mig-relayout.toml";
-    assert_no_churn(&["--simulate", relayout, "-k"], 10.0);
+    // The run must see the new layout (its 1g.10gb instances) before it ends.
+    assert_no_churn(
+        &["--simulate", relayout, "-k"],
+        10.0,
+        "GPU_I_PROFILE=\"1g.10gb\"",
+    );
 }
 
 /// Scrapes a node started with `args` until `ticks` more samples were taken and fails if a
-/// series (keyed by its family and the labels that tell entities apart) changed its labels.
-fn assert_no_churn(args: &[&str], ticks: f64) {
+/// series (keyed by its family and the labels that tell entities apart) changed its labels;
+/// the last scrape must contain `must_see`.
+fn assert_no_churn(args: &[&str], ticks: f64, must_see: &str) {
     let e = start(args);
     let key = |l: &str| -> Option<(String, String)> {
         let name = l.split('{').next()?.to_owned();
@@ -452,6 +458,10 @@ fn assert_no_churn(args: &[&str], ticks: f64) {
             }
         }
         if samples(&text) >= first + ticks {
+            assert!(
+                text.contains(must_see),
+                "{args:?}: no {must_see} by the end"
+            );
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(300));

@@ -143,8 +143,10 @@ fn dcgm_per_link_and_fabric_fields_from_a_counters_file() {
     run.at(20.0);
     let text = run.at(40.0);
     // With --nvlink-links=totals the exporter's own per-link families are left out …
+    // (the per-GPU totals stay, without an `nvlink` label) …
     assert!(series(&text, "gpu_nvlink_up").is_empty());
-    assert!(series(&text, "gpu_nvlink_errors_total").is_empty());
+    let errors = series(&text, "gpu_nvlink_errors_total");
+    assert!(!errors.is_empty() && errors.iter().all(|l| !l.contains("nvlink=\"")));
     // … and the counters file's fields are there.
     let crc = series(&text, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L11");
     assert_eq!(crc.len(), 8);

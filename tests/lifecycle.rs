@@ -40,6 +40,9 @@ fn counters() -> Arc<CounterSet> {
     Arc::new(parse_counters("lifecycle counters", &text).unwrap())
 }
 
+/// The Xid codes dcgm-exporter-style alerts watch, initialised at 0 where a test asks.
+const CRITICAL_CODES: &[u64] = &[48, 62, 64, 74, 79, 95, 119, 120];
+
 fn run(options: ReaderOptions) -> Run {
     Run::new(
         common::SimNode::new(&scenario(), 5),
@@ -137,7 +140,11 @@ fn nvml_library_absent_at_start_then_present() {
 
 #[test]
 fn burst_of_repeated_xids_is_counted_in_full() {
-    let mut run = run(ReaderOptions::default());
+    // Zero series for critical codes are opt-in (the series budget): ask for them.
+    let mut run = run(ReaderOptions {
+        xid_initialized_codes: CRITICAL_CODES.to_vec(),
+        ..ReaderOptions::default()
+    });
     let before = run.at(30.0);
     // Critical codes exist at 0 before anything happens, so a first occurrence is an increase.
     assert_eq!(

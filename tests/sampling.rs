@@ -312,7 +312,9 @@ fn xid_fields_are_zero_from_the_first_tick() {
     let node = common::SimNode::new("h100-mig", 1);
     let counters = common::default_counters();
     let path = node.lib_path().to_path_buf();
-    let options = gpu_exporter::gpu::reader::ReaderOptions::default();
+    // The zero series for critical codes are opt-in (the series budget): asked for here.
+    let options =
+        common::config(&["--xid-initialized-codes", "48,62,64,74,79,95,119,120"]).reader_options();
     assert!(!options.xid_sync, "the daemon's default");
     let mut sampler = gpu_exporter::sampler::Sampler::with_options(
         Box::new(move || gpu_exporter::gpu::open(Some(&path))),
@@ -728,10 +730,13 @@ fn error_counts_reason_times_and_xid_window_are_there_from_the_first_tick() {
     for (profile, repeated) in [("native", false), ("dcgm-4.8.2", true)] {
         let node = common::SimNode::new("h100-mig", 1);
         let path = node.lib_path().to_path_buf();
+        // The Xid window's zero series come with the initialised codes, opt-in since the
+        // series budget.
+        let codes = ["--xid-initialized-codes", "48,62,64,74,79,95,119,120"];
         let flags: &[&str] = if repeated {
-            &["--mig-repeat-device-fields"]
+            &["--mig-repeat-device-fields", codes[0], codes[1]]
         } else {
-            &[]
+            &codes
         };
         let options = common::config(flags).reader_options();
         assert!(!options.xid_sync, "the daemon's default");

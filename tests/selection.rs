@@ -27,7 +27,8 @@ fn exposition(options: ReaderOptions) -> String {
 }
 
 fn select(devices: &str) -> String {
-    exposition(common::config(&["-d", devices]).reader_options())
+    // With the Xid zero series (opt-in) every selected GPU has a `gpu_xid_errors_total`.
+    exposition(common::config(&["-d", devices, "--xid-initialized-codes", "79"]).reader_options())
 }
 
 /// Entities (`gpu` or `gpu.gi`) that carry series of `name`.
