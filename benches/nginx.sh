@@ -29,7 +29,7 @@ mkdir -p "$work/www"
 curl -s "http://127.0.0.1:$port/metrics" -o "$work/www/metrics"
 curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/metrics" -o "$work/www/metrics.gz"
 cat >"$work/nginx.conf" <<EOF
-worker_processes 1;
+worker_processes auto;
 pid $work/nginx.pid;
 error_log $work/nginx-error.log;
 events { worker_connections 1024; }
