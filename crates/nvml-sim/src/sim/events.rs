@@ -67,12 +67,7 @@ impl Sim {
             .iter()
             .enumerate()
             .filter(|(_, e)| e.t > t)
-            .find(|(i, e)| {
-                s.registered
-                    .get(&e.gpu)
-                    .is_some_and(|mask| mask & e.event_type != 0)
-                    && s.delivered.get(*i) == Some(&false)
-            })
+            .find(|(i, e)| s.awaits(*i, e))
             .map(|(_, e)| e.t))
     }
 
@@ -85,11 +80,7 @@ impl Sim {
             if e.t > t {
                 break;
             }
-            let wanted = s
-                .registered
-                .get(&e.gpu)
-                .is_some_and(|mask| mask & e.event_type != 0);
-            if wanted && s.delivered.get(i) == Some(&false) {
+            if s.awaits(i, e) {
                 if let Some(d) = s.delivered.get_mut(i) {
                     *d = true;
                 }
@@ -97,5 +88,16 @@ impl Sim {
             }
         }
         Ok(None)
+    }
+}
+
+impl EventSet {
+    /// Whether the set still owes timeline event `i` (`e`): its GPU is registered for the
+    /// event's type and the set has not delivered it.
+    fn awaits(&self, i: usize, e: &Event) -> bool {
+        self.registered
+            .get(&e.gpu)
+            .is_some_and(|mask| mask & e.event_type != 0)
+            && self.delivered.get(i) == Some(&false)
     }
 }
