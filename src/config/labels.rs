@@ -71,7 +71,6 @@ impl Config {
                 "dra_pool_name",
             ];
             // Counted whether or not DRA is on: `--simulate` turns it on after this check.
-            let _ = k.dra;
             holder.extend(dra.map(String::from));
             allocation.extend(dra.map(String::from));
             if k.pod_uid {
