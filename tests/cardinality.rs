@@ -422,6 +422,9 @@ fn assert_no_churn(args: &[&str], ticks: f64, must_see: &str) {
     let key = |l: &str| -> Option<(String, String)> {
         let name = l.split('{').next()?.to_owned();
         let ident: Vec<&str> = [
+            "gpu",
+            "field",
+            "source",
             "UUID",
             "GPU_I_ID",
             "GPU_I_PROFILE",
@@ -450,9 +453,6 @@ fn assert_no_churn(args: &[&str], ticks: f64, must_see: &str) {
             .lines()
             .filter(|l| !l.starts_with('#') && l.contains('{'))
         {
-            if l.starts_with("gpu_exporter_") {
-                continue;
-            }
             if let Some((k, labels)) = key(l) {
                 seen.entry(k).or_default().insert(labels);
             }
