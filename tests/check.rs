@@ -578,3 +578,36 @@ fn a_hung_nvml_init_fails_the_check_at_its_timeout() {
         "{out}"
     );
 }
+
+#[test]
+fn a_counters_file_over_the_label_limit_fails_the_labels_check() {
+    // Under --simulate (Kubernetes on) the widest family is gpu_allocation_info with 21
+    // labels; a DCGM family has the identity (8), the host label and the holder's 8
+    // (container, namespace, pod and five DRA labels): 17, and five label-type rows make 22.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("wide.csv");
+    std::fs::write(
+        &csv,
+        "DCGM_FI_DEV_GPU_TEMP, gauge, Temperature.\n\
+         DCGM_FI_DRIVER_VERSION, label, Driver.\n\
+         DCGM_FI_DEV_VBIOS_VERSION, label, VBIOS.\n\
+         DCGM_FI_NVML_VERSION, label, NVML.\n\
+         DCGM_FI_DEV_SERIAL, label, Serial.\n\
+         DCGM_FI_DEV_BRAND, label, Brand.\n",
+    )
+    .unwrap();
+    let args = ["--simulate", "a100-l4", "--max-labels-per-series", "21"];
+    let (code, out) = check(&[&args[..], &["-f", csv.to_str().unwrap()]].concat());
+    assert_eq!(code, Some(1), "{out}");
+    let l = line_with(&out, &["FAIL", "labels per series"]);
+    assert!(
+        l.contains("DCGM_FI_DEV_GPU_TEMP would have 22 labels")
+            && l.contains("--max-labels-per-series 21"),
+        "{l}"
+    );
+    line_with(&out, &["fix:", "--drop-labels"]);
+    // Without the label rows the same limit passes.
+    std::fs::write(&csv, "DCGM_FI_DEV_GPU_TEMP, gauge, Temperature.\n").unwrap();
+    let (_, out) = check(&[&args[..], &["-f", csv.to_str().unwrap()]].concat());
+    assert!(!out.contains("labels per series"), "{out}");
+}

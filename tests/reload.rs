@@ -3,7 +3,8 @@
 //! old set, logs `file:line` and shows in the self-metrics; an oversized file or a symlink to
 //! `/dev/zero` is refused without being read; a file truncated to nothing or rewritten in two
 //! halves never empties the page; SIGHUP forces a re-read; SIGHUP with the built-in set does
-//! not end the process.
+//! not end the process; a new version over `--max-labels-per-series` is refused like a broken
+//! one.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -553,4 +554,50 @@ fn a_slow_writer_never_has_its_partial_set_served() {
         exp.log()
             .contains("removes 4 of the 6 metric families in use")
     );
+}
+
+#[test]
+fn a_new_version_over_the_label_limit_is_refused_and_the_old_set_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("c.csv");
+    std::fs::write(&csv, SET_A).unwrap();
+    let exp = start(
+        dir.path(),
+        &["-f", csv.to_str().unwrap(), "--max-labels-per-series", "21"],
+    );
+    // `--simulate` turns Kubernetes on: gpu_allocation_info has 21 labels, a DCGM family 17
+    // (identity, host, holder); five label-type rows put it at 22.
+    let tmp = dir.path().join("c.tmp");
+    std::fs::write(
+        &tmp,
+        format!(
+            "{SET_B}DCGM_FI_DRIVER_VERSION, label, Driver.\n\
+             DCGM_FI_DEV_VBIOS_VERSION, label, VBIOS.\n\
+             DCGM_FI_NVML_VERSION, label, NVML.\n\
+             DCGM_FI_DEV_SERIAL, label, Serial.\n\
+             DCGM_FI_DEV_BRAND, label, Brand.\n"
+        ),
+    )
+    .unwrap();
+    std::fs::rename(&tmp, &csv).unwrap();
+    let text = exp.metrics_until("the refused reload to show", |t| {
+        t.contains("gpu_exporter_counters_last_reload_successful 0")
+    });
+    assert!(has_family(&text, "DCGM_FI_DEV_POWER_USAGE"), "{text}");
+    assert!(!has_family(&text, "DCGM_FI_DEV_SM_CLOCK"), "{text}");
+    assert!(!text.contains("driver_version"), "{text}");
+    let log = exp.log();
+    assert!(
+        log.contains("counters reload failed")
+            && log.contains(&csv.display().to_string())
+            && log.contains("would have 22 labels")
+            && log.contains("--max-labels-per-series 21"),
+        "{log}"
+    );
+    // Within the limit again: it applies.
+    std::fs::write(&tmp, SET_B).unwrap();
+    std::fs::rename(&tmp, &csv).unwrap();
+    exp.metrics_until("the fitting file to apply", |t| {
+        has_family(t, "DCGM_FI_DEV_SM_CLOCK")
+    });
 }

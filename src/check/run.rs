@@ -90,7 +90,7 @@ fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
             return None;
         }
     };
-    let cfg = match settings.validate() {
+    let mut cfg = match settings.validate() {
         Ok(c) => c,
         Err(e) => {
             let fix = Some("fix the flag or variable named");
@@ -160,6 +160,17 @@ fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
     r.add("files", "counters file", Severity::Ok, detail, None);
     for w in &counters.warnings {
         r.add("files", "counters file", Severity::Warn, w.clone(), None);
+    }
+    // The daemon refuses to start on this; check says so (and goes on, for the other checks).
+    if let Err(e) = cfg.fit_labels(&counters) {
+        let fix = Some("drop labels with --drop-labels, or raise --max-labels-per-series");
+        r.add(
+            "files",
+            "labels per series",
+            Severity::Fail,
+            e.to_string(),
+            fix,
+        );
     }
     Some((cfg, counters))
 }

@@ -30,6 +30,35 @@ impl Config {
         Ok(())
     }
 
+    /// The same guard for a new version of the counters file while running (its hot reload),
+    /// once [`Config::fit_labels`] has run: refuses a version whose widest family would break
+    /// `--max-labels-per-series`, or would leave the pod labels less room than they were
+    /// given at start (the allowlist's limit is fixed then).
+    pub fn label_guard(&self) -> impl Fn(&CounterSet) -> Result<(), String> + Send + 'static {
+        let labels = self.series_labels();
+        let filter = self.cardinality.clone();
+        let limit = self.max_labels_per_series;
+        let pod_room = self
+            .kubernetes
+            .as_ref()
+            .and_then(|k| k.pod_labels.as_ref())
+            .and_then(|allow| allow.max());
+        move |counters: &CounterSet| {
+            let room =
+                cardinality::fit_labels(counters, &labels, &filter, limit, pod_room.is_some())
+                    .map_err(|e| e.to_string())?;
+            match pod_room {
+                Some(given) if room < given => Err(format!(
+                    "the new version leaves room for {room} pod label(s) per series under \
+                     --max-labels-per-series {limit}, fewer than the {given} the running \
+                     exporter allows (--kubernetes-enable-pod-labels); restart the exporter to \
+                     apply it"
+                )),
+                _ => Ok(()),
+            }
+        }
+    }
+
     /// The labels the exporter itself may put on a series, as this configuration spells them.
     fn series_labels(&self) -> SeriesLabels {
         let mut identity: Vec<String> = [

@@ -14,8 +14,10 @@
 //! metric families in use must read the same for [`LARGE_DROP_SETTLE`]. SIGHUP skips these
 //! waits: the file as it is then is applied if it parses.
 //!
-//! A file that cannot be read or parsed keeps the old set: the error (with `file:line`) is
-//! logged once per distinct content, and the self-metrics say the last reload failed.
+//! A file that cannot be read or parsed, or that the daemon's validator refuses (the
+//! labels-per-series guard, given by the caller), keeps the old set: the error (with
+//! `file:line` or the file) is logged once per distinct content, and the self-metrics say the
+//! last reload failed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,7 +74,13 @@ pub struct CountersFile {
     pending: Option<Pending>,
     /// The last failure logged, so that a lasting one is logged once, not every tick.
     last_error: Option<String>,
+    /// Checks a parsed new version against the rest of the configuration (the daemon's
+    /// labels-per-series guard); an `Err` refuses the version with its message.
+    validator: Option<Validator>,
 }
+
+/// A check run on every parsed new version before it applies; `Err` holds why it is refused.
+pub type Validator = Box<dyn Fn(&CounterSet) -> Result<(), String> + Send>;
 
 /// Parses a counters file's text. Under `dcgm-4.9` one of gpu-exporter's shipped 4.8-named
 /// sets, unmodified, is served as its 4.9 version (see [`Profile::stand_in`]); the origin of
@@ -164,8 +172,16 @@ impl CountersFile {
             profile,
             pending: None,
             last_error: None,
+            validator: None,
         };
         Ok((watch, set))
+    }
+
+    /// Runs `check` on every new version once it parses; a version it refuses is reported as
+    /// a failed reload (naming the file) and the set in use stays.
+    pub fn with_validator(mut self, check: Validator) -> Self {
+        self.validator = Some(check);
+        self
     }
 
     /// The flag a SIGHUP listener sets (see [`listen_for_hangup`]).
@@ -326,6 +342,9 @@ impl CountersFile {
                 Err(e) => return Judged::Broken(e.to_string()),
             },
         };
+        if let Some(Err(e)) = self.validator.as_ref().map(|check| check(&set)) {
+            return Judged::Broken(format!("{origin}: {e}"));
+        }
         let Some(waited) = waited else {
             return Judged::Apply(set);
         };

@@ -180,6 +180,11 @@ impl LabelAllowlist {
         self.max = Some(n);
     }
 
+    /// The most pod labels kept per series (`None`: no limit set).
+    pub fn max(&self) -> Option<usize> {
+        self.max
+    }
+
     /// `true` when the pod-label `key` (the original key, before sanitizing) may be exported.
     pub fn allows(&self, key: &str) -> bool {
         self.patterns.is_empty() || self.patterns.iter().any(|re| re.is_match(key))
