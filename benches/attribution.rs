@@ -439,7 +439,15 @@ fn join_cold(bencher: divan::Bencher) {
     let view = kubelet_view(&pods);
     let index = pod_index(&pods);
     let opts = opts();
-    let (join, unmatched) = build_join(&opts, &entities, Some(&view), Some(&index), None, None);
+    let (join, unmatched) = build_join(
+        &opts,
+        &entities,
+        Some(&view),
+        Some(&index),
+        None,
+        None,
+        &Default::default(),
+    );
     assert!(unmatched.is_empty(), "unmatched: {unmatched:?}");
     assert_eq!(join.allocations.len(), PODS);
     let labelled = join.series_labels.iter().filter(|v| !v.is_empty()).count();
@@ -468,6 +476,7 @@ fn join_cold(bencher: divan::Bencher) {
             Some(&index),
             None,
             None,
+            &Default::default(),
         ))
     });
 }

@@ -472,3 +472,159 @@ fn assert_no_churn(args: &[&str], ticks: f64, must_see: &str) {
         "labels changed between ticks ({args:?}): {churned:#?}"
     );
 }
+
+/// The label sets of every series a pod holds, keyed by family, entity and holder.
+#[derive(Default)]
+struct PodSeries(BTreeMap<String, BTreeSet<String>>);
+
+impl PodSeries {
+    fn record(&mut self, text: &str) {
+        for l in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains("pod=\""))
+        {
+            let name = l.split('{').next().unwrap_or_default();
+            let ident: Vec<&str> = [
+                "gpu",
+                "GPU_I_ID",
+                "namespace",
+                "pod",
+                "container",
+                "resource",
+                "vgpu",
+                "dra_device_name",
+            ]
+            .iter()
+            .filter_map(|k| label_opt(l, k))
+            .collect();
+            let labels = l.rsplit_once(' ').map(|(a, _)| a).unwrap_or(l);
+            self.0
+                .entry(format!("{name}|{}", ident.join("|")))
+                .or_default()
+                .insert(labels.to_owned());
+        }
+    }
+
+    fn assert_still(&self, what: &str) {
+        let churned: Vec<_> = self.0.iter().filter(|(_, v)| v.len() > 1).collect();
+        assert!(churned.is_empty(), "{what}: labels changed: {churned:#?}");
+    }
+}
+
+/// A pod restarted under a new name that the kubelet lists before the pod watch delivers it,
+/// and a pod force-deleted from the API while the kubelet still lists it: no series of either
+/// ever changes its labels (pod_uid, workload and pod labels are there from the first tick to
+/// the last). A pod whose metadata never comes is attributed without it after the grace.
+#[test]
+fn label_values_hold_still_over_a_pod_restart() {
+    use gpu_exporter::sources::kube::labels::LabelAllowlist;
+    let node = common::SimNode::new("h100-mig", 7);
+    let counters = common::default_counters();
+    let cfg = common::config(&[]);
+    let cluster = common::Cluster::start(&node);
+    let mut k = cluster.config();
+    k.pod_labels = Some(LabelAllowlist::default());
+    k.pod_uid = true;
+    k.refresh = std::time::Duration::from_millis(50);
+    let mut sampler = node
+        .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+        .with_attribution(cluster.attributor(&k));
+    let opts = cfg.encode_options();
+    let sim = &cluster.sim;
+    let t = std::cell::Cell::new(30.0);
+    let mut seen = PodSeries::default();
+    let mut tick = |seen: &mut PodSeries| -> String {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        node.set_time(t.get());
+        let snap = sampler.tick(t.get());
+        t.set(t.get() + 0.05);
+        let text =
+            String::from_utf8(gpu_exporter::exposition::encode(&snap, &counters, &opts)).unwrap();
+        seen.record(&text);
+        text
+    };
+    let until = |seen: &mut PodSeries,
+                 tick: &mut dyn FnMut(&mut PodSeries) -> String,
+                 what: &str,
+                 cond: &dyn Fn(&str) -> bool| {
+        for _ in 0..500 {
+            if cond(&tick(seen)) {
+                return;
+            }
+        }
+        panic!("no {what} within 500 ticks");
+    };
+    for _ in 0..3 {
+        tick(&mut seen);
+    }
+
+    // A pod holding whole GPUs is replaced by one under a new name: the kubelet lists the new
+    // pod first, the API server delivers it a few ticks later.
+    let mut view = sim.kubelet.view();
+    let p = view
+        .pods
+        .iter()
+        .position(|p| {
+            p.containers
+                .iter()
+                .any(|c| c.devices.iter().any(|(r, _)| r == "nvidia.com/gpu"))
+        })
+        .expect("a pod with whole GPUs");
+    let (ns, old) = (view.pods[p].namespace.clone(), view.pods[p].name.clone());
+    let new = format!("{old}-restarted");
+    let mut pod_json = sim.api.pod(&ns, &old).expect("the pod in the API");
+    view.pods[p].name = new.clone();
+    sim.kubelet.set_view(view.clone());
+    let old_label = format!("pod=\"{old}\"");
+    until(&mut seen, &mut tick, "old pod's allocation gone", &|t| {
+        !series(t, "gpu_allocation_info")
+            .iter()
+            .any(|l| l.contains(&old_label))
+    });
+    for _ in 0..5 {
+        tick(&mut seen);
+    }
+    pod_json["metadata"]["name"] = new.clone().into();
+    pod_json["metadata"]["uid"] = "".into();
+    sim.api.delete_pod(&ns, &old);
+    sim.api.apply_pod(pod_json);
+    let new_label = format!("pod=\"{new}\"");
+    until(&mut seen, &mut tick, "restarted pod attributed", &|t| {
+        t.contains(&new_label)
+    });
+    for _ in 0..5 {
+        tick(&mut seen);
+    }
+    let text = tick(&mut seen);
+    let row = series(&text, "gpu_allocation_info")
+        .into_iter()
+        .find(|l| l.contains(&new_label))
+        .expect("the restarted pod's allocation row");
+    assert!(label_opt(row, "pod_uid").is_some(), "{row}");
+
+    // Force-deleted from the API while its containers still run: its labels stay.
+    sim.api.delete_pod(&ns, &new);
+    for _ in 0..50 {
+        tick(&mut seen);
+    }
+    assert!(tick(&mut seen).contains(&new_label));
+    seen.assert_still("pod restart and force deletion");
+
+    // A pod the API server never delivers is attributed without its metadata after the
+    // grace, not held back for ever.
+    let mut ghost = view.pods[p].clone();
+    ghost.name = "ghost".into();
+    view.pods.push(ghost);
+    sim.kubelet.set_view(view);
+    until(&mut seen, &mut tick, "kubelet refresh", &|_| true);
+    for _ in 0..20 {
+        tick(&mut seen);
+    }
+    t.set(t.get() + 11.0);
+    until(
+        &mut seen,
+        &mut tick,
+        "the ghost pod after the grace",
+        &|t| t.contains("pod=\"ghost\""),
+    );
+}

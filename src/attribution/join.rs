@@ -4,7 +4,7 @@
 //! Pure: it reads the sources' published state handed to it and returns a [`HolderMap`]; it must not
 //! do I/O, wait on a source or encode anything beyond the label suffixes `labels` renders.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::snapshot::{EntitySample, HolderMap, Labels};
 use crate::sources::hpc::HpcJobs;
@@ -85,12 +85,17 @@ pub fn build_join(
     pods: Option<&PodIndex>,
     dra: Option<&DraIndex>,
     hpc: Option<&HpcJobs>,
+    pending: &BTreeSet<(String, String)>,
 ) -> (HolderMap, Vec<String>) {
     let lookup = Lookup::new(entities);
     let mut holders: Vec<Vec<Holder<'_>>> = (0..entities.len()).map(|_| Vec::new()).collect();
     let mut allocated: BTreeMap<String, usize> = BTreeMap::new();
     let mut unmatched = Vec::new();
     for pod in view.iter().flat_map(|v| v.pods.iter()) {
+        // Waiting for its metadata (see `settle`): attributed once it is known.
+        if !pending.is_empty() && pending.contains(&(pod.namespace.clone(), pod.name.clone())) {
+            continue;
+        }
         for c in &pod.containers {
             for (resource, ids) in &c.devices {
                 if !is_gpu_resource(resource, &opts.extra_resources) {

@@ -4,7 +4,8 @@
 //!
 //! The kubelet, pod and ResourceSlice sources refresh in the background; here the sampler
 //! thread only reads their latest published state (the HPC job directory too: its own thread
-//! checks it every second). The join itself is in `join`, its label text in `labels`. The device-to-holder [`HolderMap`] is rebuilt only when an input changed (a new
+//! checks it every second). The join itself is in `join`, its label text in `labels`; `settle`
+//! holds a pod back until its metadata is known, so that its labels never change between ticks. The device-to-holder [`HolderMap`] is rebuilt only when an input changed (a new
 //! kubelet answer, a pod or slice change, a job file change, or a different set of entities),
 //! so an idle node pays a few pointer comparisons per tick. Per-container process use is
 //! recomputed every tick from NVML's process list, with PID → container lookups cached.
@@ -17,7 +18,7 @@
 //! families. `--kubernetes-virtual-gpus` restores dcgm-exporter's alternative: one copy of every
 //! series per holder, with `vgpu`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use tracing::warn;
@@ -25,6 +26,7 @@ use tracing::warn;
 mod join;
 mod labels;
 mod options;
+mod settle;
 
 pub use join::build_join;
 use labels::container_labels;
@@ -61,6 +63,8 @@ struct Inputs {
     dra: Option<Arc<DraIndex>>,
     hpc: Option<Arc<HpcJobs>>,
     entities: Vec<(String, Option<String>)>,
+    /// Pods the kubelet lists that wait for their metadata (`settle`).
+    pending: BTreeSet<settle::PodKey>,
 }
 
 impl Inputs {
@@ -77,6 +81,7 @@ impl Inputs {
             && ptr(&self.dra, &other.dra)
             && self.hpc == other.hpc
             && self.entities == other.entities
+            && self.pending == other.pending
     }
 }
 
@@ -152,6 +157,7 @@ pub struct Attributor {
     opts: AttributionOptions,
     sources: SourceHandles,
     cache: Option<(Inputs, Arc<HolderMap>)>,
+    settle: settle::Settle,
     unmatched: UnmatchedIds,
     /// The kinds of process-lookup errors warned about (at most one per `io::ErrorKind`).
     warned: HashSet<String>,
@@ -166,6 +172,7 @@ impl Attributor {
             opts,
             sources,
             cache: None,
+            settle: settle::Settle::default(),
             unmatched: UnmatchedIds::default(),
             warned: HashSet::new(),
             proc_errors: 0,
@@ -191,9 +198,16 @@ impl Attributor {
 
     /// Fills `snap.attribution` from the sources' latest state and this tick's processes.
     pub fn attribute(&mut self, snap: &mut Snapshot, processes: &[EntityProcesses], now: f64) {
+        let view = self.sources.kubelet.as_ref().and_then(|k| k.view());
+        let settled = self.settle.apply(
+            view.as_deref(),
+            self.sources.pods.as_ref().map(|p| p.index()),
+            now,
+        );
         let inputs = Inputs {
-            view: self.sources.kubelet.as_ref().and_then(|k| k.view()),
-            pods: self.sources.pods.as_ref().map(|p| p.index()),
+            view,
+            pods: settled.index,
+            pending: settled.pending,
             dra: self.sources.dra.as_ref().map(|d| d.index()),
             hpc: self.sources.hpc.as_ref().map(HpcSource::jobs),
             entities: snap
@@ -212,6 +226,7 @@ impl Attributor {
                     inputs.pods.as_deref(),
                     inputs.dra.as_deref(),
                     inputs.hpc.as_deref(),
+                    &inputs.pending,
                 );
                 // One warning per round however many new IDs there are (a large node can list
                 // thousands), each ID once while it lasts; IDs come from the kubelet, so they are
@@ -419,7 +434,15 @@ mod tests {
             pods,
             allocatable: None,
         };
-        build_join(opts, &entities(), Some(&view), None, None, None)
+        build_join(
+            opts,
+            &entities(),
+            Some(&view),
+            None,
+            None,
+            None,
+            &BTreeSet::new(),
+        )
     }
 
     #[test]
@@ -635,7 +658,15 @@ mod tests {
             pods: vec![pod("ns", "a", "c", "nvidia.com/gpu", &[G0])],
             allocatable: Some(vec![("nvidia.com/gpu".into(), vec![G0.into(), G1.into()])]),
         };
-        let (j, _) = build_join(&opts, &entities(), Some(&view), Some(&index), None, None);
+        let (j, _) = build_join(
+            &opts,
+            &entities(),
+            Some(&view),
+            Some(&index),
+            None,
+            None,
+            &BTreeSet::new(),
+        );
         assert_eq!(
             j.series_labels[0],
             [
@@ -669,6 +700,7 @@ mod tests {
             None,
             None,
             Some(&jobs),
+            &BTreeSet::new(),
         );
         assert_eq!(
             j.series_labels[0],

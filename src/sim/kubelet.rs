@@ -166,6 +166,11 @@ impl FakeKubelet {
         &self.socket
     }
 
+    /// What the kubelet lists now.
+    pub fn view(&self) -> KubeletView {
+        self.service.lock().view.clone()
+    }
+
     /// Replaces what `List` and `GetAllocatableResources` answer.
     pub fn set_view(&self, view: KubeletView) {
         self.service.lock().view = view;

@@ -214,6 +214,14 @@ impl FakeApi {
         self.inner.notify();
     }
 
+    /// The stored pod `namespace/name`, as served.
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<Value> {
+        let st = self.inner.lock();
+        st.pods
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
     /// Removes a pod (`DELETED` for watchers); nothing happens when there is no such pod.
     pub fn delete_pod(&self, namespace: &str, name: &str) {
         let mut st = self.inner.lock();

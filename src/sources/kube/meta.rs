@@ -97,7 +97,8 @@ impl PodIndex {
         Self::from_shared(pods.into_iter().map(Arc::new))
     }
 
-    fn from_shared(pods: impl IntoIterator<Item = Arc<PodMeta>>) -> Self {
+    /// As [`PodIndex::from_pods`], from shared pods (no copy).
+    pub fn from_shared(pods: impl IntoIterator<Item = Arc<PodMeta>>) -> Self {
         let mut index = Self::default();
         for pod in pods {
             for (i, c) in pod.containers.iter().enumerate() {
