@@ -254,6 +254,20 @@ pub struct Attribution {
     pub containers: Vec<ContainerUse>,
     /// Health of each attribution source, for the self-metrics.
     pub sources: Vec<SourceHealth>,
+    /// The holders of each GPU NVML has lost, as last seen while it answered (its entities
+    /// are gone, so the join no longer has them): the pod that was hit is the one fact an
+    /// operator needs.
+    pub lost: Vec<LostHolders>,
+}
+
+/// The last known holders of a lost GPU.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LostHolders {
+    /// The GPU's UUID.
+    pub uuid: String,
+    /// `gpu_allocation_info`'s rows of the GPU and its MIG instances when last seen: (GPU
+    /// instance id on a MIG instance, labels after the identity).
+    pub rows: Vec<(Option<u32>, Labels)>,
 }
 
 impl Attribution {
@@ -302,7 +316,13 @@ pub struct ContainerUse {
     pub sm_ratio: Option<f64>,
     /// Number of processes.
     pub processes: u64,
+    /// For processes not in a pod (empty `labels`): the first [`SHOWN_PIDS`] of them, by pid,
+    /// with their command name when the proc tree has it, so the page can say whose they are.
+    pub pids: Vec<(u32, Option<String>)>,
 }
+
+/// How many processes outside any pod a [`ContainerUse`] names per entity.
+pub const SHOWN_PIDS: usize = 8;
 
 /// One attribution source's state.
 #[derive(Debug, Clone, PartialEq)]

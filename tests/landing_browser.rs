@@ -128,6 +128,12 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
         if lost {
             assert_eq!(status["node"], "sim-incidents-node");
             assert_eq!(status["ready"], true);
+            // The lost GPU keeps the pod that held it when it was last seen.
+            assert_eq!(
+                status["gpus"][4]["holders"],
+                serde_json::json!(["batch/batch-embed-28811600-4kx7w/worker"]),
+                "{status:#}"
+            );
             break;
         }
         assert!(
@@ -147,9 +153,10 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
         // pods holding GPUs and MIG instances
         "research/llm-train-0/trainer",
         "sandbox/notebook-carol/notebook",
-        // the lost GPU
+        // the lost GPU, and the pod that held it
         "GPU 4",
         "LOST",
+        "batch/batch-embed-28811600-4kx7w/worker",
         "lost: NVML no longer answers for this GPU",
         // the overheating GPU 0 and the power-braked GPU 3
         "throttled: sw_thermal, hw_thermal",
@@ -246,4 +253,51 @@ fn status_json_matches_the_page() {
         "{missing:?}"
     );
     assert!(page.contains("DCGM_FI_DEV_CLOCKS_EVENT_REASONS"));
+}
+
+/// Every holder of a time-sliced GPU is named, and a busy GPU or MIG instance that no pod
+/// holds names its processes (pid and command name) and says no pod holds it.
+#[test]
+fn shared_gpus_list_every_holder_and_podless_work_names_its_processes() {
+    let e = Exporter::builder()
+        .args(["--simulate", "h100-mig", "-k", "-c", "500"])
+        .env("NODE_NAME", "node-a")
+        .start();
+    let status: serde_json::Value =
+        serde_json::from_str(&http_get(e.port, "/status", &[]).unwrap().text()).unwrap();
+    let gpu = |n: usize| &status["gpus"][n];
+    // GPU 4 is time-sliced between two pods.
+    assert_eq!(
+        gpu(4)["holders"],
+        serde_json::json!(["inference/rerank-a/server", "inference/rerank-b/server"]),
+        "{status:#}"
+    );
+    // GPU 7 and MIG instance 13 of GPU 2 run a host batch runner, in no pod.
+    assert_eq!(gpu(7)["holders"], serde_json::json!([]));
+    assert_eq!(
+        gpu(7)["outside_pods"],
+        serde_json::json!([{"pid": 47001, "name": "batch-runner"}])
+    );
+    let gi13 = gpu(2)["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["gpu_instance_id"] == 13)
+        .expect("GI 13 on GPU 2");
+    assert_eq!(gi13["holders"], serde_json::json!([]));
+    assert_eq!(
+        gi13["outside_pods"],
+        serde_json::json!([
+            {"pid": 42007, "name": "batch-runner"},
+            {"pid": 42017, "name": "batch-runner"}
+        ])
+    );
+    let page = http_get(e.port, "/", &[]).unwrap().text();
+    for want in [
+        "inference/rerank-a/server<br>inference/rerank-b/server",
+        "no pod;</span> pid 47001 (batch-runner)",
+        "no pod;</span> pid 42007 (batch-runner), pid 42017 (batch-runner)",
+    ] {
+        assert!(page.contains(want), "{want:?} not on the page:\n{page}");
+    }
 }

@@ -25,6 +25,7 @@ use tracing::warn;
 
 mod join;
 mod labels;
+mod lost;
 mod options;
 mod settle;
 
@@ -33,7 +34,9 @@ use labels::container_labels;
 pub use options::{AttributionOptions, KubernetesConfig, NVIDIA_DRA_DRIVER};
 
 use crate::gpu::processes::EntityProcesses;
-use crate::snapshot::{Attribution, ContainerUse, HolderMap, Labels, Snapshot, SourceHealth};
+use crate::snapshot::{
+    Attribution, ContainerUse, HolderMap, Labels, SHOWN_PIDS, Snapshot, SourceHealth,
+};
 use crate::sources::cgroup::ProcTree;
 use crate::sources::health::Health;
 use crate::sources::hpc::{HpcJobs, HpcSource};
@@ -158,6 +161,7 @@ pub struct Attributor {
     sources: SourceHandles,
     cache: Option<(Inputs, Arc<HolderMap>)>,
     settle: settle::Settle,
+    lost: lost::LastHolders,
     unmatched: UnmatchedIds,
     /// The kinds of process-lookup errors warned about (at most one per `io::ErrorKind`).
     warned: HashSet<String>,
@@ -173,6 +177,7 @@ impl Attributor {
             sources,
             cache: None,
             settle: settle::Settle::default(),
+            lost: lost::LastHolders::default(),
             unmatched: UnmatchedIds::default(),
             warned: HashSet::new(),
             proc_errors: 0,
@@ -251,10 +256,12 @@ impl Attributor {
             }
         };
         let containers = self.containers(snap, processes, self.cache_pods());
+        let lost = self.lost.update(snap, &join);
         snap.attribution = Attribution {
             join: Some(join),
             containers,
             sources: self.health(now),
+            lost,
         };
     }
 
@@ -291,6 +298,7 @@ impl Attributor {
             // label suffix → (memory, memory known, sm, processes)
             // Ordered by the labels' text, as the exposition lists the containers.
             let mut groups: BTreeMap<Labels, (f64, bool, f64, u64)> = BTreeMap::new();
+            let mut outside: Vec<u32> = Vec::new();
             for p in &ep.processes {
                 live.insert(p.pid);
                 let labels = match tree.lookup(p.pid) {
@@ -314,6 +322,9 @@ impl Attributor {
                         Labels::new()
                     }
                 };
+                if labels.is_empty() {
+                    outside.push(p.pid);
+                }
                 let g = groups.entry(labels).or_default();
                 if let Some(m) = p.memory_bytes {
                     g.0 += m as f64;
@@ -322,13 +333,22 @@ impl Attributor {
                 g.2 += p.sm_percent.unwrap_or(0.0) / 100.0;
                 g.3 += 1;
             }
+            outside.sort_unstable();
+            outside.dedup();
+            outside.truncate(SHOWN_PIDS);
             for (labels, (mem, mem_known, sm, n)) in groups {
+                let pids = if labels.is_empty() {
+                    outside.iter().map(|&pid| (pid, tree.name(pid))).collect()
+                } else {
+                    Vec::new()
+                };
                 out.push(ContainerUse {
                     entity,
                     labels,
                     memory_bytes: mem_known.then_some(mem),
                     sm_ratio: ep.utilization.then_some(sm),
                     processes: n,
+                    pids,
                 });
             }
         }

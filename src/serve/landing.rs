@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::status::{GpuStatus, NodeStatus, Reading};
+use super::status::{GpuStatus, NodeStatus, ProcessStatus, Reading};
 
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -94,11 +94,28 @@ fn power_cell(r: &Reading) -> String {
     }
 }
 
-fn holders_cell(h: &[String]) -> String {
-    if h.is_empty() {
-        "<span class=\"na\">none</span>".to_owned()
-    } else {
-        h.iter().map(|s| esc(s)).collect::<Vec<_>>().join("<br>")
+/// The pods holding an entity; with none, the processes on it that no pod holds (pid and
+/// name), so a busy GPU without a pod says whose work it runs.
+fn holders_cell(h: &[String], outside: &[ProcessStatus]) -> String {
+    let procs = || {
+        outside
+            .iter()
+            .map(|p| match &p.name {
+                Some(n) => format!("pid {} ({})", p.pid, esc(n)),
+                None => format!("pid {}", p.pid),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (h.is_empty(), outside.is_empty()) {
+        (true, true) => "<span class=\"na\">none</span>".to_owned(),
+        (true, false) => format!("<span class=\"na\">no pod;</span> {}", procs()),
+        (false, true) => h.iter().map(|s| esc(s)).collect::<Vec<_>>().join("<br>"),
+        (false, false) => format!(
+            "{}<br><small>outside pods: {}</small>",
+            h.iter().map(|s| esc(s)).collect::<Vec<_>>().join("<br>"),
+            procs()
+        ),
     }
 }
 
@@ -115,7 +132,7 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
         esc(&g.model),
         esc(&g.uuid),
         if g.instances.is_empty() {
-            holders_cell(&g.holders)
+            holders_cell(&g.holders, &g.outside_pods)
         } else {
             "<span class=\"na\">MIG</span>".to_owned()
         },
@@ -157,7 +174,7 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
             esc(&i.profile),
             i.gpu_instance_id,
             esc(&i.uuid),
-            holders_cell(&i.holders),
+            holders_cell(&i.holders, &i.outside_pods),
             util_cell(&i.reading),
             memory_cell(&i.reading),
         );

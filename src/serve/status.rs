@@ -66,8 +66,11 @@ pub struct GpuStatus {
     pub model: String,
     /// False when NVML lost the GPU.
     pub up: bool,
-    /// Pods and containers holding the whole GPU (`namespace/pod/container`).
+    /// Pods and containers holding the whole GPU (`namespace/pod/container`), every one of
+    /// them on a shared GPU; on a lost GPU, those that held it when it was last seen.
     pub holders: Vec<String>,
+    /// Processes on the GPU that are in no pod (the first few, by pid).
+    pub outside_pods: Vec<ProcessStatus>,
     /// Use and limits of the GPU as a whole (absent when it is lost, or MIG-only).
     pub reading: Option<Reading>,
     /// Health at a glance.
@@ -87,8 +90,19 @@ pub struct InstanceStatus {
     pub uuid: String,
     /// Holders (`namespace/pod/container`).
     pub holders: Vec<String>,
+    /// Processes on the instance that are in no pod (the first few, by pid).
+    pub outside_pods: Vec<ProcessStatus>,
     /// Use of the instance.
     pub reading: Reading,
+}
+
+/// A process on a GPU or instance that no pod holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessStatus {
+    /// Its pid (in the host's PID namespace).
+    pub pid: u32,
+    /// Its command name, when the proc tree shows it.
+    pub name: Option<String>,
 }
 
 /// Current values of one entity; `None` where the field is not configured or not read.
@@ -244,28 +258,72 @@ impl Slots<'_> {
     }
 }
 
+/// `namespace/pod/container`, or the labels as `name=value` pairs when they name no pod (an
+/// HPC job).
+fn holder_text(l: &crate::snapshot::Labels) -> String {
+    let get = |k: &str| l.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_owned());
+    match (get("namespace"), get("pod"), get("container")) {
+        (Some(ns), Some(pod), Some(c)) if !c.is_empty() => format!("{ns}/{pod}/{c}"),
+        (Some(ns), Some(pod), _) => format!("{ns}/{pod}"),
+        _ => l
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// Every holder of entity `index`: each row of `gpu_allocation_info` (all the pods of a
+/// time-sliced or MPS-shared GPU, whose series carry none), and the jobs on its series.
 fn holders(snap: &Snapshot, index: usize) -> Vec<String> {
+    let rows = snap
+        .attribution
+        .join
+        .iter()
+        .flat_map(|j| j.allocations.iter())
+        .filter(|(i, _)| *i == index)
+        .map(|(_, l)| l);
+    let series = snap.attribution.series_labels(index).iter();
+    let mut out: Vec<String> = rows
+        .chain(series)
+        .filter(|l| !l.is_empty())
+        .map(holder_text)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The last known holders of lost GPU `uuid` (its whole-GPU and instance rows).
+fn lost_holders(snap: &Snapshot, uuid: &str) -> Vec<String> {
     let mut out: Vec<String> = snap
         .attribution
-        .series_labels(index)
+        .lost
         .iter()
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let get = |k: &str| l.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_owned());
-            match (get("namespace"), get("pod"), get("container")) {
-                (Some(ns), Some(pod), Some(c)) if !c.is_empty() => format!("{ns}/{pod}/{c}"),
-                (Some(ns), Some(pod), _) => format!("{ns}/{pod}"),
-                _ => l
-                    .iter()
-                    .map(|(n, v)| format!("{n}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(","),
-            }
+        .filter(|l| l.uuid == uuid)
+        .flat_map(|l| l.rows.iter())
+        .map(|(gi, l)| match gi {
+            Some(gi) => format!("{} (GI {gi})", holder_text(l)),
+            None => holder_text(l),
         })
         .collect();
     out.sort();
     out.dedup();
     out
+}
+
+/// The processes on entity `index` that no pod holds.
+fn outside_pods(snap: &Snapshot, index: usize) -> Vec<ProcessStatus> {
+    snap.attribution
+        .containers
+        .iter()
+        .filter(|c| c.entity == index && c.labels.is_empty())
+        .flat_map(|c| c.pids.iter())
+        .map(|(pid, name)| ProcessStatus {
+            pid: *pid,
+            name: name.clone(),
+        })
+        .collect()
 }
 
 fn reading(s: &Slots<'_>, e: &EntitySample) -> Reading {
@@ -432,6 +490,7 @@ pub fn build(
                         gpu_instance_id: m.gpu_instance_id,
                         uuid: m.uuid.clone(),
                         holders: holders(snap, i),
+                        outside_pods: outside_pods(snap, i),
                         reading: reading(&s, e),
                     })
                 })
@@ -441,7 +500,12 @@ pub fn build(
                 uuid: d.uuid.clone(),
                 model: d.model_name.clone(),
                 up: d.up,
-                holders: whole.map(|i| holders(snap, i)).unwrap_or_default(),
+                holders: match whole {
+                    Some(i) if d.up => holders(snap, i),
+                    _ if !d.up => lost_holders(snap, &d.uuid),
+                    _ => Vec::new(),
+                },
+                outside_pods: whole.map(|i| outside_pods(snap, i)).unwrap_or_default(),
                 reading: whole_e.filter(|_| d.up).map(|e| reading(&s, e)),
                 health: health(&s, snap, d.gpu, health_e.filter(|_| d.up), d.up),
                 instances,

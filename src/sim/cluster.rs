@@ -464,6 +464,7 @@ pub fn write_proc_tree(root: &Path, r: &Resolved, host_pids: &[u32]) -> std::io:
         let dir = root.join(pid.to_string());
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("cgroup"), text)?;
+        std::fs::write(dir.join("comm"), "python3\n")?;
     }
     for pid in host_pids {
         let dir = root.join(pid.to_string());
@@ -473,6 +474,7 @@ pub fn write_proc_tree(root: &Path, r: &Resolved, host_pids: &[u32]) -> std::io:
                 dir.join("cgroup"),
                 "0::/system.slice/batch-runner.service\n",
             )?;
+            std::fs::write(dir.join("comm"), "batch-runner\n")?;
         }
     }
     Ok(())

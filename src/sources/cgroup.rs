@@ -172,6 +172,7 @@ fn hex_id(id: &str) -> Option<String> {
 pub struct ProcTree {
     root: PathBuf,
     cache: HashMap<u32, Option<CgroupIdentity>>,
+    names: HashMap<u32, Option<String>>,
 }
 
 impl Default for ProcTree {
@@ -186,6 +187,7 @@ impl ProcTree {
         Self {
             root: root.into(),
             cache: HashMap::new(),
+            names: HashMap::new(),
         }
     }
 
@@ -212,6 +214,28 @@ impl ProcTree {
     /// listed), so a reused PID is re-read.
     pub fn retain(&mut self, live: &HashSet<u32>) {
         self.cache.retain(|pid, _| live.contains(pid));
+        self.names.retain(|pid, _| live.contains(pid));
+    }
+
+    /// The command name of `pid` (`<root>/<pid>/comm`, at most 64 bytes, control characters
+    /// dropped), cached like [`ProcTree::lookup`]; `None` when it cannot be read.
+    pub fn name(&mut self, pid: u32) -> Option<String> {
+        if let Some(n) = self.names.get(&pid) {
+            return n.clone();
+        }
+        let path = self.root.join(pid.to_string()).join("comm");
+        let name = crate::base::bounded_read::read_regular(&path, 64)
+            .ok()
+            .map(|b| {
+                String::from_utf8_lossy(&b)
+                    .trim_end()
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .collect::<String>()
+            })
+            .filter(|n| !n.is_empty());
+        self.names.insert(pid, name.clone());
+        name
     }
 
     /// Number of cached entries.
