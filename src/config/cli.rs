@@ -549,6 +549,14 @@ pub struct Cli {
         value_parser = go_bool
     )]
     pub dump_compression: Option<bool>,
+    /// How long a GPU health reason stays after its cause is gone (flap damping), as a Go
+    /// duration (`5m`, `30s`); an Xid counts for that long after it occurred. Default 5m.
+    #[arg(
+        long = "health-hold",
+        env = "GPU_EXPORTER_HEALTH_HOLD",
+        value_name = "DURATION"
+    )]
+    pub health_hold: Option<String>,
     /// dcgm-exporter 4.8.3+'s YAML configuration file (schema v1 or v2): counters, interval,
     /// per-collection intervals, scrape limit, exporter metrics. Flags and environment
     /// variables given explicitly override it. Read once at start.
