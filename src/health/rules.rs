@@ -8,6 +8,7 @@ use dcgm_abi::{DCGM_HEALTH_RESULT_FAIL, DCGM_HEALTH_RESULT_WARN};
 
 use super::xid::classify;
 use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
+use crate::gpu::reader::CLOCK_EVENT_REASONS;
 use crate::snapshot::{Action, HealthWatch, Reason, Verdict};
 
 /// Clock-event bits the rules look at (`nvmlClocksEventReasons`).
@@ -122,29 +123,26 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<Observation> {
         );
     }
     if let Some(bits) = s.clock_events {
+        // The message names the active bits as dcgm-exporter does (`throttled: hw_thermal`).
+        let named = |mask: u64| {
+            let names: Vec<&str> = CLOCK_EVENT_REASONS
+                .iter()
+                .filter(|(bit, _)| bits & mask & bit != 0)
+                .map(|(_, name)| *name)
+                .collect();
+            format!("throttled: {}", names.join(", "))
+        };
         if bits & (SW_THERMAL | HW_THERMAL) != 0 {
-            add(
-                Reason::ThermalSlowdown,
-                Warning,
-                Action::CheckCooling,
-                "clocks held down by thermal slowdown".into(),
-            );
+            let m = named(SW_THERMAL | HW_THERMAL);
+            add(Reason::ThermalSlowdown, Warning, Action::CheckCooling, m);
         }
         if bits & HW_POWER_BRAKE != 0 {
-            add(
-                Reason::PowerBrake,
-                Warning,
-                Action::CheckPower,
-                "clocks held down by the external power brake".into(),
-            );
+            let m = named(HW_SLOWDOWN | HW_POWER_BRAKE);
+            add(Reason::PowerBrake, Warning, Action::CheckPower, m);
         }
         if bits & HW_SLOWDOWN != 0 && bits & (HW_THERMAL | HW_POWER_BRAKE) == 0 {
-            add(
-                Reason::HwSlowdown,
-                Warning,
-                Action::CheckPower,
-                "clocks held down by hardware slowdown".into(),
-            );
+            let m = named(HW_SLOWDOWN);
+            add(Reason::HwSlowdown, Warning, Action::CheckPower, m);
         }
     }
     if let (Some(t), Some(limit)) = (s.temp, s.slowdown_temp)
