@@ -1,6 +1,7 @@
 //! Benchmarks of the per-tick pipeline on the 8 × H100 (7 MIG instances each) simulated node
 //! with the full default counter set: one sampler tick (NVML calls into the simulated library
-//! included), encoding the exposition, and gzip. Run: `cargo bench --bench pipeline`.
+//! included), encoding the exposition, and gzip; and the NVML read with and without the health
+//! model's watched fields. Run: `cargo bench --bench pipeline`.
 
 // Benchmark harness: a failed set-up step should stop the run with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -159,4 +160,61 @@ fn sampler_tick_a100_dcgm(bencher: divan::Bencher) {
 fn sampler_tick_a100_no_dcgm(bencher: divan::Bencher) {
     let (mut p, _rt) = a100_pipeline("off");
     bencher.bench_local(|| black_box(p.sampler.tick(gpu_exporter::base::clock::unix_now())));
+}
+
+/// A reader over the bench node and the default counter set.
+fn reader() -> (
+    common::SimNode,
+    gpu_exporter::gpu::reader::Reader,
+    Arc<CounterSet>,
+) {
+    let node = common::SimNode::new(SCENARIO, 1);
+    let nvml = gpu_exporter::gpu::open(Some(node.lib_path())).unwrap();
+    let mut r = gpu_exporter::gpu::reader::Reader::new(nvml);
+    node.set_time(10.0);
+    let counters = common::default_counters();
+    r.read(&counters, 10.0).unwrap();
+    (node, r, counters)
+}
+
+/// The NVML read of a tick as it was before the health model: the default counters file's
+/// rows only (compare with `read_watched_and_judge`).
+#[divan::bench(sample_count = 200)]
+fn read_exported_only(bencher: divan::Bencher) {
+    let (node, mut r, counters) = reader();
+    let mut t = 10.0;
+    bencher.bench_local(|| {
+        t += 1.0;
+        node.set_time(t);
+        black_box(r.read(&counters, t).unwrap())
+    });
+}
+
+/// The NVML read of a tick with the health model's watched fields added to the default
+/// counters file's rows, the model's verdict, and the watched slots taken off again: what
+/// the sampler does now.
+#[divan::bench(sample_count = 200)]
+fn read_watched_and_judge(bencher: divan::Bencher) {
+    use gpu_exporter::health;
+    let (node, mut r, counters) = reader();
+    let watched = health::watched_set(&counters);
+    r.read(&watched, 10.5).unwrap();
+    let mut model = health::HealthModel::default();
+    let mut t = 10.0;
+    bencher.bench_local(|| {
+        t += 1.0;
+        node.set_time(t);
+        let data = r.read(&watched, t).unwrap();
+        let mut snap = Snapshot {
+            taken_at_unix: t,
+            entities: data.entities,
+            devices: data.devices,
+            xids: data.xids,
+            interconnect: data.interconnect,
+            ..Snapshot::default()
+        };
+        snap.health = model.evaluate(&snap, &watched);
+        health::exported_only(&mut snap.entities, &counters);
+        black_box(snap)
+    });
 }

@@ -41,6 +41,7 @@ LAYERS = [
     "gpu",
     "dcgm",
     "attribution",
+    "health",
     "exposition",
     "sampler",
     "serve",

@@ -39,6 +39,10 @@ pub mod dcgm;
 /// The join of entities with pods, containers, HPC jobs and processes.
 pub mod attribution;
 
+/// The GPU health model: one verdict per GPU and MIG instance, with reasons, actions and
+/// flap damping.
+pub mod health;
+
 /// Text exposition of a snapshot (dcgm families, native families, self-metrics), gzip, publish.
 pub mod exposition;
 

@@ -21,6 +21,35 @@ pub fn excerpt(exposition: &str, max: usize) -> Vec<String> {
         .collect()
 }
 
+/// The health model's verdict of GPU `gpu` as one item: its reasons, and the action of the
+/// worst one as the fix.
+fn health(report: &mut Report, snap: &Snapshot, gpu: u32) {
+    let Some(h) = snap
+        .health
+        .iter()
+        .find(|h| h.gpu == gpu && h.gpu_instance_id.is_none())
+    else {
+        return;
+    };
+    let detail = if h.reasons.is_empty() {
+        "ok".to_owned()
+    } else {
+        let reasons: Vec<String> = h
+            .reasons
+            .iter()
+            .map(|r| format!("{} [{}]", r.message, r.reason.as_str()))
+            .collect();
+        format!("{}: {}", h.verdict.as_str(), reasons.join("; "))
+    };
+    report.add(
+        "gpus",
+        format!("GPU {gpu} health"),
+        super::links::severity(h.verdict),
+        detail,
+        h.action().map(|a| a.words()),
+    );
+}
+
 /// Adds the GPU, field and source items read off the snapshots of a few ticks (the last one
 /// is `snap`).
 /// `timings` holds the time one read of each field took on all entities, where measured.
@@ -74,7 +103,7 @@ pub fn from_snapshot(
             report.add(
                 "gpus",
                 format!("GPU {}", d.gpu),
-                Severity::Fail,
+                super::links::level(snap, d.gpu, &[crate::snapshot::Reason::GpuLost]),
                 if d.uuid.is_empty() {
                     "NVML does not answer for it (lost before its name and UUID were read)"
                         .to_owned()
@@ -84,6 +113,7 @@ pub fn from_snapshot(
                 Some("dmesg on the node (Xid 79: fallen off the bus); the GPU needs a reset or service"),
             );
         }
+        health(report, snap, d.gpu);
     }
 
     super::links::interconnect(report, snap);

@@ -1,12 +1,36 @@
-//! The NVLink and fabric items of `gpu-exporter check`: each GPU's links (a link down, or
-//! errors past FEC above 1e-12 on NVLink 5, is a warning) and fabric registration, and how a
-//! counters file's link-entity row is served.
+//! The NVLink and fabric items of `gpu-exporter check`: each GPU's links and fabric
+//! registration, and how a counters file's link-entity row is served. How serious a link down,
+//! errors past FEC or an unhealthy fabric is comes from the health model's verdict
+//! (`Snapshot::health`), never from a rule of its own.
 //!
 //! Reads the snapshot only; it must not start anything or read NVML.
 
 use super::report::{Report, Severity};
-use crate::gpu::nvlink::{EFFECTIVE_BER_LIMIT, FABRIC_COMPLETED, errors_past_fec};
-use crate::snapshot::Snapshot;
+use crate::gpu::nvlink::{EFFECTIVE_BER_LIMIT, errors_past_fec};
+use crate::snapshot::{Reason, Snapshot, Verdict};
+
+/// The check's level of a verdict.
+pub(super) fn severity(v: Verdict) -> Severity {
+    match v {
+        Verdict::Ok => Severity::Ok,
+        Verdict::Warning => Severity::Warn,
+        Verdict::Critical => Severity::Fail,
+    }
+}
+
+/// The level the health model gives GPU `gpu` for any of `reasons` (the worst; ok if none).
+pub(super) fn level(snap: &Snapshot, gpu: u32, reasons: &[Reason]) -> Severity {
+    let worst = snap
+        .health
+        .iter()
+        .filter(|h| h.gpu == gpu && h.gpu_instance_id.is_none())
+        .flat_map(|h| &h.reasons)
+        .filter(|r| reasons.contains(&r.reason))
+        .map(|r| r.severity)
+        .max()
+        .unwrap_or(Verdict::Ok);
+    severity(worst)
+}
 
 /// Each GPU's links and fabric registration, for the GPUs that have either.
 pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
@@ -32,7 +56,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
                 report.add(
                 "gpus",
                 format!("GPU {} NVLink", g.id.gpu),
-                Severity::Warn,
+                level(snap, g.id.gpu, &[Reason::NvlinkDown]),
                 format!("{detail}; down: {}", down.join(", ")),
                 Some("nvidia-smi nvlink --status on the node; a link that stays down needs a GPU reset or the baseboard inspected"),
             );
@@ -48,7 +72,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
             report.add(
                 "gpus",
                 format!("GPU {} NVLink errors past FEC", g.id.gpu),
-                Severity::Warn,
+                level(snap, g.id.gpu, &[Reason::NvlinkBer]),
                 format!(
                     "effective bit error rate above {EFFECTIVE_BER_LIMIT:e} on link(s) {}",
                     ber_high.join(", ")
@@ -63,12 +87,11 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
                 Some(3) => "limited capacity",
                 _ => "health not reported",
             };
-            let registered = f.state == FABRIC_COMPLETED && f.status == 0;
-            let level = match (registered, f.health_summary) {
-                (false, _) | (_, Some(2)) => Severity::Fail,
-                (_, Some(3)) => Severity::Warn,
-                _ => Severity::Ok,
-            };
+            let level = level(
+                snap,
+                g.id.gpu,
+                &[Reason::FabricUnhealthy, Reason::FabricDegraded],
+            );
             report.add(
             "gpus",
             format!("GPU {} fabric", g.id.gpu),

@@ -13,13 +13,10 @@ use crate::gpu::reader::NvlinkLinks;
 
 /// dcgm-exporter's default counters path.
 pub const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/default-counters.csv";
-
 /// The shipped default counter set, used when no file is given and the default path is absent.
 pub const BUILTIN_DEFAULT_COUNTERS: &str = include_str!("../../counters/default-counters.csv");
-
 /// Default sampling interval in milliseconds (see docs/flags.md "Sampling interval").
 pub const DEFAULT_INTERVAL_MS: u64 = 5000;
-
 /// The longest interval or window accepted, in ms (one day): a larger value is a typo.
 pub const MAX_WINDOW_MS: u64 = 86_400_000;
 
@@ -549,6 +546,9 @@ pub struct Cli {
         value_parser = go_bool
     )]
     pub dump_compression: Option<bool>,
+    /// Flap damping: how long a GPU health reason stays after its cause is gone (Go duration).
+    #[arg(long = "health-hold", env = "GPU_EXPORTER_HEALTH_HOLD")]
+    pub health_hold: Option<String>,
     /// dcgm-exporter 4.8.3+'s YAML configuration file (schema v1 or v2): counters, interval,
     /// per-collection intervals, scrape limit, exporter metrics. Flags and environment
     /// variables given explicitly override it. Read once at start.

@@ -197,6 +197,8 @@ pub struct Config {
     pub web_max_connections: usize,
     /// `--web-config-file`; `None` when not given or empty (plain HTTP, as in exporter-toolkit).
     pub web_config_file: Option<PathBuf>,
+    /// `--health-hold`: how long a health reason stays after its cause is gone.
+    pub health_hold: Duration,
     /// `--health-require-gpus`: `/health` fails while no GPU is exported.
     pub health_require_gpus: bool,
     /// `--enable-exporter-metrics` (or `metrics.enableExporterMetrics`): the `process_*`
@@ -482,6 +484,11 @@ impl Settings {
             &cli.web_write_timeout,
             DEFAULT_WEB_WRITE_TIMEOUT,
         )?;
+        let health_hold = timeout(
+            "--health-hold",
+            &cli.health_hold,
+            crate::health::DEFAULT_HOLD,
+        )?;
         let collections = Collections {
             base: Duration::from_millis(collect_ms),
             groups: self.collections.clone(),
@@ -525,6 +532,7 @@ impl Settings {
                 .clone()
                 .filter(|p| !p.as_os_str().is_empty()),
             health_require_gpus: cli.health_require_gpus,
+            health_hold,
             enable_exporter_metrics: cli.enable_exporter_metrics.unwrap_or(false),
             simulate: cli.simulate.clone(),
             simulate_seed: cli.simulate_seed,

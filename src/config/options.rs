@@ -1,5 +1,5 @@
 //! The one conversion from a validated [`Config`] to each component's options: the reader's
-//! ([`ReaderOptions`]), the encoder's ([`EncodeOptions`]), the HTTP handlers' ([`ServeOptions`])
+//! ([`ReaderOptions`]), the health model's, the encoder's ([`EncodeOptions`]), the HTTP handlers' ([`ServeOptions`])
 //! and the serving limits ([`Limits`]). The daemon, `gpu-exporter check`, the tests and the
 //! benchmarks all build their options here, so a new setting is wired in one place.
 //!
@@ -22,6 +22,13 @@ impl Config {
             xid_initialized_codes: self.xid_initialized_codes.clone(),
             collections: std::sync::Arc::clone(&self.collections),
             ..ReaderOptions::default()
+        }
+    }
+
+    /// The health model's settings.
+    pub fn health_options(&self) -> crate::health::HealthOptions {
+        crate::health::HealthOptions {
+            hold: self.health_hold,
         }
     }
 

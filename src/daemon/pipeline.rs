@@ -106,7 +106,8 @@ impl Pipeline {
         let loader_path = lib_path.clone();
         let loader: sampler::Loader =
             Box::new(move || gpu::open_after_trial(loader_path.as_deref()));
-        let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader_options());
+        let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader_options())
+            .with_health(cfg.health_options());
         if let Some(client) = start_dcgm(cfg, node.as_ref()).map_err(PipelineError::Dcgm)? {
             sampler = sampler.with_dcgm(client);
         }

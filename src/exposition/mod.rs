@@ -7,6 +7,7 @@
 //! text are escaped; NaN and ±Inf are written as Prometheus expects. This module does no I/O.
 
 pub mod filter;
+mod health;
 mod interconnect;
 pub mod publish;
 pub mod self_metrics;
@@ -160,6 +161,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
     if opts.own_families {
         encode_xid_totals(&mut out, snap, opts);
         interconnect::encode(&mut out, snap, opts, write_identity);
+        health::encode(&mut out, snap, opts);
         encode_attribution(&mut out, snap, opts);
     }
     self_metrics::encode(&mut out, snap, opts);

@@ -4,7 +4,9 @@
 //! [`Snapshot`], joins the attribution sources' latest state onto it, applies a changed
 //! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. With a DCGM
 //! client ([`Sampler::with_dcgm`]) it asks DCGM for the profiling rows NVML left empty on GPUs
-//! without GPM and for the health checks, waiting at most the client's deadline. Its thread is the
+//! without GPM and for the health checks, waiting at most the client's deadline. It feeds the
+//! health model (`health`) every tick, reading the fields the model watches even when the
+//! counters file does not export them. Its thread is the
 //! only one that reads NVML values after start-up; the Xid thread (`gpu::xid`) also calls NVML,
 //! only to wait for events. While NVML cannot be loaded it keeps publishing the self-metrics
 //! and retries with exponential backoff. It must not serve HTTP or wait on a scrape, and it
@@ -30,6 +32,7 @@ use crate::exposition::EncodeOptions;
 use crate::exposition::publish::{Shared, render};
 use crate::gpu::LoadError;
 use crate::gpu::reader::{Reader, ReaderOptions};
+use crate::health::{self, HealthModel, HealthOptions};
 use crate::snapshot::{SampleStats, Snapshot};
 use reload::CountersFile;
 
@@ -57,6 +60,11 @@ pub struct Sampler {
     exporter_metrics: bool,
     /// The DCGM client, unless `--dcgm-mode off`.
     dcgm: Option<dcgm::Client>,
+    /// The health model, fed every tick.
+    health: HealthModel,
+    /// The counter set the reader reads: the exported one with the health model's watched
+    /// fields added (`health::watched_set`), made again when the exported one changes.
+    read_set: (Arc<CounterSet>, Arc<CounterSet>),
 }
 
 impl Sampler {
@@ -67,6 +75,10 @@ impl Sampler {
 
     /// A sampler whose reader uses `options` (device selection, MIG shape, windows).
     pub fn with_options(loader: Loader, counters: Arc<CounterSet>, options: ReaderOptions) -> Self {
+        let read_set = (
+            Arc::clone(&counters),
+            Arc::new(health::watched_set(&counters)),
+        );
         Self {
             loader,
             options,
@@ -81,7 +93,15 @@ impl Sampler {
             counters_file: None,
             exporter_metrics: false,
             dcgm: None,
+            health: HealthModel::default(),
+            read_set,
         }
+    }
+
+    /// Runs the health model with `opts` (the hold time).
+    pub fn with_health(mut self, opts: HealthOptions) -> Self {
+        self.health = HealthModel::new(opts);
+        self
     }
 
     /// Fills the profiling fields NVML cannot serve from DCGM, through `client`.
@@ -147,6 +167,13 @@ impl Sampler {
         {
             self.counters = Arc::new(set);
         }
+        if !Arc::ptr_eq(&self.read_set.0, &self.counters) {
+            self.read_set = (
+                Arc::clone(&self.counters),
+                Arc::new(health::watched_set(&self.counters)),
+            );
+        }
+        let read_set = Arc::clone(&self.read_set.1);
         self.ensure_reader();
         self.ticks += 1;
         let mut snap = Snapshot {
@@ -161,7 +188,7 @@ impl Sampler {
             if let Some(c) = self.dcgm.as_ref() {
                 reader.set_gpm_elsewhere(c.may_serve());
             }
-            match reader.read(&self.counters, now_unix) {
+            match reader.read(&read_set, now_unix) {
                 Ok(data) => {
                     snap.entities = data.entities;
                     snap.devices = data.devices;
@@ -183,6 +210,11 @@ impl Sampler {
             }
         }
         let dcgm_up = self.dcgm_values(&mut snap, &no_gpm);
+        // The verdict from everything read, watched fields included; then the entities keep
+        // only the exported slots, and an empty DCGM health row gets the computed watches.
+        snap.health = self.health.evaluate(&snap, &read_set);
+        health::exported_only(&mut snap.entities, &self.counters);
+        health::fill_dcgm_status(&mut snap.entities, &self.counters, &snap.health);
         if let Some(a) = self.attributor.as_mut() {
             a.attribute(&mut snap, &processes, now_unix);
         }
@@ -242,6 +274,9 @@ impl Sampler {
             .as_ref()
             .map(|r| r.unsupported().to_vec())
             .unwrap_or_default();
+        // A field read only for the health model is not listed: the list is about the
+        // counters file's rows.
+        out.retain(|u| self.counters.rows.iter().any(|r| r.field.name == u.field));
         let Some(client) = self.dcgm.as_ref() else {
             return out;
         };

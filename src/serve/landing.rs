@@ -160,12 +160,9 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
         None => out.push_str(&format!("<td>{DASH}</td>").repeat(4)),
     }
     out.push_str("<td class=\"why\">");
-    if g.health.reasons.is_empty() {
-        out.push_str("<span class=\"ok\">no Xid in the last hour, no ECC or remap trouble, not throttled</span>");
-    } else {
-        let reasons: Vec<String> = g.health.reasons.iter().map(|r| esc(r)).collect();
-        out.push_str(&reasons.join("<br>"));
-    }
+    // A healthy GPU says "ok" in its state cell and nothing here.
+    let reasons: Vec<String> = g.health.reasons.iter().map(|r| esc(r)).collect();
+    out.push_str(&reasons.join("<br>"));
     out.push_str("</td></tr>\n");
     for i in &g.instances {
         let _ = writeln!(
@@ -294,7 +291,7 @@ pub fn render(s: &NodeStatus) -> String {
         }
     );
     if !s.not_configured.is_empty() {
-        out.push_str("<p>Not shown because the counters file lacks the field: ");
+        out.push_str("<p>Values not shown because the counters file does not export their field (the health verdict watches them anyway): ");
         let items: Vec<String> = s
             .not_configured
             .iter()

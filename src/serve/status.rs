@@ -12,9 +12,9 @@ use serde::Serialize;
 
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
-use crate::gpu::nvlink::{EFFECTIVE_BER_LIMIT, FABRIC_COMPLETED, errors_past_fec};
+use crate::gpu::nvlink::errors_past_fec;
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
-use crate::snapshot::{EntitySample, Snapshot, Value};
+use crate::snapshot::{Action, ActiveReason, EntitySample, Snapshot, Value, Verdict};
 
 /// How far back "recent" Xids reach.
 pub const XID_RECENT_SECONDS: f64 = 3600.0;
@@ -51,7 +51,8 @@ pub struct NodeStatus {
     pub field_errors: Vec<FieldErrors>,
     /// The counters file in use.
     pub counters: CountersStatus,
-    /// Health signals that need a field the counters file lacks: (signal, field to add).
+    /// Values the page cannot show because the counters file does not export their field:
+    /// (signal, field to add). The health verdict watches its signals anyway.
     pub not_configured: Vec<(&'static str, &'static str)>,
 }
 
@@ -94,6 +95,8 @@ pub struct InstanceStatus {
     pub outside_pods: Vec<ProcessStatus>,
     /// Use of the instance.
     pub reading: Reading,
+    /// The health model's verdict (an instance shares its GPU's).
+    pub verdict: &'static str,
 }
 
 /// A process on a GPU or instance that no pod holds.
@@ -149,10 +152,40 @@ pub struct Health {
     /// NVSwitch fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity), on GPUs
     /// attached to a fabric that report it.
     pub fabric_health: Option<u8>,
-    /// Summary: `ok`, `warning` or `critical`, with the reasons.
+    /// The health model's verdict: `ok`, `warning` or `critical`.
     pub verdict: &'static str,
-    /// Why the verdict is not `ok`.
+    /// Why the verdict is not `ok`, in words, worst first (empty when `ok`).
     pub reasons: Vec<String>,
+    /// The same reasons, machine-readable (absent when `ok`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<Cause>,
+    /// The recommended action of the worst reason (absent when `ok`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<&'static str>,
+    /// NVML's recovery action (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and reset),
+    /// when read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery_action: Option<u32>,
+}
+
+/// One reason of a verdict, as the health model gives it (docs/health.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct Cause {
+    /// The reason's word, e.g. `xid_hardware`.
+    pub reason: &'static str,
+    /// `warning` or `critical`.
+    pub severity: &'static str,
+    /// The Xid code, for the `xid_*` reasons.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xid: Option<u64>,
+    /// What was seen.
+    pub message: String,
+    /// The recommended action's word, e.g. `reset_gpu`.
+    pub action: &'static str,
+    /// `false` when the cause is gone and the reason is held (flap damping).
+    pub present: bool,
+    /// Seconds since the cause was first seen in this episode.
+    pub since_seconds: f64,
 }
 
 /// An attribution source.
@@ -342,7 +375,7 @@ fn reading(s: &Slots<'_>, e: &EntitySample) -> Reading {
     }
 }
 
-fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up: bool) -> Health {
+fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>) -> Health {
     let mut h = Health::default();
     if let Some(e) = e {
         h.last_xid = s.xid(e);
@@ -369,8 +402,7 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
             })
             .collect();
     }
-    let fabric = snap.interconnect.iter().find(|g| g.id.gpu == gpu);
-    if let Some(g) = fabric {
+    if let Some(g) = snap.interconnect.iter().find(|g| g.id.gpu == gpu) {
         h.nvlink_down = g.links.iter().filter(|l| !l.up).map(|l| l.link).collect();
         h.nvlink_ber_high = g
             .links
@@ -380,79 +412,41 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>, up
             .collect();
         h.fabric_health = g.fabric.as_ref().and_then(|f| f.health_summary);
     }
-    let registration_failed = fabric
-        .and_then(|g| g.fabric.as_ref())
-        .is_some_and(|f| f.state == FABRIC_COMPLETED && f.status != 0);
-    let mut critical = Vec::new();
-    let mut warning = Vec::new();
-    if registration_failed {
-        critical.push("NVSwitch fabric registration failed".to_owned());
-    }
-    match h.fabric_health {
-        Some(2) => critical.push("NVSwitch fabric unhealthy".to_owned()),
-        Some(3) => warning.push("NVSwitch fabric at limited capacity".to_owned()),
-        _ => {}
-    }
-    if !h.nvlink_down.is_empty() {
-        let links: Vec<String> = h.nvlink_down.iter().map(u32::to_string).collect();
-        warning.push(format!("NVLink link(s) down: {}", links.join(", ")));
-    }
-    if !h.nvlink_ber_high.is_empty() {
-        let links: Vec<String> = h.nvlink_ber_high.iter().map(u32::to_string).collect();
-        warning.push(format!(
-            "NVLink errors get past FEC (bit error rate above {EFFECTIVE_BER_LIMIT:e}) on link(s): {}",
-            links.join(", ")
-        ));
-    }
-    if !up {
-        critical.push("lost: NVML no longer answers for this GPU".to_owned());
-    }
-    if h.row_remap_failure.is_some_and(|v| v > 0.0) {
-        critical.push("row remap failed: the GPU needs service".to_owned());
-    }
-    if h.ecc_dbe.is_some_and(|v| v > 0.0) {
-        critical.push(format!(
-            "{} double-bit ECC error(s)",
-            h.ecc_dbe.unwrap_or_default()
-        ));
-    }
-    if let Some((t, limit)) = e.and_then(|e| s.num(e, TEMP).zip(s.num(e, SLOWDOWN)))
-        && t >= limit
-    {
-        warning.push(format!(
-            "{t:.0} °C: at or above the slowdown temperature ({limit:.0} °C)"
-        ));
-    }
-    if h.row_remap_pending.is_some_and(|v| v > 0.0) {
-        warning.push("row remap pending: reset the GPU".to_owned());
-    }
-    for (code, n, ago) in &h.recent_xids {
-        warning.push(format!("Xid {code} (×{n}, last {ago:.0} s ago)"));
-    }
-    if let Some(t) = &h.throttle {
-        let serious: Vec<&str> = t
+    // The verdict is the health model's (`Snapshot::health`): displayed, never judged here.
+    let verdict = snap
+        .health
+        .iter()
+        .find(|v| v.gpu == gpu && v.gpu_instance_id.is_none());
+    h.verdict = verdict.map_or(Verdict::Ok, |v| v.verdict).as_str();
+    if let Some(v) = verdict {
+        h.reasons = v.reasons.iter().map(words).collect();
+        h.causes = v
+            .reasons
             .iter()
-            .copied()
-            .filter(|r| {
-                matches!(
-                    *r,
-                    "hw_slowdown" | "sw_thermal" | "hw_thermal" | "hw_power_brake"
-                )
+            .map(|r| Cause {
+                reason: r.reason.as_str(),
+                severity: r.severity.as_str(),
+                xid: r.xid,
+                message: r.message.clone(),
+                action: r.action.as_str(),
+                present: r.present,
+                since_seconds: (snap.taken_at_unix - r.since_unix).max(0.0),
             })
             .collect();
-        if !serious.is_empty() {
-            warning.push(format!("throttled: {}", serious.join(", ")));
-        }
+        h.action = v.action().map(Action::as_str);
+        h.recovery_action = v.recovery_action;
     }
-    h.verdict = if !critical.is_empty() {
-        "critical"
-    } else if !warning.is_empty() {
-        "warning"
-    } else {
-        "ok"
-    };
-    h.reasons = critical.into_iter().chain(warning).collect();
     h
+}
+
+/// A reason in words: what was seen, what to do, and whether the cause is gone.
+fn words(r: &ActiveReason) -> String {
+    let held = if r.present {
+        String::new()
+    } else {
+        " (gone; shown until the hold time has passed)".to_owned()
+    };
+    format!("{}: {}{held}", r.message, r.action.words())
 }
 
 /// Builds the status from the last snapshot. `now_unix` is the time of the request;
@@ -492,6 +486,12 @@ pub fn build(
                         holders: holders(snap, i),
                         outside_pods: outside_pods(snap, i),
                         reading: reading(&s, e),
+                        verdict: snap
+                            .health
+                            .iter()
+                            .find(|h| h.uuid == m.uuid)
+                            .map_or(Verdict::Ok, |h| h.verdict)
+                            .as_str(),
                     })
                 })
                 .collect();
@@ -507,7 +507,7 @@ pub fn build(
                 },
                 outside_pods: whole.map(|i| outside_pods(snap, i)).unwrap_or_default(),
                 reading: whole_e.filter(|_| d.up).map(|e| reading(&s, e)),
-                health: health(&s, snap, d.gpu, health_e.filter(|_| d.up), d.up),
+                health: health(&s, snap, d.gpu, health_e.filter(|_| d.up)),
                 instances,
             }
         })
@@ -616,9 +616,17 @@ mod tests {
             ..Snapshot::default()
         };
         let counters = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
+        let mut snap = snap;
+        snap.health = crate::health::HealthModel::default().evaluate(&snap, &counters);
         let st = build(&snap, &counters, None, true, 0.0, None);
         let h = &st.gpus[0].health;
-        (h.verdict, h.reasons.clone())
+        // The page's words: the model's message, then what to do.
+        let messages = h
+            .reasons
+            .iter()
+            .map(|r| r.split(": check").next().unwrap_or(r).to_owned())
+            .collect();
+        (h.verdict, messages)
     }
 
     fn fabric(status: u32, health: Option<u8>) -> Fabric {

@@ -1,5 +1,5 @@
 //! Fields DCGM added in 4.6 and later, which dcgm-exporter 4.8.3+ and 4.9 name: the
-//! clock-event reason times (1420–1424), the base-unit fields (1603–1611), DCGM 4.7's
+//! clock-event reason times (1420–1424), NVML's GPU recovery action (1523), the base-unit fields (1603–1611), DCGM 4.7's
 //! base-unit fields (utilization ratios, throttle seconds, framebuffer bytes, NVLink bytes per
 //! second: 1613–1648), dcgm-exporter 4.8.3's cumulative `DCGM_EXP_XID_ERRORS_TOTAL` and
 //! `DCGM_EXP_CLOCK_EVENTS_TOTAL` (9005–9006, our ids; dcgm-exporter's were not verified), and
@@ -62,6 +62,14 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "ns",
         Source::NvmlField(253, Scale::Identity),
         "Time the clocks were held down by the external power brake (in ns).",
+    ),
+    // ---- NVML's recovery action (1523, `dcgm_fields.h`; NVML field 230) ----
+    dev(
+        "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION",
+        1523,
+        "enum",
+        Source::NvmlField(230, Scale::Identity),
+        "Recovery action NVML asks for (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain P2P and reset).",
     ),
     // ---- DCGM 4.6 base-unit fields (1603–1605, 1611): new ids, readings in base units; the
     // board ones (BAR1, application and maximum clocks, fan) are in board.rs ----
@@ -254,6 +262,7 @@ mod tests {
                 "DCGM_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN_NS",
                 1424,
             ),
+            ("DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION", 1523),
             ("DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", 1611),
             // DCGM 4.7.0's field reference.
             ("DCGM_FI_DEV_GPU_UTIL_RATIO", 1613),

@@ -5,6 +5,9 @@ use crate::physics;
 use crate::ret;
 use crate::scenario::{Counter, Target};
 
+/// `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION` (`nvml.h`, driver 570 and later).
+const FIELD_RECOVERY_ACTION: u32 = 230;
+
 impl Sim {
     /// One entry of `nvmlDeviceGetFieldValues` with `scopeId` = `UINT_MAX`: for the NVLink
     /// throughput fields the sum over every link, for the others the only value there is.
@@ -106,6 +109,14 @@ impl Sim {
             NVML_FI_DEV_PERF_POLICY_SYNC_BOOST
             | NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN
             | NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN => Ok(0),
+            // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230): a model choice, documented in
+            // scenarios/README.md: a GPU reset (1) once a double-bit ECC error or a pending
+            // row remap is there, none (0) otherwise.
+            FIELD_RECOVERY_ACTION => {
+                let reset = gpu.counter(Counter::EccDbe, t) > 0
+                    || gpu.counter(Counter::RemapPending, t) > 0;
+                Ok(u64::from(reset))
+            }
             _ => Err(ret::NOT_SUPPORTED),
         }
     }

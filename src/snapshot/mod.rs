@@ -2,7 +2,8 @@
 //!
 //! A [`Snapshot`] holds every value the exporter will serve until the next tick: one
 //! [`EntitySample`] per physical GPU and per MIG instance, the up/down state of every device,
-//! the Xid totals, the attribution join and the sampler's own statistics. Its parts are filled
+//! the Xid totals, the attribution join, the health verdicts (`health`: the plain types; the
+//! model that fills them is the `health` layer) and the sampler's own statistics. Its parts are filled
 //! during one tick by `gpu` (entities, values, devices, Xids), `attribution` (the join) and
 //! `sampler` (statistics, reload state); `exposition` and the landing page only read it, and
 //! nothing mutates it after it is published. It must not do I/O or import any layer above
@@ -14,6 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::label_text::escape_label;
+
+mod health;
+pub use health::{Action, ActiveReason, EntityHealth, Reason, RecoveryAction, Verdict};
 
 /// Identity of a MIG GPU instance (with its compute instance).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,6 +247,9 @@ pub struct Snapshot {
     pub stats: SampleStats,
     /// Pods, jobs and processes joined onto the entities (empty without attribution).
     pub attribution: Attribution,
+    /// The health verdict of every physical GPU and MIG instance (`health` fills it), in the
+    /// order of [`Snapshot::devices`], each GPU followed by its instances.
+    pub health: Vec<EntityHealth>,
 }
 
 /// The join of the entities with pods (kubelet, Kubernetes API), HPC jobs and processes.

@@ -1,0 +1,253 @@
+//! The GPU health model: the one verdict per GPU and MIG instance that the landing page,
+//! `/status`, `gpu-exporter check`, the health metrics and the Kubernetes outputs show.
+//!
+//! Each tick the sampler hands the model the snapshot (after the NVML read and the DCGM
+//! merge) and the counter set it was read with; the model gathers each GPU's signals
+//! (`Signals`: Xids, ECC, row remaps, a lost GPU, clock-event reasons, temperatures, NVLink
+//! and fabric, NVML's recovery action, DCGM's health watches), turns them into reasons with
+//! the `rules`, holds each reason for the hold time after its cause is gone (`damping`), and
+//! returns one [`EntityHealth`] per GPU and MIG instance for `Snapshot::health`. A MIG
+//! instance shares its GPU's verdict: every signal is the physical GPU's.
+//!
+//! What is watched does not depend on what is exported: [`watched_set`] adds the fields the
+//! model needs to the counter set the reader reads (after the file's own rows), and
+//! [`exported_only`] takes them off again before the snapshot is encoded.
+//!
+//! Owns the reasons, their severity, messages and actions (`rules`, the Xid table in `xid`),
+//! the hold, and the NVML-to-DCGM watch mapping (`watches`). It must not read NVML or DCGM,
+//! encode, or serve.
+
+pub mod damping;
+pub mod rules;
+pub mod watches;
+pub mod xid;
+
+use std::time::Duration;
+
+use crate::catalogue::Source;
+use crate::catalogue::csv::{CounterRow, CounterSet, MetricType};
+use crate::gpu::nvlink::{FABRIC_COMPLETED, errors_past_fec};
+use crate::snapshot::{EntityHealth, EntitySample, Snapshot, Value, Verdict};
+use damping::Damper;
+use rules::Signals;
+
+/// How long a reason stays after its cause is gone, unless `--health-hold` says otherwise.
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(300);
+
+/// The model's settings.
+#[derive(Debug, Clone)]
+pub struct HealthOptions {
+    /// How long a reason stays after its cause was last seen (an Xid: after it occurred).
+    pub hold: Duration,
+}
+
+impl Default for HealthOptions {
+    fn default() -> Self {
+        Self { hold: DEFAULT_HOLD }
+    }
+}
+
+const ECC_DBE: &str = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL";
+const REMAP_PENDING: &str = "DCGM_FI_DEV_ROW_REMAP_PENDING";
+const REMAP_FAILURE: &str = "DCGM_FI_DEV_ROW_REMAP_FAILURE";
+const CLOCK_EVENTS: &str = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS";
+const TEMP: &str = "DCGM_FI_DEV_GPU_TEMP";
+const SLOWDOWN: &str = "DCGM_FI_DEV_SLOWDOWN_TEMP";
+const RECOVERY: &str = "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION";
+
+/// The fields the model reads whatever the counters file exports.
+pub const WATCHED_FIELDS: [&str; 7] = [
+    ECC_DBE,
+    REMAP_PENDING,
+    REMAP_FAILURE,
+    CLOCK_EVENTS,
+    TEMP,
+    SLOWDOWN,
+    RECOVERY,
+];
+
+/// `counters` with a gauge row appended for each watched field it lacks, so that the reader
+/// reads them too. The file's rows keep their slots; the watched ones come after them.
+pub fn watched_set(counters: &CounterSet) -> CounterSet {
+    let mut out = counters.clone();
+    for name in WATCHED_FIELDS {
+        if counters.metrics().any(|r| r.field.name == name) {
+            continue;
+        }
+        let Some(field) = crate::catalogue::lookup(name) else {
+            continue;
+        };
+        out.rows.push(CounterRow {
+            name: name.to_owned(),
+            field,
+            kind: MetricType::Gauge,
+            help: String::new(),
+            line: 0,
+        });
+    }
+    out
+}
+
+/// Takes the watched-only slots off the entities, leaving one slot per metric row of
+/// `exported` (the counter set that is encoded).
+pub fn exported_only(entities: &mut [EntitySample], exported: &CounterSet) {
+    let n = exported.metrics().count();
+    for e in entities {
+        e.values.truncate(n);
+    }
+}
+
+/// Finds fields in an entity's value slots.
+struct Slots<'a>(&'a CounterSet);
+
+impl Slots<'_> {
+    fn num(&self, e: &EntitySample, field: &str) -> Option<f64> {
+        let slot = self.0.metrics().position(|r| r.field.name == field)?;
+        Some(e.values.get(slot)?.as_ref()?.as_f64())
+    }
+
+    fn dcgm(&self, e: &EntitySample) -> Option<Vec<crate::snapshot::HealthWatch>> {
+        let slot = self
+            .0
+            .metrics()
+            .position(|r| r.field.source == Source::DcgmHealth)?;
+        match e.values.get(slot)?.as_ref()? {
+            Value::Health(w) => Some(w.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// One GPU's signals from the snapshot; `read` is the counter set the values were read with.
+pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signals {
+    let s = Slots(read);
+    // The physical GPU's own entity; with dcgm-exporter's MIG shape the device values sit on
+    // the instances, and the first one stands in.
+    let e = snap
+        .entities
+        .iter()
+        .find(|e| e.id.gpu == gpu && e.id.mig.is_none())
+        .or_else(|| snap.entities.iter().find(|e| e.id.gpu == gpu))
+        .filter(|_| up);
+    let mut out = Signals {
+        up,
+        ..Signals::default()
+    };
+    if let Some(e) = e {
+        out.ecc_dbe = s.num(e, ECC_DBE);
+        out.remap_pending = s.num(e, REMAP_PENDING);
+        out.remap_failure = s.num(e, REMAP_FAILURE);
+        out.clock_events = s.num(e, CLOCK_EVENTS).map(|b| b as u64);
+        out.temp = s.num(e, TEMP);
+        out.slowdown_temp = s.num(e, SLOWDOWN);
+        out.recovery_action = s.num(e, RECOVERY).map(|a| a as u32);
+        out.dcgm = s.dcgm(e);
+    }
+    if let Some(x) = snap.xids.iter().find(|x| x.id.gpu == gpu) {
+        out.xids = x
+            .codes
+            .iter()
+            .filter_map(|(c, n, t)| Some((*c, *n, (*t)?)))
+            .collect();
+    }
+    if let Some(g) = snap.interconnect.iter().find(|g| g.id.gpu == gpu) {
+        out.nvlink_down = g.links.iter().filter(|l| !l.up).map(|l| l.link).collect();
+        out.nvlink_ber_high = g
+            .links
+            .iter()
+            .filter(|l| errors_past_fec(l))
+            .map(|l| l.link)
+            .collect();
+        if let Some(f) = &g.fabric {
+            out.fabric_failed = f.state == FABRIC_COMPLETED && f.status != 0;
+            out.fabric_health = f.health_summary;
+        }
+    }
+    out
+}
+
+/// The stateful model; the sampler owns one and calls [`HealthModel::evaluate`] every tick.
+#[derive(Debug, Default)]
+pub struct HealthModel {
+    opts: HealthOptions,
+    damper: Damper,
+}
+
+impl HealthModel {
+    /// A model with `opts`.
+    pub fn new(opts: HealthOptions) -> Self {
+        Self {
+            opts,
+            damper: Damper::default(),
+        }
+    }
+
+    /// The verdict of every GPU of `snap` and of each of its MIG instances, the GPU first;
+    /// `read` is the counter set its values were read with ([`watched_set`]).
+    pub fn evaluate(&mut self, snap: &Snapshot, read: &CounterSet) -> Vec<EntityHealth> {
+        let now = snap.taken_at_unix;
+        let hold = self.opts.hold.as_secs_f64();
+        let mut out = Vec::new();
+        let mut keys = Vec::with_capacity(snap.devices.len());
+        for d in &snap.devices {
+            let key = if d.uuid.is_empty() {
+                format!("#{}", d.gpu)
+            } else {
+                d.uuid.clone()
+            };
+            let s = signals(snap, read, d.gpu, d.up);
+            let observed = rules::observe(&s, now, hold);
+            let reasons = self.damper.update(&key, observed, now, hold);
+            let gpu = EntityHealth {
+                gpu: d.gpu,
+                gpu_instance_id: None,
+                uuid: d.uuid.clone(),
+                verdict: reasons.first().map_or(Verdict::Ok, |r| r.severity),
+                reasons,
+                recovery_action: s.recovery_action,
+            };
+            let instances: Vec<EntityHealth> = snap
+                .entities
+                .iter()
+                .filter(|e| e.id.gpu == d.gpu)
+                .filter_map(|e| e.id.mig.as_ref())
+                .map(|m| EntityHealth {
+                    gpu_instance_id: Some(m.gpu_instance_id),
+                    uuid: m.uuid.clone(),
+                    ..gpu.clone()
+                })
+                .collect();
+            out.push(gpu);
+            out.extend(instances);
+            keys.push(key);
+        }
+        self.damper.keep_only(&keys);
+        out
+    }
+}
+
+/// Fills the empty `DCGM_EXP_GPU_HEALTH_STATUS` slots of each physical GPU (no DCGM answer
+/// for it this tick) with the watches computed from its verdict (`watches`).
+pub fn fill_dcgm_status(
+    entities: &mut [EntitySample],
+    exported: &CounterSet,
+    health: &[EntityHealth],
+) {
+    let Some(slot) = exported
+        .metrics()
+        .position(|r| r.field.source == Source::DcgmHealth)
+    else {
+        return;
+    };
+    for e in entities.iter_mut().filter(|e| e.id.mig.is_none()) {
+        let Some(h) = health
+            .iter()
+            .find(|h| h.gpu == e.id.gpu && h.gpu_instance_id.is_none())
+        else {
+            continue;
+        };
+        if let Some(dst @ None) = e.values.get_mut(slot) {
+            *dst = Some(Value::Health(watches::from_reasons(&h.reasons)));
+        }
+    }
+}

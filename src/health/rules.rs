@@ -1,0 +1,486 @@
+//! The health rules: one GPU's signals in one tick ([`Signals`]) to what is wrong with it
+//! now ([`Observation`]s), each with its reason, severity, message and recommended action.
+//!
+//! Pure: no state, no time but the tick's; the flap damping is `damping`'s. It must not read
+//! NVML or the snapshot (`signals` gathers what it needs).
+
+use dcgm_abi::{DCGM_HEALTH_RESULT_FAIL, DCGM_HEALTH_RESULT_WARN};
+
+use super::xid::classify;
+use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
+use crate::gpu::reader::CLOCK_EVENT_REASONS;
+use crate::snapshot::{Action, HealthWatch, Reason, Verdict};
+
+/// Clock-event bits the rules look at (`nvmlClocksEventReasons`).
+pub const HW_SLOWDOWN: u64 = 0x8;
+/// Software thermal slowdown.
+pub const SW_THERMAL: u64 = 0x20;
+/// Hardware thermal slowdown.
+pub const HW_THERMAL: u64 = 0x40;
+/// The external power brake.
+pub const HW_POWER_BRAKE: u64 = 0x80;
+
+/// What the model knows about one physical GPU in one tick; `None` where the signal was not
+/// read (not supported, or the GPU is lost).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Signals {
+    /// NVML answers for the GPU.
+    pub up: bool,
+    /// Xid codes seen since start: (code, occurrences, Unix time last seen).
+    pub xids: Vec<(u64, u64, f64)>,
+    /// Volatile double-bit ECC errors.
+    pub ecc_dbe: Option<f64>,
+    /// A row remap waits for a reset (non-zero).
+    pub remap_pending: Option<f64>,
+    /// A row remap failed (non-zero).
+    pub remap_failure: Option<f64>,
+    /// The clock-event reasons bit mask.
+    pub clock_events: Option<u64>,
+    /// Temperature, °C.
+    pub temp: Option<f64>,
+    /// Slowdown temperature, °C.
+    pub slowdown_temp: Option<f64>,
+    /// NVLink links down.
+    pub nvlink_down: Vec<u32>,
+    /// NVLink links whose errors get past FEC.
+    pub nvlink_ber_high: Vec<u32>,
+    /// The fabric registration completed with an error.
+    pub fabric_failed: bool,
+    /// Fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity).
+    pub fabric_health: Option<u8>,
+    /// NVML's recovery action.
+    pub recovery_action: Option<u32>,
+    /// DCGM's health watches, when DCGM answered for the GPU.
+    pub dcgm: Option<Vec<HealthWatch>>,
+}
+
+/// One thing wrong with a GPU in one tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// Why.
+    pub reason: Reason,
+    /// How serious.
+    pub severity: Verdict,
+    /// The Xid code for the `xid_*` reasons (each code is held on its own).
+    pub xid: Option<u64>,
+    /// In words.
+    pub message: String,
+    /// What to do.
+    pub action: Action,
+    /// When it was seen: the tick's time, or an Xid's own time.
+    pub seen_at: f64,
+}
+
+fn links(l: &[u32]) -> String {
+    l.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// What is wrong with the GPU at `now`; Xids count when seen within `xid_window` seconds.
+pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<Observation> {
+    let mut out = Vec::new();
+    let mut add = |reason, severity, action, message: String| {
+        out.push(Observation {
+            reason,
+            severity,
+            xid: None,
+            message,
+            action,
+            seen_at: now,
+        })
+    };
+    use Verdict::{Critical, Warning};
+    if !s.up {
+        add(
+            Reason::GpuLost,
+            Critical,
+            Action::RebootNode,
+            "lost: NVML no longer answers for this GPU (fallen off the bus)".into(),
+        );
+    }
+    if s.ecc_dbe.is_some_and(|v| v > 0.0) {
+        let n = s.ecc_dbe.unwrap_or_default();
+        add(
+            Reason::EccDbe,
+            Critical,
+            Action::ResetGpu,
+            format!("{n} double-bit ECC error(s) since the driver loaded"),
+        );
+    }
+    if s.remap_failure.is_some_and(|v| v > 0.0) {
+        add(
+            Reason::RowRemapFailed,
+            Critical,
+            Action::ServiceGpu,
+            "row remap failed: the GPU needs service".into(),
+        );
+    }
+    if s.remap_pending.is_some_and(|v| v > 0.0) {
+        add(
+            Reason::RowRemapPending,
+            Warning,
+            Action::ResetGpu,
+            "row remap pending: reset the GPU to apply it".into(),
+        );
+    }
+    if let Some(bits) = s.clock_events {
+        // The message names the active bits as dcgm-exporter does (`throttled: hw_thermal`).
+        let named = |mask: u64| {
+            let names: Vec<&str> = CLOCK_EVENT_REASONS
+                .iter()
+                .filter(|(bit, _)| bits & mask & bit != 0)
+                .map(|(_, name)| *name)
+                .collect();
+            format!("throttled: {}", names.join(", "))
+        };
+        if bits & (SW_THERMAL | HW_THERMAL) != 0 {
+            let m = named(SW_THERMAL | HW_THERMAL);
+            add(Reason::ThermalSlowdown, Warning, Action::CheckCooling, m);
+        }
+        if bits & HW_POWER_BRAKE != 0 {
+            let m = named(HW_SLOWDOWN | HW_POWER_BRAKE);
+            add(Reason::PowerBrake, Warning, Action::CheckPower, m);
+        }
+        if bits & HW_SLOWDOWN != 0 && bits & (HW_THERMAL | HW_POWER_BRAKE) == 0 {
+            let m = named(HW_SLOWDOWN);
+            add(Reason::HwSlowdown, Warning, Action::CheckPower, m);
+        }
+    }
+    if let (Some(t), Some(limit)) = (s.temp, s.slowdown_temp)
+        && limit > 0.0
+        && t >= limit
+    {
+        add(
+            Reason::OverSlowdownTemp,
+            Warning,
+            Action::CheckCooling,
+            format!("{t:.0} °C: at or above the slowdown temperature ({limit:.0} °C)"),
+        );
+    }
+    if !s.nvlink_down.is_empty() {
+        add(
+            Reason::NvlinkDown,
+            Warning,
+            Action::CheckNvlink,
+            format!("NVLink link(s) down: {}", links(&s.nvlink_down)),
+        );
+    }
+    if !s.nvlink_ber_high.is_empty() {
+        add(
+            Reason::NvlinkBer,
+            Warning,
+            Action::CheckNvlink,
+            format!(
+                "NVLink errors get past FEC (bit error rate above {EFFECTIVE_BER_LIMIT:e}) on link(s): {}",
+                links(&s.nvlink_ber_high)
+            ),
+        );
+    }
+    if s.fabric_failed {
+        add(
+            Reason::FabricUnhealthy,
+            Critical,
+            Action::CheckNvlink,
+            "NVSwitch fabric registration failed".into(),
+        );
+    }
+    match s.fabric_health {
+        Some(2) => add(
+            Reason::FabricUnhealthy,
+            Critical,
+            Action::CheckNvlink,
+            "NVSwitch fabric unhealthy".into(),
+        ),
+        Some(3) => add(
+            Reason::FabricDegraded,
+            Warning,
+            Action::CheckNvlink,
+            "NVSwitch fabric at limited capacity".into(),
+        ),
+        _ => {}
+    }
+    if let Some(a) = s.recovery_action.filter(|a| *a != 0) {
+        let (reason, severity, action) = recovery(a);
+        add(
+            reason,
+            severity,
+            action,
+            format!("NVML asks for a recovery action: {}", action.words()),
+        );
+    }
+    if let Some(watches) = &s.dcgm {
+        for (result, reason, severity) in [
+            (DCGM_HEALTH_RESULT_FAIL, Reason::DcgmWatchFailure, Critical),
+            (DCGM_HEALTH_RESULT_WARN, Reason::DcgmWatchWarning, Warning),
+        ] {
+            let hit: Vec<String> = watches
+                .iter()
+                .filter(|w| w.watch != "ALL" && w.result == result)
+                .map(|w| format!("{} ({})", w.watch, w.code))
+                .collect();
+            if !hit.is_empty() {
+                let action = if severity == Critical {
+                    Action::ResetGpu
+                } else {
+                    Action::Watch
+                };
+                add(
+                    reason,
+                    severity,
+                    action,
+                    format!("DCGM health watch(es): {}", hit.join(", ")),
+                );
+            }
+        }
+    }
+    for (code, n, last) in &s.xids {
+        if *n == 0 || now - last > xid_window {
+            continue;
+        }
+        let info = classify(*code);
+        out.push(Observation {
+            reason: info.class.reason(),
+            severity: info.severity,
+            xid: Some(*code),
+            message: format!(
+                "Xid {code}: {} (×{n}, last {:.0} s ago)",
+                info.meaning,
+                (now - last).max(0.0)
+            ),
+            action: info.action,
+            seen_at: *last,
+        });
+    }
+    out
+}
+
+/// The reason, severity and action of a non-zero recovery action
+/// (`nvmlDeviceGpuRecoveryAction_t`).
+pub fn recovery(action: u32) -> (Reason, Verdict, Action) {
+    match action {
+        1 => (Reason::RecoveryReset, Verdict::Critical, Action::ResetGpu),
+        2 => (
+            Reason::RecoveryReboot,
+            Verdict::Critical,
+            Action::RebootNode,
+        ),
+        3 => (Reason::RecoveryDrainP2p, Verdict::Warning, Action::DrainP2p),
+        4 => (
+            Reason::RecoveryDrainAndReset,
+            Verdict::Critical,
+            Action::DrainAndReset,
+        ),
+        // 6: reset the GPU's PCIe bus; 7: reboot the system; 5 (IMEX domain) and later ones.
+        6 => (Reason::RecoveryOther, Verdict::Critical, Action::ResetGpu),
+        7 => (Reason::RecoveryOther, Verdict::Critical, Action::RebootNode),
+        _ => (
+            Reason::RecoveryOther,
+            Verdict::Critical,
+            Action::CheckNvlink,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn healthy() -> Signals {
+        Signals {
+            up: true,
+            ..Signals::default()
+        }
+    }
+
+    fn reasons(s: &Signals) -> Vec<(Reason, Verdict)> {
+        observe(s, 100.0, 60.0)
+            .into_iter()
+            .map(|o| (o.reason, o.severity))
+            .collect()
+    }
+
+    #[test]
+    fn a_healthy_gpu_has_nothing_to_say() {
+        assert!(observe(&healthy(), 100.0, 60.0).is_empty());
+        let s = Signals {
+            ecc_dbe: Some(0.0),
+            remap_pending: Some(0.0),
+            remap_failure: Some(0.0),
+            clock_events: Some(0x1 | 0x4),
+            temp: Some(40.0),
+            slowdown_temp: Some(87.0),
+            fabric_health: Some(1),
+            recovery_action: Some(0),
+            ..healthy()
+        };
+        assert!(observe(&s, 100.0, 60.0).is_empty());
+    }
+
+    #[test]
+    fn each_input_gives_its_reason() {
+        use Reason::*;
+        use Verdict::*;
+        let cases: Vec<(Signals, Vec<(Reason, Verdict)>)> = vec![
+            (Signals::default(), vec![(GpuLost, Critical)]),
+            (
+                Signals {
+                    ecc_dbe: Some(1.0),
+                    ..healthy()
+                },
+                vec![(EccDbe, Critical)],
+            ),
+            (
+                Signals {
+                    remap_pending: Some(1.0),
+                    ..healthy()
+                },
+                vec![(RowRemapPending, Warning)],
+            ),
+            (
+                Signals {
+                    remap_failure: Some(1.0),
+                    ..healthy()
+                },
+                vec![(RowRemapFailed, Critical)],
+            ),
+            (
+                Signals {
+                    clock_events: Some(0x40 | 0x20 | 0x8),
+                    ..healthy()
+                },
+                vec![(ThermalSlowdown, Warning)],
+            ),
+            (
+                Signals {
+                    clock_events: Some(0x80 | 0x8),
+                    ..healthy()
+                },
+                vec![(PowerBrake, Warning)],
+            ),
+            (
+                Signals {
+                    clock_events: Some(0x8),
+                    ..healthy()
+                },
+                vec![(HwSlowdown, Warning)],
+            ),
+            (
+                Signals {
+                    temp: Some(92.0),
+                    slowdown_temp: Some(87.0),
+                    ..healthy()
+                },
+                vec![(OverSlowdownTemp, Warning)],
+            ),
+            (
+                Signals {
+                    nvlink_down: vec![3],
+                    ..healthy()
+                },
+                vec![(NvlinkDown, Warning)],
+            ),
+            (
+                Signals {
+                    nvlink_ber_high: vec![4],
+                    ..healthy()
+                },
+                vec![(NvlinkBer, Warning)],
+            ),
+            (
+                Signals {
+                    fabric_failed: true,
+                    ..healthy()
+                },
+                vec![(FabricUnhealthy, Critical)],
+            ),
+            (
+                Signals {
+                    fabric_health: Some(2),
+                    ..healthy()
+                },
+                vec![(FabricUnhealthy, Critical)],
+            ),
+            (
+                Signals {
+                    fabric_health: Some(3),
+                    ..healthy()
+                },
+                vec![(FabricDegraded, Warning)],
+            ),
+            (
+                Signals {
+                    recovery_action: Some(1),
+                    ..healthy()
+                },
+                vec![(RecoveryReset, Critical)],
+            ),
+            (
+                Signals {
+                    recovery_action: Some(2),
+                    ..healthy()
+                },
+                vec![(RecoveryReboot, Critical)],
+            ),
+            (
+                Signals {
+                    recovery_action: Some(3),
+                    ..healthy()
+                },
+                vec![(RecoveryDrainP2p, Warning)],
+            ),
+            (
+                Signals {
+                    recovery_action: Some(4),
+                    ..healthy()
+                },
+                vec![(RecoveryDrainAndReset, Critical)],
+            ),
+            (
+                Signals {
+                    xids: vec![(13, 1, 90.0), (79, 1, 99.0), (48, 0, 0.0)],
+                    ..healthy()
+                },
+                vec![(XidApplication, Warning), (XidHardware, Critical)],
+            ),
+        ];
+        for (s, want) in cases {
+            assert_eq!(reasons(&s), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn an_xid_older_than_the_window_is_not_observed() {
+        let s = Signals {
+            xids: vec![(48, 3, 10.0)],
+            ..healthy()
+        };
+        assert!(observe(&s, 100.0, 60.0).is_empty());
+        let o = observe(&s, 100.0, 120.0);
+        assert_eq!(o[0].seen_at, 10.0, "an Xid is seen at its own time");
+        assert_eq!(o[0].xid, Some(48));
+        assert!(
+            o[0].message.starts_with("Xid 48: double-bit ECC error (×3"),
+            "{}",
+            o[0].message
+        );
+    }
+
+    #[test]
+    fn dcgm_watches_that_warn_or_fail_are_reasons() {
+        let w = |watch, result| HealthWatch {
+            watch,
+            code: "DCGM_FR_X".into(),
+            result,
+        };
+        let s = Signals {
+            dcgm: Some(vec![w("MEM", 20), w("PCIE", 10), w("SM", 0), w("ALL", 20)]),
+            ..healthy()
+        };
+        assert_eq!(
+            reasons(&s),
+            [
+                (Reason::DcgmWatchFailure, Verdict::Critical),
+                (Reason::DcgmWatchWarning, Verdict::Warning)
+            ]
+        );
+    }
+}

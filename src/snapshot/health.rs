@@ -1,0 +1,236 @@
+//! The plain data of a health verdict, so that every layer from the snapshot up can hold it:
+//! [`Verdict`], the bounded [`Reason`] set, the recommended [`Action`], and one entity's
+//! [`EntityHealth`]. The words of `as_str` are label values and API: they are documented in
+//! docs/health.md, and a change to one is a breaking change.
+//!
+//! Data and accessors only: which signals give which reason is the `health` layer's.
+
+/// A health verdict, worst last (the words the landing page shows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    /// Nothing to say.
+    #[default]
+    Ok,
+    /// Degraded or at risk; the GPU still works.
+    Warning,
+    /// Failed or about to: work on it is lost or wrong.
+    Critical,
+}
+
+impl Verdict {
+    /// `ok`, `warning` or `critical`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Warning => "warning",
+            Verdict::Critical => "critical",
+        }
+    }
+
+    /// 0 ok, 1 warning, 2 critical (`gpu_health_status`).
+    pub fn level(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Why a verdict is not `ok`: a bounded set, used as a label value (`gpu_health_reason`) and
+/// by the Kubernetes outputs as a key. The words are documented in docs/health.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Reason {
+    /// The GPU fell off the bus, or NVML no longer answers for it.
+    GpuLost,
+    /// An Xid of the catalogue's hardware class.
+    XidHardware,
+    /// An Xid of the catalogue's memory class (ECC, row remap, page retirement).
+    XidMemory,
+    /// An Xid of the catalogue's NVLink / C2C class.
+    XidNvlink,
+    /// An Xid of the catalogue's driver / firmware (GSP) class.
+    XidDriver,
+    /// An Xid of the catalogue's application class (the job's fault, not the GPU's).
+    XidApplication,
+    /// An Xid code the catalogue table does not list.
+    XidUnknown,
+    /// Volatile double-bit (uncorrectable) ECC errors.
+    EccDbe,
+    /// A row remap waits for a GPU reset.
+    RowRemapPending,
+    /// A row remap failed.
+    RowRemapFailed,
+    /// Hardware or software thermal slowdown.
+    ThermalSlowdown,
+    /// The external power brake is asserted.
+    PowerBrake,
+    /// Hardware slowdown without a thermal or power-brake cause.
+    HwSlowdown,
+    /// The temperature is at or above the slowdown temperature.
+    OverSlowdownTemp,
+    /// NVLink link(s) down.
+    NvlinkDown,
+    /// NVLink errors get past FEC.
+    NvlinkBer,
+    /// The NVSwitch fabric registration failed or the fabric is unhealthy.
+    FabricUnhealthy,
+    /// The NVSwitch fabric runs at limited capacity.
+    FabricDegraded,
+    /// NVML's recovery action: reset the GPU.
+    RecoveryReset,
+    /// NVML's recovery action: reboot the node.
+    RecoveryReboot,
+    /// NVML's recovery action: drain peer-to-peer traffic.
+    RecoveryDrainP2p,
+    /// NVML's recovery action: drain peer-to-peer traffic, then reset the GPU.
+    RecoveryDrainAndReset,
+    /// NVML's recovery action, a value newer than this exporter knows.
+    RecoveryOther,
+    /// A DCGM health watch warns.
+    DcgmWatchWarning,
+    /// A DCGM health watch fails.
+    DcgmWatchFailure,
+}
+
+impl Reason {
+    /// The label value, e.g. `xid_hardware`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::GpuLost => "gpu_lost",
+            Reason::XidHardware => "xid_hardware",
+            Reason::XidMemory => "xid_memory",
+            Reason::XidNvlink => "xid_nvlink",
+            Reason::XidDriver => "xid_driver",
+            Reason::XidApplication => "xid_application",
+            Reason::XidUnknown => "xid_unknown",
+            Reason::EccDbe => "ecc_dbe",
+            Reason::RowRemapPending => "row_remap_pending",
+            Reason::RowRemapFailed => "row_remap_failed",
+            Reason::ThermalSlowdown => "thermal_slowdown",
+            Reason::PowerBrake => "power_brake",
+            Reason::HwSlowdown => "hw_slowdown",
+            Reason::OverSlowdownTemp => "over_slowdown_temp",
+            Reason::NvlinkDown => "nvlink_down",
+            Reason::NvlinkBer => "nvlink_ber",
+            Reason::FabricUnhealthy => "fabric_unhealthy",
+            Reason::FabricDegraded => "fabric_degraded",
+            Reason::RecoveryReset => "recovery_reset",
+            Reason::RecoveryReboot => "recovery_reboot",
+            Reason::RecoveryDrainP2p => "recovery_drain_p2p",
+            Reason::RecoveryDrainAndReset => "recovery_drain_and_reset",
+            Reason::RecoveryOther => "recovery_other",
+            Reason::DcgmWatchWarning => "dcgm_watch_warning",
+            Reason::DcgmWatchFailure => "dcgm_watch_failure",
+        }
+    }
+}
+
+/// What the operator should do about a reason (the Xid catalogue's resolutions, and their
+/// equivalents for the other signals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Action {
+    /// Nothing yet: watch whether it repeats.
+    Watch,
+    /// Restart the job (the application's fault).
+    RestartJob,
+    /// Reset the GPU (`nvidia-smi -r`) once its processes are stopped.
+    ResetGpu,
+    /// Reboot the node.
+    RebootNode,
+    /// Drain peer-to-peer (NVLink) traffic.
+    DrainP2p,
+    /// Drain peer-to-peer traffic, then reset the GPU.
+    DrainAndReset,
+    /// Check the NVLink cabling, the NVSwitch fabric and the fabric manager.
+    CheckNvlink,
+    /// Check cooling (airflow, fans, inlet temperature).
+    CheckCooling,
+    /// Check the power supply and the board's power-brake signal.
+    CheckPower,
+    /// Update the driver or firmware, then reset the GPU.
+    UpdateDriver,
+    /// Take the GPU out of service and have it repaired (RMA).
+    ServiceGpu,
+}
+
+impl Action {
+    /// A short machine word, e.g. `reset_gpu`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Watch => "watch",
+            Action::RestartJob => "restart_job",
+            Action::ResetGpu => "reset_gpu",
+            Action::RebootNode => "reboot_node",
+            Action::DrainP2p => "drain_p2p",
+            Action::DrainAndReset => "drain_and_reset",
+            Action::CheckNvlink => "check_nvlink",
+            Action::CheckCooling => "check_cooling",
+            Action::CheckPower => "check_power",
+            Action::UpdateDriver => "update_driver",
+            Action::ServiceGpu => "service_gpu",
+        }
+    }
+
+    /// The same in words, for a message: "the node needs a reboot".
+    pub fn words(self) -> &'static str {
+        match self {
+            Action::Watch => "watch whether it repeats",
+            Action::RestartJob => "restart the job",
+            Action::ResetGpu => "reset the GPU",
+            Action::RebootNode => "reboot the node",
+            Action::DrainP2p => "drain peer-to-peer traffic",
+            Action::DrainAndReset => "drain peer-to-peer traffic, then reset the GPU",
+            Action::CheckNvlink => "check NVLink, the NVSwitch fabric and the fabric manager",
+            Action::CheckCooling => "check cooling",
+            Action::CheckPower => "check the power supply",
+            Action::UpdateDriver => "update the driver or firmware, then reset the GPU",
+            Action::ServiceGpu => "take the GPU out of service for repair",
+        }
+    }
+}
+
+/// One reason of a verdict, while it is active or held.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActiveReason {
+    /// The reason.
+    pub reason: Reason,
+    /// How serious this occurrence is.
+    pub severity: Verdict,
+    /// The Xid code, for the `xid_*` reasons.
+    pub xid: Option<u64>,
+    /// What was seen, in words (free text: never a label value).
+    pub message: String,
+    /// The recommended action.
+    pub action: Action,
+    /// Unix time the cause was first seen in this episode.
+    pub since_unix: f64,
+    /// Unix time the cause was last seen; the reason clears a hold time after it.
+    pub last_seen_unix: f64,
+    /// `false` when the cause is gone and the reason is only held (flap damping).
+    pub present: bool,
+}
+
+/// NVML's recovery action (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, `gpu_recovery_action`).
+pub type RecoveryAction = u32;
+
+/// The health of one physical GPU or MIG instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityHealth {
+    /// NVML index of the physical GPU.
+    pub gpu: u32,
+    /// GPU instance id on a MIG instance (which shares its GPU's verdict).
+    pub gpu_instance_id: Option<u32>,
+    /// UUID of the GPU or of the MIG device.
+    pub uuid: String,
+    /// The worst severity of the reasons.
+    pub verdict: Verdict,
+    /// Worst first; empty when the verdict is `ok`.
+    pub reasons: Vec<ActiveReason>,
+    /// NVML's recovery action, when read (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and
+    /// reset; later drivers add more).
+    pub recovery_action: Option<RecoveryAction>,
+}
+
+impl EntityHealth {
+    /// The recommended action of the worst reason, if any.
+    pub fn action(&self) -> Option<Action> {
+        self.reasons.first().map(|r| r.action)
+    }
+}
