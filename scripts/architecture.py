@@ -44,6 +44,7 @@ LAYERS = [
     "health",
     "exposition",
     "sampler",
+    "notify",
     "serve",
     "config",
     "sim",

@@ -50,6 +50,10 @@ pub mod exposition;
 /// the counters file's hot reload.
 pub mod sampler;
 
+/// GPU health into Kubernetes, opt-in: the exporter's Node conditions and Events on the Node
+/// and the pods holding a GPU that was hit; bounded, off the tick and scrape paths.
+pub mod notify;
+
 /// HTTP: `/metrics` from the published bytes, `/health`, `/ready`, the landing page, TLS.
 pub mod serve;
 

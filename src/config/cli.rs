@@ -546,9 +546,9 @@ pub struct Cli {
         value_parser = go_bool
     )]
     pub dump_compression: Option<bool>,
-    /// Flap damping: how long a GPU health reason stays after its cause is gone (Go duration).
-    #[arg(long = "health-hold", env = "GPU_EXPORTER_HEALTH_HOLD")]
-    pub health_hold: Option<String>,
+    /// The health outputs' flags.
+    #[command(flatten)]
+    pub health: super::health_args::HealthArgs,
     /// dcgm-exporter 4.8.3+'s YAML configuration file (schema v1 or v2): counters, interval,
     /// per-collection intervals, scrape limit, exporter metrics. Flags and environment
     /// variables given explicitly override it. Read once at start.

@@ -18,6 +18,7 @@ mod cardinality;
 pub mod cli;
 mod dcgm;
 pub mod file;
+pub mod health_args;
 pub mod ignored;
 mod kube;
 mod labels;
@@ -112,6 +113,9 @@ pub enum ConfigError {
     /// A cardinality control is refused.
     #[error(transparent)]
     Cardinality(#[from] cardinality::CardinalityError),
+    /// `--kubernetes-node-conditions` or `--kubernetes-events` without what they need.
+    #[error(transparent)]
+    KubeWrites(#[from] health_args::KubeWritesError),
     /// The arguments do not parse (clap's message, which names the flag).
     #[error("{0}")]
     Args(String),
@@ -199,6 +203,9 @@ pub struct Config {
     pub web_config_file: Option<PathBuf>,
     /// `--health-hold`: how long a health reason stays after its cause is gone.
     pub health_hold: Duration,
+    /// The health flags as given (the Kubernetes writes are checked once the node's name is
+    /// known: [`Config::notify_options`]).
+    pub health_args: health_args::HealthArgs,
     /// `--health-require-gpus`: `/health` fails while no GPU is exported.
     pub health_require_gpus: bool,
     /// `--enable-exporter-metrics` (or `metrics.enableExporterMetrics`): the `process_*`
@@ -448,6 +455,7 @@ impl Settings {
             cardinality::controls(cli, profile, &|flag| self.origin_of(flag).to_string())?;
         let mut warnings = self.notes.clone();
         let mut kubernetes = self.kubernetes_config(&mut warnings)?;
+        cli.health.check(kubernetes.is_some())?;
         if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
             labels.set_collision_prefix(profile.pod_label_collision_prefix());
             labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
@@ -486,7 +494,7 @@ impl Settings {
         )?;
         let health_hold = timeout(
             "--health-hold",
-            &cli.health_hold,
+            &cli.health.health_hold,
             crate::health::DEFAULT_HOLD,
         )?;
         let collections = Collections {
@@ -533,6 +541,7 @@ impl Settings {
                 .filter(|p| !p.as_os_str().is_empty()),
             health_require_gpus: cli.health_require_gpus,
             health_hold,
+            health_args: cli.health.clone(),
             enable_exporter_metrics: cli.enable_exporter_metrics.unwrap_or(false),
             simulate: cli.simulate.clone(),
             simulate_seed: cli.simulate_seed,

@@ -9,7 +9,7 @@ use crate::exposition::EncodeOptions;
 use crate::gpu::reader::ReaderOptions;
 use crate::serve::{Limits, ServeOptions};
 
-use super::Config;
+use super::{Config, ConfigError};
 
 impl Config {
     /// What the NVML reader selects, shapes and times.
@@ -23,6 +23,14 @@ impl Config {
             collections: std::sync::Arc::clone(&self.collections),
             ..ReaderOptions::default()
         }
+    }
+
+    /// The Kubernetes writes (Node conditions, Events) for node `node`, if asked for.
+    pub fn notify_options(
+        &self,
+        node: Option<&str>,
+    ) -> Result<Option<crate::notify::NotifyOptions>, ConfigError> {
+        Ok(self.health_args.notify(node, self.tick_interval)?)
     }
 
     /// The health model's settings.

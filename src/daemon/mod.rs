@@ -25,6 +25,7 @@ use tracing::{error, info, warn};
 use crate::catalogue::csv::CounterSet;
 use crate::config::{Config, ConfigError};
 use crate::exposition::publish::{Shared, render};
+use crate::notify;
 use crate::sampler::{self, reload};
 use crate::serve::{self, web_config::WebConfig};
 use crate::snapshot::Snapshot;
@@ -95,9 +96,24 @@ pub fn run(
     }
     let counters: Arc<CounterSet> = Arc::new(loaded.set);
     // `simulated` keeps the simulated node and cluster (if any) alive until the end of `run`.
-    let (mut sampler, simulated) = Pipeline::build(&mut cfg, &counters, &rt)?.into_sampler();
+    let pipeline = Pipeline::build(&mut cfg, &counters, &rt)?;
+    let kube = pipeline
+        .kubernetes
+        .as_ref()
+        .map(|k| (k.client.clone(), k.node_name.clone()));
+    let (mut sampler, simulated) = pipeline.into_sampler();
     let opts = cfg.encode_options();
     let shared = Arc::new(Shared::new(render(Snapshot::default(), &counters, &opts)));
+    let node = kube.as_ref().and_then(|(_, n)| n.as_deref());
+    if let Some(n) = cfg.notify_options(node)? {
+        match kube.as_ref().and_then(|(c, _)| c.clone()) {
+            Some(client) => notify::spawn(client, n, Arc::clone(&shared), rt.handle()),
+            None => error!(
+                "Node conditions and Events are off: there is no Kubernetes API client (see the \
+                 warning above); metrics and the page are unaffected"
+            ),
+        }
+    }
     // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.
     if let Some(hangups) = early.hangup.take() {
         reload::listen_for_hangup(

@@ -213,7 +213,7 @@ fn start_attribution(
         client = Some(c.client());
         cluster = Some(c);
         api_config = "the simulated API server".to_owned();
-    } else if k.pod_metadata {
+    } else if k.pod_metadata || cfg.health_args.writes() {
         client = match rt.block_on(api_client()) {
             Ok((c, source)) => {
                 api_config = source;

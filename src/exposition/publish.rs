@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use crate::catalogue::csv::CounterSet;
 use crate::exposition::{EncodeOptions, encode, gzip};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{KubeWrites, Snapshot};
 
 /// One tick's output, ready to serve.
 #[derive(Debug)]
@@ -48,6 +48,8 @@ pub struct Shared {
     /// Connections the server cut because their unread responses held replaced pages over its
     /// memory budget.
     stalled_responses_cut: AtomicU64,
+    /// The Kubernetes writers' figures (`None` until they start).
+    kube_writes: std::sync::Mutex<Option<KubeWrites>>,
 }
 
 impl Shared {
@@ -62,7 +64,42 @@ impl Shared {
             published_once: AtomicBool::new(false),
             stall_after_ms: AtomicU64::new(u64::MAX),
             stalled_responses_cut: AtomicU64::new(0),
+            kube_writes: std::sync::Mutex::new(None),
         }
+    }
+
+    fn with_kube_writes(&self, f: impl FnOnce(&mut KubeWrites)) {
+        let mut g = self.kube_writes.lock().unwrap_or_else(|p| p.into_inner());
+        f(g.get_or_insert_with(KubeWrites::default));
+    }
+
+    /// Marks the Kubernetes writers as on (their self-metrics appear, at zero).
+    pub fn enable_kube_writes(&self) {
+        self.with_kube_writes(|_| {});
+    }
+
+    /// Counts one write of `kind` (`node_condition` or `event`) and whether it worked.
+    pub fn count_kube_write(&self, kind: &str, ok: bool) {
+        self.with_kube_writes(|w| {
+            let slot = match (kind, ok) {
+                ("node_condition", true) => &mut w.conditions_ok,
+                ("node_condition", false) => &mut w.conditions_failed,
+                (_, true) => &mut w.events_ok,
+                (_, false) => &mut w.events_failed,
+            };
+            *slot += 1;
+            w.last_ok = ok;
+        });
+    }
+
+    /// Counts one Event dropped for a full queue.
+    pub fn count_kube_write_dropped(&self) {
+        self.with_kube_writes(|w| w.dropped += 1);
+    }
+
+    /// The Kubernetes writers' figures so far (`None`: they are off).
+    pub fn kube_writes(&self) -> Option<KubeWrites> {
+        *self.kube_writes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Counts `n` connections cut by the server for holding old pages unread.

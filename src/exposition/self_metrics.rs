@@ -220,6 +220,33 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         );
     }
 
+    if let Some(w) = &st.kube_writes {
+        write_header(
+            out,
+            "gpu_exporter_kube_writes_total",
+            "Writes to the Kubernetes API (Node conditions, Events) by kind and result.",
+            "counter",
+        );
+        for (kind, result, n) in [
+            ("event", "failure", w.events_failed),
+            ("event", "success", w.events_ok),
+            ("node_condition", "failure", w.conditions_failed),
+            ("node_condition", "success", w.conditions_ok),
+        ] {
+            let _ = writeln!(
+                out,
+                "gpu_exporter_kube_writes_total{{kind=\"{kind}\",result=\"{result}\"}} {n}"
+            );
+        }
+        write_header(
+            out,
+            "gpu_exporter_kube_writes_dropped_total",
+            "Events dropped because the write queue was full (a slow or failing API server).",
+            "counter",
+        );
+        let _ = writeln!(out, "gpu_exporter_kube_writes_dropped_total {}", w.dropped);
+    }
+
     if snap.stats.nvml_up {
         write_header(
             out,

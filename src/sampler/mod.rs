@@ -243,6 +243,7 @@ impl Sampler {
             counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),
             process: self.exporter_metrics.then(read_process).flatten(),
             stalled_responses_cut: 0,
+            kube_writes: None,
         };
         snap
     }
@@ -329,6 +330,7 @@ pub fn spawn(
             while !stop.load(Ordering::Acquire) {
                 let mut snap = sampler.tick(unix_now());
                 snap.stats.stalled_responses_cut = shared.stalled_responses_cut();
+                snap.stats.kube_writes = shared.kube_writes();
                 let ready = snap.stats.nvml_up;
                 let counters = Arc::clone(sampler.counters());
                 shared.publish(render(snap, &counters, &opts), ready);

@@ -227,6 +227,8 @@ pub struct SampleStats {
     /// Connections the HTTP server cut because their unread responses held replaced pages
     /// over its memory budget, since start (filled in at publish).
     pub stalled_responses_cut: u64,
+    /// The Kubernetes writers' figures (Node conditions, Events), when they are on.
+    pub kube_writes: Option<KubeWrites>,
 }
 
 /// One point in time.
@@ -265,6 +267,23 @@ pub struct Attribution {
     /// are gone, so the join no longer has them): the pod that was hit is the one fact an
     /// operator needs.
     pub lost: Vec<LostHolders>,
+}
+
+/// What the Kubernetes writers did since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KubeWrites {
+    /// Node condition patches that worked.
+    pub conditions_ok: u64,
+    /// Node condition patches that failed (refused, errored, timed out).
+    pub conditions_failed: u64,
+    /// Events written.
+    pub events_ok: u64,
+    /// Events that failed.
+    pub events_failed: u64,
+    /// Events dropped because the queue was full.
+    pub dropped: u64,
+    /// Whether the last write worked (true before any).
+    pub last_ok: bool,
 }
 
 /// The last known holders of a lost GPU.

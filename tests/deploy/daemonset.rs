@@ -305,6 +305,55 @@ pub(crate) fn features_decide_rbac_token_user_and_host_pid() {
     }
     check_binding(&mut f, &r);
 
+    // The health writes: their flags, and exactly their grants on top of the pods rule; with
+    // pod metadata off they alone still need the API (token, RBAC).
+    for (values, flags, extra) in [
+        (
+            json!({"health": {"nodeConditions": true}}),
+            vec!["--kubernetes-node-conditions"],
+            json!([{"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]}]),
+        ),
+        (
+            json!({"health": {"events": true}}),
+            vec!["--kubernetes-events"],
+            json!([{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}]),
+        ),
+    ] {
+        let r = template(&helm, &[], std::slice::from_ref(&values)).unwrap();
+        let mut want = vec![
+            json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}),
+        ];
+        want.extend(extra.as_array().unwrap().iter().cloned());
+        let rules = &r.one("ClusterRole").value["rules"];
+        if *rules != json!(want) {
+            f.add(format!("{values}: ClusterRole rules {rules}"));
+        }
+        let args = args_of(&r.one("DaemonSet").value["spec"]["template"]["spec"]["containers"][0]);
+        for flag in &flags {
+            if !args.iter().any(|a| a == flag) {
+                f.add(format!("{values}: {flag} missing from {args:?}"));
+            }
+        }
+        check_binding(&mut f, &r);
+        let mut no_meta = values.clone();
+        no_meta["kubernetes"] = json!({"podMetadata": false});
+        let r = template(&helm, &[], &[no_meta.clone()]).unwrap();
+        let pod = &r.one("DaemonSet").value["spec"]["template"]["spec"];
+        if r.all("ClusterRole").is_empty() || pod["automountServiceAccountToken"] != true {
+            f.add(format!(
+                "{no_meta}: the health writes need RBAC and the token"
+            ));
+        }
+    }
+    let r = template(&helm, &[], &[]).unwrap();
+    let args = args_of(&r.one("DaemonSet").value["spec"]["template"]["spec"]["containers"][0]);
+    if args
+        .iter()
+        .any(|a| a == "--kubernetes-node-conditions" || a == "--kubernetes-events")
+    {
+        f.add(format!("default: the health writes are on: {args:?}"));
+    }
+
     // Pod labels with an allowlist, pod UID, virtual GPUs.
     let r = template(
         &helm,

@@ -46,16 +46,20 @@ pub(crate) fn contradictions_fail_rendering() {
             "kubernetes.processMetrics need(s) kubernetes.podMapping=true",
         ),
         (
+            json!({"kubernetes": {"podMapping": false}, "health": {"events": true}}),
+            "health.events need(s) kubernetes.podMapping=true",
+        ),
+        (
             json!({"kubernetes": {"podLabelAllowlistRegex": ["app"]}}),
             "kubernetes.podLabelAllowlistRegex is set but kubernetes.enablePodLabels=false",
         ),
         (
             json!({"rbac": {"create": false}}),
-            "rbac.create=false, but the exporter reads pods through the Kubernetes API",
+            "rbac.create=false, but the exporter uses the Kubernetes API",
         ),
         (
             json!({"serviceAccount": {"automountToken": false}}),
-            "serviceAccount.automountToken=false, but the exporter reads pods",
+            "serviceAccount.automountToken=false, but the exporter uses the Kubernetes API",
         ),
         (
             json!({"tlsServerConfig": {"clientAuthType": "RequireAndVerifyClientCert"}}),

@@ -56,11 +56,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) (ternary "-dcgm" "" (and .Values.dcgm .Values.dcgm.variantImage | default false)) }}
 {{- end }}
 
-{{/* "true" when the exporter uses the Kubernetes API (the pod watch, and ResourceSlices with
-DRA). The API features work only with -k (kubernetes.podMapping). */}}
+{{/* "true" when the exporter uses the Kubernetes API (the pod watch, ResourceSlices with
+DRA, the health writes). The API features work only with -k (kubernetes.podMapping). */}}
 {{- define "gpu-exporter.apiEnabled" -}}
 {{- $k := .Values.kubernetes }}
-{{- if and $k.podMapping (or $k.podMetadata $k.enablePodLabels $k.enablePodUID .Values.kubernetesDRA.enabled) }}true{{ end }}
+{{- $h := .Values.health | default dict }}
+{{- if and $k.podMapping (or $k.podMetadata $k.enablePodLabels $k.enablePodUID .Values.kubernetesDRA.enabled $h.nodeConditions $h.events) }}true{{ end }}
 {{- end }}
 
 {{/* "true" when the API token is mounted into the pod. */}}
@@ -169,6 +170,9 @@ Included by every template, so `helm template --show-only` fails too.
 {{- $needMapping := $needMeta }}
 {{- if $k.processMetrics }}{{ $needMapping = append $needMapping "kubernetes.processMetrics" }}{{ end }}
 {{- if $k.virtualGPUs }}{{ $needMapping = append $needMapping "kubernetes.virtualGPUs" }}{{ end }}
+{{- $h := $v.health | default dict }}
+{{- if $h.nodeConditions }}{{ $needMapping = append $needMapping "health.nodeConditions" }}{{ end }}
+{{- if $h.events }}{{ $needMapping = append $needMapping "health.events" }}{{ end }}
 {{- if $k.podLabelAllowlistRegex }}{{ $needMapping = append $needMapping "kubernetes.podLabelAllowlistRegex" }}{{ end }}
 {{- if and $needMapping (not $k.podMapping) }}
 {{- fail (printf "%s need(s) kubernetes.podMapping=true (-k): without it the exporter attributes nothing to pods." (join ", " $needMapping)) }}
@@ -186,10 +190,10 @@ Included by every template, so `helm template --show-only` fails too.
 {{- end }}
 {{- if include "gpu-exporter.apiEnabled" . }}
 {{- if and (not $v.rbac.create) (or $v.serviceAccount.create (not $v.serviceAccount.name)) }}
-{{- fail "rbac.create=false, but the exporter reads pods through the Kubernetes API (kubernetes.podMetadata, pod labels/UID or DRA) and no existing service account was named: set rbac.create=true, or serviceAccount.create=false with serviceAccount.name naming an account that may get/list/watch pods, or set kubernetes.podMetadata=false." }}
+{{- fail "rbac.create=false, but the exporter uses the Kubernetes API (kubernetes.podMetadata, pod labels/UID, DRA, health.nodeConditions or health.events) and no existing service account was named: set rbac.create=true, or serviceAccount.create=false with serviceAccount.name naming an account with those grants (docs/least-privilege.md), or turn those features off." }}
 {{- end }}
 {{- if eq (toString $v.serviceAccount.automountToken) "false" }}
-{{- fail "serviceAccount.automountToken=false, but the exporter reads pods through the Kubernetes API (kubernetes.podMetadata, pod labels/UID or DRA) and needs the token: use auto, or turn those features off." }}
+{{- fail "serviceAccount.automountToken=false, but the exporter uses the Kubernetes API (kubernetes.podMetadata, pod labels/UID, DRA, health.nodeConditions or health.events) and needs the token: use auto, or turn those features off." }}
 {{- end }}
 {{- end }}
 {{- if not (has (toString $v.serviceAccount.automountToken) (list "auto" "true" "false")) }}

@@ -31,6 +31,10 @@ DaemonSet's flags and has no ports or probes. */}}
 {{- if $k.enablePodUID }}{{ $args = append $args "--kubernetes-enable-pod-uid" }}{{ end }}
 {{- if $k.virtualGPUs }}{{ $args = append $args "--kubernetes-virtual-gpus" }}{{ end }}
 {{- if $root.Values.kubernetesDRA.enabled }}{{ $args = append $args "--kubernetes-enable-dra" }}{{ end }}
+{{- with $root.Values.health }}
+{{- if .nodeConditions }}{{ $args = append $args "--kubernetes-node-conditions" }}{{ end }}
+{{- if .events }}{{ $args = append $args "--kubernetes-events" }}{{ end }}
+{{- end }}
 {{- end }}
 {{- if $web }}
 {{- $args = concat $args (list "--web-config-file" (printf "%s/web-config.yml" (include "gpu-exporter.webConfigDir" $root))) }}

@@ -1,0 +1,136 @@
+//! Carries the health verdict into Kubernetes, opt-in: the exporter's own Node conditions
+//! (`--kubernetes-node-conditions`) and Events on the Node and on the pods that hold a GPU or
+//! MIG instance that was hit (`--kubernetes-events`).
+//!
+//! A task on the runtime reads each published snapshot (never the sampler's tick, never a
+//! scrape), plans what it calls for (`plan`) and hands it to the writers (`writer`): the
+//! conditions as a latest-wins value, the Events through a bounded queue whose overflow is
+//! dropped and counted. An API server that refuses, errors, is slow or cannot be reached
+//! changes nothing but the `gpu_exporter_kube_writes_*` self-metrics and one log line per
+//! change of state. It must not read NVML, the kubelet or the counters, or decide health
+//! (the `health` layer does).
+
+pub mod plan;
+pub mod writer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tracing::{info, warn};
+
+use crate::exposition::publish::Shared;
+use plan::Planner;
+
+/// Events waiting to be written at most; beyond it new ones are dropped and counted.
+pub const QUEUE: usize = 256;
+
+/// How long one API call may take.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What to write, and where.
+#[derive(Debug, Clone)]
+pub struct NotifyOptions {
+    /// The Node the exporter runs on (`NODE_NAME`).
+    pub node: String,
+    /// Write the exporter's Node conditions.
+    pub conditions: bool,
+    /// Write Events.
+    pub events: bool,
+    /// How often a new snapshot is looked for (the tick interval).
+    pub interval: Duration,
+    /// The deadline of one API call.
+    pub timeout: Duration,
+    /// The Event queue's size.
+    pub queue: usize,
+}
+
+/// Starts the planner and the writers on `rt`.
+pub fn spawn(
+    client: kube::Client,
+    opts: NotifyOptions,
+    shared: Arc<Shared>,
+    rt: &tokio::runtime::Handle,
+) {
+    info!(
+        node = %opts.node,
+        conditions = opts.conditions,
+        events = opts.events,
+        "writing GPU health to Kubernetes"
+    );
+    shared.enable_kube_writes();
+    let (cond_tx, cond_rx) = watch::channel(Vec::new());
+    if opts.conditions {
+        rt.spawn(writer::conditions(
+            client.clone(),
+            opts.node.clone(),
+            opts.timeout,
+            cond_rx,
+            Arc::clone(&shared),
+        ));
+    }
+    let (event_tx, event_rx) = mpsc::channel(opts.queue.max(1));
+    if opts.events {
+        rt.spawn(writer::events(
+            client,
+            opts.node.clone(),
+            opts.timeout,
+            event_rx,
+            Arc::clone(&shared),
+        ));
+    }
+    rt.spawn(async move {
+        let mut planner = Planner::default();
+        let mut last = None;
+        let mut full = false;
+        let mut tick = tokio::time::interval(opts.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if !shared.has_published() {
+                continue;
+            }
+            let published = shared.load();
+            let snap = &published.snapshot;
+            if last.as_ref().is_some_and(|l| Arc::ptr_eq(l, snap)) {
+                continue;
+            }
+            last = Some(Arc::clone(snap));
+            if opts.conditions {
+                let want = plan::conditions(snap);
+                cond_tx.send_if_modified(|c| {
+                    let changed = *c != want;
+                    if changed {
+                        *c = want;
+                    }
+                    changed
+                });
+            }
+            if opts.events {
+                for e in planner.events(snap) {
+                    match event_tx.try_send(e) {
+                        Ok(()) => {
+                            if full {
+                                full = false;
+                                info!("the Kubernetes Event queue has room again");
+                            }
+                        }
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            shared.count_kube_write_dropped();
+                            if !full {
+                                full = true;
+                                warn!(
+                                    "the Kubernetes Event queue is full ({} Events wait for a \
+                                     slow or failing API server); new Events are dropped and \
+                                     counted in gpu_exporter_kube_writes_dropped_total",
+                                    opts.queue
+                                );
+                            }
+                        }
+                        Err(mpsc::error::TrySendError::Closed(_)) => return,
+                    }
+                }
+            }
+        }
+    });
+}

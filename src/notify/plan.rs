@@ -1,0 +1,360 @@
+//! What the Kubernetes outputs say about one snapshot: the exporter's Node conditions as they
+//! should read now, and the Events a change since the last snapshot calls for (on the Node,
+//! and on every pod holding the GPU or MIG instance that was hit, a lost GPU's last known
+//! holders included).
+//!
+//! Pure planning with the memory of the last snapshot (which reasons were active, each Xid's
+//! last occurrence); it must not call the API server, queue or log (`writer` does), and its
+//! condition texts hold only stable words (a GPU, its UUID, a reason, an action), so that an
+//! unchanged fault never rewrites a condition.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::snapshot::{Action, EntityHealth, Labels, Reason, Snapshot, Verdict};
+
+/// The condition types the exporter owns on its Node (negative polarity, as
+/// node-problem-detector's: `True` means there is a problem). docs/health.md documents them.
+pub const CONDITION_TYPES: [&str; 4] = [
+    "GpuUnhealthy",
+    "GpuDegraded",
+    "GpuResetRequired",
+    "GpuRebootRequired",
+];
+
+/// The longest condition message written (the API server takes 32 KiB; a Node's status is
+/// read by every `kubectl describe node`).
+const MAX_MESSAGE: usize = 1024;
+
+/// One of the exporter's Node conditions as it should read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// One of [`CONDITION_TYPES`].
+    pub type_: &'static str,
+    /// `True` while a GPU has the problem.
+    pub status: bool,
+    /// PascalCase, from a bounded set.
+    pub reason: &'static str,
+    /// Which GPUs (index and UUID), why, and what to do.
+    pub message: String,
+}
+
+/// A pod holding a GPU or MIG instance.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PodRef {
+    /// Namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// `metadata.uid`, when the pod metadata is known.
+    pub uid: Option<String>,
+    /// The container holding the device.
+    pub container: String,
+    /// The MIG GPU instance it holds, if it holds an instance.
+    pub gpu_instance_id: Option<u32>,
+}
+
+/// An Event to publish.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventPlan {
+    /// `None`: on the Node; else on this pod.
+    pub pod: Option<PodRef>,
+    /// `Warning` when `true`, else `Normal`.
+    pub warning: bool,
+    /// PascalCase, from a bounded set.
+    pub reason: &'static str,
+    /// Names the GPU (aggregation key: repeats of one reason on one GPU and object are one
+    /// Event with a growing count).
+    pub action: String,
+    /// The human message.
+    pub note: String,
+}
+
+/// The planner's memory between snapshots.
+#[derive(Debug, Default)]
+pub struct Planner {
+    /// Per GPU UUID: the active reasons (reason, Xid code) → their last occurrence.
+    active: HashMap<String, BTreeMap<(Reason, Option<u64>), f64>>,
+    /// The first snapshot planned: faults already there then get their Events too.
+    started: bool,
+}
+
+/// PascalCase for a reason (condition reasons and Event reasons).
+pub fn pascal(r: Reason) -> &'static str {
+    match r {
+        Reason::GpuLost => "GpuLost",
+        Reason::XidHardware => "XidHardware",
+        Reason::XidMemory => "XidMemory",
+        Reason::XidNvlink => "XidNvlink",
+        Reason::XidDriver => "XidDriver",
+        Reason::XidApplication => "XidApplication",
+        Reason::XidUnknown => "XidUnknown",
+        Reason::EccDbe => "EccDoubleBitError",
+        Reason::RowRemapPending => "RowRemapPending",
+        Reason::RowRemapFailed => "RowRemapFailed",
+        Reason::ThermalSlowdown => "ThermalSlowdown",
+        Reason::PowerBrake => "PowerBrake",
+        Reason::HwSlowdown => "HardwareSlowdown",
+        Reason::OverSlowdownTemp => "OverSlowdownTemperature",
+        Reason::NvlinkDown => "NvlinkDown",
+        Reason::NvlinkBer => "NvlinkErrors",
+        Reason::FabricUnhealthy => "FabricUnhealthy",
+        Reason::FabricDegraded => "FabricDegraded",
+        Reason::RecoveryReset => "RecoveryReset",
+        Reason::RecoveryReboot => "RecoveryReboot",
+        Reason::RecoveryDrainP2p => "RecoveryDrainP2p",
+        Reason::RecoveryDrainAndReset => "RecoveryDrainAndReset",
+        Reason::RecoveryOther => "RecoveryOther",
+        Reason::DcgmWatchWarning => "DcgmHealthWarning",
+        Reason::DcgmWatchFailure => "DcgmHealthFailure",
+    }
+}
+
+/// A reason in stable words (no counts, no ages), for condition messages.
+fn words(r: Reason, xid: Option<u64>) -> String {
+    match (r, xid) {
+        (_, Some(code)) => format!("Xid {code} ({})", r.as_str().trim_start_matches("xid_")),
+        (Reason::GpuLost, _) => "lost (fell off the bus or NVML no longer answers)".into(),
+        _ => r.as_str().replace('_', " "),
+    }
+}
+
+/// The physical GPUs' verdicts (one per GPU: the whole GPU's, else its first instance's).
+fn gpus(snap: &Snapshot) -> Vec<&EntityHealth> {
+    let mut out: Vec<&EntityHealth> = Vec::new();
+    for h in &snap.health {
+        match out.iter().position(|o| o.gpu == h.gpu) {
+            Some(i) if out[i].gpu_instance_id.is_some() && h.gpu_instance_id.is_none() => {
+                out[i] = h;
+            }
+            Some(_) => {}
+            None => out.push(h),
+        }
+    }
+    out
+}
+
+fn pod_of(labels: &Labels, gi: Option<u32>) -> Option<PodRef> {
+    let get = |k: &str| {
+        labels
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_owned())
+    };
+    Some(PodRef {
+        namespace: get("namespace")?,
+        name: get("pod")?,
+        uid: get("pod_uid"),
+        container: get("container").unwrap_or_default(),
+        gpu_instance_id: gi,
+    })
+}
+
+/// Every pod holding GPU `gpu` or one of its MIG instances: from this snapshot's allocation
+/// rows, or the last known ones of a lost GPU.
+pub fn holders(snap: &Snapshot, gpu: u32, uuid: &str) -> Vec<PodRef> {
+    let mut out: Vec<PodRef> = Vec::new();
+    if let Some(j) = &snap.attribution.join {
+        for (i, labels) in &j.allocations {
+            let Some(e) = snap.entities.get(*i).filter(|e| e.id.gpu == gpu) else {
+                continue;
+            };
+            out.extend(pod_of(labels, e.id.mig.as_ref().map(|m| m.gpu_instance_id)));
+        }
+    }
+    for l in snap.attribution.lost.iter().filter(|l| l.uuid == uuid) {
+        out.extend(l.rows.iter().filter_map(|(gi, labels)| pod_of(labels, *gi)));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The conditions for `snap` (all four, `False` where no GPU has the problem).
+pub fn conditions(snap: &Snapshot) -> Vec<Condition> {
+    let gpus = gpus(snap);
+    let mut unhealthy = Vec::new();
+    let mut degraded = Vec::new();
+    let mut reset = Vec::new();
+    let mut reboot = Vec::new();
+    let mut first: [Option<&'static str>; 4] = [None; 4];
+    for g in &gpus {
+        let Some(worst) = g.reasons.first() else {
+            continue;
+        };
+        let what: Vec<String> = g
+            .reasons
+            .iter()
+            .filter(|r| r.severity == g.verdict)
+            .map(|r| words(r.reason, r.xid))
+            .collect();
+        let line = format!(
+            "GPU {} ({}): {}; {}",
+            g.gpu,
+            g.uuid,
+            what.join(", "),
+            worst.action.words()
+        );
+        match g.verdict {
+            Verdict::Critical => {
+                first[0].get_or_insert(pascal(worst.reason));
+                unhealthy.push(line);
+            }
+            Verdict::Warning => {
+                first[1].get_or_insert(pascal(worst.reason));
+                degraded.push(line);
+            }
+            Verdict::Ok => {}
+        }
+        let needs = |a: Action| g.reasons.iter().any(|r| r.present && r.action == a);
+        if needs(Action::ResetGpu) || needs(Action::DrainAndReset) {
+            first[2].get_or_insert(pascal(worst.reason));
+            reset.push(format!("GPU {} ({})", g.gpu, g.uuid));
+        }
+        if needs(Action::RebootNode) {
+            first[3].get_or_insert(pascal(worst.reason));
+            reboot.push(format!("GPU {} ({})", g.gpu, g.uuid));
+        }
+    }
+    let n = gpus.len();
+    let cond = |i: usize, lines: Vec<String>, ok_reason: &'static str, ok: String| {
+        let status = !lines.is_empty();
+        let mut message = if status { lines.join("; ") } else { ok };
+        if message.len() > MAX_MESSAGE {
+            let mut cut = MAX_MESSAGE - 3;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push_str("...");
+        }
+        Condition {
+            type_: CONDITION_TYPES[i],
+            status,
+            reason: if status {
+                first[i].unwrap_or("GpuFault")
+            } else {
+                ok_reason
+            },
+            message,
+        }
+    };
+    vec![
+        cond(
+            0,
+            unhealthy,
+            "GpusHealthy",
+            format!("no GPU of {n} is critical"),
+        ),
+        cond(
+            1,
+            degraded,
+            "GpusNotDegraded",
+            format!("no GPU of {n} is degraded"),
+        ),
+        cond(
+            2,
+            reset,
+            "NoResetRequired",
+            format!("no GPU of {n} needs a reset"),
+        ),
+        cond(
+            3,
+            reboot,
+            "NoRebootRequired",
+            format!("no GPU of {n} needs the node rebooted"),
+        ),
+    ]
+}
+
+impl Planner {
+    /// The Events `snap` calls for: one per reason that became active on a GPU since the last
+    /// snapshot (or an Xid that occurred again), on the Node and on each holder; and a
+    /// `Normal` one on the Node when a GPU is back to `ok`.
+    pub fn events(&mut self, snap: &Snapshot) -> Vec<EventPlan> {
+        let mut out = Vec::new();
+        let mut seen: HashMap<String, BTreeMap<(Reason, Option<u64>), f64>> = HashMap::new();
+        for g in gpus(snap) {
+            let before = self.active.get(&g.uuid);
+            let now: BTreeMap<(Reason, Option<u64>), f64> = g
+                .reasons
+                .iter()
+                .filter(|r| r.present)
+                .map(|r| ((r.reason, r.xid), r.last_seen_unix))
+                .collect();
+            let pods = holders(snap, g.gpu, &g.uuid);
+            for r in g.reasons.iter().filter(|r| r.present) {
+                let new = match before.and_then(|b| b.get(&(r.reason, r.xid))) {
+                    None => true,
+                    // An Xid that occurred again while held.
+                    Some(last) => r.xid.is_some() && r.last_seen_unix > *last,
+                };
+                if !new {
+                    continue;
+                }
+                let what = format!("GPU {} ({}) reported {}", g.gpu, g.uuid, r.message);
+                let action = format!("Gpu{}", g.gpu);
+                let todo = r.action.words();
+                let reason = pascal(r.reason);
+                let held = if pods.is_empty() {
+                    String::new()
+                } else {
+                    let names: Vec<String> = pods
+                        .iter()
+                        .map(|p| format!("{}/{} (container {})", p.namespace, p.name, p.container))
+                        .collect();
+                    format!(", held by {}", names.join(", "))
+                };
+                out.push(EventPlan {
+                    pod: None,
+                    warning: true,
+                    reason,
+                    action: action.clone(),
+                    note: clip(format!("{what}{held}; {todo}")),
+                });
+                for p in &pods {
+                    let instance = p
+                        .gpu_instance_id
+                        .map(|gi| format!(" (MIG GPU instance {gi})"))
+                        .unwrap_or_default();
+                    out.push(EventPlan {
+                        pod: Some(p.clone()),
+                        warning: true,
+                        reason,
+                        action: action.clone(),
+                        note: clip(format!(
+                            "{what}, while held by container {}{instance}; {todo}",
+                            p.container
+                        )),
+                    });
+                }
+            }
+            if self.started && g.verdict == Verdict::Ok && before.is_some_and(|b| !b.is_empty()) {
+                out.push(EventPlan {
+                    pod: None,
+                    warning: false,
+                    reason: "GpuRecovered",
+                    action: format!("Gpu{}", g.gpu),
+                    note: format!("GPU {} ({}) is healthy again", g.gpu, g.uuid),
+                });
+            }
+            seen.insert(g.uuid.clone(), now);
+        }
+        self.active = seen;
+        self.started = true;
+        out
+    }
+}
+
+/// An Event note within the API's 1 kB.
+fn clip(mut s: String) -> String {
+    const MAX_NOTE: usize = 1000;
+    if s.len() > MAX_NOTE {
+        let mut cut = MAX_NOTE - 3;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str("...");
+    }
+    s
+}

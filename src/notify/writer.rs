@@ -1,0 +1,213 @@
+//! The API writes of the Kubernetes outputs, off the tick and scrape paths: the Node
+//! conditions (a strategic-merge patch of `nodes/<node>/status` that names only the
+//! exporter's own condition types, so another writer's are never touched) and the Events
+//! (kube's event `Recorder`, which aggregates a repeat into one Event's series).
+//!
+//! Bounded: the Events wait in a queue of fixed size (a full queue drops the new Event and
+//! counts it), each call has a deadline, and the conditions are a latest-wins value retried
+//! with backoff, never a queue. Each kind logs one line per change of state (failing, and
+//! working again), never one per call. It must not plan what to write (`plan` does) or read
+//! the snapshot.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::json;
+use tokio::sync::{mpsc, watch};
+use tracing::{info, warn};
+
+use super::plan::{Condition, EventPlan};
+use crate::base::backoff::Backoff;
+use crate::exposition::publish::Shared;
+
+/// The name the exporter reports as (`reportingController`, the field manager).
+pub const CONTROLLER: &str = "gpu-exporter";
+
+/// Whether the last write of one kind worked, to log each change once.
+#[derive(Default)]
+struct LinkState {
+    failing: Option<String>,
+}
+
+impl LinkState {
+    fn ok(&mut self, what: &str) {
+        if self.failing.take().is_some() {
+            info!("Kubernetes {what} are written again");
+        }
+    }
+
+    fn failed(&mut self, what: &str, error: String) {
+        let kind = error_kind(&error);
+        if self.failing.as_deref() != Some(kind.as_str()) {
+            warn!(
+                "cannot write Kubernetes {what}: {error}; metrics and the page are unaffected, \
+                 the exporter retries (logged again only when this changes)"
+            );
+            self.failing = Some(kind);
+        }
+    }
+}
+
+/// The part of an error that tells one failure from another (its status code or kind), so a
+/// lasting failure whose message carries a changing detail is logged once.
+fn error_kind(error: &str) -> String {
+    error.split(':').next().unwrap_or(error).to_owned()
+}
+
+/// An API error in a line: `HTTP 403 Forbidden: <the server's message>`, or the client's
+/// error (connection refused, TLS, …).
+fn describe(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("HTTP {} {}: {}", s.code, s.reason, s.message),
+        other => other.to_string(),
+    }
+}
+
+/// The node's object reference.
+pub fn node_ref(node: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: Some(node.to_owned()),
+        uid: Some(node.to_owned()),
+        ..ObjectReference::default()
+    }
+}
+
+/// Writes the desired conditions whenever they change, retrying a failed write with backoff.
+pub async fn conditions(
+    client: kube::Client,
+    node: String,
+    timeout: Duration,
+    mut desired: watch::Receiver<Vec<Condition>>,
+    shared: Arc<Shared>,
+) {
+    let nodes: Api<Node> = Api::all(client);
+    let mut state = LinkState::default();
+    let mut written: Option<Vec<Condition>> = None;
+    // When each condition's status last changed, for `lastTransitionTime`.
+    let mut transitions: Vec<(&'static str, bool, String)> = Vec::new();
+    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(60));
+    loop {
+        let want = desired.borrow_and_update().clone();
+        if written.as_ref() != Some(&want) {
+            let now = Timestamp::now().to_string();
+            let conds: Vec<serde_json::Value> = want
+                .iter()
+                .map(|c| {
+                    let since = match transitions.iter_mut().find(|t| t.0 == c.type_) {
+                        Some(t) if t.1 == c.status => t.2.clone(),
+                        Some(t) => {
+                            *t = (c.type_, c.status, now.clone());
+                            now.clone()
+                        }
+                        None => {
+                            transitions.push((c.type_, c.status, now.clone()));
+                            now.clone()
+                        }
+                    };
+                    json!({
+                        "type": c.type_,
+                        "status": if c.status { "True" } else { "False" },
+                        "reason": c.reason,
+                        "message": c.message,
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": since,
+                    })
+                })
+                .collect();
+            let body = json!({ "status": { "conditions": conds } });
+            let patch = Patch::Strategic(&body);
+            let params = PatchParams {
+                field_manager: Some(CONTROLLER.into()),
+                ..PatchParams::default()
+            };
+            let call = nodes.patch_status(&node, &params, &patch);
+            let result = match tokio::time::timeout(timeout, call).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(describe(&e)),
+                Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+            };
+            match result {
+                Ok(()) => {
+                    state.ok("Node conditions");
+                    shared.count_kube_write("node_condition", true);
+                    written = Some(want);
+                    backoff.reset();
+                }
+                Err(e) => {
+                    state.failed(&format!("Node conditions on {node}"), e);
+                    shared.count_kube_write("node_condition", false);
+                    tokio::time::sleep(backoff.next_delay()).await;
+                    continue;
+                }
+            }
+        }
+        if desired.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Publishes the queued Events one at a time, each within `timeout`.
+pub async fn events(
+    client: kube::Client,
+    node: String,
+    timeout: Duration,
+    mut queue: mpsc::Receiver<EventPlan>,
+    shared: Arc<Shared>,
+) {
+    let recorder = Recorder::new(
+        client,
+        Reporter {
+            controller: CONTROLLER.into(),
+            instance: Some(format!("{CONTROLLER}-{node}")),
+        },
+    );
+    let node = node_ref(&node);
+    let mut state = LinkState::default();
+    while let Some(e) = queue.recv().await {
+        let regarding = match &e.pod {
+            None => node.clone(),
+            Some(p) => ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                namespace: Some(p.namespace.clone()),
+                name: Some(p.name.clone()),
+                uid: p.uid.clone(),
+                ..ObjectReference::default()
+            },
+        };
+        let event = Event {
+            type_: if e.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: e.reason.into(),
+            note: Some(e.note),
+            action: e.action,
+            secondary: e.pod.as_ref().map(|_| node.clone()),
+        };
+        let result = match tokio::time::timeout(timeout, recorder.publish(&event, &regarding)).await
+        {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) => Err(describe(&err)),
+            Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+        };
+        match result {
+            Ok(()) => {
+                state.ok("Events");
+                shared.count_kube_write("event", true);
+            }
+            Err(err) => {
+                state.failed("Events", err);
+                shared.count_kube_write("event", false);
+            }
+        }
+    }
+}
