@@ -185,6 +185,10 @@ impl HealthModel {
     /// The verdict of every GPU of `snap` and of each of its MIG instances, the GPU first;
     /// `read` is the counter set its values were read with ([`watched_set`]).
     pub fn evaluate(&mut self, snap: &Snapshot, read: &CounterSet) -> Vec<EntityHealth> {
+        if snap.devices.is_empty() {
+            // NVML did not answer this tick: no verdict, and the held reasons are kept.
+            return Vec::new();
+        }
         let now = snap.taken_at_unix;
         let hold = self.opts.hold.as_secs_f64();
         let mut out = Vec::new();
@@ -227,7 +231,8 @@ impl HealthModel {
 }
 
 /// Fills the empty `DCGM_EXP_GPU_HEALTH_STATUS` slots of each physical GPU (no DCGM answer
-/// for it this tick) with the watches computed from its verdict (`watches`).
+/// for it this tick: DCGM off, not connected, or late) with the watches computed from its
+/// verdict (`watches`).
 pub fn fill_dcgm_status(
     entities: &mut [EntitySample],
     exported: &CounterSet,
@@ -249,5 +254,126 @@ pub fn fill_dcgm_status(
         if let Some(dst @ None) = e.values.get_mut(slot) {
             *dst = Some(Value::Health(watches::from_reasons(&h.reasons)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::csv::parse_counters;
+    use crate::snapshot::{DeviceStatus, EntityId, MigIdentity, Reason, XidTotals};
+
+    fn id(gpu: u32, mig: Option<u32>) -> EntityId {
+        EntityId {
+            gpu,
+            uuid: format!("GPU-{gpu}"),
+            pci_bus_id: String::new(),
+            device: format!("nvidia{gpu}"),
+            model_name: "NVIDIA H100".into(),
+            mig: mig.map(|gi| MigIdentity {
+                profile: "3g.40gb".into(),
+                gpu_instance_id: gi,
+                compute_instance_id: 0,
+                uuid: format!("MIG-{gpu}-{gi}"),
+            }),
+        }
+    }
+
+    fn device(gpu: u32, up: bool) -> DeviceStatus {
+        DeviceStatus {
+            gpu,
+            uuid: format!("GPU-{gpu}"),
+            model_name: "NVIDIA H100".into(),
+            up,
+        }
+    }
+
+    #[test]
+    fn the_watched_set_adds_only_what_the_file_lacks_after_its_rows() {
+        let file = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
+        let w = watched_set(&file);
+        let names: Vec<&str> = w.metrics().map(|r| r.field.name).collect();
+        assert_eq!(names[0], TEMP, "the file's rows keep their slots");
+        assert_eq!(names.len(), WATCHED_FIELDS.len());
+        assert_eq!(names.iter().filter(|n| **n == TEMP).count(), 1);
+        let mut e = vec![EntitySample {
+            id: id(0, None),
+            values: vec![None; names.len()],
+            labels: vec![],
+        }];
+        exported_only(&mut e, &file);
+        assert_eq!(e[0].values.len(), 1);
+    }
+
+    #[test]
+    fn watched_fields_give_reasons_and_instances_share_their_gpus_verdict() {
+        let file = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
+        let read = watched_set(&file);
+        let slot = |name: &str| read.metrics().position(|r| r.field.name == name).unwrap();
+        let mut values = vec![None; read.metrics().count()];
+        values[slot(ECC_DBE)] = Some(Value::Num(2.0));
+        values[slot(CLOCK_EVENTS)] = Some(Value::Num(f64::from(0x80 | 0x8)));
+        values[slot(RECOVERY)] = Some(Value::Num(1.0));
+        let snap = Snapshot {
+            taken_at_unix: 100.0,
+            devices: vec![device(0, true), device(1, false)],
+            entities: vec![
+                EntitySample {
+                    id: id(0, None),
+                    values,
+                    labels: vec![],
+                },
+                EntitySample {
+                    id: id(0, Some(1)),
+                    values: vec![None; read.metrics().count()],
+                    labels: vec![],
+                },
+            ],
+            xids: vec![XidTotals {
+                id: id(1, None),
+                codes: vec![(79, 1, Some(99.0))],
+            }],
+            ..Snapshot::default()
+        };
+        let h = HealthModel::default().evaluate(&snap, &read);
+        assert_eq!(h.len(), 3, "GPU 0, its instance, GPU 1");
+        let reasons = |i: usize| -> Vec<Reason> { h[i].reasons.iter().map(|r| r.reason).collect() };
+        assert_eq!(
+            reasons(0),
+            [Reason::EccDbe, Reason::RecoveryReset, Reason::PowerBrake]
+        );
+        assert_eq!(h[0].verdict, Verdict::Critical);
+        assert_eq!(h[0].recovery_action, Some(1));
+        assert_eq!(h[1].gpu_instance_id, Some(1));
+        assert_eq!(h[1].uuid, "MIG-0-1");
+        assert_eq!(h[1].reasons, h[0].reasons);
+        assert_eq!(reasons(2), [Reason::GpuLost, Reason::XidHardware]);
+    }
+
+    #[test]
+    fn a_tick_without_nvml_keeps_the_held_reasons() {
+        let read =
+            watched_set(&parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap());
+        let mut m = HealthModel::new(HealthOptions {
+            hold: Duration::from_secs(60),
+        });
+        let lost = |t: f64, up: bool| Snapshot {
+            taken_at_unix: t,
+            devices: vec![device(0, up)],
+            ..Snapshot::default()
+        };
+        assert_eq!(
+            m.evaluate(&lost(0.0, false), &read)[0].verdict,
+            Verdict::Critical
+        );
+        let nothing = Snapshot {
+            taken_at_unix: 1.0,
+            ..Snapshot::default()
+        };
+        assert!(m.evaluate(&nothing, &read).is_empty());
+        let back = m.evaluate(&lost(2.0, true), &read);
+        assert_eq!(back[0].verdict, Verdict::Critical, "still held");
+        assert!(!back[0].reasons[0].present);
+        assert_eq!(m.evaluate(&lost(60.0, true), &read)[0].verdict, Verdict::Ok);
     }
 }
