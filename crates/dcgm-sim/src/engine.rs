@@ -22,6 +22,7 @@ use nvml_sim::sim::Clock;
 use crate::health;
 use crate::prof::{self, ProfValue};
 use crate::proto::{Attributes, Entity, MigEntry, Reply, Request, Response, Val, Value};
+use crate::switch::{self, Traffic};
 
 /// DCGM's stride of instance entity ids per GPU (`DCGM_MAX_INSTANCES_PER_GPU`).
 pub const INSTANCES_PER_GPU: u32 = 8;
@@ -64,6 +65,8 @@ pub struct Engine {
     /// Health watches per group (`dcgmHealthSet`'s mask).
     health: BTreeMap<u64, u32>,
     next_id: u64,
+    /// The NVSwitch chips' traffic integral.
+    traffic: Traffic,
 }
 
 /// The build-information string of `dcgmVersionInfo`.
@@ -95,6 +98,7 @@ impl Engine {
             watches: BTreeMap::new(),
             health: BTreeMap::new(),
             next_id: 1,
+            traffic: Traffic::default(),
         }
     }
 
@@ -291,6 +295,11 @@ impl Engine {
         match req {
             Request::HostengineVersion => Ok(Reply::Version(build_info())),
             Request::Devices => Ok(Reply::Devices(self.gpu_ids(t))),
+            Request::EntityGroupEntities { group } => match group {
+                abi::DCGM_FE_GPU => Ok(Reply::Devices(self.gpu_ids(t))),
+                abi::DCGM_FE_SWITCH => Ok(Reply::Devices(switch::ids(&self.sc))),
+                _ => Err(abi::DCGM_ST_NOT_SUPPORTED),
+            },
             Request::Attributes { gpu } => {
                 Ok(Reply::Attributes(Box::new(self.attributes(gpu, t)?)))
             }
@@ -316,7 +325,11 @@ impl Engine {
                 Ok(Reply::Id(id))
             }
             Request::GroupAdd { group, entity } => {
-                if self.resolve(entity, t).is_none() {
+                let known = match entity.group {
+                    abi::DCGM_FE_SWITCH => switch::find(&self.sc, entity.id).is_some(),
+                    _ => self.resolve(entity, t).is_some(),
+                };
+                if !known {
                     return Err(abi::DCGM_ST_BADPARAM);
                 }
                 let members = self
@@ -469,6 +482,10 @@ impl Engine {
             return Err(abi::DCGM_ST_GROUP_IS_EMPTY);
         }
         for e in &entities {
+            if e.group == abi::DCGM_FE_SWITCH {
+                switch::find(&self.sc, e.id).ok_or(abi::DCGM_ST_BADPARAM)?;
+                continue;
+            }
             let (g, _) = self.resolve(*e, t).ok_or(abi::DCGM_ST_BADPARAM)?;
             let Some(gpu) = self.sc.gpu(g) else {
                 return Err(abi::DCGM_ST_BADPARAM);
@@ -532,6 +549,21 @@ impl Engine {
         } else {
             t
         };
+        if e.group == abi::DCGM_FE_SWITCH {
+            return match self
+                .traffic
+                .value(&self.sc, self.seed, e.id, field, sample_t)
+            {
+                Some(val) => Value {
+                    entity: e,
+                    field,
+                    status: abi::DCGM_ST_OK,
+                    ts: self.clock.unix_us(sample_t).min(ts),
+                    val,
+                },
+                None => blank(abi::DCGM_ST_NOT_SUPPORTED),
+            };
+        }
         let Some((g, uid)) = self.resolve(e, sample_t) else {
             return blank(abi::DCGM_ST_NO_DATA);
         };

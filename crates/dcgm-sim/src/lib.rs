@@ -9,6 +9,7 @@
 //! - `prof`: profiling metric groups per architecture and profiling values.
 //! - `engine`: the host engine's state and DCGM's semantics of every call.
 //! - `health`: what the health watches report for a GPU from the fault timeline.
+//! - `switch`: the scenario's NVSwitch chips and their field values.
 //! - `proto`: the request/response messages and their framing.
 //! - `remote`: the client side of a host-engine connection.
 //! - `server`: the host engine's side (the `dcgm-sim-hostengine` binary runs it).
@@ -26,3 +27,4 @@ pub mod prof;
 pub mod proto;
 pub mod remote;
 pub mod server;
+pub mod switch;
