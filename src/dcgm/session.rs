@@ -23,6 +23,7 @@ use super::groups::{MetricGroup, resolve};
 use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
+use super::switches::{self, SwitchValues, SwitchWatch};
 
 /// A DCGM call that failed.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +80,10 @@ pub struct Session {
     watches: Option<Watches>,
     /// The health watches' group, once asked for.
     health: Option<HealthGroup>,
+    /// The NVSwitch chips the hostengine listed at connection, or why it listed none.
+    switches: Result<Vec<u32>, String>,
+    /// The switch watches, while switch fields are wanted.
+    switch_watch: Option<SwitchWatch>,
 }
 
 /// What a tick read: values by (entity, field), and the fields refused per entity.
@@ -86,6 +91,11 @@ pub struct Session {
 pub struct Reading {
     pub values: HashMap<(Target, u16), f64>,
     pub refused: Vec<(Target, u16, String)>,
+    /// The switch-level values per listed switch when switch fields are wanted, or why DCGM
+    /// lists no switch.
+    pub switches: Option<Result<SwitchValues, String>>,
+    /// Switch fields DCGM refused to watch, with its reason.
+    pub switch_refused: Vec<(u16, String)>,
 }
 
 /// A GPU's profiling support, for `gpu-exporter check`.
@@ -156,8 +166,17 @@ impl Session {
             gpus: HashMap::new(),
             watches: None,
             health: None,
+            switches: Ok(Vec::new()),
+            switch_watch: None,
         };
         s.discover()?;
+        s.switches = match switches::list(api, handle) {
+            Ok(listed) => listed.map_err(|(name, rc)| format!("{name}: {}", api.describe(rc))),
+            Err((name, rc)) => {
+                call(api, name, rc)?;
+                Ok(Vec::new())
+            }
+        };
         Ok(s)
     }
 
@@ -458,12 +477,19 @@ impl Session {
         keep_samples: i32,
     ) -> Result<Reading, SessionError> {
         self.ensure_watches(wanted, keep_age, keep_samples)?;
+        let (switches, switch_refused) = self.read_switches(wanted, (keep_age, keep_samples))?;
         let Some(w) = self.watches.as_ref() else {
-            return Ok(Reading::default());
+            return Ok(Reading {
+                switches,
+                switch_refused,
+                ..Reading::default()
+            });
         };
         let mut out = Reading {
             values: HashMap::new(),
             refused: w.refused.clone(),
+            switches,
+            switch_refused,
         };
         let mut fields: Vec<u16> = w
             .entities
@@ -504,6 +530,50 @@ impl Session {
         Ok(out)
     }
 
+    /// This tick's values of the wanted switch fields on every listed switch (the watches made
+    /// first when the fields changed), and the fields DCGM refused; `None` when none are wanted.
+    #[allow(clippy::type_complexity)]
+    fn read_switches(
+        &mut self,
+        wanted: &Wanted,
+        limits: (Duration, i32),
+    ) -> Result<(Option<Result<SwitchValues, String>>, Vec<(u16, String)>), SessionError> {
+        let api = self.api;
+        let lost = |(name, rc): (&'static str, i32)| {
+            call(api, name, rc).err().unwrap_or(SessionError::Call {
+                call: name,
+                rc,
+                text: api.describe(rc),
+            })
+        };
+        if self
+            .switch_watch
+            .as_ref()
+            .is_some_and(|w| !w.made_for(&wanted.switch_fields))
+            && let Some(w) = self.switch_watch.take()
+        {
+            w.destroy(api, self.handle);
+        }
+        if wanted.switch_fields.is_empty() {
+            return Ok((None, Vec::new()));
+        }
+        let ids = match &self.switches {
+            Ok(ids) if !ids.is_empty() => ids.clone(),
+            Ok(_) => return Ok((Some(Ok(Vec::new())), Vec::new())),
+            Err(why) => return Ok((Some(Err(why.clone())), Vec::new())),
+        };
+        if self.switch_watch.is_none() {
+            let w = SwitchWatch::make(api, self.handle, &ids, &wanted.switch_fields, limits)
+                .map_err(lost)?;
+            self.switch_watch = Some(w);
+        }
+        let Some(w) = self.switch_watch.as_ref() else {
+            return Ok((None, Vec::new()));
+        };
+        let values = w.read(api, self.handle, &ids).map_err(lost)?;
+        Ok((Some(Ok(values)), w.refused.clone()))
+    }
+
     /// This tick's health check of every GPU (the health group made on the first call).
     pub fn health(&mut self) -> Result<GpuHealth, SessionError> {
         let api = self.api;
@@ -525,6 +595,9 @@ impl Session {
     /// Ends the session: stops the embedded hostengine or disconnects.
     pub fn close(mut self) {
         self.drop_watches();
+        if let Some(w) = self.switch_watch.take() {
+            w.destroy(self.api, self.handle);
+        }
         if let Some(g) = self.health.take() {
             g.destroy(self.api, self.handle);
         }

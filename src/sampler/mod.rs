@@ -24,6 +24,7 @@ use tracing::{error, info, warn};
 use crate::attribution::Attributor;
 use crate::base::backoff::Backoff;
 use crate::base::clock::unix_now;
+use crate::catalogue::Level;
 use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::dcgm;
 use crate::exposition::EncodeOptions;
@@ -57,6 +58,9 @@ pub struct Sampler {
     exporter_metrics: bool,
     /// The DCGM client, unless `--dcgm-mode off`.
     dcgm: Option<dcgm::Client>,
+    /// The switch rows went unserved last tick for a lasting reason (DCGM off or unusable,
+    /// no switch listed), not a tick DCGM missed.
+    switch_gap_lasting: bool,
 }
 
 impl Sampler {
@@ -81,6 +85,7 @@ impl Sampler {
             counters_file: None,
             exporter_metrics: false,
             dcgm: None,
+            switch_gap_lasting: false,
         }
     }
 
@@ -225,12 +230,37 @@ impl Sampler {
         snap: &mut Snapshot,
         no_gpm: &std::collections::HashSet<String>,
     ) -> Option<bool> {
-        let client = self.dcgm.as_mut()?;
         let rows: Vec<&CounterRow> = self.counters.metrics().collect();
+        let switch_rows = rows.iter().any(|r| r.field.level == Level::Switch);
+        let Some(client) = self.dcgm.as_mut() else {
+            snap.switches_not_served = switch_rows.then(|| {
+                "DCGM is off (--dcgm-mode off), and only DCGM serves NVSwitch fields".to_owned()
+            });
+            self.switch_gap_lasting = true;
+            return None;
+        };
         let wanted = dcgm::wanted(&snap.entities, &rows, no_gpm, &self.options.collections);
         let out = client.tick(&wanted);
         dcgm::merge(&mut snap.entities, &rows, &out.values, no_gpm);
         dcgm::merge_health(&mut snap.entities, &rows, &out.health);
+        if let Some(Ok(list)) = &out.switches {
+            snap.switches = dcgm::switch_samples(&rows, list);
+        }
+        snap.switches_not_served = match dcgm::switches_not_served(out.switches.as_ref()) {
+            _ if !switch_rows => None,
+            Some(why) => Some(why),
+            None if out.switches.is_some() => None,
+            None if !client.may_serve() => Some(
+                "the DCGM library cannot be used (see the log), and only DCGM serves NVSwitch \
+                 fields"
+                    .to_owned(),
+            ),
+            None => Some(format!(
+                "DCGM did not answer this tick ({})",
+                out.why.as_deref().unwrap_or("no answer")
+            )),
+        };
+        self.switch_gap_lasting = out.switches.is_some() || !client.may_serve();
         Some(out.up)
     }
 
@@ -242,7 +272,24 @@ impl Sampler {
             .as_ref()
             .map(|r| r.unsupported().to_vec())
             .unwrap_or_default();
+        // Switch rows not served for a lasting reason (DCGM off or unusable, no switch listed):
+        // listed on each physical GPU, as NVML's unsupported fields are.
+        if snap.switches_not_served.is_some() && self.switch_gap_lasting {
+            for e in snap.entities.iter().filter(|e| e.id.mig.is_none()) {
+                for row in self.counters.metrics() {
+                    if row.field.level == Level::Switch {
+                        out.push(crate::snapshot::Unsupported {
+                            gpu: e.id.gpu,
+                            gpu_instance_id: None,
+                            field: row.field.name,
+                        });
+                    }
+                }
+            }
+        }
         let Some(client) = self.dcgm.as_ref() else {
+            out.sort();
+            out.dedup();
             return out;
         };
         for e in &snap.entities {
