@@ -84,8 +84,9 @@ pub struct Client {
     up: Option<bool>,
     /// Fields DCGM refused, per entity, with the reason (logged once each).
     refused: BTreeMap<(Target, u16), String>,
-    /// Why the switch fields are not served, as last logged (`None`: served or not asked).
-    switch_gap: Option<String>,
+    /// What was last logged about the switch fields: `Some(None)` served, `Some(Some(why))`
+    /// not served and why; `None` before DCGM said anything of switches.
+    switch_gap: Option<Option<String>>,
     mode: Mode,
 }
 
@@ -239,17 +240,17 @@ impl Client {
     /// Logs once each change of why the switch fields are not served (no switch listed, a
     /// listing or watch DCGM refused), and their return.
     fn note_switches(&mut self, out: &Outcome) {
-        let gap = super::select::switches_not_served(out.switches.as_ref());
-        if gap != self.switch_gap {
+        let Some(switches) = out.switches.as_ref() else {
+            return;
+        };
+        let gap = super::select::switches_not_served(Some(switches));
+        if self.switch_gap.as_ref() != Some(&gap) {
             match &gap {
                 Some(why) => info!("NVSwitch fields are not exported: {why}"),
-                None if out.switches.is_some() => {
-                    info!("NVSwitch fields are served by DCGM, one series per switch")
-                }
-                None => {}
+                None => info!("NVSwitch fields are served by DCGM, one series per switch"),
             }
         }
-        self.switch_gap = gap;
+        self.switch_gap = Some(gap);
     }
 
     fn note_refused(&mut self, refused: Vec<(Target, u16, String)>) {
