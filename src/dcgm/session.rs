@@ -1,6 +1,7 @@
 //! One connected DCGM handle and the calls made on it: connecting (embedded or remote), the
 //! GPUs DCGM sees (by UUID) and their MIG GPU instances, the profiling metric groups, the
-//! watches (one per interval and field set) and each tick's latest values.
+//! watches (one per interval and field set) and each tick's latest values; the NVSwitch
+//! chips it lists and their switch-level values (made and read through `switches`).
 //!
 //! Runs only on the DCGM thread (`client`), which owns it. It must not log (the client says
 //! what changed, once) and must not wait on anything but DCGM.
@@ -10,20 +11,19 @@ use std::ffi::CString;
 use std::time::Duration;
 
 use dcgm_abi::{
-    DCGM_FE_GPU, DCGM_FE_GPU_I, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_GROUP_EMPTY,
-    DCGM_MAX_NUM_DEVICES, DCGM_OPERATION_MODE_AUTO, DCGM_ST_ALREADY_INITIALIZED,
-    DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT, Zeroed, c_text,
-    dcgmConnectV2Params_v2, dcgmConnectV2Params_version2, dcgmDeviceAttributes_v3,
+    DCGM_FE_GPU, DCGM_FE_GPU_I, DCGM_GROUP_EMPTY, DCGM_MAX_NUM_DEVICES, DCGM_OPERATION_MODE_AUTO,
+    DCGM_ST_ALREADY_INITIALIZED, DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT, Zeroed,
+    c_text, dcgmConnectV2Params_v2, dcgmConnectV2Params_version2, dcgmDeviceAttributes_v3,
     dcgmDeviceAttributes_version3, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
     dcgmMigHierarchy_v2, dcgmMigHierarchy_version2, dcgmProfGetMetricGroups_v3,
-    dcgmProfGetMetricGroups_version3, fp64_is_blank, int64_is_blank,
+    dcgmProfGetMetricGroups_version3,
 };
 
 use super::groups::{MetricGroup, resolve};
 use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
-use super::switches::{self, SwitchValues, SwitchWatch};
+use super::switches::{self, SwitchValues, SwitchWatch, number};
 
 /// A DCGM call that failed.
 #[derive(Debug, thiserror::Error)]
@@ -638,29 +638,11 @@ fn refuse_all(
     }
 }
 
-/// One value as a number: `None` for a non-OK status, a blank sentinel or a non-numeric type.
-pub fn number(v: &dcgmFieldValue_v2) -> Option<f64> {
-    if v.status != DCGM_ST_OK {
-        return None;
-    }
-    // SAFETY: the union member read is the one `fieldType` names.
-    match v.fieldType {
-        DCGM_FT_DOUBLE => {
-            let d = unsafe { v.value.dbl };
-            (!fp64_is_blank(d)).then_some(d)
-        }
-        DCGM_FT_INT64 => {
-            let i = unsafe { v.value.i64_ };
-            (!int64_is_blank(i)).then_some(i as f64)
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use dcgm_abi::{DCGM_FP64_BLANK, DCGM_FT_STRING, DCGM_INT64_BLANK, DCGM_ST_NO_DATA};
+    use dcgm_abi::{DCGM_FT_DOUBLE, DCGM_FT_INT64};
 
     #[test]
     fn blanks_and_failed_statuses_are_no_value() {

@@ -1,7 +1,8 @@
 //! The NVSwitch chips of a session: which switches the hostengine lists
 //! (`dcgmGetEntityGroupEntities(DCGM_FE_SWITCH)`), one group of them with the switch-level
 //! fields watched in field groups of their own (one per collection interval), and each tick's
-//! latest values, keyed by DCGM's switch entity id (the id each switch's series carry).
+//! latest values, keyed by DCGM's switch entity id (the id each switch's series carry); and
+//! [`number`], how any latest value becomes a number (the session's reads use it too).
 //!
 //! Runs on the DCGM thread only, through the session that owns the handle. It must not log
 //! or wait on anything but DCGM.
@@ -11,13 +12,13 @@ use std::ffi::CString;
 use std::time::Duration;
 
 use dcgm_abi::{
-    DCGM_FE_SWITCH, DCGM_GROUP_EMPTY, DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT,
-    dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
+    DCGM_FE_SWITCH, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_GROUP_EMPTY, DCGM_ST_CONNECTION_NOT_VALID,
+    DCGM_ST_OK, DCGM_ST_TIMEOUT, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
+    fp64_is_blank, int64_is_blank,
 };
 
 use super::health::Failed;
 use super::library::Api;
-use super::session::number;
 
 /// The most switches asked for at once (DCGM's `DCGM_MAX_NUM_SWITCHES`).
 pub const MAX_SWITCHES: usize = 32;
@@ -203,5 +204,24 @@ impl SwitchWatch {
             // SAFETY: a group this handle made.
             unsafe { (api.group_destroy)(handle, g) };
         }
+    }
+}
+
+/// One value as a number: `None` for a non-OK status, a blank sentinel or a non-numeric type.
+pub fn number(v: &dcgmFieldValue_v2) -> Option<f64> {
+    if v.status != DCGM_ST_OK {
+        return None;
+    }
+    // SAFETY: the union member read is the one `fieldType` names.
+    match v.fieldType {
+        DCGM_FT_DOUBLE => {
+            let d = unsafe { v.value.dbl };
+            (!fp64_is_blank(d)).then_some(d)
+        }
+        DCGM_FT_INT64 => {
+            let i = unsafe { v.value.i64_ };
+            (!int64_is_blank(i)).then_some(i as f64)
+        }
+        _ => None,
     }
 }

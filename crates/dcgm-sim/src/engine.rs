@@ -20,6 +20,7 @@ use nvml_sim::scenario::{DcgmFault, DcgmFaultKind, Gpu, Scenario};
 use nvml_sim::sim::Clock;
 
 use crate::health;
+use crate::mig::{abi_no_instance, ci_profile_id, gi_profile_id};
 use crate::prof::{self, ProfValue};
 use crate::proto::{Attributes, Entity, MigEntry, Reply, Request, Response, Val, Value};
 use crate::switch::{self, Traffic};
@@ -627,32 +628,5 @@ pub fn blank_of(field: u16, unsupported: bool) -> Val {
         (abi::DCGM_FT_DOUBLE, true) => Val::Dbl(abi::DCGM_FP64_NOT_SUPPORTED),
         (_, false) => Val::Int(abi::DCGM_INT64_BLANK),
         (_, true) => Val::Int(abi::DCGM_INT64_NOT_SUPPORTED),
-    }
-}
-
-/// The compute-instance id of a GPU-instance entry (none: NVML's "no instance").
-fn abi_no_instance() -> u32 {
-    nvml_sim::scenario::NO_INSTANCE
-}
-
-/// `DcgmMigProfileGpuInstanceSlice*` of a GPU instance with `slices` compute slices.
-fn gi_profile_id(slices: u32) -> u32 {
-    match slices {
-        1..=4 => slices,
-        7 => 5,
-        8 => 6,
-        6 => 7,
-        _ => 0,
-    }
-}
-
-/// `DcgmMigProfileComputeInstanceSlice*` of a compute instance with `slices` slices.
-fn ci_profile_id(slices: u32) -> u32 {
-    match slices {
-        1..=4 => 29 + slices,
-        7 => 34,
-        8 => 35,
-        6 => 36,
-        _ => 0,
     }
 }

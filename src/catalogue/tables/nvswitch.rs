@@ -280,18 +280,25 @@ mod tests {
     use crate::catalogue::{Source, by_id, lookup};
 
     #[test]
-    fn switch_ids_match_dcgm_fields_h_and_none_is_read() {
+    fn switch_ids_match_dcgm_fields_h_and_only_switch_level_rows_are_served() {
         for (name, id) in [
             ("DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERROR_TOTAL", 786),
             ("DCGM_FI_DEV_SXID_FATAL_ERROR", 856),
         ] {
             assert_eq!(by_id(id).map(|f| f.name), Some(name));
         }
-        assert!(
-            NVSWITCH
-                .iter()
-                .all(|f| matches!(f.source, Source::Unavailable(_)))
-        );
+        // Switch-level rows come from DCGM per switch; per-port and string rows from nowhere.
+        for f in NVSWITCH {
+            let port = (780..=824).contains(&f.id)
+                || (870..=877).contains(&f.id)
+                || matches!(f.id, 865 | 878 | 1524);
+            if port {
+                assert!(matches!(f.source, Source::Unavailable(_)), "{}", f.name);
+            } else {
+                assert_eq!(f.source, Source::DcgmSwitch, "{}", f.name);
+                assert_eq!(f.level, Level::Switch, "{}", f.name);
+            }
+        }
     }
 
     #[test]
