@@ -752,6 +752,19 @@ fn on_switch(text: &str, name: &str, id: u32) -> Option<f64> {
         .map(value)
 }
 
+/// The line of `gpu-exporter check --simulate scenario -f csv more` that names `field`.
+fn check_row(scenario: &str, csv: &str, more: &[&str], field: &str) -> String {
+    let address = format!("127.0.0.1:{}", common::free_port());
+    let out = Command::new(BIN)
+        .args(["check", "-a", &address, "--simulate", scenario, "-f", csv])
+        .args(more)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    let row = report.lines().find(|l| l.contains(field));
+    row.unwrap_or_else(|| panic!("{report}")).to_owned()
+}
+
 /// Checks every switch row has exactly one series per switch of hgx-h200, each labelled with
 /// its own id and the host label `host` only, and that the SXid fault shows on switch 2 only.
 fn check_switch_series(text: &str, host: &str) {
@@ -806,24 +819,7 @@ fn nvswitch_series_carry_each_switchs_own_id_and_its_sxid() {
         e.log()
     );
     drop(e);
-    let address = format!("127.0.0.1:{}", common::free_port());
-    let out = Command::new(BIN)
-        .args([
-            "check",
-            "-a",
-            &address,
-            "--simulate",
-            "hgx-h200",
-            "-f",
-            &csv,
-        ])
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    let row = report
-        .lines()
-        .find(|l| l.contains("DCGM_FI_DEV_SXID_NON_FATAL_ERROR"))
-        .unwrap_or_else(|| panic!("{report}"));
+    let row = check_row("hgx-h200", &csv, &[], "DCGM_FI_DEV_SXID_NON_FATAL_ERROR");
     assert!(
         row.contains("4 of 4 (nvswitch0, nvswitch1, nvswitch2, nvswitch3)"),
         "{row}"
@@ -877,17 +873,7 @@ fn no_nvswitch_series_without_switches_or_without_dcgm() {
             assert_eq!(lines, 1, "{log}");
         }
         drop(e);
-        let address = format!("127.0.0.1:{}", common::free_port());
-        let out = Command::new(BIN)
-            .args(["check", "-a", &address, "--simulate", scenario, "-f", &csv])
-            .args(more)
-            .output()
-            .unwrap();
-        let report = String::from_utf8_lossy(&out.stdout);
-        let row = report
-            .lines()
-            .find(|l| l.contains("DCGM_FI_DEV_SXID_FATAL_ERROR"))
-            .unwrap_or_else(|| panic!("{report}"));
+        let row = check_row(scenario, &csv, more, "DCGM_FI_DEV_SXID_FATAL_ERROR");
         assert!(row.contains("not served") && row.contains(why), "{row}");
     }
 }

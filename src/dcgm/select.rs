@@ -48,6 +48,25 @@ fn served<'a>(
         })
 }
 
+/// The DCGM ids of the rows `keep` takes, each with its collection interval, sorted by id.
+fn intervals(
+    rows: &[&CounterRow],
+    collections: &Collections,
+    keep: impl Fn(&FieldDef) -> bool,
+) -> Vec<(u16, Duration)> {
+    let mut out: Vec<(u16, Duration)> = rows
+        .iter()
+        .filter(|r| keep(r.field))
+        .filter_map(|r| {
+            let id = u16::try_from(r.field.id).ok()?;
+            Some((id, collections.interval_for(&r.name, r.field)))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by_key(|(id, _)| *id);
+    out
+}
+
 /// What to ask DCGM for this tick: every entity of a GPU in `no_gpm` (UUIDs of GPUs whose GPM
 /// is not supported), and every counters row DCGM may serve, at its collection interval.
 pub fn wanted(
@@ -59,30 +78,12 @@ pub fn wanted(
     let mut targets: Vec<Target> = served(entities, no_gpm).map(|(_, t)| t).collect();
     targets.sort();
     targets.dedup();
-    let mut fields: Vec<(u16, Duration)> = rows
-        .iter()
-        .filter(|r| serves(r.field))
-        .filter_map(|r| {
-            let id = u16::try_from(r.field.id).ok()?;
-            Some((id, collections.interval_for(&r.name, r.field)))
-        })
-        .collect();
-    fields.sort();
-    fields.dedup_by_key(|(id, _)| *id);
+    let mut fields = intervals(rows, collections, serves);
     if targets.is_empty() {
         fields.clear();
     }
     let health = rows.iter().any(|r| r.field.source == Source::DcgmHealth);
-    let mut switch_fields: Vec<(u16, Duration)> = rows
-        .iter()
-        .filter(|r| r.field.source == Source::DcgmSwitch)
-        .filter_map(|r| {
-            let id = u16::try_from(r.field.id).ok()?;
-            Some((id, collections.interval_for(&r.name, r.field)))
-        })
-        .collect();
-    switch_fields.sort();
-    switch_fields.dedup_by_key(|(id, _)| *id);
+    let switch_fields = intervals(rows, collections, |f| f.source == Source::DcgmSwitch);
     Wanted {
         targets,
         fields,

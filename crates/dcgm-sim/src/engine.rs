@@ -550,52 +550,42 @@ impl Engine {
         } else {
             t
         };
-        if e.group == abi::DCGM_FE_SWITCH {
-            return match self
-                .traffic
+        let val = if e.group == abi::DCGM_FE_SWITCH {
+            self.traffic
                 .value(&self.sc, self.seed, e.id, field, sample_t)
+        } else {
+            let Some((g, uid)) = self.resolve(e, sample_t) else {
+                return blank(abi::DCGM_ST_NO_DATA);
+            };
+            let Some(gpu) = self.sc.gpu(g) else {
+                return blank(abi::DCGM_ST_NO_DATA);
+            };
+            if self
+                .faults_at(DcgmFaultKind::Blank, sample_t)
+                .any(|f| f.covers(g, field))
             {
-                Some(val) => Value {
-                    entity: e,
-                    field,
-                    status: abi::DCGM_ST_OK,
+                return Value {
                     ts: self.clock.unix_us(sample_t).min(ts),
-                    val,
-                },
-                None => blank(abi::DCGM_ST_NOT_SUPPORTED),
-            };
-        }
-        let Some((g, uid)) = self.resolve(e, sample_t) else {
-            return blank(abi::DCGM_ST_NO_DATA);
-        };
-        let Some(gpu) = self.sc.gpu(g) else {
-            return blank(abi::DCGM_ST_NO_DATA);
-        };
-        if self
-            .faults_at(DcgmFaultKind::Blank, sample_t)
-            .any(|f| f.covers(g, field))
-        {
-            return Value {
-                ts: self.clock.unix_us(sample_t).min(ts),
-                ..blank(abi::DCGM_ST_OK)
-            };
-        }
-        let val = match field {
-            FI_DEV_UUID => Some(Val::Str(match uid {
-                Some(u) => gpu
-                    .instances
-                    .get(u)
-                    .map_or_else(String::new, |i| i.uuid.clone()),
-                None => gpu.uuid.clone(),
-            })),
-            FI_DEV_NAME => Some(Val::Str(gpu.model.name.to_string())),
-            f if prof::is_prof(f) && prof::group_of(gpu.model, f).is_some() => {
-                prof::value(&self.sc, self.seed, g, uid, sample_t, f).map(|v| match v {
-                    ProfValue::Ratio(r) => Val::Dbl(r),
-                    ProfValue::Bytes(b) => Val::Int(b),
-                })
+                    ..blank(abi::DCGM_ST_OK)
+                };
             }
-            _ => None,
+            match field {
+                FI_DEV_UUID => Some(Val::Str(match uid {
+                    Some(u) => gpu
+                        .instances
+                        .get(u)
+                        .map_or_else(String::new, |i| i.uuid.clone()),
+                    None => gpu.uuid.clone(),
+                })),
+                FI_DEV_NAME => Some(Val::Str(gpu.model.name.to_string())),
+                f if prof::is_prof(f) && prof::group_of(gpu.model, f).is_some() => {
+                    prof::value(&self.sc, self.seed, g, uid, sample_t, f).map(|v| match v {
+                        ProfValue::Ratio(r) => Val::Dbl(r),
+                        ProfValue::Bytes(b) => Val::Int(b),
+                    })
+                }
+                _ => None,
+            }
         };
         match val {
             Some(val) => Value {
