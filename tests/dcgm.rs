@@ -721,3 +721,159 @@ fn health_series_are_absent_without_dcgm() {
     assert!(temp(&gone), "{gone}");
     assert!(!gone.contains("DCGM_EXP_GPU_HEALTH_STATUS{"), "{gone}");
 }
+
+/// Switch-level NVSwitch rows and a GPU row.
+const SWITCH_CSV: &str = "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature.\n\
+DCGM_FI_DEV_SXID_FATAL_ERROR, gauge, Last fatal SXid.\n\
+DCGM_FI_DEV_SXID_NON_FATAL_ERROR, gauge, Last non-fatal SXid.\n\
+DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS, gauge, NVSwitch temperature.\n\
+DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX, counter, Bytes the NVSwitch sent.\n";
+
+const SWITCH_ROWS: [&str; 4] = [
+    "DCGM_FI_DEV_SXID_FATAL_ERROR",
+    "DCGM_FI_DEV_SXID_NON_FATAL_ERROR",
+    "DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS",
+    "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX",
+];
+
+/// The counters file of switch rows, in `dir`.
+fn switch_csv(dir: &Path) -> String {
+    let csv = dir.join("nvswitch.csv");
+    std::fs::write(&csv, SWITCH_CSV).unwrap();
+    csv.to_str().unwrap().to_owned()
+}
+
+/// The value of `name` on switch `id` (`nvswitch<id>`), if the scrape has it.
+fn on_switch(text: &str, name: &str, id: u32) -> Option<f64> {
+    let want = format!("nvswitch{id}");
+    series(text, name)
+        .into_iter()
+        .find(|l| common::label_opt(l, "nvswitch") == Some(want.as_str()))
+        .map(value)
+}
+
+/// The line of `gpu-exporter check --simulate scenario -f csv more` that names `field`.
+fn check_row(scenario: &str, csv: &str, more: &[&str], field: &str) -> String {
+    let address = format!("127.0.0.1:{}", common::free_port());
+    let out = Command::new(BIN)
+        .args(["check", "-a", &address, "--simulate", scenario, "-f", csv])
+        .args(more)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    let row = report.lines().find(|l| l.contains(field));
+    row.unwrap_or_else(|| panic!("{report}")).to_owned()
+}
+
+/// Checks every switch row has exactly one series per switch of hgx-h200, each labelled with
+/// its own id and the host label `host` only, and that the SXid fault shows on switch 2 only.
+fn check_switch_series(text: &str, host: &str) {
+    for name in SWITCH_ROWS {
+        let lines = series(text, name);
+        let mut want: Vec<String> = (0..4)
+            .map(|i| format!("{name}{{nvswitch=\"nvswitch{i}\",{host}=\"sim-hgx-h200-node\"}}"))
+            .collect();
+        let mut got: Vec<String> = lines
+            .iter()
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
+            .collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{text}");
+    }
+    let sxid: Vec<Option<f64>> = (0..4)
+        .map(|i| on_switch(text, "DCGM_FI_DEV_SXID_NON_FATAL_ERROR", i))
+        .collect();
+    assert_eq!(
+        sxid,
+        vec![Some(0.0), Some(0.0), Some(20034.0), Some(0.0)],
+        "{text}"
+    );
+    for i in 0..4 {
+        assert_eq!(
+            on_switch(text, "DCGM_FI_DEV_SXID_FATAL_ERROR", i),
+            Some(0.0)
+        );
+        assert!(on_switch(text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", i).unwrap() > 0.0);
+    }
+    // The GPUs' own series go on beside them.
+    assert_eq!(series(text, "DCGM_FI_DEV_GPU_TEMP").len(), 8, "{text}");
+}
+
+/// hgx-h200's four NVSwitches from DCGM (embedded, then a remote hostengine): one series per
+/// switch and row, each with its own id (dcgm-exporter 4.8.2 labelled every switch
+/// `nvswitch0`, its issue #728), the host label of the profile, and the SXid that the
+/// scenario's fault puts on switch 2 on that switch only.
+#[test]
+fn nvswitch_series_carry_each_switchs_own_id_and_its_sxid() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = switch_csv(dir.path());
+    let sxid = |t: &str| on_switch(t, "DCGM_FI_DEV_SXID_NON_FATAL_ERROR", 2) == Some(20034.0);
+    let e = simulated("hgx-h200", &csv, &[]);
+    let text = e.metrics_until("SXid on nvswitch2", sxid);
+    check_switch_series(&text, "Hostname");
+    assert!(
+        e.log().contains("NVSwitch fields are served by DCGM"),
+        "{}",
+        e.log()
+    );
+    drop(e);
+    let row = check_row("hgx-h200", &csv, &[], "DCGM_FI_DEV_SXID_NON_FATAL_ERROR");
+    assert!(
+        row.contains("4 of 4 (nvswitch0, nvswitch1, nvswitch2, nvswitch3)"),
+        "{row}"
+    );
+
+    let sock = dir.path().join("he.sock");
+    let mut he = hostengine("hgx-h200", &sock);
+    let remote = format!("unix://{}", sock.display());
+    let e = simulated(
+        "hgx-h200",
+        &csv,
+        &["-r", &remote, "--compatibility", "dcgm-4.8.4"],
+    );
+    let text = e.metrics_until("SXid on nvswitch2 from the hostengine", sxid);
+    check_switch_series(&text, "hostname");
+    drop(e);
+    he.kill().unwrap();
+    he.wait().unwrap();
+}
+
+/// No switch series where DCGM sees no NVSwitch (a100-l4) or is off: the rows are listed
+/// unsupported on each GPU, the log says why once, and `check` says why.
+#[test]
+fn no_nvswitch_series_without_switches_or_without_dcgm() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = switch_csv(dir.path());
+    let ticks = |t: &str| {
+        at(t, "DCGM_FI_DEV_GPU_TEMP", "0", None).is_some()
+            && !t.contains("gpu_exporter_samples_total 1\n")
+            && t.contains("field=\"DCGM_FI_DEV_SXID_FATAL_ERROR\"")
+    };
+    for (scenario, more, why) in [
+        ("a100-l4", &[][..], "lists no NVSwitch"),
+        ("hgx-h200", &["--dcgm-mode", "off"][..], "--dcgm-mode off"),
+    ] {
+        let e = simulated(scenario, &csv, more);
+        let text = e.metrics_until("two ticks with the rows unsupported", ticks);
+        for name in SWITCH_ROWS {
+            assert!(series(&text, name).is_empty(), "{scenario}: {text}");
+            assert!(!text.contains(&format!("# TYPE {name} ")), "{text}");
+        }
+        assert!(
+            text.contains(
+                "gpu_exporter_field_unsupported{gpu=\"0\",field=\"DCGM_FI_DEV_SXID_NON_FATAL_ERROR\"} 1"
+            ),
+            "{scenario}: {text}"
+        );
+        if scenario == "a100-l4" {
+            let log = e.log();
+            let lines = log.lines().filter(|l| l.contains(why)).count();
+            assert_eq!(lines, 1, "{log}");
+        }
+        drop(e);
+        let row = check_row(scenario, &csv, more, "DCGM_FI_DEV_SXID_FATAL_ERROR");
+        assert!(row.contains("not served") && row.contains(why), "{row}");
+    }
+}

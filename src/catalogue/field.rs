@@ -16,6 +16,9 @@ pub enum Level {
     /// One value per NVLink link of the physical GPU (DCGM's `DCGM_FE_LINK` entity): served
     /// from the per-link read, one series per link with an `nvlink` label, never per entity.
     Link,
+    /// A property of one NVSwitch chip (DCGM's `DCGM_FE_SWITCH` entity): served by the DCGM
+    /// client only, one series per switch with an `nvswitch` label, never per GPU.
+    Switch,
 }
 
 /// NVML clock domains read through `nvmlDeviceGetClockInfo`.
@@ -244,6 +247,9 @@ pub enum Source {
     /// DCGM's health watches (`dcgmHealthCheck`), one series per watch
     /// (`DCGM_EXP_GPU_HEALTH_STATUS`): served by the DCGM client only, never by NVML.
     DcgmHealth,
+    /// A number DCGM reads from an NVSwitch chip ([`Level::Switch`] fields only): served by the
+    /// DCGM client on the switches the hostengine lists, never by NVML.
+    DcgmSwitch,
     /// Known to DCGM but not readable through NVML on this build; the reason is logged once.
     Unavailable(&'static str),
 }

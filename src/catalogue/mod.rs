@@ -25,7 +25,8 @@
 //!      registration;
 //!    - `link_entity.rs`: a link-entity field (one id, one series per link: [`Level::Link`]
 //!      with a [`Source::Link`]) or an NVLink port-register field;
-//!    - `nvswitch.rs`: an NVSwitch field (known, never read).
+//!    - `nvswitch.rs`: an NVSwitch field ([`Level::Switch`] with `Source::DcgmSwitch`: served
+//!      by the DCGM client per switch; a per-port or string one known and never read).
 //!
 //!    A new table goes into [`TABLES`]; its header states its order (DCGM id).
 //! 2. **Name, id, help.** Name and id exactly as `dcgm_fields.h` has them (`DCGM_EXP_*`:
@@ -81,6 +82,7 @@
 //! [`Level::Device`]: crate::catalogue::Level::Device
 //! [`Level::Instance`]: crate::catalogue::Level::Instance
 //! [`Level::Link`]: crate::catalogue::Level::Link
+//! [`Level::Switch`]: crate::catalogue::Level::Switch
 //! [`LinkPart`]: crate::catalogue::LinkPart
 //! [`Source`]: crate::catalogue::Source
 //! [`Source::Link`]: crate::catalogue::Source::Link

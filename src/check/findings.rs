@@ -126,6 +126,10 @@ pub fn from_snapshot(
             super::links::link_row(report, snap, &row.name);
             continue;
         }
+        if row.field.level == crate::catalogue::Level::Switch {
+            super::links::switch_row(report, snap, slot, &row.name);
+            continue;
+        }
         let served = snap
             .entities
             .iter()

@@ -1,7 +1,7 @@
 //! The NVLink and fabric items of `gpu-exporter check`: each GPU's links and fabric
-//! registration, and how a counters file's link-entity row is served. How serious a link down,
-//! errors past FEC or an unhealthy fabric is comes from the health model's verdict
-//! (`Snapshot::health`), never from a rule of its own.
+//! registration, and how a counters file's link-entity row and NVSwitch row are served. How
+//! serious a link down, errors past FEC or an unhealthy fabric is comes from the health
+//! model's verdict (`Snapshot::health`), never from a rule of its own.
 //!
 //! Reads the snapshot only; it must not start anything or read NVML.
 
@@ -126,6 +126,45 @@ pub(super) fn link_row(report: &mut Report, snap: &Snapshot, name: &str) {
             "per link, and no GPU here has NVLink links".to_owned(),
             Some("it stays empty on boards without NVLink (PCIe cards such as the L4 or L40S)"),
         )
+    };
+    report.add("fields", name, level, detail, fix);
+}
+
+/// A switch-level NVSwitch row of the counters file (slot `slot`): served by DCGM per switch,
+/// so counted in switches, or why it is not served.
+pub(super) fn switch_row(report: &mut Report, snap: &Snapshot, slot: usize, name: &str) {
+    let served: Vec<String> = snap
+        .switches
+        .iter()
+        .filter(|s| s.values.get(slot).is_some_and(Option::is_some))
+        .map(|s| format!("nvswitch{}", s.id))
+        .collect();
+    let (level, detail, fix) = match &snap.switches_not_served {
+        _ if !served.is_empty() => (
+            Severity::Ok,
+            format!(
+                "per NVSwitch, from DCGM: {} of {} ({})",
+                served.len(),
+                snap.switches.len(),
+                served.join(", ")
+            ),
+            None,
+        ),
+        Some(why) => (
+            Severity::Info,
+            format!("not served: {why}"),
+            Some(
+                "only DCGM serves NVSwitch fields: run with --dcgm-mode embedded or remote on a node with NVSwitch chips, or remove it from the counters file",
+            ),
+        ),
+        None => (
+            Severity::Info,
+            format!(
+                "DCGM lists {} NVSwitch(es) but gives no value of this field (see the log)",
+                snap.switches.len()
+            ),
+            None,
+        ),
     };
     report.add("fields", name, level, detail, fix);
 }

@@ -20,6 +20,7 @@ use tracing::{error, info, warn};
 use super::library::{self, Api, LibraryError};
 use super::options::{DcgmOptions, Mode, Target, Wanted};
 use super::session::{self, GpuGroups, Session};
+use super::switches::SwitchValues;
 use crate::base::backoff::Backoff;
 use crate::snapshot::HealthWatch;
 
@@ -41,6 +42,9 @@ pub struct Outcome {
     pub health: HashMap<String, Vec<HealthWatch>>,
     /// Why DCGM gave nothing, when it did not answer.
     pub why: Option<String>,
+    /// The switch-level values of each switch the hostengine lists (DCGM entity id), when
+    /// switch fields were asked for and DCGM answered; or why it lists none.
+    pub switches: Option<Result<SwitchValues, String>>,
 }
 
 /// What `gpu-exporter check` reports about DCGM.
@@ -80,6 +84,9 @@ pub struct Client {
     up: Option<bool>,
     /// Fields DCGM refused, per entity, with the reason (logged once each).
     refused: BTreeMap<(Target, u16), String>,
+    /// What was last logged about the switch fields: `Some(None)` served, `Some(Some(why))`
+    /// not served and why; `None` before DCGM said anything of switches.
+    switch_gap: Option<Option<String>>,
     mode: Mode,
 }
 
@@ -107,6 +114,7 @@ impl Client {
             setup,
             up: None,
             refused: BTreeMap::new(),
+            switch_gap: None,
             mode,
         })
     }
@@ -180,6 +188,7 @@ impl Client {
             Ok(Answer::Tick(out, refused)) => {
                 if out.up {
                     self.note_refused(refused);
+                    self.note_switches(&out);
                 }
                 self.note_state(&out);
                 return out;
@@ -228,12 +237,29 @@ impl Client {
         }
     }
 
+    /// Logs once each change of why the switch fields are not served (no switch listed, a
+    /// listing or watch DCGM refused), and their return.
+    fn note_switches(&mut self, out: &Outcome) {
+        let Some(switches) = out.switches.as_ref() else {
+            return;
+        };
+        let gap = super::select::switches_not_served(Some(switches));
+        if self.switch_gap.as_ref() != Some(&gap) {
+            match &gap {
+                Some(why) => info!("NVSwitch fields are not exported: {why}"),
+                None => info!("NVSwitch fields are served by DCGM, one series per switch"),
+            }
+        }
+        self.switch_gap = Some(gap);
+    }
+
     fn note_refused(&mut self, refused: Vec<(Target, u16, String)>) {
         let mut now = BTreeMap::new();
         for (t, f, why) in refused {
             if !self.refused.contains_key(&(t.clone(), f)) {
                 let name = crate::catalogue::by_id(u32::from(f)).map_or("a DCGM field", |d| d.name);
                 let entity = match t.gi {
+                    _ if t.is_switches() => "the NVSwitches".to_owned(),
                     Some(gi) => format!("GPU {} instance {gi}", t.uuid),
                     None => format!("GPU {}", t.uuid),
                 };
@@ -418,15 +444,25 @@ impl Worker {
                 Ok((r, health))
             });
         match read {
-            Ok((r, health)) => Answer::Tick(
-                Outcome {
-                    up: true,
-                    values: r.values,
-                    health,
-                    why: None,
-                },
-                r.refused,
-            ),
+            Ok((r, health)) => {
+                let mut refused = r.refused;
+                // A switch field DCGM refused is listed under an empty target.
+                refused.extend(
+                    r.switch_refused
+                        .into_iter()
+                        .map(|(f, why)| (Target::switches(), f, why)),
+                );
+                Answer::Tick(
+                    Outcome {
+                        up: true,
+                        values: r.values,
+                        health,
+                        why: None,
+                        switches: r.switches,
+                    },
+                    refused,
+                )
+            }
             Err(e) if e.lost() => {
                 if let Some(s) = self.session.take() {
                     s.abandon();

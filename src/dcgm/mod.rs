@@ -1,6 +1,6 @@
 //! The DCGM client: profiling fields (`DCGM_FI_PROF_*`) on GPUs without NVML's GPM, and on
-//! their MIG GPU instances, and the DCGM-only health checks, from `libdcgm.so.4` loaded at
-//! run time.
+//! their MIG GPU instances, the DCGM-only health checks, and the NVSwitch chips' switch-level
+//! fields (NVML shows no switch), from `libdcgm.so.4` loaded at run time.
 //!
 //! NVML first: the reader (`gpu`) serves every field it can; on a GPU where GPM is not
 //! supported it leaves the GPM rows empty when DCGM may serve them, and this module fills them
@@ -9,8 +9,9 @@
 //! `off`. Every DCGM call runs on one thread that owns the handle ([`client`]); the sampler
 //! asks it for each tick's values and waits at most a deadline. Loading is [`library`],
 //! the connected handle's calls `session`, the profiling metric groups [`groups`], the
-//! health watches (`DCGM_EXP_GPU_HEALTH_STATUS`) `health`, the settings `options`, and which
-//! rows DCGM fills and how `select`.
+//! health watches (`DCGM_EXP_GPU_HEALTH_STATUS`) `health`, the NVSwitch chips and their
+//! switch-level fields `switches`, the settings `options`, and which rows DCGM fills and how
+//! `select`.
 //!
 //! It must not encode, serve, or read NVML; it never sees `Config` (its options are
 //! [`DcgmOptions`]).
@@ -22,11 +23,13 @@ pub mod library;
 mod options;
 mod select;
 mod session;
+mod switches;
 
 pub use client::{Client, Outcome, Report};
 pub use options::{
     Address, AddressError, DEFAULT_MAX_KEEP_AGE, DEFAULT_PORT, DcgmOptions, MAX_DEADLINE,
     MIN_DEADLINE, Mode, Target, Wanted, deadline_for, parse_address,
 };
-pub use select::{merge, merge_health, serves, wanted};
+pub use select::{merge, merge_health, serves, switch_samples, switches_not_served, wanted};
 pub use session::GpuGroups;
+pub use switches::SwitchValues;

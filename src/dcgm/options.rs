@@ -159,6 +159,22 @@ pub struct Target {
     pub gi: Option<u32>,
 }
 
+impl Target {
+    /// The target under which switch fields DCGM refused are listed (no GPU has an empty
+    /// UUID).
+    pub fn switches() -> Self {
+        Self {
+            uuid: String::new(),
+            gi: None,
+        }
+    }
+
+    /// Whether this is [`Target::switches`].
+    pub fn is_switches(&self) -> bool {
+        self.uuid.is_empty()
+    }
+}
+
 /// What one tick asks DCGM for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Wanted {
@@ -168,6 +184,9 @@ pub struct Wanted {
     pub fields: Vec<(u16, Duration)>,
     /// Each GPU's health check (`DCGM_EXP_GPU_HEALTH_STATUS` is in the counters).
     pub health: bool,
+    /// The switch-level NVSwitch field ids with each one's collection interval, sorted by
+    /// id: watched on every switch the hostengine lists.
+    pub switch_fields: Vec<(u16, Duration)>,
 }
 
 #[cfg(test)]

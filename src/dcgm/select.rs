@@ -1,6 +1,6 @@
 //! Which rows and entities DCGM serves, and the merge of its values into the tick's entities:
 //! NVML first, DCGM only for the empty profiling rows of GPUs without GPM, and for the
-//! health rows (DCGM's alone).
+//! health rows and the NVSwitch rows (DCGM's alone; switches are their own entities).
 //!
 //! Pure functions on the snapshot's entities; it must not call DCGM or log.
 
@@ -8,10 +8,11 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::options::{Target, Wanted};
+use super::switches::SwitchValues;
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{FieldDef, Level, Source};
 use crate::gpu::plan::Collections;
-use crate::snapshot::{EntitySample, HealthWatch, Value};
+use crate::snapshot::{EntitySample, HealthWatch, SwitchSample, Value};
 
 /// Whether DCGM may serve this field in place of NVML: a GPM (profiling) field per entity
 /// whose DCGM value is already in the exposition's unit (a ratio, or bytes per second).
@@ -47,6 +48,25 @@ fn served<'a>(
         })
 }
 
+/// The DCGM ids of the rows `keep` takes, each with its collection interval, sorted by id.
+fn intervals(
+    rows: &[&CounterRow],
+    collections: &Collections,
+    keep: impl Fn(&FieldDef) -> bool,
+) -> Vec<(u16, Duration)> {
+    let mut out: Vec<(u16, Duration)> = rows
+        .iter()
+        .filter(|r| keep(r.field))
+        .filter_map(|r| {
+            let id = u16::try_from(r.field.id).ok()?;
+            Some((id, collections.interval_for(&r.name, r.field)))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by_key(|(id, _)| *id);
+    out
+}
+
 /// What to ask DCGM for this tick: every entity of a GPU in `no_gpm` (UUIDs of GPUs whose GPM
 /// is not supported), and every counters row DCGM may serve, at its collection interval.
 pub fn wanted(
@@ -58,25 +78,58 @@ pub fn wanted(
     let mut targets: Vec<Target> = served(entities, no_gpm).map(|(_, t)| t).collect();
     targets.sort();
     targets.dedup();
-    let mut fields: Vec<(u16, Duration)> = rows
-        .iter()
-        .filter(|r| serves(r.field))
-        .filter_map(|r| {
-            let id = u16::try_from(r.field.id).ok()?;
-            Some((id, collections.interval_for(&r.name, r.field)))
-        })
-        .collect();
-    fields.sort();
-    fields.dedup_by_key(|(id, _)| *id);
+    let mut fields = intervals(rows, collections, serves);
     if targets.is_empty() {
         fields.clear();
     }
     let health = rows.iter().any(|r| r.field.source == Source::DcgmHealth);
+    let switch_fields = intervals(rows, collections, |f| f.source == Source::DcgmSwitch);
     Wanted {
         targets,
         fields,
         health,
+        switch_fields,
     }
+}
+
+/// Why the switch-level rows have no series, from what DCGM said of the switches (`None`:
+/// served, or not asked for).
+pub fn switches_not_served(switches: Option<&Result<SwitchValues, String>>) -> Option<String> {
+    match switches? {
+        Ok(list) if list.is_empty() => Some(
+            "the DCGM hostengine lists no NVSwitch (a board without NVSwitch chips, or switches \
+             it cannot see)"
+                .to_owned(),
+        ),
+        Ok(_) => None,
+        Err(why) => Some(format!("DCGM would not list the NVSwitches: {why}")),
+    }
+}
+
+/// One series row per switch DCGM read: each switch's values of the switch-level rows, in
+/// the rows' units (a value DCGM did not give stays absent).
+pub fn switch_samples(
+    rows: &[&CounterRow],
+    switches: &[(u32, HashMap<u16, f64>)],
+) -> Vec<SwitchSample> {
+    let mut out: Vec<SwitchSample> = switches
+        .iter()
+        .map(|(id, values)| SwitchSample {
+            id: *id,
+            values: rows
+                .iter()
+                .map(|row| {
+                    if row.field.source != Source::DcgmSwitch {
+                        return None;
+                    }
+                    let f = u16::try_from(row.field.id).ok()?;
+                    values.get(&f).map(|v| Value::Num(row.field.convert(*v)))
+                })
+                .collect(),
+        })
+        .collect();
+    out.sort_by_key(|s| s.id);
+    out
 }
 
 /// Puts each GPU's health watches into its `DCGM_EXP_GPU_HEALTH_STATUS` rows: on the physical

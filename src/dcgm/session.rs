@@ -1,6 +1,7 @@
 //! One connected DCGM handle and the calls made on it: connecting (embedded or remote), the
 //! GPUs DCGM sees (by UUID) and their MIG GPU instances, the profiling metric groups, the
-//! watches (one per interval and field set) and each tick's latest values.
+//! watches (one per interval and field set) and each tick's latest values; the NVSwitch
+//! chips it lists and their switch-level values (made and read through `switches`).
 //!
 //! Runs only on the DCGM thread (`client`), which owns it. It must not log (the client says
 //! what changed, once) and must not wait on anything but DCGM.
@@ -10,19 +11,19 @@ use std::ffi::CString;
 use std::time::Duration;
 
 use dcgm_abi::{
-    DCGM_FE_GPU, DCGM_FE_GPU_I, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_GROUP_EMPTY,
-    DCGM_MAX_NUM_DEVICES, DCGM_OPERATION_MODE_AUTO, DCGM_ST_ALREADY_INITIALIZED,
-    DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT, Zeroed, c_text,
-    dcgmConnectV2Params_v2, dcgmConnectV2Params_version2, dcgmDeviceAttributes_v3,
+    DCGM_FE_GPU, DCGM_FE_GPU_I, DCGM_GROUP_EMPTY, DCGM_MAX_NUM_DEVICES, DCGM_OPERATION_MODE_AUTO,
+    DCGM_ST_ALREADY_INITIALIZED, DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT, Zeroed,
+    c_text, dcgmConnectV2Params_v2, dcgmConnectV2Params_version2, dcgmDeviceAttributes_v3,
     dcgmDeviceAttributes_version3, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
     dcgmMigHierarchy_v2, dcgmMigHierarchy_version2, dcgmProfGetMetricGroups_v3,
-    dcgmProfGetMetricGroups_version3, fp64_is_blank, int64_is_blank,
+    dcgmProfGetMetricGroups_version3,
 };
 
 use super::groups::{MetricGroup, resolve};
 use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
+use super::switches::{self, SwitchValues, SwitchWatch, number};
 
 /// A DCGM call that failed.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +80,10 @@ pub struct Session {
     watches: Option<Watches>,
     /// The health watches' group, once asked for.
     health: Option<HealthGroup>,
+    /// The NVSwitch chips the hostengine listed at connection, or why it listed none.
+    switches: Result<Vec<u32>, String>,
+    /// The switch watches, while switch fields are wanted.
+    switch_watch: Option<SwitchWatch>,
 }
 
 /// What a tick read: values by (entity, field), and the fields refused per entity.
@@ -86,6 +91,11 @@ pub struct Session {
 pub struct Reading {
     pub values: HashMap<(Target, u16), f64>,
     pub refused: Vec<(Target, u16, String)>,
+    /// The switch-level values per listed switch when switch fields are wanted, or why DCGM
+    /// lists no switch.
+    pub switches: Option<Result<SwitchValues, String>>,
+    /// Switch fields DCGM refused to watch, with its reason.
+    pub switch_refused: Vec<(u16, String)>,
 }
 
 /// A GPU's profiling support, for `gpu-exporter check`.
@@ -156,8 +166,17 @@ impl Session {
             gpus: HashMap::new(),
             watches: None,
             health: None,
+            switches: Ok(Vec::new()),
+            switch_watch: None,
         };
         s.discover()?;
+        s.switches = match switches::list(api, handle) {
+            Ok(listed) => listed.map_err(|(name, rc)| format!("{name}: {}", api.describe(rc))),
+            Err((name, rc)) => {
+                call(api, name, rc)?;
+                Ok(Vec::new())
+            }
+        };
         Ok(s)
     }
 
@@ -458,12 +477,19 @@ impl Session {
         keep_samples: i32,
     ) -> Result<Reading, SessionError> {
         self.ensure_watches(wanted, keep_age, keep_samples)?;
+        let (switches, switch_refused) = self.read_switches(wanted, (keep_age, keep_samples))?;
         let Some(w) = self.watches.as_ref() else {
-            return Ok(Reading::default());
+            return Ok(Reading {
+                switches,
+                switch_refused,
+                ..Reading::default()
+            });
         };
         let mut out = Reading {
             values: HashMap::new(),
             refused: w.refused.clone(),
+            switches,
+            switch_refused,
         };
         let mut fields: Vec<u16> = w
             .entities
@@ -504,6 +530,50 @@ impl Session {
         Ok(out)
     }
 
+    /// This tick's values of the wanted switch fields on every listed switch (the watches made
+    /// first when the fields changed), and the fields DCGM refused; `None` when none are wanted.
+    #[allow(clippy::type_complexity)]
+    fn read_switches(
+        &mut self,
+        wanted: &Wanted,
+        limits: (Duration, i32),
+    ) -> Result<(Option<Result<SwitchValues, String>>, Vec<(u16, String)>), SessionError> {
+        let api = self.api;
+        let lost = |(name, rc): (&'static str, i32)| {
+            call(api, name, rc).err().unwrap_or(SessionError::Call {
+                call: name,
+                rc,
+                text: api.describe(rc),
+            })
+        };
+        if self
+            .switch_watch
+            .as_ref()
+            .is_some_and(|w| !w.made_for(&wanted.switch_fields))
+            && let Some(w) = self.switch_watch.take()
+        {
+            w.destroy(api, self.handle);
+        }
+        if wanted.switch_fields.is_empty() {
+            return Ok((None, Vec::new()));
+        }
+        let ids = match &self.switches {
+            Ok(ids) if !ids.is_empty() => ids.clone(),
+            Ok(_) => return Ok((Some(Ok(Vec::new())), Vec::new())),
+            Err(why) => return Ok((Some(Err(why.clone())), Vec::new())),
+        };
+        if self.switch_watch.is_none() {
+            let w = SwitchWatch::make(api, self.handle, &ids, &wanted.switch_fields, limits)
+                .map_err(lost)?;
+            self.switch_watch = Some(w);
+        }
+        let Some(w) = self.switch_watch.as_ref() else {
+            return Ok((None, Vec::new()));
+        };
+        let values = w.read(api, self.handle, &ids).map_err(lost)?;
+        Ok((Some(Ok(values)), w.refused.clone()))
+    }
+
     /// This tick's health check of every GPU (the health group made on the first call).
     pub fn health(&mut self) -> Result<GpuHealth, SessionError> {
         let api = self.api;
@@ -525,6 +595,9 @@ impl Session {
     /// Ends the session: stops the embedded hostengine or disconnects.
     pub fn close(mut self) {
         self.drop_watches();
+        if let Some(w) = self.switch_watch.take() {
+            w.destroy(self.api, self.handle);
+        }
         if let Some(g) = self.health.take() {
             g.destroy(self.api, self.handle);
         }
@@ -565,29 +638,11 @@ fn refuse_all(
     }
 }
 
-/// One value as a number: `None` for a non-OK status, a blank sentinel or a non-numeric type.
-pub fn number(v: &dcgmFieldValue_v2) -> Option<f64> {
-    if v.status != DCGM_ST_OK {
-        return None;
-    }
-    // SAFETY: the union member read is the one `fieldType` names.
-    match v.fieldType {
-        DCGM_FT_DOUBLE => {
-            let d = unsafe { v.value.dbl };
-            (!fp64_is_blank(d)).then_some(d)
-        }
-        DCGM_FT_INT64 => {
-            let i = unsafe { v.value.i64_ };
-            (!int64_is_blank(i)).then_some(i as f64)
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use dcgm_abi::{DCGM_FP64_BLANK, DCGM_FT_STRING, DCGM_INT64_BLANK, DCGM_ST_NO_DATA};
+    use dcgm_abi::{DCGM_FT_DOUBLE, DCGM_FT_INT64};
 
     #[test]
     fn blanks_and_failed_statuses_are_no_value() {

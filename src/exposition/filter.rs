@@ -170,6 +170,19 @@ pub fn widest_series(
             continue;
         }
         let mut names: Vec<String> = Vec::new();
+        if row.field.level == Level::Switch {
+            // `nvswitch` and the host label (the last identity label when there is one).
+            names.push("nvswitch".into());
+            names.extend(
+                labels
+                    .identity
+                    .iter()
+                    .filter(|n| n.eq_ignore_ascii_case("hostname"))
+                    .cloned(),
+            );
+            out.push((row.name.clone(), kept(names)));
+            continue;
+        }
         if row.field.level == Level::Link {
             names.push("nvlink".into());
             names.extend(

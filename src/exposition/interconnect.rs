@@ -5,7 +5,9 @@
 //! `totals` (the default) the error counters summed over the GPU's links and the bit error
 //! ratios of its worst link, without `nvlink`; and `gpu_fabric_*` (`_status` and
 //! `_health_mask` with per-link only); and the counters file's link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`,
-//! `DCGM_FI_DEV_NVLINK_GET_STATE`) with dcgm-exporter's link labels.
+//! `DCGM_FI_DEV_NVLINK_GET_STATE`) with dcgm-exporter's link labels, and its switch-level
+//! NVSwitch rows, one series per switch DCGM read, labelled `nvswitch="nvswitch<id>"` with the
+//! switch's own DCGM entity id and the host label.
 //!
 //! Writes text only; it must not read NVML or decide which links exist (the snapshot says).
 
@@ -16,7 +18,7 @@ use crate::catalogue::LinkPart;
 use crate::catalogue::Source;
 use crate::catalogue::csv::CounterRow;
 use crate::gpu::reader::NvlinkLinks;
-use crate::snapshot::{EntityId, Fabric, Interconnect, LinkSample, Snapshot};
+use crate::snapshot::{EntityId, Fabric, Interconnect, LinkSample, Snapshot, Value};
 
 /// Writes an entity's identity labels (the caller's compatibility-contract order).
 pub(super) type IdentityWriter = fn(&mut String, &mut bool, &EntityId, &EncodeOptions);
@@ -370,5 +372,35 @@ pub(super) fn encode_link_row(
                 out.push('\n');
             }
         }
+    }
+}
+
+/// A switch-level row (`Level::Switch`): slot `slot` of each switch, as dcgm-exporter writes
+/// switch series (`nvswitch` first, then the host label), each switch under its own id.
+pub(super) fn encode_switch_row(
+    out: &mut String,
+    snap: &Snapshot,
+    slot: usize,
+    row: &CounterRow,
+    opts: &EncodeOptions,
+) {
+    let mut header = false;
+    for s in &snap.switches {
+        let Some(Some(Value::Num(v))) = s.values.get(slot) else {
+            continue;
+        };
+        if !header {
+            write_header(out, &row.name, &row.help, row.kind.as_str());
+            header = true;
+        }
+        out.push_str(&row.name);
+        let _ = write!(out, "{{nvswitch=\"nvswitch{}\"", s.id);
+        if let Some(h) = &opts.hostname {
+            let mut first = false;
+            write_label(out, &mut first, opts.host_label, h);
+        }
+        out.push_str("} ");
+        write_value(out, *v);
+        out.push('\n');
     }
 }

@@ -73,6 +73,10 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             interconnect::encode_link_row(&mut out, snap, row, opts);
             continue;
         }
+        if row.field.level == Level::Switch {
+            interconnect::encode_switch_row(&mut out, snap, slot, row, opts);
+            continue;
+        }
         let mut header = false;
         for (ei, e) in snap.entities.iter().enumerate() {
             let Some(Some(value)) = e.values.get(slot) else {

@@ -26,6 +26,7 @@ use tracing::{error, info, warn};
 use crate::attribution::Attributor;
 use crate::base::backoff::Backoff;
 use crate::base::clock::unix_now;
+use crate::catalogue::Level;
 use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::dcgm;
 use crate::exposition::EncodeOptions;
@@ -65,6 +66,9 @@ pub struct Sampler {
     /// The counter set the reader reads: the exported one with the health model's watched
     /// fields added (`health::watched_set`), made again when the exported one changes.
     read_set: (Arc<CounterSet>, Arc<CounterSet>),
+    /// The switch rows went unserved last tick for a lasting reason (DCGM off or unusable,
+    /// no switch listed), not a tick DCGM missed.
+    switch_gap_lasting: bool,
 }
 
 impl Sampler {
@@ -95,6 +99,7 @@ impl Sampler {
             dcgm: None,
             health: HealthModel::default(),
             read_set,
+            switch_gap_lasting: false,
         }
     }
 
@@ -258,12 +263,37 @@ impl Sampler {
         snap: &mut Snapshot,
         no_gpm: &std::collections::HashSet<String>,
     ) -> Option<bool> {
-        let client = self.dcgm.as_mut()?;
         let rows: Vec<&CounterRow> = self.counters.metrics().collect();
+        let switch_rows = rows.iter().any(|r| r.field.level == Level::Switch);
+        let Some(client) = self.dcgm.as_mut() else {
+            snap.switches_not_served = switch_rows.then(|| {
+                "DCGM is off (--dcgm-mode off), and only DCGM serves NVSwitch fields".to_owned()
+            });
+            self.switch_gap_lasting = true;
+            return None;
+        };
         let wanted = dcgm::wanted(&snap.entities, &rows, no_gpm, &self.options.collections);
         let out = client.tick(&wanted);
         dcgm::merge(&mut snap.entities, &rows, &out.values, no_gpm);
         dcgm::merge_health(&mut snap.entities, &rows, &out.health);
+        if let Some(Ok(list)) = &out.switches {
+            snap.switches = dcgm::switch_samples(&rows, list);
+        }
+        snap.switches_not_served = match dcgm::switches_not_served(out.switches.as_ref()) {
+            _ if !switch_rows => None,
+            Some(why) => Some(why),
+            None if out.switches.is_some() => None,
+            None if !client.may_serve() => Some(
+                "the DCGM library cannot be used (see the log), and only DCGM serves NVSwitch \
+                 fields"
+                    .to_owned(),
+            ),
+            None => Some(format!(
+                "DCGM did not answer this tick ({})",
+                out.why.as_deref().unwrap_or("no answer")
+            )),
+        };
+        self.switch_gap_lasting = out.switches.is_some() || !client.may_serve();
         Some(out.up)
     }
 
@@ -278,7 +308,24 @@ impl Sampler {
         // A field read only for the health model is not listed: the list is about the
         // counters file's rows.
         out.retain(|u| self.counters.rows.iter().any(|r| r.field.name == u.field));
+        // Switch rows not served for a lasting reason (DCGM off or unusable, no switch listed):
+        // listed on each physical GPU, as NVML's unsupported fields are.
+        if snap.switches_not_served.is_some() && self.switch_gap_lasting {
+            for e in snap.entities.iter().filter(|e| e.id.mig.is_none()) {
+                for row in self.counters.metrics() {
+                    if row.field.level == Level::Switch {
+                        out.push(crate::snapshot::Unsupported {
+                            gpu: e.id.gpu,
+                            gpu_instance_id: None,
+                            field: row.field.name,
+                        });
+                    }
+                }
+            }
+        }
         let Some(client) = self.dcgm.as_ref() else {
+            out.sort();
+            out.dedup();
             return out;
         };
         for e in &snap.entities {

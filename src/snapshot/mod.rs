@@ -203,6 +203,17 @@ pub struct Unsupported {
     pub field: &'static str,
 }
 
+/// One NVSwitch chip as DCGM showed it this tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwitchSample {
+    /// DCGM's entity id of the switch (`DCGM_FE_SWITCH`): its `nvswitch` label is
+    /// `nvswitch<id>`.
+    pub id: u32,
+    /// One slot per metric row of the counter set, as [`EntitySample::values`]; only the
+    /// switch-level rows (`catalogue::Level::Switch`) are ever filled.
+    pub values: Vec<Option<Value>>,
+}
+
 /// Sampler statistics carried into the exposition as self-metrics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SampleStats {
@@ -245,6 +256,11 @@ pub struct Snapshot {
     pub xids: Vec<XidTotals>,
     /// NVLink links and fabric registration per physical GPU that has either.
     pub interconnect: Vec<Interconnect>,
+    /// The NVSwitch chips DCGM served switch-level rows for, by DCGM entity id.
+    pub switches: Vec<SwitchSample>,
+    /// Why the counters file's switch-level rows have no series this tick (`None`: served,
+    /// or the file has none).
+    pub switches_not_served: Option<String>,
     /// Sampler statistics.
     pub stats: SampleStats,
     /// Pods, jobs and processes joined onto the entities (empty without attribution).

@@ -20,8 +20,10 @@ use nvml_sim::scenario::{DcgmFault, DcgmFaultKind, Gpu, Scenario};
 use nvml_sim::sim::Clock;
 
 use crate::health;
+use crate::mig::{abi_no_instance, ci_profile_id, gi_profile_id};
 use crate::prof::{self, ProfValue};
 use crate::proto::{Attributes, Entity, MigEntry, Reply, Request, Response, Val, Value};
+use crate::switch::{self, Traffic};
 
 /// DCGM's stride of instance entity ids per GPU (`DCGM_MAX_INSTANCES_PER_GPU`).
 pub const INSTANCES_PER_GPU: u32 = 8;
@@ -64,6 +66,8 @@ pub struct Engine {
     /// Health watches per group (`dcgmHealthSet`'s mask).
     health: BTreeMap<u64, u32>,
     next_id: u64,
+    /// The NVSwitch chips' traffic integral.
+    traffic: Traffic,
 }
 
 /// The build-information string of `dcgmVersionInfo`.
@@ -95,6 +99,7 @@ impl Engine {
             watches: BTreeMap::new(),
             health: BTreeMap::new(),
             next_id: 1,
+            traffic: Traffic::default(),
         }
     }
 
@@ -291,6 +296,11 @@ impl Engine {
         match req {
             Request::HostengineVersion => Ok(Reply::Version(build_info())),
             Request::Devices => Ok(Reply::Devices(self.gpu_ids(t))),
+            Request::EntityGroupEntities { group } => match group {
+                abi::DCGM_FE_GPU => Ok(Reply::Devices(self.gpu_ids(t))),
+                abi::DCGM_FE_SWITCH => Ok(Reply::Devices(switch::ids(&self.sc))),
+                _ => Err(abi::DCGM_ST_NOT_SUPPORTED),
+            },
             Request::Attributes { gpu } => {
                 Ok(Reply::Attributes(Box::new(self.attributes(gpu, t)?)))
             }
@@ -316,7 +326,11 @@ impl Engine {
                 Ok(Reply::Id(id))
             }
             Request::GroupAdd { group, entity } => {
-                if self.resolve(entity, t).is_none() {
+                let known = match entity.group {
+                    abi::DCGM_FE_SWITCH => switch::find(&self.sc, entity.id).is_some(),
+                    _ => self.resolve(entity, t).is_some(),
+                };
+                if !known {
                     return Err(abi::DCGM_ST_BADPARAM);
                 }
                 let members = self
@@ -469,6 +483,10 @@ impl Engine {
             return Err(abi::DCGM_ST_GROUP_IS_EMPTY);
         }
         for e in &entities {
+            if e.group == abi::DCGM_FE_SWITCH {
+                switch::find(&self.sc, e.id).ok_or(abi::DCGM_ST_BADPARAM)?;
+                continue;
+            }
             let (g, _) = self.resolve(*e, t).ok_or(abi::DCGM_ST_BADPARAM)?;
             let Some(gpu) = self.sc.gpu(g) else {
                 return Err(abi::DCGM_ST_BADPARAM);
@@ -532,37 +550,42 @@ impl Engine {
         } else {
             t
         };
-        let Some((g, uid)) = self.resolve(e, sample_t) else {
-            return blank(abi::DCGM_ST_NO_DATA);
-        };
-        let Some(gpu) = self.sc.gpu(g) else {
-            return blank(abi::DCGM_ST_NO_DATA);
-        };
-        if self
-            .faults_at(DcgmFaultKind::Blank, sample_t)
-            .any(|f| f.covers(g, field))
-        {
-            return Value {
-                ts: self.clock.unix_us(sample_t).min(ts),
-                ..blank(abi::DCGM_ST_OK)
+        let val = if e.group == abi::DCGM_FE_SWITCH {
+            self.traffic
+                .value(&self.sc, self.seed, e.id, field, sample_t)
+        } else {
+            let Some((g, uid)) = self.resolve(e, sample_t) else {
+                return blank(abi::DCGM_ST_NO_DATA);
             };
-        }
-        let val = match field {
-            FI_DEV_UUID => Some(Val::Str(match uid {
-                Some(u) => gpu
-                    .instances
-                    .get(u)
-                    .map_or_else(String::new, |i| i.uuid.clone()),
-                None => gpu.uuid.clone(),
-            })),
-            FI_DEV_NAME => Some(Val::Str(gpu.model.name.to_string())),
-            f if prof::is_prof(f) && prof::group_of(gpu.model, f).is_some() => {
-                prof::value(&self.sc, self.seed, g, uid, sample_t, f).map(|v| match v {
-                    ProfValue::Ratio(r) => Val::Dbl(r),
-                    ProfValue::Bytes(b) => Val::Int(b),
-                })
+            let Some(gpu) = self.sc.gpu(g) else {
+                return blank(abi::DCGM_ST_NO_DATA);
+            };
+            if self
+                .faults_at(DcgmFaultKind::Blank, sample_t)
+                .any(|f| f.covers(g, field))
+            {
+                return Value {
+                    ts: self.clock.unix_us(sample_t).min(ts),
+                    ..blank(abi::DCGM_ST_OK)
+                };
             }
-            _ => None,
+            match field {
+                FI_DEV_UUID => Some(Val::Str(match uid {
+                    Some(u) => gpu
+                        .instances
+                        .get(u)
+                        .map_or_else(String::new, |i| i.uuid.clone()),
+                    None => gpu.uuid.clone(),
+                })),
+                FI_DEV_NAME => Some(Val::Str(gpu.model.name.to_string())),
+                f if prof::is_prof(f) && prof::group_of(gpu.model, f).is_some() => {
+                    prof::value(&self.sc, self.seed, g, uid, sample_t, f).map(|v| match v {
+                        ProfValue::Ratio(r) => Val::Dbl(r),
+                        ProfValue::Bytes(b) => Val::Int(b),
+                    })
+                }
+                _ => None,
+            }
         };
         match val {
             Some(val) => Value {
@@ -595,32 +618,5 @@ pub fn blank_of(field: u16, unsupported: bool) -> Val {
         (abi::DCGM_FT_DOUBLE, true) => Val::Dbl(abi::DCGM_FP64_NOT_SUPPORTED),
         (_, false) => Val::Int(abi::DCGM_INT64_BLANK),
         (_, true) => Val::Int(abi::DCGM_INT64_NOT_SUPPORTED),
-    }
-}
-
-/// The compute-instance id of a GPU-instance entry (none: NVML's "no instance").
-fn abi_no_instance() -> u32 {
-    nvml_sim::scenario::NO_INSTANCE
-}
-
-/// `DcgmMigProfileGpuInstanceSlice*` of a GPU instance with `slices` compute slices.
-fn gi_profile_id(slices: u32) -> u32 {
-    match slices {
-        1..=4 => slices,
-        7 => 5,
-        8 => 6,
-        6 => 7,
-        _ => 0,
-    }
-}
-
-/// `DcgmMigProfileComputeInstanceSlice*` of a compute instance with `slices` slices.
-fn ci_profile_id(slices: u32) -> u32 {
-    match slices {
-        1..=4 => 29 + slices,
-        7 => 34,
-        8 => 35,
-        6 => 36,
-        _ => 0,
     }
 }

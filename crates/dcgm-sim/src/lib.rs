@@ -9,6 +9,8 @@
 //! - `prof`: profiling metric groups per architecture and profiling values.
 //! - `engine`: the host engine's state and DCGM's semantics of every call.
 //! - `health`: what the health watches report for a GPU from the fault timeline.
+//! - `switch`: the scenario's NVSwitch chips and their field values.
+//! - `mig`: DCGM's profile ids of MIG entries.
 //! - `proto`: the request/response messages and their framing.
 //! - `remote`: the client side of a host-engine connection.
 //! - `server`: the host engine's side (the `dcgm-sim-hostengine` binary runs it).
@@ -22,7 +24,9 @@ pub mod engine;
 pub mod ffi;
 pub mod global;
 pub mod health;
+pub mod mig;
 pub mod prof;
 pub mod proto;
 pub mod remote;
 pub mod server;
+pub mod switch;

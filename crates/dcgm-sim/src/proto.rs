@@ -25,6 +25,10 @@ pub struct Entity {
 pub enum Request {
     HostengineVersion,
     Devices,
+    /// `dcgmGetEntityGroupEntities`: the ids of one entity group (`DCGM_FE_*`).
+    EntityGroupEntities {
+        group: u32,
+    },
     Attributes {
         gpu: u32,
     },

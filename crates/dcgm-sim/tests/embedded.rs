@@ -496,3 +496,47 @@ fn the_library_is_named_libdcgm_so_4() {
         path.display()
     );
 }
+
+/// The NVSwitches of hgx-h200: listed by `dcgmGetEntityGroupEntities`, watched and read as
+/// `DCGM_FE_SWITCH` entities; the SXid fault on switch 2 only; per-port fields and scenarios
+/// without switches answer as DCGM does.
+#[test]
+fn switches_of_hgx_h200_are_entities_with_their_sxids() {
+    let _s = serial();
+    let d = Dcgm::open();
+    let h = embedded(&d, "hgx-h200", 30.0, abi::DCGM_OPERATION_MODE_AUTO);
+    let sw = abi::DCGM_FE_SWITCH;
+    assert_eq!(d.entities(h, sw, 32), Ok(vec![0, 1, 2, 3]));
+    assert_eq!(d.entities(h, abi::DCGM_FE_GPU, 32), Ok((0..8).collect()));
+    assert_eq!(
+        d.entities(h, sw, 2),
+        Err((abi::DCGM_ST_INSUFFICIENT_SIZE, 4)),
+        "the count says how many there are"
+    );
+    let ents: Vec<(u32, u32)> = (0..4).map(|i| (sw, i)).collect();
+    let g = d.group(h, &ents).unwrap();
+    assert!(d.group(h, &[(sw, 7)]).is_err(), "no switch 7");
+    let fields = [856, 857, 858, 861, 780];
+    let fg = d.field_group(h, &fields).unwrap();
+    assert_eq!(d.watch(h, g, fg), 0);
+    let v = d.latest(h, &ents, &fields).unwrap();
+    for s in 0..4 {
+        let at = |k: usize| &v[s * fields.len() + k];
+        assert_eq!(int(at(0)), Some(0), "no fatal SXid on switch {s}");
+        let want = if s == 2 { 20034 } else { 0 };
+        assert_eq!(int(at(1)), Some(want), "non-fatal SXid on switch {s}");
+        assert!(
+            int(at(2)).is_some_and(|c| (30..95).contains(&c)),
+            "temperature"
+        );
+        assert!(
+            int(at(3)).is_some_and(|b| b > 0),
+            "bytes through the switch"
+        );
+        assert_eq!(at(4).status, abi::DCGM_ST_NOT_SUPPORTED, "a per-port field");
+    }
+    finish(&d, h);
+    let h = embedded(&d, "a100-l4", 30.0, abi::DCGM_OPERATION_MODE_AUTO);
+    assert_eq!(d.entities(h, sw, 32), Ok(vec![]));
+    finish(&d, h);
+}

@@ -11,7 +11,7 @@ mod common;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{Dcgm, Hostengine, dbl, socket_path, text};
+use common::{Dcgm, Hostengine, dbl, int, socket_path, text};
 use dcgm_abi as abi;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -155,4 +155,42 @@ fn hostengine_flags_are_checked() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-scenario"));
+}
+
+/// The host engine serves hgx-h200's NVSwitches over the socket as embedded mode does: the
+/// same list, and the SXid fault (from 2 s) on switch 2 only.
+#[test]
+fn switches_over_the_socket() {
+    let _s = serial();
+    let d = Dcgm::open();
+    assert_eq!(d.init(), 0);
+    let path = socket_path("switches");
+    let he = Hostengine::start(&[
+        "--scenario",
+        "hgx-h200",
+        "--domain-socket",
+        path.to_str().unwrap(),
+    ]);
+    let h = d.connect(&he.address, true, 3000).expect("connect");
+    let sw = abi::DCGM_FE_SWITCH;
+    assert_eq!(d.entities(h, sw, 32), Ok(vec![0, 1, 2, 3]));
+    let ents: Vec<(u32, u32)> = (0..4).map(|i| (sw, i)).collect();
+    let g = d.group(h, &ents).unwrap();
+    let fg = d.field_group(h, &[856, 857]).unwrap();
+    assert_eq!(d.watch(h, g, fg), 0);
+    let end = Instant::now() + Duration::from_secs(10);
+    let v = loop {
+        let v = d.latest(h, &ents, &[856, 857]).unwrap();
+        if int(&v[5]) == Some(20034) || Instant::now() > end {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let non_fatal: Vec<Option<i64>> = (0..4).map(|s| int(&v[s * 2 + 1])).collect();
+    assert_eq!(non_fatal, vec![Some(0), Some(0), Some(20034), Some(0)]);
+    assert!((0..4).all(|s| int(&v[s * 2]) == Some(0)), "no fatal SXid");
+    assert_eq!(d.disconnect(h), 0);
+    assert_eq!(d.shutdown(), 0);
+    drop(he);
+    let _ = std::fs::remove_file(path);
 }

@@ -3,20 +3,23 @@
 //!
 //! Owns these rows and their older names; the table is ordered by DCGM id, the ids and
 //! names being those of `dcgm_fields.h` (DCGM 4.6). Data only: it must not do I/O or call
-//! NVML. The fields are known so that a counters file naming them loads with a warning that
-//! says why they stay empty: NVML serves nothing about an NVSwitch. The
+//! NVML. NVML serves nothing about an NVSwitch: the switch-level rows ([`Level::Switch`],
+//! `Source::DcgmSwitch`) are served by the DCGM client on the switches its hostengine lists,
+//! one series per switch; the per-port rows (DCGM's link entities under a switch) and the
+//! string rows are known so that a counters file naming them loads with a warning that says
+//! why they stay empty. The
 //! per-lane rows (`…_L0_TOTAL` … `…_L7_TOTAL`) are written out: they are 16 rows inside this
 //! id-ordered table, in two id blocks of their own.
 
-use super::super::field::{FieldDef, never};
+use super::super::field::{FieldDef, Level, Source, dev, never};
 
-/// Why the NVSwitch fields stay empty.
-const WHY_EMPTY: &str = "it describes an NVSwitch or one of its ports, and NVML shows a GPU \
-    exporter GPUs only; the GPU side of each link is in the link-entity fields (DCGM_FI_DEV_NVLINK_*_PER_LINK*) \
-    and gpu_nvlink_*";
+/// Why the per-port and string NVSwitch fields stay empty.
+const WHY_EMPTY: &str = "it describes one port of an NVSwitch (DCGM's link entity under a switch) \
+    or is a string, and gpu-exporter serves only the switch-level NVSwitch fields (from DCGM); the \
+    GPU side of each link is in the link-entity fields (DCGM_FI_DEV_NVLINK_*_PER_LINK*) and gpu_nvlink_*";
 
-/// An NVSwitch field.
-const fn switch(name: &'static str, id: u32) -> FieldDef {
+/// A per-port or string NVSwitch field: never served.
+const fn port(name: &'static str, id: u32) -> FieldDef {
     never(
         name,
         id,
@@ -25,84 +28,98 @@ const fn switch(name: &'static str, id: u32) -> FieldDef {
     )
 }
 
+/// A switch-level NVSwitch field: served by the DCGM client, one series per switch.
+const fn switch(name: &'static str, id: u32, unit: &'static str) -> FieldDef {
+    FieldDef {
+        level: Level::Switch,
+        ..dev(
+            name,
+            id,
+            unit,
+            Source::DcgmSwitch,
+            "NVSwitch value as DCGM reads it from the switch.",
+        )
+    }
+}
+
 /// DCGM's NVSwitch fields, by their DCGM 4.6 names.
 pub static NVSWITCH: &[FieldDef] = &[
-    switch("DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT", 701),
-    switch("DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ", 702),
-    switch("DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ_REV", 703),
-    switch("DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ_DVDD", 704),
-    switch("DCGM_FI_DEV_NVSWITCH_POWER_VDD_WATTS", 705),
-    switch("DCGM_FI_DEV_NVSWITCH_POWER_DVDD_WATTS", 706),
-    switch("DCGM_FI_DEV_NVSWITCH_POWER_HVDD_WATTS", 707),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX", 780),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX", 781),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS", 782),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS", 783),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERROR_TOTAL", 784),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_RECOVERY_ERROR_TOTAL", 785),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERROR_TOTAL", 786),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_TOTAL", 787),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_TOTAL", 788),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_LOW_VC0", 789),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_LOW_VC1", 790),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_LOW_VC2", 791),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_LOW_VC3", 792),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_MEDIUM_VC0", 793),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_MEDIUM_VC1", 794),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_MEDIUM_VC2", 795),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_MEDIUM_VC3", 796),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_HIGH_VC0", 797),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_HIGH_VC1", 798),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_HIGH_VC2", 799),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_HIGH_VC3", 800),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_PANIC_VC0", 801),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_PANIC_VC1", 802),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_PANIC_VC2", 803),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_PANIC_VC3", 804),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_SAMPLE_VC0_TOTAL", 805),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_SAMPLE_VC1_TOTAL", 806),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_SAMPLE_VC2_TOTAL", 807),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_SAMPLE_VC3_TOTAL", 808),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L0_TOTAL", 809),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L1_TOTAL", 810),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L2_TOTAL", 811),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L3_TOTAL", 812),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L0_TOTAL", 813),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L1_TOTAL", 814),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L2_TOTAL", 815),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L3_TOTAL", 816),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L4_TOTAL", 817),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L5_TOTAL", 818),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L6_TOTAL", 819),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L7_TOTAL", 820),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L4_TOTAL", 821),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L5_TOTAL", 822),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L6_TOTAL", 823),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L7_TOTAL", 824),
-    switch("DCGM_FI_DEV_SXID_FATAL_ERROR", 856),
-    switch("DCGM_FI_DEV_SXID_NON_FATAL_ERROR", 857),
-    switch("DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS", 858),
-    switch("DCGM_FI_DEV_NVSWITCH_TEMP_SLOWDOWN_CELSIUS", 859),
-    switch("DCGM_FI_DEV_NVSWITCH_TEMP_SHUTDOWN_CELSIUS", 860),
-    switch("DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", 861),
-    switch("DCGM_FI_DEV_NVSWITCH_THROUGHPUT_RX", 862),
-    switch("DCGM_FI_DEV_NVSWITCH_PHYSICAL_ID", 863),
-    switch("DCGM_FI_DEV_NVSWITCH_RESET_REQUIRED", 864),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_ID", 865),
-    switch("DCGM_FI_DEV_NVSWITCH_PCIE_DOMAIN", 866),
-    switch("DCGM_FI_DEV_NVSWITCH_PCIE_BUS", 867),
-    switch("DCGM_FI_DEV_NVSWITCH_PCIE_DEVICE", 868),
-    switch("DCGM_FI_DEV_NVSWITCH_PCIE_FUNCTION", 869),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_STATUS", 870),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_TYPE", 871),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_DOMAIN", 872),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_BUS", 873),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_DEVICE", 874),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_FUNCTION", 875),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_LINK_ID", 876),
-    switch("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_LINK_SID", 877),
-    switch("DCGM_FI_DEV_NVSWITCH_UUID", 878),
-    switch("DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION", 1524),
+    switch("DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT", 701, "mV"),
+    switch("DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ", 702, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ_REV", 703, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_CURRENT_IDDQ_DVDD", 704, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_POWER_VDD_WATTS", 705, "W"),
+    switch("DCGM_FI_DEV_NVSWITCH_POWER_DVDD_WATTS", 706, "W"),
+    switch("DCGM_FI_DEV_NVSWITCH_POWER_HVDD_WATTS", 707, "W"),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX", 780),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX", 781),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS", 782),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS", 783),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERROR_TOTAL", 784),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_RECOVERY_ERROR_TOTAL", 785),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERROR_TOTAL", 786),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_TOTAL", 787),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_TOTAL", 788),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_LOW_VC0", 789),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_LOW_VC1", 790),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_LOW_VC2", 791),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_LOW_VC3", 792),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_MEDIUM_VC0", 793),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_MEDIUM_VC1", 794),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_MEDIUM_VC2", 795),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_MEDIUM_VC3", 796),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_HIGH_VC0", 797),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_HIGH_VC1", 798),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_HIGH_VC2", 799),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_HIGH_VC3", 800),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_PANIC_VC0", 801),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_PANIC_VC1", 802),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_PANIC_VC2", 803),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_PANIC_VC3", 804),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_SAMPLE_VC0_TOTAL", 805),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_SAMPLE_VC1_TOTAL", 806),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_SAMPLE_VC2_TOTAL", 807),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_LATENCY_SAMPLE_VC3_TOTAL", 808),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L0_TOTAL", 809),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L1_TOTAL", 810),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L2_TOTAL", 811),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L3_TOTAL", 812),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L0_TOTAL", 813),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L1_TOTAL", 814),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L2_TOTAL", 815),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L3_TOTAL", 816),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L4_TOTAL", 817),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L5_TOTAL", 818),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L6_TOTAL", 819),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERROR_L7_TOTAL", 820),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L4_TOTAL", 821),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L5_TOTAL", 822),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L6_TOTAL", 823),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERROR_L7_TOTAL", 824),
+    switch("DCGM_FI_DEV_SXID_FATAL_ERROR", 856, ""),
+    switch("DCGM_FI_DEV_SXID_NON_FATAL_ERROR", 857, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS", 858, "C"),
+    switch("DCGM_FI_DEV_NVSWITCH_TEMP_SLOWDOWN_CELSIUS", 859, "C"),
+    switch("DCGM_FI_DEV_NVSWITCH_TEMP_SHUTDOWN_CELSIUS", 860, "C"),
+    switch("DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", 861, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_THROUGHPUT_RX", 862, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_PHYSICAL_ID", 863, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_RESET_REQUIRED", 864, ""),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_ID", 865),
+    switch("DCGM_FI_DEV_NVSWITCH_PCIE_DOMAIN", 866, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_PCIE_BUS", 867, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_PCIE_DEVICE", 868, ""),
+    switch("DCGM_FI_DEV_NVSWITCH_PCIE_FUNCTION", 869, ""),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_STATUS", 870),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_TYPE", 871),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_DOMAIN", 872),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_BUS", 873),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_DEVICE", 874),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_FUNCTION", 875),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_LINK_ID", 876),
+    port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_LINK_SID", 877),
+    port("DCGM_FI_DEV_NVSWITCH_UUID", 878),
+    port("DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION", 1524),
 ];
 
 /// Older names of the NVSwitch fields (`dcgm_fields.h` synonyms): (old, DCGM 4.6).
@@ -263,18 +280,25 @@ mod tests {
     use crate::catalogue::{Source, by_id, lookup};
 
     #[test]
-    fn switch_ids_match_dcgm_fields_h_and_none_is_read() {
+    fn switch_ids_match_dcgm_fields_h_and_only_switch_level_rows_are_served() {
         for (name, id) in [
             ("DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERROR_TOTAL", 786),
             ("DCGM_FI_DEV_SXID_FATAL_ERROR", 856),
         ] {
             assert_eq!(by_id(id).map(|f| f.name), Some(name));
         }
-        assert!(
-            NVSWITCH
-                .iter()
-                .all(|f| matches!(f.source, Source::Unavailable(_)))
-        );
+        // Switch-level rows come from DCGM per switch; per-port and string rows from nowhere.
+        for f in NVSWITCH {
+            let port = (780..=824).contains(&f.id)
+                || (870..=877).contains(&f.id)
+                || matches!(f.id, 865 | 878 | 1524);
+            if port {
+                assert!(matches!(f.source, Source::Unavailable(_)), "{}", f.name);
+            } else {
+                assert_eq!(f.source, Source::DcgmSwitch, "{}", f.name);
+                assert_eq!(f.level, Level::Switch, "{}", f.name);
+            }
+        }
     }
 
     #[test]

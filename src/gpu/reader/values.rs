@@ -440,6 +440,8 @@ pub(super) fn read_value(
              library cannot be used (--dcgm-mode, --dcgm-lib)"
                 .into(),
         )),
+        // Switch rows are never read on a GPU (the DCGM client serves them per switch).
+        Source::DcgmSwitch => Ok(None),
         Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
     }
 }

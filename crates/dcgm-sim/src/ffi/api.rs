@@ -163,6 +163,40 @@ pub unsafe extern "C" fn dcgmGetAllSupportedDevices(
     })
 }
 
+/// `entities` has room for `*count` ids; on return `*count` is how many the group has
+/// (`DCGM_ST_INSUFFICIENT_SIZE` when they do not fit). `DCGM_FE_GPU` and `DCGM_FE_SWITCH`
+/// only; `flags` is accepted and ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dcgmGetEntityGroupEntities(
+    handle: abi::dcgmHandle_t,
+    group: abi::dcgm_field_entity_group_t,
+    entities: *mut abi::dcgm_field_eid_t,
+    count: *mut c_int,
+    _flags: c_uint,
+) -> abi::dcgmReturn_t {
+    guard(|| {
+        let n = unsafe { out(count) }?;
+        let room = usize::try_from(*n).map_err(|_| abi::DCGM_ST_BADPARAM)?;
+        if entities.is_null() && room > 0 {
+            return Err(abi::DCGM_ST_BADPARAM);
+        }
+        let Reply::Devices(ids) = global::call(handle, Request::EntityGroupEntities { group })?
+        else {
+            return Err(abi::DCGM_ST_GENERIC_ERROR);
+        };
+        *n = c_int::try_from(ids.len()).map_err(|_| abi::DCGM_ST_GENERIC_ERROR)?;
+        if ids.len() > room {
+            return Err(abi::DCGM_ST_INSUFFICIENT_SIZE);
+        }
+        if !ids.is_empty() {
+            // SAFETY: room for `room` ids (DCGM contract), and ids.len() ≤ room.
+            let dst = unsafe { std::slice::from_raw_parts_mut(entities, ids.len()) };
+            dst.copy_from_slice(&ids);
+        }
+        Ok(())
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dcgmGetDeviceAttributes(
     handle: abi::dcgmHandle_t,

@@ -64,6 +64,7 @@ mod tests {
         let _: sig::dcgmHostengineVersionInfo = dcgmHostengineVersionInfo;
         let _: sig::dcgmGetAllSupportedDevices = dcgmGetAllSupportedDevices;
         let _: sig::dcgmGetDeviceAttributes = dcgmGetDeviceAttributes;
+        let _: sig::dcgmGetEntityGroupEntities = dcgmGetEntityGroupEntities;
         let _: sig::dcgmGetGpuInstanceHierarchy = dcgmGetGpuInstanceHierarchy;
         let _: sig::dcgmGroupCreate = dcgmGroupCreate;
         let _: sig::dcgmGroupDestroy = dcgmGroupDestroy;

@@ -214,6 +214,17 @@ impl Dcgm {
         }
     }
 
+    /// `dcgmGetEntityGroupEntities` with room for `room` ids.
+    pub fn entities(&self, h: usize, group: u32, room: usize) -> Result<Vec<u32>, (i32, i32)> {
+        let mut ids = vec![0u32; room];
+        let mut n = room as c_int;
+        match unsafe { f!(self, dcgmGetEntityGroupEntities)(h, group, ids.as_mut_ptr(), &mut n, 0) }
+        {
+            0 => Ok(ids[..n as usize].to_vec()),
+            rc => Err((rc, n)),
+        }
+    }
+
     pub fn attributes(&self, h: usize, gpu: u32) -> Result<Box<abi::dcgmDeviceAttributes_v3>, i32> {
         let mut a = abi::dcgmDeviceAttributes_v3::zeroed();
         a.version = abi::dcgmDeviceAttributes_version3;

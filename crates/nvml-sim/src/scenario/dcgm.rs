@@ -10,10 +10,14 @@
 //! - `blank`: `field` of `gpu` (any GPU if absent) and its MIG instances reads the blank
 //!   sentinel.
 //! - `hang`: every call made in the window blocks until `until`.
+//! - `sxid_fatal`, `sxid_non_fatal`: NVSwitch `switch` (a `[[nvswitches]]` id) reports SXid
+//!   `sxid`: its `DCGM_FI_DEV_SXID_FATAL_ERROR` (856) or `..._NON_FATAL_ERROR` (857) reads
+//!   that code in the window (DCGM's field holds the last SXid reported), 0 outside it.
 
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::switches::NvSwitch;
 use super::{Ctx, ScenarioError, Window};
 
 /// `DCGM_ST_NOT_SUPPORTED`, the code of a refused watch unless the file names one.
@@ -31,6 +35,8 @@ pub(super) struct RawDcgmFault {
     gpu: Option<Spanned<usize>>,
     field: Option<Spanned<u32>>,
     code: Option<Spanned<i32>>,
+    switch: Option<Spanned<u32>>,
+    sxid: Option<Spanned<u32>>,
 }
 
 /// What a DCGM fault does.
@@ -40,6 +46,8 @@ pub enum DcgmFaultKind {
     WatchRefused,
     Blank,
     Hang,
+    SxidFatal,
+    SxidNonFatal,
 }
 
 /// Kinds with the optional keys each accepts, and whether `field` is required.
@@ -52,6 +60,12 @@ const KINDS: &[(&str, DcgmFaultKind, &[&str])] = &[
     ),
     ("blank", DcgmFaultKind::Blank, &["field", "gpu"]),
     ("hang", DcgmFaultKind::Hang, &[]),
+    ("sxid_fatal", DcgmFaultKind::SxidFatal, &["switch", "sxid"]),
+    (
+        "sxid_non_fatal",
+        DcgmFaultKind::SxidNonFatal,
+        &["switch", "sxid"],
+    ),
 ];
 
 /// A validated DCGM fault.
@@ -65,6 +79,8 @@ pub struct DcgmFault {
     pub field: Option<u16>,
     /// The `dcgmReturn_t` of a refused watch.
     pub code: i32,
+    /// The NVSwitch (DCGM entity id) and the SXid it reports (`sxid_*`).
+    pub sxid: Option<(u32, u32)>,
 }
 
 impl DcgmFault {
@@ -83,14 +99,18 @@ pub(super) fn resolve_dcgm_faults(
     ctx: &Ctx<'_>,
     raw: &[Spanned<RawDcgmFault>],
     gpu_count: usize,
+    switches: &[NvSwitch],
 ) -> Result<Vec<DcgmFault>, ScenarioError> {
-    raw.iter().map(|r| resolve_one(ctx, r, gpu_count)).collect()
+    raw.iter()
+        .map(|r| resolve_one(ctx, r, gpu_count, switches))
+        .collect()
 }
 
 fn resolve_one(
     ctx: &Ctx<'_>,
     raw: &Spanned<RawDcgmFault>,
     gpu_count: usize,
+    switches: &[NvSwitch],
 ) -> Result<DcgmFault, ScenarioError> {
     let f = raw.get_ref();
     let name = f.kind.get_ref().as_str();
@@ -108,6 +128,8 @@ fn resolve_one(
         ("field", f.field.as_ref().map(Spanned::span)),
         ("gpu", f.gpu.as_ref().map(Spanned::span)),
         ("code", f.code.as_ref().map(Spanned::span)),
+        ("switch", f.switch.as_ref().map(Spanned::span)),
+        ("sxid", f.sxid.as_ref().map(Spanned::span)),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -151,7 +173,7 @@ fn resolve_one(
                 ),
             ));
         }
-        None if allowed.contains(&"field") => {
+        None if allowed.contains(&"field") && !allowed.contains(&"sxid") => {
             return Err(ctx.err(
                 Some(raw.span()),
                 format!("dcgm_faults kind \"{name}\" needs a `field` (a DCGM field id)"),
@@ -169,7 +191,39 @@ fn resolve_one(
         }
         None => DEFAULT_REFUSAL,
     };
+    let sxid = match (&f.switch, &f.sxid) {
+        _ if !allowed.contains(&"sxid") => None,
+        (Some(sw), Some(code)) => {
+            if !switches.iter().any(|s| s.id == *sw.get_ref()) {
+                let ids: Vec<String> = switches.iter().map(|s| s.id.to_string()).collect();
+                return Err(ctx.err(
+                    Some(sw.span()),
+                    format!(
+                        "switch = {} but the scenario declares no such [[nvswitches]] id \
+                         (ids: {})",
+                        sw.get_ref(),
+                        if ids.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            ids.join(", ")
+                        }
+                    ),
+                ));
+            }
+            if *code.get_ref() == 0 {
+                return Err(ctx.err(Some(code.span()), "sxid = 0 is not an SXid (1 or more)"));
+            }
+            Some((*sw.get_ref(), *code.get_ref()))
+        }
+        _ => {
+            return Err(ctx.err(
+                Some(raw.span()),
+                format!("dcgm_faults kind \"{name}\" needs a `switch` and an `sxid`"),
+            ));
+        }
+    };
     Ok(DcgmFault {
+        sxid,
         kind: *kind,
         window: Window { from: at, until },
         gpu: f.gpu.as_ref().map(|g| *g.get_ref()),
@@ -208,6 +262,29 @@ mod tests {
         assert_eq!(refused.code, DEFAULT_REFUSAL);
         assert!(refused.covers(1, 1004) && !refused.covers(0, 1004));
         assert!(sc.dcgm_faults[2].covers(0, 1001) && sc.dcgm_faults[2].covers(1, 1001));
+    }
+
+    #[test]
+    fn sxid_faults_name_a_declared_switch() {
+        let sw = "[[nvswitches]]\n[[nvswitches]]\nid = 5\n";
+        let text = format!(
+            "{GPUS}{sw}[[dcgm_faults]]\nkind = \"sxid_fatal\"\nat = 3\nuntil = 9\nswitch = 5\n\
+             sxid = 12028\n"
+        );
+        let sc = parse(&text, "scenario file /x.toml", "x").unwrap();
+        assert_eq!(sc.dcgm_faults[0].sxid, Some((5, 12028)));
+        assert!(sc.dcgm_faults[0].active(DcgmFaultKind::SxidFatal, 3.0));
+        let e = err(&format!(
+            "{sw}[[dcgm_faults]]\nkind = \"sxid_non_fatal\"\nat = 0\nuntil = 2\nswitch = 2\n\
+             sxid = 11004\n"
+        ));
+        assert!(e.contains("line 12") && e.contains("ids: 0, 5"), "{e}");
+        let e = err(&format!(
+            "{sw}[[dcgm_faults]]\nkind = \"sxid_fatal\"\nat = 0\nuntil = 2\nswitch = 0\n"
+        ));
+        assert!(e.contains("needs a `switch` and an `sxid`"), "{e}");
+        let e = err("[[dcgm_faults]]\nkind = \"blank\"\nat = 0\nuntil = 2\nfield = 1\nsxid = 3\n");
+        assert!(e.contains("takes no `sxid`"), "{e}");
     }
 
     #[test]

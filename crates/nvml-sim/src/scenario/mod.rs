@@ -11,6 +11,7 @@ mod faults;
 mod links;
 mod raw;
 mod resolve;
+mod switches;
 #[cfg(test)]
 mod tests;
 
@@ -28,6 +29,7 @@ use faults::{apply_fault, check_appear_order};
 pub use links::{FabricFault, FabricHealth, LinkDown};
 use raw::RawScenario;
 use resolve::{check_mig_uuids, check_unique_identities, resolve_gpu};
+pub use switches::NvSwitch;
 
 /// Largest number of GPUs a scenario may declare.
 pub const MAX_GPUS: usize = 64;
@@ -128,6 +130,8 @@ pub struct Scenario {
     pub init_hangs_until: f64,
     /// The DCGM fault timeline (`[[dcgm_faults]]`), for the simulated libdcgm; NVML ignores it.
     pub dcgm_faults: Vec<DcgmFault>,
+    /// The NVSwitch chips DCGM sees (`[[nvswitches]]`); NVML ignores them.
+    pub nvswitches: Vec<NvSwitch>,
     /// The TOML text the scenario was read from.
     pub text: String,
 }
@@ -618,7 +622,8 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         }
     }
     check_mig_uuids(&ctx, &gpus)?;
-    let dcgm_faults = dcgm::resolve_dcgm_faults(&ctx, &raw.dcgm_faults, gpus.len())?;
+    let nvswitches = switches::resolve_switches(&ctx, &raw.nvswitches)?;
+    let dcgm_faults = dcgm::resolve_dcgm_faults(&ctx, &raw.dcgm_faults, gpus.len(), &nvswitches)?;
     events.sort_by(|a: &Event, b: &Event| a.t.total_cmp(&b.t));
     Ok(Scenario {
         name: raw.name.unwrap_or_else(|| default_name.to_string()),
@@ -630,6 +635,7 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         driver_loaded_at,
         init_hangs_until,
         dcgm_faults,
+        nvswitches,
         text: text.to_string(),
     })
 }

@@ -21,6 +21,9 @@ pub(super) struct RawScenario {
     /// The DCGM simulator's fault timeline; validated here, acted on by dcgm-sim.
     #[serde(default)]
     pub(super) dcgm_faults: Vec<Spanned<super::dcgm::RawDcgmFault>>,
+    /// The NVSwitch chips the simulated DCGM shows; validated here, served by dcgm-sim.
+    #[serde(default)]
+    pub(super) nvswitches: Vec<Spanned<super::switches::RawSwitch>>,
     /// Reserved for the exporter's simulated kubelet; the library ignores it.
     #[allow(dead_code)]
     pub(super) pods: Option<toml::Value>,

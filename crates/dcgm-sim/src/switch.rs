@@ -1,0 +1,191 @@
+//! The scenario's NVSwitch chips as DCGM's `DCGM_FE_SWITCH` entities: which exist, and the
+//! latest value of a switch field at scenario time `t`. The switches carry the GPUs' NVLink
+//! traffic (each its share by ports), warm with the GPUs' activity, and report the SXids of the
+//! `sxid_fatal` / `sxid_non_fatal` DCGM faults. A field not modelled here is "not supported".
+//!
+//! Pure functions of (scenario, seed, t) but for the traffic integral, which is cached; it must
+//! not know about groups, watches or the wire.
+
+use std::cell::RefCell;
+
+use nvml_sim::integrator::Integrator;
+use nvml_sim::physics;
+use nvml_sim::scenario::{DcgmFaultKind, NvSwitch, Scenario};
+
+use crate::proto::Val;
+
+/// `DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT`.
+pub const FI_VOLTAGE_MV: u16 = 701;
+/// `DCGM_FI_DEV_NVSWITCH_POWER_VDD_WATTS`.
+pub const FI_POWER_VDD_W: u16 = 705;
+/// `DCGM_FI_DEV_SXID_FATAL_ERROR`: the last fatal SXid reported (0: none).
+pub const FI_SXID_FATAL: u16 = 856;
+/// `DCGM_FI_DEV_SXID_NON_FATAL_ERROR`: the last non-fatal SXid reported (0: none).
+pub const FI_SXID_NON_FATAL: u16 = 857;
+/// `DCGM_FI_DEV_NVSWITCH_TEMP_CELSIUS`, `_TEMP_SLOWDOWN_CELSIUS`, `_TEMP_SHUTDOWN_CELSIUS`.
+pub const FI_TEMP: u16 = 858;
+pub const FI_TEMP_SLOWDOWN: u16 = 859;
+pub const FI_TEMP_SHUTDOWN: u16 = 860;
+/// `DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX` / `_RX`: bytes through the switch since start.
+pub const FI_THROUGHPUT_TX: u16 = 861;
+pub const FI_THROUGHPUT_RX: u16 = 862;
+/// `DCGM_FI_DEV_NVSWITCH_PHYSICAL_ID`, `DCGM_FI_DEV_NVSWITCH_RESET_REQUIRED`.
+pub const FI_PHYSICAL_ID: u16 = 863;
+pub const FI_RESET_REQUIRED: u16 = 864;
+
+/// The slowdown and shutdown limits the simulated switches report, °C.
+const SLOWDOWN_C: i64 = 95;
+const SHUTDOWN_C: i64 = 105;
+/// How much warmer a switch runs with every GPU fully active, °C.
+const WARMING_C: f64 = 20.0;
+
+/// The switches' traffic integral (channel 0: bytes the GPUs sent, 1: bytes they received).
+#[derive(Debug)]
+pub struct Traffic {
+    integral: RefCell<Integrator>,
+}
+
+impl Default for Traffic {
+    fn default() -> Self {
+        Self {
+            integral: RefCell::new(Integrator::new(2)),
+        }
+    }
+}
+
+/// The switch with DCGM entity id `id`.
+pub fn find(sc: &Scenario, id: u32) -> Option<&NvSwitch> {
+    sc.nvswitches.iter().find(|s| s.id == id)
+}
+
+/// The DCGM entity ids of the switches, in the scenario's order.
+pub fn ids(sc: &Scenario) -> Vec<u32> {
+    sc.nvswitches.iter().map(|s| s.id).collect()
+}
+
+/// The last SXid of `kind` switch `id` reports at `t` (0: none).
+fn sxid(sc: &Scenario, id: u32, kind: DcgmFaultKind, t: f64) -> i64 {
+    sc.dcgm_faults
+        .iter()
+        .filter(|f| f.active(kind, t))
+        .filter_map(|f| f.sxid)
+        .filter(|(sw, _)| *sw == id)
+        .map(|(_, code)| i64::from(code))
+        .next_back()
+        .unwrap_or(0)
+}
+
+impl Traffic {
+    /// Bytes sent and received through every GPU's NVLink from 0 to `t`.
+    fn total(&self, sc: &Scenario, seed: u64, t: f64) -> (f64, f64) {
+        let v = self.integral.borrow_mut().value_at(t, |at, out| {
+            out.iter_mut().for_each(|x| *x = 0.0);
+            for g in &sc.gpus {
+                if g.present(at) && !g.is_lost(at) {
+                    let l = physics::gpu_load(sc, seed, g.index, at);
+                    out[0] += l.nvlink_tx;
+                    out[1] += l.nvlink_rx;
+                }
+            }
+        });
+        (
+            v.first().copied().unwrap_or(0.0),
+            v.get(1).copied().unwrap_or(0.0),
+        )
+    }
+
+    /// The latest value of `field` of switch `id` at `t`; `None`: not supported.
+    pub fn value(&self, sc: &Scenario, seed: u64, id: u32, field: u16, t: f64) -> Option<Val> {
+        let sw = find(sc, id)?;
+        let fatal = sxid(sc, id, DcgmFaultKind::SxidFatal, t);
+        Some(Val::Int(match field {
+            FI_SXID_FATAL => fatal,
+            FI_SXID_NON_FATAL => sxid(sc, id, DcgmFaultKind::SxidNonFatal, t),
+            FI_RESET_REQUIRED => i64::from(fatal != 0),
+            FI_PHYSICAL_ID => i64::from(sw.id),
+            FI_VOLTAGE_MV => 850,
+            FI_TEMP_SLOWDOWN => SLOWDOWN_C,
+            FI_TEMP_SHUTDOWN => SHUTDOWN_C,
+            FI_TEMP | FI_POWER_VDD_W => {
+                let live: Vec<f64> = sc
+                    .gpus
+                    .iter()
+                    .filter(|g| g.present(t) && !g.is_lost(t))
+                    .map(|g| physics::gpu_load(sc, seed, g.index, t).activity)
+                    .collect();
+                let busy = live.iter().sum::<f64>() / live.len().max(1) as f64;
+                if field == FI_TEMP {
+                    (sw.temperature_c + WARMING_C * busy).round() as i64
+                } else {
+                    (25.0 + 0.5 * f64::from(sw.links) * busy).round() as i64
+                }
+            }
+            FI_THROUGHPUT_TX | FI_THROUGHPUT_RX => {
+                let all: u32 = sc.nvswitches.iter().map(|s| s.links).sum();
+                let share = f64::from(sw.links) / f64::from(all.max(1));
+                let (sent, received) = self.total(sc, seed, t);
+                // What the switch sends is what the GPUs receive, and the other way round.
+                let bytes = if field == FI_THROUGHPUT_TX {
+                    received
+                } else {
+                    sent
+                };
+                (bytes * share) as i64
+            }
+            _ => return None,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hgx() -> Scenario {
+        nvml_sim::scenario::load("hgx-h200").unwrap()
+    }
+
+    #[test]
+    fn the_hgx_h200_has_four_switches_and_one_reports_an_sxid() {
+        let sc = hgx();
+        assert_eq!(ids(&sc), vec![0, 1, 2, 3]);
+        let traffic = Traffic::default();
+        let at = |id, f, t| traffic.value(&sc, 1, id, f, t);
+        for id in 0..4 {
+            assert_eq!(at(id, FI_SXID_FATAL, 30.0), Some(Val::Int(0)));
+            let want = if id == 2 { 20034 } else { 0 };
+            assert_eq!(
+                at(id, FI_SXID_NON_FATAL, 30.0),
+                Some(Val::Int(want)),
+                "{id}"
+            );
+            assert_eq!(at(id, FI_SXID_NON_FATAL, 0.5), Some(Val::Int(0)), "{id}");
+            assert_eq!(at(id, FI_PHYSICAL_ID, 1.0), Some(Val::Int(i64::from(id))));
+        }
+        assert_eq!(
+            at(0, 780, 1.0),
+            None,
+            "a per-port field is not a switch field"
+        );
+        assert_eq!(at(9, FI_TEMP, 1.0), None, "no switch 9");
+    }
+
+    #[test]
+    fn throughput_grows_and_temperature_stays_in_range() {
+        let sc = hgx();
+        let traffic = Traffic::default();
+        let num = |v: Option<Val>| match v {
+            Some(Val::Int(i)) => i,
+            other => panic!("{other:?}"),
+        };
+        let mut last = 0;
+        for s in 1..20 {
+            let t = f64::from(s) * 3.0;
+            let tx = num(traffic.value(&sc, 1, 1, FI_THROUGHPUT_TX, t));
+            assert!(tx > last, "{tx} after {last} at {t}");
+            last = tx;
+            let c = num(traffic.value(&sc, 1, 1, FI_TEMP, t));
+            assert!((40..SLOWDOWN_C).contains(&c), "{c}");
+        }
+    }
+}
