@@ -636,6 +636,15 @@ mod tests {
     }
 
     #[test]
+    fn the_node_has_gpu_capacity_and_the_kubelets_ready_condition() {
+        let s = ClusterSpec::parse("[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n").unwrap();
+        let n = s.node_object("node-a");
+        assert_eq!(n["metadata"]["name"], "node-a");
+        assert_eq!(n["status"]["capacity"]["nvidia.com/gpu"], "2");
+        assert_eq!(n["status"]["conditions"][0]["type"], "Ready");
+    }
+
+    #[test]
     fn stable_ids_have_the_right_shape() {
         let u = stable_uuid("ns/pod");
         assert_eq!(u.len(), 36);
