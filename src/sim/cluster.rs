@@ -1,6 +1,7 @@
 //! The simulated Kubernetes side of `--simulate`: the scenario's `[[pods]]` served by a
 //! simulated kubelet (pod-resources gRPC on a temporary unix socket), a simulated API server
-//! (pods and the NVIDIA DRA driver's ResourceSlices on loopback) and a simulated proc tree
+//! (the scenario's Node, its pods and the NVIDIA DRA driver's ResourceSlices on loopback; it
+//! takes the exporter's Node conditions and Events) and a simulated proc tree
 //! (`<dir>/proc/<pid>/cgroup`), so the whole attribution chain runs on a machine without a GPU
 //! or a cluster.
 //!
@@ -52,6 +53,9 @@ pub const DRA_DRIVER: &str = "gpu.nvidia.com";
 struct RawScenario {
     #[serde(default)]
     pods: Vec<RawPod>,
+    /// Only counted here (the simulated library reads them).
+    #[serde(default)]
+    gpus: Vec<toml::Table>,
 }
 
 /// One pod of the scenario.
@@ -144,18 +148,58 @@ pub enum SimClusterError {
 #[derive(Debug, Clone, Default)]
 pub struct ClusterSpec {
     pods: Vec<RawPod>,
+    gpus: usize,
 }
 
 impl ClusterSpec {
     /// Parses the `[[pods]]` of a scenario's TOML text; errors name the scenario key.
     pub fn parse(text: &str) -> Result<Self, SimClusterError> {
         let raw: RawScenario = toml::from_str(text).map_err(SimClusterError::Scenario)?;
-        Ok(Self { pods: raw.pods })
+        Ok(Self {
+            pods: raw.pods,
+            gpus: raw.gpus.len(),
+        })
     }
 
     /// Whether the scenario has any pod.
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()
+    }
+
+    /// The Node object the simulated API server holds for `node`: `nvidia.com/gpu` capacity for
+    /// the scenario's GPUs and a `Ready` condition written by the (simulated) kubelet.
+    pub fn node_object(&self, node: &str) -> serde_json::Value {
+        let now = crate::sim::api::now_rfc3339();
+        let gpus = self.gpus.to_string();
+        json!({
+            "metadata": {
+                "name": node,
+                "labels": {
+                    "kubernetes.io/hostname": node,
+                    "kubernetes.io/os": "linux",
+                    "nvidia.com/gpu.present": "true",
+                },
+            },
+            "spec": {},
+            "status": {
+                "capacity": {"cpu": "64", "memory": "1056Gi", "pods": "110", "nvidia.com/gpu": gpus},
+                "allocatable": {"cpu": "63", "memory": "1050Gi", "pods": "110", "nvidia.com/gpu": gpus},
+                "conditions": [{
+                    "type": "Ready", "status": "True", "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": now, "lastTransitionTime": now,
+                }],
+                "addresses": [
+                    {"type": "InternalIP", "address": "127.0.0.1"},
+                    {"type": "Hostname", "address": node},
+                ],
+                "nodeInfo": {
+                    "kubeletVersion": "v1.33.0-sim", "operatingSystem": "linux",
+                    "architecture": "amd64", "containerRuntimeVersion": "containerd://2.0.0",
+                    "kernelVersion": "6.1.0", "osImage": "simulated",
+                },
+            },
+        })
     }
 
     /// Whether a container holds a DRA claim.
@@ -543,6 +587,7 @@ impl SimCluster {
                 what: "simulated API server".into(),
                 source,
             })?;
+        api.apply_node(spec.node_object(&node));
         for p in &resolved.pods {
             api.apply_pod(p.clone());
         }
@@ -588,6 +633,15 @@ mod tests {
         assert!(s.has_claims());
         let e = ClusterSpec::parse("[[pods]]\nname = \"p\"\nbogus = 1\n").unwrap_err();
         assert!(e.to_string().contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn the_node_has_gpu_capacity_and_the_kubelets_ready_condition() {
+        let s = ClusterSpec::parse("[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n").unwrap();
+        let n = s.node_object("node-a");
+        assert_eq!(n["metadata"]["name"], "node-a");
+        assert_eq!(n["status"]["capacity"]["nvidia.com/gpu"], "2");
+        assert_eq!(n["status"]["conditions"][0]["type"], "Ready");
     }
 
     #[test]

@@ -144,6 +144,7 @@ pub(super) fn reason_for(code: u16) -> &'static str {
         405 => "MethodNotAllowed",
         409 => "Conflict",
         410 => "Expired",
+        415 => "UnsupportedMediaType",
         422 => "Invalid",
         429 => "TooManyRequests",
         500 => "InternalError",
@@ -154,13 +155,17 @@ pub(super) fn reason_for(code: u16) -> &'static str {
 }
 
 pub(super) fn status_body(code: u16, message: &str) -> Value {
+    status_with_reason(code, reason_for(code), message)
+}
+
+fn status_with_reason(code: u16, reason: &str, message: &str) -> Value {
     json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Failure",
         "message": message,
-        "reason": reason_for(code),
+        "reason": reason,
         "code": code,
     })
 }
@@ -177,4 +182,54 @@ pub(super) fn json_response(code: u16, body: &Value) -> Response {
 
 pub(super) fn error_response(code: u16, message: &str) -> Response {
     json_response(code, &status_body(code, message))
+}
+
+/// An error whose `reason` is not the plain one of its code (`AlreadyExists` for a 409).
+pub(super) fn error_with_reason(code: u16, reason: &str, message: &str) -> Response {
+    json_response(code, &status_with_reason(code, reason, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_queries() {
+        assert_eq!(
+            percent_decode("spec.nodeName%3Dnode-a"),
+            "spec.nodeName=node-a"
+        );
+        assert_eq!(percent_decode("a+b%2Cc"), "a b,c");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz"), "%zz");
+        assert_eq!(
+            parse_query(Some("watch=true&fieldSelector=a%3Db&x")),
+            vec![
+                ("watch".to_owned(), "true".to_owned()),
+                ("fieldSelector".to_owned(), "a=b".to_owned()),
+                ("x".to_owned(), String::new()),
+            ]
+        );
+    }
+
+    #[test]
+    fn selectors_match() {
+        let pod = json!({"metadata": {"labels": {"app": "x"}}, "spec": {"nodeName": "n1"}});
+        let m = |f: Option<&str>, l: Option<&str>| Selector::parse(f, l).matches(&pod);
+        assert!(m(None, None));
+        assert!(m(Some("spec.nodeName=n1"), None));
+        assert!(m(Some("spec.nodeName==n1"), None));
+        assert!(!m(Some("spec.nodeName=n2"), None));
+        assert!(m(Some("spec.nodeName!=n2"), None));
+        assert!(!m(Some("spec.nodeName=n1,spec.driver=d"), None));
+        assert!(
+            m(Some("spec.driver="), None),
+            "a missing field is the empty string"
+        );
+        assert!(m(None, Some("app=x")));
+        assert!(!m(None, Some("app!=x")));
+        assert!(m(None, Some("app")));
+        assert!(!m(None, Some("!app")));
+        assert!(m(None, Some("!other")));
+    }
 }

@@ -1,128 +1,86 @@
-//! A tiny Kubernetes API server on loopback, for `--simulate` and the tests: the store of pods
-//! and ResourceSlices, the routes, lists and watches (`http` parses queries and writes error
-//! statuses; `kinds` names and serves the two object kinds). Never part of the production build.
+//! A tiny Kubernetes API server on loopback, for `--simulate` and the tests: the request
+//! dispatch, failure injection and the accessors the tests read (`store` holds the pods,
+//! ResourceSlices, Nodes and Events, `routes` names what a path is, `list` serves lists and
+//! watches, `write` creates and patches, `patch` merges bodies, `events` converts Events,
+//! `kinds` and `table` write discovery documents and kubectl's tables, `http` parses queries
+//! and writes error statuses). Never part of the production build.
 //!
-//! It serves just what the exporter's reflectors use, over plain HTTP/1.1 on `127.0.0.1`:
+//! It serves what the exporter's reflectors and writers and a real `kubectl` use, over plain
+//! HTTP/1.1 on `127.0.0.1`:
 //!
 //! | Request | Answer |
 //! |---|---|
 //! | `GET /api/v1/pods`, `GET /api/v1/namespaces/<ns>/pods` | `PodList` |
-//! | the same with `watch=true` | a chunked stream of watch events, one JSON object a line |
-//! | `GET /apis/resource.k8s.io` | `APIGroup` with [`FakeApi::set_resource_api_versions`] |
-//! | `GET /apis/resource.k8s.io/<v>` | `APIResourceList` with `resourceslices` |
-//! | `GET /apis/resource.k8s.io/<v>/resourceslices` (+ `watch=true`) | `ResourceSliceList` / events |
+//! | `GET /api/v1/nodes`, `GET /api/v1/nodes/<name>`, `.../status` | `NodeList`, `Node` |
+//! | `PATCH /api/v1/nodes/<name>/status` | only the status changes (merge or strategic patch) |
+//! | `PATCH /api/v1/nodes/<name>` | all but the status changes, as a real server does |
+//! | `POST /apis/events.k8s.io/v1/namespaces/<ns>/events` | `201` Event; `409 AlreadyExists`, `422 Invalid` |
+//! | `PATCH /apis/events.k8s.io/v1/namespaces/<ns>/events/<name>` | the patched Event |
+//! | `GET /apis/events.k8s.io/v1/events`, `.../namespaces/<ns>/events[/<name>]` | `events.k8s.io/v1` Events |
+//! | `GET /api/v1/events`, `/api/v1/namespaces/<ns>/events[/<name>]` | the same Events as core/v1 |
+//! | the lists with `watch=true` | a chunked stream of watch events, one JSON object a line |
+//! | a `GET` with `Accept: ...;as=Table` (kubectl `get`) | a `meta.k8s.io/v1` `Table` |
+//! | `GET /api`, `/api/v1`, `/apis`, `/apis/<group>[/<v>]` | discovery (core, `events.k8s.io`, `resource.k8s.io`, `authorization.k8s.io`) |
+//! | `GET /apis/resource.k8s.io/<v>/resourceslices` (+ `watch=true`) | `ResourceSliceList` / events; versions from [`FakeApi::set_resource_api_versions`] |
+//! | `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` | allowed |
 //! | `GET /version` | a version `Info` |
 //!
-//! Lists honour `fieldSelector` (`path=value`, `path==value`, `path!=value`, comma-separated,
-//! e.g. `spec.nodeName=node-a`), simple `labelSelector`s (`k=v`, `k!=v`, `k`, `!k`), `limit`
-//! and `continue`. Watches honour the same selectors, `resourceVersion` (events after it;
-//! `0` or none first replays the current objects as `ADDED`), `timeoutSeconds` (at most
-//! 300 s) and `sendInitialEvents` (a final `BOOKMARK` with `k8s.io/initial-events-end`).
-//! A `resourceVersion` older than the retained event log gets a `410 Expired` `ERROR` event,
-//! as from a real API server. ResourceSlices are stored as given and served under whichever
-//! served version was asked for, with `apiVersion` rewritten; there is no conversion between
-//! the `v1beta1` and `v1` shapes.
+//! PATCH takes `application/strategic-merge-patch+json` (Node conditions merge by `type`) and
+//! `application/merge-patch+json`; anything else (JSON patch, server-side apply) is `415`.
+//! A patch carrying a `metadata.resourceVersion` other than the current one is a `409
+//! Conflict`; a patch that changes nothing keeps the `resourceVersion`. Aggregated discovery
+//! and OpenAPI are not served: kubectl falls back to the plain documents.
 //!
-//! [`FakeApi::set_fail`] makes every request answer an error status with a Kubernetes
-//! `Status` body and closes the open watches, to exercise the clients' error handling.
+//! Lists honour `fieldSelector` (`path=value`, `path==value`, `path!=value`, comma-separated,
+//! on the object as served, e.g. `spec.nodeName=node-a` or `involvedObject.name=node-a`),
+//! simple `labelSelector`s (`k=v`, `k!=v`, `k`, `!k`), `limit` and `continue`. Watches honour
+//! the same selectors, `resourceVersion` (events after it; `0` or none first replays the
+//! current objects as `ADDED`), `timeoutSeconds` (at most 300 s) and `sendInitialEvents` (a
+//! final `BOOKMARK` with `k8s.io/initial-events-end`). A `resourceVersion` older than the
+//! retained event log gets a `410 Expired` `ERROR` event, as from a real API server.
+//! ResourceSlices are stored as given and served under whichever served version was asked
+//! for, with `apiVersion` rewritten; there is no conversion between the `v1beta1` and `v1`
+//! shapes.
+//!
+//! Failure injection: [`FakeApi::set_fail`] makes every request answer an error status with a
+//! Kubernetes `Status` body and closes the open watches; [`FakeApi::set_write_faults`] fails
+//! or delays only writes (POST, PUT, PATCH, DELETE), optionally only under a path prefix.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{Method, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, Method, Uri, header};
+use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+mod events;
 mod http;
 mod kinds;
+mod list;
+mod patch;
+mod routes;
+mod store;
+mod table;
+mod write;
 
 use http::*;
 use kinds::*;
+use routes::{Route, route};
+use store::{Inner, Store, not_found};
+pub use store::{WriteFault, now_rfc3339};
 
-/// Watch events kept for watchers that resume from an older `resourceVersion`.
-const EVENT_LOG_CAPACITY: usize = 4096;
-/// Requests remembered for [`FakeApi::requests`].
+/// Requests remembered for [`FakeApi::requests`] and writes for [`FakeApi::writes`].
 const REQUEST_LOG_CAPACITY: usize = 10_000;
 /// The longest a watch stays open.
 const MAX_WATCH: Duration = Duration::from_secs(300);
 
-struct Change {
-    rv: u64,
-    kind: Kind,
-    ty: &'static str,
-    object: Value,
-}
-
-struct Store {
-    /// The resource version of the latest change.
-    rv: u64,
-    /// Events at or below this version have been dropped from `log`.
-    compacted: u64,
-    /// Counter for generated UIDs.
-    uids: u64,
-    pods: BTreeMap<(String, String), Value>,
-    slices: BTreeMap<String, Value>,
-    log: VecDeque<Change>,
-    fail: Option<u16>,
-    requests: VecDeque<String>,
-    resource_versions: Vec<String>,
-    closed: bool,
-}
-
-impl Store {
-    fn record(&mut self, kind: Kind, ty: &'static str, object: Value) {
-        if self.log.len() >= EVENT_LOG_CAPACITY
-            && let Some(old) = self.log.pop_front()
-        {
-            self.compacted = old.rv;
-        }
-        self.log.push_back(Change {
-            rv: self.rv,
-            kind,
-            ty,
-            object,
-        });
-    }
-
-    /// Current objects of `kind` (optionally in one namespace), sorted by key.
-    fn objects(&self, kind: Kind, namespace: Option<&str>) -> Vec<&Value> {
-        match kind {
-            Kind::Pod => self
-                .pods
-                .iter()
-                .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
-                .map(|(_, v)| v)
-                .collect(),
-            Kind::Slice => self.slices.values().collect(),
-        }
-    }
-}
-
-struct Inner {
-    store: Mutex<Store>,
-    /// Bumped after every change, `set_fail` and shutdown; watch streams wait on it.
-    changed: watch::Sender<u64>,
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn notify(&self) {
-        self.changed.send_modify(|n| *n = n.wrapping_add(1));
-    }
-}
-
-/// A Kubernetes API server on `127.0.0.1` with pods and ResourceSlices that the caller sets.
+/// A Kubernetes API server on `127.0.0.1` with pods, ResourceSlices, Nodes and Events.
 pub struct FakeApi {
     inner: Arc<Inner>,
     addr: SocketAddr,
@@ -136,18 +94,7 @@ impl FakeApi {
         let addr = listener.local_addr()?;
         let (changed, _) = watch::channel(0);
         let inner = Arc::new(Inner {
-            store: Mutex::new(Store {
-                rv: 1,
-                compacted: 0,
-                uids: 0,
-                pods: BTreeMap::new(),
-                slices: BTreeMap::new(),
-                log: VecDeque::new(),
-                fail: None,
-                requests: VecDeque::new(),
-                resource_versions: vec!["v1".to_owned()],
-                closed: false,
-            }),
+            store: Mutex::new(Store::new()),
             changed,
         });
         let app = Router::new()
@@ -180,109 +127,115 @@ impl FakeApi {
         kube::Client::try_from(kube::Config::new(uri))
     }
 
+    fn put(&self, kind: Kind, obj: Value) {
+        self.inner.lock().put(kind, obj);
+        self.inner.notify();
+    }
+
+    fn remove(&self, kind: Kind, namespace: &str, name: &str) {
+        if self.inner.lock().remove(kind, namespace, name) {
+            self.inner.notify();
+        }
+    }
+
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Value> {
+        self.inner.lock().get(kind, namespace, name).cloned()
+    }
+
     /// Adds a pod or replaces the one with the same namespace and name (`ADDED` or
     /// `MODIFIED` for watchers). The server sets `metadata.resourceVersion`, defaults
     /// `metadata.namespace` to `default` and, when missing, sets `metadata.uid` (kept across
-    /// replacements).
-    pub fn apply_pod(&self, mut pod: Value) {
-        let mut st = self.inner.lock();
-        let namespace = str_at(&pod, "metadata.namespace")
-            .filter(|s| !s.is_empty())
-            .unwrap_or("default")
-            .to_owned();
-        let name = str_at(&pod, "metadata.name").unwrap_or_default().to_owned();
-        let key = (namespace.clone(), name);
-        let old_uid = st
-            .pods
-            .get(&key)
-            .and_then(|p| str_at(p, "metadata.uid"))
-            .map(str::to_owned);
-        st.rv += 1;
-        let rv = st.rv;
-        set_meta(&mut pod, "namespace", json!(namespace));
-        set_meta(&mut pod, "resourceVersion", json!(rv.to_string()));
-        if str_at(&pod, "metadata.uid").is_none_or(str::is_empty) {
-            let uid = old_uid.clone().unwrap_or_else(|| {
-                st.uids += 1;
-                format!("00000000-0000-4000-8000-{:012x}", st.uids)
-            });
-            set_meta(&mut pod, "uid", json!(uid));
-        }
-        let existed = st.pods.insert(key, pod.clone()).is_some();
-        st.record(Kind::Pod, if existed { "MODIFIED" } else { "ADDED" }, pod);
-        drop(st);
-        self.inner.notify();
+    /// replacements) and `metadata.creationTimestamp`.
+    pub fn apply_pod(&self, pod: Value) {
+        self.put(Kind::Pod, pod);
     }
 
     /// The stored pod `namespace/name`, as served.
     pub fn pod(&self, namespace: &str, name: &str) -> Option<Value> {
-        let st = self.inner.lock();
-        st.pods
-            .get(&(namespace.to_owned(), name.to_owned()))
-            .cloned()
+        self.get(Kind::Pod, namespace, name)
     }
 
     /// Removes a pod (`DELETED` for watchers); nothing happens when there is no such pod.
     pub fn delete_pod(&self, namespace: &str, name: &str) {
-        let mut st = self.inner.lock();
-        let Some(mut pod) = st.pods.remove(&(namespace.to_owned(), name.to_owned())) else {
-            return;
-        };
-        st.rv += 1;
-        set_meta(&mut pod, "resourceVersion", json!(st.rv.to_string()));
-        st.record(Kind::Pod, "DELETED", pod);
-        drop(st);
-        self.inner.notify();
+        self.remove(Kind::Pod, namespace, name);
     }
 
     /// Adds a ResourceSlice or replaces the one with the same name. The server sets
     /// `metadata.resourceVersion` (and `metadata.uid` when missing).
-    pub fn apply_slice(&self, mut slice: Value) {
-        let mut st = self.inner.lock();
-        let name = str_at(&slice, "metadata.name")
-            .unwrap_or_default()
-            .to_owned();
-        st.rv += 1;
-        set_meta(&mut slice, "resourceVersion", json!(st.rv.to_string()));
-        if str_at(&slice, "metadata.uid").is_none_or(str::is_empty) {
-            st.uids += 1;
-            let uid = format!("00000000-0000-4000-9000-{:012x}", st.uids);
-            set_meta(&mut slice, "uid", json!(uid));
-        }
-        let existed = st.slices.insert(name, slice.clone()).is_some();
-        st.record(
-            Kind::Slice,
-            if existed { "MODIFIED" } else { "ADDED" },
-            slice,
-        );
-        drop(st);
-        self.inner.notify();
+    pub fn apply_slice(&self, slice: Value) {
+        self.put(Kind::Slice, slice);
     }
 
     /// Removes a ResourceSlice (`DELETED` for watchers).
     pub fn delete_slice(&self, name: &str) {
-        let mut st = self.inner.lock();
-        let Some(mut slice) = st.slices.remove(name) else {
-            return;
-        };
-        st.rv += 1;
-        set_meta(&mut slice, "resourceVersion", json!(st.rv.to_string()));
-        st.record(Kind::Slice, "DELETED", slice);
-        drop(st);
-        self.inner.notify();
+        self.remove(Kind::Slice, "", name);
+    }
+
+    /// Adds a Node or replaces the one with the same name, like [`FakeApi::apply_pod`].
+    pub fn apply_node(&self, node: Value) {
+        self.put(Kind::Node, node);
+    }
+
+    /// The stored Node `name`, with `kind` and `apiVersion`.
+    pub fn node(&self, name: &str) -> Option<Value> {
+        self.get(Kind::Node, "", name)
+            .map(|n| served(Kind::Node, "v1", &n))
+    }
+
+    /// Every stored Node, by name.
+    pub fn nodes(&self) -> Vec<Value> {
+        let st = self.inner.lock();
+        st.objects(Kind::Node, None)
+            .into_iter()
+            .map(|n| served(Kind::Node, "v1", n))
+            .collect()
+    }
+
+    /// Every stored Event in the `events.k8s.io/v1` shape, by namespace and name.
+    pub fn events(&self) -> Vec<Value> {
+        let st = self.inner.lock();
+        let av = format!("{EVENTS_GROUP}/v1");
+        st.objects(Kind::Event, None)
+            .into_iter()
+            .map(|e| served(Kind::Event, &av, e))
+            .collect()
     }
 
     /// Makes every request answer this HTTP status with a Kubernetes `Status` body (and
-    /// ends the open watches); `None` serves normally again.
+    /// ends the open watches); `None` serves normally again. It takes precedence over
+    /// [`FakeApi::set_write_faults`].
     pub fn set_fail(&self, status: Option<u16>) {
         self.inner.lock().fail = status;
         self.inner.notify();
+    }
+
+    /// Faults for the writes (POST, PUT, PATCH, DELETE): the first whose `path_prefix` the
+    /// path starts with applies (delay, then its status or the write). An empty list serves
+    /// writes normally again. Reads and watches are not affected.
+    pub fn set_write_faults(&self, faults: Vec<WriteFault>) {
+        self.inner.lock().faults = faults;
     }
 
     /// The paths and raw (percent-encoded) queries of the requests seen so far, oldest first,
     /// e.g. `/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a&limit=500`.
     pub fn requests(&self) -> Vec<String> {
         self.inner.lock().requests.iter().cloned().collect()
+    }
+
+    /// The writes seen so far, oldest first, as `METHOD path status`, e.g.
+    /// `PATCH /api/v1/nodes/node-a/status 200` (failed and injected-fault ones included).
+    pub fn writes(&self) -> Vec<String> {
+        self.inner.lock().writes.iter().cloned().collect()
+    }
+
+    /// How many writes with this method went to a path starting with `path_prefix`.
+    pub fn write_count(&self, method: &str, path_prefix: &str) -> usize {
+        let st = self.inner.lock();
+        st.writes
+            .iter()
+            .filter_map(|w| w.split_once(' '))
+            .filter(|(m, rest)| *m == method && rest.starts_with(path_prefix))
+            .count()
     }
 
     /// Which `resource.k8s.io` versions discovery reports and the server serves, in the
@@ -300,104 +253,112 @@ impl Drop for FakeApi {
     }
 }
 
-/// Which collection a path names.
-enum Route {
-    Collection {
-        kind: Kind,
-        namespace: Option<String>,
-        /// `apiVersion` of the items.
-        api_version: String,
-    },
-    Group,
-    GroupVersion(String),
-    Version,
-    /// `POST selfsubjectaccessreviews`: everything is allowed (unless every request fails).
-    AccessReview,
-    NotFound,
+fn is_write(method: &Method) -> bool {
+    [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
 }
 
-fn route(path: &str, versions: &[String]) -> Route {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let served = |v: &str| versions.iter().any(|s| s == v);
-    match segs.as_slice() {
-        ["api", "v1", "pods"] => Route::Collection {
-            kind: Kind::Pod,
-            namespace: None,
-            api_version: "v1".to_owned(),
-        },
-        ["api", "v1", "namespaces", ns, "pods"] => Route::Collection {
-            kind: Kind::Pod,
-            namespace: Some((*ns).to_owned()),
-            api_version: "v1".to_owned(),
-        },
-        ["apis", RESOURCE_GROUP] if !versions.is_empty() => Route::Group,
-        ["apis", RESOURCE_GROUP, v] if served(v) => Route::GroupVersion((*v).to_owned()),
-        ["apis", RESOURCE_GROUP, v, "resourceslices"] if served(v) => Route::Collection {
-            kind: Kind::Slice,
-            namespace: None,
-            api_version: format!("{RESOURCE_GROUP}/{v}"),
-        },
-        ["version"] => Route::Version,
-        [
-            "apis",
-            "authorization.k8s.io",
-            "v1",
-            "selfsubjectaccessreviews",
-        ] => Route::AccessReview,
-        _ => Route::NotFound,
+fn push_bounded(log: &mut VecDeque<String>, line: String) {
+    if log.len() >= REQUEST_LOG_CAPACITY {
+        log.pop_front();
     }
+    log.push_back(line);
 }
 
-async fn handle(State(inner): State<Arc<Inner>>, method: Method, uri: Uri) -> Response {
+async fn handle(
+    State(inner): State<Arc<Inner>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let path = uri.path().to_owned();
-    let (fail, versions) = {
+    let write = is_write(&method);
+    let (fail, fault) = {
         let mut st = inner.lock();
-        if st.requests.len() >= REQUEST_LOG_CAPACITY {
-            st.requests.pop_front();
-        }
         let seen = match uri.query() {
             Some(q) => format!("{path}?{q}"),
             None => path.clone(),
         };
-        st.requests.push_back(seen);
+        push_bounded(&mut st.requests, seen);
         let fail = if st.closed { Some(503) } else { st.fail };
-        (fail, st.resource_versions.clone())
-    };
-    let route = route(&path, &versions);
-    if let Some(code) = fail {
-        let what = match &route {
-            Route::Collection {
-                kind: Kind::Pod, ..
-            } => "pods",
-            Route::Collection {
-                kind: Kind::Slice, ..
-            } => "resourceslices.resource.k8s.io",
-            _ => path.as_str(),
-        };
-        let verb = if parse_query(uri.query())
+        let fault = st
+            .faults
             .iter()
-            .any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
-        {
-            "watch"
-        } else {
-            "list"
-        };
-        let message = if code == 403 {
-            format!(
-                "{what} is forbidden: User \"system:serviceaccount:fake:gpu-exporter\" cannot \
-                 {verb} resource \"{what}\" at the cluster scope (fake API server set to fail)"
-            )
-        } else {
-            format!("{what}: fake API server set to fail with {code}")
-        };
-        return error_response(code, &message);
+            .find(|f| write && path.starts_with(&f.path_prefix))
+            .cloned();
+        (fail, fault)
+    };
+    let response = match (fail, fault) {
+        (Some(code), _) => failure(code, &method, &uri, &inner),
+        (None, Some(fault)) => {
+            if !fault.delay.is_zero() {
+                tokio::time::sleep(fault.delay).await;
+            }
+            match fault.status {
+                Some(code) => failure(code, &method, &uri, &inner),
+                None => serve(&inner, &method, &uri, &headers, &body),
+            }
+        }
+        (None, None) => serve(&inner, &method, &uri, &headers, &body),
+    };
+    if write {
+        let line = format!("{method} {path} {}", response.status().as_u16());
+        push_bounded(&mut inner.lock().writes, line);
     }
-    if method != Method::GET && !(method == Method::POST && matches!(route, Route::AccessReview)) {
-        return error_response(
-            405,
-            &format!("the fake API server only serves GET, not {method}"),
-        );
-    }
+    response
+}
+
+/// The error answer of a request the server was told to fail.
+fn failure(code: u16, method: &Method, uri: &Uri, inner: &Inner) -> Response {
+    let versions = inner.lock().resource_versions.clone();
+    let path = uri.path();
+    let (what, scope) = match route(path, &versions) {
+        Route::Collection { kind, .. } | Route::Item { kind, .. } if kind == Kind::Slice => (
+            "resourceslices.resource.k8s.io".to_owned(),
+            "the cluster scope",
+        ),
+        Route::Collection { kind, .. } | Route::Item { kind, .. } => {
+            let group = if path.starts_with("/apis/events.k8s.io/") {
+                ".events.k8s.io"
+            } else {
+                ""
+            };
+            (format!("{}{group}", kind.plural()), "the cluster scope")
+        }
+        _ => (path.to_owned(), "the cluster scope"),
+    };
+    let watching = parse_query(uri.query())
+        .iter()
+        .any(|(k, v)| k == "watch" && (v == "true" || v == "1"));
+    let verb = match *method {
+        Method::POST => "create",
+        Method::PATCH => "patch",
+        Method::PUT => "update",
+        Method::DELETE => "delete",
+        _ if watching => "watch",
+        _ => "list",
+    };
+    let message = if code == 403 {
+        format!(
+            "{what} is forbidden: User \"system:serviceaccount:fake:gpu-exporter\" cannot \
+             {verb} resource \"{what}\" at {scope} (fake API server set to fail)"
+        )
+    } else {
+        format!("{what}: fake API server set to fail with {code}")
+    };
+    error_response(code, &message)
+}
+
+/// Answers a request the server serves normally.
+fn serve(
+    inner: &Arc<Inner>,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let path = uri.path();
+    let versions = inner.lock().resource_versions.clone();
     let query = parse_query(uri.query());
     let param = |name: &str| {
         query
@@ -405,10 +366,17 @@ async fn handle(State(inner): State<Arc<Inner>>, method: Method, uri: Uri) -> Re
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     };
-    match route {
-        Route::Group => json_response(200, &api_group(&versions)),
-        Route::GroupVersion(v) => json_response(200, &api_resource_list(&v)),
-        Route::Version => json_response(
+    let header_text = |h: header::HeaderName| {
+        headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let as_table = table::wants_table(&header_text(header::ACCEPT));
+    match (method.clone(), route(path, &versions)) {
+        (Method::GET, Route::Doc(doc)) => json_response(200, &doc),
+        (Method::GET, Route::Version) => json_response(
             200,
             &json!({
                 "major": "1", "minor": "33", "gitVersion": "v1.33.0-fake",
@@ -416,19 +384,22 @@ async fn handle(State(inner): State<Arc<Inner>>, method: Method, uri: Uri) -> Re
                 "goVersion": "", "compiler": "", "platform": "linux/amd64"
             }),
         ),
-        Route::NotFound => error_response(404, &format!("the server could not find {path}")),
-        Route::AccessReview => json_response(
+        (_, Route::NotFound) => error_response(404, &format!("the server could not find {path}")),
+        (Method::POST, Route::AccessReview) => json_response(
             201,
             &json!({
                 "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                 "spec": {}, "status": {"allowed": true, "reason": "the simulated API server allows everything"}
             }),
         ),
-        Route::Collection {
-            kind,
-            namespace,
-            api_version,
-        } => {
+        (
+            Method::GET,
+            Route::Collection {
+                kind,
+                namespace,
+                api_version,
+            },
+        ) => {
             let selector = Selector::parse(param("fieldSelector"), param("labelSelector"));
             if param("watch").is_some_and(|w| w == "true" || w == "1") {
                 let since = param("resourceVersion")
@@ -442,266 +413,315 @@ async fn handle(State(inner): State<Arc<Inner>>, method: Method, uri: Uri) -> Re
                 let timeout = param("timeoutSeconds")
                     .and_then(|t| t.parse::<u64>().ok())
                     .map_or(MAX_WATCH, |t| Duration::from_secs(t).min(MAX_WATCH));
-                let initial_end = param("sendInitialEvents") == Some("true");
-                let spec = WatchSpec {
+                let spec = list::WatchSpec {
                     kind,
                     namespace,
                     api_version,
                     selector,
-                    initial_end,
+                    initial_end: param("sendInitialEvents") == Some("true"),
                 };
-                watch_response(inner, spec, since, timeout)
+                list::watch_response(Arc::clone(inner), spec, since, timeout)
             } else {
-                let limit = param("limit").and_then(|l| l.parse::<usize>().ok());
-                let offset = param("continue").and_then(|c| c.parse::<usize>().ok());
-                list_response(
-                    &inner,
+                let spec = list::ListSpec {
                     kind,
-                    namespace.as_deref(),
-                    &api_version,
-                    &selector,
-                    limit,
-                    offset,
-                )
+                    namespace: namespace.as_deref(),
+                    api_version: &api_version,
+                    selector: &selector,
+                    limit: param("limit").and_then(|l| l.parse::<usize>().ok()),
+                    offset: param("continue").and_then(|c| c.parse::<usize>().ok()),
+                    as_table,
+                };
+                list::list_response(inner, &spec)
             }
         }
-    }
-}
-
-fn list_response(
-    inner: &Inner,
-    kind: Kind,
-    namespace: Option<&str>,
-    api_version: &str,
-    selector: &Selector,
-    limit: Option<usize>,
-    offset: Option<usize>,
-) -> Response {
-    let st = inner.lock();
-    let all: Vec<&Value> = st
-        .objects(kind, namespace)
-        .into_iter()
-        .filter(|o| selector.matches(o))
-        .collect();
-    let start = offset.unwrap_or(0).min(all.len());
-    let end = limit
-        .filter(|l| *l > 0)
-        .map_or(all.len(), |l| start.saturating_add(l).min(all.len()));
-    let items: Vec<Value> = all
-        .get(start..end)
-        .unwrap_or_default()
-        .iter()
-        .map(|o| served(kind, api_version, o))
-        .collect();
-    let mut metadata = json!({"resourceVersion": st.rv.to_string()});
-    if end < all.len()
-        && let Some(m) = metadata.as_object_mut()
-    {
-        m.insert("continue".to_owned(), json!(end.to_string()));
-    }
-    let list_api_version = if kind == Kind::Pod { "v1" } else { api_version };
-    json_response(
-        200,
-        &json!({
-            "kind": list_kind(kind),
-            "apiVersion": list_api_version,
-            "metadata": metadata,
-            "items": items,
-        }),
-    )
-}
-
-/// What one watch request follows.
-struct WatchSpec {
-    kind: Kind,
-    namespace: Option<String>,
-    api_version: String,
-    selector: Selector,
-    initial_end: bool,
-}
-
-impl WatchSpec {
-    fn wants(&self, kind: Kind, obj: &Value) -> bool {
-        kind == self.kind
-            && self
-                .namespace
-                .as_deref()
-                .is_none_or(|ns| str_at(obj, "metadata.namespace") == Some(ns))
-            && self.selector.matches(obj)
-    }
-
-    fn line(&self, ty: &str, obj: &Value) -> Bytes {
-        let mut s =
-            json!({"type": ty, "object": served(self.kind, &self.api_version, obj)}).to_string();
-        s.push('\n');
-        Bytes::from(s)
-    }
-}
-
-struct WatchState {
-    inner: Arc<Inner>,
-    changed: watch::Receiver<u64>,
-    spec: WatchSpec,
-    /// Events up to this version have been sent (0 = nothing yet, replay current objects).
-    since: u64,
-    deadline: tokio::time::Instant,
-    pending: VecDeque<Bytes>,
-    done: bool,
-}
-
-impl WatchState {
-    /// Queues what happened since the last call; `false` when the stream must end.
-    fn collect(&mut self) -> bool {
-        self.changed.borrow_and_update();
-        let st = self.inner.lock();
-        if st.closed || st.fail.is_some() {
-            return false;
-        }
-        if self.since == 0 {
-            for obj in st.objects(self.spec.kind, self.spec.namespace.as_deref()) {
-                if self.spec.wants(self.spec.kind, obj) {
-                    self.pending.push_back(self.spec.line("ADDED", obj));
-                }
-            }
-            if self.spec.initial_end {
-                let bookmark = json!({
-                    "metadata": {
-                        "resourceVersion": st.rv.to_string(),
-                        "annotations": {"k8s.io/initial-events-end": "true"},
-                    }
-                });
-                self.pending
-                    .push_back(self.spec.line("BOOKMARK", &bookmark));
-            }
-        } else if self.since < st.compacted {
-            let msg = format!(
-                "too old resource version: {} ({})",
-                self.since,
-                st.compacted + 1
-            );
-            let mut line = json!({"type": "ERROR", "object": status_body(410, &msg)}).to_string();
-            line.push('\n');
-            self.pending.push_back(Bytes::from(line));
-            self.done = true;
-            return true;
-        } else {
-            for c in st.log.iter().filter(|c| c.rv > self.since) {
-                if self.spec.wants(c.kind, &c.object) {
-                    self.pending.push_back(self.spec.line(c.ty, &c.object));
-                }
+        (
+            Method::GET,
+            Route::Item {
+                kind,
+                namespace,
+                name,
+                api_version,
+                ..
+            },
+        ) => {
+            let st = inner.lock();
+            match st.get(kind, namespace.as_deref().unwrap_or(""), &name) {
+                Some(obj) if as_table => json_response(
+                    200,
+                    &table::table(kind, &[served(kind, &api_version, obj)], &st.rv.to_string()),
+                ),
+                Some(obj) => json_response(200, &served(kind, &api_version, obj)),
+                None => not_found(kind, &api_version, &name),
             }
         }
-        self.since = st.rv;
-        true
-    }
-}
-
-fn watch_response(inner: Arc<Inner>, spec: WatchSpec, since: u64, timeout: Duration) -> Response {
-    let changed = inner.changed.subscribe();
-    let state = WatchState {
-        inner,
-        changed,
-        spec,
-        since,
-        deadline: tokio::time::Instant::now() + timeout,
-        pending: VecDeque::new(),
-        done: false,
-    };
-    let stream = futures::stream::unfold(state, |mut st| async move {
-        loop {
-            if let Some(line) = st.pending.pop_front() {
-                return Some((Ok::<Bytes, Infallible>(line), st));
-            }
-            if st.done || !st.collect() {
-                return None;
-            }
-            if !st.pending.is_empty() {
-                continue;
-            }
-            match tokio::time::timeout_at(st.deadline, st.changed.changed()).await {
-                Ok(Ok(())) => {}
-                // Timed out, or the server is gone.
-                Ok(Err(_)) | Err(_) => return None,
-            }
+        (
+            Method::POST,
+            Route::Collection {
+                kind: Kind::Event,
+                namespace: Some(ns),
+                api_version,
+            },
+        ) if api_version != "v1" => write::create_event(inner, &ns, body),
+        (
+            Method::PATCH,
+            Route::Item {
+                kind: kind @ (Kind::Node | Kind::Event),
+                namespace,
+                name,
+                api_version,
+                status,
+            },
+        ) if api_version != "v1" || kind == Kind::Node => {
+            let target = write::Target {
+                kind,
+                namespace: namespace.unwrap_or_default(),
+                name,
+                api_version,
+                status,
+            };
+            write::patch(inner, &target, &header_text(header::CONTENT_TYPE), body)
         }
-    });
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(stream),
-    )
-        .into_response()
+        _ => error_response(
+            405,
+            &format!("the fake API server does not serve {method} {path}"),
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::BodyExt;
 
-    #[test]
-    fn decodes_queries() {
-        assert_eq!(
-            percent_decode("spec.nodeName%3Dnode-a"),
-            "spec.nodeName=node-a"
-        );
-        assert_eq!(percent_decode("a+b%2Cc"), "a b,c");
-        assert_eq!(percent_decode("100%"), "100%");
-        assert_eq!(percent_decode("%zz"), "%zz");
-        assert_eq!(
-            parse_query(Some("watch=true&fieldSelector=a%3Db&x")),
-            vec![
-                ("watch".to_owned(), "true".to_owned()),
-                ("fieldSelector".to_owned(), "a=b".to_owned()),
-                ("x".to_owned(), String::new()),
-            ]
-        );
+    /// One request to the server: (status, JSON body).
+    async fn call(api: &FakeApi, method: &str, path: &str, ct: &str, body: Value) -> (u16, Value) {
+        let req = axum::http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", ct)
+            .header(
+                "accept",
+                if ct == "table" {
+                    "application/json;as=Table;v=v1;g=meta.k8s.io"
+                } else {
+                    "application/json"
+                },
+            )
+            .body(kube::client::Body::from(body.to_string().into_bytes()))
+            .unwrap();
+        let resp = api.client().unwrap().send(req).await.unwrap();
+        let code = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
-    #[test]
-    fn selectors_match() {
-        let pod = json!({"metadata": {"labels": {"app": "x"}}, "spec": {"nodeName": "n1"}});
-        let m = |f: Option<&str>, l: Option<&str>| Selector::parse(f, l).matches(&pod);
-        assert!(m(None, None));
-        assert!(m(Some("spec.nodeName=n1"), None));
-        assert!(m(Some("spec.nodeName==n1"), None));
-        assert!(!m(Some("spec.nodeName=n2"), None));
-        assert!(m(Some("spec.nodeName!=n2"), None));
-        assert!(!m(Some("spec.nodeName=n1,spec.driver=d"), None));
+    const SMP: &str = "application/strategic-merge-patch+json";
+    const MERGE: &str = "application/merge-patch+json";
+
+    fn node() -> Value {
+        json!({"metadata": {"name": "n1"}, "status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+    }
+
+    fn event(name: &str) -> Value {
+        json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": "default"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "regarding": {"kind": "Node", "name": "n1", "uid": "u1"},
+            "reason": "GpuXid", "note": "GPU 3 reported Xid 79", "type": "Warning",
+            "action": "Detected", "reportingController": "gpu-exporter",
+            "reportingInstance": "gpu-exporter-n1"})
+    }
+
+    #[tokio::test]
+    async fn node_status_patches_merge_conditions_and_keep_other_writers() {
+        let api = FakeApi::start().await.unwrap();
+        api.apply_node(node());
+        let rv0 = api.node("n1").unwrap()["metadata"]["resourceVersion"].clone();
+        let ours = json!({"status": {"conditions": [{"type": "GpuHealthy", "status": "False", "reason": "Xid79"}]}});
+        let (code, got) = call(&api, "PATCH", "/api/v1/nodes/n1/status", SMP, ours.clone()).await;
+        assert_eq!(code, 200, "{got}");
+        let n = api.node("n1").unwrap();
+        let types: Vec<&str> = n["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            types,
+            ["Ready", "GpuHealthy"],
+            "the kubelet's condition is kept"
+        );
+        assert_ne!(n["metadata"]["resourceVersion"], rv0);
+        // The same patch again changes nothing and keeps the resourceVersion.
+        let rv1 = n["metadata"]["resourceVersion"].clone();
+        call(&api, "PATCH", "/api/v1/nodes/n1/status", SMP, ours).await;
+        assert_eq!(api.node("n1").unwrap()["metadata"]["resourceVersion"], rv1);
+        // A merge patch replaces the list.
+        let only = json!({"status": {"conditions": [{"type": "GpuHealthy", "status": "True"}]}});
+        assert_eq!(
+            call(&api, "PATCH", "/api/v1/nodes/n1/status", MERGE, only)
+                .await
+                .0,
+            200
+        );
+        assert_eq!(
+            api.node("n1").unwrap()["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+        // The main resource ignores status changes, as a real server does.
+        let main = json!({"metadata": {"labels": {"a": "b"}}, "status": {"conditions": []}});
+        assert_eq!(
+            call(&api, "PATCH", "/api/v1/nodes/n1", MERGE, main).await.0,
+            200
+        );
+        let n = api.node("n1").unwrap();
+        assert_eq!(n["metadata"]["labels"]["a"], "b");
+        assert_eq!(n["status"]["conditions"].as_array().unwrap().len(), 1);
+        // Stale resourceVersion, unknown node, server-side apply.
+        let stale = json!({"metadata": {"resourceVersion": "1"}, "status": {}});
+        assert_eq!(
+            call(&api, "PATCH", "/api/v1/nodes/n1/status", SMP, stale)
+                .await
+                .0,
+            409
+        );
+        let (code, body) = call(&api, "PATCH", "/api/v1/nodes/nope/status", SMP, json!({})).await;
+        assert_eq!((code, body["reason"].as_str()), (404, Some("NotFound")));
+        let (code, body) = call(
+            &api,
+            "PATCH",
+            "/api/v1/nodes/n1/status",
+            "application/apply-patch+yaml",
+            json!({}),
+        )
+        .await;
+        assert_eq!((code, body["kind"].as_str()), (415, Some("Status")));
+        let (code, list) = call(&api, "GET", "/api/v1/nodes", "", Value::Null).await;
+        assert_eq!((code, list["kind"].as_str()), (200, Some("NodeList")));
+        assert_eq!(api.write_count("PATCH", "/api/v1/nodes/n1/status"), 5);
+    }
+
+    #[tokio::test]
+    async fn events_are_created_patched_and_listed_in_both_shapes() {
+        let api = FakeApi::start().await.unwrap();
+        let coll = "/apis/events.k8s.io/v1/namespaces/default/events";
+        let (code, created) = call(&api, "POST", coll, "application/json", event("n1.1")).await;
+        assert_eq!(code, 201, "{created}");
+        assert!(created["metadata"]["uid"].is_string());
+        assert!(created["metadata"]["creationTimestamp"].is_string());
+        let (code, dup) = call(&api, "POST", coll, "application/json", event("n1.1")).await;
+        assert_eq!((code, dup["reason"].as_str()), (409, Some("AlreadyExists")));
+        let mut bad = event("n1.2");
+        bad["reportingController"] = json!("");
+        assert_eq!(
+            call(&api, "POST", coll, "application/json", bad).await.0,
+            422
+        );
+        let series =
+            json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z"}});
+        assert_eq!(
+            call(&api, "PATCH", &format!("{coll}/n1.1"), MERGE, series)
+                .await
+                .0,
+            200
+        );
+        assert_eq!(api.events()[0]["series"]["count"], 2);
+        let (_, list) = call(
+            &api,
+            "GET",
+            "/apis/events.k8s.io/v1/events?fieldSelector=regarding.name%3Dn1",
+            "",
+            Value::Null,
+        )
+        .await;
+        assert_eq!(list["items"].as_array().unwrap().len(), 1);
+        let (_, none) = call(
+            &api,
+            "GET",
+            "/apis/events.k8s.io/v1/events?fieldSelector=regarding.name%3Dn2",
+            "",
+            Value::Null,
+        )
+        .await;
+        assert_eq!(none["items"].as_array().unwrap().len(), 0);
+        let q =
+            "/api/v1/events?fieldSelector=involvedObject.kind%3DNode%2CinvolvedObject.name%3Dn1";
+        let (_, core) = call(&api, "GET", q, "", Value::Null).await;
+        let item = &core["items"][0];
+        assert_eq!(item["apiVersion"], "v1");
+        assert_eq!(item["message"], "GPU 3 reported Xid 79");
+        assert_eq!(item["involvedObject"]["uid"], "u1");
+        assert_eq!(item["series"]["count"], 2);
+        let (_, one) = call(
+            &api,
+            "GET",
+            "/api/v1/namespaces/default/events/n1.1",
+            "",
+            Value::Null,
+        )
+        .await;
+        assert_eq!(one["reportingComponent"], "gpu-exporter");
+        let (_, table) = call(&api, "GET", "/api/v1/events", "table", Value::Null).await;
+        assert_eq!(table["kind"], "Table");
+        assert_eq!(table["rows"][0]["cells"][2], "GpuXid");
+    }
+
+    #[tokio::test]
+    async fn write_faults_hit_only_writes_under_their_prefix() {
+        let api = FakeApi::start().await.unwrap();
+        api.apply_node(node());
+        api.set_write_faults(vec![WriteFault {
+            path_prefix: "/apis/events.k8s.io/".into(),
+            status: Some(403),
+            delay: Duration::ZERO,
+        }]);
+        let coll = "/apis/events.k8s.io/v1/namespaces/default/events";
+        let (code, body) = call(&api, "POST", coll, "application/json", event("e")).await;
+        assert_eq!((code, body["reason"].as_str()), (403, Some("Forbidden")));
         assert!(
-            m(Some("spec.driver="), None),
-            "a missing field is the empty string"
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("cannot create resource \"events.events.k8s.io\""),
+            "{body}"
         );
-        assert!(m(None, Some("app=x")));
-        assert!(!m(None, Some("app!=x")));
-        assert!(m(None, Some("app")));
-        assert!(!m(None, Some("!app")));
-        assert!(m(None, Some("!other")));
-    }
-
-    #[test]
-    fn routes() {
-        let v = vec!["v1beta1".to_owned()];
-        assert!(matches!(
-            route("/api/v1/pods", &v),
-            Route::Collection {
-                kind: Kind::Pod,
-                ..
-            }
-        ));
-        assert!(matches!(route("/apis/resource.k8s.io", &v), Route::Group));
-        assert!(matches!(
-            route("/apis/resource.k8s.io/v1beta1/resourceslices", &v),
-            Route::Collection {
-                kind: Kind::Slice,
-                ..
-            }
-        ));
-        assert!(matches!(
-            route("/apis/resource.k8s.io/v1/resourceslices", &v),
-            Route::NotFound
-        ));
-        assert!(matches!(
-            route("/apis/resource.k8s.io", &[]),
-            Route::NotFound
-        ));
+        assert_eq!(
+            call(&api, "GET", coll, "", Value::Null).await.0,
+            200,
+            "reads still work"
+        );
+        let cond = json!({"status": {"conditions": [{"type": "GpuHealthy", "status": "True"}]}});
+        assert_eq!(
+            call(&api, "PATCH", "/api/v1/nodes/n1/status", SMP, cond.clone())
+                .await
+                .0,
+            200
+        );
+        assert!(api.events().is_empty());
+        api.set_write_faults(vec![WriteFault {
+            path_prefix: String::new(),
+            status: None,
+            delay: Duration::from_millis(50),
+        }]);
+        assert_eq!(
+            call(&api, "POST", coll, "application/json", event("e"))
+                .await
+                .0,
+            201,
+            "slow but served"
+        );
+        api.set_write_faults(Vec::new());
+        assert_eq!(api.write_count("POST", "/apis/events.k8s.io/"), 2);
+        assert_eq!(api.writes().last().unwrap(), &format!("POST {coll} 201"));
+        api.set_fail(Some(500));
+        assert_eq!(
+            call(&api, "GET", "/api/v1/nodes", "", Value::Null).await.0,
+            500
+        );
     }
 }
