@@ -1,0 +1,387 @@
+//! GPU health into Kubernetes (`--kubernetes-node-conditions`, `--kubernetes-events`), end to
+//! end: the binary on a simulated node whose GPUs fail in each way a pod can hold a GPU
+//! (exclusive, MIG, time-sliced, DRA), writing to the simulated API server, read back from
+//! it as a controller would. Then the writers against an API server that refuses (403),
+//! errors (500), is slow, or cannot be reached: the counts say so, the Event queue stays
+//! bounded, and each kind logs one line per change of state.
+#![cfg(feature = "sim")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Exporter, http_get, wait_until};
+use gpu_exporter::exposition::publish::{Shared, render};
+use gpu_exporter::notify::{self, NotifyOptions};
+use gpu_exporter::sim::api::WriteFault;
+use serde_json::Value;
+
+const SCENARIO: &str = "tests/fixtures/scenarios/notify.toml";
+
+/// GET `path` on the simulated API server at `port`, as JSON.
+fn api(port: u16, path: &str) -> Value {
+    serde_json::from_str(&http_get(port, path, &[]).expect("API answers").text()).unwrap()
+}
+
+/// The `status` of condition `ty`, if the Node has it.
+fn status(node: &Value, ty: &str) -> Option<String> {
+    node["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == ty)
+        .and_then(|c| c["status"].as_str().map(str::to_owned))
+}
+
+fn condition<'a>(node: &'a Value, ty: &str) -> &'a Value {
+    node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == ty)
+        .unwrap_or_else(|| panic!("no {ty} condition: {node:#}"))
+}
+
+/// (namespace/name of the object, reason) of every Event about a pod.
+fn pod_events(events: &Value) -> BTreeSet<(String, String)> {
+    events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["regarding"]["kind"] == "Pod")
+        .map(|e| {
+            (
+                format!(
+                    "{}/{}",
+                    e["regarding"]["namespace"].as_str().unwrap(),
+                    e["regarding"]["name"].as_str().unwrap()
+                ),
+                e["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
+    let e = Exporter::builder()
+        .args([
+            "--simulate",
+            SCENARIO,
+            "-k",
+            "-c",
+            "200",
+            "--kubernetes-node-conditions",
+            "--kubernetes-events",
+            "--health-hold",
+            "2s",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NODE_NAME")
+        .env("RUST_LOG", "info")
+        .log_pipe()
+        .start();
+    e.wait_log("api=http://127.0.0.1:", Duration::from_secs(10));
+    let log = e.log();
+    let port: u16 = log
+        .split("api=http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .expect("the simulated API server's port in the log");
+    let node_path = "/api/v1/nodes/sim-notify-node";
+
+    // GPU 0's power brake (1–3 s) makes the node degraded, and the Xid 48 on GPU 2 and 79 on
+    // GPU 4 make it unhealthy and ask for a reset and a reboot.
+    wait_until("GpuDegraded and GpuUnhealthy set", || {
+        let n = api(port, node_path);
+        ["GpuDegraded", "GpuUnhealthy", "GpuRebootRequired"]
+            .iter()
+            .all(|t| status(&n, t).as_deref() == Some("True"))
+    });
+    let n = api(port, node_path);
+    // The kubelet's condition is kept: only the exporter's own types are written.
+    assert_eq!(condition(&n, "Ready")["reason"], "KubeletReady");
+    let degraded = condition(&n, "GpuDegraded");
+    assert_eq!(degraded["reason"], "PowerBrake", "{degraded}");
+    let message = degraded["message"].as_str().unwrap();
+    assert!(message.starts_with("GPU 0 (GPU-"), "{message}");
+    let unhealthy = condition(&n, "GpuUnhealthy");
+    let message = unhealthy["message"].as_str().unwrap();
+    for want in [
+        "GPU 2 (GPU-",
+        "Xid 48 (memory)",
+        "GPU 4 (GPU-",
+        "Xid 79 (hardware)",
+    ] {
+        assert!(message.contains(want), "{want} not in {message}");
+    }
+    assert!(
+        condition(&n, "GpuRebootRequired")["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU 4 (GPU-")
+    );
+
+    // Events on exactly the pods holding a GPU that was hit.
+    let want: BTreeSet<(String, String)> = [
+        ("research/llm-train-0", "PowerBrake"),
+        ("inference/chat-api-7d4b9c8f6d-x2k4p", "XidMemory"),
+        ("inference/chat-api-7d4b9c8f6d-9fj2m", "XidMemory"),
+        ("inference/embed-5c6d7e8f9a-qq7rt", "XidMemory"),
+        ("sandbox/notebook-alice", "XidMemory"),
+        ("inference/rerank-a", "XidHardware"),
+        ("inference/rerank-b", "XidHardware"),
+        ("media/render-farm-0", "XidApplication"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    .collect();
+    wait_until("the Events of every pod hit", || {
+        pod_events(&api(port, "/apis/events.k8s.io/v1/events")).is_superset(&want)
+    });
+    let events = api(port, "/apis/events.k8s.io/v1/events");
+    let got = pod_events(&events);
+    // Nothing else on a pod: the power brake's hardware slowdown and Xid 48's reset request
+    // may add reasons on the same pods, never a pod that held no faulty GPU.
+    let pods: BTreeSet<&String> = got.iter().map(|(p, _)| p).collect();
+    let want_pods: BTreeSet<&String> = want.iter().map(|(p, _)| p).collect();
+    assert_eq!(pods, want_pods, "{got:#?}");
+    // Each names the container, the GPU, the cause and what to do.
+    let note = |pod: &str, reason: &str| -> String {
+        events["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
+            .map(|e| e["note"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    let n = note("rerank-b", "XidHardware");
+    for w in [
+        "GPU 4 (GPU-",
+        "Xid 79",
+        "container server",
+        "reboot the node",
+    ] {
+        assert!(n.contains(w), "{w:?} not in {n}");
+    }
+    let n = note("notebook-alice", "XidMemory");
+    for w in [
+        "GPU 2 (GPU-",
+        "Xid 48",
+        "container notebook",
+        "MIG GPU instance 11",
+    ] {
+        assert!(n.contains(w), "{w:?} not in {n}");
+    }
+    // The Node gets its own Event per cause, written by the exporter.
+    assert!(events["items"].as_array().unwrap().iter().any(|e| {
+        e["regarding"]["kind"] == "Node"
+            && e["reason"] == "XidHardware"
+            && e["reportingController"] == "gpu-exporter"
+    }));
+
+    // The brake is released at 3 s: after the 2 s hold the degraded condition clears (GPU 6's
+    // application Xid, a warning, goes the same way once its hold ends).
+    wait_until("GpuDegraded cleared", || {
+        status(&api(port, node_path), "GpuDegraded").as_deref() == Some("False")
+    });
+    let d = api(port, node_path);
+    assert_eq!(condition(&d, "GpuDegraded")["reason"], "GpusNotDegraded");
+    // Repeats are one Event each, never one per tick.
+    let before = api(port, "/apis/events.k8s.io/v1/events")["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    let t = e.metrics();
+    assert!(t.contains("gpu_exporter_kube_writes_total{kind=\"event\",result=\"failure\"} 0"));
+    std::thread::sleep(Duration::from_secs(2));
+    let after = api(port, "/apis/events.k8s.io/v1/events")["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(before, after, "Events written while nothing changed");
+}
+
+/// The writers against a failing API server, in process: a tick's snapshot is published by
+/// hand, as the sampler does, and the simulated API server's write faults play the server.
+#[test]
+fn a_failing_api_server_is_counted_bounded_and_harmless() {
+    let node = common::SimNode::new(SCENARIO, 7);
+    let cluster = common::Cluster::start(&node);
+    let counters = common::default_counters();
+    let cfg = common::config(&["--health-hold", "30s"]);
+    let k = cluster.config();
+    let mut sampler = node
+        .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+        .with_attribution(cluster.attributor(&k))
+        .with_health(cfg.health_options());
+    let opts = cfg.encode_options();
+    let shared = Arc::new(Shared::new(render(Default::default(), &counters, &opts)));
+    let api = &cluster.sim.api;
+    let mut t = 0.5;
+    let mut tick = |shared: &Shared| {
+        node.set_time(t);
+        let mut snap = sampler.tick(t);
+        snap.stats.kube_writes = shared.kube_writes();
+        shared.publish(render(snap, &counters, &opts), true);
+        t += 0.5;
+    };
+    // Events refused (403) and conditions erroring (500) from the start.
+    api.set_write_faults(vec![
+        WriteFault {
+            path_prefix: "/apis/events.k8s.io/".into(),
+            status: Some(403),
+            delay: Duration::ZERO,
+        },
+        WriteFault {
+            path_prefix: "/api/v1/nodes/".into(),
+            status: Some(500),
+            delay: Duration::ZERO,
+        },
+    ]);
+    let start = |queue: usize| {
+        notify::spawn(
+            cluster.sim.client.clone(),
+            NotifyOptions {
+                node: cluster.sim.node.clone(),
+                conditions: true,
+                events: true,
+                interval: Duration::from_millis(50),
+                timeout: Duration::from_millis(300),
+                queue,
+            },
+            Arc::clone(&shared),
+            cluster.rt.handle(),
+        )
+    };
+    start(64);
+    let figures = |shared: &Shared| shared.kube_writes().unwrap();
+    wait_until("refused writes counted", || {
+        tick(&shared);
+        std::thread::sleep(Duration::from_millis(60));
+        let f = figures(&shared);
+        f.events_failed > 0 && f.conditions_failed > 0
+    });
+    // The page and the metrics go on: the published exposition has every GPU and the counts.
+    let text = String::from_utf8(shared.load().plain.to_vec()).unwrap();
+    assert!(text.contains("gpu_exporter_kube_writes_total{kind=\"event\",result=\"failure\"}"));
+    assert!(text.contains("gpu_health_status{"), "{text}");
+    assert_eq!(text.matches("gpu_device_up{").count(), 8, "{text}");
+    assert_eq!(figures(&shared).events_ok, 0);
+    let conditions = |api: &gpu_exporter::sim::api::FakeApi| -> Vec<Value> {
+        api.node(&cluster.sim.node).unwrap()["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    assert!(
+        conditions(api).iter().all(|c| c["type"] == "Ready"),
+        "a refused patch wrote something"
+    );
+
+    // Slow (2 s per write, over the 300 ms deadline): calls time out, and a second writer
+    // with a queue of 4, whose first plan holds every fault's Events at once, drops the rest
+    // and counts them.
+    api.set_write_faults(vec![WriteFault {
+        path_prefix: String::new(),
+        status: None,
+        delay: Duration::from_secs(2),
+    }]);
+    start(4);
+    wait_until("Events dropped for a full queue", || {
+        tick(&shared);
+        std::thread::sleep(Duration::from_millis(60));
+        figures(&shared).dropped > 0
+    });
+
+    // The server works again: the conditions are written, the kubelet's kept.
+    api.set_write_faults(Vec::new());
+    wait_until("conditions written once the server answers", || {
+        tick(&shared);
+        std::thread::sleep(Duration::from_millis(60));
+        conditions(api)
+            .iter()
+            .any(|c| c["type"] == "GpuUnhealthy" && c["status"] == "True")
+    });
+    assert!(conditions(api).iter().any(|c| c["type"] == "Ready"));
+    assert!(figures(&shared).conditions_ok > 0);
+}
+
+/// An API server that cannot be reached: every write fails and is counted, nothing else
+/// changes.
+#[test]
+fn an_unreachable_api_server_is_counted() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let closed = common::free_port();
+    let client = {
+        let _g = rt.enter();
+        let uri: axum::http::Uri = format!("http://127.0.0.1:{closed}").parse().unwrap();
+        kube::Client::try_from(kube::Config::new(uri)).unwrap()
+    };
+    let node = common::SimNode::new(SCENARIO, 7);
+    let counters = common::default_counters();
+    let cfg = common::config(&[]);
+    let mut sampler = node
+        .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+        .with_health(cfg.health_options());
+    let opts = cfg.encode_options();
+    let shared = Arc::new(Shared::new(render(Default::default(), &counters, &opts)));
+    notify::spawn(
+        client,
+        NotifyOptions {
+            node: "sim-notify-node".into(),
+            conditions: true,
+            events: true,
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_millis(300),
+            queue: 16,
+        },
+        Arc::clone(&shared),
+        rt.handle(),
+    );
+    let mut t = 0.5;
+    wait_until("unreachable writes counted", || {
+        node.set_time(t);
+        shared.publish(render(sampler.tick(t), &counters, &opts), true);
+        t += 0.5;
+        std::thread::sleep(Duration::from_millis(60));
+        let f = shared.kube_writes().unwrap();
+        f.conditions_failed > 0 && f.events_failed > 0 && !f.last_ok
+    });
+}
+
+/// The writes need -k and the node's name: each is refused at start with the flag named.
+#[test]
+fn the_writes_without_kubernetes_or_a_node_name_are_refused() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(common::BIN)
+            .args(args)
+            .env_remove("NODE_NAME")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--kubernetes-events", "-a", "127.0.0.1:0"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--kubernetes-events needs -k/--kubernetes"),
+        "{err}"
+    );
+    let (code, err) = run(&["--kubernetes-node-conditions", "-k", "-a", "127.0.0.1:0"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--kubernetes-node-conditions needs the node's name in NODE_NAME"),
+        "{err}"
+    );
+}
