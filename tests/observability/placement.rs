@@ -39,11 +39,19 @@ pub(crate) fn expected_alerts(no_driver: u16, down: u16) -> BTreeSet<String> {
         "GpuUnderutilized 6/2",
         "GpuAllocatedIdle 5",
         "GpuAllocatedIdle 6/2",
+        // The health model's verdicts: GPUs 2 and 4 critical, 0, 3 and 7 warning.
+        "GpuHealthCritical 2",
+        "GpuHealthCritical 4",
+        "GpuHealthWarning 0",
+        "GpuHealthWarning 3",
+        "GpuHealthWarning 7",
     ]
     .iter()
     .map(|s| format!("{INCIDENTS_NODE} {s}"))
     .collect();
     want.insert(format!("{NVLINK5_NODE} GpuNvlinkEffectiveBerHigh 0"));
+    // The same errors past FEC are a warning of the health model.
+    want.insert(format!("{NVLINK5_NODE} GpuHealthWarning 0"));
     for name in ["GpuExporterNvmlDown", "GpuExporterSamplesStale"] {
         want.insert(format!("127.0.0.1:{no_driver} {name}"));
     }
