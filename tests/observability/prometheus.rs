@@ -471,11 +471,12 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     // lost: the pod that held it must come back.
     checks.push(Check::new(
         "the pod that held the GPU that reported Xid 79".into(),
-        Ask::Query(format!(
-            "max_over_time(gpu_allocation_info{{pod=\"batch-embed-28811600-4kx7w\"}}[1h]) \
+        Ask::Query(
+            "max_over_time(gpu_allocation_info{pod=\"batch-embed-28811600-4kx7w\"}[1h]) \
              * on (instance, UUID) group_left (xid) \
-             (max by (instance, UUID, xid) (max_over_time(gpu_xid_errors_total{{xid=\"79\"}}[1h])) > 0)"
-        )),
+             (max by (instance, UUID, xid) (max_over_time(gpu_xid_errors_total{xid=\"79\"}[1h])) > 0)"
+                .into(),
+        ),
     ));
     let prom_port = procs.start_prometheus(&tools[0], &config);
     let deadline = Instant::now() + EVAL_DEADLINE;
