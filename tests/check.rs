@@ -265,6 +265,8 @@ fn an_api_that_forbids_fails_and_names_rbac() {
             "--kubernetes-pod-metadata=true",
             "--kubernetes-process-metrics=false",
             "--kubernetes-enable-dra",
+            "--kubernetes-node-conditions",
+            "--kubernetes-events",
         ])
         .env("KUBECONFIG", &kubeconfig)
         .env("NODE_NAME", "gpu-node-1")
@@ -288,8 +290,35 @@ fn an_api_that_forbids_fails_and_names_rbac() {
             &format!("127.0.0.1:{port}"),
         ],
     );
-    // With DRA, the ResourceSlices the DRA source lists are reviewed too.
+    // With DRA, the ResourceSlices the DRA source lists are reviewed too; with the health
+    // writes, what they write.
     line_with(&text, &["FAIL", "resourceslices"]);
+    line_with(&text, &["FAIL", "patch nodes/status"]);
+    line_with(&text, &["FAIL", "create events.events.k8s.io"]);
+    line_with(&text, &["FAIL", "patch events.events.k8s.io"]);
+}
+
+/// With the health writes on, check reviews what they write, and the simulated API server
+/// allows it.
+#[test]
+fn the_health_writes_permissions_are_reviewed() {
+    let (code, out) = check(&[
+        "--simulate",
+        "h100-mig",
+        "-k",
+        "--kubernetes-node-conditions",
+        "--kubernetes-events",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    line_with(&out, &["ok", "patch nodes/status", "allowed"]);
+    line_with(&out, &["ok", "create events.events.k8s.io", "allowed"]);
+    line_with(&out, &["ok", "patch events.events.k8s.io", "allowed"]);
+    // Without them, nothing about writes is asked.
+    let (_, out) = check(&["--simulate", "h100-mig", "-k"]);
+    assert!(
+        !out.contains("nodes/status") && !out.contains("events.k8s.io"),
+        "{out}"
+    );
 }
 
 /// Allocated device IDs that name no exported device (here: `-d` leaves GPUs out) are listed

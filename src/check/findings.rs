@@ -359,8 +359,8 @@ pub fn api(
     pods: Result<usize, String>,
     node: Option<&str>,
 ) {
-    let rbac_fix = "grant get, list and watch on it to the exporter's service account: the chart's \
-                    ClusterRole (rbac.create=true), docs/kubernetes-rbac.md";
+    let rbac_fix = "grant it to the exporter's service account: the chart's ClusterRole \
+                    (rbac.create=true), docs/kubernetes-rbac.md, docs/least-privilege.md";
     for a in reviews {
         let what = if a.group.is_empty() {
             format!("{} {}", a.verb, a.resource)

@@ -424,7 +424,8 @@ fn kubernetes(r: &mut Report, cfg: &Config, k: &KubernetesInUse, rt: &tokio::run
     if let Some(root) = &k.proc_root {
         findings::proc_root(r, root, std::process::id());
     }
-    if !(kcfg.pod_metadata || kcfg.dra) {
+    let writes = &cfg.health_args;
+    if !(kcfg.pod_metadata || kcfg.dra || writes.writes()) {
         return;
     }
     match &k.client {
@@ -432,7 +433,12 @@ fn kubernetes(r: &mut Report, cfg: &Config, k: &KubernetesInUse, rt: &tokio::run
             use crate::sources::kube::access;
             let detail = format!("from {}", k.api_config);
             r.add("kubernetes", "API client", Severity::Ok, detail, None);
-            let reviews = rt.block_on(access::review(client, &access::needed(kcfg.dra)));
+            let needs = access::needed(
+                kcfg.dra,
+                writes.kubernetes_node_conditions,
+                writes.kubernetes_events,
+            );
+            let reviews = rt.block_on(access::review(client, &needs));
             let node = k.node_name.as_deref();
             let pods = rt.block_on(access::pods_on_node(client, node));
             findings::api(r, &reviews, pods.map_err(|e| e.to_string()), node);

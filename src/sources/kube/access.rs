@@ -1,7 +1,8 @@
 //! What the exporter's service account may do, asked the API server itself: one
 //! `SelfSubjectAccessReview` per verb the enabled features need (get, list and watch on pods;
-//! on ResourceSlices with DRA), and how many pods the node-scoped list returns. Used by
-//! `gpu-exporter check`.
+//! on ResourceSlices with DRA; patch on nodes/status with the Node conditions; create and
+//! patch on events.k8s.io Events with the Events), and how many pods the node-scoped list
+//! returns. Used by `gpu-exporter check`.
 //!
 //! Owns those requests and their answers as plain data. It must not keep anything running or
 //! decide what an answer means for the report (the check does).
@@ -36,27 +37,69 @@ pub struct Access {
     pub reason: Option<String>,
 }
 
-/// The (group, resource) pairs the features read: pods always, ResourceSlices with DRA.
-pub fn needed(dra: bool) -> Vec<(&'static str, &'static str)> {
-    let mut v = vec![("", "pods")];
+/// What one feature needs on one resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    /// API group (empty for core).
+    pub group: &'static str,
+    /// Resource, plural, with its subresource after a slash (`nodes/status`).
+    pub resource: &'static str,
+    /// Verbs.
+    pub verbs: &'static [&'static str],
+}
+
+const READ: &[&str] = &["get", "list", "watch"];
+
+/// What the features need: reading pods always, ResourceSlices with DRA; patching
+/// `nodes/status` with the Node conditions; creating and patching Events with the Events.
+pub fn needed(dra: bool, conditions: bool, events: bool) -> Vec<Need> {
+    let mut v = vec![Need {
+        group: "",
+        resource: "pods",
+        verbs: READ,
+    }];
     if dra {
-        v.push(("resource.k8s.io", "resourceslices"));
+        v.push(Need {
+            group: "resource.k8s.io",
+            resource: "resourceslices",
+            verbs: READ,
+        });
+    }
+    if conditions {
+        v.push(Need {
+            group: "",
+            resource: "nodes/status",
+            verbs: &["patch"],
+        });
+    }
+    if events {
+        v.push(Need {
+            group: "events.k8s.io",
+            resource: "events",
+            verbs: &["create", "patch"],
+        });
     }
     v
 }
 
-/// Reviews get, list and watch on each of `resources`.
-pub async fn review(client: &Client, resources: &[(&'static str, &'static str)]) -> Vec<Access> {
+/// Reviews each verb of each of `needs`.
+pub async fn review(client: &Client, needs: &[Need]) -> Vec<Access> {
     let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
     let mut out = Vec::new();
-    for (group, resource) in resources {
-        for verb in ["get", "list", "watch"] {
+    for n in needs {
+        let (group, resource) = (&n.group, &n.resource);
+        let (plural, sub) = match resource.split_once('/') {
+            Some((p, s)) => (p, Some(s)),
+            None => (*resource, None),
+        };
+        for verb in n.verbs {
             let req = SelfSubjectAccessReview {
                 spec: SelfSubjectAccessReviewSpec {
                     resource_attributes: Some(ResourceAttributes {
                         group: Some((*group).to_owned()),
-                        resource: Some((*resource).to_owned()),
-                        verb: Some(verb.to_owned()),
+                        resource: Some(plural.to_owned()),
+                        subresource: sub.map(str::to_owned),
+                        verb: Some((*verb).to_owned()),
                         ..ResourceAttributes::default()
                     }),
                     ..SelfSubjectAccessReviewSpec::default()
