@@ -58,13 +58,10 @@ fn error_kind(error: &str) -> String {
     error.split(':').next().unwrap_or(error).to_owned()
 }
 
-/// An API error in a line: `HTTP 403 Forbidden: <the server's message>`, or the client's
-/// error (connection refused, TLS, …).
+/// An API error in a line: `403 Forbidden: <the server's message>`, or the client's error
+/// chain (connection refused, TLS, …).
 fn describe(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("HTTP {} {}: {}", s.code, s.reason, s.message),
-        other => other.to_string(),
-    }
+    crate::sources::kube::meta::describe_kube_error(e)
 }
 
 /// The node's object reference.

@@ -150,12 +150,24 @@ fn describe(e: &kube::Error) -> String {
 mod tests {
     use super::*;
 
+    fn names(needs: Vec<Need>) -> Vec<String> {
+        needs
+            .iter()
+            .map(|n| format!("{}/{}:{}", n.group, n.resource, n.verbs.join(",")))
+            .collect()
+    }
+
     #[test]
-    fn dra_adds_resourceslices() {
-        assert_eq!(needed(false), vec![("", "pods")]);
+    fn each_feature_adds_what_it_needs() {
+        assert_eq!(names(needed(false, false, false)), ["/pods:get,list,watch"]);
         assert_eq!(
-            needed(true),
-            vec![("", "pods"), ("resource.k8s.io", "resourceslices")]
+            names(needed(true, true, true)),
+            [
+                "/pods:get,list,watch",
+                "resource.k8s.io/resourceslices:get,list,watch",
+                "/nodes/status:patch",
+                "events.k8s.io/events:create,patch",
+            ]
         );
     }
 }
