@@ -465,10 +465,18 @@ def health():
     )
     red_at_1 = {"noValue": "0", "thresholds": {"mode": "absolute", "steps": [
         {"color": "green", "value": None}, {"color": "red", "value": 1}]}}
+    def xid_increase(sel, window):
+        # Xid series are born at a code's first occurrence (zero series are opt-in), and
+        # Prometheus' increase() does not count a series' first sample: a series born in the
+        # window counts with its whole value (the `unless … offset` arm), the others by
+        # increase(). VictoriaMetrics counts the first sample itself; both agree this way.
+        x = f"gpu_xid_errors_total{{{sel}}}"
+        return f"(({x} unless {x} offset {window}) * 1) or increase({x}[{window}])"
+
     d.row("Now")
     d.panel("stat", "GPUs lost", [f"count(gpu_device_up{{{GPU}}} == 0)"], "none", w=4, h=4, defaults=red_at_1)
     d.panel("stat", "Critical Xids in range",
-            [f'sum(increase(gpu_xid_errors_total{{{GPU}, xid=~"{CRITICAL_XIDS}"}}[$__range]))'], "none", w=4, h=4,
+            [f'sum({xid_increase(f"{GPU}, xid=~{chr(34)}{CRITICAL_XIDS}{chr(34)}", "$__range")})'], "none", w=4, h=4,
             defaults=red_at_1 | {"decimals": 0})
     d.panel("stat", "GPUs with uncorrectable ECC errors",
             [f"count({per_gpu('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL')} > 0)"], "none", w=4, h=4, defaults=red_at_1)
@@ -485,7 +493,7 @@ def health():
 
     d.row("Xid errors")
     d.panel("table", "Xid errors in range, by code and GPU",
-            [f"sum by (Hostname, gpu, UUID, xid) (increase(gpu_xid_errors_total{{{GPU}}}[$__range])) > 0",
+            [f"sum by (Hostname, gpu, UUID, xid) ({xid_increase(GPU, '$__range')}) > 0",
              f"max by (Hostname, gpu, UUID, xid) (gpu_xid_last_seen_timestamp_seconds{{{GPU}}}) * 1000"],
             "none", w=12, h=9,
             description="Every occurrence counts, repeats included (gpu_xid_errors_total). "
@@ -494,7 +502,7 @@ def health():
             overrides=unit_overrides([("last seen", "dateTimeAsIso")])
             + [{"matcher": {"id": "byName", "options": "events"}, "properties": [{"id": "decimals", "value": 0}]}])
     d.panel("timeseries", "Xid errors over time",
-            [(f"sum by (Hostname, gpu, xid) (increase(gpu_xid_errors_total{{{GPU}}}[$__rate_interval])) > 0",
+            [(f"sum by (Hostname, gpu, xid) ({xid_increase(GPU, '$__rate_interval')}) > 0",
               "{{Hostname}} GPU {{gpu}} Xid {{xid}}")],
             "none", defaults={"custom": {"drawStyle": "bars", "fillOpacity": 80, "showPoints": "never"}})
 
