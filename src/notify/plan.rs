@@ -134,12 +134,7 @@ fn gpus(snap: &Snapshot) -> Vec<&EntityHealth> {
 }
 
 fn pod_of(labels: &Labels, gi: Option<u32>) -> Option<PodRef> {
-    let get = |k: &str| {
-        labels
-            .iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| v.to_owned())
-    };
+    let get = |k: &str| labels.get(k).map(str::to_owned);
     Some(PodRef {
         namespace: get("namespace")?,
         name: get("pod")?,
@@ -152,18 +147,15 @@ fn pod_of(labels: &Labels, gi: Option<u32>) -> Option<PodRef> {
 /// Every pod holding GPU `gpu` or one of its MIG instances: from this snapshot's allocation
 /// rows, or the last known ones of a lost GPU.
 pub fn holders(snap: &Snapshot, gpu: u32, uuid: &str) -> Vec<PodRef> {
-    let mut out: Vec<PodRef> = Vec::new();
-    if let Some(j) = &snap.attribution.join {
-        for (i, labels) in &j.allocations {
-            let Some(e) = snap.entities.get(*i).filter(|e| e.id.gpu == gpu) else {
-                continue;
-            };
-            out.extend(pod_of(labels, e.id.mig.as_ref().map(|m| m.gpu_instance_id)));
-        }
-    }
-    for l in snap.attribution.lost.iter().filter(|l| l.uuid == uuid) {
-        out.extend(l.rows.iter().filter_map(|(gi, labels)| pod_of(labels, *gi)));
-    }
+    let a = &snap.attribution;
+    let now = a.allocations().filter_map(|(i, labels)| {
+        let e = snap.entities.get(i).filter(|e| e.id.gpu == gpu)?;
+        pod_of(labels, e.id.mig.as_ref().map(|m| m.gpu_instance_id))
+    });
+    let lost = a
+        .lost_rows(uuid)
+        .filter_map(|(gi, labels)| pod_of(labels, *gi));
+    let mut out: Vec<PodRef> = now.chain(lost).collect();
     out.sort();
     out.dedup();
     out
@@ -281,7 +273,8 @@ impl Planner {
                 .filter(|r| r.present)
                 .map(|r| ((r.reason, r.xid), r.last_seen_unix))
                 .collect();
-            let pods = holders(snap, g.gpu, &g.uuid);
+            // Looked up only when a reason calls for Events (most snapshots have none).
+            let mut holders_of_gpu: Option<Vec<PodRef>> = None;
             for r in g.reasons.iter().filter(|r| r.present) {
                 let new = match before.and_then(|b| b.get(&(r.reason, r.xid))) {
                     None => true,
@@ -295,6 +288,7 @@ impl Planner {
                 let action = format!("Gpu{}", g.gpu);
                 let todo = r.action.words();
                 let reason = pascal(r.reason);
+                let pods = holders_of_gpu.get_or_insert_with(|| holders(snap, g.gpu, &g.uuid));
                 let held = if pods.is_empty() {
                     String::new()
                 } else {
@@ -311,7 +305,7 @@ impl Planner {
                     action: action.clone(),
                     note: clip(format!("{what}{held}; {todo}")),
                 });
-                for p in &pods {
+                for p in pods.iter() {
                     let instance = p
                         .gpu_instance_id
                         .map(|gi| format!(" (MIG GPU instance {gi})"))

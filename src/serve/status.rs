@@ -294,8 +294,7 @@ impl Slots<'_> {
 /// `namespace/pod/container`, or the labels as `name=value` pairs when they name no pod (an
 /// HPC job).
 fn holder_text(l: &crate::snapshot::Labels) -> String {
-    let get = |k: &str| l.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_owned());
-    match (get("namespace"), get("pod"), get("container")) {
+    match (l.get("namespace"), l.get("pod"), l.get("container")) {
         (Some(ns), Some(pod), Some(c)) if !c.is_empty() => format!("{ns}/{pod}/{c}"),
         (Some(ns), Some(pod), _) => format!("{ns}/{pod}"),
         _ => l
@@ -311,9 +310,7 @@ fn holder_text(l: &crate::snapshot::Labels) -> String {
 fn holders(snap: &Snapshot, index: usize) -> Vec<String> {
     let rows = snap
         .attribution
-        .join
-        .iter()
-        .flat_map(|j| j.allocations.iter())
+        .allocations()
         .filter(|(i, _)| *i == index)
         .map(|(_, l)| l);
     let series = snap.attribution.series_labels(index).iter();
@@ -331,10 +328,7 @@ fn holders(snap: &Snapshot, index: usize) -> Vec<String> {
 fn lost_holders(snap: &Snapshot, uuid: &str) -> Vec<String> {
     let mut out: Vec<String> = snap
         .attribution
-        .lost
-        .iter()
-        .filter(|l| l.uuid == uuid)
-        .flat_map(|l| l.rows.iter())
+        .lost_rows(uuid)
         .map(|(gi, l)| match gi {
             Some(gi) => format!("{} (GI {gi})", holder_text(l)),
             None => holder_text(l),

@@ -322,6 +322,22 @@ impl Attribution {
             _ => NONE,
         }
     }
+
+    /// Every `gpu_allocation_info` row: (entity index, labels after the identity).
+    pub fn allocations(&self) -> impl Iterator<Item = (usize, &Labels)> {
+        self.join
+            .iter()
+            .flat_map(|j| j.allocations.iter())
+            .map(|(i, l)| (*i, l))
+    }
+
+    /// The last known rows of lost GPU `uuid`: (GPU instance id on a MIG instance, labels).
+    pub fn lost_rows(&self, uuid: &str) -> impl Iterator<Item = &(Option<u32>, Labels)> {
+        self.lost
+            .iter()
+            .filter(move |l| l.uuid == uuid)
+            .flat_map(|l| l.rows.iter())
+    }
 }
 
 /// How many unmatched device IDs a [`HolderMap`] keeps by name.
@@ -440,6 +456,11 @@ impl Labels {
     /// `true` when there are no pairs.
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty()
+    }
+
+    /// The value of label `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 
     /// The exposition text: `,name="value"` for every pair, values escaped.
