@@ -13,7 +13,10 @@
 # same NVML_SIM_SCENARIO, so both read the same simulated GPUs. Functions the simulator lacks
 # (fan speed, for example) make nvitop log errors and skip those values; its CPU figure is
 # therefore, if anything, lower than on a real node.
-# OLD_SIM=PATH adds a third row: the exporter against another build of the simulated library
+# PROD_BIN=PATH adds a row for the production build (cargo build --release
+# --no-default-features), which has no --simulate and is pointed at the simulated library as
+# nvitop-exporter is; it has no simulated pods either, so no pod series.
+# OLD_SIM=PATH adds a row: the exporter against another build of the simulated library
 # (e.g. one whose event wait polled), to show what the simulator itself costs.
 set -euo pipefail
 bin=$1
@@ -39,6 +42,12 @@ start() { # name port command...
 start gpu-exporter $port "$bin" --simulate "$scenario" -c 1000 -a 127.0.0.1:$port
 start nvitop-exporter $((port + 1)) env LD_LIBRARY_PATH="$work" NVML_SIM_SCENARIO="$scenario" \
   "$venv/bin/nvitop-exporter" --bind-address 127.0.0.1 --port $((port + 1)) --interval 1
+if [ -n "${PROD_BIN:-}" ]; then
+  # The production build (no `sim` feature, what the image carries) has no --simulate: it
+  # loads the simulated library through the dynamic loader, exactly as nvitop-exporter does.
+  start gpu-exporter-production $((port + 3)) env LD_LIBRARY_PATH="$work" NVML_SIM_SCENARIO="$scenario" \
+    "$PROD_BIN" -c 1000 -a 127.0.0.1:$((port + 3))
+fi
 if [ -n "${OLD_SIM:-}" ]; then
   start gpu-exporter-old-sim $((port + 2)) "$bin" --simulate "$scenario" --nvml-lib "$OLD_SIM" \
     -c 1000 -a 127.0.0.1:$((port + 2))
@@ -69,5 +78,7 @@ for i in "${!pids[@]}"; do
     'BEGIN { w = b - a; printf "| %s | %.2f in %.0f s | %.3f | %d | %d |\n", n, c / k, w, 100 * c / k / w, r, s }' |
     tee -a "$work/rows"
 done
-awk -F'|' 'NR == 1 { c = $3; r = $5 } NR == 2 { split(c, a, " "); split($3, b, " ");
-  if (a[1] > 0) printf "nvitop-exporter / gpu-exporter: CPU %.1f×, RSS %.1f×\n", b[1] / a[1], $5 / r }' "$work/rows"
+awk -F'|' '{ split($3, t, " "); cpu[NR] = t[1]; rss[NR] = $5; name[NR] = $2 }
+  $2 ~ /nvitop/ { n = NR }
+  END { for (i = 1; i <= NR; i++) if (i != n && cpu[i] > 0)
+    printf "nvitop-exporter /%s: CPU %.1f×, RSS %.1f×\n", name[i], cpu[n] / cpu[i], rss[n] / rss[i] }' "$work/rows"
