@@ -6,8 +6,8 @@
 //! Bounded: the Events wait in a queue of fixed size (a full queue drops the new Event and
 //! counts it), each call has a deadline, and the conditions are a latest-wins value retried
 //! with backoff, never a queue, and written again for a while after a call that timed out
-//! (the server may still make that write, late, over a newer one). Each kind logs one line per change of state (failing, and
-//! working again), never one per call. It must not plan what to write (`plan` does) or read
+//! (the server may still make that write, late, over a newer one). Each kind logs one line
+//! per change of state (failing, and working again), never one per call. It must not plan what to write (`plan` does) or read
 //! the snapshot.
 
 use std::sync::Arc;
@@ -137,7 +137,7 @@ const REWRITE: Duration = Duration::from_secs(5);
 /// Writes the desired conditions whenever they change, retrying a failed write with backoff.
 /// A write that timed out may still be made later by the server, over a newer one: until
 /// [`LATE_WRITES`] has passed since the last such write, the current conditions are written
-/// again every [`REWRITE`] (a patch that changes nothing leaves the Node as it is).
+/// again every [`REWRITE`] (the same conditions; only `lastHeartbeatTime` moves).
 pub async fn conditions(
     client: kube::Client,
     node: String,
