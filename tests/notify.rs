@@ -104,12 +104,18 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
     let node_path = NODE_PATH;
 
     // GPU 0's power brake (1–3 s) makes the node degraded, and the Xid 48 on GPU 2 and 79 on
-    // GPU 4 make it unhealthy and ask for a reset and a reboot.
-    wait_until("GpuDegraded and GpuUnhealthy set", || {
+    // GPU 4 make it unhealthy and ask for a reset and a reboot. A tick that straddles 1 s can
+    // read GPU 0's clocks just before the brake and still carry the Xids of 1 s (the Xid
+    // thread records them on its own): its GpuDegraded names GPU 6's Xid 13 alone, and the
+    // next tick's adds GPU 0 (seen in 2 of 4 runs on a loaded machine), so wait for GPU 0.
+    wait_until("GpuDegraded (GPU 0 first) and GpuUnhealthy set", || {
         let n = api(port, node_path);
         ["GpuDegraded", "GpuUnhealthy", "GpuRebootRequired"]
             .iter()
             .all(|t| status(&n, t).as_deref() == Some("True"))
+            && condition(&n, "GpuDegraded")["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("GPU 0 ("))
     });
     let n = api(port, node_path);
     // The kubelet's condition is kept: only the exporter's own types are written.
