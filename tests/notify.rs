@@ -10,6 +10,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,19 +65,20 @@ fn pod_events(events: &Value) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-#[test]
-fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
+/// The binary on `scenario` with both writes on and the hold `hold`, and its simulated API
+/// server's port (from the log).
+fn start(scenario: &Path, hold: &str) -> (Exporter, u16) {
     let e = Exporter::builder()
+        .args(["--simulate"])
+        .arg(scenario)
         .args([
-            "--simulate",
-            SCENARIO,
             "-k",
             "-c",
             "200",
             "--kubernetes-node-conditions",
             "--kubernetes-events",
             "--health-hold",
-            "2s",
+            hold,
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("NODE_NAME")
@@ -91,15 +93,29 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
         .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|p| p.parse().ok())
         .expect("the simulated API server's port in the log");
-    let node_path = "/api/v1/nodes/sim-notify-node";
+    (e, port)
+}
+
+const NODE_PATH: &str = "/api/v1/nodes/sim-notify-node";
+
+#[test]
+fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
+    let (e, port) = start(Path::new(SCENARIO), "2s");
+    let node_path = NODE_PATH;
 
     // GPU 0's power brake (1–3 s) makes the node degraded, and the Xid 48 on GPU 2 and 79 on
-    // GPU 4 make it unhealthy and ask for a reset and a reboot.
-    wait_until("GpuDegraded and GpuUnhealthy set", || {
+    // GPU 4 make it unhealthy and ask for a reset and a reboot. A tick that straddles 1 s can
+    // read GPU 0's clocks just before the brake and still carry the Xids of 1 s (the Xid
+    // thread records them on its own): its GpuDegraded names GPU 6's Xid 13 alone, and the
+    // next tick's adds GPU 0 (seen in 2 of 4 runs on a loaded machine), so wait for GPU 0.
+    wait_until("GpuDegraded (GPU 0 first) and GpuUnhealthy set", || {
         let n = api(port, node_path);
         ["GpuDegraded", "GpuUnhealthy", "GpuRebootRequired"]
             .iter()
             .all(|t| status(&n, t).as_deref() == Some("True"))
+            && condition(&n, "GpuDegraded")["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("GPU 0 ("))
     });
     let n = api(port, node_path);
     // The kubelet's condition is kept: only the exporter's own types are written.
@@ -204,6 +220,157 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
         .unwrap()
         .len();
     assert_eq!(before, after, "Events written while nothing changed");
+}
+
+/// notify.toml with a `[kubernetes]` table of API server write faults appended, in `dir`.
+fn with_api_faults(dir: &Path, faults: &str) -> PathBuf {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO);
+    let text = std::fs::read_to_string(base).unwrap();
+    let path = dir.join("notify-api-faults.toml");
+    std::fs::write(
+        &path,
+        format!("{text}\n[kubernetes]\napi_faults = [\n{faults}\n]\n"),
+    )
+    .unwrap();
+    path
+}
+
+/// `gpu_exporter_kube_writes_total{kind, result}` in a scrape.
+fn writes(text: &str, kind: &str, result: &str) -> u64 {
+    let want = format!("gpu_exporter_kube_writes_total{{kind=\"{kind}\",result=\"{result}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(want.as_str()))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {want} in\n{text}"))
+}
+
+/// The log lines that contain `needle`.
+fn lines_with<'a>(log: &'a str, needle: &str) -> Vec<&'a str> {
+    log.lines().filter(|l| l.contains(needle)).collect()
+}
+
+/// `gpu_exporter_samples_total` (ticks since start) in a scrape.
+fn samples(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("gpu_exporter_samples_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no gpu_exporter_samples_total in\n{text}"))
+}
+
+/// Waits up to 30 s until the Node's condition `ty` has status `want`; fails with the
+/// Node's conditions and the exporter's log.
+fn wait_status(e: &Exporter, port: u16, ty: &str, want: &str, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while status(&api(port, NODE_PATH), ty).as_deref() != Some(want) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting: {what}\nNode: {}\nlog:\n{}",
+            api(port, NODE_PATH)["status"]["conditions"],
+            e.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// RBAC missing, on the binary: the API server refuses the Node status patch and the Event
+/// creation (403) for the first 8 s of the scenario, then accepts them (a 60 s hold keeps
+/// the Xids of 1 s in the verdict meanwhile). Meanwhile the exporter serves every GPU's
+/// series in each scrape and counts the refusals; each kind logs one line for the whole
+/// outage, however many writes it refused; once the fault clears the conditions are written.
+#[test]
+fn a_refusing_api_server_leaves_the_metrics_whole_and_is_logged_once_per_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = with_api_faults(
+        dir.path(),
+        r#"  { at = 0, until = 8, path = "/api/v1/nodes/", status = 403 },
+  { at = 0, until = 8, path = "/apis/events.k8s.io/", status = 403 },"#,
+    );
+    let (mut e, port) = start(&scenario, "60s");
+    let first = e.metrics_until("refused writes of both kinds counted", |t| {
+        writes(t, "node_condition", "failure") >= 2 && writes(t, "event", "failure") >= 2
+    });
+    assert_eq!(writes(&first, "node_condition", "success"), 0, "{first}");
+    let gpu_series = |t: &str| {
+        [
+            "gpu_device_up{",
+            "gpu_health_status{",
+            "DCGM_FI_DEV_GPU_TEMP{",
+            "DCGM_FI_DEV_GPU_UTIL{",
+        ]
+        .map(|n| t.lines().filter(|l| l.starts_with(n)).count())
+    };
+    let want = gpu_series(&first);
+    assert_eq!(want[0], 8, "{first}");
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(250));
+        let t = e.metrics();
+        assert_eq!(
+            gpu_series(&t),
+            want,
+            "a GPU series gapped while writes failed:\n{t}"
+        );
+    }
+    let page = http_get(e.port, "/", &[]).unwrap();
+    assert_eq!(page.status, 200);
+
+    wait_status(
+        &e,
+        port,
+        "GpuUnhealthy",
+        "True",
+        "GpuUnhealthy written once accepted",
+    );
+    e.wait_log(
+        "Kubernetes Node conditions on sim-notify-node are written again",
+        Duration::from_secs(10),
+    );
+    e.sigterm();
+    let log = e.log();
+    let refused = lines_with(&log, "cannot write Kubernetes Node conditions");
+    assert_eq!(refused.len(), 1, "{log}");
+    assert!(refused[0].contains("403 Forbidden"), "{}", refused[0]);
+    let refused = lines_with(&log, "cannot write Kubernetes Events");
+    assert_eq!(refused.len(), 1, "{log}");
+    assert!(refused[0].contains("403 Forbidden"), "{}", refused[0]);
+}
+
+/// A slow API server, on the binary: from 2 s to 8 s of the scenario every write waits 9 s
+/// (past the 5 s deadline), and the server still makes it late, as a real one may. Ticks go
+/// on, the writes are counted as timed out (not as failures), each kind logs one line, and
+/// the Node's conditions end as the verdict says even after a late write has landed: the
+/// patch sent at 3 s (the Xids of 1 s cleared after the 2 s hold, GPU 0's brake still held)
+/// lands at 12 s, after the all-clear that followed it.
+#[test]
+fn a_slow_api_server_times_writes_out_while_ticks_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = with_api_faults(dir.path(), "  { at = 2, until = 8, delay = 9 },");
+    let started = std::time::Instant::now();
+    let (mut e, port) = start(&scenario, "2s");
+    let before = samples(&e.metrics());
+    let t = e.metrics_until("timed-out writes of both kinds counted", |t| {
+        writes(t, "node_condition", "timeout") >= 1 && writes(t, "event", "timeout") >= 1
+    });
+    assert!(samples(&t) > before, "no tick while the writes hung:\n{t}");
+    assert_eq!(writes(&t, "node_condition", "failure"), 0, "{t}");
+    let a = samples(&e.metrics());
+    wait_until("the tick counter moves", || samples(&e.metrics()) > a);
+
+    // Every late write has landed by 8 + 9 s; then the Node says what the verdict says
+    // (every GPU ok again).
+    let landed = Duration::from_secs(18);
+    std::thread::sleep(landed.saturating_sub(started.elapsed()));
+    wait_status(
+        &e,
+        port,
+        "GpuDegraded",
+        "False",
+        "GpuDegraded False after the late write",
+    );
+    wait_status(&e, port, "GpuUnhealthy", "False", "GpuUnhealthy False");
+    e.sigterm();
+    let log = e.log();
+    let slow = lines_with(&log, "timed out after 5000 ms");
+    assert_eq!(slow.len(), 2, "one line per kind:\n{log}");
 }
 
 /// The writers against a failing API server, in process: a tick's snapshot is published by

@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use crate::catalogue::csv::CounterSet;
 use crate::exposition::{EncodeOptions, encode, gzip};
-use crate::snapshot::{KubeWrites, Snapshot};
+use crate::snapshot::{KubeWriteKind, KubeWrites, Snapshot, WriteOutcome};
 
 /// One tick's output, ready to serve.
 #[derive(Debug)]
@@ -78,17 +78,19 @@ impl Shared {
         self.with_kube_writes(|_| {});
     }
 
-    /// Counts one write of `kind` (`node_condition` or `event`) and whether it worked.
-    pub fn count_kube_write(&self, kind: &str, ok: bool) {
+    /// Counts one write of `kind` and how it ended.
+    pub fn count_kube_write(&self, kind: KubeWriteKind, outcome: WriteOutcome) {
         self.with_kube_writes(|w| {
-            let slot = match (kind, ok) {
-                ("node_condition", true) => &mut w.conditions_ok,
-                ("node_condition", false) => &mut w.conditions_failed,
-                (_, true) => &mut w.events_ok,
-                (_, false) => &mut w.events_failed,
+            let slot = match (kind, outcome) {
+                (KubeWriteKind::Condition, WriteOutcome::Success) => &mut w.conditions_ok,
+                (KubeWriteKind::Condition, WriteOutcome::Failure) => &mut w.conditions_failed,
+                (KubeWriteKind::Condition, WriteOutcome::Timeout) => &mut w.conditions_timed_out,
+                (KubeWriteKind::Event, WriteOutcome::Success) => &mut w.events_ok,
+                (KubeWriteKind::Event, WriteOutcome::Failure) => &mut w.events_failed,
+                (KubeWriteKind::Event, WriteOutcome::Timeout) => &mut w.events_timed_out,
             };
             *slot += 1;
-            w.last_ok = ok;
+            w.last_ok = outcome == WriteOutcome::Success;
         });
     }
 

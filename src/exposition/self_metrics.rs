@@ -224,14 +224,16 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         write_header(
             out,
             "gpu_exporter_kube_writes_total",
-            "Writes to the Kubernetes API (Node conditions, Events) by kind and result.",
+            "Writes to the Kubernetes API (Node conditions, Events) by kind and result (success, failure: refused, errored or unreachable, timeout: no answer within 5 s).",
             "counter",
         );
         for (kind, result, n) in [
             ("event", "failure", w.events_failed),
             ("event", "success", w.events_ok),
+            ("event", "timeout", w.events_timed_out),
             ("node_condition", "failure", w.conditions_failed),
             ("node_condition", "success", w.conditions_ok),
+            ("node_condition", "timeout", w.conditions_timed_out),
         ] {
             let _ = writeln!(
                 out,

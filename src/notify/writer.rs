@@ -5,8 +5,9 @@
 //!
 //! Bounded: the Events wait in a queue of fixed size (a full queue drops the new Event and
 //! counts it), each call has a deadline, and the conditions are a latest-wins value retried
-//! with backoff, never a queue. Each kind logs one line per change of state (failing, and
-//! working again), never one per call. It must not plan what to write (`plan` does) or read
+//! with backoff, never a queue, and written again for a while after a call that timed out
+//! (the server may still make that write, late, over a newer one). Each kind logs one line
+//! per change of state (failing, and working again), never one per call. It must not plan what to write (`plan` does) or read
 //! the snapshot.
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use tracing::{info, warn};
 use super::plan::{Condition, EventPlan};
 use crate::base::backoff::Backoff;
 use crate::exposition::publish::Shared;
+use crate::snapshot::{KubeWriteKind as Kind, WriteOutcome};
 
 /// The name the exporter reports as (`reportingController`, the field manager).
 pub const CONTROLLER: &str = "gpu-exporter";
@@ -64,6 +66,56 @@ fn describe(e: &kube::Error) -> String {
     crate::sources::kube::meta::describe_kube_error(e)
 }
 
+/// How one API call failed.
+enum Failure {
+    /// The server refused or errored, or could not be reached: the error in a line.
+    Error(String),
+    /// No answer within the deadline.
+    TimedOut(Duration),
+}
+
+impl Failure {
+    fn line(&self) -> String {
+        match self {
+            Self::Error(e) => e.clone(),
+            Self::TimedOut(d) => format!("timed out after {} ms", d.as_millis()),
+        }
+    }
+}
+
+/// Runs one API call with a deadline.
+async fn within<T>(
+    timeout: Duration,
+    call: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<(), Failure> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(Failure::Error(describe(&e))),
+        Err(_) => Err(Failure::TimedOut(timeout)),
+    }
+}
+
+/// Counts one write of `kind` and logs a change of state; returns how it ended.
+fn record(
+    shared: &Shared,
+    kind: Kind,
+    state: &mut LinkState,
+    what: &str,
+    result: Result<(), Failure>,
+) -> WriteOutcome {
+    let outcome = match &result {
+        Ok(()) => WriteOutcome::Success,
+        Err(Failure::Error(_)) => WriteOutcome::Failure,
+        Err(Failure::TimedOut(_)) => WriteOutcome::Timeout,
+    };
+    shared.count_kube_write(kind, outcome);
+    match result {
+        Ok(()) => state.ok(what),
+        Err(f) => state.failed(what, f.line()),
+    }
+    outcome
+}
+
 /// The node's object reference.
 pub fn node_ref(node: &str) -> ObjectReference {
     ObjectReference {
@@ -75,7 +127,17 @@ pub fn node_ref(node: &str) -> ObjectReference {
     }
 }
 
+/// How long a write the exporter stopped waiting for may still be made by the server (the
+/// API server's default request timeout, `--request-timeout=1m0s`).
+const LATE_WRITES: Duration = Duration::from_secs(60);
+
+/// How often the conditions are written again while a late write may still land.
+const REWRITE: Duration = Duration::from_secs(5);
+
 /// Writes the desired conditions whenever they change, retrying a failed write with backoff.
+/// A write that timed out may still be made later by the server, over a newer one: until
+/// [`LATE_WRITES`] has passed since the last such write, the current conditions are written
+/// again every [`REWRITE`] (the same conditions; only `lastHeartbeatTime` moves).
 pub async fn conditions(
     client: kube::Client,
     node: String,
@@ -89,9 +151,12 @@ pub async fn conditions(
     // When each condition's status last changed, for `lastTransitionTime`.
     let mut transitions: Vec<(&'static str, bool, String)> = Vec::new();
     let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(60));
+    // Until when a timed-out write may still land.
+    let mut unsure_until: Option<tokio::time::Instant> = None;
     loop {
         let want = desired.borrow_and_update().clone();
-        if written.as_ref() != Some(&want) {
+        // Nothing to write before the first snapshot has been planned.
+        if !want.is_empty() && written.as_ref() != Some(&want) {
             let now = Timestamp::now().to_string();
             let conds: Vec<serde_json::Value> = want
                 .iter()
@@ -124,27 +189,43 @@ pub async fn conditions(
                 ..PatchParams::default()
             };
             let call = nodes.patch_status(&node, &params, &patch);
-            let result = match tokio::time::timeout(timeout, call).await {
-                Ok(Ok(_)) => Ok(()),
-                Ok(Err(e)) => Err(describe(&e)),
-                Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
-            };
-            match result {
-                Ok(()) => {
-                    state.ok("Node conditions");
-                    shared.count_kube_write("node_condition", true);
+            let what = format!("Node conditions on {node}");
+            match record(
+                &shared,
+                Kind::Condition,
+                &mut state,
+                &what,
+                within(timeout, call).await,
+            ) {
+                WriteOutcome::Success => {
                     written = Some(want);
                     backoff.reset();
                 }
-                Err(e) => {
-                    state.failed(&format!("Node conditions on {node}"), e);
-                    shared.count_kube_write("node_condition", false);
+                outcome => {
+                    if outcome == WriteOutcome::Timeout {
+                        unsure_until = Some(tokio::time::Instant::now() + LATE_WRITES);
+                    }
                     tokio::time::sleep(backoff.next_delay()).await;
                     continue;
                 }
             }
         }
-        if desired.changed().await.is_err() {
+        let changed = match unsure_until {
+            Some(until) if tokio::time::Instant::now() < until => {
+                match tokio::time::timeout(REWRITE, desired.changed()).await {
+                    Ok(changed) => changed,
+                    Err(_) => {
+                        written = None;
+                        Ok(())
+                    }
+                }
+            }
+            _ => {
+                unsure_until = None;
+                desired.changed().await
+            }
+        };
+        if changed.is_err() {
             return;
         }
     }
@@ -190,21 +271,13 @@ pub async fn events(
             action: e.action,
             secondary: e.pod.as_ref().map(|_| node.clone()),
         };
-        let result = match tokio::time::timeout(timeout, recorder.publish(&event, &regarding)).await
-        {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(err)) => Err(describe(&err)),
-            Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
-        };
-        match result {
-            Ok(()) => {
-                state.ok("Events");
-                shared.count_kube_write("event", true);
-            }
-            Err(err) => {
-                state.failed("Events", err);
-                shared.count_kube_write("event", false);
-            }
-        }
+        let call = recorder.publish(&event, &regarding);
+        let _ = record(
+            &shared,
+            Kind::Event,
+            &mut state,
+            "Events",
+            within(timeout, call).await,
+        );
     }
 }

@@ -39,6 +39,7 @@ use serde_json::json;
 use crate::attribution::KubernetesConfig;
 use crate::gpu::LoadError;
 use crate::sim::api::FakeApi;
+use crate::sim::api::timeline::{self, ApiFaultError, RawKubernetes, TimedWriteFault};
 use crate::sim::kubelet::FakeKubelet;
 use crate::sim::library::{SimLib, SimLibError};
 use crate::sources::kubelet::client::{ClaimDevice, ContainerDevices, KubeletView, PodDevices};
@@ -56,6 +57,8 @@ struct RawScenario {
     /// Only counted here (the simulated library reads them).
     #[serde(default)]
     gpus: Vec<toml::Table>,
+    /// The API server's fault timeline (`api_faults`).
+    kubernetes: Option<RawKubernetes>,
 }
 
 /// One pod of the scenario.
@@ -106,8 +109,8 @@ struct RawId {
 /// pod or part that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SimClusterError {
-    /// The scenario's `[[pods]]` do not parse.
-    #[error("scenario [[pods]]: {0}")]
+    /// The scenario's `[[pods]]` or `[kubernetes]` do not parse.
+    #[error("scenario [[pods]] or [kubernetes]: {0}")]
     Scenario(#[source] toml::de::Error),
     /// A pod or container of the scenario refers to something the node does not have.
     #[error("scenario pod {pod}: {problem}")]
@@ -117,6 +120,9 @@ pub enum SimClusterError {
         /// What is wrong.
         problem: String,
     },
+    /// The scenario's `[kubernetes] api_faults` are not valid.
+    #[error(transparent)]
+    ApiFaults(#[from] ApiFaultError),
     /// The simulated library could not be asked for the scenario.
     #[error(transparent)]
     Library(#[from] SimLibError),
@@ -149,6 +155,7 @@ pub enum SimClusterError {
 pub struct ClusterSpec {
     pods: Vec<RawPod>,
     gpus: usize,
+    api_faults: Vec<TimedWriteFault>,
 }
 
 impl ClusterSpec {
@@ -158,6 +165,7 @@ impl ClusterSpec {
         Ok(Self {
             pods: raw.pods,
             gpus: raw.gpus.len(),
+            api_faults: timeline::parse(raw.kubernetes)?,
         })
     }
 
@@ -560,6 +568,14 @@ impl SimCluster {
             let nvml = crate::gpu::open(lib_path)?;
             spec.resolve(nvml, &node)?
         };
+        // The scenario clock reads the library, which must stay loaded while it plays: NVML
+        // loaded from the same path never unloads.
+        let clock = if spec.api_faults.is_empty() {
+            None
+        } else {
+            crate::gpu::open(lib_path)?;
+            Some(sim.clock()?)
+        };
         let dir = tempfile::Builder::new()
             .prefix("gpu-exporter-sim-")
             .tempdir()
@@ -593,6 +609,9 @@ impl SimCluster {
         }
         for s in &resolved.slices {
             api.apply_slice(s.clone());
+        }
+        if let Some(clock) = clock {
+            api.play_write_faults(spec.api_faults.clone(), clock);
         }
         let client = api.client().map_err(SimClusterError::Client)?;
         Ok(Self {

@@ -290,16 +290,40 @@ pub struct Attribution {
 pub struct KubeWrites {
     /// Node condition patches that worked.
     pub conditions_ok: u64,
-    /// Node condition patches that failed (refused, errored, timed out).
+    /// Node condition patches that failed (refused, errored, unreachable).
     pub conditions_failed: u64,
+    /// Node condition patches with no answer within the deadline.
+    pub conditions_timed_out: u64,
     /// Events written.
     pub events_ok: u64,
-    /// Events that failed.
+    /// Events that failed (refused, errored, unreachable).
     pub events_failed: u64,
+    /// Events with no answer within the deadline.
+    pub events_timed_out: u64,
     /// Events dropped because the queue was full.
     pub dropped: u64,
     /// Whether the last write worked (true before any).
     pub last_ok: bool,
+}
+
+/// What a Kubernetes write wrote (`kind` in `gpu_exporter_kube_writes_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeWriteKind {
+    /// A patch of the Node's conditions.
+    Condition,
+    /// An Event.
+    Event,
+}
+
+/// How a Kubernetes write ended (`result` in `gpu_exporter_kube_writes_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Written.
+    Success,
+    /// Refused, errored or unreachable.
+    Failure,
+    /// No answer within the deadline.
+    Timeout,
 }
 
 /// The last known holders of a lost GPU.

@@ -1,5 +1,6 @@
 //! Where the alerts fire: the alerts expected on the simulated incidents node, the NVLink 5
-//! node, the node whose driver never loads and the target that is down, and nowhere else.
+//! node, the node whose driver never loads, the target that is down and, through a stand-in
+//! kube-state-metrics, the Node-condition alerts, and nowhere else.
 
 use super::*;
 
@@ -12,8 +13,66 @@ pub(crate) const INCIDENTS_NODE: &str = "sim-incidents-node";
 /// The node of the `nvlink5` test scenario (one B200, errors past FEC on link 4).
 pub(crate) const NVLINK5_NODE: &str = "sim-nvlink5-node";
 
+/// A node that kube-state-metrics still shows with the exporter's `GpuUnhealthy` condition
+/// set, but that no exporter reports any more (removed).
+pub(crate) const RETIRED_NODE: &str = "sim-retired-node";
+
 /// The nodes whose alerts are compared key by key (`node alertname gpu/GI xid`).
-const NODES: [&str; 2] = [INCIDENTS_NODE, NVLINK5_NODE];
+const NODES: [&str; 3] = [INCIDENTS_NODE, NVLINK5_NODE, RETIRED_NODE];
+
+/// What kube-state-metrics exports of the Node conditions here: the incidents node with
+/// `GpuUnhealthy` and `GpuRebootRequired` (its GPU 4 falls off the bus) and not cordoned, and
+/// the retired node with `GpuUnhealthy` left set.
+pub(crate) fn kube_state_metrics_text() -> String {
+    let mut out = String::from("# TYPE kube_node_status_condition gauge\n");
+    for (node, condition) in [
+        (INCIDENTS_NODE, "GpuUnhealthy"),
+        (INCIDENTS_NODE, "GpuRebootRequired"),
+        (RETIRED_NODE, "GpuUnhealthy"),
+    ] {
+        for (status, v) in [("true", 1), ("false", 0), ("unknown", 0)] {
+            out.push_str(&format!(
+                "kube_node_status_condition{{node=\"{node}\",condition=\"{condition}\",status=\"{status}\"}} {v}\n"
+            ));
+        }
+    }
+    out.push_str("# TYPE kube_node_spec_unschedulable gauge\n");
+    for node in [INCIDENTS_NODE, RETIRED_NODE] {
+        out.push_str(&format!(
+            "kube_node_spec_unschedulable{{node=\"{node}\"}} 0\n"
+        ));
+    }
+    out
+}
+
+/// Serves `text` at every path on 127.0.0.1 from a thread that lives as long as the test
+/// process (a stand-in kube-state-metrics for Prometheus to scrape); returns its port.
+pub(crate) fn serve_text(text: String) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 65536 {
+                match conn.read(&mut buf) {
+                    Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+                    _ => break,
+                }
+            }
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    port
+}
 
 /// The alerts (pending or firing) expected on the `incidents` and `nvlink5` nodes and on the
 /// exporters without a driver (`no_driver`) and without a process (`down`), as
@@ -50,6 +109,10 @@ pub(crate) fn expected_alerts(no_driver: u16, down: u16) -> BTreeSet<String> {
     .map(|s| format!("{INCIDENTS_NODE} {s}"))
     .collect();
     want.insert(format!("{NVLINK5_NODE} GpuNvlinkEffectiveBerHigh 0"));
+    // From kube-state-metrics: the incidents node needs a reboot and is not cordoned; the
+    // retired node's condition is stale (pending: both wait 15 minutes).
+    want.insert(format!("{INCIDENTS_NODE} GpuNodeNeedsDrain -"));
+    want.insert(format!("{RETIRED_NODE} GpuNodeConditionStale -"));
     // The same errors past FEC are a warning of the health model.
     want.insert(format!("{NVLINK5_NODE} GpuHealthWarning 0"));
     for name in ["GpuExporterNvmlDown", "GpuExporterSamplesStale"] {
@@ -74,7 +137,12 @@ pub(crate) fn alert_placement(port: u16, want: &BTreeSet<String>) -> Result<(), 
         let m = s.get("metric").cloned().unwrap_or(Value::Null);
         let label = |k: &str| str_of(&m, k).unwrap_or("").to_owned();
         let name = label("alertname");
-        let host = label("Hostname");
+        // The device alerts carry our `Hostname`, the Node-condition ones kube-state-metrics'
+        // `node`.
+        let host = match label("Hostname") {
+            h if h.is_empty() => label("node"),
+            h => h,
+        };
         let key = if NODES.contains(&host.as_str()) {
             let mut k = format!("{host} {name} ");
             k.push_str(&match (label("gpu"), label("GPU_I_ID")) {

@@ -450,6 +450,9 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         procs.wait_http(idx, port, path, Duration::from_secs(60));
     }
 
+    // A stand-in kube-state-metrics with the Node conditions (placement::kube_state_metrics_text).
+    let ksm = serve_text(kube_state_metrics_text());
+
     // Prometheus scraping them every second, with the rules.
     let rules_path = alerts
         .join(RULES_FILE)
@@ -458,7 +461,8 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
          rule_files:\n  - {}\n\
-         scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n      - targets: [{}]\n",
+         scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n      - targets: [{}]\n\
+         \x20 - job_name: kube-state-metrics\n    static_configs:\n      - targets: [\"127.0.0.1:{ksm}\"]\n",
         serde_json::to_string(&rules_path.to_string_lossy()).unwrap(),
         targets
             .iter()

@@ -44,7 +44,9 @@
 //!
 //! Failure injection: [`FakeApi::set_fail`] makes every request answer an error status with a
 //! Kubernetes `Status` body and closes the open watches; [`FakeApi::set_write_faults`] fails
-//! or delays only writes (POST, PUT, PATCH, DELETE), optionally only under a path prefix.
+//! or delays only writes (POST, PUT, PATCH, DELETE), optionally only under a path prefix;
+//! [`FakeApi::play_write_faults`] (`timeline`) sets them from a scenario's `[kubernetes]
+//! api_faults` as scenario time passes.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -67,6 +69,7 @@ mod patch;
 mod routes;
 mod store;
 mod table;
+pub mod timeline;
 mod write;
 
 use http::*;
@@ -288,24 +291,34 @@ async fn handle(
             .cloned();
         (fail, fault)
     };
-    let response = match (fail, fault) {
-        (Some(code), _) => failure(code, &method, &uri, &inner),
-        (None, Some(fault)) => {
-            if !fault.delay.is_zero() {
-                tokio::time::sleep(fault.delay).await;
-            }
-            match fault.status {
-                Some(code) => failure(code, &method, &uri, &inner),
-                None => serve(&inner, &method, &uri, &headers, &body),
-            }
+    let status = fault.as_ref().and_then(|f| f.status);
+    let delay = fault
+        .map(|f| f.delay)
+        .filter(|d| fail.is_none() && !d.is_zero());
+    let answer = move || {
+        let response = match (fail, status) {
+            (Some(code), _) | (None, Some(code)) => failure(code, &method, &uri, &inner),
+            (None, None) => serve(&inner, &method, &uri, &headers, &body),
+        };
+        if write {
+            let line = format!("{method} {path} {}", response.status().as_u16());
+            push_bounded(&mut inner.lock().writes, line);
         }
-        (None, None) => serve(&inner, &method, &uri, &headers, &body),
+        response
     };
-    if write {
-        let line = format!("{method} {path} {}", response.status().as_u16());
-        push_bounded(&mut inner.lock().writes, line);
+    match delay {
+        // A slow server still makes the write when the client has stopped waiting, as a real
+        // one may: the delay and the write run on their own task.
+        Some(delay) => {
+            let late = tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                answer()
+            });
+            late.await
+                .unwrap_or_else(|e| error_response(500, &format!("fake API server: {e}")))
+        }
+        None => answer(),
     }
-    response
 }
 
 /// The error answer of a request the server was told to fail.

@@ -27,7 +27,8 @@ pub struct WriteFault {
     /// Answer this HTTP status with a Kubernetes `Status` body instead of writing (403, 500,
     /// 503...); `None`: write normally, after `delay`.
     pub status: Option<u16>,
-    /// Wait this long before answering (a slow API server); the client may time out first.
+    /// Wait this long before answering (a slow API server); the client may time out first,
+    /// and the write is made all the same, as a real server may make it.
     pub delay: Duration,
 }
 
