@@ -874,3 +874,108 @@ fn no_nvswitch_series_without_switches_or_without_dcgm() {
         assert!(row.contains("not served") && row.contains(why), "{row}");
     }
 }
+
+/// A switch row and per-port rows of the NVSwitches.
+const PORT_CSV: &str = "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX, counter, Bytes the NVSwitch sent.\n\
+DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, counter, Bytes the NVSwitch port sent.\n\
+DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS, counter, Non-fatal errors of the port.\n";
+
+/// The sum of `name` over the ports of switch `id`.
+fn port_sum(text: &str, name: &str, id: u32) -> f64 {
+    let want = format!("nvswitch{id}");
+    series(text, name)
+        .into_iter()
+        .filter(|l| common::label_opt(l, "nvswitch") == Some(want.as_str()))
+        .map(value)
+        .sum()
+}
+
+/// Checks the per-port rows of hgx-h200 (4 switches of 40, 32, 32, 40 up ports): one series per up
+/// port, labelled `nvlink`, `nvswitch`, then the host label `host`, in that order; switch 2's
+/// SXid counted on its port 0 only; and the ports' bytes adding up to their switch's (the
+/// ports are read after the switches in a tick, before the next tick's switches).
+fn check_port_series(text: &str, later: &str, host: &str) {
+    for name in [
+        "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX",
+        "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS",
+    ] {
+        let mut want: Vec<String> = [40, 32, 32, 40]
+            .into_iter()
+            .enumerate()
+            .flat_map(|(s, n)| (0..n).map(move |p| (s, p)))
+            .map(|(s, p)| {
+                format!(
+                    "{name}{{nvlink=\"{p}\",nvswitch=\"nvswitch{s}\",{host}=\"sim-hgx-h200-node\"}}"
+                )
+            })
+            .collect();
+        let mut got: Vec<String> = series(text, name)
+            .iter()
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
+            .collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{text}");
+    }
+    let errors = series(text, "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS");
+    let counted: Vec<&str> = errors.iter().filter(|l| value(l) > 0.0).copied().collect();
+    assert_eq!(counted.len(), 1, "{text}");
+    assert!(
+        counted[0].contains("nvlink=\"0\",nvswitch=\"nvswitch2\""),
+        "{text}"
+    );
+    for s in 0..4 {
+        let ports = port_sum(text, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX", s);
+        let now = on_switch(text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", s).unwrap();
+        let next = on_switch(later, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", s).unwrap();
+        assert!(ports > 0.0, "{text}");
+        assert!(now <= ports && ports <= next, "{now} ≤ {ports} ≤ {next}");
+    }
+}
+
+/// The per-port NVSwitch rows (DCGM's link entities under each switch), embedded then from a
+/// remote hostengine: one series per up port of each switch, with dcgm-exporter's link
+/// labels, the ports' traffic adding up to the switch's, and an SXid on one port's errors.
+#[test]
+fn nvswitch_port_series_one_per_up_port_adding_up_to_the_switch() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("ports.csv");
+    std::fs::write(&csv, PORT_CSV).unwrap();
+    let csv = csv.to_str().unwrap().to_owned();
+    let sxid = |t: &str| {
+        series(t, "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS")
+            .iter()
+            .any(|l| value(l) > 0.0)
+    };
+    let next_tick = |e: &Exporter, text: &str| {
+        let before = on_switch(text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", 0);
+        e.metrics_until("a later tick", |t| {
+            on_switch(t, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", 0) > before
+        })
+    };
+    let e = simulated("hgx-h200", &csv, &[]);
+    let text = e.metrics_until("an SXid on a port", sxid);
+    let later = next_tick(&e, &text);
+    check_port_series(&text, &later, "Hostname");
+    drop(e);
+    let row = check_row(
+        "hgx-h200",
+        &csv,
+        &[],
+        "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX",
+    );
+    assert!(row.contains("4 of 4"), "{row}");
+
+    let sock = dir.path().join("he.sock");
+    let mut he = hostengine("hgx-h200", &sock);
+    let remote = format!("unix://{}", sock.display());
+    let more = ["-r", &remote, "--compatibility", "dcgm-4.8.4"];
+    let e = simulated("hgx-h200", &csv, &more);
+    let text = e.metrics_until("an SXid on a port from the hostengine", sxid);
+    let later = next_tick(&e, &text);
+    check_port_series(&text, &later, "hostname");
+    drop(e);
+    he.kill().unwrap();
+    he.wait().unwrap();
+}

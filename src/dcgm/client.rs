@@ -45,6 +45,9 @@ pub struct Outcome {
     /// The switch-level values of each switch the hostengine lists (DCGM entity id), when
     /// switch fields were asked for and DCGM answered; or why it lists none.
     pub switches: Option<Result<SwitchValues, String>>,
+    /// The per-port values of each up port of those switches (DCGM link entity id), when
+    /// port fields were asked for.
+    pub ports: SwitchValues,
 }
 
 /// What `gpu-exporter check` reports about DCGM.
@@ -459,6 +462,7 @@ impl Worker {
                         health,
                         why: None,
                         switches: r.switches,
+                        ports: r.ports,
                     },
                     refused,
                 )

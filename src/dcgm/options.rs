@@ -187,6 +187,9 @@ pub struct Wanted {
     /// The switch-level NVSwitch field ids with each one's collection interval, sorted by
     /// id: watched on every switch the hostengine lists.
     pub switch_fields: Vec<(u16, Duration)>,
+    /// The per-port NVSwitch field ids with each one's collection interval, sorted by id:
+    /// watched on every up port of those switches.
+    pub port_fields: Vec<(u16, Duration)>,
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Which rows and entities DCGM serves, and the merge of its values into the tick's entities:
 //! NVML first, DCGM only for the empty profiling rows of GPUs without GPM, and for the
-//! health rows and the NVSwitch rows (DCGM's alone; switches are their own entities).
+//! health rows and the NVSwitch rows (DCGM's alone; switches and their ports are their own
+//! entities).
 //!
 //! Pure functions on the snapshot's entities; it must not call DCGM or log.
 
@@ -12,7 +13,7 @@ use super::switches::SwitchValues;
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{FieldDef, Level, Source};
 use crate::gpu::plan::Collections;
-use crate::snapshot::{EntitySample, HealthWatch, SwitchSample, Value};
+use crate::snapshot::{EntitySample, HealthWatch, PortSample, SwitchSample, Value};
 
 /// Whether DCGM may serve this field in place of NVML: a GPM (profiling) field per entity
 /// whose DCGM value is already in the exposition's unit (a ratio, or bytes per second).
@@ -84,11 +85,13 @@ pub fn wanted(
     }
     let health = rows.iter().any(|r| r.field.source == Source::DcgmHealth);
     let switch_fields = intervals(rows, collections, |f| f.source == Source::DcgmSwitch);
+    let port_fields = intervals(rows, collections, |f| f.source == Source::DcgmSwitchPort);
     Wanted {
         targets,
         fields,
         health,
         switch_fields,
+        port_fields,
     }
 }
 
@@ -106,28 +109,52 @@ pub fn switches_not_served(switches: Option<&Result<SwitchValues, String>>) -> O
     }
 }
 
-/// One series row per switch DCGM read: each switch's values of the switch-level rows, in
-/// the rows' units (a value DCGM did not give stays absent).
+/// Each row's value of `source` among `values`, in the rows' units (a value DCGM did not give
+/// stays absent).
+fn row_values(
+    rows: &[&CounterRow],
+    source: Source,
+    values: &HashMap<u16, f64>,
+) -> Vec<Option<Value>> {
+    rows.iter()
+        .map(|row| {
+            if row.field.source != source {
+                return None;
+            }
+            let f = u16::try_from(row.field.id).ok()?;
+            values.get(&f).map(|v| Value::Num(row.field.convert(*v)))
+        })
+        .collect()
+}
+
+/// One series row per switch DCGM read: each switch's values of the switch-level rows, and
+/// each of its up ports' values of the per-port rows (`ports`, by link entity id; a port of
+/// a switch not in `switches` is left out).
 pub fn switch_samples(
     rows: &[&CounterRow],
     switches: &[(u32, HashMap<u16, f64>)],
+    ports: &[(u32, HashMap<u16, f64>)],
 ) -> Vec<SwitchSample> {
     let mut out: Vec<SwitchSample> = switches
         .iter()
         .map(|(id, values)| SwitchSample {
             id: *id,
-            values: rows
-                .iter()
-                .map(|row| {
-                    if row.field.source != Source::DcgmSwitch {
-                        return None;
-                    }
-                    let f = u16::try_from(row.field.id).ok()?;
-                    values.get(&f).map(|v| Value::Num(row.field.convert(*v)))
-                })
-                .collect(),
+            values: row_values(rows, Source::DcgmSwitch, values),
+            ports: Vec::new(),
         })
         .collect();
+    for (link, values) in ports {
+        let (_, switch, port) = dcgm_abi::link_parts(*link);
+        if let Some(s) = out.iter_mut().find(|s| s.id == switch) {
+            s.ports.push(PortSample {
+                port,
+                values: row_values(rows, Source::DcgmSwitchPort, values),
+            });
+        }
+    }
+    for s in &mut out {
+        s.ports.sort_by_key(|p| p.port);
+    }
     out.sort_by_key(|s| s.id);
     out
 }

@@ -171,7 +171,11 @@ pub fn widest_series(
         }
         let mut names: Vec<String> = Vec::new();
         if row.field.level == Level::Switch {
-            // `nvswitch` and the host label (the last identity label when there is one).
+            // (`nvlink` on a per-port row,) `nvswitch` and the host label (the last identity
+            // label when there is one).
+            if row.field.source == crate::catalogue::Source::DcgmSwitchPort {
+                names.push("nvlink".into());
+            }
             names.push("nvswitch".into());
             names.extend(
                 labels

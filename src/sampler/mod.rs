@@ -277,7 +277,7 @@ impl Sampler {
         dcgm::merge(&mut snap.entities, &rows, &out.values, no_gpm);
         dcgm::merge_health(&mut snap.entities, &rows, &out.health);
         if let Some(Ok(list)) = &out.switches {
-            snap.switches = dcgm::switch_samples(&rows, list);
+            snap.switches = dcgm::switch_samples(&rows, list, &out.ports);
         }
         snap.switches_not_served = match dcgm::switches_not_served(out.switches.as_ref()) {
             _ if !switch_rows => None,

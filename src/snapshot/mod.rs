@@ -210,7 +210,20 @@ pub struct SwitchSample {
     /// `nvswitch<id>`.
     pub id: u32,
     /// One slot per metric row of the counter set, as [`EntitySample::values`]; only the
-    /// switch-level rows (`catalogue::Level::Switch`) are ever filled.
+    /// switch-level rows (`catalogue::Level::Switch`, `Source::DcgmSwitch`) are ever filled.
+    pub values: Vec<Option<Value>>,
+    /// The switch's up ports DCGM read, by port index.
+    pub ports: Vec<PortSample>,
+}
+
+/// One up port of an NVSwitch chip (DCGM's link entity under the switch) as DCGM showed it
+/// this tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortSample {
+    /// The port index (`nvlink` label).
+    pub port: u32,
+    /// One slot per metric row of the counter set; only the per-port rows
+    /// (`Source::DcgmSwitchPort`) are ever filled.
     pub values: Vec<Option<Value>>,
 }
 

@@ -3,7 +3,7 @@
 //! or port field at scenario time `t`. The switches carry the GPUs' NVLink traffic (each its
 //! share by ports, split evenly over its up ports, so the ports add up to the switch), warm
 //! with the GPUs' activity, and report the SXids of the `sxid_fatal` / `sxid_non_fatal` DCGM
-//! faults (port 0 of the switch counts one fatal or non-fatal error while one is active). A
+//! faults (port 0 of the switch counts one fatal or non-fatal error per such fault begun). A
 //! field not modelled here is "not supported".
 //!
 //! Pure functions of (scenario, seed, t) but for the traffic integral, which is cached; it must
@@ -90,6 +90,17 @@ fn sxid(sc: &Scenario, id: u32, kind: DcgmFaultKind, t: f64) -> i64 {
         .map(|(_, code)| i64::from(code))
         .next_back()
         .unwrap_or(0)
+}
+
+/// How many SXid faults of `kind` switch `id` has seen begin by `t` (what its port 0 counts).
+fn sxids_begun(sc: &Scenario, id: u32, kind: DcgmFaultKind, t: f64) -> i64 {
+    let n = sc
+        .dcgm_faults
+        .iter()
+        .filter(|f| f.kind == kind && f.window.from <= t)
+        .filter(|f| f.sxid.is_some_and(|(sw, _)| sw == id))
+        .count();
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Each port's `dcgmNvLinkLinkState_t` of switch `sw`: its `links` first ports up, the rest
@@ -204,10 +215,8 @@ impl Traffic {
                 };
                 port_share(total, port, sw.links)
             }
-            FI_LINK_FATAL => first * i64::from(sxid(sc, id, DcgmFaultKind::SxidFatal, t) != 0),
-            FI_LINK_NON_FATAL => {
-                first * i64::from(sxid(sc, id, DcgmFaultKind::SxidNonFatal, t) != 0)
-            }
+            FI_LINK_FATAL => first * sxids_begun(sc, id, DcgmFaultKind::SxidFatal, t),
+            FI_LINK_NON_FATAL => first * sxids_begun(sc, id, DcgmFaultKind::SxidNonFatal, t),
             784..=788 | 809..=824 => 0,
             FI_LINK_ID => i64::from(port),
             FI_LINK_STATUS => i64::from(dcgm_abi::DcgmNvLinkLinkStateUp),
@@ -276,9 +285,11 @@ mod tests {
             assert!(whole > 0);
             assert_eq!(sum, whole);
         }
-        // Switch 2 reports a non-fatal SXid at 30 s: its port 0 counts it, no other port.
+        // Switch 2 reports a non-fatal SXid from 2 s: its port 0 counts it (for good), no
+        // other port.
         let at = |p, f, t| traffic.port_value(&sc, 1, (2, p), f, t);
         assert_eq!(at(0, FI_LINK_NON_FATAL, 30.0), Some(Val::Int(1)));
+        assert_eq!(at(0, FI_LINK_NON_FATAL, 4000.0), Some(Val::Int(1)));
         assert_eq!(at(0, FI_LINK_NON_FATAL, 0.5), Some(Val::Int(0)));
         assert_eq!(at(1, FI_LINK_NON_FATAL, 30.0), Some(Val::Int(0)));
         assert_eq!(at(0, FI_LINK_FATAL, 30.0), Some(Val::Int(0)));

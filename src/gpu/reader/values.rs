@@ -441,7 +441,7 @@ pub(super) fn read_value(
                 .into(),
         )),
         // Switch rows are never read on a GPU (the DCGM client serves them per switch).
-        Source::DcgmSwitch => Ok(None),
+        Source::DcgmSwitch | Source::DcgmSwitchPort => Ok(None),
         Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
     }
 }
