@@ -979,3 +979,52 @@ fn nvswitch_port_series_one_per_up_port_adding_up_to_the_switch() {
     he.kill().unwrap();
     he.wait().unwrap();
 }
+
+/// `-s/--switch-devices` narrows the NVSwitch rows: `g:` the switches, `i:` their ports, each
+/// on its own; an id the hostengine does not list and a port no chosen switch has up are named
+/// in one warning (with the ids that exist) and in `check`, and the flag is not called ignored.
+#[test]
+fn switch_devices_narrows_switches_and_ports_and_names_what_is_not_there() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("ports.csv");
+    std::fs::write(&csv, PORT_CSV).unwrap();
+    let csv = csv.to_str().unwrap().to_owned();
+    let sel = ["-s", "g:1,3,7,i:0-1,99"];
+    let e = simulated("hgx-h200", &csv, &sel);
+    let ports = |t: &str| !series(t, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX").is_empty();
+    let text = e.metrics_until("port series", ports);
+    let switches: Vec<String> = series(&text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX")
+        .iter()
+        .map(|l| label(l, "nvswitch").to_owned())
+        .collect();
+    assert_eq!(switches, ["nvswitch1", "nvswitch3"], "{text}");
+    let mut got: Vec<(String, String)> = series(&text, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX")
+        .iter()
+        .map(|l| {
+            (
+                label(l, "nvswitch").to_owned(),
+                label(l, "nvlink").to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want: Vec<(String, String)> = [("1", "0"), ("1", "1"), ("3", "0"), ("3", "1")]
+        .iter()
+        .map(|(s, p)| (format!("nvswitch{s}"), (*p).to_owned()))
+        .collect();
+    assert_eq!(got, want, "{text}");
+    let log = e.log();
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("-s/--switch-devices names"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{log}");
+    for part in ["NVSwitch 7", "it lists 0, 1, 2, 3", "port 99", "0 to 39"] {
+        assert!(warned[0].contains(part), "{part}: {log}");
+    }
+    assert!(!log.contains("selects NVSwitches and their ports"), "{log}");
+    drop(e);
+    let row = check_row("hgx-h200", &csv, &sel, "-s/--switch-devices");
+    assert!(row.contains("NVSwitch 7"), "{row}");
+}

@@ -48,6 +48,8 @@ pub struct Outcome {
     /// The per-port values of each up port of those switches (DCGM link entity id), when
     /// port fields were asked for.
     pub ports: SwitchValues,
+    /// What `-s/--switch-devices` names that the hostengine does not list.
+    pub switch_note: Option<String>,
 }
 
 /// What `gpu-exporter check` reports about DCGM.
@@ -90,6 +92,8 @@ pub struct Client {
     /// What was last logged about the switch fields: `Some(None)` served, `Some(Some(why))`
     /// not served and why; `None` before DCGM said anything of switches.
     switch_gap: Option<Option<String>>,
+    /// What was last logged of `-s/--switch-devices` naming what DCGM does not list.
+    switch_note: Option<String>,
     mode: Mode,
 }
 
@@ -118,6 +122,7 @@ impl Client {
             up: None,
             refused: BTreeMap::new(),
             switch_gap: None,
+            switch_note: None,
             mode,
         })
     }
@@ -254,6 +259,12 @@ impl Client {
             }
         }
         self.switch_gap = Some(gap);
+        if out.switch_note != self.switch_note {
+            if let Some(note) = &out.switch_note {
+                warn!("{note}");
+            }
+            self.switch_note.clone_from(&out.switch_note);
+        }
     }
 
     fn note_refused(&mut self, refused: Vec<(Target, u16, String)>) {
@@ -395,7 +406,7 @@ impl Worker {
                 .unwrap_or_else(|| "not connected".into()));
         }
         let timeout = self.opts.deadline;
-        match Session::open(api, &self.opts.mode, timeout) {
+        match Session::open(api, &self.opts.mode, timeout, &self.opts.switches) {
             Ok(s) => {
                 self.session = Some(s);
                 self.backoff.reset();
@@ -463,6 +474,7 @@ impl Worker {
                         why: None,
                         switches: r.switches,
                         ports: r.ports,
+                        switch_note: r.switch_note,
                     },
                     refused,
                 )

@@ -24,6 +24,7 @@ use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
 use super::switches::{SwitchReading, SwitchValues, Switches, number};
+use crate::gpu::switch_selection::SwitchSelection;
 
 /// A DCGM call that failed.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +97,8 @@ pub struct Reading {
     pub ports: SwitchValues,
     /// Switch and port fields DCGM refused to watch, with its reason.
     pub switch_refused: Vec<(u16, String)>,
+    /// What `-s/--switch-devices` names that the hostengine does not list.
+    pub switch_note: Option<String>,
 }
 
 /// A GPU's profiling support, for `gpu-exporter check`.
@@ -131,8 +134,14 @@ pub fn init(api: &Api) -> Result<(), SessionError> {
 
 impl Session {
     /// Starts an embedded hostengine or connects to a remote one (waiting at most `timeout`),
-    /// then learns the GPUs, their MIG instances and their metric groups.
-    pub fn open(api: &'static Api, mode: &Mode, timeout: Duration) -> Result<Self, SessionError> {
+    /// then learns the GPUs, their MIG instances and their metric groups, and the NVSwitches
+    /// and up ports `sel` chooses.
+    pub fn open(
+        api: &'static Api,
+        mode: &Mode,
+        timeout: Duration,
+        sel: &SwitchSelection,
+    ) -> Result<Self, SessionError> {
         let mut handle: dcgmHandle_t = 0;
         let embedded = match mode {
             Mode::Remote(addr) => {
@@ -169,7 +178,7 @@ impl Session {
             switches: Switches::default(),
         };
         s.discover()?;
-        s.switches = match Switches::list(api, handle) {
+        s.switches = match Switches::list(api, handle, sel) {
             Ok(listed) => listed,
             Err((name, rc)) => {
                 call(api, name, rc)?;
@@ -482,6 +491,7 @@ impl Session {
                 switches: sw.switches,
                 ports: sw.ports,
                 switch_refused: sw.refused,
+                switch_note: sw.note,
                 ..Reading::default()
             });
         };
@@ -491,6 +501,7 @@ impl Session {
             switches: sw.switches,
             ports: sw.ports,
             switch_refused: sw.refused,
+            switch_note: sw.note,
         };
         let mut fields: Vec<u16> = w
             .entities

@@ -4,7 +4,9 @@
 //! group of such entities (the switches, or the up ports) with its fields watched in field
 //! groups of their own (one per collection interval), and each tick's latest values, keyed by
 //! DCGM's entity id (a switch's id, or a port's packed link id); and [`number`], how any
-//! latest value becomes a number (the session's reads use it too).
+//! latest value becomes a number (the session's reads use it too). Only the switches and ports
+//! `-s/--switch-devices` chooses are watched; what it names that DCGM does not list is put in
+//! words once per connection.
 //!
 //! Runs on the DCGM thread only, through the session that owns the handle. It must not log
 //! or wait on anything but DCGM.
@@ -22,6 +24,7 @@ use dcgm_abi::{
 
 use super::health::Failed;
 use super::library::Api;
+use crate::gpu::switch_selection::SwitchSelection;
 
 /// The most switches asked for at once: DCGM's `DCGM_MAX_NUM_SWITCHES` (12 in DCGM 4.6's
 /// `dcgm_structs.h`; its NVLink status has room for no more).
@@ -140,6 +143,8 @@ pub struct Switches {
     ports: Result<Vec<u32>, String>,
     switch_watch: Option<SwitchWatch>,
     port_watch: Option<SwitchWatch>,
+    /// What `-s/--switch-devices` names that the hostengine does not list, in words.
+    pub note: Option<String>,
 }
 
 impl Default for Switches {
@@ -150,8 +155,51 @@ impl Default for Switches {
             ports: Ok(Vec::new()),
             switch_watch: None,
             port_watch: None,
+            note: None,
         }
     }
+}
+
+/// Ids as a short list (`0, 1, 2`).
+fn id_list(ids: &[u32]) -> String {
+    let shown: Vec<String> = ids.iter().map(u32::to_string).collect();
+    shown.join(", ")
+}
+
+/// What `sel` names that DCGM does not list: switches not in `ids`, ports no chosen switch
+/// has up among `up` ((switch, port) pairs); `None` when everything named is there.
+fn selection_note(sel: &SwitchSelection, ids: &[u32], up: &[(u32, u32)]) -> Option<String> {
+    const MAX: usize = 16;
+    let mut parts = Vec::new();
+    let switches = sel.switches_missing(ids, MAX);
+    if !switches.is_empty() {
+        parts.push(format!(
+            "NVSwitch {}, which the DCGM hostengine does not list (it lists {})",
+            id_list(&switches),
+            if ids.is_empty() {
+                "none".to_owned()
+            } else {
+                id_list(ids)
+            }
+        ));
+    }
+    let ports = sel.ports_missing(up, MAX);
+    if !ports.is_empty() {
+        let most = up.iter().map(|(_, p)| *p).max();
+        parts.push(format!(
+            "port {}, which no chosen NVSwitch has up ({})",
+            id_list(&ports),
+            most.map_or("none is up".to_owned(), |m| format!(
+                "up ports are numbered 0 to {m}"
+            ))
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "-s/--switch-devices names {}: nothing is exported for them",
+            parts.join("; and ")
+        )
+    })
 }
 
 /// What one tick read of the switches.
@@ -164,6 +212,9 @@ pub struct SwitchReading {
     pub ports: SwitchValues,
     /// Switch and port fields DCGM refused to watch, with its reason.
     pub refused: Vec<(u16, String)>,
+    /// What `-s/--switch-devices` names that the hostengine does not list, when switch or
+    /// port fields are wanted.
+    pub note: Option<String>,
 }
 
 /// DCGM's words for a failed call.
@@ -172,17 +223,37 @@ fn failed(api: &Api, (name, rc): Failed) -> String {
 }
 
 impl Switches {
-    /// Lists the switches and their up ports; a lost connection is an error, any other
-    /// refusal is kept as the reason there are none.
-    pub fn list(api: &Api, handle: dcgmHandle_t) -> Result<Self, Failed> {
-        let ids = list(api, handle)?.map_err(|f| failed(api, f));
-        let ports = match &ids {
+    /// Lists the switches and their up ports that `sel` (`-s/--switch-devices`) chooses, and
+    /// what it names that is not there; a lost connection is an error, any other refusal is
+    /// kept as the reason there are none.
+    pub fn list(api: &Api, handle: dcgmHandle_t, sel: &SwitchSelection) -> Result<Self, Failed> {
+        let all = list(api, handle)?.map_err(|f| failed(api, f));
+        let all_ports = match &all {
             Ok(ids) if !ids.is_empty() => ports(api, handle, ids)?.map_err(|f| failed(api, f)),
             _ => Ok(Vec::new()),
         };
+        let up: Vec<(u32, u32)> = all_ports
+            .iter()
+            .flatten()
+            .map(|l| dcgm_abi::link_parts(*l))
+            .map(|(_, s, p)| (s, p))
+            .collect();
+        let note = match &all {
+            Ok(ids) if !sel.is_all() => selection_note(sel, ids, &up),
+            _ => None,
+        };
+        let ids = all.map(|ids| ids.into_iter().filter(|s| sel.wants_switch(*s)).collect());
+        let ports = all_ports.map(|links| {
+            let wanted = |l: &u32| {
+                let (_, s, p) = dcgm_abi::link_parts(*l);
+                sel.wants_port(s, p)
+            };
+            links.into_iter().filter(wanted).collect()
+        });
         Ok(Self {
             ids,
             ports,
+            note,
             ..Self::default()
         })
     }
@@ -211,6 +282,7 @@ impl Switches {
         if switch_fields.is_empty() && port_fields.is_empty() {
             return Ok(out);
         }
+        out.note.clone_from(&self.note);
         let ids = match &self.ids {
             Ok(ids) => ids.clone(),
             Err(why) => {

@@ -279,6 +279,7 @@ impl Sampler {
         if let Some(Ok(list)) = &out.switches {
             snap.switches = dcgm::switch_samples(&rows, list, &out.ports);
         }
+        snap.switch_selection_note.clone_from(&out.switch_note);
         snap.switches_not_served = match dcgm::switches_not_served(out.switches.as_ref()) {
             _ if !switch_rows => None,
             Some(why) => Some(why),

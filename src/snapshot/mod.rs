@@ -274,6 +274,8 @@ pub struct Snapshot {
     /// Why the counters file's switch-level rows have no series this tick (`None`: served,
     /// or the file has none).
     pub switches_not_served: Option<String>,
+    /// What `-s/--switch-devices` names that the DCGM hostengine does not list, in words.
+    pub switch_selection_note: Option<String>,
     /// Sampler statistics.
     pub stats: SampleStats,
     /// Pods, jobs and processes joined onto the entities (empty without attribution).
