@@ -733,11 +733,23 @@ const SWITCH_ROWS: [&str; 4] = [
     "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX",
 ];
 
+/// The counters file `text`, as `name` in `dir`.
+fn csv_in(dir: &Path, name: &str, text: &str) -> String {
+    let csv = dir.join(name);
+    std::fs::write(&csv, text).unwrap();
+    csv.to_str().unwrap().to_owned()
+}
+
 /// The counters file of switch rows, in `dir`.
 fn switch_csv(dir: &Path) -> String {
-    let csv = dir.join("nvswitch.csv");
-    std::fs::write(&csv, SWITCH_CSV).unwrap();
-    csv.to_str().unwrap().to_owned()
+    csv_in(dir, "nvswitch.csv", SWITCH_CSV)
+}
+
+/// A simulated hostengine on `scenario` at a socket in `dir`, and its `-r` address.
+fn hostengine_in(dir: &Path, scenario: &str) -> (Child, String) {
+    let sock = dir.join("he.sock");
+    let he = hostengine(scenario, &sock);
+    (he, format!("unix://{}", sock.display()))
 }
 
 /// The value of `name` on switch `id` (`nvswitch<id>`), if the scrape has it.
@@ -762,21 +774,25 @@ fn check_row(scenario: &str, csv: &str, more: &[&str], field: &str) -> String {
     row.unwrap_or_else(|| panic!("{report}")).to_owned()
 }
 
+/// Checks the series of `name` in `text` are `want` (name and labels), in any order.
+fn assert_series_are(text: &str, name: &str, mut want: Vec<String>) {
+    let mut got: Vec<String> = series(text, name)
+        .iter()
+        .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "{text}");
+}
+
 /// Checks every switch row has exactly one series per switch of hgx-h200, each labelled with
 /// its own id and the host label `host` only, and that the SXid fault shows on switch 2 only.
 fn check_switch_series(text: &str, host: &str) {
     for name in SWITCH_ROWS {
-        let lines = series(text, name);
-        let mut want: Vec<String> = (0..4)
+        let want = (0..4)
             .map(|i| format!("{name}{{nvswitch=\"nvswitch{i}\",{host}=\"sim-hgx-h200-node\"}}"))
             .collect();
-        let mut got: Vec<String> = lines
-            .iter()
-            .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
-            .collect();
-        want.sort();
-        got.sort();
-        assert_eq!(got, want, "{text}");
+        assert_series_are(text, name, want);
     }
     let sxid: Vec<Option<f64>> = (0..4)
         .map(|i| on_switch(text, "DCGM_FI_DEV_SXID_NON_FATAL_ERROR", i))
@@ -822,9 +838,7 @@ fn nvswitch_series_carry_each_switchs_own_id_and_its_sxid() {
         "{row}"
     );
 
-    let sock = dir.path().join("he.sock");
-    let mut he = hostengine("hgx-h200", &sock);
-    let remote = format!("unix://{}", sock.display());
+    let (mut he, remote) = hostengine_in(dir.path(), "hgx-h200");
     let e = simulated(
         "hgx-h200",
         &csv,
@@ -899,7 +913,7 @@ fn check_port_series(text: &str, later: &str, host: &str) {
         "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX",
         "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS",
     ] {
-        let mut want: Vec<String> = [40, 32, 32, 40]
+        let want = [40, 32, 32, 40]
             .into_iter()
             .enumerate()
             .flat_map(|(s, n)| (0..n).map(move |p| (s, p)))
@@ -909,13 +923,7 @@ fn check_port_series(text: &str, later: &str, host: &str) {
                 )
             })
             .collect();
-        let mut got: Vec<String> = series(text, name)
-            .iter()
-            .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
-            .collect();
-        want.sort();
-        got.sort();
-        assert_eq!(got, want, "{text}");
+        assert_series_are(text, name, want);
     }
     let errors = series(text, "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS");
     let counted: Vec<&str> = errors.iter().filter(|l| value(l) > 0.0).copied().collect();
@@ -940,9 +948,7 @@ fn check_port_series(text: &str, later: &str, host: &str) {
 fn nvswitch_port_series_one_per_up_port_adding_up_to_the_switch() {
     built("libdcgm_sim.so");
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("ports.csv");
-    std::fs::write(&csv, PORT_CSV).unwrap();
-    let csv = csv.to_str().unwrap().to_owned();
+    let csv = csv_in(dir.path(), "ports.csv", PORT_CSV);
     let sxid = |t: &str| {
         series(t, "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS")
             .iter()
@@ -967,9 +973,7 @@ fn nvswitch_port_series_one_per_up_port_adding_up_to_the_switch() {
     );
     assert!(row.contains("4 of 4"), "{row}");
 
-    let sock = dir.path().join("he.sock");
-    let mut he = hostengine("hgx-h200", &sock);
-    let remote = format!("unix://{}", sock.display());
+    let (mut he, remote) = hostengine_in(dir.path(), "hgx-h200");
     let more = ["-r", &remote, "--compatibility", "dcgm-4.8.4"];
     let e = simulated("hgx-h200", &csv, &more);
     let text = e.metrics_until("an SXid on a port from the hostengine", sxid);
@@ -987,9 +991,7 @@ fn nvswitch_port_series_one_per_up_port_adding_up_to_the_switch() {
 fn switch_devices_narrows_switches_and_ports_and_names_what_is_not_there() {
     built("libdcgm_sim.so");
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("ports.csv");
-    std::fs::write(&csv, PORT_CSV).unwrap();
-    let csv = csv.to_str().unwrap().to_owned();
+    let csv = csv_in(dir.path(), "ports.csv", PORT_CSV);
     let sel = ["-s", "g:1,3,7,i:0-1,99"];
     let e = simulated("hgx-h200", &csv, &sel);
     let ports = |t: &str| !series(t, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX").is_empty();

@@ -233,6 +233,14 @@ mod tests {
         nvml_sim::scenario::load("hgx-h200").unwrap()
     }
 
+    /// An int64 value.
+    fn num(v: Option<Val>) -> i64 {
+        match v {
+            Some(Val::Int(i)) => i,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn the_hgx_h200_has_four_switches_and_one_reports_an_sxid() {
         let sc = hgx();
@@ -262,10 +270,6 @@ mod tests {
     fn ports_add_up_to_their_switch_and_count_its_sxids() {
         let sc = hgx();
         let traffic = Traffic::default();
-        let num = |v: Option<Val>| match v {
-            Some(Val::Int(i)) => i,
-            other => panic!("{other:?}"),
-        };
         let sw = find(&sc, 2).unwrap();
         let states = port_states(sw);
         assert_eq!(states.len() as u32, PORTS.max(sw.links));
@@ -301,10 +305,6 @@ mod tests {
     fn throughput_grows_and_temperature_stays_in_range() {
         let sc = hgx();
         let traffic = Traffic::default();
-        let num = |v: Option<Val>| match v {
-            Some(Val::Int(i)) => i,
-            other => panic!("{other:?}"),
-        };
         let mut last = 0;
         for s in 1..20 {
             let t = f64::from(s) * 3.0;
