@@ -1030,3 +1030,63 @@ fn switch_devices_narrows_switches_and_ports_and_names_what_is_not_there() {
     let row = check_row("hgx-h200", &csv, &sel, "-s/--switch-devices");
     assert!(row.contains("NVSwitch 7"), "{row}");
 }
+
+/// A switch's strings as `label` rows: each switch's series (switch-level and per port) carry
+/// its own `DCGM_FI_DEV_NVSWITCH_UUID` and its firmware version after the host label, sorted by
+/// name; the GPUs' series carry neither.
+#[test]
+fn switch_label_rows_label_each_switchs_series() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{PORT_CSV}DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature.\n\
+         DCGM_FI_DEV_NVSWITCH_UUID, label, NVSwitch UUID.\n\
+         DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION, label, NVSwitch firmware.\n"
+    );
+    let csv = csv_in(dir.path(), "labels.csv", &text);
+    let e = simulated("hgx-h200", &csv, &[]);
+    let labelled = |t: &str| {
+        let s = series(t, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX");
+        !s.is_empty()
+            && s.iter()
+                .all(|l| common::label_opt(l, "DCGM_FI_DEV_NVSWITCH_UUID").is_some())
+    };
+    let text = e.metrics_until("labelled switch series", labelled);
+    let mut uuids = Vec::new();
+    for l in series(&text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX") {
+        let names: Vec<&str> = l
+            .split_once('{')
+            .unwrap()
+            .1
+            .split("\",")
+            .map(|kv| kv.split_once('=').unwrap().0)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "nvswitch",
+                "Hostname",
+                "DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION",
+                "DCGM_FI_DEV_NVSWITCH_UUID"
+            ],
+            "{l}"
+        );
+        uuids.push((
+            label(l, "nvswitch").to_owned(),
+            label(l, "DCGM_FI_DEV_NVSWITCH_UUID").to_owned(),
+        ));
+    }
+    let mut distinct: Vec<&String> = uuids.iter().map(|(_, u)| u).collect();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{text}");
+    // A port's series carry its switch's UUID.
+    for l in series(&text, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX") {
+        let sw = label(l, "nvswitch");
+        let own = uuids.iter().find(|(s, _)| s == sw).unwrap();
+        assert_eq!(label(l, "DCGM_FI_DEV_NVSWITCH_UUID"), own.1, "{l}");
+    }
+    for l in series(&text, "DCGM_FI_DEV_GPU_TEMP") {
+        assert!(!l.contains("NVSWITCH"), "{l}");
+    }
+}

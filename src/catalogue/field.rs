@@ -255,6 +255,10 @@ pub enum Source {
     /// `DCGM_FE_SWITCH`; [`Level::Switch`] fields only): served by the DCGM client on the up
     /// ports of the switches the hostengine lists, one series per port, never by NVML.
     DcgmSwitchPort,
+    /// A string DCGM reads from an NVSwitch chip ([`Level::Switch`] fields only): a `label`
+    /// row of it adds the label to every series of that switch (and of its ports); served by
+    /// the DCGM client, never by NVML.
+    DcgmSwitchText,
     /// Known to DCGM but not readable through NVML on this build; the reason is logged once.
     Unavailable(&'static str),
 }

@@ -20,7 +20,7 @@ use tracing::{error, info, warn};
 use super::library::{self, Api, LibraryError};
 use super::options::{DcgmOptions, Mode, Target, Wanted};
 use super::session::{self, GpuGroups, Session};
-use super::switches::SwitchValues;
+use super::switches::{SwitchTexts, SwitchValues};
 use crate::base::backoff::Backoff;
 use crate::snapshot::HealthWatch;
 
@@ -50,6 +50,8 @@ pub struct Outcome {
     pub ports: SwitchValues,
     /// What `-s/--switch-devices` names that the hostengine does not list.
     pub switch_note: Option<String>,
+    /// Each listed switch's string values (for the switch `label` rows), by DCGM entity id.
+    pub switch_texts: SwitchTexts,
 }
 
 /// What `gpu-exporter check` reports about DCGM.
@@ -475,6 +477,7 @@ impl Worker {
                         switches: r.switches,
                         ports: r.ports,
                         switch_note: r.switch_note,
+                        switch_texts: r.switch_texts,
                     },
                     refused,
                 )

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::options::{Target, Wanted};
-use super::switches::SwitchValues;
+use super::switches::{SwitchTexts, SwitchValues};
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{FieldDef, Level, Source};
 use crate::gpu::plan::Collections;
@@ -95,6 +95,21 @@ pub fn wanted(
     }
 }
 
+/// The DCGM ids of the switch `label` rows (`Source::DcgmSwitchText`) with their collection
+/// intervals, merged into `fields` (the switch fields wanted), sorted by id.
+pub fn switch_label_fields(
+    mut fields: Vec<(u16, Duration)>,
+    label_rows: &[&CounterRow],
+    collections: &Collections,
+) -> Vec<(u16, Duration)> {
+    fields.extend(intervals(label_rows, collections, |f| {
+        f.source == Source::DcgmSwitchText
+    }));
+    fields.sort();
+    fields.dedup_by_key(|(id, _)| *id);
+    fields
+}
+
 /// Why the switch-level rows have no series, from what DCGM said of the switches (`None`:
 /// served, or not asked for).
 pub fn switches_not_served(switches: Option<&Result<SwitchValues, String>>) -> Option<String> {
@@ -127,12 +142,14 @@ fn row_values(
         .collect()
 }
 
-/// One series row per switch DCGM read: each switch's values of the switch-level rows, and
-/// each of its up ports' values of the per-port rows (`ports`, by link entity id; a port of
-/// a switch not in `switches` is left out).
+/// One series row per switch DCGM read: each switch's values of the switch-level rows, its
+/// strings of the switch `label` rows (`label_rows`, from `texts`), and each of its up ports'
+/// values of the per-port rows (`ports`, by link entity id; a port of a switch not in
+/// `switches` is left out).
 pub fn switch_samples(
-    rows: &[&CounterRow],
+    (rows, label_rows): (&[&CounterRow], &[&CounterRow]),
     switches: &[(u32, HashMap<u16, f64>)],
+    texts: &SwitchTexts,
     ports: &[(u32, HashMap<u16, f64>)],
 ) -> Vec<SwitchSample> {
     let mut out: Vec<SwitchSample> = switches
@@ -140,6 +157,16 @@ pub fn switch_samples(
         .map(|(id, values)| SwitchSample {
             id: *id,
             values: row_values(rows, Source::DcgmSwitch, values),
+            labels: label_rows
+                .iter()
+                .map(|row| {
+                    let f = u16::try_from(row.field.id).ok()?;
+                    let own = texts.get(id)?;
+                    own.get(&f)
+                        .filter(|_| row.field.source == Source::DcgmSwitchText)
+                        .cloned()
+                })
+                .collect(),
             ports: Vec::new(),
         })
         .collect();

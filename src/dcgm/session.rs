@@ -23,7 +23,7 @@ use super::groups::{MetricGroup, resolve};
 use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
-use super::switches::{SwitchReading, SwitchValues, Switches, number};
+use super::switches::{SwitchReading, SwitchTexts, SwitchValues, Switches, number};
 use crate::gpu::switch_selection::SwitchSelection;
 
 /// A DCGM call that failed.
@@ -99,6 +99,8 @@ pub struct Reading {
     pub switch_refused: Vec<(u16, String)>,
     /// What `-s/--switch-devices` names that the hostengine does not list.
     pub switch_note: Option<String>,
+    /// Each listed switch's string values (the switch `label` rows' fields).
+    pub switch_texts: SwitchTexts,
 }
 
 /// A GPU's profiling support, for `gpu-exporter check`.
@@ -492,6 +494,7 @@ impl Session {
                 ports: sw.ports,
                 switch_refused: sw.refused,
                 switch_note: sw.note,
+                switch_texts: sw.texts,
                 ..Reading::default()
             });
         };
@@ -502,6 +505,7 @@ impl Session {
             ports: sw.ports,
             switch_refused: sw.refused,
             switch_note: sw.note,
+            switch_texts: sw.texts,
         };
         let mut fields: Vec<u16> = w
             .entities

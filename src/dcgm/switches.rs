@@ -16,9 +16,9 @@ use std::ffi::CString;
 use std::time::Duration;
 
 use dcgm_abi::{
-    DCGM_FE_LINK, DCGM_FE_SWITCH, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_GROUP_EMPTY,
+    DCGM_FE_LINK, DCGM_FE_SWITCH, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_FT_STRING, DCGM_GROUP_EMPTY,
     DCGM_MAX_NUM_SWITCHES, DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT,
-    DcgmNvLinkLinkStateUp, Zeroed, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
+    DcgmNvLinkLinkStateUp, Zeroed, c_text, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
     dcgmNvLinkStatus_v5, dcgmNvLinkStatus_version5, fp64_is_blank, int64_is_blank, link_id,
 };
 
@@ -39,6 +39,9 @@ pub type Fields<'a> = &'a [(u16, Duration)];
 
 /// Each entity's values, by DCGM entity id (a switch's id, or a port's link id).
 pub type SwitchValues = Vec<(u32, HashMap<u16, f64>)>;
+
+/// Each switch's string values (for `label` rows), by DCGM entity id.
+pub type SwitchTexts = HashMap<u32, HashMap<u16, String>>;
 
 /// The group and field groups of the switches (or of their ports), and what they were made
 /// for.
@@ -210,6 +213,8 @@ pub struct SwitchReading {
     pub switches: Option<Result<SwitchValues, String>>,
     /// The per-port values per up port (link entity id), when port fields are wanted.
     pub ports: SwitchValues,
+    /// Each switch's string values (the `label` rows' fields).
+    pub texts: SwitchTexts,
     /// Switch and port fields DCGM refused to watch, with its reason.
     pub refused: Vec<(u16, String)>,
     /// What `-s/--switch-devices` names that the hostengine does not list, when switch or
@@ -298,7 +303,9 @@ impl Switches {
         let values = match &self.switch_watch {
             Some(w) => {
                 out.refused.extend(w.refused.iter().cloned());
-                w.read(api, handle, &switch_pairs)?
+                let (values, texts) = w.read(api, handle, &switch_pairs)?;
+                out.texts = texts;
+                values
             }
             None => ids.iter().map(|s| (*s, HashMap::new())).collect(),
         };
@@ -322,7 +329,7 @@ impl Switches {
         }
         if let Some(w) = &self.port_watch {
             out.refused.extend(w.refused.iter().cloned());
-            out.ports = w.read(api, handle, &pairs)?;
+            out.ports = w.read(api, handle, &pairs)?.0;
         }
         Ok(out)
     }
@@ -420,20 +427,22 @@ impl SwitchWatch {
         Ok(w)
     }
 
-    /// This tick's latest values of the watched fields on `entities`, by entity id (a blank
-    /// or a failed value is left out), in calls of at most [`VALUES_PER_CALL`] values.
+    /// This tick's latest values of the watched fields on `entities`, by entity id, numbers
+    /// and strings apart (a blank or a failed value is left out), in calls of at most
+    /// [`VALUES_PER_CALL`] values.
     pub fn read(
         &self,
         api: &Api,
         handle: dcgmHandle_t,
         entities: &[dcgmGroupEntityPair_t],
-    ) -> Result<SwitchValues, Failed> {
+    ) -> Result<(SwitchValues, SwitchTexts), Failed> {
         let mut out: SwitchValues = entities
             .iter()
             .map(|e| (e.entityId, HashMap::new()))
             .collect();
+        let mut texts = SwitchTexts::new();
         if self.watched.is_empty() || entities.is_empty() {
-            return Ok(out);
+            return Ok((out, texts));
         }
         let mut fields = self.watched.clone();
         let nf = fields.len();
@@ -456,15 +465,20 @@ impl SwitchWatch {
             if rc != DCGM_ST_OK {
                 return Err(("dcgmEntitiesGetLatestValues", rc));
             }
-            for (i, (_, got)) in got.iter_mut().enumerate() {
+            for (i, (id, got)) in got.iter_mut().enumerate() {
                 for (j, f) in fields.iter().enumerate() {
-                    if let Some(v) = values.get(i * nf + j).and_then(number) {
-                        got.insert(*f, v);
+                    let Some(v) = values.get(i * nf + j) else {
+                        continue;
+                    };
+                    if let Some(n) = number(v) {
+                        got.insert(*f, n);
+                    } else if let Some(t) = text(v) {
+                        texts.entry(*id).or_default().insert(*f, t);
                     }
                 }
             }
         }
-        Ok(out)
+        Ok((out, texts))
     }
 
     /// Destroys the group and field groups (errors ignored: they go with the handle).
@@ -478,6 +492,17 @@ impl SwitchWatch {
             unsafe { (api.group_destroy)(handle, g) };
         }
     }
+}
+
+/// One value as a string: `None` for a non-OK status, a blank or not-supported sentinel
+/// (`<<<…>>>`), an empty string or a type other than a string.
+fn text(v: &dcgmFieldValue_v2) -> Option<String> {
+    if v.status != DCGM_ST_OK || v.fieldType != DCGM_FT_STRING {
+        return None;
+    }
+    // SAFETY: the union member read is the one `fieldType` names.
+    let t = c_text(unsafe { &v.value.str_ });
+    (!t.is_empty() && !t.starts_with("<<<")).then_some(t)
 }
 
 /// One value as a number: `None` for a non-OK status, a blank sentinel or a non-numeric type.

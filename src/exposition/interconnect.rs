@@ -8,7 +8,7 @@
 //! `DCGM_FI_DEV_NVLINK_GET_STATE`) with dcgm-exporter's link labels, and its switch-level
 //! NVSwitch rows, one series per switch DCGM read, labelled `nvswitch="nvswitch<id>"` with the
 //! switch's own DCGM entity id and the host label, and its per-port NVSwitch rows, one series
-//! per up port with `nvlink="<port>"` before those.
+//! per up port with `nvlink="<port>"` before those; the switch's `label` rows follow.
 //!
 //! Writes text only; it must not read NVML or decide which links exist (the snapshot says).
 
@@ -379,12 +379,13 @@ pub(super) fn encode_link_row(
 /// A switch-level row (`Level::Switch`): slot `slot` of each switch, as dcgm-exporter writes
 /// switch series (`nvswitch` first, then the host label), each switch under its own id; a
 /// per-port row (`Source::DcgmSwitchPort`) of each up port of each switch, as dcgm-exporter
-/// writes its link series (`nvlink`, then `nvswitch`, then the host label).
+/// writes its link series (`nvlink`, then `nvswitch`, then the host label); then the switch's
+/// `label` rows in `label_order` (sorted by name), as dcgm-exporter puts labels after those.
 pub(super) fn encode_switch_row(
     out: &mut String,
     snap: &Snapshot,
-    slot: usize,
-    row: &CounterRow,
+    (slot, row): (usize, &CounterRow),
+    label_order: &[(usize, &str)],
     opts: &EncodeOptions,
 ) {
     let per_port = row.field.source == Source::DcgmSwitchPort;
@@ -412,9 +413,14 @@ pub(super) fn encode_switch_row(
                 let _ = write!(out, "nvlink=\"{p}\",");
             }
             let _ = write!(out, "nvswitch=\"nvswitch{}\"", s.id);
+            let mut first = false;
             if let Some(h) = &opts.hostname {
-                let mut first = false;
                 write_label(out, &mut first, opts.host_label, h);
+            }
+            for (i, name) in label_order {
+                if let Some(Some(l)) = s.labels.get(*i) {
+                    write_label(out, &mut first, name, l);
+                }
             }
             out.push_str("} ");
             write_value(out, *v);

@@ -212,6 +212,10 @@ pub struct SwitchSample {
     /// One slot per metric row of the counter set, as [`EntitySample::values`]; only the
     /// switch-level rows (`catalogue::Level::Switch`, `Source::DcgmSwitch`) are ever filled.
     pub values: Vec<Option<Value>>,
+    /// One slot per label row of the counter set, as [`EntitySample::labels`]; only the
+    /// switch `label` rows (`Source::DcgmSwitchText`) are ever filled. They label every series
+    /// of the switch, its ports' too.
+    pub labels: Vec<Option<String>>,
     /// The switch's up ports DCGM read, by port index.
     pub ports: Vec<PortSample>,
 }

@@ -627,7 +627,9 @@ fn switch_port(sc: &Scenario, raw: u32) -> Option<(u32, u32)> {
 /// `DCGM_FT_*` of a field this simulator knows (int64 for the rest).
 pub fn field_type(field: u16) -> u16 {
     match field {
-        FI_DEV_NAME | FI_DEV_UUID => abi::DCGM_FT_STRING,
+        FI_DEV_NAME | FI_DEV_UUID | switch::FI_UUID | switch::FI_FIRMWARE_VERSION => {
+            abi::DCGM_FT_STRING
+        }
         1001..=1008 => abi::DCGM_FT_DOUBLE,
         _ => abi::DCGM_FT_INT64,
     }

@@ -3,8 +3,9 @@
 //! or port field at scenario time `t`. The switches carry the GPUs' NVLink traffic (each its
 //! share by ports, split evenly over its up ports, so the ports add up to the switch), warm
 //! with the GPUs' activity, and report the SXids of the `sxid_fatal` / `sxid_non_fatal` DCGM
-//! faults (port 0 of the switch counts one fatal or non-fatal error per such fault begun). A
-//! field not modelled here is "not supported".
+//! faults (port 0 of the switch counts one fatal or non-fatal error per such fault begun);
+//! each switch has a UUID of its own and a firmware version (strings). A field not modelled
+//! here is "not supported".
 //!
 //! Pure functions of (scenario, seed, t) but for the traffic integral, which is cached; it must
 //! not know about groups, watches or the wire.
@@ -35,6 +36,12 @@ pub const FI_THROUGHPUT_RX: u16 = 862;
 /// `DCGM_FI_DEV_NVSWITCH_PHYSICAL_ID`, `DCGM_FI_DEV_NVSWITCH_RESET_REQUIRED`.
 pub const FI_PHYSICAL_ID: u16 = 863;
 pub const FI_RESET_REQUIRED: u16 = 864;
+
+/// `DCGM_FI_DEV_NVSWITCH_UUID`, `DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION`: strings.
+pub const FI_UUID: u16 = 878;
+pub const FI_FIRMWARE_VERSION: u16 = 1524;
+/// The firmware version every simulated switch reports.
+const FIRMWARE: &str = "96.10.6D.00.01";
 
 /// `DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX` / `_RX`: bytes through one port since start.
 pub const FI_LINK_THROUGHPUT_TX: u16 = 780;
@@ -147,6 +154,16 @@ impl Traffic {
     /// The latest value of `field` of switch `id` at `t`; `None`: not supported.
     pub fn value(&self, sc: &Scenario, seed: u64, id: u32, field: u16, t: f64) -> Option<Val> {
         let sw = find(sc, id)?;
+        match field {
+            // Its own per switch and seed, in the form of a UUID.
+            FI_UUID => {
+                return Some(Val::Str(format!(
+                    "SWX-5E1A{id:04X}-0000-4000-8000-{seed:012X}"
+                )));
+            }
+            FI_FIRMWARE_VERSION => return Some(Val::Str(FIRMWARE.to_owned())),
+            _ => {}
+        }
         let fatal = sxid(sc, id, DcgmFaultKind::SxidFatal, t);
         Some(Val::Int(match field {
             FI_SXID_FATAL => fatal,
@@ -264,6 +281,12 @@ mod tests {
             "a per-port field is not a switch field"
         );
         assert_eq!(at(9, FI_TEMP, 1.0), None, "no switch 9");
+        let uuid = |id| match at(id, FI_UUID, 1.0) {
+            Some(Val::Str(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        assert_ne!(uuid(0), uuid(1));
+        assert!(matches!(at(0, FI_FIRMWARE_VERSION, 1.0), Some(Val::Str(_))));
     }
 
     #[test]

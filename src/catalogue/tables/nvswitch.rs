@@ -7,24 +7,24 @@
 //! `Source::DcgmSwitch`) are served by the DCGM client on the switches its hostengine lists,
 //! one series per switch; the per-port rows (`Source::DcgmSwitchPort`, DCGM's link entities
 //! under a switch) on each up port of those switches, one series per port; the string rows
-//! are known so that a counters file naming them loads with a warning that says why they stay
-//! empty. The per-lane rows (`…_L0_TOTAL` … `…_L7_TOTAL`) are written out: they are 16 rows inside this
+//! (`Source::DcgmSwitchText`) as `label` rows, a label on every series of each switch. The
+//! per-lane rows (`…_L0_TOTAL` … `…_L7_TOTAL`) are written out: they are 16 rows inside this
 //! id-ordered table, in two id blocks of their own.
 
-use super::super::field::{FieldDef, Level, Source, dev, never};
+use super::super::field::{FieldDef, Level, Source, dev};
 
-/// Why the string NVSwitch fields stay empty.
-const WHY_EMPTY: &str = "it is a string, and gpu-exporter serves the NVSwitch fields that are \
-    numbers (from DCGM, per switch and per switch port)";
-
-/// A string NVSwitch field: never served.
+/// A string NVSwitch field: a `label` row of it labels each switch's series (from DCGM).
 const fn text(name: &'static str, id: u32) -> FieldDef {
-    never(
-        name,
-        id,
-        WHY_EMPTY,
-        "NVSwitch value as DCGM reads it from the switch.",
-    )
+    FieldDef {
+        level: Level::Switch,
+        ..dev(
+            name,
+            id,
+            "",
+            Source::DcgmSwitchText,
+            "NVSwitch string as DCGM reads it from the switch.",
+        )
+    }
 }
 
 /// A per-port NVSwitch field: served by the DCGM client on each up port of each switch
@@ -301,12 +301,13 @@ mod tests {
         ] {
             assert_eq!(by_id(id).map(|f| f.name), Some(name));
         }
-        // Switch-level rows come from DCGM per switch, per-port rows per port; string rows from
-        // nowhere.
+        // Switch-level rows come from DCGM per switch, per-port rows per port, string rows as
+        // labels per switch.
         for f in NVSWITCH {
             let port = (780..=824).contains(&f.id) || (870..=877).contains(&f.id) || f.id == 865;
             if matches!(f.id, 878 | 1524) {
-                assert!(matches!(f.source, Source::Unavailable(_)), "{}", f.name);
+                assert_eq!(f.source, Source::DcgmSwitchText, "{}", f.name);
+                assert_eq!(f.level, Level::Switch, "{}", f.name);
             } else if port {
                 assert_eq!(f.source, Source::DcgmSwitchPort, "{}", f.name);
                 assert_eq!(f.level, Level::Switch, "{}", f.name);
