@@ -13,47 +13,31 @@
 
 use super::super::field::{FieldDef, Level, Source, dev};
 
-/// A string NVSwitch field: a `label` row of it labels each switch's series (from DCGM).
-const fn text(name: &'static str, id: u32) -> FieldDef {
+/// `f` as an NVSwitch field ([`Level::Switch`]).
+const fn on_switch(f: FieldDef) -> FieldDef {
     FieldDef {
         level: Level::Switch,
-        ..dev(
-            name,
-            id,
-            "",
-            Source::DcgmSwitchText,
-            "NVSwitch string as DCGM reads it from the switch.",
-        )
+        ..f
     }
+}
+
+/// A string NVSwitch field: a `label` row of it labels each switch's series (from DCGM).
+const fn text(name: &'static str, id: u32) -> FieldDef {
+    let help = "NVSwitch string as DCGM reads it from the switch.";
+    on_switch(dev(name, id, "", Source::DcgmSwitchText, help))
 }
 
 /// A per-port NVSwitch field: served by the DCGM client on each up port of each switch
 /// (DCGM's link entity under the switch), one series per port.
 const fn port(name: &'static str, id: u32) -> FieldDef {
-    FieldDef {
-        level: Level::Switch,
-        ..dev(
-            name,
-            id,
-            "",
-            Source::DcgmSwitchPort,
-            "NVSwitch port value as DCGM reads it from the switch.",
-        )
-    }
+    let help = "NVSwitch port value as DCGM reads it from the switch.";
+    on_switch(dev(name, id, "", Source::DcgmSwitchPort, help))
 }
 
 /// A switch-level NVSwitch field: served by the DCGM client, one series per switch.
 const fn switch(name: &'static str, id: u32, unit: &'static str) -> FieldDef {
-    FieldDef {
-        level: Level::Switch,
-        ..dev(
-            name,
-            id,
-            unit,
-            Source::DcgmSwitch,
-            "NVSwitch value as DCGM reads it from the switch.",
-        )
-    }
+    let help = "NVSwitch value as DCGM reads it from the switch.";
+    on_switch(dev(name, id, unit, Source::DcgmSwitch, help))
 }
 
 /// DCGM's NVSwitch fields, by their DCGM 4.6 names.
