@@ -733,11 +733,23 @@ const SWITCH_ROWS: [&str; 4] = [
     "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX",
 ];
 
+/// The counters file `text`, as `name` in `dir`.
+fn csv_in(dir: &Path, name: &str, text: &str) -> String {
+    let csv = dir.join(name);
+    std::fs::write(&csv, text).unwrap();
+    csv.to_str().unwrap().to_owned()
+}
+
 /// The counters file of switch rows, in `dir`.
 fn switch_csv(dir: &Path) -> String {
-    let csv = dir.join("nvswitch.csv");
-    std::fs::write(&csv, SWITCH_CSV).unwrap();
-    csv.to_str().unwrap().to_owned()
+    csv_in(dir, "nvswitch.csv", SWITCH_CSV)
+}
+
+/// A simulated hostengine on `scenario` at a socket in `dir`, and its `-r` address.
+fn hostengine_in(dir: &Path, scenario: &str) -> (Child, String) {
+    let sock = dir.join("he.sock");
+    let he = hostengine(scenario, &sock);
+    (he, format!("unix://{}", sock.display()))
 }
 
 /// The value of `name` on switch `id` (`nvswitch<id>`), if the scrape has it.
@@ -762,21 +774,25 @@ fn check_row(scenario: &str, csv: &str, more: &[&str], field: &str) -> String {
     row.unwrap_or_else(|| panic!("{report}")).to_owned()
 }
 
+/// Checks the series of `name` in `text` are `want` (name and labels), in any order.
+fn assert_series_are(text: &str, name: &str, mut want: Vec<String>) {
+    let mut got: Vec<String> = series(text, name)
+        .iter()
+        .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "{text}");
+}
+
 /// Checks every switch row has exactly one series per switch of hgx-h200, each labelled with
 /// its own id and the host label `host` only, and that the SXid fault shows on switch 2 only.
 fn check_switch_series(text: &str, host: &str) {
     for name in SWITCH_ROWS {
-        let lines = series(text, name);
-        let mut want: Vec<String> = (0..4)
+        let want = (0..4)
             .map(|i| format!("{name}{{nvswitch=\"nvswitch{i}\",{host}=\"sim-hgx-h200-node\"}}"))
             .collect();
-        let mut got: Vec<String> = lines
-            .iter()
-            .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
-            .collect();
-        want.sort();
-        got.sort();
-        assert_eq!(got, want, "{text}");
+        assert_series_are(text, name, want);
     }
     let sxid: Vec<Option<f64>> = (0..4)
         .map(|i| on_switch(text, "DCGM_FI_DEV_SXID_NON_FATAL_ERROR", i))
@@ -822,9 +838,7 @@ fn nvswitch_series_carry_each_switchs_own_id_and_its_sxid() {
         "{row}"
     );
 
-    let sock = dir.path().join("he.sock");
-    let mut he = hostengine("hgx-h200", &sock);
-    let remote = format!("unix://{}", sock.display());
+    let (mut he, remote) = hostengine_in(dir.path(), "hgx-h200");
     let e = simulated(
         "hgx-h200",
         &csv,
@@ -872,5 +886,207 @@ fn no_nvswitch_series_without_switches_or_without_dcgm() {
         drop(e);
         let row = check_row(scenario, &csv, more, "DCGM_FI_DEV_SXID_FATAL_ERROR");
         assert!(row.contains("not served") && row.contains(why), "{row}");
+    }
+}
+
+/// A switch row and per-port rows of the NVSwitches.
+const PORT_CSV: &str = "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX, counter, Bytes the NVSwitch sent.\n\
+DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, counter, Bytes the NVSwitch port sent.\n\
+DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS, counter, Non-fatal errors of the port.\n";
+
+/// The sum of `name` over the ports of switch `id`.
+fn port_sum(text: &str, name: &str, id: u32) -> f64 {
+    let want = format!("nvswitch{id}");
+    series(text, name)
+        .into_iter()
+        .filter(|l| common::label_opt(l, "nvswitch") == Some(want.as_str()))
+        .map(value)
+        .sum()
+}
+
+/// Checks the per-port rows of hgx-h200 (4 switches of 40, 32, 32, 40 up ports): one series per up
+/// port, labelled `nvlink`, `nvswitch`, then the host label `host`, in that order; switch 2's
+/// SXid counted on its port 0 only; and the ports' bytes adding up to their switch's (the
+/// ports are read after the switches in a tick, before the next tick's switches).
+fn check_port_series(text: &str, later: &str, host: &str) {
+    for name in [
+        "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX",
+        "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS",
+    ] {
+        let want = [40, 32, 32, 40]
+            .into_iter()
+            .enumerate()
+            .flat_map(|(s, n)| (0..n).map(move |p| (s, p)))
+            .map(|(s, p)| {
+                format!(
+                    "{name}{{nvlink=\"{p}\",nvswitch=\"nvswitch{s}\",{host}=\"sim-hgx-h200-node\"}}"
+                )
+            })
+            .collect();
+        assert_series_are(text, name, want);
+    }
+    let errors = series(text, "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS");
+    let counted: Vec<&str> = errors.iter().filter(|l| value(l) > 0.0).copied().collect();
+    assert_eq!(counted.len(), 1, "{text}");
+    assert!(
+        counted[0].contains("nvlink=\"0\",nvswitch=\"nvswitch2\""),
+        "{text}"
+    );
+    for s in 0..4 {
+        let ports = port_sum(text, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX", s);
+        let now = on_switch(text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", s).unwrap();
+        let next = on_switch(later, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", s).unwrap();
+        assert!(ports > 0.0, "{text}");
+        assert!(now <= ports && ports <= next, "{now} ≤ {ports} ≤ {next}");
+    }
+}
+
+/// The per-port NVSwitch rows (DCGM's link entities under each switch), embedded then from a
+/// remote hostengine: one series per up port of each switch, with dcgm-exporter's link
+/// labels, the ports' traffic adding up to the switch's, and an SXid on one port's errors.
+#[test]
+fn nvswitch_port_series_one_per_up_port_adding_up_to_the_switch() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = csv_in(dir.path(), "ports.csv", PORT_CSV);
+    let sxid = |t: &str| {
+        series(t, "DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS")
+            .iter()
+            .any(|l| value(l) > 0.0)
+    };
+    let next_tick = |e: &Exporter, text: &str| {
+        let before = on_switch(text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", 0);
+        e.metrics_until("a later tick", |t| {
+            on_switch(t, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX", 0) > before
+        })
+    };
+    let e = simulated("hgx-h200", &csv, &[]);
+    let text = e.metrics_until("an SXid on a port", sxid);
+    let later = next_tick(&e, &text);
+    check_port_series(&text, &later, "Hostname");
+    drop(e);
+    let row = check_row(
+        "hgx-h200",
+        &csv,
+        &[],
+        "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX",
+    );
+    assert!(row.contains("4 of 4"), "{row}");
+
+    let (mut he, remote) = hostengine_in(dir.path(), "hgx-h200");
+    let more = ["-r", &remote, "--compatibility", "dcgm-4.8.4"];
+    let e = simulated("hgx-h200", &csv, &more);
+    let text = e.metrics_until("an SXid on a port from the hostengine", sxid);
+    let later = next_tick(&e, &text);
+    check_port_series(&text, &later, "hostname");
+    drop(e);
+    he.kill().unwrap();
+    he.wait().unwrap();
+}
+
+/// `-s/--switch-devices` narrows the NVSwitch rows: `g:` the switches, `i:` their ports, each
+/// on its own; an id the hostengine does not list and a port no chosen switch has up are named
+/// in one warning (with the ids that exist) and in `check`, and the flag is not called ignored.
+#[test]
+fn switch_devices_narrows_switches_and_ports_and_names_what_is_not_there() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = csv_in(dir.path(), "ports.csv", PORT_CSV);
+    let sel = ["-s", "g:1,3,7,i:0-1,99"];
+    let e = simulated("hgx-h200", &csv, &sel);
+    let ports = |t: &str| !series(t, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX").is_empty();
+    let text = e.metrics_until("port series", ports);
+    let switches: Vec<String> = series(&text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX")
+        .iter()
+        .map(|l| label(l, "nvswitch").to_owned())
+        .collect();
+    assert_eq!(switches, ["nvswitch1", "nvswitch3"], "{text}");
+    let mut got: Vec<(String, String)> = series(&text, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX")
+        .iter()
+        .map(|l| {
+            (
+                label(l, "nvswitch").to_owned(),
+                label(l, "nvlink").to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want: Vec<(String, String)> = [("1", "0"), ("1", "1"), ("3", "0"), ("3", "1")]
+        .iter()
+        .map(|(s, p)| (format!("nvswitch{s}"), (*p).to_owned()))
+        .collect();
+    assert_eq!(got, want, "{text}");
+    let log = e.log();
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("-s/--switch-devices names"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{log}");
+    for part in ["NVSwitch 7", "it lists 0, 1, 2, 3", "port 99", "0 to 39"] {
+        assert!(warned[0].contains(part), "{part}: {log}");
+    }
+    assert!(!log.contains("selects NVSwitches and their ports"), "{log}");
+    drop(e);
+    let row = check_row("hgx-h200", &csv, &sel, "-s/--switch-devices");
+    assert!(row.contains("NVSwitch 7"), "{row}");
+}
+
+/// A switch's strings as `label` rows: each switch's series (switch-level and per port) carry
+/// its own `DCGM_FI_DEV_NVSWITCH_UUID` and its firmware version after the host label, sorted by
+/// name; the GPUs' series carry neither.
+#[test]
+fn switch_label_rows_label_each_switchs_series() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{PORT_CSV}DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature.\n\
+         DCGM_FI_DEV_NVSWITCH_UUID, label, NVSwitch UUID.\n\
+         DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION, label, NVSwitch firmware.\n"
+    );
+    let csv = csv_in(dir.path(), "labels.csv", &text);
+    let e = simulated("hgx-h200", &csv, &[]);
+    let labelled = |t: &str| {
+        let s = series(t, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX");
+        !s.is_empty()
+            && s.iter()
+                .all(|l| common::label_opt(l, "DCGM_FI_DEV_NVSWITCH_UUID").is_some())
+    };
+    let text = e.metrics_until("labelled switch series", labelled);
+    let mut uuids = Vec::new();
+    for l in series(&text, "DCGM_FI_DEV_NVSWITCH_THROUGHPUT_TX") {
+        let names: Vec<&str> = l
+            .split_once('{')
+            .unwrap()
+            .1
+            .split("\",")
+            .map(|kv| kv.split_once('=').unwrap().0)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "nvswitch",
+                "Hostname",
+                "DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION",
+                "DCGM_FI_DEV_NVSWITCH_UUID"
+            ],
+            "{l}"
+        );
+        uuids.push((
+            label(l, "nvswitch").to_owned(),
+            label(l, "DCGM_FI_DEV_NVSWITCH_UUID").to_owned(),
+        ));
+    }
+    let mut distinct: Vec<&String> = uuids.iter().map(|(_, u)| u).collect();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{text}");
+    // A port's series carry its switch's UUID.
+    for l in series(&text, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX") {
+        let sw = label(l, "nvswitch");
+        let own = uuids.iter().find(|(s, _)| s == sw).unwrap();
+        assert_eq!(label(l, "DCGM_FI_DEV_NVSWITCH_UUID"), own.1, "{l}");
+    }
+    for l in series(&text, "DCGM_FI_DEV_GPU_TEMP") {
+        assert!(!l.contains("NVSWITCH"), "{l}");
     }
 }

@@ -318,7 +318,7 @@ fn parse_row(
         name: name.to_owned(),
         kind: kind.to_owned(),
     })?;
-    if matches!(field.source, Source::Text(_)) && !kind.is_label() {
+    if matches!(field.source, Source::Text(_) | Source::DcgmSwitchText) && !kind.is_label() {
         return Err(CsvError::TextAsNumber {
             origin: origin.to_owned(),
             line,

@@ -16,8 +16,9 @@ pub enum Level {
     /// One value per NVLink link of the physical GPU (DCGM's `DCGM_FE_LINK` entity): served
     /// from the per-link read, one series per link with an `nvlink` label, never per entity.
     Link,
-    /// A property of one NVSwitch chip (DCGM's `DCGM_FE_SWITCH` entity): served by the DCGM
-    /// client only, one series per switch with an `nvswitch` label, never per GPU.
+    /// A property of one NVSwitch chip (DCGM's `DCGM_FE_SWITCH` entity) or of one of its ports
+    /// (`Source::DcgmSwitchPort`): served by the DCGM client only, one series per switch with
+    /// an `nvswitch` label (per port: with an `nvlink` label too), never per GPU.
     Switch,
 }
 
@@ -250,6 +251,14 @@ pub enum Source {
     /// A number DCGM reads from an NVSwitch chip ([`Level::Switch`] fields only): served by the
     /// DCGM client on the switches the hostengine lists, never by NVML.
     DcgmSwitch,
+    /// A number DCGM reads from one port of an NVSwitch chip (a `DCGM_FE_LINK` entity under a
+    /// `DCGM_FE_SWITCH`; [`Level::Switch`] fields only): served by the DCGM client on the up
+    /// ports of the switches the hostengine lists, one series per port, never by NVML.
+    DcgmSwitchPort,
+    /// A string DCGM reads from an NVSwitch chip ([`Level::Switch`] fields only): a `label`
+    /// row of it adds the label to every series of that switch (and of its ports); served by
+    /// the DCGM client, never by NVML.
+    DcgmSwitchText,
     /// Known to DCGM but not readable through NVML on this build; the reason is logged once.
     Unavailable(&'static str),
 }

@@ -26,7 +26,8 @@
 //!    - `link_entity.rs`: a link-entity field (one id, one series per link: [`Level::Link`]
 //!      with a [`Source::Link`]) or an NVLink port-register field;
 //!    - `nvswitch.rs`: an NVSwitch field ([`Level::Switch`] with `Source::DcgmSwitch`: served
-//!      by the DCGM client per switch; a per-port or string one known and never read).
+//!      by the DCGM client per switch; with `Source::DcgmSwitchPort`: per switch port; with
+//!      `Source::DcgmSwitchText`: a string, for `label` rows on the switch's series).
 //!
 //!    A new table goes into [`TABLES`]; its header states its order (DCGM id).
 //! 2. **Name, id, help.** Name and id exactly as `dcgm_fields.h` has them (`DCGM_EXP_*`:

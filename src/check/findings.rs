@@ -117,6 +117,15 @@ pub fn from_snapshot(
     }
 
     super::links::interconnect(report, snap);
+    if let Some(note) = &snap.switch_selection_note {
+        report.add(
+            "fields",
+            "-s/--switch-devices",
+            Severity::Warn,
+            note.clone(),
+            Some("name NVSwitch ids and port indices the hostengine lists (`dcgmi discovery -l`), or leave -s at f"),
+        );
+    }
 
     // Every configured field: on how many entities it was served, unsupported, failed.
     let entities = snap.entities.len();

@@ -130,13 +130,14 @@ pub(super) fn link_row(report: &mut Report, snap: &Snapshot, name: &str) {
     report.add("fields", name, level, detail, fix);
 }
 
-/// A switch-level NVSwitch row of the counters file (slot `slot`): served by DCGM per switch,
-/// so counted in switches, or why it is not served.
+/// A switch-level or per-port NVSwitch row of the counters file (slot `slot`): served by DCGM
+/// per switch (or per up port of a switch), so counted in switches, or why it is not served.
 pub(super) fn switch_row(report: &mut Report, snap: &Snapshot, slot: usize, name: &str) {
+    let has = |v: &[Option<crate::snapshot::Value>]| v.get(slot).is_some_and(Option::is_some);
     let served: Vec<String> = snap
         .switches
         .iter()
-        .filter(|s| s.values.get(slot).is_some_and(Option::is_some))
+        .filter(|s| has(&s.values) || s.ports.iter().any(|p| has(&p.values)))
         .map(|s| format!("nvswitch{}", s.id))
         .collect();
     let (level, detail, fix) = match &snap.switches_not_served {

@@ -34,6 +34,9 @@ pub enum DcgmConfigError {
     /// `--watch-max-keep-samples` is not a whole number of at least 0.
     #[error("--watch-max-keep-samples {0:?}: expected a whole number of samples, 0 for no limit")]
     KeepSamples(String),
+    /// `-s/--switch-devices` does not parse (the message names the flag and the item).
+    #[error(transparent)]
+    SwitchDevices(Box<crate::gpu::selection::DeviceSpecError>),
 }
 
 /// `--dcgm-lib` as given, once its kind is checked (one `stat`), as `--nvml-lib` is: a FIFO,
@@ -144,6 +147,11 @@ pub(super) fn options(
         max_keep_age,
         max_keep_samples,
         deadline: crate::dcgm::deadline_for(tick),
+        switches: crate::gpu::switch_selection::SwitchSelection::parse(
+            "-s/--switch-devices",
+            &cli.switch_devices,
+        )
+        .map_err(|e| DcgmConfigError::SwitchDevices(Box::new(e)))?,
     };
     Ok((opts, given.is_some()))
 }

@@ -12,17 +12,11 @@ pub fn warnings(cli: &Cli) -> Vec<String> {
     const NO_CRI: &str = "is not implemented: pod labels come from the Kubernetes API \
                           (--kubernetes-enable-pod-labels)";
     const NO_BIND: &str = "has no meaning: GPUs are enumerated on every tick";
-    let given: [(bool, &str, &str); 17] = [
+    let given: [(bool, &str, &str); 16] = [
         (
             cli.configmap_data != "none",
             "-m/--configmap-data",
             "is not implemented: mount the ConfigMap as a file and pass -f",
-        ),
-        (
-            cli.switch_devices.trim() != "f",
-            "-s/--switch-devices",
-            "selects NVSwitches and their ports, which NVML does not show a GPU exporter; every \
-             link of every GPU is exported whatever it says, as dcgm-exporter exports GPU links",
         ),
         (
             cli.cpu_devices.trim() != "f",

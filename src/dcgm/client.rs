@@ -20,7 +20,7 @@ use tracing::{error, info, warn};
 use super::library::{self, Api, LibraryError};
 use super::options::{DcgmOptions, Mode, Target, Wanted};
 use super::session::{self, GpuGroups, Session};
-use super::switches::SwitchValues;
+use super::switches::{SwitchTexts, SwitchValues};
 use crate::base::backoff::Backoff;
 use crate::snapshot::HealthWatch;
 
@@ -45,6 +45,13 @@ pub struct Outcome {
     /// The switch-level values of each switch the hostengine lists (DCGM entity id), when
     /// switch fields were asked for and DCGM answered; or why it lists none.
     pub switches: Option<Result<SwitchValues, String>>,
+    /// The per-port values of each up port of those switches (DCGM link entity id), when
+    /// port fields were asked for.
+    pub ports: SwitchValues,
+    /// What `-s/--switch-devices` names that the hostengine does not list.
+    pub switch_note: Option<String>,
+    /// Each listed switch's string values (for the switch `label` rows), by DCGM entity id.
+    pub switch_texts: SwitchTexts,
 }
 
 /// What `gpu-exporter check` reports about DCGM.
@@ -87,6 +94,8 @@ pub struct Client {
     /// What was last logged about the switch fields: `Some(None)` served, `Some(Some(why))`
     /// not served and why; `None` before DCGM said anything of switches.
     switch_gap: Option<Option<String>>,
+    /// What was last logged of `-s/--switch-devices` naming what DCGM does not list.
+    switch_note: Option<String>,
     mode: Mode,
 }
 
@@ -115,6 +124,7 @@ impl Client {
             up: None,
             refused: BTreeMap::new(),
             switch_gap: None,
+            switch_note: None,
             mode,
         })
     }
@@ -251,6 +261,12 @@ impl Client {
             }
         }
         self.switch_gap = Some(gap);
+        if out.switch_note != self.switch_note {
+            if let Some(note) = &out.switch_note {
+                warn!("{note}");
+            }
+            self.switch_note.clone_from(&out.switch_note);
+        }
     }
 
     fn note_refused(&mut self, refused: Vec<(Target, u16, String)>) {
@@ -392,7 +408,7 @@ impl Worker {
                 .unwrap_or_else(|| "not connected".into()));
         }
         let timeout = self.opts.deadline;
-        match Session::open(api, &self.opts.mode, timeout) {
+        match Session::open(api, &self.opts.mode, timeout, &self.opts.switches) {
             Ok(s) => {
                 self.session = Some(s);
                 self.backoff.reset();
@@ -459,6 +475,9 @@ impl Worker {
                         health,
                         why: None,
                         switches: r.switches,
+                        ports: r.ports,
+                        switch_note: r.switch_note,
+                        switch_texts: r.switch_texts,
                     },
                     refused,
                 )

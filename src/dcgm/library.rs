@@ -104,6 +104,7 @@ pub struct Api {
     pub error_string: sig::dcgmErrorString,
     pub health_set: sig::dcgmHealthSet,
     pub health_check: sig::dcgmHealthCheck,
+    pub link_status: sig::dcgmGetNvLinkLinkStatus,
     /// The version the library reports (`4.2.3`).
     pub version: String,
     /// Where it was loaded from, as messages name it.
@@ -222,6 +223,7 @@ pub fn load(lib: Option<&Path>) -> Result<&'static Api, LibraryError> {
         error_string: get!("dcgmErrorString"),
         health_set: get!("dcgmHealthSet"),
         health_check: get!("dcgmHealthCheck"),
+        link_status: get!("dcgmGetNvLinkLinkStatus"),
         version,
         place,
     };

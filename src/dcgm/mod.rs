@@ -30,6 +30,8 @@ pub use options::{
     Address, AddressError, DEFAULT_MAX_KEEP_AGE, DEFAULT_PORT, DcgmOptions, MAX_DEADLINE,
     MIN_DEADLINE, Mode, Target, Wanted, deadline_for, parse_address,
 };
-pub use select::{merge, merge_health, serves, switch_samples, switches_not_served, wanted};
+pub use select::{
+    merge, merge_health, serves, switch_label_fields, switch_samples, switches_not_served, wanted,
+};
 pub use session::GpuGroups;
-pub use switches::SwitchValues;
+pub use switches::{SwitchTexts, SwitchValues};

@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::gpu::switch_selection::SwitchSelection;
+
 /// dcgm-exporter 4.8.4's default `--watch-max-keep-age`.
 pub const DEFAULT_MAX_KEEP_AGE: Duration = Duration::from_secs(600);
 /// The hostengine's port when an address names none.
@@ -129,6 +131,8 @@ pub struct DcgmOptions {
     pub max_keep_samples: i32,
     /// How long the sampler waits for the DCGM thread in one tick ([`deadline_for`]).
     pub deadline: Duration,
+    /// `-s/--switch-devices`: the NVSwitches and ports whose rows are watched.
+    pub switches: SwitchSelection,
 }
 
 impl Default for DcgmOptions {
@@ -139,6 +143,7 @@ impl Default for DcgmOptions {
             max_keep_age: DEFAULT_MAX_KEEP_AGE,
             max_keep_samples: 0,
             deadline: MAX_DEADLINE,
+            switches: SwitchSelection::default(),
         }
     }
 }
@@ -187,6 +192,9 @@ pub struct Wanted {
     /// The switch-level NVSwitch field ids with each one's collection interval, sorted by
     /// id: watched on every switch the hostengine lists.
     pub switch_fields: Vec<(u16, Duration)>,
+    /// The per-port NVSwitch field ids with each one's collection interval, sorted by id:
+    /// watched on every up port of those switches.
+    pub port_fields: Vec<(u16, Duration)>,
 }
 
 #[cfg(test)]

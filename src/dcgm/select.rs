@@ -1,6 +1,7 @@
 //! Which rows and entities DCGM serves, and the merge of its values into the tick's entities:
 //! NVML first, DCGM only for the empty profiling rows of GPUs without GPM, and for the
-//! health rows and the NVSwitch rows (DCGM's alone; switches are their own entities).
+//! health rows and the NVSwitch rows (DCGM's alone; switches and their ports are their own
+//! entities).
 //!
 //! Pure functions on the snapshot's entities; it must not call DCGM or log.
 
@@ -8,11 +9,11 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::options::{Target, Wanted};
-use super::switches::SwitchValues;
+use super::switches::{SwitchTexts, SwitchValues};
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{FieldDef, Level, Source};
 use crate::gpu::plan::Collections;
-use crate::snapshot::{EntitySample, HealthWatch, SwitchSample, Value};
+use crate::snapshot::{EntitySample, HealthWatch, PortSample, SwitchSample, Value};
 
 /// Whether DCGM may serve this field in place of NVML: a GPM (profiling) field per entity
 /// whose DCGM value is already in the exposition's unit (a ratio, or bytes per second).
@@ -84,12 +85,29 @@ pub fn wanted(
     }
     let health = rows.iter().any(|r| r.field.source == Source::DcgmHealth);
     let switch_fields = intervals(rows, collections, |f| f.source == Source::DcgmSwitch);
+    let port_fields = intervals(rows, collections, |f| f.source == Source::DcgmSwitchPort);
     Wanted {
         targets,
         fields,
         health,
         switch_fields,
+        port_fields,
     }
+}
+
+/// The DCGM ids of the switch `label` rows (`Source::DcgmSwitchText`) with their collection
+/// intervals, merged into `fields` (the switch fields wanted), sorted by id.
+pub fn switch_label_fields(
+    mut fields: Vec<(u16, Duration)>,
+    label_rows: &[&CounterRow],
+    collections: &Collections,
+) -> Vec<(u16, Duration)> {
+    fields.extend(intervals(label_rows, collections, |f| {
+        f.source == Source::DcgmSwitchText
+    }));
+    fields.sort();
+    fields.dedup_by_key(|(id, _)| *id);
+    fields
 }
 
 /// Why the switch-level rows have no series, from what DCGM said of the switches (`None`:
@@ -106,28 +124,64 @@ pub fn switches_not_served(switches: Option<&Result<SwitchValues, String>>) -> O
     }
 }
 
-/// One series row per switch DCGM read: each switch's values of the switch-level rows, in
-/// the rows' units (a value DCGM did not give stays absent).
-pub fn switch_samples(
+/// Each row's value of `source` among `values`, in the rows' units (a value DCGM did not give
+/// stays absent).
+fn row_values(
     rows: &[&CounterRow],
+    source: Source,
+    values: &HashMap<u16, f64>,
+) -> Vec<Option<Value>> {
+    rows.iter()
+        .map(|row| {
+            if row.field.source != source {
+                return None;
+            }
+            let f = u16::try_from(row.field.id).ok()?;
+            values.get(&f).map(|v| Value::Num(row.field.convert(*v)))
+        })
+        .collect()
+}
+
+/// One series row per switch DCGM read: each switch's values of the switch-level rows, its
+/// strings of the switch `label` rows (`label_rows`, from `texts`), and each of its up ports'
+/// values of the per-port rows (`ports`, by link entity id; a port of a switch not in
+/// `switches` is left out).
+pub fn switch_samples(
+    (rows, label_rows): (&[&CounterRow], &[&CounterRow]),
     switches: &[(u32, HashMap<u16, f64>)],
+    texts: &SwitchTexts,
+    ports: &[(u32, HashMap<u16, f64>)],
 ) -> Vec<SwitchSample> {
     let mut out: Vec<SwitchSample> = switches
         .iter()
         .map(|(id, values)| SwitchSample {
             id: *id,
-            values: rows
+            values: row_values(rows, Source::DcgmSwitch, values),
+            labels: label_rows
                 .iter()
                 .map(|row| {
-                    if row.field.source != Source::DcgmSwitch {
-                        return None;
-                    }
                     let f = u16::try_from(row.field.id).ok()?;
-                    values.get(&f).map(|v| Value::Num(row.field.convert(*v)))
+                    let own = texts.get(id)?;
+                    own.get(&f)
+                        .filter(|_| row.field.source == Source::DcgmSwitchText)
+                        .cloned()
                 })
                 .collect(),
+            ports: Vec::new(),
         })
         .collect();
+    for (link, values) in ports {
+        let (_, switch, port) = dcgm_abi::link_parts(*link);
+        if let Some(s) = out.iter_mut().find(|s| s.id == switch) {
+            s.ports.push(PortSample {
+                port,
+                values: row_values(rows, Source::DcgmSwitchPort, values),
+            });
+        }
+    }
+    for s in &mut out {
+        s.ports.sort_by_key(|p| p.port);
+    }
     out.sort_by_key(|s| s.id);
     out
 }

@@ -1,7 +1,7 @@
 //! One connected DCGM handle and the calls made on it: connecting (embedded or remote), the
 //! GPUs DCGM sees (by UUID) and their MIG GPU instances, the profiling metric groups, the
 //! watches (one per interval and field set) and each tick's latest values; the NVSwitch
-//! chips it lists and their switch-level values (made and read through `switches`).
+//! chips and ports it lists and their values (made and read through `switches`).
 //!
 //! Runs only on the DCGM thread (`client`), which owns it. It must not log (the client says
 //! what changed, once) and must not wait on anything but DCGM.
@@ -23,7 +23,8 @@ use super::groups::{MetricGroup, resolve};
 use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
-use super::switches::{self, SwitchValues, SwitchWatch, number};
+use super::switches::{SwitchReading, SwitchTexts, SwitchValues, Switches, number};
+use crate::gpu::switch_selection::SwitchSelection;
 
 /// A DCGM call that failed.
 #[derive(Debug, thiserror::Error)]
@@ -80,10 +81,8 @@ pub struct Session {
     watches: Option<Watches>,
     /// The health watches' group, once asked for.
     health: Option<HealthGroup>,
-    /// The NVSwitch chips the hostengine listed at connection, or why it listed none.
-    switches: Result<Vec<u32>, String>,
-    /// The switch watches, while switch fields are wanted.
-    switch_watch: Option<SwitchWatch>,
+    /// The NVSwitch chips and ports the hostengine listed at connection, and their watches.
+    switches: Switches,
 }
 
 /// What a tick read: values by (entity, field), and the fields refused per entity.
@@ -91,11 +90,17 @@ pub struct Session {
 pub struct Reading {
     pub values: HashMap<(Target, u16), f64>,
     pub refused: Vec<(Target, u16, String)>,
-    /// The switch-level values per listed switch when switch fields are wanted, or why DCGM
-    /// lists no switch.
+    /// The switch-level values per listed switch when switch or port fields are wanted, or
+    /// why DCGM lists no switch.
     pub switches: Option<Result<SwitchValues, String>>,
-    /// Switch fields DCGM refused to watch, with its reason.
+    /// The per-port values per up port of those switches (link entity id).
+    pub ports: SwitchValues,
+    /// Switch and port fields DCGM refused to watch, with its reason.
     pub switch_refused: Vec<(u16, String)>,
+    /// What `-s/--switch-devices` names that the hostengine does not list.
+    pub switch_note: Option<String>,
+    /// Each listed switch's string values (the switch `label` rows' fields).
+    pub switch_texts: SwitchTexts,
 }
 
 /// A GPU's profiling support, for `gpu-exporter check`.
@@ -131,8 +136,14 @@ pub fn init(api: &Api) -> Result<(), SessionError> {
 
 impl Session {
     /// Starts an embedded hostengine or connects to a remote one (waiting at most `timeout`),
-    /// then learns the GPUs, their MIG instances and their metric groups.
-    pub fn open(api: &'static Api, mode: &Mode, timeout: Duration) -> Result<Self, SessionError> {
+    /// then learns the GPUs, their MIG instances and their metric groups, and the NVSwitches
+    /// and up ports `sel` chooses.
+    pub fn open(
+        api: &'static Api,
+        mode: &Mode,
+        timeout: Duration,
+        sel: &SwitchSelection,
+    ) -> Result<Self, SessionError> {
         let mut handle: dcgmHandle_t = 0;
         let embedded = match mode {
             Mode::Remote(addr) => {
@@ -166,15 +177,14 @@ impl Session {
             gpus: HashMap::new(),
             watches: None,
             health: None,
-            switches: Ok(Vec::new()),
-            switch_watch: None,
+            switches: Switches::default(),
         };
         s.discover()?;
-        s.switches = match switches::list(api, handle) {
-            Ok(listed) => listed.map_err(|(name, rc)| format!("{name}: {}", api.describe(rc))),
+        s.switches = match Switches::list(api, handle, sel) {
+            Ok(listed) => listed,
             Err((name, rc)) => {
                 call(api, name, rc)?;
-                Ok(Vec::new())
+                Switches::default()
             }
         };
         Ok(s)
@@ -477,19 +487,25 @@ impl Session {
         keep_samples: i32,
     ) -> Result<Reading, SessionError> {
         self.ensure_watches(wanted, keep_age, keep_samples)?;
-        let (switches, switch_refused) = self.read_switches(wanted, (keep_age, keep_samples))?;
+        let sw = self.read_switches(wanted, (keep_age, keep_samples))?;
         let Some(w) = self.watches.as_ref() else {
             return Ok(Reading {
-                switches,
-                switch_refused,
+                switches: sw.switches,
+                ports: sw.ports,
+                switch_refused: sw.refused,
+                switch_note: sw.note,
+                switch_texts: sw.texts,
                 ..Reading::default()
             });
         };
         let mut out = Reading {
             values: HashMap::new(),
             refused: w.refused.clone(),
-            switches,
-            switch_refused,
+            switches: sw.switches,
+            ports: sw.ports,
+            switch_refused: sw.refused,
+            switch_note: sw.note,
+            switch_texts: sw.texts,
         };
         let mut fields: Vec<u16> = w
             .entities
@@ -530,48 +546,26 @@ impl Session {
         Ok(out)
     }
 
-    /// This tick's values of the wanted switch fields on every listed switch (the watches made
-    /// first when the fields changed), and the fields DCGM refused; `None` when none are wanted.
-    #[allow(clippy::type_complexity)]
+    /// This tick's values of the wanted switch and port fields (`switches`).
     fn read_switches(
         &mut self,
         wanted: &Wanted,
         limits: (Duration, i32),
-    ) -> Result<(Option<Result<SwitchValues, String>>, Vec<(u16, String)>), SessionError> {
+    ) -> Result<SwitchReading, SessionError> {
         let api = self.api;
-        let lost = |(name, rc): (&'static str, i32)| {
-            call(api, name, rc).err().unwrap_or(SessionError::Call {
-                call: name,
-                rc,
-                text: api.describe(rc),
+        let fields = (
+            wanted.switch_fields.as_slice(),
+            wanted.port_fields.as_slice(),
+        );
+        self.switches
+            .read(api, self.handle, fields, limits)
+            .map_err(|(name, rc)| {
+                call(api, name, rc).err().unwrap_or(SessionError::Call {
+                    call: name,
+                    rc,
+                    text: api.describe(rc),
+                })
             })
-        };
-        if self
-            .switch_watch
-            .as_ref()
-            .is_some_and(|w| !w.made_for(&wanted.switch_fields))
-            && let Some(w) = self.switch_watch.take()
-        {
-            w.destroy(api, self.handle);
-        }
-        if wanted.switch_fields.is_empty() {
-            return Ok((None, Vec::new()));
-        }
-        let ids = match &self.switches {
-            Ok(ids) if !ids.is_empty() => ids.clone(),
-            Ok(_) => return Ok((Some(Ok(Vec::new())), Vec::new())),
-            Err(why) => return Ok((Some(Err(why.clone())), Vec::new())),
-        };
-        if self.switch_watch.is_none() {
-            let w = SwitchWatch::make(api, self.handle, &ids, &wanted.switch_fields, limits)
-                .map_err(lost)?;
-            self.switch_watch = Some(w);
-        }
-        let Some(w) = self.switch_watch.as_ref() else {
-            return Ok((None, Vec::new()));
-        };
-        let values = w.read(api, self.handle, &ids).map_err(lost)?;
-        Ok((Some(Ok(values)), w.refused.clone()))
     }
 
     /// This tick's health check of every GPU (the health group made on the first call).
@@ -595,9 +589,7 @@ impl Session {
     /// Ends the session: stops the embedded hostengine or disconnects.
     pub fn close(mut self) {
         self.drop_watches();
-        if let Some(w) = self.switch_watch.take() {
-            w.destroy(self.api, self.handle);
-        }
+        self.switches.destroy(self.api, self.handle);
         if let Some(g) = self.health.take() {
             g.destroy(self.api, self.handle);
         }

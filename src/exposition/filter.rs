@@ -10,7 +10,7 @@
 use crate::catalogue::Level;
 use crate::catalogue::Source;
 use crate::catalogue::WindowKind;
-use crate::catalogue::csv::CounterSet;
+use crate::catalogue::csv::{CounterRow, CounterSet};
 
 /// Mimir's default limit of labels per series, and ours.
 pub const DEFAULT_MAX_LABELS: usize = 30;
@@ -157,7 +157,11 @@ pub fn widest_series(
     labels: &SeriesLabels,
     controls: &Cardinality,
 ) -> Vec<(String, Vec<String>)> {
-    let label_rows: Vec<&str> = counters.labels().map(|r| r.name.as_str()).collect();
+    // Switch label rows label the switches' series, the others the GPUs'.
+    let (switch_label_rows, label_rows): (Vec<&CounterRow>, Vec<&CounterRow>) = counters
+        .labels()
+        .partition(|r| r.field.level == Level::Switch);
+    let label_rows: Vec<&str> = label_rows.iter().map(|r| r.name.as_str()).collect();
     let kept = |names: Vec<String>| -> Vec<String> {
         names
             .into_iter()
@@ -171,7 +175,11 @@ pub fn widest_series(
         }
         let mut names: Vec<String> = Vec::new();
         if row.field.level == Level::Switch {
-            // `nvswitch` and the host label (the last identity label when there is one).
+            // (`nvlink` on a per-port row,) `nvswitch` and the host label (the last identity
+            // label when there is one).
+            if row.field.source == crate::catalogue::Source::DcgmSwitchPort {
+                names.push("nvlink".into());
+            }
             names.push("nvswitch".into());
             names.extend(
                 labels
@@ -180,6 +188,7 @@ pub fn widest_series(
                     .filter(|n| n.eq_ignore_ascii_case("hostname"))
                     .cloned(),
             );
+            names.extend(switch_label_rows.iter().map(|r| r.name.clone()));
             out.push((row.name.clone(), kept(names)));
             continue;
         }
@@ -246,6 +255,37 @@ mod tests {
         assert!(
             last.ends_with("a_x{gpu=\"0\",pci_bus_id=\"1\"} 1\n"),
             "{last}"
+        );
+    }
+
+    /// A switch `label` row widens the switch series (the guard counts it there), not the
+    /// GPUs'.
+    #[test]
+    fn switch_label_rows_count_on_switch_series_only() {
+        let set = crate::catalogue::csv::parse_counters(
+            "test",
+            "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, counter, p\n\
+             DCGM_FI_DRIVER_VERSION, label, d\nDCGM_FI_DEV_NVSWITCH_UUID, label, u\n",
+        )
+        .unwrap();
+        let labels = SeriesLabels {
+            identity: vec!["gpu".into(), "Hostname".into()],
+            ..SeriesLabels::default()
+        };
+        let widest = widest_series(&set, &labels, &controls(&[], &[], &[]));
+        let of = |name: &str| widest.iter().find(|(f, _)| f == name).unwrap().1.clone();
+        assert_eq!(
+            of("DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX"),
+            [
+                "nvlink",
+                "nvswitch",
+                "Hostname",
+                "DCGM_FI_DEV_NVSWITCH_UUID"
+            ]
+        );
+        assert_eq!(
+            of("DCGM_FI_DEV_GPU_TEMP"),
+            ["gpu", "Hostname", "DCGM_FI_DRIVER_VERSION"]
         );
     }
 }

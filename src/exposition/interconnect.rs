@@ -7,7 +7,8 @@
 //! `_health_mask` with per-link only); and the counters file's link-entity rows (`DCGM_FI_DEV_NVLINK_*_PER_LINK*`,
 //! `DCGM_FI_DEV_NVLINK_GET_STATE`) with dcgm-exporter's link labels, and its switch-level
 //! NVSwitch rows, one series per switch DCGM read, labelled `nvswitch="nvswitch<id>"` with the
-//! switch's own DCGM entity id and the host label.
+//! switch's own DCGM entity id and the host label, and its per-port NVSwitch rows, one series
+//! per up port with `nvlink="<port>"` before those; the switch's `label` rows follow.
 //!
 //! Writes text only; it must not read NVML or decide which links exist (the snapshot says).
 
@@ -376,31 +377,54 @@ pub(super) fn encode_link_row(
 }
 
 /// A switch-level row (`Level::Switch`): slot `slot` of each switch, as dcgm-exporter writes
-/// switch series (`nvswitch` first, then the host label), each switch under its own id.
+/// switch series (`nvswitch` first, then the host label), each switch under its own id; a
+/// per-port row (`Source::DcgmSwitchPort`) of each up port of each switch, as dcgm-exporter
+/// writes its link series (`nvlink`, then `nvswitch`, then the host label); then the switch's
+/// `label` rows in `label_order` (sorted by name), as dcgm-exporter puts labels after those.
 pub(super) fn encode_switch_row(
     out: &mut String,
     snap: &Snapshot,
-    slot: usize,
-    row: &CounterRow,
+    (slot, row): (usize, &CounterRow),
+    label_order: &[(usize, &str)],
     opts: &EncodeOptions,
 ) {
+    let per_port = row.field.source == Source::DcgmSwitchPort;
     let mut header = false;
     for s in &snap.switches {
-        let Some(Some(Value::Num(v))) = s.values.get(slot) else {
-            continue;
+        let series: Vec<(Option<u32>, &Option<Value>)> = if per_port {
+            s.ports
+                .iter()
+                .filter_map(|p| Some((Some(p.port), p.values.get(slot)?)))
+                .collect()
+        } else {
+            s.values.get(slot).map(|v| (None, v)).into_iter().collect()
         };
-        if !header {
-            write_header(out, &row.name, &row.help, row.kind.as_str());
-            header = true;
-        }
-        out.push_str(&row.name);
-        let _ = write!(out, "{{nvswitch=\"nvswitch{}\"", s.id);
-        if let Some(h) = &opts.hostname {
+        for (port, value) in series {
+            let Some(Value::Num(v)) = value else {
+                continue;
+            };
+            if !header {
+                write_header(out, &row.name, &row.help, row.kind.as_str());
+                header = true;
+            }
+            out.push_str(&row.name);
+            out.push('{');
+            if let Some(p) = port {
+                let _ = write!(out, "nvlink=\"{p}\",");
+            }
+            let _ = write!(out, "nvswitch=\"nvswitch{}\"", s.id);
             let mut first = false;
-            write_label(out, &mut first, opts.host_label, h);
+            if let Some(h) = &opts.hostname {
+                write_label(out, &mut first, opts.host_label, h);
+            }
+            for (i, name) in label_order {
+                if let Some(Some(l)) = s.labels.get(*i) {
+                    write_label(out, &mut first, name, l);
+                }
+            }
+            out.push_str("} ");
+            write_value(out, *v);
+            out.push('\n');
         }
-        out.push_str("} ");
-        write_value(out, *v);
-        out.push('\n');
     }
 }

@@ -74,7 +74,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             continue;
         }
         if row.field.level == Level::Switch {
-            interconnect::encode_switch_row(&mut out, snap, slot, row, opts);
+            interconnect::encode_switch_row(&mut out, snap, (slot, row), &label_order, opts);
             continue;
         }
         let mut header = false;

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod processes;
 pub mod reader;
 pub mod selection;
+pub mod switch_selection;
 mod text;
 pub mod trial;
 pub mod xid;

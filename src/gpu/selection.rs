@@ -68,15 +68,15 @@ impl GpuSet {
 
 /// GPU instance ids `first..=last` on GPU `gpu`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct InstanceRange {
-    gpu: u32,
-    first: u32,
-    last: u32,
+pub(super) struct InstanceRange {
+    pub(super) gpu: u32,
+    pub(super) first: u32,
+    pub(super) last: u32,
 }
 
 /// One parsed item of a device value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Item {
+pub(super) enum Item {
     /// `f`.
     Flex,
     /// `g` without a list.
@@ -93,7 +93,7 @@ enum Item {
 
 /// Bounds on the numbers of a value.
 #[derive(Debug, Clone, Copy)]
-struct Limits {
+pub(super) struct Limits {
     gpu: u32,
     instance: u32,
 }
@@ -105,7 +105,7 @@ const DEVICE_LIMITS: Limits = Limits {
 };
 
 /// The bounds of a syntax-only check: the flag's entities are not GPUs (`-s`, `-p`).
-const SYNTAX_LIMITS: Limits = Limits {
+pub(super) const SYNTAX_LIMITS: Limits = Limits {
     gpu: u32::MAX,
     instance: u32::MAX,
 };
@@ -396,7 +396,7 @@ enum Current<'a> {
 }
 
 /// Splits `value` into specs and list items and hands each item to `sink`.
-fn parse_items(
+pub(super) fn parse_items(
     flag: &str,
     value: &str,
     limits: Limits,

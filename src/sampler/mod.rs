@@ -272,13 +272,18 @@ impl Sampler {
             self.switch_gap_lasting = true;
             return None;
         };
-        let wanted = dcgm::wanted(&snap.entities, &rows, no_gpm, &self.options.collections);
+        let label_rows: Vec<&CounterRow> = self.counters.labels().collect();
+        let mut wanted = dcgm::wanted(&snap.entities, &rows, no_gpm, &self.options.collections);
+        wanted.switch_fields =
+            dcgm::switch_label_fields(wanted.switch_fields, &label_rows, &self.options.collections);
         let out = client.tick(&wanted);
         dcgm::merge(&mut snap.entities, &rows, &out.values, no_gpm);
         dcgm::merge_health(&mut snap.entities, &rows, &out.health);
         if let Some(Ok(list)) = &out.switches {
-            snap.switches = dcgm::switch_samples(&rows, list);
+            let both = (rows.as_slice(), label_rows.as_slice());
+            snap.switches = dcgm::switch_samples(both, list, &out.switch_texts, &out.ports);
         }
+        snap.switch_selection_note.clone_from(&out.switch_note);
         snap.switches_not_served = match dcgm::switches_not_served(out.switches.as_ref()) {
             _ if !switch_rows => None,
             Some(why) => Some(why),

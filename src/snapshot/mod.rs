@@ -210,7 +210,24 @@ pub struct SwitchSample {
     /// `nvswitch<id>`.
     pub id: u32,
     /// One slot per metric row of the counter set, as [`EntitySample::values`]; only the
-    /// switch-level rows (`catalogue::Level::Switch`) are ever filled.
+    /// switch-level rows (`catalogue::Level::Switch`, `Source::DcgmSwitch`) are ever filled.
+    pub values: Vec<Option<Value>>,
+    /// One slot per label row of the counter set, as [`EntitySample::labels`]; only the
+    /// switch `label` rows (`Source::DcgmSwitchText`) are ever filled. They label every series
+    /// of the switch, its ports' too.
+    pub labels: Vec<Option<String>>,
+    /// The switch's up ports DCGM read, by port index.
+    pub ports: Vec<PortSample>,
+}
+
+/// One up port of an NVSwitch chip (DCGM's link entity under the switch) as DCGM showed it
+/// this tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortSample {
+    /// The port index (`nvlink` label).
+    pub port: u32,
+    /// One slot per metric row of the counter set; only the per-port rows
+    /// (`Source::DcgmSwitchPort`) are ever filled.
     pub values: Vec<Option<Value>>,
 }
 
@@ -261,6 +278,8 @@ pub struct Snapshot {
     /// Why the counters file's switch-level rows have no series this tick (`None`: served,
     /// or the file has none).
     pub switches_not_served: Option<String>,
+    /// What `-s/--switch-devices` names that the DCGM hostengine does not list, in words.
+    pub switch_selection_note: Option<String>,
     /// Sampler statistics.
     pub stats: SampleStats,
     /// Pods, jobs and processes joined onto the entities (empty without attribution).

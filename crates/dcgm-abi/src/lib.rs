@@ -2,7 +2,8 @@
 //! simulated `libdcgm` (`crates/dcgm-sim`) both use: the versioned structs, laid out byte for
 //! byte as DCGM's public headers (`dcgm_structs.h`, `dcgm_fields.h`, `dcgm_agent.h`) lay them
 //! out on 64-bit Linux, their version words, the return codes, entity groups, field types,
-//! blank sentinels and the function signatures; the health watches' part is in [`health`].
+//! blank sentinels and the function signatures; the health watches' part is in [`health`], the
+//! NVLink status and link ids in [`links`].
 //!
 //! Written from the headers' published layout (sizes and offsets checked in the tests below
 //! against the figures a C compiler gives for DCGM 4.x's headers), not copied from them. This
@@ -14,6 +15,8 @@ use std::ffi::{c_char, c_int, c_longlong, c_uint, c_ushort};
 
 pub mod health;
 pub use health::*;
+pub mod links;
+pub use links::*;
 
 /// A connection (or embedded host engine) handle.
 pub type dcgmHandle_t = usize;
@@ -501,6 +504,9 @@ pub mod sig {
         *mut c_int,
         c_uint,
     ) -> dcgmReturn_t;
+    /// (handle, status with its version word set).
+    pub type dcgmGetNvLinkLinkStatus =
+        unsafe extern "C" fn(dcgmHandle_t, *mut links::dcgmNvLinkStatus_v5) -> dcgmReturn_t;
 }
 
 #[cfg(test)]

@@ -328,6 +328,7 @@ impl Engine {
             Request::GroupAdd { group, entity } => {
                 let known = match entity.group {
                     abi::DCGM_FE_SWITCH => switch::find(&self.sc, entity.id).is_some(),
+                    abi::DCGM_FE_LINK => switch_port(&self.sc, entity.id).is_some(),
                     _ => self.resolve(entity, t).is_some(),
                 };
                 if !known {
@@ -421,6 +422,13 @@ impl Engine {
                 self.health.get(&group).copied().unwrap_or(0),
             )),
             Request::HealthCheck { group } => self.health_check(group, t),
+            Request::NvLinkStatus => Ok(Reply::LinkStatus(
+                self.sc
+                    .nvswitches
+                    .iter()
+                    .map(|sw| (sw.id, switch::port_states(sw)))
+                    .collect(),
+            )),
         }
     }
 
@@ -485,6 +493,10 @@ impl Engine {
         for e in &entities {
             if e.group == abi::DCGM_FE_SWITCH {
                 switch::find(&self.sc, e.id).ok_or(abi::DCGM_ST_BADPARAM)?;
+                continue;
+            }
+            if e.group == abi::DCGM_FE_LINK {
+                switch_port(&self.sc, e.id).ok_or(abi::DCGM_ST_BADPARAM)?;
                 continue;
             }
             let (g, _) = self.resolve(*e, t).ok_or(abi::DCGM_ST_BADPARAM)?;
@@ -553,6 +565,10 @@ impl Engine {
         let val = if e.group == abi::DCGM_FE_SWITCH {
             self.traffic
                 .value(&self.sc, self.seed, e.id, field, sample_t)
+        } else if e.group == abi::DCGM_FE_LINK {
+            let port = switch_port(&self.sc, e.id).unwrap_or((u32::MAX, 0));
+            self.traffic
+                .port_value(&self.sc, self.seed, port, field, sample_t)
         } else {
             let Some((g, uid)) = self.resolve(e, sample_t) else {
                 return blank(abi::DCGM_ST_NO_DATA);
@@ -600,10 +616,20 @@ impl Engine {
     }
 }
 
+/// The (switch, port) of a `DCGM_FE_LINK` entity id when it names an up port of a switch of
+/// the scenario (links under a GPU are not served).
+fn switch_port(sc: &Scenario, raw: u32) -> Option<(u32, u32)> {
+    let (group, id, port) = abi::link_parts(raw);
+    let sw = switch::find(sc, id).filter(|_| group == abi::DCGM_FE_SWITCH)?;
+    (port < sw.links).then_some((id, port))
+}
+
 /// `DCGM_FT_*` of a field this simulator knows (int64 for the rest).
 pub fn field_type(field: u16) -> u16 {
     match field {
-        FI_DEV_NAME | FI_DEV_UUID => abi::DCGM_FT_STRING,
+        FI_DEV_NAME | FI_DEV_UUID | switch::FI_UUID | switch::FI_FIRMWARE_VERSION => {
+            abi::DCGM_FT_STRING
+        }
         1001..=1008 => abi::DCGM_FT_DOUBLE,
         _ => abi::DCGM_FT_INT64,
     }

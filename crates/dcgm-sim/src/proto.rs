@@ -81,6 +81,8 @@ pub enum Request {
     HealthCheck {
         group: u64,
     },
+    /// `dcgmGetNvLinkLinkStatus`: the NVSwitches' port states.
+    NvLinkStatus,
 }
 
 /// One health incident (`dcgmIncidentInfo_t`).
@@ -162,6 +164,8 @@ pub enum Reply {
     Systems(u32),
     /// `dcgmHealthCheck`: the overall result and the incidents.
     Health(u32, Vec<Incident>),
+    /// `dcgmGetNvLinkLinkStatus`: each switch's id and its ports' `dcgmNvLinkLinkState_t`.
+    LinkStatus(Vec<(u32, Vec<u32>)>),
 }
 
 /// The answer to a request: a reply or a `DCGM_ST_*` code.

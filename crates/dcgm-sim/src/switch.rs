@@ -1,7 +1,11 @@
-//! The scenario's NVSwitch chips as DCGM's `DCGM_FE_SWITCH` entities: which exist, and the
-//! latest value of a switch field at scenario time `t`. The switches carry the GPUs' NVLink
-//! traffic (each its share by ports), warm with the GPUs' activity, and report the SXids of the
-//! `sxid_fatal` / `sxid_non_fatal` DCGM faults. A field not modelled here is "not supported".
+//! The scenario's NVSwitch chips as DCGM's `DCGM_FE_SWITCH` entities, and their ports as
+//! `DCGM_FE_LINK` entities: which exist, each port's state, and the latest value of a switch
+//! or port field at scenario time `t`. The switches carry the GPUs' NVLink traffic (each its
+//! share by ports, split evenly over its up ports, so the ports add up to the switch), warm
+//! with the GPUs' activity, and report the SXids of the `sxid_fatal` / `sxid_non_fatal` DCGM
+//! faults (port 0 of the switch counts one fatal or non-fatal error per such fault begun);
+//! each switch has a UUID of its own and a firmware version (strings). A field not modelled
+//! here is "not supported".
 //!
 //! Pure functions of (scenario, seed, t) but for the traffic integral, which is cached; it must
 //! not know about groups, watches or the wire.
@@ -32,6 +36,26 @@ pub const FI_THROUGHPUT_RX: u16 = 862;
 /// `DCGM_FI_DEV_NVSWITCH_PHYSICAL_ID`, `DCGM_FI_DEV_NVSWITCH_RESET_REQUIRED`.
 pub const FI_PHYSICAL_ID: u16 = 863;
 pub const FI_RESET_REQUIRED: u16 = 864;
+
+/// `DCGM_FI_DEV_NVSWITCH_UUID`, `DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION`: strings.
+pub const FI_UUID: u16 = 878;
+pub const FI_FIRMWARE_VERSION: u16 = 1524;
+/// The firmware version every simulated switch reports.
+const FIRMWARE: &str = "96.10.6D.00.01";
+
+/// `DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX` / `_RX`: bytes through one port since start.
+pub const FI_LINK_THROUGHPUT_TX: u16 = 780;
+pub const FI_LINK_THROUGHPUT_RX: u16 = 781;
+/// `DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS` / `_NON_FATAL_ERRORS`.
+pub const FI_LINK_FATAL: u16 = 782;
+pub const FI_LINK_NON_FATAL: u16 = 783;
+/// `DCGM_FI_DEV_NVSWITCH_LINK_ID`, `DCGM_FI_DEV_NVSWITCH_LINK_STATUS`.
+pub const FI_LINK_ID: u16 = 865;
+pub const FI_LINK_STATUS: u16 = 870;
+
+/// Ports a simulated switch chip reports (a third-generation NVSwitch has 64): those past the
+/// scenario's `links` are disabled.
+pub const PORTS: u32 = 64;
 
 /// The slowdown and shutdown limits the simulated switches report, °C.
 const SLOWDOWN_C: i64 = 95;
@@ -75,6 +99,39 @@ fn sxid(sc: &Scenario, id: u32, kind: DcgmFaultKind, t: f64) -> i64 {
         .unwrap_or(0)
 }
 
+/// How many SXid faults of `kind` switch `id` has seen begin by `t` (what its port 0 counts).
+fn sxids_begun(sc: &Scenario, id: u32, kind: DcgmFaultKind, t: f64) -> i64 {
+    let n = sc
+        .dcgm_faults
+        .iter()
+        .filter(|f| f.kind == kind && f.window.from <= t)
+        .filter(|f| f.sxid.is_some_and(|(sw, _)| sw == id))
+        .count();
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Each port's `dcgmNvLinkLinkState_t` of switch `sw`: its `links` first ports up, the rest
+/// of its [`PORTS`] disabled.
+pub fn port_states(sw: &NvSwitch) -> Vec<u32> {
+    (0..sw.links.max(PORTS))
+        .map(|p| {
+            if p < sw.links {
+                dcgm_abi::DcgmNvLinkLinkStateUp
+            } else {
+                dcgm_abi::DcgmNvLinkLinkStateDisabled
+            }
+        })
+        .collect()
+}
+
+/// Port `port`'s part of `total` bytes split over `ports` ports: the parts add up to `total`.
+fn port_share(total: i64, port: u32, ports: u32) -> i64 {
+    let n = i128::from(ports.max(1));
+    let t = i128::from(total);
+    let part = t * i128::from(port + 1) / n - t * i128::from(port) / n;
+    i64::try_from(part).unwrap_or(0)
+}
+
 impl Traffic {
     /// Bytes sent and received through every GPU's NVLink from 0 to `t`.
     fn total(&self, sc: &Scenario, seed: u64, t: f64) -> (f64, f64) {
@@ -97,6 +154,16 @@ impl Traffic {
     /// The latest value of `field` of switch `id` at `t`; `None`: not supported.
     pub fn value(&self, sc: &Scenario, seed: u64, id: u32, field: u16, t: f64) -> Option<Val> {
         let sw = find(sc, id)?;
+        match field {
+            // Its own per switch and seed, in the form of a UUID.
+            FI_UUID => {
+                return Some(Val::Str(format!(
+                    "SWX-5E1A{id:04X}-0000-4000-8000-{seed:012X}"
+                )));
+            }
+            FI_FIRMWARE_VERSION => return Some(Val::Str(FIRMWARE.to_owned())),
+            _ => {}
+        }
         let fatal = sxid(sc, id, DcgmFaultKind::SxidFatal, t);
         Some(Val::Int(match field {
             FI_SXID_FATAL => fatal,
@@ -137,12 +204,58 @@ impl Traffic {
     }
 }
 
+impl Traffic {
+    /// The latest value of `field` of port `port` of switch `id` at `t`; `None`: not
+    /// supported, or no such up port.
+    pub fn port_value(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        (id, port): (u32, u32),
+        field: u16,
+        t: f64,
+    ) -> Option<Val> {
+        let sw = find(sc, id)?;
+        if port >= sw.links {
+            return None;
+        }
+        let first = i64::from(port == 0);
+        Some(Val::Int(match field {
+            FI_LINK_THROUGHPUT_TX | FI_LINK_THROUGHPUT_RX => {
+                let whole = if field == FI_LINK_THROUGHPUT_TX {
+                    FI_THROUGHPUT_TX
+                } else {
+                    FI_THROUGHPUT_RX
+                };
+                let Some(Val::Int(total)) = self.value(sc, seed, id, whole, t) else {
+                    return None;
+                };
+                port_share(total, port, sw.links)
+            }
+            FI_LINK_FATAL => first * sxids_begun(sc, id, DcgmFaultKind::SxidFatal, t),
+            FI_LINK_NON_FATAL => first * sxids_begun(sc, id, DcgmFaultKind::SxidNonFatal, t),
+            784..=788 | 809..=824 => 0,
+            FI_LINK_ID => i64::from(port),
+            FI_LINK_STATUS => i64::from(dcgm_abi::DcgmNvLinkLinkStateUp),
+            _ => return None,
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn hgx() -> Scenario {
         nvml_sim::scenario::load("hgx-h200").unwrap()
+    }
+
+    /// An int64 value.
+    fn num(v: Option<Val>) -> i64 {
+        match v {
+            Some(Val::Int(i)) => i,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -168,16 +281,53 @@ mod tests {
             "a per-port field is not a switch field"
         );
         assert_eq!(at(9, FI_TEMP, 1.0), None, "no switch 9");
+        let uuid = |id| match at(id, FI_UUID, 1.0) {
+            Some(Val::Str(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        assert_ne!(uuid(0), uuid(1));
+        assert!(matches!(at(0, FI_FIRMWARE_VERSION, 1.0), Some(Val::Str(_))));
+    }
+
+    #[test]
+    fn ports_add_up_to_their_switch_and_count_its_sxids() {
+        let sc = hgx();
+        let traffic = Traffic::default();
+        let sw = find(&sc, 2).unwrap();
+        let states = port_states(sw);
+        assert_eq!(states.len() as u32, PORTS.max(sw.links));
+        let up = states
+            .iter()
+            .filter(|s| **s == dcgm_abi::DcgmNvLinkLinkStateUp)
+            .count();
+        assert_eq!(up as u32, sw.links);
+        for (port_f, switch_f) in [
+            (FI_LINK_THROUGHPUT_TX, FI_THROUGHPUT_TX),
+            (FI_LINK_THROUGHPUT_RX, FI_THROUGHPUT_RX),
+        ] {
+            let whole = num(traffic.value(&sc, 1, 2, switch_f, 20.0));
+            let sum: i64 = (0..sw.links)
+                .map(|p| num(traffic.port_value(&sc, 1, (2, p), port_f, 20.0)))
+                .sum();
+            assert!(whole > 0);
+            assert_eq!(sum, whole);
+        }
+        // Switch 2 reports a non-fatal SXid from 2 s: its port 0 counts it (for good), no
+        // other port.
+        let at = |p, f, t| traffic.port_value(&sc, 1, (2, p), f, t);
+        assert_eq!(at(0, FI_LINK_NON_FATAL, 30.0), Some(Val::Int(1)));
+        assert_eq!(at(0, FI_LINK_NON_FATAL, 4000.0), Some(Val::Int(1)));
+        assert_eq!(at(0, FI_LINK_NON_FATAL, 0.5), Some(Val::Int(0)));
+        assert_eq!(at(1, FI_LINK_NON_FATAL, 30.0), Some(Val::Int(0)));
+        assert_eq!(at(0, FI_LINK_FATAL, 30.0), Some(Val::Int(0)));
+        assert_eq!(at(sw.links, FI_LINK_ID, 1.0), None, "a disabled port");
+        assert_eq!(at(3, FI_LINK_ID, 1.0), Some(Val::Int(3)));
     }
 
     #[test]
     fn throughput_grows_and_temperature_stays_in_range() {
         let sc = hgx();
         let traffic = Traffic::default();
-        let num = |v: Option<Val>| match v {
-            Some(Val::Int(i)) => i,
-            other => panic!("{other:?}"),
-        };
         let mut last = 0;
         for s in 1..20 {
             let t = f64::from(s) * 3.0;

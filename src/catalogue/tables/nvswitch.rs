@@ -5,41 +5,39 @@
 //! names being those of `dcgm_fields.h` (DCGM 4.6). Data only: it must not do I/O or call
 //! NVML. NVML serves nothing about an NVSwitch: the switch-level rows ([`Level::Switch`],
 //! `Source::DcgmSwitch`) are served by the DCGM client on the switches its hostengine lists,
-//! one series per switch; the per-port rows (DCGM's link entities under a switch) and the
-//! string rows are known so that a counters file naming them loads with a warning that says
-//! why they stay empty. The
+//! one series per switch; the per-port rows (`Source::DcgmSwitchPort`, DCGM's link entities
+//! under a switch) on each up port of those switches, one series per port; the string rows
+//! (`Source::DcgmSwitchText`) as `label` rows, a label on every series of each switch. The
 //! per-lane rows (`…_L0_TOTAL` … `…_L7_TOTAL`) are written out: they are 16 rows inside this
 //! id-ordered table, in two id blocks of their own.
 
-use super::super::field::{FieldDef, Level, Source, dev, never};
+use super::super::field::{FieldDef, Level, Source, dev};
 
-/// Why the per-port and string NVSwitch fields stay empty.
-const WHY_EMPTY: &str = "it describes one port of an NVSwitch (DCGM's link entity under a switch) \
-    or is a string, and gpu-exporter serves only the switch-level NVSwitch fields (from DCGM); the \
-    GPU side of each link is in the link-entity fields (DCGM_FI_DEV_NVLINK_*_PER_LINK*) and gpu_nvlink_*";
+/// `f` as an NVSwitch field ([`Level::Switch`]).
+const fn on_switch(f: FieldDef) -> FieldDef {
+    FieldDef {
+        level: Level::Switch,
+        ..f
+    }
+}
 
-/// A per-port or string NVSwitch field: never served.
+/// A string NVSwitch field: a `label` row of it labels each switch's series (from DCGM).
+const fn text(name: &'static str, id: u32) -> FieldDef {
+    let help = "NVSwitch string as DCGM reads it from the switch.";
+    on_switch(dev(name, id, "", Source::DcgmSwitchText, help))
+}
+
+/// A per-port NVSwitch field: served by the DCGM client on each up port of each switch
+/// (DCGM's link entity under the switch), one series per port.
 const fn port(name: &'static str, id: u32) -> FieldDef {
-    never(
-        name,
-        id,
-        WHY_EMPTY,
-        "NVSwitch value as DCGM reads it from the switch.",
-    )
+    let help = "NVSwitch port value as DCGM reads it from the switch.";
+    on_switch(dev(name, id, "", Source::DcgmSwitchPort, help))
 }
 
 /// A switch-level NVSwitch field: served by the DCGM client, one series per switch.
 const fn switch(name: &'static str, id: u32, unit: &'static str) -> FieldDef {
-    FieldDef {
-        level: Level::Switch,
-        ..dev(
-            name,
-            id,
-            unit,
-            Source::DcgmSwitch,
-            "NVSwitch value as DCGM reads it from the switch.",
-        )
-    }
+    let help = "NVSwitch value as DCGM reads it from the switch.";
+    on_switch(dev(name, id, unit, Source::DcgmSwitch, help))
 }
 
 /// DCGM's NVSwitch fields, by their DCGM 4.6 names.
@@ -118,8 +116,8 @@ pub static NVSWITCH: &[FieldDef] = &[
     port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_PCIE_FUNCTION", 875),
     port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_LINK_ID", 876),
     port("DCGM_FI_DEV_NVSWITCH_LINK_REMOTE_LINK_SID", 877),
-    port("DCGM_FI_DEV_NVSWITCH_UUID", 878),
-    port("DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION", 1524),
+    text("DCGM_FI_DEV_NVSWITCH_UUID", 878),
+    text("DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION", 1524),
 ];
 
 /// Older names of the NVSwitch fields (`dcgm_fields.h` synonyms): (old, DCGM 4.6).
@@ -280,20 +278,23 @@ mod tests {
     use crate::catalogue::{Source, by_id, lookup};
 
     #[test]
-    fn switch_ids_match_dcgm_fields_h_and_only_switch_level_rows_are_served() {
+    fn switch_ids_match_dcgm_fields_h_and_switch_and_port_rows_are_served() {
         for (name, id) in [
             ("DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERROR_TOTAL", 786),
             ("DCGM_FI_DEV_SXID_FATAL_ERROR", 856),
         ] {
             assert_eq!(by_id(id).map(|f| f.name), Some(name));
         }
-        // Switch-level rows come from DCGM per switch; per-port and string rows from nowhere.
+        // Switch-level rows come from DCGM per switch, per-port rows per port, string rows as
+        // labels per switch.
         for f in NVSWITCH {
-            let port = (780..=824).contains(&f.id)
-                || (870..=877).contains(&f.id)
-                || matches!(f.id, 865 | 878 | 1524);
-            if port {
-                assert!(matches!(f.source, Source::Unavailable(_)), "{}", f.name);
+            let port = (780..=824).contains(&f.id) || (870..=877).contains(&f.id) || f.id == 865;
+            if matches!(f.id, 878 | 1524) {
+                assert_eq!(f.source, Source::DcgmSwitchText, "{}", f.name);
+                assert_eq!(f.level, Level::Switch, "{}", f.name);
+            } else if port {
+                assert_eq!(f.source, Source::DcgmSwitchPort, "{}", f.name);
+                assert_eq!(f.level, Level::Switch, "{}", f.name);
             } else {
                 assert_eq!(f.source, Source::DcgmSwitch, "{}", f.name);
                 assert_eq!(f.level, Level::Switch, "{}", f.name);

@@ -441,7 +441,7 @@ pub(super) fn read_value(
                 .into(),
         )),
         // Switch rows are never read on a GPU (the DCGM client serves them per switch).
-        Source::DcgmSwitch => Ok(None),
+        Source::DcgmSwitch | Source::DcgmSwitchPort | Source::DcgmSwitchText => Ok(None),
         Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
     }
 }
@@ -490,6 +490,8 @@ pub(super) fn read_text_field(
 ) -> Result<Option<String>, NvmlError> {
     let kind = match f.source {
         Source::Text(k) => k,
+        // A switch's string labels that switch's series (the DCGM client), never a GPU's.
+        Source::DcgmSwitchText => return Ok(None),
         Source::Unavailable(why) => return Err(NvmlError::FailedToLoadSymbol(why.into())),
         // A numeric field as a label row is not supported (reported once as unavailable).
         _ => {

@@ -1,5 +1,6 @@
 //! The C ABI of the simulated `libdcgm.so.4`: DCGM 4.x's functions with DCGM's names and
-//! signatures (`dcgm_abi::sig`) in `api` (the health watches in `health`), and the
+//! signatures (`dcgm_abi::sig`) in `api` (the health watches in `health`, the NVLink status
+//! in `links`), and the
 //! simulator's own control functions (`dcgmSim*`) in `control`.
 //!
 //! This layer only checks pointers and version words, turns arguments into a
@@ -15,6 +16,7 @@
 pub mod api;
 pub mod control;
 pub mod health;
+pub mod links;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -77,6 +79,7 @@ mod tests {
         let _: sig::dcgmEntitiesGetLatestValues = dcgmEntitiesGetLatestValues;
         let _: sig::dcgmProfGetSupportedMetricGroups = dcgmProfGetSupportedMetricGroups;
         let _: sig::dcgmErrorString = dcgmErrorString;
+        let _: sig::dcgmGetNvLinkLinkStatus = super::links::dcgmGetNvLinkLinkStatus;
         let _: sig::dcgmErrorString = errorString;
         let _: sig::dcgmHealthSet = super::health::dcgmHealthSet;
         let _: sig::dcgmHealthGet = super::health::dcgmHealthGet;
