@@ -39,11 +39,17 @@ fn simulated(scenario: &str, counters: &str, more: &[&str]) -> Exporter {
 
 /// The built-in scenario a100-l4 with `extra` (DCGM faults) appended, as a file in `dir`.
 fn a100_l4_with(dir: &Path, extra: &str) -> std::path::PathBuf {
+    scenario_with(dir, "a100-l4", extra)
+}
+
+/// The built-in scenario `name` with `extra` (DCGM faults) appended, as a file in `dir`.
+fn scenario_with(dir: &Path, name: &str, extra: &str) -> std::path::PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut scenario = std::fs::read_to_string(root.join("scenarios/a100-l4.toml")).unwrap();
+    let mut scenario =
+        std::fs::read_to_string(root.join(format!("scenarios/{name}.toml"))).unwrap();
     scenario.push('\n');
     scenario.push_str(extra);
-    let file = dir.join("a100-l4-faults.toml");
+    let file = dir.join(format!("{name}-faults.toml"));
     std::fs::write(&file, scenario).unwrap();
     file
 }
@@ -982,6 +988,45 @@ fn nvswitch_port_series_one_per_up_port_adding_up_to_the_switch() {
     drop(e);
     he.kill().unwrap();
     he.wait().unwrap();
+}
+
+/// The switches and their ports are listed again while the exporter runs (every 10 s): a port
+/// that goes down loses its series at the next listing and gets them back once it is up again,
+/// each change logged once, and the other ports' series never gap.
+#[test]
+fn a_port_that_goes_down_and_returns_is_seen_without_a_reconnect() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = csv_in(dir.path(), "ports.csv", PORT_CSV);
+    let down = "[[dcgm_faults]]\nkind = \"nvswitch_port_down\"\nat = 2\nuntil = 15\nswitch = 1\nport = 3\n";
+    let file = scenario_with(dir.path(), "hgx-h200", down);
+    let e = simulated(file.to_str().unwrap(), &csv, &[]);
+    let ports = |t: &str| series(t, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX").len();
+    let has = |t: &str| {
+        series(t, "DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX")
+            .iter()
+            .any(|l| label(l, "nvswitch") == "nvswitch1" && label(l, "nvlink") == "3")
+    };
+    let first = e.metrics_until("port series", |t| ports(t) > 0);
+    assert_eq!(ports(&first), 144, "listed at connection, before the fault");
+    let gone = e.metrics_until("switch 1's port 3 gone", |t| !has(t));
+    assert_eq!(ports(&gone), 143, "only the down port goes: {gone}");
+    let back = e.metrics_until("switch 1's port 3 back", has);
+    assert_eq!(ports(&back), 144);
+    let log = e.log();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("DCGM now lists"))
+        .collect();
+    assert_eq!(lines.len(), 2, "one line per change: {log}");
+    assert!(
+        lines[0].contains("143 up ports (was 4 NVSwitches (0, 1, 2, 3), 144 up ports)"),
+        "{log}"
+    );
+    assert!(
+        lines[1].contains("144 up ports (was 4 NVSwitches (0, 1, 2, 3), 143 up ports)"),
+        "{log}"
+    );
 }
 
 /// `-s/--switch-devices` narrows the NVSwitch rows: `g:` the switches, `i:` their ports, each

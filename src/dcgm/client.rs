@@ -52,6 +52,8 @@ pub struct Outcome {
     pub switch_note: Option<String>,
     /// Each listed switch's string values (for the switch `label` rows), by DCGM entity id.
     pub switch_texts: SwitchTexts,
+    /// The switches and up ports listed, in words, when switch or port fields are wanted.
+    pub switch_listing: Option<String>,
 }
 
 /// What `gpu-exporter check` reports about DCGM.
@@ -71,7 +73,7 @@ enum Request {
 }
 
 enum Answer {
-    Tick(Outcome, Vec<(Target, u16, String)>),
+    Tick(Box<Outcome>, Vec<(Target, u16, String)>),
     Report(Report),
 }
 
@@ -96,6 +98,8 @@ pub struct Client {
     switch_gap: Option<Option<String>>,
     /// What was last logged of `-s/--switch-devices` naming what DCGM does not list.
     switch_note: Option<String>,
+    /// The switches and up ports last listed, in words (a change is logged).
+    switch_listing: Option<String>,
     mode: Mode,
 }
 
@@ -125,6 +129,7 @@ impl Client {
             refused: BTreeMap::new(),
             switch_gap: None,
             switch_note: None,
+            switch_listing: None,
             mode,
         })
     }
@@ -201,7 +206,7 @@ impl Client {
                     self.note_switches(&out);
                 }
                 self.note_state(&out);
-                return out;
+                return *out;
             }
             Ok(Answer::Report(_)) => Outcome::default(),
             // Still loading, connecting or making watches: no values yet, and no change of
@@ -266,6 +271,14 @@ impl Client {
                 warn!("{note}");
             }
             self.switch_note.clone_from(&out.switch_note);
+        }
+        if let Some(now) = &out.switch_listing {
+            match &self.switch_listing {
+                Some(was) if was != now => info!("DCGM now lists {now} (was {was})"),
+                None => info!("DCGM lists {now}"),
+                Some(_) => {}
+            }
+            self.switch_listing = Some(now.clone());
         }
     }
 
@@ -388,10 +401,10 @@ fn run(
 impl Worker {
     fn down(why: String) -> Answer {
         Answer::Tick(
-            Outcome {
+            Box::new(Outcome {
                 why: Some(why),
                 ..Outcome::default()
-            },
+            }),
             Vec::new(),
         )
     }
@@ -469,7 +482,7 @@ impl Worker {
                         .map(|(f, why)| (Target::switches(), f, why)),
                 );
                 Answer::Tick(
-                    Outcome {
+                    Box::new(Outcome {
                         up: true,
                         values: r.values,
                         health,
@@ -478,7 +491,8 @@ impl Worker {
                         ports: r.ports,
                         switch_note: r.switch_note,
                         switch_texts: r.switch_texts,
-                    },
+                        switch_listing: r.switch_listing,
+                    }),
                     refused,
                 )
             }
@@ -490,11 +504,11 @@ impl Worker {
                 Self::down(format!("the connection was lost: {e}"))
             }
             Err(e) => Answer::Tick(
-                Outcome {
+                Box::new(Outcome {
                     up: true,
                     why: Some(e.to_string()),
                     ..Outcome::default()
-                },
+                }),
                 Vec::new(),
             ),
         }

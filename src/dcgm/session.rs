@@ -81,7 +81,8 @@ pub struct Session {
     watches: Option<Watches>,
     /// The health watches' group, once asked for.
     health: Option<HealthGroup>,
-    /// The NVSwitch chips and ports the hostengine listed at connection, and their watches.
+    /// The NVSwitch chips and ports the hostengine lists (again every `switches::RELIST`),
+    /// and their watches.
     switches: Switches,
 }
 
@@ -101,6 +102,8 @@ pub struct Reading {
     pub switch_note: Option<String>,
     /// Each listed switch's string values (the switch `label` rows' fields).
     pub switch_texts: SwitchTexts,
+    /// The switches and up ports listed, in words, when switch or port fields are wanted.
+    pub switch_listing: Option<String>,
 }
 
 /// A GPU's profiling support, for `gpu-exporter check`.
@@ -184,7 +187,7 @@ impl Session {
             Ok(listed) => listed,
             Err((name, rc)) => {
                 call(api, name, rc)?;
-                Switches::default()
+                Switches::unlisted(sel)
             }
         };
         Ok(s)
@@ -495,6 +498,7 @@ impl Session {
                 switch_refused: sw.refused,
                 switch_note: sw.note,
                 switch_texts: sw.texts,
+                switch_listing: sw.listing,
                 ..Reading::default()
             });
         };
@@ -506,6 +510,7 @@ impl Session {
             switch_refused: sw.refused,
             switch_note: sw.note,
             switch_texts: sw.texts,
+            switch_listing: sw.listing,
         };
         let mut fields: Vec<u16> = w
             .entities
@@ -557,8 +562,15 @@ impl Session {
             wanted.switch_fields.as_slice(),
             wanted.port_fields.as_slice(),
         );
-        self.switches
-            .read(api, self.handle, fields, limits)
+        let handle = self.handle;
+        let switches = &mut self.switches;
+        let relisted = if fields.0.is_empty() && fields.1.is_empty() {
+            Ok(())
+        } else {
+            switches.relist(api, handle)
+        };
+        relisted
+            .and_then(|()| switches.read(api, handle, fields, limits))
             .map_err(|(name, rc)| {
                 call(api, name, rc).err().unwrap_or(SessionError::Call {
                     call: name,

@@ -6,14 +6,15 @@
 //! DCGM's entity id (a switch's id, or a port's packed link id); and [`number`], how any
 //! latest value becomes a number (the session's reads use it too). Only the switches and ports
 //! `-s/--switch-devices` chooses are watched; what it names that DCGM does not list is put in
-//! words once per connection.
+//! words. Switches and ports are listed at connection and again every [`RELIST`]; a change
+//! remakes the watches on what is listed then.
 //!
 //! Runs on the DCGM thread only, through the session that owns the handle. It must not log
 //! or wait on anything but DCGM.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dcgm_abi::{
     DCGM_FE_LINK, DCGM_FE_SWITCH, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_FT_STRING, DCGM_GROUP_EMPTY,
@@ -138,9 +139,17 @@ pub fn port_pairs(links: &[u32]) -> Vec<dcgmGroupEntityPair_t> {
         .collect()
 }
 
+/// How often the switches and their ports' states are listed again: a switch that comes or
+/// goes, or a port that goes down or comes back, is seen within this time.
+pub const RELIST: Duration = Duration::from_secs(10);
+
 /// The switches a session listed, their up ports, and the watches on each.
 pub struct Switches {
-    /// The switches the hostengine listed at connection, or why it listed none.
+    /// What `-s/--switch-devices` chose, for the listings after the first.
+    sel: SwitchSelection,
+    /// When they were last listed (`None`: never).
+    listed_at: Option<Instant>,
+    /// The switches the hostengine listed, or why it listed none.
     ids: Result<Vec<u32>, String>,
     /// The up ports of those switches (link entity ids), or why DCGM gave no port states.
     ports: Result<Vec<u32>, String>,
@@ -154,6 +163,8 @@ impl Default for Switches {
     /// None listed yet.
     fn default() -> Self {
         Self {
+            sel: SwitchSelection::default(),
+            listed_at: None,
             ids: Ok(Vec::new()),
             ports: Ok(Vec::new()),
             switch_watch: None,
@@ -220,6 +231,9 @@ pub struct SwitchReading {
     /// What `-s/--switch-devices` names that the hostengine does not list, when switch or
     /// port fields are wanted.
     pub note: Option<String>,
+    /// What is listed, in words (switches and up ports), when switch or port fields are
+    /// wanted.
+    pub listing: Option<String>,
 }
 
 /// DCGM's words for a failed call.
@@ -256,11 +270,55 @@ impl Switches {
             links.into_iter().filter(wanted).collect()
         });
         Ok(Self {
+            sel: sel.clone(),
+            listed_at: Some(Instant::now()),
             ids,
             ports,
             note,
             ..Self::default()
         })
+    }
+
+    /// None listed yet, to be listed for `sel` at the next read.
+    pub fn unlisted(sel: &SwitchSelection) -> Self {
+        Self {
+            sel: sel.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// Lists the switches and ports again when [`RELIST`] has passed since the last
+    /// listing; a change drops the watches (the next read makes them on what is listed now).
+    pub fn relist(&mut self, api: &Api, handle: dcgmHandle_t) -> Result<(), Failed> {
+        if self.listed_at.is_some_and(|at| at.elapsed() < RELIST) {
+            return Ok(());
+        }
+        let new = Self::list(api, handle, &self.sel.clone())?;
+        if new.ids != self.ids || new.ports != self.ports {
+            self.destroy(api, handle);
+            *self = new;
+        } else {
+            self.listed_at = new.listed_at;
+            self.note = new.note;
+        }
+        Ok(())
+    }
+
+    /// What is listed, in words: `4 NVSwitches (0, 1, 2, 3), 144 up ports`.
+    fn listing(&self) -> String {
+        match (&self.ids, &self.ports) {
+            (Err(why), _) => format!("no NVSwitch ({why})"),
+            (Ok(ids), ports) => format!(
+                "{} NVSwitch{} ({}), {}",
+                ids.len(),
+                if ids.len() == 1 { "" } else { "es" },
+                id_list(ids),
+                match ports {
+                    Ok(p) => format!("{} up port{}", p.len(), if p.len() == 1 { "" } else { "s" }),
+                    Err(why) => format!("no port states ({why})"),
+                }
+            ),
+        }
     }
 
     /// This tick's values of the wanted switch fields on every listed switch and of the
@@ -288,6 +346,7 @@ impl Switches {
             return Ok(out);
         }
         out.note.clone_from(&self.note);
+        out.listing = Some(self.listing());
         let ids = match &self.ids {
             Ok(ids) => ids.clone(),
             Err(why) => {

@@ -426,7 +426,7 @@ impl Engine {
                 self.sc
                     .nvswitches
                     .iter()
-                    .map(|sw| (sw.id, switch::port_states(sw)))
+                    .map(|sw| (sw.id, switch::port_states(&self.sc, sw, t)))
                     .collect(),
             )),
         }

@@ -110,15 +110,24 @@ fn sxids_begun(sc: &Scenario, id: u32, kind: DcgmFaultKind, t: f64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Each port's `dcgmNvLinkLinkState_t` of switch `sw`: its `links` first ports up, the rest
-/// of its [`PORTS`] disabled.
-pub fn port_states(sw: &NvSwitch) -> Vec<u32> {
+/// Whether port `port` of switch `id` is down at `t` (an `nvswitch_port_down` fault).
+fn port_down(sc: &Scenario, (id, port): (u32, u32), t: f64) -> bool {
+    sc.dcgm_faults
+        .iter()
+        .any(|f| f.active(DcgmFaultKind::NvSwitchPortDown, t) && f.port == Some((id, port)))
+}
+
+/// Each port's `dcgmNvLinkLinkState_t` of switch `sw` at `t`: its `links` first ports up
+/// (down while an `nvswitch_port_down` fault names one), the rest of its [`PORTS`] disabled.
+pub fn port_states(sc: &Scenario, sw: &NvSwitch, t: f64) -> Vec<u32> {
     (0..sw.links.max(PORTS))
         .map(|p| {
-            if p < sw.links {
-                dcgm_abi::DcgmNvLinkLinkStateUp
-            } else {
+            if p >= sw.links {
                 dcgm_abi::DcgmNvLinkLinkStateDisabled
+            } else if port_down(sc, (sw.id, p), t) {
+                dcgm_abi::DcgmNvLinkLinkStateDown
+            } else {
+                dcgm_abi::DcgmNvLinkLinkStateUp
             }
         })
         .collect()
@@ -216,7 +225,7 @@ impl Traffic {
         t: f64,
     ) -> Option<Val> {
         let sw = find(sc, id)?;
-        if port >= sw.links {
+        if port >= sw.links || port_down(sc, (id, port), t) {
             return None;
         }
         let first = i64::from(port == 0);
@@ -294,7 +303,7 @@ mod tests {
         let sc = hgx();
         let traffic = Traffic::default();
         let sw = find(&sc, 2).unwrap();
-        let states = port_states(sw);
+        let states = port_states(&sc, sw, 1.0);
         assert_eq!(states.len() as u32, PORTS.max(sw.links));
         let up = states
             .iter()

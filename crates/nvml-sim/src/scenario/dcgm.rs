@@ -13,6 +13,8 @@
 //! - `sxid_fatal`, `sxid_non_fatal`: NVSwitch `switch` (a `[[nvswitches]]` id) reports SXid
 //!   `sxid`: its `DCGM_FI_DEV_SXID_FATAL_ERROR` (856) or `..._NON_FATAL_ERROR` (857) reads
 //!   that code in the window (DCGM's field holds the last SXid reported), 0 outside it.
+//! - `nvswitch_port_down`: port `port` of NVSwitch `switch` is down in the window
+//!   (`dcgmGetNvLinkLinkStatus` says so; its port fields read nothing).
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -37,6 +39,7 @@ pub(super) struct RawDcgmFault {
     code: Option<Spanned<i32>>,
     switch: Option<Spanned<u32>>,
     sxid: Option<Spanned<u32>>,
+    port: Option<Spanned<u32>>,
 }
 
 /// What a DCGM fault does.
@@ -48,6 +51,7 @@ pub enum DcgmFaultKind {
     Hang,
     SxidFatal,
     SxidNonFatal,
+    NvSwitchPortDown,
 }
 
 /// Kinds with the optional keys each accepts, and whether `field` is required.
@@ -66,6 +70,11 @@ const KINDS: &[(&str, DcgmFaultKind, &[&str])] = &[
         DcgmFaultKind::SxidNonFatal,
         &["switch", "sxid"],
     ),
+    (
+        "nvswitch_port_down",
+        DcgmFaultKind::NvSwitchPortDown,
+        &["switch", "port"],
+    ),
 ];
 
 /// A validated DCGM fault.
@@ -81,6 +90,8 @@ pub struct DcgmFault {
     pub code: i32,
     /// The NVSwitch (DCGM entity id) and the SXid it reports (`sxid_*`).
     pub sxid: Option<(u32, u32)>,
+    /// The NVSwitch (DCGM entity id) and its port that is down (`nvswitch_port_down`).
+    pub port: Option<(u32, u32)>,
 }
 
 impl DcgmFault {
@@ -130,6 +141,7 @@ fn resolve_one(
         ("code", f.code.as_ref().map(Spanned::span)),
         ("switch", f.switch.as_ref().map(Spanned::span)),
         ("sxid", f.sxid.as_ref().map(Spanned::span)),
+        ("port", f.port.as_ref().map(Spanned::span)),
     ];
     for (key, span) in present {
         if let Some(span) = span
@@ -191,16 +203,16 @@ fn resolve_one(
         }
         None => DEFAULT_REFUSAL,
     };
-    let sxid = match (&f.switch, &f.sxid) {
-        _ if !allowed.contains(&"sxid") => None,
-        (Some(sw), Some(code)) => {
-            if !switches.iter().any(|s| s.id == *sw.get_ref()) {
+    let switch = |sw: &Spanned<u32>| {
+        switches
+            .iter()
+            .find(|s| s.id == *sw.get_ref())
+            .ok_or_else(|| {
                 let ids: Vec<String> = switches.iter().map(|s| s.id.to_string()).collect();
-                return Err(ctx.err(
+                ctx.err(
                     Some(sw.span()),
                     format!(
-                        "switch = {} but the scenario declares no such [[nvswitches]] id \
-                         (ids: {})",
+                        "switch = {} but the scenario declares no such [[nvswitches]] id (ids: {})",
                         sw.get_ref(),
                         if ids.is_empty() {
                             "none".to_owned()
@@ -208,8 +220,37 @@ fn resolve_one(
                             ids.join(", ")
                         }
                     ),
+                )
+            })
+    };
+    let port = match (&f.switch, &f.port) {
+        _ if !allowed.contains(&"port") => None,
+        (Some(sw), Some(p)) => {
+            let links = switch(sw)?.links;
+            if *p.get_ref() >= links {
+                return Err(ctx.err(
+                    Some(p.span()),
+                    format!(
+                        "port = {} but NVSwitch {} has {links} links (ports 0 to {})",
+                        p.get_ref(),
+                        sw.get_ref(),
+                        links.saturating_sub(1)
+                    ),
                 ));
             }
+            Some((*sw.get_ref(), *p.get_ref()))
+        }
+        _ => {
+            return Err(ctx.err(
+                Some(raw.span()),
+                format!("dcgm_faults kind \"{name}\" needs a `switch` and a `port`"),
+            ));
+        }
+    };
+    let sxid = match (&f.switch, &f.sxid) {
+        _ if !allowed.contains(&"sxid") => None,
+        (Some(sw), Some(code)) => {
+            switch(sw)?;
             if *code.get_ref() == 0 {
                 return Err(ctx.err(Some(code.span()), "sxid = 0 is not an SXid (1 or more)"));
             }
@@ -224,6 +265,7 @@ fn resolve_one(
     };
     Ok(DcgmFault {
         sxid,
+        port,
         kind: *kind,
         window: Window { from: at, until },
         gpu: f.gpu.as_ref().map(|g| *g.get_ref()),
@@ -285,6 +327,34 @@ mod tests {
         assert!(e.contains("needs a `switch` and an `sxid`"), "{e}");
         let e = err("[[dcgm_faults]]\nkind = \"blank\"\nat = 0\nuntil = 2\nfield = 1\nsxid = 3\n");
         assert!(e.contains("takes no `sxid`"), "{e}");
+    }
+
+    #[test]
+    fn port_down_faults_name_a_port_the_switch_has() {
+        let sw = "[[nvswitches]]\nlinks = 8\n";
+        let fault = |port: u32| {
+            format!(
+                "{sw}[[dcgm_faults]]\nkind = \"nvswitch_port_down\"\nat = 1\nuntil = 4\n\
+                 switch = 0\nport = {port}\n"
+            )
+        };
+        let sc = parse(&format!("{GPUS}{}", fault(7)), "scenario file /x.toml", "x").unwrap();
+        assert_eq!(sc.dcgm_faults[0].port, Some((0, 7)));
+        assert!(sc.dcgm_faults[0].active(DcgmFaultKind::NvSwitchPortDown, 1.0));
+        let e = err(&fault(8));
+        assert!(
+            e.contains("port = 8 but NVSwitch 0 has 8 links (ports 0 to 7)"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{sw}[[dcgm_faults]]\nkind = \"nvswitch_port_down\"\nat = 1\nuntil = 4\nswitch = 0\n"
+        ));
+        assert!(e.contains("needs a `switch` and a `port`"), "{e}");
+        let e = err(&format!(
+            "{sw}[[dcgm_faults]]\nkind = \"sxid_fatal\"\nat = 1\nuntil = 4\nswitch = 0\n\
+             sxid = 3\nport = 1\n"
+        ));
+        assert!(e.contains("takes no `port`"), "{e}");
     }
 
     #[test]
