@@ -30,7 +30,7 @@ use crate::catalogue::Source;
 use crate::catalogue::csv::{CounterRow, CounterSet, MetricType};
 use crate::gpu::nvlink::{FABRIC_COMPLETED, errors_past_fec};
 use crate::snapshot::{
-    ActiveReason, EntityHealth, EntitySample, Snapshot, Value, Verdict, XidTotals,
+    ActiveReason, EntityHealth, EntitySample, Snapshot, Value, Verdict, XidCounts, XidTotals,
 };
 use damping::Damper;
 use rules::Signals;
@@ -171,7 +171,7 @@ pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signal
 /// it was reported; so is an application Xid without an instance.
 fn split_xids(x: &XidTotals) -> XidScopes {
     let app = |c: u64| xid::classify(c).class == xid::XidClass::Application;
-    let instances: Vec<(u32, Vec<(u64, u64, f64)>)> = x
+    let instances: Vec<(u32, XidCounts)> = x
         .instances
         .iter()
         .map(|(gi, codes)| (*gi, codes.iter().copied().filter(|c| app(c.0)).collect()))
@@ -198,7 +198,7 @@ fn split_xids(x: &XidTotals) -> XidScopes {
     (whole, instances)
 }
 
-type XidScopes = (Vec<(u64, u64, f64)>, Vec<(u32, Vec<(u64, u64, f64)>)>);
+type XidScopes = (XidCounts, Vec<(u32, XidCounts)>);
 
 /// The stateful model; the sampler owns one and calls [`HealthModel::evaluate`] every tick.
 #[derive(Debug, Default)]

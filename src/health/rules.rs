@@ -9,7 +9,7 @@ use dcgm_abi::{DCGM_HEALTH_RESULT_FAIL, DCGM_HEALTH_RESULT_WARN};
 use super::xid::classify;
 use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
-use crate::snapshot::{Action, HealthWatch, Reason, Verdict};
+use crate::snapshot::{Action, HealthWatch, Reason, Verdict, XidCounts};
 
 /// Clock-event bits the rules look at (`nvmlClocksEventReasons`).
 pub const HW_SLOWDOWN: u64 = 0x8;
@@ -28,10 +28,10 @@ pub struct Signals {
     pub up: bool,
     /// The whole GPU's Xid codes seen since start: (code, occurrences, Unix time last seen);
     /// an application Xid NVML reported with a MIG GPU instance is not among them.
-    pub xids: Vec<(u64, u64, f64)>,
+    pub xids: XidCounts,
     /// Application Xids NVML reported with a MIG GPU instance, per GPU instance id: they
     /// are that instance's (docs/health.md, "MIG instances").
-    pub instance_xids: Vec<(u32, Vec<(u64, u64, f64)>)>,
+    pub instance_xids: Vec<(u32, XidCounts)>,
     /// Volatile double-bit ECC errors.
     pub ecc_dbe: Option<f64>,
     /// A row remap waits for a reset (non-zero).

@@ -112,11 +112,14 @@ pub struct XidTotals {
     /// The occurrences NVML reported without a MIG GPU instance: (code, count, last seen).
     /// Not exported; the health model's (an application Xid of one instance is that
     /// instance's).
-    pub whole_gpu: Vec<(u64, u64, f64)>,
+    pub whole_gpu: XidCounts,
     /// The occurrences NVML reported with a MIG GPU instance, per GPU instance id. Not
     /// exported.
-    pub instances: Vec<(u32, Vec<(u64, u64, f64)>)>,
+    pub instances: Vec<(u32, XidCounts)>,
 }
+
+/// Xid occurrences: (code, count, Unix time last seen), sorted by code.
+pub type XidCounts = Vec<(u64, u64, f64)>;
 
 /// The NVLink links and the fabric registration of one physical GPU
 /// (`gpu_nvlink_*`, `gpu_fabric_*`).
