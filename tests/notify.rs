@@ -65,6 +65,18 @@ fn pod_events(events: &Value) -> BTreeSet<(String, String)> {
         .collect()
 }
 
+/// Waits until the pod Events hold every (pod, reason) of `want`; returns `want` as a set.
+fn wait_pod_events(port: u16, want: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+    let want: BTreeSet<(String, String)> = want
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    wait_until("the Events of every pod hit", || {
+        pod_events(&api(port, "/apis/events.k8s.io/v1/events")).is_superset(&want)
+    });
+    want
+}
+
 /// The binary on `scenario` with both writes on and the hold `hold`, and its simulated API
 /// server's port (from the log).
 fn start(scenario: &Path, hold: &str) -> (Exporter, u16) {
@@ -142,22 +154,19 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
     );
 
     // Events on exactly the pods holding a GPU that was hit.
-    let want: BTreeSet<(String, String)> = [
-        ("research/llm-train-0", "PowerBrake"),
-        ("inference/chat-api-7d4b9c8f6d-x2k4p", "XidMemory"),
-        ("inference/chat-api-7d4b9c8f6d-9fj2m", "XidMemory"),
-        ("inference/embed-5c6d7e8f9a-qq7rt", "XidMemory"),
-        ("sandbox/notebook-alice", "XidMemory"),
-        ("inference/rerank-a", "XidHardware"),
-        ("inference/rerank-b", "XidHardware"),
-        ("media/render-farm-0", "XidApplication"),
-    ]
-    .into_iter()
-    .map(|(a, b)| (a.to_owned(), b.to_owned()))
-    .collect();
-    wait_until("the Events of every pod hit", || {
-        pod_events(&api(port, "/apis/events.k8s.io/v1/events")).is_superset(&want)
-    });
+    let want = wait_pod_events(
+        port,
+        &[
+            ("research/llm-train-0", "PowerBrake"),
+            ("inference/chat-api-7d4b9c8f6d-x2k4p", "XidMemory"),
+            ("inference/chat-api-7d4b9c8f6d-9fj2m", "XidMemory"),
+            ("inference/embed-5c6d7e8f9a-qq7rt", "XidMemory"),
+            ("sandbox/notebook-alice", "XidMemory"),
+            ("inference/rerank-a", "XidHardware"),
+            ("inference/rerank-b", "XidHardware"),
+            ("media/render-farm-0", "XidApplication"),
+        ],
+    );
     let events = api(port, "/apis/events.k8s.io/v1/events");
     let got = pod_events(&events);
     // Nothing else on a pod: the power brake's hardware slowdown and Xid 48's reset request
@@ -230,18 +239,15 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
 #[test]
 fn an_application_xid_of_one_mig_instance_reaches_only_that_instances_pod() {
     let (e, port) = start(Path::new("tests/fixtures/scenarios/mig-xid.toml"), "60s");
-    let want: BTreeSet<(String, String)> = [
-        ("inference/slice-0-8", "XidApplication"),
-        ("inference/slice-1-7", "XidApplication"),
-        ("inference/slice-1-7", "XidHardware"),
-        ("inference/slice-1-8", "XidHardware"),
-    ]
-    .into_iter()
-    .map(|(a, b)| (a.to_owned(), b.to_owned()))
-    .collect();
-    wait_until("the Events of the pods hit", || {
-        pod_events(&api(port, "/apis/events.k8s.io/v1/events")).is_superset(&want)
-    });
+    wait_pod_events(
+        port,
+        &[
+            ("inference/slice-0-8", "XidApplication"),
+            ("inference/slice-1-7", "XidApplication"),
+            ("inference/slice-1-7", "XidHardware"),
+            ("inference/slice-1-8", "XidHardware"),
+        ],
+    );
     let got = pod_events(&api(port, "/apis/events.k8s.io/v1/events"));
     let apps: BTreeSet<&String> = got
         .iter()
