@@ -482,4 +482,47 @@ mod tests {
         assert!(h.iter().all(|e| e.verdict == Verdict::Warning
             && e.reasons.iter().all(|r| r.gpu_instance_id.is_none())));
     }
+
+    #[test]
+    fn each_instances_application_xid_is_held_and_cleared_on_its_own() {
+        let read =
+            watched_set(&parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap());
+        let entity = |mig: Option<u32>| EntitySample {
+            id: id(0, mig),
+            values: vec![None; read.metrics().count()],
+            labels: vec![],
+        };
+        let at = |t: f64, instances: Vec<(u32, XidCounts)>| Snapshot {
+            taken_at_unix: t,
+            devices: vec![device(0, true)],
+            entities: vec![entity(None), entity(Some(7)), entity(Some(8))],
+            xids: vec![XidTotals {
+                id: id(0, None),
+                codes: vec![(13, instances.len() as u64, Some(t - 1.0))],
+                whole_gpu: vec![],
+                instances,
+            }],
+            ..Snapshot::default()
+        };
+        let mut m = HealthModel::new(HealthOptions {
+            hold: Duration::from_secs(60),
+        });
+        let verdicts =
+            |h: Vec<EntityHealth>| -> Vec<Verdict> { h.iter().map(|e| e.verdict).collect() };
+        use Verdict::{Ok, Warning};
+        assert_eq!(
+            verdicts(m.evaluate(&at(100.0, vec![(7, vec![(13, 1, 99.0)])]), &read)),
+            [Warning, Warning, Ok]
+        );
+        let both = vec![(7, vec![(13, 1, 99.0)]), (8, vec![(13, 1, 129.0)])];
+        assert_eq!(
+            verdicts(m.evaluate(&at(130.0, both.clone()), &read)),
+            [Warning, Warning, Warning]
+        );
+        // 70 s after instance 7's Xid, 40 s after instance 8's: only 8's is still held.
+        assert_eq!(
+            verdicts(m.evaluate(&at(170.0, both), &read)),
+            [Warning, Ok, Warning]
+        );
+    }
 }

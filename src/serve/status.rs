@@ -95,7 +95,8 @@ pub struct InstanceStatus {
     pub outside_pods: Vec<ProcessStatus>,
     /// Use of the instance.
     pub reading: Reading,
-    /// The health model's verdict (an instance shares its GPU's).
+    /// The health model's verdict of the instance: its GPU's whole-GPU reasons and its own
+    /// application Xids (docs/health.md, "MIG instances").
     pub verdict: &'static str,
 }
 
