@@ -292,6 +292,14 @@ fn an_application_xid_of_one_mig_instance_reaches_only_that_instances_pod() {
         list.iter().map(|(g, s)| (*g, (*s).to_owned())).collect()
     };
     assert_eq!(verdicts(0), v(&[(7, "ok"), (8, "warning"), (9, "ok")]));
+    // The GPU's own verdict holds the instance's cause, naming the instance.
+    let cause = &st["gpus"][0]["health"]["causes"][0];
+    assert_eq!(
+        (&cause["xid"], &cause["gpu_instance_id"]),
+        (&Value::from(31), &Value::from(8)),
+        "{cause}"
+    );
+    assert_eq!(st["gpus"][0]["health"]["verdict"], "warning");
     assert_eq!(verdicts(1), v(&[(7, "critical"), (8, "critical")]));
 
     // The condition stays per node and names the instance.
