@@ -65,6 +65,18 @@ fn pod_events(events: &Value) -> BTreeSet<(String, String)> {
         .collect()
 }
 
+/// Waits until the pod Events hold every (pod, reason) of `want`; returns `want` as a set.
+fn wait_pod_events(port: u16, want: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+    let want: BTreeSet<(String, String)> = want
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    wait_until("the Events of every pod hit", || {
+        pod_events(&api(port, "/apis/events.k8s.io/v1/events")).is_superset(&want)
+    });
+    want
+}
+
 /// The binary on `scenario` with both writes on and the hold `hold`, and its simulated API
 /// server's port (from the log).
 fn start(scenario: &Path, hold: &str) -> (Exporter, u16) {
@@ -142,22 +154,19 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
     );
 
     // Events on exactly the pods holding a GPU that was hit.
-    let want: BTreeSet<(String, String)> = [
-        ("research/llm-train-0", "PowerBrake"),
-        ("inference/chat-api-7d4b9c8f6d-x2k4p", "XidMemory"),
-        ("inference/chat-api-7d4b9c8f6d-9fj2m", "XidMemory"),
-        ("inference/embed-5c6d7e8f9a-qq7rt", "XidMemory"),
-        ("sandbox/notebook-alice", "XidMemory"),
-        ("inference/rerank-a", "XidHardware"),
-        ("inference/rerank-b", "XidHardware"),
-        ("media/render-farm-0", "XidApplication"),
-    ]
-    .into_iter()
-    .map(|(a, b)| (a.to_owned(), b.to_owned()))
-    .collect();
-    wait_until("the Events of every pod hit", || {
-        pod_events(&api(port, "/apis/events.k8s.io/v1/events")).is_superset(&want)
-    });
+    let want = wait_pod_events(
+        port,
+        &[
+            ("research/llm-train-0", "PowerBrake"),
+            ("inference/chat-api-7d4b9c8f6d-x2k4p", "XidMemory"),
+            ("inference/chat-api-7d4b9c8f6d-9fj2m", "XidMemory"),
+            ("inference/embed-5c6d7e8f9a-qq7rt", "XidMemory"),
+            ("sandbox/notebook-alice", "XidMemory"),
+            ("inference/rerank-a", "XidHardware"),
+            ("inference/rerank-b", "XidHardware"),
+            ("media/render-farm-0", "XidApplication"),
+        ],
+    );
     let events = api(port, "/apis/events.k8s.io/v1/events");
     let got = pod_events(&events);
     // Nothing else on a pod: the power brake's hardware slowdown and Xid 48's reset request
@@ -220,6 +229,90 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
         .unwrap()
         .len();
     assert_eq!(before, after, "Events written while nothing changed");
+}
+
+/// An application Xid that NVML reports with a MIG GPU instance is that instance's: on
+/// mig-xid.toml GPU 0's Xid 31 on GPU instance 8 marks instance 8 alone, its Event reaches
+/// only the pod holding it, and the Node condition names "GPU 0 MIG instance 8". GPU 1's
+/// hardware Xid 79 (no instance) still marks both of its instances and reaches both pods,
+/// while its Xid 13 on instance 7 reaches instance 7's pod alone.
+#[test]
+fn an_application_xid_of_one_mig_instance_reaches_only_that_instances_pod() {
+    let (e, port) = start(Path::new("tests/fixtures/scenarios/mig-xid.toml"), "60s");
+    wait_pod_events(
+        port,
+        &[
+            ("inference/slice-0-8", "XidApplication"),
+            ("inference/slice-1-7", "XidApplication"),
+            ("inference/slice-1-7", "XidHardware"),
+            ("inference/slice-1-8", "XidHardware"),
+        ],
+    );
+    let got = pod_events(&api(port, "/apis/events.k8s.io/v1/events"));
+    let apps: BTreeSet<&String> = got
+        .iter()
+        .filter(|(_, r)| r == "XidApplication")
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(
+        apps,
+        ["inference/slice-0-8", "inference/slice-1-7"]
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<BTreeSet<String>>()
+            .iter()
+            .collect(),
+        "{got:#?}"
+    );
+    let pods: BTreeSet<&String> = got.iter().map(|(p, _)| p).collect();
+    assert!(
+        !pods
+            .iter()
+            .any(|p| *p == "inference/slice-0-7" || *p == "inference/slice-0-9"),
+        "an Event on a sibling of the faulty instance: {got:#?}"
+    );
+
+    // Each instance's verdict on /status: GPU 0's instance 8 alone, both of GPU 1's.
+    let st: Value =
+        serde_json::from_str(&http_get(e.port, "/status", &[]).unwrap().text()).unwrap();
+    let verdicts = |gpu: usize| -> Vec<(u64, String)> {
+        st["gpus"][gpu]["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["gpu_instance_id"].as_u64().unwrap(),
+                    i["verdict"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let v = |list: &[(u64, &str)]| -> Vec<(u64, String)> {
+        list.iter().map(|(g, s)| (*g, (*s).to_owned())).collect()
+    };
+    assert_eq!(verdicts(0), v(&[(7, "ok"), (8, "warning"), (9, "ok")]));
+    // The GPU's own verdict holds the instance's cause, naming the instance.
+    let cause = &st["gpus"][0]["health"]["causes"][0];
+    assert_eq!(
+        (&cause["xid"], &cause["gpu_instance_id"]),
+        (&Value::from(31), &Value::from(8)),
+        "{cause}"
+    );
+    assert_eq!(st["gpus"][0]["health"]["verdict"], "warning");
+    assert_eq!(verdicts(1), v(&[(7, "critical"), (8, "critical")]));
+
+    // The condition stays per node and names the instance.
+    let n = api(port, NODE_PATH);
+    let message = condition(&n, "GpuDegraded")["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.starts_with("GPU 0 MIG instance 8 (GPU-") && message.contains("Xid 31"),
+        "{message}"
+    );
+    assert_eq!(status(&n, "GpuUnhealthy").as_deref(), Some("True"));
 }
 
 /// notify.toml with a `[kubernetes]` table of API server write faults appended, in `dir`.

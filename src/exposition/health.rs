@@ -2,8 +2,9 @@
 //! GPU keeps its series): `gpu_health_status` (0 ok, 1 warning, 2 critical),
 //! `gpu_health_reason` (1 per active reason, `reason` from the bounded set of
 //! docs/health.md, present only while the reason is) and `gpu_recovery_action` (NVML's
-//! recovery action, where the driver reports it). A MIG instance shares its GPU's verdict, so
-//! its series would repeat the GPU's: they are not written.
+//! recovery action, where the driver reports it). A MIG instance has no series of its own
+//! (the series budget): its verdict differs from its GPU's only by an application Xid of
+//! another instance, and the GPU's verdict already holds every instance's reasons.
 //!
 //! Writes text only; it must not judge health (`health` does) or read NVML.
 

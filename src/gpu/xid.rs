@@ -1,11 +1,14 @@
 //! Xid events, read on their own thread so that none is missed between ticks.
 //!
 //! One NVML event set holds every watched GPU (`nvmlDeviceRegisterEvents` with
-//! `CRITICAL_XID_ERROR`); the thread blocks in `nvmlEventSetWait_v2` and records each event:
-//! the last code per GPU (`DCGM_FI_DEV_XID_ERRORS`), a count and last-seen time per code
+//! `CRITICAL_XID_ERROR`); the thread blocks in `nvmlEventSetWait_v2` (called through
+//! nvml-wrapper-sys, since nvml-wrapper's `EventData` drops the instance ids) and records each
+//! event: the last code per GPU (`DCGM_FI_DEV_XID_ERRORS`), a count and last-seen time per code
 //! (`gpu_xid_errors_total`, `gpu_xid_last_seen_timestamp_seconds`), and a short history for
 //! `DCGM_EXP_XID_ERRORS_COUNT`. Repeats of the same code are counted, which dcgm-exporter's
-//! last-value gauge cannot show.
+//! last-value gauge cannot show. The same counts are also kept apart by the MIG GPU instance
+//! NVML reported the event with (`gpuInstanceId`; `0xFFFFFFFF` is none), for the health
+//! model's per-instance verdicts; they are never exported.
 //!
 //! The reader tells the watcher which GPUs are up ([`XidWatcher::watch`]); a change rebuilds the
 //! set, so a lost GPU leaves it and a returning or new one joins. [`XidWatcher::flush`] lets a
@@ -21,14 +24,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nvml_wrapper::bitmasks::event::EventTypes;
-use nvml_wrapper::enums::event::XidError;
-use nvml_wrapper::error::NvmlError;
-use nvml_wrapper::struct_wrappers::event::EventData;
+use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::{EventSet, Nvml};
+use nvml_wrapper_sys::bindings::nvmlEventData_t;
 use tracing::{info, warn};
 
 /// NVML's code for an Xid it could not decode.
 pub const UNKNOWN_XID: u64 = 999;
+
+/// `nvmlEventData_t.gpuInstanceId` of an event that no GPU instance reported.
+const NO_INSTANCE: u32 = 0xFFFF_FFFF;
+
+/// Per code: (occurrences, Unix time of the last one).
+pub type CodeCounts = BTreeMap<u64, (u64, f64)>;
 
 /// A clock for event time stamps (Unix seconds). Production uses the wall clock; tests use
 /// the simulated node's time so that windows line up with the ticks they drive.
@@ -40,7 +48,11 @@ pub struct GpuXids {
     /// The last code seen (`None` until the first).
     pub last: Option<u64>,
     /// Per code: (occurrences, Unix time of the last one).
-    pub codes: BTreeMap<u64, (u64, f64)>,
+    pub codes: CodeCounts,
+    /// The same, for the events NVML reported without a GPU instance.
+    pub whole_gpu: CodeCounts,
+    /// The same, per MIG GPU instance id, for the events NVML reported with one.
+    pub instances: BTreeMap<u32, CodeCounts>,
     /// Recent events (time, code), oldest first, kept for the longest window.
     pub recent: VecDeque<(f64, u64)>,
 }
@@ -218,7 +230,7 @@ fn run(nvml: &'static Nvml, inner: &Inner, poll: Duration) {
             // Record what the old set still holds, free it, and register the devices again.
             // (A GPU that left the list keeps its counts and its last known status.)
             if let Some(old) = set.take() {
-                drain(inner, &old);
+                drain(nvml, inner, &old);
             }
             let (reg, watch) = register(nvml, &wanted);
             set = reg;
@@ -232,7 +244,7 @@ fn run(nvml: &'static Nvml, inner: &Inner, poll: Duration) {
             }
             continue;
         };
-        match reg.set.wait(poll_ms) {
+        match wait(nvml, reg, poll_ms) {
             Ok(ev) => {
                 last_error = None;
                 deliver(inner, reg, &ev);
@@ -256,24 +268,54 @@ fn run(nvml: &'static Nvml, inner: &Inner, poll: Duration) {
     }
 }
 
+/// One event as NVML gave it: the device's raw handle, the Xid code, the GPU instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RawEvent {
+    device: usize,
+    code: u64,
+    gpu_instance: Option<u32>,
+}
+
+impl RawEvent {
+    fn from_data(d: &nvmlEventData_t) -> Self {
+        let xid =
+            EventTypes::from_bits_truncate(d.eventType).contains(EventTypes::CRITICAL_XID_ERROR);
+        Self {
+            device: d.device as usize,
+            code: if xid { d.eventData } else { UNKNOWN_XID },
+            gpu_instance: (d.gpuInstanceId != NO_INSTANCE).then_some(d.gpuInstanceId),
+        }
+    }
+}
+
+/// `nvmlEventSetWait_v2` on the set, keeping the GPU instance id of the event.
+fn wait(nvml: &Nvml, reg: &Registered, timeout_ms: u32) -> Result<RawEvent, NvmlError> {
+    let sym = nvml
+        .lib()
+        .nvmlEventSetWait_v2
+        .as_ref()
+        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    // SAFETY: the set is alive (owned by `reg`) and only read here; the data is written by
+    // NVML into a zeroed plain C struct that outlives the call.
+    unsafe {
+        let mut data: nvmlEventData_t = std::mem::zeroed();
+        nvml_try(sym(reg.set.handle(), &mut data, timeout_ms))?;
+        Ok(RawEvent::from_data(&data))
+    }
+}
+
 /// Records one event of the set.
-fn deliver(inner: &Inner, reg: &Registered, ev: &EventData<'static>) {
-    // SAFETY: the raw handle is only compared, never dereferenced.
-    let h = unsafe { ev.device.handle() } as usize;
-    let Some((_, uuid)) = reg.handles.iter().find(|(x, _)| *x == h) else {
+fn deliver(inner: &Inner, reg: &Registered, ev: &RawEvent) {
+    let Some((_, uuid)) = reg.handles.iter().find(|(x, _)| *x == ev.device) else {
         return;
     };
-    let code = match ev.event_data {
-        Some(XidError::Value(x)) => x,
-        Some(XidError::Unknown) | None => UNKNOWN_XID,
-    };
-    record(inner, uuid, code);
+    record(inner, uuid, ev.code, ev.gpu_instance);
 }
 
 /// Records every event the set holds now (bounded), before it is freed.
-fn drain(inner: &Inner, reg: &Registered) {
+fn drain(nvml: &Nvml, inner: &Inner, reg: &Registered) {
     for _ in 0..10_000 {
-        match reg.set.wait(0) {
+        match wait(nvml, reg, 0) {
             Ok(ev) => deliver(inner, reg, &ev),
             Err(_) => break,
         }
@@ -356,14 +398,20 @@ fn register(
     (Some(Registered { set, handles }), watch)
 }
 
-fn record(inner: &Inner, uuid: &str, code: u64) {
+fn record(inner: &Inner, uuid: &str, code: u64, gpu_instance: Option<u32>) {
     let now = (inner.clock)();
     let mut st = inner.lock();
     let g = st.gpus.entry(uuid.to_owned()).or_default();
     g.last = Some(code);
-    let c = g.codes.entry(code).or_insert((0, now));
-    c.0 += 1;
-    c.1 = now;
+    let scoped = match gpu_instance {
+        Some(gi) => g.instances.entry(gi).or_default(),
+        None => &mut g.whole_gpu,
+    };
+    for counts in [&mut g.codes, scoped] {
+        let c = counts.entry(code).or_insert((0, now));
+        c.0 += 1;
+        c.1 = now;
+    }
     g.recent.push_back((now, code));
     let keep_from = now - inner.keep.as_secs_f64();
     while g.recent.front().is_some_and(|(t, _)| *t <= keep_from) {
@@ -383,10 +431,10 @@ mod tests {
     fn window_counts_repeats_inside_the_window_only() {
         let g = GpuXids {
             last: Some(48),
-            codes: BTreeMap::new(),
             recent: [(10.0, 31), (60.0, 48), (65.0, 48), (70.0, 48), (71.0, 79)]
                 .into_iter()
                 .collect(),
+            ..GpuXids::default()
         };
         let w = Duration::from_secs(300);
         assert_eq!(g.window_counts(80.0, w), vec![(31, 1), (48, 3), (79, 1)]);
@@ -396,5 +444,20 @@ mod tests {
         assert_eq!(g.window_counts(74.0, w), vec![(48, 3), (79, 1)]);
         assert_eq!(g.window_counts(69.0, w), vec![(48, 2)]);
         assert_eq!(g.window_counts(9.0, w), vec![]);
+    }
+
+    #[test]
+    fn an_event_keeps_its_gpu_instance_and_none_means_the_whole_gpu() {
+        // SAFETY: a plain C struct; zero is a valid bit pattern for each field.
+        let mut d: nvmlEventData_t = unsafe { std::mem::zeroed() };
+        d.eventType = EventTypes::CRITICAL_XID_ERROR.bits();
+        d.eventData = 31;
+        d.gpuInstanceId = 7;
+        let ev = RawEvent::from_data(&d);
+        assert_eq!((ev.code, ev.gpu_instance), (31, Some(7)));
+        d.gpuInstanceId = NO_INSTANCE;
+        assert_eq!(RawEvent::from_data(&d).gpu_instance, None);
+        d.eventType = EventTypes::DOUBLE_BIT_ECC_ERROR.bits();
+        assert_eq!(RawEvent::from_data(&d).code, UNKNOWN_XID);
     }
 }

@@ -2,7 +2,8 @@
 //! the hold time (`--health-hold`), so that a GPU whose fault comes and goes does not flip
 //! between `ok` and `critical` every tick, and a one-off event (an Xid) is shown for that long.
 //!
-//! Owns the state kept between ticks: per GPU and reason (and Xid code), when the episode
+//! Owns the state kept between ticks: per GPU and reason (and Xid code and MIG GPU instance,
+//! so that each instance's application Xid is held on its own), when the episode
 //! began, when the cause was last seen, and the last words about it. It must not decide what
 //! is wrong (`rules` does) or read the snapshot.
 
@@ -12,7 +13,7 @@ use super::rules::Observation;
 use crate::snapshot::{ActiveReason, Reason};
 
 /// A GPU (by UUID, or `#<index>` before its UUID was read), a reason, an Xid code.
-type Key = (String, Reason, Option<u64>);
+type Key = (String, Reason, Option<u64>, Option<u32>);
 
 /// The reasons held per GPU.
 #[derive(Debug, Default)]
@@ -32,12 +33,13 @@ impl Damper {
     ) -> Vec<ActiveReason> {
         let mut seen = Vec::with_capacity(observed.len());
         for o in observed {
-            let key = (gpu.to_owned(), o.reason, o.xid);
+            let key = (gpu.to_owned(), o.reason, o.xid, o.gpu_instance_id);
             seen.push(key.clone());
             let entry = self.held.entry(key).or_insert_with(|| ActiveReason {
                 reason: o.reason,
                 severity: o.severity,
                 xid: o.xid,
+                gpu_instance_id: o.gpu_instance_id,
                 message: String::new(),
                 action: o.action,
                 since_unix: o.seen_at,
@@ -66,6 +68,7 @@ impl Damper {
                 .cmp(&a.severity)
                 .then(a.reason.cmp(&b.reason))
                 .then(a.xid.cmp(&b.xid))
+                .then(a.gpu_instance_id.cmp(&b.gpu_instance_id))
         });
         out
     }
@@ -86,6 +89,7 @@ mod tests {
             reason,
             severity: Verdict::Warning,
             xid: None,
+            gpu_instance_id: None,
             message: "m".into(),
             action: Action::Watch,
             seen_at: at,

@@ -6,8 +6,10 @@
 //! (`Signals`: Xids, ECC, row remaps, a lost GPU, clock-event reasons, temperatures, NVLink
 //! and fabric, NVML's recovery action, DCGM's health watches), turns them into reasons with
 //! the `rules`, holds each reason for the hold time after its cause is gone (`damping`), and
-//! returns one [`EntityHealth`] per GPU and MIG instance for `Snapshot::health`. A MIG
-//! instance shares its GPU's verdict: every signal is the physical GPU's.
+//! returns one [`EntityHealth`] per GPU and MIG instance for `Snapshot::health`. Every
+//! signal is the physical GPU's except an application Xid NVML reported with a MIG GPU
+//! instance, which is that instance's: an instance's verdict is the GPU's whole-GPU reasons
+//! and its own; the GPU's is all of them, each instance's naming its instance.
 //!
 //! What is watched does not depend on what is exported: [`watched_set`] adds the fields the
 //! model needs to the counter set the reader reads (after the file's own rows), and
@@ -27,7 +29,9 @@ use std::time::Duration;
 use crate::catalogue::Source;
 use crate::catalogue::csv::{CounterRow, CounterSet, MetricType};
 use crate::gpu::nvlink::{FABRIC_COMPLETED, errors_past_fec};
-use crate::snapshot::{EntityHealth, EntitySample, Snapshot, Value, Verdict};
+use crate::snapshot::{
+    ActiveReason, EntityHealth, EntitySample, Snapshot, Value, Verdict, XidCounts, XidTotals,
+};
 use damping::Damper;
 use rules::Signals;
 
@@ -144,11 +148,7 @@ pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signal
         out.dcgm = s.dcgm(e);
     }
     if let Some(x) = snap.xids.iter().find(|x| x.id.gpu == gpu) {
-        out.xids = x
-            .codes
-            .iter()
-            .filter_map(|(c, n, t)| Some((*c, *n, (*t)?)))
-            .collect();
+        (out.xids, out.instance_xids) = split_xids(x);
     }
     if let Some(g) = snap.interconnect.iter().find(|g| g.id.gpu == gpu) {
         out.nvlink_down = g.links.iter().filter(|l| !l.up).map(|l| l.link).collect();
@@ -165,6 +165,40 @@ pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signal
     }
     out
 }
+
+/// A GPU's Xids split by scope: the whole GPU's, and each MIG GPU instance's application
+/// Xids (those NVML reported with the instance). Any other Xid is the whole GPU's wherever
+/// it was reported; so is an application Xid without an instance.
+fn split_xids(x: &XidTotals) -> XidScopes {
+    let app = |c: u64| xid::classify(c).class == xid::XidClass::Application;
+    let instances: Vec<(u32, XidCounts)> = x
+        .instances
+        .iter()
+        .map(|(gi, codes)| (*gi, codes.iter().copied().filter(|c| app(c.0)).collect()))
+        .filter(|(_, codes): &(u32, Vec<_>)| !codes.is_empty())
+        .collect();
+    let whole = x
+        .codes
+        .iter()
+        .filter_map(|&(code, n, t)| {
+            let t = t?;
+            if !app(code) {
+                return Some((code, n, t));
+            }
+            let on_instances: u64 = instances
+                .iter()
+                .flat_map(|(_, c)| c.iter())
+                .filter(|c| c.0 == code)
+                .map(|c| c.1)
+                .sum();
+            let last = x.whole_gpu.iter().find(|c| c.0 == code).map_or(t, |c| c.2);
+            Some((code, n.saturating_sub(on_instances), last))
+        })
+        .collect();
+    (whole, instances)
+}
+
+type XidScopes = (XidCounts, Vec<(u32, XidCounts)>);
 
 /// The stateful model; the sampler owns one and calls [`HealthModel::evaluate`] every tick.
 #[derive(Debug, Default)]
@@ -215,10 +249,21 @@ impl HealthModel {
                 .iter()
                 .filter(|e| e.id.gpu == d.gpu)
                 .filter_map(|e| e.id.mig.as_ref())
-                .map(|m| EntityHealth {
-                    gpu_instance_id: Some(m.gpu_instance_id),
-                    uuid: m.uuid.clone(),
-                    ..gpu.clone()
+                .map(|m| {
+                    let gi = m.gpu_instance_id;
+                    let reasons: Vec<ActiveReason> = gpu
+                        .reasons
+                        .iter()
+                        .filter(|r| r.gpu_instance_id.is_none_or(|own| own == gi))
+                        .cloned()
+                        .collect();
+                    EntityHealth {
+                        gpu_instance_id: Some(gi),
+                        uuid: m.uuid.clone(),
+                        verdict: reasons.first().map_or(Verdict::Ok, |r| r.severity),
+                        reasons,
+                        ..gpu.clone()
+                    }
                 })
                 .collect();
             out.push(gpu);
@@ -261,7 +306,7 @@ pub fn fill_dcgm_status(
 mod tests {
     use super::*;
     use crate::catalogue::csv::parse_counters;
-    use crate::snapshot::{DeviceStatus, EntityId, MigIdentity, Reason, XidTotals};
+    use crate::snapshot::{DeviceStatus, EntityId, MigIdentity, Reason};
 
     fn id(gpu: u32, mig: Option<u32>) -> EntityId {
         EntityId {
@@ -332,6 +377,8 @@ mod tests {
             xids: vec![XidTotals {
                 id: id(1, None),
                 codes: vec![(79, 1, Some(99.0))],
+                whole_gpu: vec![(79, 1, 99.0)],
+                instances: vec![],
             }],
             ..Snapshot::default()
         };
@@ -375,5 +422,107 @@ mod tests {
         assert_eq!(back[0].verdict, Verdict::Critical, "still held");
         assert!(!back[0].reasons[0].present);
         assert_eq!(m.evaluate(&lost(60.0, true), &read)[0].verdict, Verdict::Ok);
+    }
+
+    #[test]
+    fn an_application_xid_of_one_instance_is_that_instances_and_the_rest_stay_the_gpus() {
+        let read =
+            watched_set(&parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap());
+        let entity = |gpu: u32, mig: Option<u32>| EntitySample {
+            id: id(gpu, mig),
+            values: vec![None; read.metrics().count()],
+            labels: vec![],
+        };
+        let snap = |xids: XidTotals| Snapshot {
+            taken_at_unix: 100.0,
+            devices: vec![device(0, true)],
+            entities: vec![entity(0, None), entity(0, Some(7)), entity(0, Some(8))],
+            xids: vec![xids],
+            ..Snapshot::default()
+        };
+        let mut m = HealthModel::default();
+        // Xid 31 twice on instance 7 (application), Xid 48 on instance 8 (memory: the GPU's).
+        let h = m.evaluate(
+            &snap(XidTotals {
+                id: id(0, None),
+                codes: vec![(31, 2, Some(99.0)), (48, 1, Some(98.0))],
+                whole_gpu: vec![],
+                instances: vec![(7, vec![(31, 2, 99.0)]), (8, vec![(48, 1, 98.0)])],
+            }),
+            &read,
+        );
+        let of = |i: usize| -> Vec<(Reason, Option<u32>)> {
+            h[i].reasons
+                .iter()
+                .map(|r| (r.reason, r.gpu_instance_id))
+                .collect()
+        };
+        assert_eq!(
+            of(0),
+            [(Reason::XidMemory, None), (Reason::XidApplication, Some(7))],
+            "the GPU: all, the instance's naming it"
+        );
+        assert_eq!(of(1), of(0), "instance 7: the GPU's and its own");
+        assert_eq!(of(2), [(Reason::XidMemory, None)], "instance 8: not 7's");
+        assert!(
+            h[0].reasons[1]
+                .message
+                .starts_with("Xid 31 on MIG instance 7:")
+        );
+        // Without an instance, an application Xid is the whole GPU's, as before.
+        let h = HealthModel::default().evaluate(
+            &snap(XidTotals {
+                id: id(0, None),
+                codes: vec![(13, 1, Some(99.0))],
+                whole_gpu: vec![(13, 1, 99.0)],
+                instances: vec![],
+            }),
+            &read,
+        );
+        assert!(h.iter().all(|e| e.verdict == Verdict::Warning
+            && e.reasons.iter().all(|r| r.gpu_instance_id.is_none())));
+    }
+
+    #[test]
+    fn each_instances_application_xid_is_held_and_cleared_on_its_own() {
+        let read =
+            watched_set(&parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap());
+        let entity = |mig: Option<u32>| EntitySample {
+            id: id(0, mig),
+            values: vec![None; read.metrics().count()],
+            labels: vec![],
+        };
+        let at = |t: f64, instances: Vec<(u32, XidCounts)>| Snapshot {
+            taken_at_unix: t,
+            devices: vec![device(0, true)],
+            entities: vec![entity(None), entity(Some(7)), entity(Some(8))],
+            xids: vec![XidTotals {
+                id: id(0, None),
+                codes: vec![(13, instances.len() as u64, Some(t - 1.0))],
+                whole_gpu: vec![],
+                instances,
+            }],
+            ..Snapshot::default()
+        };
+        let mut m = HealthModel::new(HealthOptions {
+            hold: Duration::from_secs(60),
+        });
+        let verdicts =
+            |h: Vec<EntityHealth>| -> Vec<Verdict> { h.iter().map(|e| e.verdict).collect() };
+        use Verdict::{Ok, Warning};
+        assert_eq!(
+            verdicts(m.evaluate(&at(100.0, vec![(7, vec![(13, 1, 99.0)])]), &read)),
+            [Warning, Warning, Ok]
+        );
+        let both = vec![(7, vec![(13, 1, 99.0)]), (8, vec![(13, 1, 129.0)])];
+        assert_eq!(
+            verdicts(m.evaluate(&at(130.0, both.clone()), &read)),
+            [Warning, Warning, Warning]
+        );
+        // 70 s after instance 7's Xid, 40 s after instance 8's: only 8's is still held.
+        assert_eq!(
+            verdicts(m.evaluate(&at(170.0, both), &read)),
+            [Warning, Ok, Warning]
+        );
     }
 }

@@ -9,7 +9,7 @@ use dcgm_abi::{DCGM_HEALTH_RESULT_FAIL, DCGM_HEALTH_RESULT_WARN};
 use super::xid::classify;
 use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
-use crate::snapshot::{Action, HealthWatch, Reason, Verdict};
+use crate::snapshot::{Action, HealthWatch, Reason, Verdict, XidCounts};
 
 /// Clock-event bits the rules look at (`nvmlClocksEventReasons`).
 pub const HW_SLOWDOWN: u64 = 0x8;
@@ -26,8 +26,12 @@ pub const HW_POWER_BRAKE: u64 = 0x80;
 pub struct Signals {
     /// NVML answers for the GPU.
     pub up: bool,
-    /// Xid codes seen since start: (code, occurrences, Unix time last seen).
-    pub xids: Vec<(u64, u64, f64)>,
+    /// The whole GPU's Xid codes seen since start: (code, occurrences, Unix time last seen);
+    /// an application Xid NVML reported with a MIG GPU instance is not among them.
+    pub xids: XidCounts,
+    /// Application Xids NVML reported with a MIG GPU instance, per GPU instance id: they
+    /// are that instance's (docs/health.md, "MIG instances").
+    pub instance_xids: Vec<(u32, XidCounts)>,
     /// Volatile double-bit ECC errors.
     pub ecc_dbe: Option<f64>,
     /// A row remap waits for a reset (non-zero).
@@ -63,6 +67,9 @@ pub struct Observation {
     pub severity: Verdict,
     /// The Xid code for the `xid_*` reasons (each code is held on its own).
     pub xid: Option<u64>,
+    /// The MIG GPU instance the cause belongs to (an application Xid NVML reported with
+    /// one); `None`: the whole GPU.
+    pub gpu_instance_id: Option<u32>,
     /// In words.
     pub message: String,
     /// What to do.
@@ -83,6 +90,7 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<Observation> {
             reason,
             severity,
             xid: None,
+            gpu_instance_id: None,
             message,
             action,
             seen_at: now,
@@ -232,17 +240,37 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<Observation> {
             }
         }
     }
-    for (code, n, last) in &s.xids {
+    xid_observations(&s.xids, None, now, xid_window, &mut out);
+    for (gi, codes) in &s.instance_xids {
+        xid_observations(codes, Some(*gi), now, xid_window, &mut out);
+    }
+    out
+}
+
+/// The Xids of `codes` seen within `xid_window` seconds of `now`, on the whole GPU or on GPU
+/// instance `gi`.
+fn xid_observations(
+    codes: &[(u64, u64, f64)],
+    gi: Option<u32>,
+    now: f64,
+    xid_window: f64,
+    out: &mut Vec<Observation>,
+) {
+    for (code, n, last) in codes {
         if *n == 0 || now - last > xid_window {
             continue;
         }
         let info = classify(*code);
+        let on = gi
+            .map(|gi| format!(" on MIG instance {gi}"))
+            .unwrap_or_default();
         out.push(Observation {
             reason: info.class.reason(),
             severity: info.severity,
             xid: Some(*code),
+            gpu_instance_id: gi,
             message: format!(
-                "Xid {code}: {} (×{n}, last {:.0} s ago)",
+                "Xid {code}{on}: {} (×{n}, last {:.0} s ago)",
                 info.meaning,
                 (now - last).max(0.0)
             ),
@@ -250,7 +278,6 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<Observation> {
             seen_at: *last,
         });
     }
-    out
 }
 
 /// The reason, severity and action of a non-zero recovery action

@@ -104,6 +104,7 @@ mod tests {
             reason,
             severity,
             xid: None,
+            gpu_instance_id: None,
             message: String::new(),
             action: Action::Watch,
             since_unix: 0.0,

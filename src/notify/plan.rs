@@ -1,7 +1,8 @@
 //! What the Kubernetes outputs say about one snapshot: the exporter's Node conditions as they
 //! should read now, and the Events a change since the last snapshot calls for (on the Node,
 //! and on every pod holding the GPU or MIG instance that was hit, a lost GPU's last known
-//! holders included).
+//! holders included). A cause that belongs to one MIG instance (an application Xid NVML
+//! reported with it) reaches only the pods holding that instance.
 //!
 //! Pure planning with the memory of the last snapshot (which reasons were active, each Xid's
 //! last occurrence); it must not call the API server, queue or log (`writer` does), and its
@@ -72,11 +73,15 @@ pub struct EventPlan {
 /// The planner's memory between snapshots.
 #[derive(Debug, Default)]
 pub struct Planner {
-    /// Per GPU UUID: the active reasons (reason, Xid code) → their last occurrence.
-    active: HashMap<String, BTreeMap<(Reason, Option<u64>), f64>>,
+    /// Per GPU UUID: the active reasons (reason, Xid code, GPU instance) → their last
+    /// occurrence.
+    active: HashMap<String, BTreeMap<ReasonKey, f64>>,
     /// The first snapshot planned: faults already there then get their Events too.
     started: bool,
 }
+
+/// One active reason of a GPU: the reason, its Xid code, the MIG GPU instance it belongs to.
+type ReasonKey = (Reason, Option<u64>, Option<u32>);
 
 /// PascalCase for a reason (condition reasons and Event reasons).
 pub fn pascal(r: Reason) -> &'static str {
@@ -161,6 +166,42 @@ pub fn holders(snap: &Snapshot, gpu: u32, uuid: &str) -> Vec<PodRef> {
     out
 }
 
+/// The reasons of a GPU at its verdict's severity, in stable words: one line for the whole
+/// GPU's ("GPU 2 (GPU-…): …; action") and one per MIG instance with its own
+/// ("GPU 2 MIG instance 7 (GPU-…): …; action").
+fn scoped_lines(g: &EntityHealth) -> Vec<String> {
+    let top: Vec<_> = g
+        .reasons
+        .iter()
+        .filter(|r| r.severity == g.verdict)
+        .collect();
+    let mut scopes: Vec<Option<u32>> = top.iter().map(|r| r.gpu_instance_id).collect();
+    scopes.sort();
+    scopes.dedup();
+    scopes
+        .into_iter()
+        .filter_map(|scope| {
+            let mine: Vec<_> = top.iter().filter(|r| r.gpu_instance_id == scope).collect();
+            let what: Vec<String> = mine.iter().map(|r| words(r.reason, r.xid)).collect();
+            Some(format!(
+                "{} ({}): {}; {}",
+                gpu_name(g.gpu, scope),
+                g.uuid,
+                what.join(", "),
+                mine.first()?.action.words()
+            ))
+        })
+        .collect()
+}
+
+/// "GPU 2", or "GPU 2 MIG instance 7" for a cause of one instance.
+fn gpu_name(gpu: u32, gi: Option<u32>) -> String {
+    match gi {
+        Some(gi) => format!("GPU {gpu} MIG instance {gi}"),
+        None => format!("GPU {gpu}"),
+    }
+}
+
 /// The conditions for `snap` (all four, `False` where no GPU has the problem).
 pub fn conditions(snap: &Snapshot) -> Vec<Condition> {
     let gpus = gpus(snap);
@@ -173,19 +214,7 @@ pub fn conditions(snap: &Snapshot) -> Vec<Condition> {
         let Some(worst) = g.reasons.first() else {
             continue;
         };
-        let what: Vec<String> = g
-            .reasons
-            .iter()
-            .filter(|r| r.severity == g.verdict)
-            .map(|r| words(r.reason, r.xid))
-            .collect();
-        let line = format!(
-            "GPU {} ({}): {}; {}",
-            g.gpu,
-            g.uuid,
-            what.join(", "),
-            worst.action.words()
-        );
+        let line = scoped_lines(g).join("; ");
         match g.verdict {
             Verdict::Critical => {
                 first[0].get_or_insert(pascal(worst.reason));
@@ -264,19 +293,19 @@ impl Planner {
     /// `Normal` one on the Node when a GPU is back to `ok`.
     pub fn events(&mut self, snap: &Snapshot) -> Vec<EventPlan> {
         let mut out = Vec::new();
-        let mut seen: HashMap<String, BTreeMap<(Reason, Option<u64>), f64>> = HashMap::new();
+        let mut seen: HashMap<String, BTreeMap<ReasonKey, f64>> = HashMap::new();
         for g in gpus(snap) {
             let before = self.active.get(&g.uuid);
-            let now: BTreeMap<(Reason, Option<u64>), f64> = g
+            let now: BTreeMap<ReasonKey, f64> = g
                 .reasons
                 .iter()
                 .filter(|r| r.present)
-                .map(|r| ((r.reason, r.xid), r.last_seen_unix))
+                .map(|r| ((r.reason, r.xid, r.gpu_instance_id), r.last_seen_unix))
                 .collect();
             // Looked up only when a reason calls for Events (most snapshots have none).
             let mut holders_of_gpu: Option<Vec<PodRef>> = None;
             for r in g.reasons.iter().filter(|r| r.present) {
-                let new = match before.and_then(|b| b.get(&(r.reason, r.xid))) {
+                let new = match before.and_then(|b| b.get(&(r.reason, r.xid, r.gpu_instance_id))) {
                     None => true,
                     // An Xid that occurred again while held.
                     Some(last) => r.xid.is_some() && r.last_seen_unix > *last,
@@ -284,11 +313,25 @@ impl Planner {
                 if !new {
                     continue;
                 }
-                let what = format!("GPU {} ({}) reported {}", g.gpu, g.uuid, r.message);
-                let action = format!("Gpu{}", g.gpu);
+                let scope = r.gpu_instance_id;
+                let what = format!(
+                    "{} ({}) reported {}",
+                    gpu_name(g.gpu, scope),
+                    g.uuid,
+                    r.message
+                );
+                let action = match scope {
+                    Some(gi) => format!("Gpu{}Mig{gi}", g.gpu),
+                    None => format!("Gpu{}", g.gpu),
+                };
                 let todo = r.action.words();
                 let reason = pascal(r.reason);
-                let pods = holders_of_gpu.get_or_insert_with(|| holders(snap, g.gpu, &g.uuid));
+                let all = holders_of_gpu.get_or_insert_with(|| holders(snap, g.gpu, &g.uuid));
+                // A cause of one MIG instance reaches only the pods holding that instance.
+                let pods: Vec<&PodRef> = all
+                    .iter()
+                    .filter(|p| scope.is_none() || p.gpu_instance_id == scope)
+                    .collect();
                 let held = if pods.is_empty() {
                     String::new()
                 } else {
@@ -305,13 +348,13 @@ impl Planner {
                     action: action.clone(),
                     note: clip(format!("{what}{held}; {todo}")),
                 });
-                for p in pods.iter() {
+                for p in pods {
                     let instance = p
                         .gpu_instance_id
                         .map(|gi| format!(" (MIG GPU instance {gi})"))
                         .unwrap_or_default();
                     out.push(EventPlan {
-                        pod: Some(p.clone()),
+                        pod: Some((*p).clone()),
                         warning: true,
                         reason,
                         action: action.clone(),

@@ -95,7 +95,8 @@ pub struct InstanceStatus {
     pub outside_pods: Vec<ProcessStatus>,
     /// Use of the instance.
     pub reading: Reading,
-    /// The health model's verdict (an instance shares its GPU's).
+    /// The health model's verdict of the instance: its GPU's whole-GPU reasons and its own
+    /// application Xids (docs/health.md, "MIG instances").
     pub verdict: &'static str,
 }
 
@@ -178,6 +179,10 @@ pub struct Cause {
     /// The Xid code, for the `xid_*` reasons.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub xid: Option<u64>,
+    /// The MIG GPU instance the cause belongs to (an application Xid NVML reported with
+    /// one); absent for the whole GPU's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_instance_id: Option<u32>,
     /// What was seen.
     pub message: String,
     /// The recommended action's word, e.g. `reset_gpu`.
@@ -421,6 +426,7 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>) ->
                 reason: r.reason.as_str(),
                 severity: r.severity.as_str(),
                 xid: r.xid,
+                gpu_instance_id: r.gpu_instance_id,
                 message: r.message.clone(),
                 action: r.action.as_str(),
                 present: r.present,

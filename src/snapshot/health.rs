@@ -195,6 +195,9 @@ pub struct ActiveReason {
     pub severity: Verdict,
     /// The Xid code, for the `xid_*` reasons.
     pub xid: Option<u64>,
+    /// The MIG GPU instance the cause belongs to (an application Xid NVML reported with
+    /// one); `None`: the whole GPU.
+    pub gpu_instance_id: Option<u32>,
     /// What was seen, in words (free text: never a label value).
     pub message: String,
     /// The recommended action.
@@ -215,7 +218,9 @@ pub type RecoveryAction = u32;
 pub struct EntityHealth {
     /// NVML index of the physical GPU.
     pub gpu: u32,
-    /// GPU instance id on a MIG instance (which shares its GPU's verdict).
+    /// GPU instance id on a MIG instance. An instance's reasons are its GPU's whole-GPU
+    /// reasons and its own (application Xids reported with it); a GPU's are its own and
+    /// every instance's, each naming its instance.
     pub gpu_instance_id: Option<u32>,
     /// UUID of the GPU or of the MIG device.
     pub uuid: String,

@@ -109,7 +109,17 @@ pub struct XidTotals {
     /// (Xid code, occurrences, Unix time last seen or `None` for a code pre-initialised at
     /// 0), sorted by code.
     pub codes: Vec<(u64, u64, Option<f64>)>,
+    /// The occurrences NVML reported without a MIG GPU instance: (code, count, last seen).
+    /// Not exported; the health model's (an application Xid of one instance is that
+    /// instance's).
+    pub whole_gpu: XidCounts,
+    /// The occurrences NVML reported with a MIG GPU instance, per GPU instance id. Not
+    /// exported.
+    pub instances: Vec<(u32, XidCounts)>,
 }
+
+/// Xid occurrences: (code, count, Unix time last seen), sorted by code.
+pub type XidCounts = Vec<(u64, u64, f64)>;
 
 /// The NVLink links and the fabric registration of one physical GPU
 /// (`gpu_nvlink_*`, `gpu_fabric_*`).

@@ -38,7 +38,7 @@ use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::catalogue::{FieldDef, Level, TextKind};
 use crate::gpu::nvlink::{self, LinkReader};
 use crate::gpu::processes::{self, EntityProcesses};
-use crate::gpu::xid::{Watch, XidWatcher};
+use crate::gpu::xid::{CodeCounts, Watch, XidWatcher};
 use crate::snapshot::{DeviceStatus, EntitySample, Interconnect, Unsupported, XidTotals};
 
 /// What one tick read.
@@ -277,9 +277,19 @@ impl Reader {
             for (code, (n, t)) in seen.iter().flat_map(|g| g.codes.iter()) {
                 codes.insert(*code, (*n, Some(*t)));
             }
+            let list = |m: &CodeCounts| m.iter().map(|(c, (n, t))| (*c, *n, *t)).collect();
             out.xids.push(XidTotals {
                 id: ident.entity_id(d.gpu),
                 codes: codes.into_iter().map(|(c, (n, t))| (c, n, t)).collect(),
+                whole_gpu: seen
+                    .as_ref()
+                    .map(|g| list(&g.whole_gpu))
+                    .unwrap_or_default(),
+                instances: seen
+                    .iter()
+                    .flat_map(|g| g.instances.iter())
+                    .map(|(gi, m)| (*gi, list(m)))
+                    .collect(),
             });
         }
     }
