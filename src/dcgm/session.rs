@@ -491,27 +491,19 @@ impl Session {
     ) -> Result<Reading, SessionError> {
         self.ensure_watches(wanted, keep_age, keep_samples)?;
         let sw = self.read_switches(wanted, (keep_age, keep_samples))?;
-        let Some(w) = self.watches.as_ref() else {
-            return Ok(Reading {
-                switches: sw.switches,
-                ports: sw.ports,
-                switch_refused: sw.refused,
-                switch_note: sw.note,
-                switch_texts: sw.texts,
-                switch_listing: sw.listing,
-                ..Reading::default()
-            });
-        };
         let mut out = Reading {
-            values: HashMap::new(),
-            refused: w.refused.clone(),
             switches: sw.switches,
             ports: sw.ports,
             switch_refused: sw.refused,
             switch_note: sw.note,
             switch_texts: sw.texts,
             switch_listing: sw.listing,
+            ..Reading::default()
         };
+        let Some(w) = self.watches.as_ref() else {
+            return Ok(out);
+        };
+        out.refused.clone_from(&w.refused);
         let mut fields: Vec<u16> = w
             .entities
             .iter()
