@@ -351,11 +351,28 @@ fn row_warnings(origin: &str, row: &CounterRow) -> Vec<String> {
              stays a single sample",
             row.kind
         )),
-        MetricType::Label if !matches!(row.field.source, Source::Text(_)) => out.push(format!(
-            "{origin}:{line}: {name:?} is a number typed label: its value becomes a label on \
-             every series and changes their identity each time it changes; type it gauge or \
-             counter"
-        )),
+        MetricType::Label
+            if matches!(
+                row.field.source,
+                Source::DcgmSwitch | Source::DcgmSwitchPort
+            ) =>
+        {
+            out.push(format!(
+                "{origin}:{line}: {name:?} is a numeric NVSwitch field typed label: it will \
+                 never produce data (only the NVSwitch strings DCGM_FI_DEV_NVSWITCH_UUID and \
+                 DCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION label switch series); type it gauge or \
+                 counter"
+            ));
+        }
+        MetricType::Label
+            if !matches!(row.field.source, Source::Text(_) | Source::DcgmSwitchText) =>
+        {
+            out.push(format!(
+                "{origin}:{line}: {name:?} is a number typed label: its value becomes a label \
+                 on every series and changes their identity each time it changes; type it \
+                 gauge or counter"
+            ));
+        }
         MetricType::Counter => {
             if let Some(nature) = goes_down(row.field) {
                 out.push(format!(
@@ -1098,6 +1115,23 @@ mod tests {
         assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
         assert!(
             set.warnings[0].contains(":3: \"DCGM_FI_DEV_GPU_UTIL\" is a number typed label"),
+            "{:?}",
+            set.warnings
+        );
+    }
+
+    #[test]
+    fn nvswitch_label_rows_are_warned_of_only_when_numeric() {
+        let set = parse(
+            "DCGM_FI_DEV_NVSWITCH_UUID, label, u\nDCGM_FI_DEV_NVSWITCH_FIRMWARE_VERSION, label, f\n\
+             DCGM_FI_DEV_NVSWITCH_PHYSICAL_ID, label, p\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+        assert!(
+            set.warnings[0]
+                .contains(":3: \"DCGM_FI_DEV_NVSWITCH_PHYSICAL_ID\" is a numeric NVSwitch")
+                && set.warnings[0].contains("never produce data"),
             "{:?}",
             set.warnings
         );

@@ -490,8 +490,9 @@ pub(super) fn read_text_field(
 ) -> Result<Option<String>, NvmlError> {
     let kind = match f.source {
         Source::Text(k) => k,
-        // A switch's string labels that switch's series (the DCGM client), never a GPU's.
-        Source::DcgmSwitchText => return Ok(None),
+        // A switch's string labels that switch's series (the DCGM client), never a GPU's; a
+        // numeric switch field as a label is warned of at load and labels nothing.
+        Source::DcgmSwitchText | Source::DcgmSwitch | Source::DcgmSwitchPort => return Ok(None),
         Source::Unavailable(why) => return Err(NvmlError::FailedToLoadSymbol(why.into())),
         // A numeric field as a label row is not supported (reported once as unavailable).
         _ => {
