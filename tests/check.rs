@@ -443,14 +443,13 @@ fn link_entity_and_nvswitch_rows_are_reported_as_such() {
             "per link: 144 links on 8 GPU(s)",
         ],
     );
+    // The NVSwitch port row is served by DCGM (embedded on the simulated node), per up port.
     line_with(
         &out,
         &[
-            "WARN",
-            "counters file",
-            "links.csv:3",
-            "NVSwitch",
-            "will never produce data",
+            "ok",
+            "DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERRORS",
+            "per NVSwitch port, from DCGM: 144 up ports on 4 of 4 (nvswitch0",
         ],
     );
     // On a board without NVLink the row is there, and check says why it stays empty.

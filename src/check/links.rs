@@ -140,11 +140,22 @@ pub(super) fn switch_row(report: &mut Report, snap: &Snapshot, slot: usize, name
         .filter(|s| has(&s.values) || s.ports.iter().any(|p| has(&p.values)))
         .map(|s| format!("nvswitch{}", s.id))
         .collect();
+    let ports: usize = snap
+        .switches
+        .iter()
+        .map(|s| s.ports.iter().filter(|p| has(&p.values)).count())
+        .sum();
     let (level, detail, fix) = match &snap.switches_not_served {
         _ if !served.is_empty() => (
             Severity::Ok,
             format!(
-                "per NVSwitch, from DCGM: {} of {} ({})",
+                "per NVSwitch{}, from DCGM: {}{} of {} ({})",
+                if ports > 0 { " port" } else { "" },
+                if ports > 0 {
+                    format!("{ports} up ports on ")
+                } else {
+                    String::new()
+                },
                 served.len(),
                 snap.switches.len(),
                 served.join(", ")
