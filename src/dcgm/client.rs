@@ -20,7 +20,7 @@ use tracing::{error, info, warn};
 use super::library::{self, Api, LibraryError};
 use super::options::{DcgmOptions, Mode, Target, Wanted};
 use super::session::{self, GpuGroups, Session};
-use super::switches::{SwitchTexts, SwitchValues};
+use super::switches::SwitchReading;
 use crate::base::backoff::Backoff;
 use crate::snapshot::HealthWatch;
 
@@ -42,18 +42,10 @@ pub struct Outcome {
     pub health: HashMap<String, Vec<HealthWatch>>,
     /// Why DCGM gave nothing, when it did not answer.
     pub why: Option<String>,
-    /// The switch-level values of each switch the hostengine lists (DCGM entity id), when
-    /// switch fields were asked for and DCGM answered; or why it lists none.
-    pub switches: Option<Result<SwitchValues, String>>,
-    /// The per-port values of each up port of those switches (DCGM link entity id), when
-    /// port fields were asked for.
-    pub ports: SwitchValues,
-    /// What `-s/--switch-devices` names that the hostengine does not list.
-    pub switch_note: Option<String>,
-    /// Each listed switch's string values (for the switch `label` rows), by DCGM entity id.
-    pub switch_texts: SwitchTexts,
-    /// The switches and up ports listed, in words, when switch or port fields are wanted.
-    pub switch_listing: Option<String>,
+    /// What DCGM gave of the NVSwitches and their ports, when their fields were asked for
+    /// and DCGM answered (its `switches` is `None` otherwise); the fields it refused are
+    /// moved out to the refused list.
+    pub switch: SwitchReading,
 }
 
 /// What `gpu-exporter check` reports about DCGM.
@@ -255,7 +247,7 @@ impl Client {
     /// Logs once each change of why the switch fields are not served (no switch listed, a
     /// listing or watch DCGM refused), and their return.
     fn note_switches(&mut self, out: &Outcome) {
-        let Some(switches) = out.switches.as_ref() else {
+        let Some(switches) = out.switch.switches.as_ref() else {
             return;
         };
         let gap = super::select::switches_not_served(Some(switches));
@@ -266,13 +258,13 @@ impl Client {
             }
         }
         self.switch_gap = Some(gap);
-        if out.switch_note != self.switch_note {
-            if let Some(note) = &out.switch_note {
+        if out.switch.note != self.switch_note {
+            if let Some(note) = &out.switch.note {
                 warn!("{note}");
             }
-            self.switch_note.clone_from(&out.switch_note);
+            self.switch_note.clone_from(&out.switch.note);
         }
-        if let Some(now) = &out.switch_listing {
+        if let Some(now) = &out.switch.listing {
             match &self.switch_listing {
                 Some(was) if was != now => info!("DCGM now lists {now} (was {was})"),
                 None => info!("DCGM lists {now}"),
@@ -473,11 +465,11 @@ impl Worker {
                 Ok((r, health))
             });
         match read {
-            Ok((r, health)) => {
+            Ok((mut r, health)) => {
                 let mut refused = r.refused;
                 // A switch field DCGM refused is listed under an empty target.
                 refused.extend(
-                    r.switch_refused
+                    std::mem::take(&mut r.switch.refused)
                         .into_iter()
                         .map(|(f, why)| (Target::switches(), f, why)),
                 );
@@ -487,11 +479,7 @@ impl Worker {
                         values: r.values,
                         health,
                         why: None,
-                        switches: r.switches,
-                        ports: r.ports,
-                        switch_note: r.switch_note,
-                        switch_texts: r.switch_texts,
-                        switch_listing: r.switch_listing,
+                        switch: r.switch,
                     }),
                     refused,
                 )

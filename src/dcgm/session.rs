@@ -23,7 +23,7 @@ use super::groups::{MetricGroup, resolve};
 use super::health::{GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
-use super::switches::{SwitchReading, SwitchTexts, SwitchValues, Switches, number};
+use super::switches::{SwitchReading, Switches, number};
 use crate::gpu::switch_selection::SwitchSelection;
 
 /// A DCGM call that failed.
@@ -91,19 +91,8 @@ pub struct Session {
 pub struct Reading {
     pub values: HashMap<(Target, u16), f64>,
     pub refused: Vec<(Target, u16, String)>,
-    /// The switch-level values per listed switch when switch or port fields are wanted, or
-    /// why DCGM lists no switch.
-    pub switches: Option<Result<SwitchValues, String>>,
-    /// The per-port values per up port of those switches (link entity id).
-    pub ports: SwitchValues,
-    /// Switch and port fields DCGM refused to watch, with its reason.
-    pub switch_refused: Vec<(u16, String)>,
-    /// What `-s/--switch-devices` names that the hostengine does not list.
-    pub switch_note: Option<String>,
-    /// Each listed switch's string values (the switch `label` rows' fields).
-    pub switch_texts: SwitchTexts,
-    /// The switches and up ports listed, in words, when switch or port fields are wanted.
-    pub switch_listing: Option<String>,
+    /// What was read of the NVSwitches and their ports.
+    pub switch: SwitchReading,
 }
 
 /// A GPU's profiling support, for `gpu-exporter check`.
@@ -490,14 +479,8 @@ impl Session {
         keep_samples: i32,
     ) -> Result<Reading, SessionError> {
         self.ensure_watches(wanted, keep_age, keep_samples)?;
-        let sw = self.read_switches(wanted, (keep_age, keep_samples))?;
         let mut out = Reading {
-            switches: sw.switches,
-            ports: sw.ports,
-            switch_refused: sw.refused,
-            switch_note: sw.note,
-            switch_texts: sw.texts,
-            switch_listing: sw.listing,
+            switch: self.read_switches(wanted, (keep_age, keep_samples))?,
             ..Reading::default()
         };
         let Some(w) = self.watches.as_ref() else {
@@ -554,15 +537,8 @@ impl Session {
             wanted.switch_fields.as_slice(),
             wanted.port_fields.as_slice(),
         );
-        let handle = self.handle;
-        let switches = &mut self.switches;
-        let relisted = if fields.0.is_empty() && fields.1.is_empty() {
-            Ok(())
-        } else {
-            switches.relist(api, handle)
-        };
-        relisted
-            .and_then(|()| switches.read(api, handle, fields, limits))
+        self.switches
+            .read(api, self.handle, fields, limits)
             .map_err(|(name, rc)| {
                 call(api, name, rc).err().unwrap_or(SessionError::Call {
                     call: name,

@@ -118,23 +118,13 @@ pub fn ports(
     Ok(Ok(out))
 }
 
-/// The DCGM pairs of the switches `ids`.
-pub fn switch_pairs(ids: &[u32]) -> Vec<dcgmGroupEntityPair_t> {
+/// The DCGM pairs of the entities `ids` of entity group `group` (`DCGM_FE_SWITCH` for switch
+/// ids, `DCGM_FE_LINK` for ports' link ids).
+fn pairs(group: u32, ids: &[u32]) -> Vec<dcgmGroupEntityPair_t> {
     ids.iter()
-        .map(|s| dcgmGroupEntityPair_t {
-            entityGroupId: DCGM_FE_SWITCH,
-            entityId: *s,
-        })
-        .collect()
-}
-
-/// The DCGM pairs of the ports `links` (link entity ids).
-pub fn port_pairs(links: &[u32]) -> Vec<dcgmGroupEntityPair_t> {
-    links
-        .iter()
-        .map(|l| dcgmGroupEntityPair_t {
-            entityGroupId: DCGM_FE_LINK,
-            entityId: *l,
+        .map(|id| dcgmGroupEntityPair_t {
+            entityGroupId: group,
+            entityId: *id,
         })
         .collect()
 }
@@ -217,7 +207,7 @@ fn selection_note(sel: &SwitchSelection, ids: &[u32], up: &[(u32, u32)]) -> Opti
 }
 
 /// What one tick read of the switches.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct SwitchReading {
     /// The switch-level values per listed switch when switch or port fields are wanted, or
     /// why DCGM lists no switch.
@@ -288,12 +278,12 @@ impl Switches {
     }
 
     /// Lists the switches and ports again when [`RELIST`] has passed since the last
-    /// listing; a change drops the watches (the next read makes them on what is listed now).
-    pub fn relist(&mut self, api: &Api, handle: dcgmHandle_t) -> Result<(), Failed> {
+    /// listing; a change drops the watches (the read makes them on what is listed now).
+    fn relist(&mut self, api: &Api, handle: dcgmHandle_t) -> Result<(), Failed> {
         if self.listed_at.is_some_and(|at| at.elapsed() < RELIST) {
             return Ok(());
         }
-        let new = Self::list(api, handle, &self.sel.clone())?;
+        let new = Self::list(api, handle, &self.sel)?;
         if new.ids != self.ids || new.ports != self.ports {
             self.destroy(api, handle);
             *self = new;
@@ -322,8 +312,9 @@ impl Switches {
     }
 
     /// This tick's values of the wanted switch fields on every listed switch and of the
-    /// wanted port fields on every up port (watches made first, again when the fields
-    /// changed), with DCGM's cache `limits`; `switches` is `None` when neither is wanted.
+    /// wanted port fields on every up port (listed again first when [`RELIST`] has passed,
+    /// watches made first, again when the fields or the listing changed), with DCGM's cache
+    /// `limits`; `switches` is `None` when neither is wanted.
     pub fn read(
         &mut self,
         api: &Api,
@@ -345,6 +336,7 @@ impl Switches {
         if switch_fields.is_empty() && port_fields.is_empty() {
             return Ok(out);
         }
+        self.relist(api, handle)?;
         out.note.clone_from(&self.note);
         out.listing = Some(self.listing());
         let ids = match &self.ids {
@@ -354,7 +346,7 @@ impl Switches {
                 return Ok(out);
             }
         };
-        let switch_pairs = switch_pairs(&ids);
+        let switch_pairs = pairs(DCGM_FE_SWITCH, &ids);
         if !switch_fields.is_empty() && !ids.is_empty() && self.switch_watch.is_none() {
             let what = ("nvswitch", switch_pairs.as_slice());
             self.switch_watch = Some(SwitchWatch::make(api, handle, what, switch_fields, limits)?);
@@ -381,7 +373,7 @@ impl Switches {
                 return Ok(out);
             }
         };
-        let pairs = port_pairs(&links);
+        let pairs = pairs(DCGM_FE_LINK, &links);
         if self.port_watch.is_none() && !pairs.is_empty() {
             let what = ("nvswitch-port", pairs.as_slice());
             self.port_watch = Some(SwitchWatch::make(api, handle, what, port_fields, limits)?);

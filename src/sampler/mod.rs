@@ -279,15 +279,16 @@ impl Sampler {
         let out = client.tick(&wanted);
         dcgm::merge(&mut snap.entities, &rows, &out.values, no_gpm);
         dcgm::merge_health(&mut snap.entities, &rows, &out.health);
-        if let Some(Ok(list)) = &out.switches {
+        let sw = &out.switch;
+        if let Some(Ok(list)) = &sw.switches {
             let both = (rows.as_slice(), label_rows.as_slice());
-            snap.switches = dcgm::switch_samples(both, list, &out.switch_texts, &out.ports);
+            snap.switches = dcgm::switch_samples(both, list, &sw.texts, &sw.ports);
         }
-        snap.switch_selection_note.clone_from(&out.switch_note);
-        snap.switches_not_served = match dcgm::switches_not_served(out.switches.as_ref()) {
+        snap.switch_selection_note.clone_from(&sw.note);
+        snap.switches_not_served = match dcgm::switches_not_served(sw.switches.as_ref()) {
             _ if !switch_rows => None,
             Some(why) => Some(why),
-            None if out.switches.is_some() => None,
+            None if sw.switches.is_some() => None,
             None if !client.may_serve() => Some(
                 "the DCGM library cannot be used (see the log), and only DCGM serves NVSwitch \
                  fields"
@@ -298,7 +299,7 @@ impl Sampler {
                 out.why.as_deref().unwrap_or("no answer")
             )),
         };
-        self.switch_gap_lasting = out.switches.is_some() || !client.may_serve();
+        self.switch_gap_lasting = sw.switches.is_some() || !client.may_serve();
         Some(out.up)
     }
 
