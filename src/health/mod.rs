@@ -177,22 +177,16 @@ fn split_xids(x: &XidTotals) -> XidScopes {
         .map(|(gi, codes)| (*gi, codes.iter().copied().filter(|c| app(c.0)).collect()))
         .filter(|(_, codes): &(u32, Vec<_>)| !codes.is_empty())
         .collect();
+    // An application Xid's whole-GPU share is what NVML reported without an instance.
     let whole = x
         .codes
         .iter()
         .filter_map(|&(code, n, t)| {
-            let t = t?;
-            if !app(code) {
-                return Some((code, n, t));
+            if app(code) {
+                x.whole_gpu.iter().find(|c| c.0 == code).copied()
+            } else {
+                Some((code, n, t?))
             }
-            let on_instances: u64 = instances
-                .iter()
-                .flat_map(|(_, c)| c.iter())
-                .filter(|c| c.0 == code)
-                .map(|c| c.1)
-                .sum();
-            let last = x.whole_gpu.iter().find(|c| c.0 == code).map_or(t, |c| c.2);
-            Some((code, n.saturating_sub(on_instances), last))
         })
         .collect();
     (whole, instances)

@@ -7,8 +7,8 @@
 //! counts it), each call has a deadline, and the conditions are a latest-wins value retried
 //! with backoff, never a queue, and written again for a while after a call that timed out
 //! (the server may still make that write, late, over a newer one). Each kind logs one line
-//! per change of state (failing, and working again), never one per call. It must not plan what to write (`plan` does) or read
-//! the snapshot.
+//! per change of state (failing, and working again), never one per call. It must not plan
+//! what to write (`plan` does) or read the snapshot.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +25,7 @@ use super::plan::{Condition, EventPlan};
 use crate::base::backoff::Backoff;
 use crate::exposition::publish::Shared;
 use crate::snapshot::{KubeWriteKind as Kind, WriteOutcome};
+use crate::sources::kube::meta::describe_kube_error;
 
 /// The name the exporter reports as (`reportingController`, the field manager).
 pub const CONTROLLER: &str = "gpu-exporter";
@@ -60,12 +61,6 @@ fn error_kind(error: &str) -> String {
     error.split(':').next().unwrap_or(error).to_owned()
 }
 
-/// An API error in a line: `403 Forbidden: <the server's message>`, or the client's error
-/// chain (connection refused, TLS, …).
-fn describe(e: &kube::Error) -> String {
-    crate::sources::kube::meta::describe_kube_error(e)
-}
-
 /// How one API call failed.
 enum Failure {
     /// The server refused or errored, or could not be reached: the error in a line.
@@ -90,7 +85,8 @@ async fn within<T>(
 ) -> Result<(), Failure> {
     match tokio::time::timeout(timeout, call).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(Failure::Error(describe(&e))),
+        // `403 Forbidden: <the server's message>`, or the client's error chain.
+        Ok(Err(e)) => Err(Failure::Error(describe_kube_error(&e))),
         Err(_) => Err(Failure::TimedOut(timeout)),
     }
 }
