@@ -513,6 +513,7 @@ fn a_failing_api_server_is_counted_bounded_and_harmless() {
                 interval: Duration::from_millis(50),
                 timeout: Duration::from_millis(300),
                 queue,
+                event_retry_for: notify::EVENT_RETRY_FOR,
             },
             Arc::clone(&shared),
             cluster.rt.handle(),
@@ -571,6 +572,110 @@ fn a_failing_api_server_is_counted_bounded_and_harmless() {
     assert!(figures(&shared).conditions_ok > 0);
 }
 
+/// Events refused in a way that may pass are written again, in process: while the API server
+/// answers 500 to every Event, the Events of the faults of 1 s wait and are retried; once it
+/// answers again they reach the pods that were hit. A second writer, against a server that
+/// refuses (403) for good, gives each Event up after its retry time and counts it as
+/// dropped (its queue of 256 never fills, so every drop is a give-up), after more than one
+/// try for the first.
+#[test]
+fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
+    let node = common::SimNode::new(SCENARIO, 7);
+    let cluster = common::Cluster::start(&node);
+    let counters = common::default_counters();
+    let cfg = common::config(&["--health-hold", "30s"]);
+    let k = cluster.config();
+    let mut sampler = node
+        .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+        .with_attribution(cluster.attributor(&k))
+        .with_health(cfg.health_options());
+    let opts = cfg.encode_options();
+    let api = &cluster.sim.api;
+    let start = |retry_for: Duration| {
+        let shared = Arc::new(Shared::new(render(Default::default(), &counters, &opts)));
+        notify::spawn(
+            cluster.sim.client.clone(),
+            NotifyOptions {
+                node: cluster.sim.node.clone(),
+                conditions: false,
+                events: true,
+                interval: Duration::from_millis(50),
+                timeout: Duration::from_millis(500),
+                queue: 256,
+                event_retry_for: retry_for,
+            },
+            Arc::clone(&shared),
+            cluster.rt.handle(),
+        );
+        shared
+    };
+    let mut t = 0.5;
+    let mut tick = |shared: &Shared| {
+        node.set_time(t);
+        let mut snap = sampler.tick(t);
+        snap.stats.kube_writes = shared.kube_writes();
+        shared.publish(render(snap, &counters, &opts), true);
+        t += 0.5;
+    };
+    let pods = |api: &gpu_exporter::sim::api::FakeApi| -> BTreeSet<(String, String)> {
+        pod_events(&serde_json::json!({ "items": api.events() }))
+    };
+    api.set_write_faults(vec![WriteFault {
+        path_prefix: "/apis/events.k8s.io/".into(),
+        status: Some(500),
+        delay: Duration::ZERO,
+    }]);
+    let shared = start(notify::EVENT_RETRY_FOR);
+    // The first tick after 1 s plans the Xids' Events; the first of them fails, and is
+    // tried again.
+    wait_until("an Event refused twice (tried again)", || {
+        tick(&shared);
+        std::thread::sleep(Duration::from_millis(60));
+        shared.kube_writes().unwrap().events_failed >= 2
+    });
+    assert!(pods(api).is_empty(), "an Event written while refused");
+    api.set_write_faults(Vec::new());
+    wait_until(
+        "the Events planned during the outage reach the pods",
+        || {
+            let got = pods(api);
+            [
+                ("inference/rerank-a", "XidHardware"),
+                ("inference/rerank-b", "XidHardware"),
+                ("media/render-farm-0", "XidApplication"),
+                ("sandbox/notebook-alice", "XidMemory"),
+            ]
+            .iter()
+            .all(|(p, r)| got.contains(&((*p).to_owned(), (*r).to_owned())))
+        },
+    );
+    let f = shared.kube_writes().unwrap();
+    assert_eq!(f.dropped, 0, "nothing given up within the retry time");
+
+    // Refused for good, a retry time of 1 s: given up and counted, never written.
+    api.set_write_faults(vec![WriteFault {
+        path_prefix: "/apis/events.k8s.io/".into(),
+        status: Some(403),
+        delay: Duration::ZERO,
+    }]);
+    let before = api.events().len();
+    let second = start(Duration::from_secs(1));
+    wait_until("Events given up after 1 s", || {
+        tick(&second);
+        std::thread::sleep(Duration::from_millis(60));
+        second.kube_writes().unwrap().dropped > 0
+    });
+    let f = second.kube_writes().unwrap();
+    assert_eq!(f.events_ok, 0);
+    assert!(
+        f.events_failed > f.dropped,
+        "the first Event given up was tried more than once: {} failures, {} dropped",
+        f.events_failed,
+        f.dropped
+    );
+    assert_eq!(api.events().len(), before, "a refused Event was written");
+}
+
 /// An API server that cannot be reached: every write fails and is counted, nothing else
 /// changes.
 #[test]
@@ -603,6 +708,7 @@ fn an_unreachable_api_server_is_counted() {
             interval: Duration::from_millis(50),
             timeout: Duration::from_millis(300),
             queue: 16,
+            event_retry_for: notify::EVENT_RETRY_FOR,
         },
         Arc::clone(&shared),
         rt.handle(),

@@ -6,7 +6,7 @@
 
 use clap::{ArgAction, Args};
 
-use crate::notify::{CALL_TIMEOUT, NotifyOptions, QUEUE};
+use crate::notify::{CALL_TIMEOUT, EVENT_RETRY_FOR, NotifyOptions, QUEUE};
 
 /// A Kubernetes write flag without what it needs.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +81,7 @@ impl HealthArgs {
             interval,
             timeout: CALL_TIMEOUT,
             queue: QUEUE,
+            event_retry_for: EVENT_RETRY_FOR,
         }))
     }
 }

@@ -94,7 +94,7 @@ impl Shared {
         });
     }
 
-    /// Counts one Event dropped for a full queue.
+    /// Counts one Event dropped (a full queue, or given up after its retries).
     pub fn count_kube_write_dropped(&self) {
         self.with_kube_writes(|w| w.dropped += 1);
     }

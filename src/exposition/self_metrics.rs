@@ -243,7 +243,7 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         write_header(
             out,
             "gpu_exporter_kube_writes_dropped_total",
-            "Events dropped because the write queue was full (a slow or failing API server).",
+            "Events dropped: the write queue was full, or one was retried for 10 minutes in vain.",
             "counter",
         );
         let _ = writeln!(out, "gpu_exporter_kube_writes_dropped_total {}", w.dropped);

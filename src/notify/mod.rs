@@ -28,6 +28,10 @@ pub const QUEUE: usize = 256;
 /// How long one API call may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long an Event is retried after failures that may pass before it is given up: past
+/// it the Event's news is stale, and the Node conditions carry the current state.
+pub const EVENT_RETRY_FOR: Duration = Duration::from_secs(600);
+
 /// What to write, and where.
 #[derive(Debug, Clone)]
 pub struct NotifyOptions {
@@ -43,6 +47,9 @@ pub struct NotifyOptions {
     pub timeout: Duration,
     /// The Event queue's size.
     pub queue: usize,
+    /// How long an Event is retried after failures that may pass, counted from when it
+    /// was planned, before it is given up ([`EVENT_RETRY_FOR`]).
+    pub event_retry_for: Duration,
 }
 
 /// Starts the planner and the writers on `rt`.
@@ -75,6 +82,7 @@ pub fn spawn(
             client,
             opts.node.clone(),
             opts.timeout,
+            opts.event_retry_for,
             event_rx,
             Arc::clone(&shared),
         ));
@@ -108,7 +116,7 @@ pub fn spawn(
             }
             if opts.events {
                 for e in planner.events(snap) {
-                    match event_tx.try_send(e) {
+                    match event_tx.try_send((tokio::time::Instant::now(), e)) {
                         Ok(()) => {
                             if full {
                                 full = false;

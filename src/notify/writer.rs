@@ -4,7 +4,8 @@
 //! (kube's event `Recorder`, which aggregates a repeat into one Event's series).
 //!
 //! Bounded: the Events wait in a queue of fixed size (a full queue drops the new Event and
-//! counts it), each call has a deadline, and the conditions are a latest-wins value retried
+//! counts it), one that failed in a way that may pass is retried in order for at most 10
+//! minutes (then dropped and counted), each call has a deadline, and the conditions are a latest-wins value retried
 //! with backoff, never a queue, and written again for a while after a call that timed out
 //! (the server may still make that write, late, over a newer one). Each kind logs one line
 //! per change of state (failing, and working again), never one per call. It must not plan
@@ -63,8 +64,9 @@ fn error_kind(error: &str) -> String {
 
 /// How one API call failed.
 enum Failure {
-    /// The server refused or errored, or could not be reached: the error in a line.
-    Error(String),
+    /// The server refused or errored, or could not be reached: the error in a line, and
+    /// whether the same call may work later (see [`worth_retrying`]).
+    Error { line: String, retry: bool },
     /// No answer within the deadline.
     TimedOut(Duration),
 }
@@ -72,9 +74,20 @@ enum Failure {
 impl Failure {
     fn line(&self) -> String {
         match self {
-            Self::Error(e) => e.clone(),
+            Self::Error { line, .. } => line.clone(),
             Self::TimedOut(d) => format!("timed out after {} ms", d.as_millis()),
         }
+    }
+}
+
+/// Whether a call that failed with `e` may work when made again unchanged: no connection, a
+/// server error (5xx), throttling (429), a request timeout (408), or a refusal (401, 403:
+/// RBAC that is granted after the exporter started, or a token being rotated). Other
+/// refusals (404: the pod's namespace is gone; 422: an invalid object) never will.
+fn worth_retrying(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => matches!(s.code, 401 | 403 | 408 | 429) || s.code >= 500,
+        _ => true,
     }
 }
 
@@ -86,7 +99,10 @@ async fn within<T>(
     match tokio::time::timeout(timeout, call).await {
         Ok(Ok(_)) => Ok(()),
         // `403 Forbidden: <the server's message>`, or the client's error chain.
-        Ok(Err(e)) => Err(Failure::Error(describe_kube_error(&e))),
+        Ok(Err(e)) => Err(Failure::Error {
+            line: describe_kube_error(&e),
+            retry: worth_retrying(&e),
+        }),
         Err(_) => Err(Failure::TimedOut(timeout)),
     }
 }
@@ -101,7 +117,7 @@ fn record(
 ) -> WriteOutcome {
     let outcome = match &result {
         Ok(()) => WriteOutcome::Success,
-        Err(Failure::Error(_)) => WriteOutcome::Failure,
+        Err(Failure::Error { .. }) => WriteOutcome::Failure,
         Err(Failure::TimedOut(_)) => WriteOutcome::Timeout,
     };
     shared.count_kube_write(kind, outcome);
@@ -227,12 +243,18 @@ pub async fn conditions(
     }
 }
 
-/// Publishes the queued Events one at a time, each within `timeout`.
+/// Publishes the queued Events one at a time and in order, each call within `timeout`. An
+/// Event whose write failed in a way that may pass is written again with backoff (0.5 s
+/// doubling to 30 s), holding the Events behind it in the queue, until it is written or has
+/// waited `retry_for` since it was queued (`super::EVENT_RETRY_FOR`); then it is given up
+/// and counted as dropped. One
+/// that timed out is not written again: the server may still make it.
 pub async fn events(
     client: kube::Client,
     node: String,
     timeout: Duration,
-    mut queue: mpsc::Receiver<EventPlan>,
+    retry_for: Duration,
+    mut queue: mpsc::Receiver<(tokio::time::Instant, EventPlan)>,
     shared: Arc<Shared>,
 ) {
     let recorder = Recorder::new(
@@ -244,7 +266,9 @@ pub async fn events(
     );
     let node = node_ref(&node);
     let mut state = LinkState::default();
-    while let Some(e) = queue.recv().await {
+    // Whether the last Event given up has been logged (once per run of give-ups).
+    let mut giving_up = false;
+    while let Some((queued, e)) = queue.recv().await {
         let regarding = match &e.pod {
             None => node.clone(),
             Some(p) => ObjectReference {
@@ -267,13 +291,32 @@ pub async fn events(
             action: e.action,
             secondary: e.pod.as_ref().map(|_| node.clone()),
         };
-        let call = recorder.publish(&event, &regarding);
-        let _ = record(
-            &shared,
-            Kind::Event,
-            &mut state,
-            "Events",
-            within(timeout, call).await,
-        );
+        let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
+        loop {
+            let result = within(timeout, recorder.publish(&event, &regarding)).await;
+            let retry = matches!(&result, Err(Failure::Error { retry: true, .. }));
+            let outcome = record(&shared, Kind::Event, &mut state, "Events", result);
+            if outcome == WriteOutcome::Success {
+                giving_up = false;
+            }
+            if !retry {
+                break;
+            }
+            let wait = backoff.next_delay();
+            if queued.elapsed() + wait > retry_for {
+                shared.count_kube_write_dropped();
+                if !giving_up {
+                    giving_up = true;
+                    warn!(
+                        "a Kubernetes Event could not be written for {} s and is given up \
+                         (counted in gpu_exporter_kube_writes_dropped_total; logged again \
+                         only after an Event is written)",
+                        retry_for.as_secs()
+                    );
+                }
+                break;
+            }
+            tokio::time::sleep(wait).await;
+        }
     }
 }
