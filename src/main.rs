@@ -17,7 +17,14 @@ use gpu_exporter::gpu::trial;
 use gpu_exporter::{check, probe};
 
 fn init_logging(cfg: &Config) {
-    let default = if cfg.debug { "debug" } else { "info" };
+    // kube's client logs every failed API call at ERROR (`failed with status 500`); the
+    // exporter reports each failure itself, once per change of state (notify::writer,
+    // sources::kube), so that line is left out unless asked for (--debug or RUST_LOG).
+    let default = if cfg.debug {
+        "debug"
+    } else {
+        "info,kube_client::client::builder=off"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colour codes only on a terminal: a DaemonSet's stderr is a pipe to a log file.

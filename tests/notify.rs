@@ -315,6 +315,250 @@ fn an_application_xid_of_one_mig_instance_reaches_only_that_instances_pod() {
     assert_eq!(status(&n, "GpuUnhealthy").as_deref(), Some("True"));
 }
 
+/// `gpu_health_status` of each GPU in a scrape, by index.
+fn health_levels(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|l| l.starts_with("gpu_health_status{"))
+        .filter_map(|l| {
+            let gpu = l.split("gpu=\"").nth(1)?.split('"').next()?.to_owned();
+            let value = l.rsplit(' ').next()?.to_owned();
+            Some((gpu, value))
+        })
+        .collect()
+}
+
+/// The built-in `incidents` scenario with Kubernetes on and both writes, as a user runs it
+/// (`--simulate incidents -k --kubernetes-node-conditions --kubernetes-events`, the default
+/// counters file, the default log filter), read back from the simulated API server:
+/// - the conditions, with the right reasons, and `GpuDegraded` cleared after the recovery
+///   at 60 s while GPUs 2 and 4 keep `GpuUnhealthy`;
+/// - Events on exactly the pods that were hit, in each way of holding a GPU: a DRA claim
+///   (GPU 0, overheating), exclusive (GPU 2's Xid 48; GPU 4 lost, its last holder), time-
+///   sliced (GPU 3, both pods), one MIG instance (GPU 6's application Xid 31 on instance 3,
+///   not its sibling's pod);
+/// - the health metric on the right GPUs;
+/// - the scenario's API failures: the Node status refused (403, 9–25 s), Events slow past
+///   the deadline (9–17 s) and erroring (500, 17–30 s, when GPU 4 is lost). At the
+///   default 5 s interval the writer sees a snapshot up to 5 s after its tick, so the
+///   windows are wide. Every scrape
+///   keeps every GPU, each failure is logged once (kube's own per-call error lines left
+///   out), the conditions are written once allowed and GPU 4's Events once the server
+///   answers again.
+#[test]
+fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() {
+    let mut e = Exporter::builder()
+        .args([
+            "--simulate",
+            "incidents",
+            "-k",
+            "--kubernetes-node-conditions",
+            "--kubernetes-events",
+            "--health-hold",
+            "15s",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NODE_NAME")
+        .env_remove("RUST_LOG")
+        .log_pipe()
+        .start();
+    e.wait_log("api=http://127.0.0.1:", Duration::from_secs(10));
+    let port: u16 = e
+        .log()
+        .split("api=http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .expect("the simulated API server's port in the log");
+    let node_path = "/api/v1/nodes/sim-incidents-node";
+    let gpu_series = |t: &str| {
+        t.lines()
+            .filter(|l| l.starts_with("gpu_health_status{"))
+            .count()
+    };
+    assert_eq!(gpu_series(&e.metrics()), 8);
+
+    // Through the outages (9–20 s) every scrape has every GPU, and the page answers.
+    let t = e.metrics_until("GPU 4 lost (16 s): critical", |t| {
+        assert_eq!(gpu_series(t), 8, "a GPU series gapped:\n{t}");
+        health_levels(t).contains(&("4".into(), "2".into()))
+    });
+    assert_eq!(http_get(e.port, "/", &[]).unwrap().status, 200);
+    // The health metric: GPUs 2 and 4 critical; 0 (thermal), 3 (power brake), 6 (an
+    // instance's Xid 31 at 12 s, held 15 s) and 7 (a link down) warning; 1 and 5 ok.
+    let want: Vec<(String, String)> = [
+        ("0", "1"),
+        ("1", "0"),
+        ("2", "2"),
+        ("3", "1"),
+        ("4", "2"),
+        ("5", "0"),
+        ("6", "1"),
+        ("7", "1"),
+    ]
+    .iter()
+    .map(|(g, v)| ((*g).to_owned(), (*v).to_owned()))
+    .collect();
+    assert_eq!(health_levels(&t), want, "{t}");
+
+    // The conditions, once the 403s have ended.
+    wait_node_status(
+        &e,
+        port,
+        node_path,
+        "GpuRebootRequired",
+        "True",
+        "GpuRebootRequired (GPU 4)",
+    );
+    let n = api(port, node_path);
+    assert_eq!(condition(&n, "Ready")["reason"], "KubeletReady");
+    let unhealthy = condition(&n, "GpuUnhealthy");
+    assert_eq!(unhealthy["status"], "True");
+    // GPU 2's worst reason: its Xid 48 while held, then its double-bit ECC error.
+    let gpu2 = ["XidMemory", "EccDoubleBitError"];
+    assert!(
+        gpu2.contains(&unhealthy["reason"].as_str().unwrap()),
+        "{unhealthy}"
+    );
+    let message = unhealthy["message"].as_str().unwrap();
+    for w in ["GPU 2 (GPU-", "row remap failed", "GPU 4 (GPU-", "lost"] {
+        assert!(message.contains(w), "{w:?} not in {message}");
+    }
+    let degraded = condition(&n, "GpuDegraded");
+    assert_eq!(degraded["reason"], "ThermalSlowdown", "{degraded}");
+    let message = degraded["message"].as_str().unwrap();
+    for w in [
+        "GPU 0 (GPU-",
+        "GPU 3 (GPU-",
+        "power brake",
+        "GPU 7 (GPU-",
+        "nvlink down",
+    ] {
+        assert!(message.contains(w), "{w:?} not in {message}");
+    }
+    let reset = condition(&n, "GpuResetRequired");
+    assert!(gpu2.contains(&reset["reason"].as_str().unwrap()), "{reset}");
+    assert!(
+        reset["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU 2 (GPU-")
+    );
+    let reboot = condition(&n, "GpuRebootRequired");
+    assert_eq!(reboot["reason"], "GpuLost");
+    assert!(
+        reboot["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU 4 (GPU-")
+    );
+
+    // Events on exactly the pods hit, GPU 4's after the 500s.
+    let want = wait_pod_events(
+        port,
+        &[
+            ("research/llm-train-0", "ThermalSlowdown"),
+            ("research/pretrain-0", "XidMemory"),
+            ("research/pretrain-0", "RowRemapFailed"),
+            ("inference/chat-api-6b5c4d3e2f-p9q8r", "PowerBrake"),
+            ("inference/chat-api-6b5c4d3e2f-m4n5b", "PowerBrake"),
+            ("inference/chat-api-6b5c4d3e2f-p9q8r", "XidApplication"),
+            ("inference/chat-api-6b5c4d3e2f-m4n5b", "XidApplication"),
+            ("inference/vision-5d6e7f8a9b-t2u3v", "XidApplication"),
+            ("batch/batch-embed-28811600-4kx7w", "GpuLost"),
+            ("batch/batch-embed-28811600-4kx7w", "XidHardware"),
+        ],
+    );
+    let events = api(port, "/apis/events.k8s.io/v1/events");
+    let got = pod_events(&events);
+    let pods: BTreeSet<&String> = got.iter().map(|(p, _)| p).collect();
+    let want_pods: BTreeSet<&String> = want.iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        pods, want_pods,
+        "an Event on a pod that held no faulty GPU: {got:#?}"
+    );
+    let note = |pod: &str, reason: &str| -> String {
+        events["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
+            .map(|e| e["note"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    for (pod, reason, words) in [
+        (
+            "batch-embed-28811600-4kx7w",
+            "GpuLost",
+            &["GPU 4 (GPU-", "container worker", "reboot the node"][..],
+        ),
+        (
+            "vision-5d6e7f8a9b-t2u3v",
+            "XidApplication",
+            &["GPU 6 MIG instance 3 (GPU-", "Xid 31", "MIG GPU instance 3"][..],
+        ),
+        (
+            "llm-train-0",
+            "ThermalSlowdown",
+            &["GPU 0 (GPU-", "container trainer", "check cooling"][..],
+        ),
+    ] {
+        let n = note(pod, reason);
+        for w in words {
+            assert!(n.contains(w), "{w:?} not in {pod}'s {reason} Event: {n}");
+        }
+    }
+
+    // The API failures: counted, one line each, nothing from kube's client per call.
+    let t = e.metrics();
+    assert!(writes(&t, "node_condition", "failure") >= 1, "{t}");
+    assert!(writes(&t, "event", "timeout") >= 1, "{t}");
+    assert!(writes(&t, "event", "failure") >= 1, "{t}");
+    let log = e.log();
+    let refused = lines_with(&log, "cannot write Kubernetes Node conditions");
+    assert_eq!(refused.len(), 1, "{log}");
+    assert!(refused[0].contains("403 Forbidden"), "{}", refused[0]);
+    let events_lines = lines_with(&log, "cannot write Kubernetes Events");
+    assert_eq!(events_lines.len(), 2, "one line per cause:\n{log}");
+    assert!(events_lines[0].contains("timed out after 5000 ms"), "{log}");
+    assert!(events_lines[1].contains("500 InternalError"), "{log}");
+    assert!(lines_with(&log, "failed with status").is_empty(), "{log}");
+
+    // Recovery: the overheating, the brake and the link end at 60 s; after the 15 s hold
+    // GpuDegraded clears, GpuUnhealthy stays for GPUs 2 and 4, the Node hears of GPU 0.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while status(&api(port, node_path), "GpuDegraded").as_deref() != Some("False") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "GpuDegraded not cleared: {}",
+            api(port, node_path)["status"]["conditions"]
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let n = api(port, node_path);
+    assert_eq!(condition(&n, "GpuDegraded")["reason"], "GpusNotDegraded");
+    assert_eq!(status(&n, "GpuUnhealthy").as_deref(), Some("True"));
+    wait_until("a GpuRecovered Event on the Node for GPU 0", || {
+        api(port, "/apis/events.k8s.io/v1/events")["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| {
+                e["regarding"]["kind"] == "Node"
+                    && e["reason"] == "GpuRecovered"
+                    && e["note"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("GPU 0 (GPU-"))
+            })
+    });
+    let t = e.metrics();
+    assert_eq!(
+        health_levels(&t)[0],
+        ("0".to_owned(), "0".to_owned()),
+        "{t}"
+    );
+    e.sigterm();
+}
+
 /// notify.toml with a `[kubernetes]` table of API server write faults appended, in `dir`.
 fn with_api_faults(dir: &Path, faults: &str) -> PathBuf {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO);
@@ -353,12 +597,17 @@ fn samples(text: &str) -> u64 {
 /// Waits up to 30 s until the Node's condition `ty` has status `want`; fails with the
 /// Node's conditions and the exporter's log.
 fn wait_status(e: &Exporter, port: u16, ty: &str, want: &str, what: &str) {
+    wait_node_status(e, port, NODE_PATH, ty, want, what);
+}
+
+/// [`wait_status`] for the Node at `node_path`.
+fn wait_node_status(e: &Exporter, port: u16, node_path: &str, ty: &str, want: &str, what: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while status(&api(port, NODE_PATH), ty).as_deref() != Some(want) {
+    while status(&api(port, node_path), ty).as_deref() != Some(want) {
         assert!(
             std::time::Instant::now() < deadline,
             "timed out waiting: {what}\nNode: {}\nlog:\n{}",
-            api(port, NODE_PATH)["status"]["conditions"],
+            api(port, node_path)["status"]["conditions"],
             e.log()
         );
         std::thread::sleep(Duration::from_millis(50));

@@ -9,7 +9,7 @@
 //! condition texts hold only stable words (a GPU, its UUID, a reason, an action), so that an
 //! unchanged fault never rewrites a condition.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::snapshot::{Action, EntityHealth, Labels, Reason, Snapshot, Verdict};
 
@@ -76,6 +76,10 @@ pub struct Planner {
     /// Per GPU UUID: the active reasons (reason, Xid code, GPU instance) → their last
     /// occurrence.
     active: HashMap<String, BTreeMap<ReasonKey, f64>>,
+    /// The GPUs (UUIDs) whose verdict was not `ok` in the last snapshot: one back to `ok`
+    /// gets its `GpuRecovered` Event (its reasons may have stopped being present a while
+    /// before, during the hold).
+    unwell: HashSet<String>,
     /// The first snapshot planned: faults already there then get their Events too.
     started: bool,
 }
@@ -294,6 +298,7 @@ impl Planner {
     pub fn events(&mut self, snap: &Snapshot) -> Vec<EventPlan> {
         let mut out = Vec::new();
         let mut seen: HashMap<String, BTreeMap<ReasonKey, f64>> = HashMap::new();
+        let mut unwell = HashSet::new();
         for g in gpus(snap) {
             let before = self.active.get(&g.uuid);
             let now: BTreeMap<ReasonKey, f64> = g
@@ -365,7 +370,7 @@ impl Planner {
                     });
                 }
             }
-            if self.started && g.verdict == Verdict::Ok && before.is_some_and(|b| !b.is_empty()) {
+            if self.started && g.verdict == Verdict::Ok && self.unwell.contains(&g.uuid) {
                 out.push(EventPlan {
                     pod: None,
                     warning: false,
@@ -375,8 +380,12 @@ impl Planner {
                 });
             }
             seen.insert(g.uuid.clone(), now);
+            if g.verdict != Verdict::Ok {
+                unwell.insert(g.uuid.clone());
+            }
         }
         self.active = seen;
+        self.unwell = unwell;
         self.started = true;
         out
     }
@@ -394,4 +403,58 @@ fn clip(mut s: String) -> String {
         s.push_str("...");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::ActiveReason;
+
+    fn snap(verdict: Verdict, present: Option<bool>) -> Snapshot {
+        let reasons = present
+            .map(|present| ActiveReason {
+                reason: Reason::ThermalSlowdown,
+                severity: Verdict::Warning,
+                xid: None,
+                gpu_instance_id: None,
+                message: "throttled: hw_thermal".into(),
+                action: Action::CheckCooling,
+                since_unix: 10.0,
+                last_seen_unix: 60.0,
+                present,
+            })
+            .into_iter()
+            .collect();
+        Snapshot {
+            health: vec![EntityHealth {
+                gpu: 0,
+                gpu_instance_id: None,
+                uuid: "GPU-0".into(),
+                verdict,
+                reasons,
+                recovery_action: None,
+            }],
+            ..Snapshot::default()
+        }
+    }
+
+    fn reasons(events: &[EventPlan]) -> Vec<&'static str> {
+        events.iter().map(|e| e.reason).collect()
+    }
+
+    /// A verdict that clears after its hold (the cause gone, the reason held and no longer
+    /// present) still gets its `GpuRecovered` Event, once.
+    #[test]
+    fn a_gpu_back_to_ok_after_the_hold_is_reported_recovered_once() {
+        let mut p = Planner::default();
+        assert_eq!(
+            reasons(&p.events(&snap(Verdict::Warning, Some(true)))),
+            ["ThermalSlowdown"]
+        );
+        assert!(p.events(&snap(Verdict::Warning, Some(false))).is_empty());
+        let back = p.events(&snap(Verdict::Ok, None));
+        assert_eq!(reasons(&back), ["GpuRecovered"]);
+        assert!(!back[0].warning);
+        assert!(p.events(&snap(Verdict::Ok, None)).is_empty());
+    }
 }
