@@ -97,7 +97,8 @@ fn incidents_with_the_default_counters_shows_each_faulted_gpu() {
         (3, "warning", &["power_brake", "xid_application"]),
         (4, "critical", &["gpu_lost", "xid_hardware"]),
         (5, "ok", &[]),
-        (6, "ok", &[]),
+        // The application Xid 31 of its MIG instance 3 (12 s).
+        (6, "warning", &["xid_application"]),
         (7, "warning", &["nvlink_down"]),
     ];
     let text = e.metrics();

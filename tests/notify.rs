@@ -301,6 +301,19 @@ fn an_application_xid_of_one_mig_instance_reaches_only_that_instances_pod() {
     );
     assert_eq!(st["gpus"][0]["health"]["verdict"], "warning");
     assert_eq!(verdicts(1), v(&[(7, "critical"), (8, "critical")]));
+    // The landing page shows each instance's verdict on its row.
+    let page = http_get(e.port, "/", &[]).unwrap().text();
+    let row = |gi: u32| -> &str {
+        page.lines()
+            .find(|l| l.contains(&format!("(GI {gi})")))
+            .unwrap_or_else(|| panic!("no row of GI {gi}:\n{page}"))
+    };
+    assert!(
+        row(8).contains("<b class=\"warning\">warning</b>"),
+        "{}",
+        row(8)
+    );
+    assert!(row(9).contains("<b class=\"ok\">ok</b>"), "{}", row(9));
 
     // The condition stays per node and names the instance.
     let n = api(port, NODE_PATH);

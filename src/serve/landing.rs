@@ -167,10 +167,13 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
     for i in &g.instances {
         let _ = writeln!(
             out,
-            "<tr class=\"mig\"><td>&nbsp;&nbsp;└ MIG {} (GI {})</td><td><small>{}</small></td><td></td><td>{}</td><td>{}</td><td>{}</td><td></td><td></td><td></td></tr>",
+            "<tr class=\"mig\"><td>&nbsp;&nbsp;└ MIG {} (GI {})</td><td><small>{}</small></td><td><b class=\"{}\">{}</b></td><td>{}</td><td>{}</td><td>{}</td><td></td><td></td><td></td></tr>",
             esc(&i.profile),
             i.gpu_instance_id,
             esc(&i.uuid),
+            // The instance's own verdict (its causes are listed on its GPU's row).
+            i.verdict,
+            i.verdict,
             holders_cell(&i.holders, &i.outside_pods),
             util_cell(&i.reading),
             memory_cell(&i.reading),

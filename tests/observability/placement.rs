@@ -98,11 +98,13 @@ pub(crate) fn expected_alerts(no_driver: u16, down: u16) -> BTreeSet<String> {
         "GpuUnderutilized 6/2",
         "GpuAllocatedIdle 5",
         "GpuAllocatedIdle 6/2",
-        // The health model's verdicts: GPUs 2 and 4 critical, 0, 3 and 7 warning.
+        // The health model's verdicts: GPUs 2 and 4 critical, 0, 3, 6 (an application Xid of
+        // its instance 3) and 7 warning.
         "GpuHealthCritical 2",
         "GpuHealthCritical 4",
         "GpuHealthWarning 0",
         "GpuHealthWarning 3",
+        "GpuHealthWarning 6",
         "GpuHealthWarning 7",
     ]
     .iter()
