@@ -320,3 +320,30 @@ pub async fn events(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(Box::new(
+            kube::core::Status::failure("refused", "Refused").with_code(code),
+        ))
+    }
+
+    /// What may pass is retried (RBAC granted later, a server error, throttling, no
+    /// connection); a refusal that never will (the namespace gone, an invalid object) is not.
+    #[test]
+    fn only_failures_that_may_pass_are_retried() {
+        for code in [401, 403, 408, 429, 500, 503] {
+            assert!(worth_retrying(&api(code)), "{code}");
+        }
+        for code in [400, 404, 409, 422] {
+            assert!(!worth_retrying(&api(code)), "{code}");
+        }
+        let io = kube::Error::Service(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )));
+        assert!(worth_retrying(&io));
+    }
+}
