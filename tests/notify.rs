@@ -77,6 +77,32 @@ fn wait_pod_events(port: u16, want: &[(&str, &str)]) -> BTreeSet<(String, String
     want
 }
 
+/// Waits until the pod Events hold every (pod, reason) of `want`, then checks that no other
+/// pod has one (a pod that held no faulty GPU); returns the Events.
+fn events_on_exactly(port: u16, want: &[(&str, &str)]) -> Value {
+    let want = wait_pod_events(port, want);
+    let events = api(port, "/apis/events.k8s.io/v1/events");
+    let got = pod_events(&events);
+    let pods: BTreeSet<&String> = got.iter().map(|(p, _)| p).collect();
+    let want_pods: BTreeSet<&String> = want.iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        pods, want_pods,
+        "an Event on a pod that held no faulty GPU: {got:#?}"
+    );
+    events
+}
+
+/// The note of the Event with `reason` on pod `pod` in `events`.
+fn note(events: &Value, pod: &str, reason: &str) -> String {
+    events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
+        .map(|e| e["note"].as_str().unwrap().to_owned())
+        .unwrap_or_else(|| panic!("no {reason} Event on {pod}"))
+}
+
 /// The binary on `scenario` with both writes on and the hold `hold`, and its simulated API
 /// server's port (from the log).
 fn start(scenario: &Path, hold: &str) -> (Exporter, u16) {
@@ -97,15 +123,19 @@ fn start(scenario: &Path, hold: &str) -> (Exporter, u16) {
         .env("RUST_LOG", "info")
         .log_pipe()
         .start();
+    let port = api_port(&e);
+    (e, port)
+}
+
+/// The simulated API server's port, from the exporter's start-up log line.
+fn api_port(e: &Exporter) -> u16 {
     e.wait_log("api=http://127.0.0.1:", Duration::from_secs(10));
-    let log = e.log();
-    let port: u16 = log
+    e.log()
         .split("api=http://127.0.0.1:")
         .nth(1)
         .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|p| p.parse().ok())
-        .expect("the simulated API server's port in the log");
-    (e, port)
+        .expect("the simulated API server's port in the log")
 }
 
 const NODE_PATH: &str = "/api/v1/nodes/sim-notify-node";
@@ -154,7 +184,7 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
     );
 
     // Events on exactly the pods holding a GPU that was hit.
-    let want = wait_pod_events(
+    let events = events_on_exactly(
         port,
         &[
             ("research/llm-train-0", "PowerBrake"),
@@ -167,23 +197,10 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
             ("media/render-farm-0", "XidApplication"),
         ],
     );
-    let events = api(port, "/apis/events.k8s.io/v1/events");
-    let got = pod_events(&events);
-    // Nothing else on a pod: the power brake's hardware slowdown and Xid 48's reset request
-    // may add reasons on the same pods, never a pod that held no faulty GPU.
-    let pods: BTreeSet<&String> = got.iter().map(|(p, _)| p).collect();
-    let want_pods: BTreeSet<&String> = want.iter().map(|(p, _)| p).collect();
-    assert_eq!(pods, want_pods, "{got:#?}");
+    // (The power brake's hardware slowdown and Xid 48's reset request may add reasons on
+    // the same pods.)
     // Each names the container, the GPU, the cause and what to do.
-    let note = |pod: &str, reason: &str| -> String {
-        events["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
-            .map(|e| e["note"].as_str().unwrap().to_owned())
-            .unwrap()
-    };
+    let note = |pod: &str, reason: &str| note(&events, pod, reason);
     let n = note("rerank-b", "XidHardware");
     for w in [
         "GPU 4 (GPU-",
@@ -374,14 +391,7 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
         .env_remove("RUST_LOG")
         .log_pipe()
         .start();
-    e.wait_log("api=http://127.0.0.1:", Duration::from_secs(10));
-    let port: u16 = e
-        .log()
-        .split("api=http://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|p| p.parse().ok())
-        .expect("the simulated API server's port in the log");
+    let port = api_port(&e);
     let node_path = "/api/v1/nodes/sim-incidents-node";
     let gpu_series = |t: &str| {
         t.lines()
@@ -466,7 +476,7 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
     );
 
     // Events on exactly the pods hit, GPU 4's after the 500s.
-    let want = wait_pod_events(
+    let events = events_on_exactly(
         port,
         &[
             ("research/llm-train-0", "ThermalSlowdown"),
@@ -481,23 +491,7 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
             ("batch/batch-embed-28811600-4kx7w", "XidHardware"),
         ],
     );
-    let events = api(port, "/apis/events.k8s.io/v1/events");
-    let got = pod_events(&events);
-    let pods: BTreeSet<&String> = got.iter().map(|(p, _)| p).collect();
-    let want_pods: BTreeSet<&String> = want.iter().map(|(p, _)| p).collect();
-    assert_eq!(
-        pods, want_pods,
-        "an Event on a pod that held no faulty GPU: {got:#?}"
-    );
-    let note = |pod: &str, reason: &str| -> String {
-        events["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
-            .map(|e| e["note"].as_str().unwrap().to_owned())
-            .unwrap()
-    };
+    let note = |pod: &str, reason: &str| note(&events, pod, reason);
     for (pod, reason, words) in [
         (
             "batch-embed-28811600-4kx7w",
@@ -728,64 +722,120 @@ fn a_slow_api_server_times_writes_out_while_ticks_go_on() {
     assert_eq!(slow.len(), 2, "one line per kind:\n{log}");
 }
 
-/// The writers against a failing API server, in process: a tick's snapshot is published by
-/// hand, as the sampler does, and the simulated API server's write faults play the server.
-#[test]
-fn a_failing_api_server_is_counted_bounded_and_harmless() {
-    let node = common::SimNode::new(SCENARIO, 7);
-    let cluster = common::Cluster::start(&node);
-    let counters = common::default_counters();
-    let cfg = common::config(&["--health-hold", "30s"]);
-    let k = cluster.config();
-    let mut sampler = node
-        .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
-        .with_attribution(cluster.attributor(&k))
-        .with_health(cfg.health_options());
-    let opts = cfg.encode_options();
-    let shared = Arc::new(Shared::new(render(Default::default(), &counters, &opts)));
-    let api = &cluster.sim.api;
-    let mut t = 0.5;
-    let mut tick = |shared: &Shared| {
-        node.set_time(t);
-        let mut snap = sampler.tick(t);
-        snap.stats.kube_writes = shared.kube_writes();
-        shared.publish(render(snap, &counters, &opts), true);
-        t += 0.5;
-    };
-    // Events refused (403) and conditions erroring (500) from the start.
-    api.set_write_faults(vec![
-        WriteFault {
-            path_prefix: "/apis/events.k8s.io/".into(),
-            status: Some(403),
-            delay: Duration::ZERO,
-        },
-        WriteFault {
-            path_prefix: "/api/v1/nodes/".into(),
-            status: Some(500),
-            delay: Duration::ZERO,
-        },
-    ]);
-    let start = |queue: usize| {
+/// The writers in process, on notify.toml's node and simulated cluster: each tick's snapshot
+/// is published by hand into a [`Shared`], as the sampler's loop does, and the writers started
+/// with [`InProcess::start`] read it; the simulated API server's write faults play the server.
+struct InProcess {
+    // Dropped first: it reads through the node's library and the cluster's runtime.
+    sampler: gpu_exporter::sampler::Sampler,
+    cluster: common::Cluster,
+    node: common::SimNode,
+    counters: Arc<gpu_exporter::catalogue::csv::CounterSet>,
+    opts: gpu_exporter::exposition::EncodeOptions,
+    /// The next tick's scenario time.
+    t: f64,
+}
+
+impl InProcess {
+    fn new() -> Self {
+        let node = common::SimNode::new(SCENARIO, 7);
+        let cluster = common::Cluster::start(&node);
+        let counters = common::default_counters();
+        let cfg = common::config(&["--health-hold", "30s"]);
+        let k = cluster.config();
+        let sampler = node
+            .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+            .with_attribution(cluster.attributor(&k))
+            .with_health(cfg.health_options());
+        Self {
+            sampler,
+            cluster,
+            node,
+            counters,
+            opts: cfg.encode_options(),
+            t: 0.5,
+        }
+    }
+
+    fn api(&self) -> &gpu_exporter::sim::api::FakeApi {
+        &self.cluster.sim.api
+    }
+
+    /// An empty published state for writers to read.
+    fn shared(&self) -> Arc<Shared> {
+        Arc::new(Shared::new(render(
+            Default::default(),
+            &self.counters,
+            &self.opts,
+        )))
+    }
+
+    /// Writers reading `shared`: the Events (a queue of `queue`, each retried for
+    /// `retry_for`) and, with `conditions`, the Node conditions; each call has 300 ms.
+    fn start(&self, shared: &Arc<Shared>, conditions: bool, queue: usize, retry_for: Duration) {
         notify::spawn(
-            cluster.sim.client.clone(),
+            self.cluster.sim.client.clone(),
             NotifyOptions {
-                node: cluster.sim.node.clone(),
-                conditions: true,
+                node: self.cluster.sim.node.clone(),
+                conditions,
                 events: true,
                 interval: Duration::from_millis(50),
                 timeout: Duration::from_millis(300),
                 queue,
-                event_retry_for: notify::EVENT_RETRY_FOR,
+                event_retry_for: retry_for,
             },
-            Arc::clone(&shared),
-            cluster.rt.handle(),
-        )
-    };
-    start(64);
+            Arc::clone(shared),
+            self.cluster.rt.handle(),
+        );
+    }
+
+    /// One tick, half a second of scenario time after the last, published into `shared`;
+    /// then a moment for the writers to see it.
+    fn tick(&mut self, shared: &Shared) {
+        self.node.set_time(self.t);
+        let mut snap = self.sampler.tick(self.t);
+        snap.stats.kube_writes = shared.kube_writes();
+        shared.publish(render(snap, &self.counters, &self.opts), true);
+        self.t += 0.5;
+        std::thread::sleep(Duration::from_millis(60));
+    }
+
+    /// The Node's conditions.
+    fn conditions(&self) -> Vec<Value> {
+        self.api().node(&self.cluster.sim.node).unwrap()["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// (pod, reason) of every Event on a pod.
+    fn pod_events(&self) -> BTreeSet<(String, String)> {
+        pod_events(&serde_json::json!({ "items": self.api().events() }))
+    }
+}
+
+fn fault(path_prefix: &str, status: Option<u16>, delay: Duration) -> WriteFault {
+    WriteFault {
+        path_prefix: path_prefix.into(),
+        status,
+        delay,
+    }
+}
+
+/// The writers against a failing API server, in process.
+#[test]
+fn a_failing_api_server_is_counted_bounded_and_harmless() {
+    let mut p = InProcess::new();
+    let shared = p.shared();
+    // Events refused (403) and conditions erroring (500) from the start.
+    p.api().set_write_faults(vec![
+        fault("/apis/events.k8s.io/", Some(403), Duration::ZERO),
+        fault("/api/v1/nodes/", Some(500), Duration::ZERO),
+    ]);
+    p.start(&shared, true, 64, notify::EVENT_RETRY_FOR);
     let figures = |shared: &Shared| shared.kube_writes().unwrap();
     wait_until("refused writes counted", || {
-        tick(&shared);
-        std::thread::sleep(Duration::from_millis(60));
+        p.tick(&shared);
         let f = figures(&shared);
         f.events_failed > 0 && f.conditions_failed > 0
     });
@@ -795,42 +845,31 @@ fn a_failing_api_server_is_counted_bounded_and_harmless() {
     assert!(text.contains("gpu_health_status{"), "{text}");
     assert_eq!(text.matches("gpu_device_up{").count(), 8, "{text}");
     assert_eq!(figures(&shared).events_ok, 0);
-    let conditions = |api: &gpu_exporter::sim::api::FakeApi| -> Vec<Value> {
-        api.node(&cluster.sim.node).unwrap()["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .clone()
-    };
     assert!(
-        conditions(api).iter().all(|c| c["type"] == "Ready"),
+        p.conditions().iter().all(|c| c["type"] == "Ready"),
         "a refused patch wrote something"
     );
 
     // Slow (2 s per write, over the 300 ms deadline): calls time out, and a second writer
     // with a queue of 4, whose first plan holds every fault's Events at once, drops the rest
     // and counts them.
-    api.set_write_faults(vec![WriteFault {
-        path_prefix: String::new(),
-        status: None,
-        delay: Duration::from_secs(2),
-    }]);
-    start(4);
+    p.api()
+        .set_write_faults(vec![fault("", None, Duration::from_secs(2))]);
+    p.start(&shared, true, 4, notify::EVENT_RETRY_FOR);
     wait_until("Events dropped for a full queue", || {
-        tick(&shared);
-        std::thread::sleep(Duration::from_millis(60));
+        p.tick(&shared);
         figures(&shared).dropped > 0
     });
 
     // The server works again: the conditions are written, the kubelet's kept.
-    api.set_write_faults(Vec::new());
+    p.api().set_write_faults(Vec::new());
     wait_until("conditions written once the server answers", || {
-        tick(&shared);
-        std::thread::sleep(Duration::from_millis(60));
-        conditions(api)
+        p.tick(&shared);
+        p.conditions()
             .iter()
             .any(|c| c["type"] == "GpuUnhealthy" && c["status"] == "True")
     });
-    assert!(conditions(api).iter().any(|c| c["type"] == "Ready"));
+    assert!(p.conditions().iter().any(|c| c["type"] == "Ready"));
     assert!(figures(&shared).conditions_ok > 0);
 }
 
@@ -842,65 +881,26 @@ fn a_failing_api_server_is_counted_bounded_and_harmless() {
 /// try for the first.
 #[test]
 fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
-    let node = common::SimNode::new(SCENARIO, 7);
-    let cluster = common::Cluster::start(&node);
-    let counters = common::default_counters();
-    let cfg = common::config(&["--health-hold", "30s"]);
-    let k = cluster.config();
-    let mut sampler = node
-        .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
-        .with_attribution(cluster.attributor(&k))
-        .with_health(cfg.health_options());
-    let opts = cfg.encode_options();
-    let api = &cluster.sim.api;
-    let start = |retry_for: Duration| {
-        let shared = Arc::new(Shared::new(render(Default::default(), &counters, &opts)));
-        notify::spawn(
-            cluster.sim.client.clone(),
-            NotifyOptions {
-                node: cluster.sim.node.clone(),
-                conditions: false,
-                events: true,
-                interval: Duration::from_millis(50),
-                timeout: Duration::from_millis(500),
-                queue: 256,
-                event_retry_for: retry_for,
-            },
-            Arc::clone(&shared),
-            cluster.rt.handle(),
-        );
-        shared
-    };
-    let mut t = 0.5;
-    let mut tick = |shared: &Shared| {
-        node.set_time(t);
-        let mut snap = sampler.tick(t);
-        snap.stats.kube_writes = shared.kube_writes();
-        shared.publish(render(snap, &counters, &opts), true);
-        t += 0.5;
-    };
-    let pods = |api: &gpu_exporter::sim::api::FakeApi| -> BTreeSet<(String, String)> {
-        pod_events(&serde_json::json!({ "items": api.events() }))
-    };
-    api.set_write_faults(vec![WriteFault {
-        path_prefix: "/apis/events.k8s.io/".into(),
-        status: Some(500),
-        delay: Duration::ZERO,
-    }]);
-    let shared = start(notify::EVENT_RETRY_FOR);
+    let mut p = InProcess::new();
+    p.api().set_write_faults(vec![fault(
+        "/apis/events.k8s.io/",
+        Some(500),
+        Duration::ZERO,
+    )]);
+    let shared = p.shared();
+    p.start(&shared, false, 256, notify::EVENT_RETRY_FOR);
     // The first tick after 1 s plans the Xids' Events; the first of them fails, and is
     // tried again.
     wait_until("an Event refused twice (tried again)", || {
-        tick(&shared);
-        std::thread::sleep(Duration::from_millis(60));
+        p.tick(&shared);
         shared.kube_writes().unwrap().events_failed >= 2
     });
-    assert!(pods(api).is_empty(), "an Event written while refused");
-    api.set_write_faults(Vec::new());
+    assert!(p.pod_events().is_empty(), "an Event written while refused");
+    p.api().set_write_faults(Vec::new());
     wait_until(
         "the Events planned during the outage reach the pods",
         || {
-            let got = pods(api);
+            let got = p.pod_events();
             [
                 ("inference/rerank-a", "XidHardware"),
                 ("inference/rerank-b", "XidHardware"),
@@ -915,16 +915,16 @@ fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
     assert_eq!(f.dropped, 0, "nothing given up within the retry time");
 
     // Refused for good, a retry time of 1 s: given up and counted, never written.
-    api.set_write_faults(vec![WriteFault {
-        path_prefix: "/apis/events.k8s.io/".into(),
-        status: Some(403),
-        delay: Duration::ZERO,
-    }]);
-    let before = api.events().len();
-    let second = start(Duration::from_secs(1));
+    p.api().set_write_faults(vec![fault(
+        "/apis/events.k8s.io/",
+        Some(403),
+        Duration::ZERO,
+    )]);
+    let before = p.api().events().len();
+    let second = p.shared();
+    p.start(&second, false, 256, Duration::from_secs(1));
     wait_until("Events given up after 1 s", || {
-        tick(&second);
-        std::thread::sleep(Duration::from_millis(60));
+        p.tick(&second);
         second.kube_writes().unwrap().dropped > 0
     });
     let f = second.kube_writes().unwrap();
@@ -935,7 +935,11 @@ fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
         f.events_failed,
         f.dropped
     );
-    assert_eq!(api.events().len(), before, "a refused Event was written");
+    assert_eq!(
+        p.api().events().len(),
+        before,
+        "a refused Event was written"
+    );
 }
 
 /// An API server that cannot be reached: every write fails and is counted, nothing else
