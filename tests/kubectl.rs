@@ -5,78 +5,24 @@
 //! events.v1.events.k8s.io`, `get node -o jsonpath` and `describe node`, as a user of
 //! `--simulate -k` would.
 //!
-//! kubectl comes from `$KUBECTL`, else `kubectl` on PATH; without it the test fails unless
-//! `GPU_EXPORTER_SKIP_KUBECTL=1` says to skip it. Each kubectl run has a time limit.
+//! kubectl comes from `$KUBECTL`, else `kubectl` on PATH (`common::kubectl`).
 #![cfg(feature = "sim")]
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use common::kubectl::{self, run};
 use gpu_exporter::sim::api::FakeApi;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
 
-/// The longest one kubectl command may take.
-const KUBECTL_LIMIT: Duration = Duration::from_secs(60);
-
-fn kubectl() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("KUBECTL") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join("kubectl"))
-        .find(|p| p.is_file())
-}
-
-/// Runs kubectl against `server` with an empty kubeconfig and its own cache directory;
-/// returns stdout, failing the test on a non-zero exit (with stderr) or past the limit.
-fn run(bin: &Path, server: &str, home: &Path, args: &[&str]) -> String {
-    let config = home.join("config");
-    std::fs::write(&config, "apiVersion: v1\nkind: Config\n").unwrap();
-    let mut child = Command::new(bin)
-        .arg(format!("--server={server}"))
-        .arg(format!("--cache-dir={}", home.join("cache").display()))
-        .args(args)
-        .env("KUBECONFIG", &config)
-        .env("HOME", home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > KUBECTL_LIMIT {
-            let _ = child.kill();
-            panic!("kubectl {args:?} ran past {KUBECTL_LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    stdout
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_shows_the_conditions_and_events_written_through_kube() {
-    let Some(bin) = kubectl() else {
-        if std::env::var_os("GPU_EXPORTER_SKIP_KUBECTL").is_some() {
-            eprintln!("skipped: no kubectl (GPU_EXPORTER_SKIP_KUBECTL is set)");
-            return;
-        }
-        panic!("no kubectl: install it (scripts/test.sh does) or set GPU_EXPORTER_SKIP_KUBECTL=1");
+    let Some(bin) = kubectl::find_or_skip() else {
+        return;
     };
     let api = FakeApi::start().await.unwrap();
     api.apply_node(

@@ -3,7 +3,8 @@
 //! (exclusive, MIG, time-sliced, DRA), writing to the simulated API server, read back from
 //! it as a controller would. Then the writers against an API server that refuses (403),
 //! errors (500), is slow, or cannot be reached: the counts say so, the Event queue stays
-//! bounded, and each kind logs one line per change of state.
+//! bounded, and each kind logs one line per change of state. The incidents scenario is also
+//! read back with a real `kubectl`.
 #![cfg(feature = "sim")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -512,6 +513,36 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
         let n = note(pod, reason);
         for w in words {
             assert!(n.contains(w), "{w:?} not in {pod}'s {reason} Event: {n}");
+        }
+    }
+
+    // What a user sees with kubectl pointed at the simulated API server.
+    if let Some(bin) = common::kubectl::find_or_skip() {
+        let home = tempfile::tempdir().unwrap();
+        let server = format!("http://127.0.0.1:{port}");
+        let kc = |args: &[&str]| common::kubectl::run(&bin, &server, home.path(), args);
+        let all = kc(&["get", "events", "-A"]);
+        let line = all
+            .lines()
+            .find(|l| l.contains("pod/batch-embed-28811600-4kx7w") && l.contains("GpuLost"))
+            .unwrap_or_else(|| panic!("no GpuLost Event of the lost GPU's pod in:\n{all}"));
+        assert!(
+            line.starts_with("batch")
+                && line.contains("Warning")
+                && line.contains("while held by container worker"),
+            "{line}"
+        );
+        let describe = kc(&["describe", "node", "sim-incidents-node"]);
+        for w in [
+            "KubeletReady",
+            "GpuUnhealthy",
+            "GpuRebootRequired",
+            "GpuLost",
+        ] {
+            assert!(
+                describe.contains(w),
+                "{w} not in kubectl describe node:\n{describe}"
+            );
         }
     }
 

@@ -1,10 +1,13 @@
 //! Shared helpers for the integration tests: a private copy of the simulated NVML library per
 //! test (so parallel tests never share its state), and a sampler over it; the exporter binary
-//! run as a process ([`Exporter`]); [`Failures`] collected across one check.
+//! run as a process ([`Exporter`]); [`Failures`] collected across one check; a real kubectl
+//! ([`kubectl`]).
 
 #![allow(dead_code)]
 // Test support: a failed set-up step should stop the test with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod kubectl;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
