@@ -143,6 +143,9 @@ fn incidents_with_the_default_counters_shows_each_faulted_gpu() {
     assert_eq!(xid48["reason"], "xid_memory");
     assert_eq!(xid48["action"], "reset_gpu");
     assert_eq!(gpu(&s, 4)["health"]["action"], "reboot_node");
+    // GPU 2's double-bit ECC error asks for a reset, its failed row remap for service: the
+    // GPU needs the more drastic.
+    assert_eq!(gpu(&s, 2)["health"]["action"], "service_gpu");
     // The exported DCGM series stay those of the default file: the watched fields are not
     // exported.
     for absent in [

@@ -444,7 +444,12 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
         "{unhealthy}"
     );
     let message = unhealthy["message"].as_str().unwrap();
-    for w in ["GPU 2 (GPU-", "row remap failed", "GPU 4 (GPU-", "lost"] {
+    for w in [
+        "GPU 2 (GPU-",
+        "row remap failed",
+        "take the GPU out of service for repair; GPU 4 (GPU-",
+        "lost",
+    ] {
         assert!(message.contains(w), "{w:?} not in {message}");
     }
     let degraded = condition(&n, "GpuDegraded");

@@ -172,7 +172,7 @@ pub fn holders(snap: &Snapshot, gpu: u32, uuid: &str) -> Vec<PodRef> {
 
 /// The reasons of a GPU at its verdict's severity, in stable words: one line for the whole
 /// GPU's ("GPU 2 (GPU-…): …; action") and one per MIG instance with its own
-/// ("GPU 2 MIG instance 7 (GPU-…): …; action").
+/// ("GPU 2 MIG instance 7 (GPU-…): …; action"), the action the most drastic of the line's.
 fn scoped_lines(g: &EntityHealth) -> Vec<String> {
     let top: Vec<_> = g
         .reasons
@@ -192,7 +192,10 @@ fn scoped_lines(g: &EntityHealth) -> Vec<String> {
                 gpu_name(g.gpu, scope),
                 g.uuid,
                 what.join(", "),
-                mine.first()?.action.words()
+                mine.iter()
+                    .map(|r| r.action)
+                    .max_by_key(|a| a.urgency())?
+                    .words()
             ))
         })
         .collect()

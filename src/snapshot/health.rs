@@ -168,6 +168,25 @@ impl Action {
         }
     }
 
+    /// How drastic the action is, from 0 (watch) to 10 (take the GPU out of service): where
+    /// reasons ask for several, the most drastic is what the GPU needs (a reset does not
+    /// repair a GPU whose row remapping failed; a node reboot includes a GPU reset).
+    pub fn urgency(self) -> u8 {
+        match self {
+            Action::Watch => 0,
+            Action::RestartJob => 1,
+            Action::CheckCooling => 2,
+            Action::CheckPower => 3,
+            Action::CheckNvlink => 4,
+            Action::DrainP2p => 5,
+            Action::ResetGpu => 6,
+            Action::DrainAndReset => 7,
+            Action::UpdateDriver => 8,
+            Action::RebootNode => 9,
+            Action::ServiceGpu => 10,
+        }
+    }
+
     /// The same in words, for a message: "the node needs a reboot".
     pub fn words(self) -> &'static str {
         match self {
@@ -234,8 +253,14 @@ pub struct EntityHealth {
 }
 
 impl EntityHealth {
-    /// The recommended action of the worst reason, if any.
+    /// The recommended action: the most drastic ([`Action::urgency`]) among the reasons of
+    /// the verdict's severity, if any (the worst reason's own may be a lesser one: a
+    /// double-bit ECC error asks for a reset, the row remap that failed with it for service).
     pub fn action(&self) -> Option<Action> {
-        self.reasons.first().map(|r| r.action)
+        self.reasons
+            .iter()
+            .filter(|r| r.severity == self.verdict)
+            .map(|r| r.action)
+            .max_by_key(|a| a.urgency())
     }
 }
