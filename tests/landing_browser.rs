@@ -20,14 +20,7 @@ use std::time::{Duration, Instant};
 use common::{Exporter, http_get};
 
 fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join("chromium"))
-        .find(|p| p.is_file())
+    common::tool("CHROMIUM", "chromium")
 }
 
 /// Runs headless Chromium on `url` with `mode` (`--dump-dom` or `--screenshot=…`).

@@ -11,14 +11,7 @@ use std::time::{Duration, Instant};
 const KUBECTL_LIMIT: Duration = Duration::from_secs(60);
 
 fn find() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("KUBECTL") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join("kubectl"))
-        .find(|p| p.is_file())
+    super::tool("KUBECTL", "kubectl")
 }
 
 /// Runs kubectl against `server` with an empty kubeconfig and its own cache directory;

@@ -766,3 +766,15 @@ pub fn capture_logs() -> (LogBuf, tracing::subscriber::DefaultGuard) {
         .finish();
     (buf, tracing::subscriber::set_default(subscriber))
 }
+
+/// An outside program a test runs: the path in `$env`, else `name` on PATH.
+pub fn tool(env: &str, name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        return Some(PathBuf::from(p));
+    }
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
