@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Exporter, http_get, wait_until};
+use common::{Exporter, http_get, label, series, value, wait_until};
 use gpu_exporter::exposition::publish::{Shared, render};
 use gpu_exporter::notify::{self, NotifyOptions};
 use gpu_exporter::sim::api::WriteFault;
@@ -64,6 +64,13 @@ fn pod_events(events: &Value) -> BTreeSet<(String, String)> {
             )
         })
         .collect()
+}
+
+/// Fails unless `text` contains every one of `words`, naming the first missing and the text.
+fn assert_contains_all(text: &str, words: &[&str]) {
+    for w in words {
+        assert!(text.contains(w), "{w:?} not in:\n{text}");
+    }
 }
 
 /// Waits until the pod Events hold every (pod, reason) of `want`; returns `want` as a set.
@@ -169,14 +176,15 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
     assert!(message.starts_with("GPU 0 (GPU-"), "{message}");
     let unhealthy = condition(&n, "GpuUnhealthy");
     let message = unhealthy["message"].as_str().unwrap();
-    for want in [
-        "GPU 2 (GPU-",
-        "Xid 48 (memory)",
-        "GPU 4 (GPU-",
-        "Xid 79 (hardware)",
-    ] {
-        assert!(message.contains(want), "{want} not in {message}");
-    }
+    assert_contains_all(
+        message,
+        &[
+            "GPU 2 (GPU-",
+            "Xid 48 (memory)",
+            "GPU 4 (GPU-",
+            "Xid 79 (hardware)",
+        ],
+    );
     assert!(
         condition(&n, "GpuRebootRequired")["message"]
             .as_str()
@@ -203,23 +211,25 @@ fn conditions_and_events_reach_exactly_the_pods_that_were_hit() {
     // Each names the container, the GPU, the cause and what to do.
     let note = |pod: &str, reason: &str| note(&events, pod, reason);
     let n = note("rerank-b", "XidHardware");
-    for w in [
-        "GPU 4 (GPU-",
-        "Xid 79",
-        "container server",
-        "reboot the node",
-    ] {
-        assert!(n.contains(w), "{w:?} not in {n}");
-    }
+    assert_contains_all(
+        &n,
+        &[
+            "GPU 4 (GPU-",
+            "Xid 79",
+            "container server",
+            "reboot the node",
+        ],
+    );
     let n = note("notebook-alice", "XidMemory");
-    for w in [
-        "GPU 2 (GPU-",
-        "Xid 48",
-        "container notebook",
-        "MIG GPU instance 11",
-    ] {
-        assert!(n.contains(w), "{w:?} not in {n}");
-    }
+    assert_contains_all(
+        &n,
+        &[
+            "GPU 2 (GPU-",
+            "Xid 48",
+            "container notebook",
+            "MIG GPU instance 11",
+        ],
+    );
     // The Node gets its own Event per cause, written by the exporter.
     assert!(events["items"].as_array().unwrap().iter().any(|e| {
         e["regarding"]["kind"] == "Node"
@@ -347,14 +357,10 @@ fn an_application_xid_of_one_mig_instance_reaches_only_that_instances_pod() {
 }
 
 /// `gpu_health_status` of each GPU in a scrape, by index.
-fn health_levels(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .filter(|l| l.starts_with("gpu_health_status{"))
-        .filter_map(|l| {
-            let gpu = l.split("gpu=\"").nth(1)?.split('"').next()?.to_owned();
-            let value = l.rsplit(' ').next()?.to_owned();
-            Some((gpu, value))
-        })
+fn health_levels(text: &str) -> Vec<(&str, f64)> {
+    series(text, "gpu_health_status")
+        .into_iter()
+        .map(|l| (label(l, "gpu"), value(l)))
         .collect()
 }
 
@@ -394,34 +400,27 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
         .start();
     let port = api_port(&e);
     let node_path = "/api/v1/nodes/sim-incidents-node";
-    let gpu_series = |t: &str| {
-        t.lines()
-            .filter(|l| l.starts_with("gpu_health_status{"))
-            .count()
-    };
+    let gpu_series = |t: &str| series(t, "gpu_health_status").len();
     assert_eq!(gpu_series(&e.metrics()), 8);
 
     // Through the outages (9–20 s) every scrape has every GPU, and the page answers.
     let t = e.metrics_until("GPU 4 lost (16 s): critical", |t| {
         assert_eq!(gpu_series(t), 8, "a GPU series gapped:\n{t}");
-        health_levels(t).contains(&("4".into(), "2".into()))
+        health_levels(t).contains(&("4", 2.0))
     });
     assert_eq!(http_get(e.port, "/", &[]).unwrap().status, 200);
     // The health metric: GPUs 2 and 4 critical; 0 (thermal), 3 (power brake), 6 (an
     // instance's Xid 31 at 12 s, held 15 s) and 7 (a link down) warning; 1 and 5 ok.
-    let want: Vec<(String, String)> = [
-        ("0", "1"),
-        ("1", "0"),
-        ("2", "2"),
-        ("3", "1"),
-        ("4", "2"),
-        ("5", "0"),
-        ("6", "1"),
-        ("7", "1"),
-    ]
-    .iter()
-    .map(|(g, v)| ((*g).to_owned(), (*v).to_owned()))
-    .collect();
+    let want = [
+        ("0", 1.0),
+        ("1", 0.0),
+        ("2", 2.0),
+        ("3", 1.0),
+        ("4", 2.0),
+        ("5", 0.0),
+        ("6", 1.0),
+        ("7", 1.0),
+    ];
     assert_eq!(health_levels(&t), want, "{t}");
 
     // The conditions, once the 403s have ended.
@@ -444,26 +443,28 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
         "{unhealthy}"
     );
     let message = unhealthy["message"].as_str().unwrap();
-    for w in [
-        "GPU 2 (GPU-",
-        "row remap failed",
-        "take the GPU out of service for repair; GPU 4 (GPU-",
-        "lost",
-    ] {
-        assert!(message.contains(w), "{w:?} not in {message}");
-    }
+    assert_contains_all(
+        message,
+        &[
+            "GPU 2 (GPU-",
+            "row remap failed",
+            "take the GPU out of service for repair; GPU 4 (GPU-",
+            "lost",
+        ],
+    );
     let degraded = condition(&n, "GpuDegraded");
     assert_eq!(degraded["reason"], "ThermalSlowdown", "{degraded}");
     let message = degraded["message"].as_str().unwrap();
-    for w in [
-        "GPU 0 (GPU-",
-        "GPU 3 (GPU-",
-        "power brake",
-        "GPU 7 (GPU-",
-        "nvlink down",
-    ] {
-        assert!(message.contains(w), "{w:?} not in {message}");
-    }
+    assert_contains_all(
+        message,
+        &[
+            "GPU 0 (GPU-",
+            "GPU 3 (GPU-",
+            "power brake",
+            "GPU 7 (GPU-",
+            "nvlink down",
+        ],
+    );
     let reset = condition(&n, "GpuResetRequired");
     assert!(gpu2.contains(&reset["reason"].as_str().unwrap()), "{reset}");
     assert!(
@@ -515,10 +516,7 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
             &["GPU 0 (GPU-", "container trainer", "check cooling"][..],
         ),
     ] {
-        let n = note(pod, reason);
-        for w in words {
-            assert!(n.contains(w), "{w:?} not in {pod}'s {reason} Event: {n}");
-        }
+        assert_contains_all(&note(pod, reason), words);
     }
 
     // What a user sees with kubectl pointed at the simulated API server.
@@ -538,17 +536,15 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
             "{line}"
         );
         let describe = kc(&["describe", "node", "sim-incidents-node"]);
-        for w in [
-            "KubeletReady",
-            "GpuUnhealthy",
-            "GpuRebootRequired",
-            "GpuLost",
-        ] {
-            assert!(
-                describe.contains(w),
-                "{w} not in kubectl describe node:\n{describe}"
-            );
-        }
+        assert_contains_all(
+            &describe,
+            &[
+                "KubeletReady",
+                "GpuUnhealthy",
+                "GpuRebootRequired",
+                "GpuLost",
+            ],
+        );
     }
 
     // The API failures: counted, one line each, nothing from kube's client per call.
@@ -594,11 +590,7 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
             })
     });
     let t = e.metrics();
-    assert_eq!(
-        health_levels(&t)[0],
-        ("0".to_owned(), "0".to_owned()),
-        "{t}"
-    );
+    assert_eq!(health_levels(&t)[0], ("0", 0.0), "{t}");
     e.sigterm();
 }
 
