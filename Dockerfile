@@ -32,8 +32,13 @@ FROM ${BUILDER_IMAGE} AS builder
 WORKDIR /src
 # The shipped binary carries no debug info (Cargo.toml's release profile keeps some for
 # profiling); its symbols stay, so a backtrace still names functions.
+# Relative relocations are packed (DT_RELR, `-z pack-relative-relocs`): the loader reads a few
+# kilobytes of them at start instead of about 0.9 MB of RELA entries, which takes about 1.6 MB
+# off the process's resident memory (BENCHMARKS.md, issue 27). It needs glibc 2.36 or later at
+# run time, which the runtime image has; tests/image/check.sh fails if the binary lacks it.
 ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
-    CARGO_PROFILE_RELEASE_STRIP=debuginfo
+    CARGO_PROFILE_RELEASE_STRIP=debuginfo \
+    RUSTFLAGS="-C link-arg=-Wl,-z,pack-relative-relocs"
 
 # Dependencies first, in their own layer: editing the sources does not download them again.
 # Cargo needs every file the manifests name to read the workspace: the declared benches and

@@ -6,7 +6,8 @@
 #   bash tests/image/check.sh IMAGE [--write-facts docs/container-image.md]
 #
 # 1. The image's configuration: numeric non-root USER, the ENTRYPOINT, port 9400, no shell and
-#    no package manager in its file system.
+#    no package manager in its file system; the binary without debug info or simulator, with
+#    packed relative relocations (DT_RELR).
 # 2. Without NVML: the exporter stays up, /ready answers 503, /metrics answers, and the log says
 #    where libnvidia-ml.so.1 was looked for; SIGTERM ends it with status 0.
 # 3. With libnvidia-ml.so.1 injected as the NVIDIA container toolkit does it on a Debian-based
@@ -75,6 +76,10 @@ done
 if readelf -S "$mnt/usr/bin/gpu-exporter" | grep -q '\.debug_info'; then
   fail "/usr/bin/gpu-exporter carries debug info"
 fi
+# The Dockerfile links with packed relative relocations (DT_RELR) to keep the loader from
+# reading and the process from holding about 0.9 MB of RELA entries (BENCHMARKS.md, issue 27).
+readelf -d "$mnt/usr/bin/gpu-exporter" | grep -q '(RELR)' \
+  || fail "/usr/bin/gpu-exporter has no packed relative relocations (DT_RELR): was the Dockerfile's RUSTFLAGS lost?"
 counters=$(cd "$mnt/etc/dcgm-exporter" && ls ./*.csv | sed 's,^\./,,' | tr '\n' ' ')
 [ -n "$counters" ] || fail "no counters files in /etc/dcgm-exporter"
 if strings "$mnt/usr/bin/gpu-exporter" | grep -q 'nvmlSimConfigure'; then
@@ -162,7 +167,7 @@ EOF
   echo "| files | $files |"
   echo "| unpacked size | $(mib "$rootfs_bytes") |"
   echo "| compressed layers (what a pull downloads) | $(mib "$compressed") |"
-  echo "| /usr/bin/gpu-exporter | $(mib "$binary_bytes"), no debug info, no simulator |"
+  echo "| /usr/bin/gpu-exporter | $(mib "$binary_bytes"), no debug info, no simulator, relative relocations packed (DT_RELR) |"
   echo "| without NVML | /ready 503, /metrics 200; log: \`${no_nvml_line//|/\\|}\` |"
   echo "| with libnvidia-ml.so.1 injected | ready after ${ready_s} s, $gpus GPUs, $series DCGM_FI_* series |"
   echo "| counters files loaded | ${counters_checked[*]} |"
