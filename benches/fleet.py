@@ -118,13 +118,37 @@ def api(port, path, params=None, method="GET"):
     return j.get("data"), None, took
 
 
+def _port_candidates():
+    """Ports below the kernel's ephemeral range (ip_local_port_range), from 20000 up. A port the
+    kernel hands out for `bind(port 0)` or an outgoing connection is never one of these, so a
+    port chosen here stays free until its process binds it: the exporters' own simulated API
+    servers bind port 0, and Prometheus's scrapes connect out, while later nodes start. (A port
+    taken from the ephemeral range was, once in a 140-node run, taken by another node's
+    simulated API server before its exporter bound it.)"""
+    try:
+        low = int(pathlib.Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    start = 20000 if low > 21000 else 1025
+    return iter(range(start, low))
+
+
+_PORTS = _port_candidates()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port no process holds now and this run has not used, outside the ephemeral range."""
+    for port in _PORTS:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise SystemExit("fleet: no free port left below the ephemeral range")
 
 
-def wait_http(port, path, proc, name, within):
+def wait_http(port, path, proc, name, within, log=None):
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
@@ -133,7 +157,14 @@ def wait_http(port, path, proc, name, within):
         except OSError:
             pass
         if proc.poll() is not None:
-            raise SystemExit(f"fleet: {name} exited ({proc.returncode}) before {path} answered")
+            tail = ""
+            if log is not None:
+                try:
+                    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+                    tail = "; its log ends:\n" + "\n".join(lines[-5:])
+                except OSError:
+                    pass
+            raise SystemExit(f"fleet: {name} exited ({proc.returncode}) before {path} answered{tail}")
         time.sleep(0.2)
     raise SystemExit(f"fleet: {name}: {path} on port {port} not ready within {within} s")
 
@@ -319,7 +350,7 @@ class Fleet:
             self.nodes.append((name, cluster, scenario, port, gpus))
             waits.append((port, p, name))
         for port, p, name in waits:
-            wait_http(port, "/ready", p, name, 600)
+            wait_http(port, "/ready", p, name, 600, self.dir / f"{name}.log")
 
     def start_vm(self):
         self.vm_port = free_port()
@@ -327,7 +358,8 @@ class Fleet:
             self.args.victoria_metrics, f"-storageDataPath={self.dir / 'vm'}",
             f"-httpListenAddr=127.0.0.1:{self.vm_port}", "-search.latencyOffset=0s",
             "-search.disableCache", "-retentionPeriod=1", "-loggerLevel=ERROR"])
-        wait_http(self.vm_port, "/health", self.vm, "victoria-metrics", 60)
+        wait_http(self.vm_port, "/health", self.vm, "victoria-metrics", 60,
+                  self.dir / "victoria-metrics.log")
 
     def start_prometheus(self):
         a = self.args
@@ -350,7 +382,7 @@ class Fleet:
             f"--storage.tsdb.path={self.dir / 'prometheus'}",
             f"--web.listen-address=127.0.0.1:{self.prom_port}", "--web.enable-admin-api",
             "--log.level=warn"])
-        wait_http(self.prom_port, "/-/ready", self.prom, "prometheus", 60)
+        wait_http(self.prom_port, "/-/ready", self.prom, "prometheus", 60, self.dir / "prometheus.log")
 
     def exporter_cpu(self):
         return sum(cpu_seconds(p.pid) for n, p in self.procs if n not in ("prometheus", "victoria-metrics"))

@@ -5,11 +5,11 @@
 //!
 //! Bounded: the Events wait in a queue of fixed size (a full queue drops the new Event and
 //! counts it), one that failed in a way that may pass is retried in order for at most 10
-//! minutes (then dropped and counted), each call has a deadline, and the conditions are a latest-wins value retried
-//! with backoff, never a queue, and written again for a while after a call that timed out
-//! (the server may still make that write, late, over a newer one). Each kind logs one line
-//! per change of state (failing, and working again), never one per call. It must not plan
-//! what to write (`plan` does) or read the snapshot.
+//! minutes (then dropped and counted), each call has a deadline, and the conditions are a
+//! latest-wins value retried with backoff, never a queue, and written again for a while after
+//! a call that timed out (the server may still make that write, late, over a newer one). Each
+//! kind logs one line per change of state (failing, and working again), never one per call.
+//! It must not plan what to write (`plan` does) or read the snapshot.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -247,8 +247,8 @@ pub async fn conditions(
 /// Event whose write failed in a way that may pass is written again with backoff (0.5 s
 /// doubling to 30 s), holding the Events behind it in the queue, until it is written or has
 /// waited `retry_for` since it was queued (`super::EVENT_RETRY_FOR`); then it is given up
-/// and counted as dropped. One
-/// that timed out is not written again: the server may still make it.
+/// and counted as dropped. One that timed out is not written again: the server may still
+/// make it.
 pub async fn events(
     client: kube::Client,
     node: String,
