@@ -153,6 +153,63 @@ fn profiling_series_on_the_a100_and_the_l4_from_simulated_dcgm() {
     );
 }
 
+/// `--enable-dcgm-log --dcgm-log-level info`, dcgm-exporter's flags: the embedded hostengine
+/// is started with its log on standard output at that level (`dcgmStartEmbedded_v2`), and the
+/// simulated library writes its start-up line there. Without the flags DCGM is started as
+/// before and logs nothing; the log alone, at the default level NONE, logs nothing and says so.
+#[test]
+fn enable_dcgm_log_gives_the_embedded_hostengine_its_log_on_stdout() {
+    built("libdcgm_sim.so");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, more: &[&str]| {
+        let out = dir.path().join(format!("{name}.stdout"));
+        let e = Exporter::builder()
+            .args(["--simulate", "a100-l4", "-f", DCP, "-c", "300"])
+            .args(more)
+            .stdout_to(&out)
+            .log_pipe()
+            .start();
+        e.metrics_until("profiling from the embedded hostengine", |t| {
+            t.contains("gpu_exporter_dcgm_up 1")
+                && at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", None).is_some()
+        });
+        let log = e.log();
+        drop(e);
+        (std::fs::read_to_string(&out).unwrap(), log)
+    };
+    let started = "dcgm-sim: INFO embedded host engine started (log level INFO)";
+
+    let (stdout, log) = run("info", &["--enable-dcgm-log", "--dcgm-log-level", "info"]);
+    assert_eq!(
+        stdout.matches(started).count(),
+        1,
+        "stdout: {stdout}\nlog: {log}"
+    );
+    assert!(
+        !log.contains("dcgm-log"),
+        "no warning about the flags: {log}"
+    );
+
+    let (stdout, log) = run("default", &[]);
+    assert!(
+        !stdout.contains("dcgm-sim"),
+        "no DCGM log unless asked: {stdout}"
+    );
+    assert!(!log.contains("dcgm-log"), "{log}");
+
+    let (stdout, log) = run("none", &["--enable-dcgm-log"]);
+    assert!(
+        !stdout.contains("dcgm-sim"),
+        "level NONE logs nothing: {stdout}"
+    );
+    assert_eq!(
+        log.matches("--enable-dcgm-log with --dcgm-log-level NONE")
+            .count(),
+        1,
+        "{log}"
+    );
+}
+
 #[test]
 fn mig_instances_get_profiling_with_the_gpm_paths_shape() {
     built("libdcgm_sim.so");

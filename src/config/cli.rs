@@ -504,10 +504,10 @@ pub struct Cli {
     /// DCGM fake GPUs (no meaning here; use --simulate).
     #[arg(long = "fake-gpus", env = "DCGM_EXPORTER_USE_FAKE_GPUS", action = ArgAction::SetTrue)]
     pub fake_gpus: bool,
-    /// DCGM logging (no meaning here).
+    /// An embedded DCGM hostengine logs to standard output, at --dcgm-log-level.
     #[arg(long = "enable-dcgm-log", env = "DCGM_EXPORTER_ENABLE_DCGM_LOG", action = ArgAction::SetTrue)]
     pub enable_dcgm_log: bool,
-    /// DCGM log level (no meaning here).
+    /// --enable-dcgm-log's level: NONE (the default), FATAL, ERROR, WARN, INFO, DEBUG or VERB.
     #[arg(long = "dcgm-log-level", env = "DCGM_EXPORTER_DCGM_LOG_LEVEL")]
     pub dcgm_log_level: Option<String>,
     /// Skip the libdcgm start-up check (no meaning here).

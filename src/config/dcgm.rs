@@ -1,5 +1,6 @@
 //! The DCGM client's settings from the flags: `--dcgm-mode`, `-r/--remote-hostengine-info`,
-//! `--dcgm-lib` and `--watch-max-keep-age`/`--watch-max-keep-samples` (or the configuration
+//! `--dcgm-lib`, `--enable-dcgm-log`/`--dcgm-log-level`, and
+//! `--watch-max-keep-age`/`--watch-max-keep-samples` (or the configuration
 //! file's `sources.dcgm.watch`, merged in first), validated once into `dcgm::DcgmOptions`,
 //! errors naming the flag.
 //!
@@ -37,6 +38,65 @@ pub enum DcgmConfigError {
     /// `-s/--switch-devices` does not parse (the message names the flag and the item).
     #[error(transparent)]
     SwitchDevices(Box<crate::gpu::selection::DeviceSpecError>),
+    /// `--dcgm-log-level` names no DCGM log level.
+    #[error(
+        "--dcgm-log-level (or DCGM_EXPORTER_DCGM_LOG_LEVEL) {0:?}: not a DCGM log level \
+         (expected NONE, FATAL, ERROR, WARN, INFO, DEBUG or VERB)"
+    )]
+    LogLevel(String),
+}
+
+/// `--enable-dcgm-log` and `--dcgm-log-level`, as dcgm-exporter takes them: with the log
+/// enabled, an embedded hostengine logs to standard output at the level (default `NONE`, as
+/// there). A mode without an embedded hostengine, a level without the log, or the log at
+/// `NONE` is a warning, not an error; a level that is not DCGM's is an error.
+fn log_severity(
+    cli: &Cli,
+    mode: &crate::dcgm::Mode,
+    mode_given: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<i32>, DcgmConfigError> {
+    use crate::dcgm::{LOG_NONE, Mode, parse_log_level};
+    let level = match cli.dcgm_log_level.as_deref().map(str::trim) {
+        Some(l) if !l.is_empty() => Some(
+            parse_log_level(l)
+                .map(|s| (l.to_ascii_uppercase(), s))
+                .ok_or_else(|| DcgmConfigError::LogLevel(l.to_owned()))?,
+        ),
+        _ => None,
+    };
+    if !cli.enable_dcgm_log {
+        if let Some((name, _)) = level {
+            warnings.push(format!(
+                "--dcgm-log-level {name} has no effect without --enable-dcgm-log"
+            ));
+        }
+        return Ok(None);
+    }
+    // With --simulate and no --dcgm-mode, the simulated library runs embedded.
+    let embedded = match mode {
+        Mode::Embedded => true,
+        Mode::Off => cli.simulate.is_some() && !mode_given,
+        Mode::Remote(_) => false,
+    };
+    if !embedded {
+        warnings.push(match mode {
+            Mode::Remote(a) => format!(
+                "--enable-dcgm-log has no effect with the remote hostengine {a}: its log is \
+                 set where it runs (nv-hostengine --log-level, --log-filename)"
+            ),
+            _ => "--enable-dcgm-log has no effect with --dcgm-mode off (no DCGM)".to_owned(),
+        });
+        return Ok(None);
+    }
+    let (name, severity) = level.unwrap_or_else(|| ("NONE".to_owned(), LOG_NONE));
+    if severity == LOG_NONE {
+        warnings.push(format!(
+            "--enable-dcgm-log with --dcgm-log-level {name} (the default, as in dcgm-exporter) \
+             logs nothing: give a level such as ERROR or INFO"
+        ));
+    }
+    Ok(Some(severity))
 }
 
 /// `--dcgm-lib` as given, once its kind is checked (one `stat`), as `--nvml-lib` is: a FIFO,
@@ -141,6 +201,7 @@ pub(super) fn options(
             .ok_or_else(|| DcgmConfigError::KeepSamples(v.to_owned()))?,
         _ => 0,
     };
+    let log_severity = log_severity(cli, &mode, given.is_some(), warnings)?;
     let opts = DcgmOptions {
         mode,
         lib: dcgm_lib(cli.dcgm_lib.as_ref())?,
@@ -152,6 +213,7 @@ pub(super) fn options(
             &cli.switch_devices,
         )
         .map_err(|e| DcgmConfigError::SwitchDevices(Box::new(e)))?,
+        log_severity,
     };
     Ok((opts, given.is_some()))
 }
@@ -167,6 +229,84 @@ mod tests {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default()
+    }
+
+    fn warnings(args: &[&str]) -> Vec<String> {
+        Config::from_args(args)
+            .map(|c| c.warnings)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// `--dcgm-log-level` takes DCGM's level names in any case and refuses others, naming the
+    /// flag; the log is set only for an embedded hostengine, and each way of asking for it
+    /// without effect is one warning.
+    #[test]
+    fn the_dcgm_log_flags_set_an_embedded_hostengines_log() {
+        let severity = |args: &[&str]| {
+            Config::from_args(args)
+                .map(|c| c.dcgm.log_severity)
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+        };
+        let embedded = ["--dcgm-mode", "embedded", "--enable-dcgm-log"];
+        for (level, want) in [
+            ("verb", 6),
+            ("DEBUG", 5),
+            (" Info ", 4),
+            ("warn", 3),
+            ("ERROR", 2),
+        ] {
+            let args = [&embedded[..], &["--dcgm-log-level", level]].concat();
+            assert_eq!(severity(&args), Some(want), "{level}");
+            assert!(
+                warnings(&args).iter().all(|w| !w.contains("dcgm-log")),
+                "{level}"
+            );
+        }
+        assert_eq!(severity(&embedded), Some(0));
+        assert!(warnings(&embedded).iter().any(
+            |w| w.contains("--dcgm-log-level NONE (the default") && w.contains("logs nothing")
+        ));
+        assert_eq!(severity(&["--dcgm-mode", "embedded"]), None);
+        let e = err(&[
+            "--dcgm-mode",
+            "embedded",
+            "--enable-dcgm-log",
+            "--dcgm-log-level",
+            "LOUD",
+        ]);
+        assert!(
+            e.contains("--dcgm-log-level") && e.contains("\"LOUD\"") && e.contains("VERB"),
+            "{e}"
+        );
+        // A level without the log.
+        let args = ["--dcgm-mode", "embedded", "--dcgm-log-level", "debug"];
+        assert_eq!(severity(&args), None);
+        assert!(
+            warnings(&args)
+                .iter()
+                .any(|w| w.contains("has no effect without --enable-dcgm-log"))
+        );
+        // No embedded hostengine.
+        let args = [
+            "-r",
+            "unix:///run/he.sock",
+            "--enable-dcgm-log",
+            "--dcgm-log-level",
+            "info",
+        ];
+        assert_eq!(severity(&args), None);
+        assert!(
+            warnings(&args)
+                .iter()
+                .any(|w| w.contains("remote hostengine unix:///run/he.sock"))
+        );
+        let args = ["--enable-dcgm-log", "--dcgm-log-level", "info"];
+        assert_eq!(severity(&args), None);
+        assert!(
+            warnings(&args)
+                .iter()
+                .any(|w| w.contains("--dcgm-mode off"))
+        );
     }
 
     #[test]

@@ -7,12 +7,11 @@ use super::cli::Cli;
 /// The warnings for the flags of `cli` that are given but have no effect here, one per flag,
 /// in the order dcgm-exporter lists its flags.
 pub fn warnings(cli: &Cli) -> Vec<String> {
-    const NO_DCGM: &str = "has no meaning: gpu-exporter reads NVML directly, without DCGM";
     const NO_DUMPS: &str = "is not implemented: there are no per-scrape debug dumps";
     const NO_CRI: &str = "is not implemented: pod labels come from the Kubernetes API \
                           (--kubernetes-enable-pod-labels)";
     const NO_BIND: &str = "has no meaning: GPUs are enumerated on every tick";
-    let given: [(bool, &str, &str); 16] = [
+    let given: [(bool, &str, &str); 14] = [
         (
             cli.configmap_data != "none",
             "-m/--configmap-data",
@@ -33,8 +32,6 @@ pub fn warnings(cli: &Cli) -> Vec<String> {
             "--web-systemd-socket",
             "is not implemented: the exporter binds --address itself",
         ),
-        (cli.enable_dcgm_log, "--enable-dcgm-log", NO_DCGM),
-        (cli.dcgm_log_level.is_some(), "--dcgm-log-level", NO_DCGM),
         (cli.dump_enabled, "--dump-enabled", NO_DUMPS),
         (cli.dump_directory.is_some(), "--dump-directory", NO_DUMPS),
         (cli.dump_retention.is_some(), "--dump-retention", NO_DUMPS),
@@ -46,7 +43,8 @@ pub fn warnings(cli: &Cli) -> Vec<String> {
         (
             cli.disable_startup_validate,
             "--disable-startup-validate",
-            "has no meaning without libdcgm",
+            "has no effect: the DCGM library is checked when it loads (its version and \
+             calls), and a failed check is logged while NVML's fields are served",
         ),
         (
             cli.enable_gpu_bind_unbind_watch,

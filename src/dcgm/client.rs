@@ -413,7 +413,14 @@ impl Worker {
                 .unwrap_or_else(|| "not connected".into()));
         }
         let timeout = self.opts.deadline;
-        match Session::open(api, &self.opts.mode, timeout, &self.opts.switches) {
+        let opened = Session::open(
+            api,
+            &self.opts.mode,
+            timeout,
+            &self.opts.switches,
+            self.opts.log_severity,
+        );
+        match opened {
             Ok(s) => {
                 self.session = Some(s);
                 self.backoff.reset();

@@ -86,6 +86,7 @@ pub fn place(lib: Option<&Path>) -> String {
 pub struct Api {
     pub init: sig::dcgmInit,
     pub start_embedded: sig::dcgmStartEmbedded,
+    pub start_embedded_v2: sig::dcgmStartEmbedded_v2,
     pub stop_embedded: sig::dcgmStopEmbedded,
     pub connect: sig::dcgmConnect_v2,
     pub disconnect: sig::dcgmDisconnect,
@@ -205,6 +206,7 @@ pub fn load(lib: Option<&Path>) -> Result<&'static Api, LibraryError> {
     let api = Api {
         init: get!("dcgmInit"),
         start_embedded: get!("dcgmStartEmbedded"),
+        start_embedded_v2: get!("dcgmStartEmbedded_v2"),
         stop_embedded: get!("dcgmStopEmbedded"),
         connect: get!("dcgmConnect_v2"),
         disconnect: get!("dcgmDisconnect"),

@@ -133,6 +133,32 @@ pub struct DcgmOptions {
     pub deadline: Duration,
     /// `-s/--switch-devices`: the NVSwitches and ports whose rows are watched.
     pub switches: SwitchSelection,
+    /// `--enable-dcgm-log` with `--dcgm-log-level`: an embedded hostengine logs to standard
+    /// output at this `DcgmLoggingSeverity_t`; `None`: DCGM's own default (its environment).
+    pub log_severity: Option<i32>,
+}
+
+/// `DcgmLoggingSeverity_t`'s "no logging", `--dcgm-log-level`'s default.
+pub const LOG_NONE: i32 = dcgm_abi::DcgmLoggingSeverityNone;
+
+/// `--dcgm-log-level`'s names (dcgm-exporter's, any case) and their `DcgmLoggingSeverity_t`.
+pub const LOG_LEVELS: [(&str, i32); 7] = [
+    ("NONE", dcgm_abi::DcgmLoggingSeverityNone),
+    ("FATAL", dcgm_abi::DcgmLoggingSeverityFatal),
+    ("ERROR", dcgm_abi::DcgmLoggingSeverityError),
+    ("WARN", dcgm_abi::DcgmLoggingSeverityWarning),
+    ("INFO", dcgm_abi::DcgmLoggingSeverityInfo),
+    ("DEBUG", dcgm_abi::DcgmLoggingSeverityDebug),
+    ("VERB", dcgm_abi::DcgmLoggingSeverityVerbose),
+];
+
+/// The severity `--dcgm-log-level` names, or `None` for a name that is not one of
+/// [`LOG_LEVELS`].
+pub fn parse_log_level(text: &str) -> Option<i32> {
+    LOG_LEVELS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(text.trim()))
+        .map(|(_, severity)| *severity)
 }
 
 impl Default for DcgmOptions {
@@ -144,6 +170,7 @@ impl Default for DcgmOptions {
             max_keep_samples: 0,
             deadline: MAX_DEADLINE,
             switches: SwitchSelection::default(),
+            log_severity: None,
         }
     }
 }

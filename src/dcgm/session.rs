@@ -16,7 +16,8 @@ use dcgm_abi::{
     c_text, dcgmConnectV2Params_v2, dcgmConnectV2Params_version2, dcgmDeviceAttributes_v3,
     dcgmDeviceAttributes_version3, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
     dcgmMigHierarchy_v2, dcgmMigHierarchy_version2, dcgmProfGetMetricGroups_v3,
-    dcgmProfGetMetricGroups_version3,
+    dcgmProfGetMetricGroups_version3, dcgmStartEmbeddedV2Params_v1,
+    dcgmStartEmbeddedV2Params_version1,
 };
 
 use super::groups::{MetricGroup, resolve};
@@ -129,12 +130,15 @@ pub fn init(api: &Api) -> Result<(), SessionError> {
 impl Session {
     /// Starts an embedded hostengine or connects to a remote one (waiting at most `timeout`),
     /// then learns the GPUs, their MIG instances and their metric groups, and the NVSwitches
-    /// and up ports `sel` chooses.
+    /// and up ports `sel` chooses. An embedded hostengine given `log` (a
+    /// `DcgmLoggingSeverity_t`) logs to standard output at that severity
+    /// (`dcgmStartEmbedded_v2`); without it, DCGM's defaults apply.
     pub fn open(
         api: &'static Api,
         mode: &Mode,
         timeout: Duration,
         sel: &SwitchSelection,
+        log: Option<i32>,
     ) -> Result<Self, SessionError> {
         let mut handle: dcgmHandle_t = 0;
         let embedded = match mode {
@@ -156,9 +160,29 @@ impl Session {
                 false
             }
             _ => {
-                // SAFETY: a valid out pointer.
-                let rc = unsafe { (api.start_embedded)(DCGM_OPERATION_MODE_AUTO, &mut handle) };
-                call(api, "dcgmStartEmbedded", rc)?;
+                match log {
+                    None => {
+                        // SAFETY: a valid out pointer.
+                        let rc =
+                            unsafe { (api.start_embedded)(DCGM_OPERATION_MODE_AUTO, &mut handle) };
+                        call(api, "dcgmStartEmbedded", rc)?;
+                    }
+                    Some(severity) => {
+                        let mut params = dcgmStartEmbeddedV2Params_v1 {
+                            version: dcgmStartEmbeddedV2Params_version1,
+                            opMode: DCGM_OPERATION_MODE_AUTO,
+                            dcgmHandle: 0,
+                            logFile: c"-".as_ptr(),
+                            severity,
+                            denyListCount: 0,
+                            denyList: [0; dcgm_abi::DCGM_MODULE_ID_COUNT_V1],
+                        };
+                        // SAFETY: a valid, versioned struct; `logFile` is a static C string.
+                        let rc = unsafe { (api.start_embedded_v2)(&mut params) };
+                        call(api, "dcgmStartEmbedded_v2", rc)?;
+                        handle = params.dcgmHandle;
+                    }
+                }
                 true
             }
         };

@@ -393,13 +393,14 @@ enum Log {
 }
 
 /// How to run the exporter: on a free loopback port (`-a 127.0.0.1:<port>`), loading NVML from
-/// `--nvml-lib` (the simulated library unless told otherwise), stdin and stdout null, stderr
-/// discarded unless a log file or a pipe is asked for.
+/// `--nvml-lib` (the simulated library unless told otherwise), stdin null, stdout null unless
+/// a file is asked for, stderr discarded unless a log file or a pipe is asked for.
 pub struct ExporterBuilder {
     cmd: Command,
     port: u16,
     nvml_lib: PathBuf,
     stderr: Stderr,
+    stdout: Option<PathBuf>,
     scrape_deadline: Duration,
 }
 
@@ -423,6 +424,7 @@ impl ExporterBuilder {
             port,
             nvml_lib: built_sim_lib(),
             stderr: Stderr::Null,
+            stdout: None,
             scrape_deadline: Duration::from_secs(30),
         }
     }
@@ -475,6 +477,13 @@ impl ExporterBuilder {
         self
     }
 
+    /// Stdout into the file `path` (else discarded): what a library loaded into the process
+    /// writes there, such as DCGM's log.
+    pub fn stdout_to(mut self, path: impl Into<PathBuf>) -> Self {
+        self.stdout = Some(path.into());
+        self
+    }
+
     /// Stderr to `stdio`, set up by the test ([`Exporter::log`] is then empty).
     pub fn stderr(mut self, stdio: Stdio) -> Self {
         self.stderr = Stderr::Given(stdio);
@@ -514,7 +523,10 @@ impl ExporterBuilder {
             .arg("--nvml-lib")
             .arg(&self.nvml_lib)
             .stdin(Stdio::null())
-            .stdout(Stdio::null());
+            .stdout(match &self.stdout {
+                Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+                None => Stdio::null(),
+            });
         let (stderr, kind) = match self.stderr {
             Stderr::Null => (Stdio::null(), Stderr::Null),
             Stderr::File(path) => (

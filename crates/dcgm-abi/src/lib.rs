@@ -155,6 +155,41 @@ pub struct dcgmConnectV2Params_v2 {
 pub const dcgmConnectV2Params_version2: c_uint =
     make_version(size_of::<dcgmConnectV2Params_v2>(), 2);
 
+/// `DCGM_MODULE_ID_COUNT_V1`: the length of `dcgmStartEmbeddedV2Params_v1`'s deny list.
+pub const DCGM_MODULE_ID_COUNT_V1: usize = 10;
+
+/// `DcgmLoggingSeverity_t`: no logging.
+pub const DcgmLoggingSeverityNone: c_int = 0;
+/// `DcgmLoggingSeverity_t`: fatal errors.
+pub const DcgmLoggingSeverityFatal: c_int = 1;
+/// `DcgmLoggingSeverity_t`: errors.
+pub const DcgmLoggingSeverityError: c_int = 2;
+/// `DcgmLoggingSeverity_t`: warnings.
+pub const DcgmLoggingSeverityWarning: c_int = 3;
+/// `DcgmLoggingSeverity_t`: informative.
+pub const DcgmLoggingSeverityInfo: c_int = 4;
+/// `DcgmLoggingSeverity_t`: debug information.
+pub const DcgmLoggingSeverityDebug: c_int = 5;
+/// `DcgmLoggingSeverity_t`: verbose debugging information.
+pub const DcgmLoggingSeverityVerbose: c_int = 6;
+
+/// `dcgmStartEmbeddedV2Params_v1` (DCGM 2.0 and later): `dcgmStartEmbedded_v2`'s in and out
+/// parameters. `logFile` `-` is standard output, null no log.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct dcgmStartEmbeddedV2Params_v1 {
+    pub version: c_uint,
+    pub opMode: c_uint,
+    pub dcgmHandle: dcgmHandle_t,
+    pub logFile: *const c_char,
+    pub severity: c_int,
+    pub denyListCount: c_uint,
+    pub denyList: [c_uint; DCGM_MODULE_ID_COUNT_V1],
+}
+/// `dcgmStartEmbeddedV2Params_version1`.
+pub const dcgmStartEmbeddedV2Params_version1: c_uint =
+    make_version(size_of::<dcgmStartEmbeddedV2Params_v1>(), 1);
+
 /// `dcgmGroupEntityPair_t`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -420,6 +455,8 @@ pub mod sig {
     pub type dcgmInit = unsafe extern "C" fn() -> dcgmReturn_t;
     pub type dcgmShutdown = unsafe extern "C" fn() -> dcgmReturn_t;
     pub type dcgmStartEmbedded = unsafe extern "C" fn(c_uint, *mut dcgmHandle_t) -> dcgmReturn_t;
+    pub type dcgmStartEmbedded_v2 =
+        unsafe extern "C" fn(*mut dcgmStartEmbeddedV2Params_v1) -> dcgmReturn_t;
     pub type dcgmStopEmbedded = unsafe extern "C" fn(dcgmHandle_t) -> dcgmReturn_t;
     pub type dcgmConnect_v2 = unsafe extern "C" fn(
         *const c_char,
@@ -519,6 +556,13 @@ mod tests {
     #[test]
     fn layouts_match_dcgm_headers() {
         assert_eq!(size_of::<dcgmConnectV2Params_v2>(), 16);
+        assert_eq!(size_of::<dcgmStartEmbeddedV2Params_v1>(), 72);
+        assert_eq!(offset_of!(dcgmStartEmbeddedV2Params_v1, dcgmHandle), 8);
+        assert_eq!(offset_of!(dcgmStartEmbeddedV2Params_v1, logFile), 16);
+        assert_eq!(offset_of!(dcgmStartEmbeddedV2Params_v1, severity), 24);
+        assert_eq!(offset_of!(dcgmStartEmbeddedV2Params_v1, denyListCount), 28);
+        assert_eq!(offset_of!(dcgmStartEmbeddedV2Params_v1, denyList), 32);
+        assert_eq!(dcgmStartEmbeddedV2Params_version1, 16_777_288);
         assert_eq!(offset_of!(dcgmConnectV2Params_v2, timeoutMs), 8);
         assert_eq!(offset_of!(dcgmConnectV2Params_v2, addressIsUnixSocket), 12);
         assert_eq!(size_of::<dcgmGroupEntityPair_t>(), 8);

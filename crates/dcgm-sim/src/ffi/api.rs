@@ -77,6 +77,52 @@ pub unsafe extern "C" fn dcgmStartEmbedded(
     })
 }
 
+/// `dcgmStartEmbedded` with a log: `logFile` `-` is standard output, another path a file
+/// appended to, null no log; at `severity` Info or above the simulated host engine writes one
+/// line there when it starts, as DCGM's own log would begin.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dcgmStartEmbedded_v2(
+    params: *mut abi::dcgmStartEmbeddedV2Params_v1,
+) -> abi::dcgmReturn_t {
+    guard(|| {
+        let p = unsafe { out(params) }?;
+        check_version(p.version, abi::dcgmStartEmbeddedV2Params_version1)?;
+        let manual = match p.opMode {
+            abi::DCGM_OPERATION_MODE_AUTO => false,
+            abi::DCGM_OPERATION_MODE_MANUAL => true,
+            _ => return Err(abi::DCGM_ST_BADPARAM),
+        };
+        if !(abi::DcgmLoggingSeverityNone..=abi::DcgmLoggingSeverityVerbose).contains(&p.severity)
+            && p.severity != -1
+        {
+            return Err(abi::DCGM_ST_BADPARAM);
+        }
+        // SAFETY: null or NUL-terminated (DCGM contract).
+        let log = unsafe { text(p.logFile) };
+        p.dcgmHandle = global::start_embedded(manual)?;
+        if !log.is_empty() && p.severity >= abi::DcgmLoggingSeverityInfo {
+            let level = match p.severity {
+                abi::DcgmLoggingSeverityInfo => "INFO",
+                abi::DcgmLoggingSeverityDebug => "DEBUG",
+                _ => "VERB",
+            };
+            let line = format!("dcgm-sim: INFO embedded host engine started (log level {level})\n");
+            use std::io::Write;
+            // A log that cannot be written is not an error of the start, as in DCGM.
+            let _ = if log == "-" {
+                std::io::stdout().lock().write_all(line.as_bytes())
+            } else {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .and_then(|mut f| f.write_all(line.as_bytes()))
+            };
+        }
+        Ok(())
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dcgmStopEmbedded(handle: abi::dcgmHandle_t) -> abi::dcgmReturn_t {
     guard(|| status(global::close(handle, true)))

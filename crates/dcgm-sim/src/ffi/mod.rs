@@ -59,6 +59,7 @@ mod tests {
         let _: sig::dcgmInit = dcgmInit;
         let _: sig::dcgmShutdown = dcgmShutdown;
         let _: sig::dcgmStartEmbedded = dcgmStartEmbedded;
+        let _: sig::dcgmStartEmbedded_v2 = dcgmStartEmbedded_v2;
         let _: sig::dcgmStopEmbedded = dcgmStopEmbedded;
         let _: sig::dcgmConnect_v2 = dcgmConnect_v2;
         let _: sig::dcgmDisconnect = dcgmDisconnect;
