@@ -17,6 +17,21 @@ cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# Each step's heading, and at the end how long each took (the whole run must stay under 30
+# minutes on 2 cores: this says where the time goes).
+run_start=$(date +%s)
+step_start=$run_start
+step_name=
+timings=()
+step() {
+  local now
+  now=$(date +%s)
+  [ -z "$step_name" ] || timings+=("$((now - step_start)) s  $step_name")
+  step_name=$1
+  step_start=$now
+  echo "==> $1"
+}
+
 need_apt=()
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v victoria-metrics >/dev/null 2>&1 || need_apt+=(victoria-metrics)
@@ -34,56 +49,59 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
 
-echo "==> helm, kubernetes-validate (chart tests) and kubectl (tests/kubectl.rs) (scripts/deploy-tools.sh)"
+step "helm, kubernetes-validate (chart tests) and kubectl (tests/kubectl.rs) (scripts/deploy-tools.sh)"
 deploy_tools=$(bash scripts/deploy-tools.sh)  # a failed install stops here (set -e)
 eval "$deploy_tools"
 export HELM KUBERNETES_VALIDATE KUBECTL
 
-echo "==> crate structure: no import cycles, layer order, file size, headers (scripts/architecture.py)"
+step "crate structure: no import cycles, layer order, file size, headers (scripts/architecture.py)"
 python3 scripts/architecture.py --self-test
 python3 scripts/architecture.py
 
-echo "==> cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "==> cargo clippy (all targets, warnings are errors)"
+step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-echo "==> production feature set (no simulator): clippy, build, and no simulator code in the binary"
+step "production feature set (no simulator): clippy, build, and no simulator code in the binary"
 cargo clippy --no-default-features --all-targets -- -D warnings
 cargo build --no-default-features --bin gpu-exporter
 bash scripts/check-production-binary.sh target/debug/gpu-exporter production
 
-echo "==> dashboards are what dashboards/generate.py builds"
+step "dashboards are what dashboards/generate.py builds"
 python3 dashboards/generate.py --check
 
-echo "==> deploy/manifests are what deploy/render.sh renders from the Helm chart"
+step "deploy/manifests are what deploy/render.sh renders from the Helm chart"
 bash deploy/render.sh --check
 
-echo "==> cargo build --workspace (exporter + simulated NVML library)"
+step "cargo build --workspace (exporter + simulated NVML library)"
 cargo build --workspace
 # The check above must be able to fail: the default build does carry the simulator.
 bash scripts/check-production-binary.sh target/debug/gpu-exporter default
 
-echo "==> cargo test --workspace"
+step "cargo test --workspace"
 log=$(mktemp)
 cargo test --workspace 2>&1 | tee "$log"
 read -r passed failed < <(awk '/^test result: /{for(i=1;i<=NF;i++){if($(i+1)~/^passed;?/)p+=$i; if($(i+1)~/^failed;?/)f+=$i}} END{print p+0, f+0}' "$log")
 rm -f "$log"
 
-echo "==> promtool check metrics on the live output of --simulate"
+step "promtool check metrics on the live output of --simulate"
 scripts/check-metrics.sh target/debug/gpu-exporter
 
-echo "==> a short fleet (3 nodes) through Prometheus and, by remote_write, VictoriaMetrics (benches/fleet.sh --short --check)"
+step "a short fleet (3 nodes) through Prometheus and, by remote_write, VictoriaMetrics (benches/fleet.sh --short --check)"
 fleet_start=$(date +%s)
 bash benches/fleet.sh --short --check --bin target/debug/gpu-exporter
 echo "==> short fleet: checked in $(( $(date +%s) - fleet_start )) s"
 
-echo "==> the container image and its DCGM variant: built from the Dockerfile with buildah, run and checked (scripts/image.sh)"
+step "the container image and its DCGM variant: built from the Dockerfile with buildah, run and checked (scripts/image.sh)"
 image_start=$(date +%s)
 bash scripts/image.sh --local-bases --dcgm --test --tag localhost/gpu-exporter:ci
 echo "==> container image: built and checked in $(( $(date +%s) - image_start )) s"
 
+step "done"
+echo "==> time per step (of $(( $(date +%s) - run_start )) s in all):"
+printf '    %s\n' "${timings[@]}"
 echo "==> all checks passed"
 # Totals of every cargo test binary above, as the last line.
 echo "tests: ${passed} passed, ${failed} failed"
