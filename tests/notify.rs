@@ -711,6 +711,94 @@ fn a_refusing_api_server_leaves_the_metrics_whole_and_is_logged_once_per_cause()
     assert!(refused[0].contains("403 Forbidden"), "{}", refused[0]);
 }
 
+/// An unreachable API server, on the binary: from 3 s to 9 s of the scenario it closes every
+/// connection without an answer (reads and watches too, as a restarting API server or a load
+/// balancer with no backend does), and at 5 s GPU 0 reports Xid 48. Meanwhile the exporter
+/// serves every GPU's series in each scrape, counts the failed writes and logs one line per
+/// kind for the whole outage; afterwards the conditions name GPU 0, and the Event of its Xid
+/// reaches the pod holding it, retried until the server answered.
+#[test]
+fn an_unreachable_api_server_leaves_the_metrics_whole_and_its_writes_land_afterwards() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO);
+    let scenario = dir.path().join("notify-unreachable.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "{}\n[[faults]]\nat = 5\ngpu = 0\nkind = \"xid\"\nxid = 48\n\n[kubernetes]\n\
+             api_faults = [{{ at = 3, until = 9, unreachable = true }}]\n",
+            std::fs::read_to_string(base).unwrap()
+        ),
+    )
+    .unwrap();
+    let (mut e, port) = start(&scenario, "60s");
+    // The Events of 1 s are written before the outage.
+    wait_pod_events(
+        port,
+        &[("inference/chat-api-7d4b9c8f6d-x2k4p", "XidMemory")],
+    );
+    let during = e.metrics_until("failed writes of both kinds counted", |t| {
+        writes(t, "node_condition", "failure") >= 1 && writes(t, "event", "failure") >= 1
+    });
+    let devices = |t: &str| {
+        t.lines()
+            .filter(|l| l.starts_with("gpu_device_up{"))
+            .count()
+    };
+    let allocated = |t: &str| {
+        t.lines()
+            .filter(|l| l.starts_with("gpu_allocation_info{"))
+            .count()
+    };
+    assert_eq!(devices(&during), 8, "{during}");
+    let holders = allocated(&during);
+    assert!(holders > 0, "{during}");
+    for _ in 0..4 {
+        std::thread::sleep(Duration::from_millis(250));
+        let t = e.metrics();
+        assert_eq!(
+            devices(&t),
+            8,
+            "a GPU series gapped while the API server was down:\n{t}"
+        );
+        assert_eq!(
+            allocated(&t),
+            holders,
+            "pod attribution changed in the outage:\n{t}"
+        );
+    }
+    e.wait_log(
+        "Kubernetes Node conditions on sim-notify-node are written again",
+        Duration::from_secs(30),
+    );
+    e.wait_log(
+        "Kubernetes Events are written again",
+        Duration::from_secs(30),
+    );
+    wait_until("GpuUnhealthy names GPU 0 after the outage", || {
+        condition(&api(port, NODE_PATH), "GpuUnhealthy")["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("GPU 0 (GPU-"))
+    });
+    wait_pod_events(port, &[("research/llm-train-0", "XidMemory")]);
+    let text = e.metrics();
+    assert!(
+        text.contains("gpu_exporter_kube_writes_dropped_total 0"),
+        "nothing given up: {text}"
+    );
+    e.sigterm();
+    let log = e.log();
+    for kind in ["Node conditions", "Events"] {
+        let failed = lines_with(&log, &format!("cannot write Kubernetes {kind}"));
+        assert_eq!(failed.len(), 1, "one line for the outage:\n{log}");
+        assert!(
+            !failed[0].contains("403") && !failed[0].contains("timed out"),
+            "{}",
+            failed[0]
+        );
+    }
+}
+
 /// A slow API server, on the binary: from 2 s to 8 s of the scenario every write waits 9 s
 /// (past the 5 s deadline), and the server still makes it late, as a real one may. Ticks go
 /// on, the writes are counted as timed out (not as failures), each kind logs one line, and
@@ -847,6 +935,7 @@ fn fault(path_prefix: &str, status: Option<u16>, delay: Duration) -> WriteFault 
         path_prefix: path_prefix.into(),
         status,
         delay,
+        unreachable: false,
     }
 }
 

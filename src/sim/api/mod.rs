@@ -44,7 +44,8 @@
 //!
 //! Failure injection: [`FakeApi::set_fail`] makes every request answer an error status with a
 //! Kubernetes `Status` body and closes the open watches; [`FakeApi::set_write_faults`] fails
-//! or delays only writes (POST, PUT, PATCH, DELETE), optionally only under a path prefix;
+//! or delays only writes (POST, PUT, PATCH, DELETE), optionally only under a path prefix,
+//! or (`unreachable`) closes every connection without an answer while it is in force;
 //! [`FakeApi::play_write_faults`] (`timeline`) sets them from a scenario's `[kubernetes]
 //! api_faults` as scenario time passes.
 
@@ -96,18 +97,16 @@ impl FakeApi {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let (changed, _) = watch::channel(0);
+        let (down, _) = watch::channel(false);
         let inner = Arc::new(Inner {
             store: Mutex::new(Store::new()),
             changed,
+            down,
         });
         let app = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&inner));
-        let server = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app).await {
-                tracing::warn!("fake Kubernetes API server stopped: {e}");
-            }
-        });
+        let server = tokio::spawn(accept_loop(listener, app, inner.down.subscribe()));
         Ok(Self {
             inner,
             addr,
@@ -216,7 +215,7 @@ impl FakeApi {
     /// path starts with applies (delay, then its status or the write). An empty list serves
     /// writes normally again. Reads and watches are not affected.
     pub fn set_write_faults(&self, faults: Vec<WriteFault>) {
-        self.inner.lock().faults = faults;
+        self.inner.set_faults(faults);
     }
 
     /// The paths and raw (percent-encoded) queries of the requests seen so far, oldest first,
@@ -265,6 +264,40 @@ fn push_bounded(log: &mut VecDeque<String>, line: String) {
         log.pop_front();
     }
     log.push_back(line);
+}
+
+/// Serves HTTP/1.1 connections on `listener`, each on its own task. While `down` is true (an
+/// `unreachable` fault in force) a new connection is closed at once and the open ones are
+/// closed, without an answer, as a client sees an API server that is restarting or behind a
+/// load balancer with no backend left.
+async fn accept_loop(listener: tokio::net::TcpListener, app: Router, down: watch::Receiver<bool>) {
+    use hyper_util::rt::TokioIo;
+    use hyper_util::service::TowerToHyperService;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("fake Kubernetes API server: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if *down.borrow() {
+            drop(stream);
+            continue;
+        }
+        let service = TowerToHyperService::new(app.clone());
+        let mut down = down.clone();
+        tokio::spawn(async move {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
+            tokio::select! {
+                _ = conn => {}
+                _ = down.wait_for(|d| *d) => {}
+            }
+        });
+    }
 }
 
 async fn handle(
@@ -684,6 +717,60 @@ mod tests {
         assert_eq!(table["rows"][0]["cells"][2], "GpuXid");
     }
 
+    /// While an `unreachable` fault is in force every request fails without an answer (a new
+    /// connection and one kept alive from before, reads included) and an open watch ends;
+    /// afterwards the same client is served again.
+    #[tokio::test]
+    async fn an_unreachable_fault_closes_every_connection_until_it_ends() {
+        let api = FakeApi::start().await.unwrap();
+        let client = api.client().unwrap();
+        let get = |c: kube::Client| async move {
+            let req = axum::http::Request::builder()
+                .uri("/api/v1/nodes")
+                .body(kube::client::Body::empty())
+                .unwrap();
+            c.send(req).await.map(|r| r.status().as_u16())
+        };
+        assert_eq!(
+            get(client.clone()).await.unwrap(),
+            200,
+            "served, kept alive"
+        );
+        let watch = axum::http::Request::builder()
+            .uri("/api/v1/pods?watch=true&timeoutSeconds=60")
+            .body(kube::client::Body::empty())
+            .unwrap();
+        let stream = api.client().unwrap().send(watch).await.unwrap();
+        assert_eq!(stream.status().as_u16(), 200);
+        let mut body = stream.into_body();
+        let ended = tokio::spawn(async move {
+            loop {
+                match body.frame().await {
+                    Some(Ok(_)) => continue,
+                    Some(Err(_)) | None => return,
+                }
+            }
+        });
+        api.set_write_faults(vec![WriteFault {
+            unreachable: true,
+            ..WriteFault::default()
+        }]);
+        tokio::time::timeout(Duration::from_secs(5), ended)
+            .await
+            .expect("the open watch ends")
+            .unwrap();
+        assert!(
+            get(client.clone()).await.is_err(),
+            "no answer on the kept-alive client"
+        );
+        assert!(
+            get(api.client().unwrap()).await.is_err(),
+            "no answer on a new one"
+        );
+        api.set_write_faults(Vec::new());
+        assert_eq!(get(client).await.unwrap(), 200, "served again");
+    }
+
     #[tokio::test]
     async fn write_faults_hit_only_writes_under_their_prefix() {
         let api = FakeApi::start().await.unwrap();
@@ -692,6 +779,7 @@ mod tests {
             path_prefix: "/apis/events.k8s.io/".into(),
             status: Some(403),
             delay: Duration::ZERO,
+            unreachable: false,
         }]);
         let coll = "/apis/events.k8s.io/v1/namespaces/default/events";
         let (code, body) = call(&api, "POST", coll, "application/json", event("e")).await;
@@ -720,6 +808,7 @@ mod tests {
             path_prefix: String::new(),
             status: None,
             delay: Duration::from_millis(50),
+            unreachable: false,
         }]);
         assert_eq!(
             call(&api, "POST", coll, "application/json", event("e"))

@@ -30,6 +30,10 @@ pub struct WriteFault {
     /// Wait this long before answering (a slow API server); the client may time out first,
     /// and the write is made all the same, as a real server may make it.
     pub delay: Duration,
+    /// The whole server is unreachable while this fault is in force: every connection, open
+    /// or new, reads and watches included, is closed without an answer (the other fields do
+    /// not apply).
+    pub unreachable: bool,
 }
 
 pub(super) struct Change {
@@ -174,6 +178,8 @@ pub(super) struct Inner {
     pub(super) store: Mutex<Store>,
     /// Bumped after every change, `set_fail` and shutdown; watch streams wait on it.
     pub(super) changed: watch::Sender<u64>,
+    /// Whether a fault in force makes the server unreachable; the connections wait on it.
+    pub(super) down: watch::Sender<bool>,
 }
 
 impl Inner {
@@ -183,6 +189,14 @@ impl Inner {
 
     pub(super) fn notify(&self) {
         self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Puts `faults` in force, and the server down or up with them.
+    pub(super) fn set_faults(&self, faults: Vec<WriteFault>) {
+        let down = faults.iter().any(|f| f.unreachable);
+        self.lock().faults = faults;
+        self.down
+            .send_if_modified(|d| std::mem::replace(d, down) != down);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The scenario's API server faults (`[kubernetes] api_faults`): write faults that begin and
 //! end at scenario times, validated here and played onto the fake API server as the scenario
 //! clock passes them, so `--simulate` (and the tests on the binary) can show an API server
-//! that refuses, errors or is slow, and then recovers.
+//! that refuses, errors, is slow or cannot be reached, and then recovers.
 //!
 //! It must not serve requests (the server does) or decide what a fault does to a write
 //! (`WriteFault` and the server's dispatch do).
@@ -32,6 +32,8 @@ struct RawApiFault {
     status: Option<u16>,
     #[serde(default)]
     delay: f64,
+    #[serde(default)]
+    unreachable: bool,
 }
 
 /// The scenario's `[kubernetes]` table, as far as the API server uses it.
@@ -100,10 +102,17 @@ pub fn parse(raw: Option<RawKubernetes>) -> Result<Vec<TimedWriteFault>, ApiFaul
                 format!("{} is not 0 to {MAX_DELAY_S} seconds", f.delay),
             ));
         }
-        if f.status.is_none() && f.delay == 0.0 {
+        if f.unreachable {
+            if f.status.is_some() || f.delay != 0.0 || !f.path.is_empty() {
+                return Err(bad(
+                    "unreachable",
+                    "takes no status, delay or path: the whole server is down".to_owned(),
+                ));
+            }
+        } else if f.status.is_none() && f.delay == 0.0 {
             return Err(bad(
                 "status",
-                "a fault needs a status, a delay or both".to_owned(),
+                "a fault needs a status, a delay, both, or unreachable = true".to_owned(),
             ));
         }
         out.push(TimedWriteFault {
@@ -113,6 +122,7 @@ pub fn parse(raw: Option<RawKubernetes>) -> Result<Vec<TimedWriteFault>, ApiFaul
                 path_prefix: f.path,
                 status: f.status,
                 delay: Duration::from_secs_f64(f.delay),
+                unreachable: f.unreachable,
             },
         });
     }
@@ -141,18 +151,15 @@ impl FakeApi {
             let mut last: Option<Vec<WriteFault>> = None;
             loop {
                 let now = active(&timeline, clock());
-                {
-                    let mut st = inner.lock();
-                    if st.closed {
-                        return;
-                    }
-                    if last.as_ref() != Some(&now) {
-                        st.faults = now.clone();
-                        tracing::info!(
-                            faults = now.len(),
-                            "simulated API server: write faults now {now:?}"
-                        );
-                    }
+                if inner.lock().closed {
+                    return;
+                }
+                if last.as_ref() != Some(&now) {
+                    inner.set_faults(now.clone());
+                    tracing::info!(
+                        faults = now.len(),
+                        "simulated API server: write faults now {now:?}"
+                    );
                 }
                 last = Some(now);
                 tokio::time::sleep(POLL).await;
@@ -186,6 +193,9 @@ mod tests {
         assert_eq!(late[0].delay, Duration::from_millis(7500));
         assert_eq!(late[0].status, None);
         assert!(parse(None).unwrap().is_empty());
+        let t = table("api_faults = [{ at = 4, until = 9, unreachable = true }]").unwrap();
+        assert!(active(&t, 3.9).is_empty());
+        assert!(active(&t, 4.0)[0].unreachable);
     }
 
     #[test]
@@ -208,6 +218,14 @@ mod tests {
                 "api_faults[0].delay",
             ),
             ("api_faults = [{ at = 0 }]", "api_faults[0].status"),
+            (
+                "api_faults = [{ at = 0, unreachable = true, status = 500 }]",
+                "api_faults[0].unreachable",
+            ),
+            (
+                "api_faults = [{ at = 0, unreachable = true, path = \"/api/\" }]",
+                "api_faults[0].unreachable",
+            ),
         ] {
             let e = table(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
