@@ -799,6 +799,31 @@ fn an_unreachable_api_server_leaves_the_metrics_whole_and_its_writes_land_afterw
     }
 }
 
+/// The API server unreachable when the exporter starts (0–8 s): the pods the kubelet lists
+/// wait for their metadata (their series are written once, with it), and the faults of 1 s
+/// still reach the pods holding the GPUs: the Events name them from the kubelet's list and
+/// are written once the server answers.
+#[test]
+fn faults_while_the_api_server_is_down_at_start_still_reach_the_pods() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = with_api_faults(dir.path(), "  { at = 0, until = 8, unreachable = true },");
+    let (mut e, port) = start(&scenario, "60s");
+    e.wait_log(
+        "Kubernetes Events are written again",
+        Duration::from_secs(30),
+    );
+    let events = wait_pod_events(
+        port,
+        &[
+            ("research/llm-train-0", "PowerBrake"),
+            ("inference/chat-api-7d4b9c8f6d-x2k4p", "XidMemory"),
+            ("inference/rerank-a", "XidHardware"),
+        ],
+    );
+    assert!(!events.is_empty());
+    e.sigterm();
+}
+
 /// A slow API server, on the binary: from 2 s to 8 s of the scenario every write waits 9 s
 /// (past the 5 s deadline), and the server still makes it late, as a real one may. Ticks go
 /// on, the writes are counted as timed out (not as failures), each kind logs one line, and

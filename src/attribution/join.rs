@@ -1,5 +1,6 @@
 //! The device-to-holder join: which pods, containers, DRA claims and HPC jobs hold which
-//! entity, from the kubelet's answer, the pod and ResourceSlice indexes and the HPC job files.
+//! entity, from the kubelet's answer, the pod and ResourceSlice indexes and the HPC job files;
+//! and apart, the device-plugin holders whose pod still waits for its metadata.
 //!
 //! Pure: it reads the sources' published state handed to it and returns a [`HolderMap`]; it must not
 //! do I/O, wait on a source or encode anything beyond the label suffixes `labels` renders.
@@ -91,9 +92,35 @@ pub fn build_join(
     let mut holders: Vec<Vec<Holder<'_>>> = (0..entities.len()).map(|_| Vec::new()).collect();
     let mut allocated: BTreeMap<String, usize> = BTreeMap::new();
     let mut unmatched = Vec::new();
+    // Holders whose pod waits for its metadata: not attributed yet, but known to hold.
+    let mut waiting: Vec<(usize, Holder<'_>)> = Vec::new();
     for pod in view.iter().flat_map(|v| v.pods.iter()) {
-        // Waiting for its metadata (see `settle`): attributed once it is known.
+        // Waiting for its metadata (see `settle`): attributed once it is known. Its
+        // device-plugin devices are remembered apart, for the Events of a fault meanwhile.
         if !pending.is_empty() && pending.contains(&(pod.namespace.clone(), pod.name.clone())) {
+            for c in &pod.containers {
+                for (resource, ids) in &c.devices {
+                    if !is_gpu_resource(resource, &opts.extra_resources) {
+                        continue;
+                    }
+                    for id in ids {
+                        let parsed = parse_device_id(id);
+                        if let Some(e) = lookup.device(&parsed.device) {
+                            waiting.push((
+                                e,
+                                Holder {
+                                    namespace: &pod.namespace,
+                                    pod: &pod.name,
+                                    container: &c.name,
+                                    resource,
+                                    replica: parsed.replica,
+                                    claim: None,
+                                },
+                            ));
+                        }
+                    }
+                }
+            }
             continue;
         }
         for c in &pod.containers {
@@ -231,6 +258,12 @@ pub fn build_join(
             }
         }
     }
+    join.waiting = waiting
+        .iter()
+        .map(|(i, h)| (*i, allocation_suffix(opts, h, None)))
+        .collect();
+    join.waiting.sort();
+    join.waiting.dedup();
     join.resources = resources.into_iter().map(|(r, (a, n))| (r, a, n)).collect();
     join.unmatched = unmatched.len();
     let mut kept = unmatched.clone();

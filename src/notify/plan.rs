@@ -154,13 +154,17 @@ fn pod_of(labels: &Labels, gi: Option<u32>) -> Option<PodRef> {
 }
 
 /// Every pod holding GPU `gpu` or one of its MIG instances: from this snapshot's allocation
-/// rows, or the last known ones of a lost GPU.
+/// rows and the holders whose pod still waits for its metadata (without a UID), or the last
+/// known rows of a lost GPU.
 pub fn holders(snap: &Snapshot, gpu: u32, uuid: &str) -> Vec<PodRef> {
     let a = &snap.attribution;
-    let now = a.allocations().filter_map(|(i, labels)| {
-        let e = snap.entities.get(i).filter(|e| e.id.gpu == gpu)?;
-        pod_of(labels, e.id.mig.as_ref().map(|m| m.gpu_instance_id))
-    });
+    let now = a
+        .allocations()
+        .chain(a.waiting())
+        .filter_map(|(i, labels)| {
+            let e = snap.entities.get(i).filter(|e| e.id.gpu == gpu)?;
+            pod_of(labels, e.id.mig.as_ref().map(|m| m.gpu_instance_id))
+        });
     let lost = a
         .lost_rows(uuid)
         .filter_map(|(gi, labels)| pod_of(labels, *gi));

@@ -384,6 +384,15 @@ impl Attribution {
             .map(|(i, l)| (*i, l))
     }
 
+    /// The holders waiting for their pod's metadata ([`HolderMap::waiting`]): (entity index,
+    /// labels).
+    pub fn waiting(&self) -> impl Iterator<Item = (usize, &Labels)> {
+        self.join
+            .iter()
+            .flat_map(|j| j.waiting.iter())
+            .map(|(i, l)| (*i, l))
+    }
+
     /// The last known rows of lost GPU `uuid`: (GPU instance id on a MIG instance, labels).
     pub fn lost_rows(&self, uuid: &str) -> impl Iterator<Item = &(Option<u32>, Labels)> {
         self.lost
@@ -405,6 +414,11 @@ pub struct HolderMap {
     pub series_labels: Vec<Vec<Labels>>,
     /// `gpu_allocation_info` rows: (entity index, labels after the identity labels).
     pub allocations: Vec<(usize, Labels)>,
+    /// The device-plugin holders whose pod the kubelet lists while its metadata has not come
+    /// from the API server yet (it is attributed once it has, or after a grace): (entity
+    /// index, the labels its allocation row will have, without the metadata). Not served;
+    /// the Events of a fault meanwhile reach these pods too.
+    pub waiting: Vec<(usize, Labels)>,
     /// (resource, allocatable device IDs if the kubelet reports them, allocated device IDs).
     pub resources: Vec<(String, Option<usize>, usize)>,
     /// Device IDs of GPU resources that name no exported device.

@@ -147,6 +147,8 @@ impl FakeApi {
             return;
         }
         let inner: Arc<Inner> = Arc::clone(&self.inner);
+        // The faults in force now, before any client can connect.
+        inner.set_faults(active(&timeline, clock()));
         tokio::spawn(async move {
             let mut last: Option<Vec<WriteFault>> = None;
             loop {
