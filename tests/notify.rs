@@ -822,6 +822,18 @@ fn faults_while_the_api_server_is_down_at_start_still_reach_the_pods() {
     );
     assert!(!events.is_empty());
     e.sigterm();
+    // The pod reflector's failed lists of the whole outage: one warning.
+    let log = e.log();
+    let warned: Vec<&str> = lines_with(&log, "pods on node sim-notify-node")
+        .into_iter()
+        .filter(|l| l.contains("WARN"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{log}");
+    assert!(
+        warned[0].contains("logged again only when the cause changes"),
+        "{}",
+        warned[0]
+    );
 }
 
 /// A slow API server, on the binary: from 2 s to 8 s of the scenario every write waits 9 s

@@ -32,9 +32,10 @@ use serde_json::Value;
 
 use crate::base::backoff::Backoff;
 
+use super::failure_log::FailureLog;
 use super::meta::{
     Published, Recovery, access_hint, api_status, describe_kube_error, describe_watch_error,
-    watch_phase,
+    failure_kind, watch_phase,
 };
 
 /// The name of NVIDIA's GPU DRA driver (`spec.driver` of its ResourceSlices).
@@ -256,9 +257,11 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Publish
         );
     }
     let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
+    let mut failures = FailureLog::default();
     loop {
         match discover(&client).await {
             Ok(version) => {
+                failures.ok();
                 tracing::info!(
                     "watching ResourceSlices of {NVIDIA_GPU_DRIVER} through {RESOURCE_GROUP}/{version}"
                 );
@@ -270,7 +273,12 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Publish
             Err(e) => {
                 let delay = backoff.next_delay();
                 let msg = e.to_string();
-                tracing::warn!(retry_in_s = delay.as_secs_f64(), "{msg}");
+                // `discovering resource.k8s.io: <cause>: <detail>`: the cause is the kind.
+                let kind: Vec<&str> = msg.splitn(3, ':').take(2).collect();
+                failures.note(
+                    kind.join(":"),
+                    &format!("{msg}; retrying in {:.1} s", delay.as_secs_f64()),
+                );
                 shared.failed(msg);
                 tokio::time::sleep(delay).await;
             }
@@ -360,6 +368,7 @@ async fn watch_slices(
     let probe = ListParams::default().fields(&fields).limit(1);
     let mut events = pin!(watcher::watcher(api.clone(), cfg).default_backoff());
     let mut recovery = Recovery::new();
+    let mut failures = FailureLog::default();
     let mut slices: HashMap<String, Value> = HashMap::new();
     let mut initial: Option<HashMap<String, Value>> = None;
     let mut synced = false;
@@ -388,6 +397,7 @@ async fn watch_slices(
                     publish(&slices);
                 }
                 shared.ok(true);
+                failures.ok();
                 synced = true;
                 tracing::info!(
                     slices = slices.len(),
@@ -418,7 +428,10 @@ async fn watch_slices(
                     describe_watch_error(&err)
                 );
                 msg.push_str(access_hint(&err, "resourceslices"));
-                tracing::warn!("{msg}; retrying with backoff, DRA devices keep their last value");
+                failures.note(
+                    failure_kind(&err),
+                    &format!("{msg}; retrying with backoff, DRA devices keep their last value"),
+                );
                 shared.failed(msg);
                 recovery.failed();
                 if code == Some(404) {

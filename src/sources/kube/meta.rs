@@ -21,7 +21,8 @@
 //! - a pod without owner references (a bare pod) has no workload.
 //!
 //! Failures (403 without RBAC, an unreachable API server, ...) are counted in
-//! [`SourceStatus::errors`], logged with what failed, and retried by the watcher with kube's
+//! [`SourceStatus::errors`], logged with what failed once per cause ([`super::failure_log::FailureLog`]: a
+//! long outage is one warning, not one per retry), and retried by the watcher with kube's
 //! default backoff; the index keeps its last content meanwhile. Because a re-watch that
 //! succeeds produces no event until an object changes, a one-object list with the same
 //! selector probes the API 2 s after a failure (then less often) to clear
@@ -420,6 +421,21 @@ pub(crate) fn watch_phase(err: &watcher::Error) -> &'static str {
     }
 }
 
+/// What tells one watcher failure from another for the log
+/// ([`super::failure_log::FailureLog`]): the phase and the status code of an API answer, or
+/// the phase and the first two parts of the error chain (`failed to perform initial object
+/// list: ServiceError`), so a refused connection and a reset one are the same kind.
+pub(crate) fn failure_kind(err: &watcher::Error) -> String {
+    match api_status(err) {
+        Some(s) => format!("{} {}", watch_phase(err), s.code),
+        None => {
+            let chain = error_chain(err);
+            let head: Vec<&str> = chain.splitn(3, ':').take(2).collect();
+            format!("{} {}", watch_phase(err), head.join(":"))
+        }
+    }
+}
+
 /// A one-line description of a watcher error: `403 Forbidden: <message>` for API answers,
 /// the error chain otherwise.
 pub(crate) fn describe_watch_error(err: &watcher::Error) -> String {
@@ -553,6 +569,7 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Publis
     };
     let mut events = pin!(watcher::watcher(api.clone(), cfg).default_backoff());
     let mut recovery = Recovery::new();
+    let mut failures = super::failure_log::FailureLog::default();
     let mut pods: HashMap<String, Arc<PodMeta>> = HashMap::new();
     let mut initial: Option<HashMap<String, Arc<PodMeta>>> = None;
     let publish = |pods: &HashMap<String, Arc<PodMeta>>| {
@@ -577,6 +594,7 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Publis
                     publish(&pods);
                 }
                 shared.ok(true);
+                failures.ok();
                 tracing::info!(pods = pods.len(), "pod reflector synced ({scope})");
             }
             Ok(Event::Apply(pod)) => {
@@ -602,7 +620,10 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Publis
                     describe_watch_error(&err)
                 );
                 msg.push_str(access_hint(&err, "pods"));
-                tracing::warn!("{msg}; retrying with backoff, pod metadata keeps its last value");
+                failures.note(
+                    failure_kind(&err),
+                    &format!("{msg}; retrying with backoff, pod metadata keeps its last value"),
+                );
                 shared.failed(msg);
                 recovery.failed();
             }

@@ -4,11 +4,13 @@
 //! - [`dra`]: a reflector of the DRA driver's ResourceSlices (pool/device → GPU or MIG UUID).
 //! - [`labels`]: pod-label sanitizing and the allow-list.
 //! - [`access`]: `SelfSubjectAccessReview`s and a node-scoped pod list, for `gpu-exporter check`.
+//! - [`failure_log`]: which reflector failures are warned about (one per cause).
 //!
 //! The reflectors run in the background; the sampler only reads the latest published index.
 //! `labels` is pure text work. Nothing here calls NVML or the kubelet.
 
 pub mod access;
 pub mod dra;
+pub mod failure_log;
 pub mod labels;
 pub mod meta;
