@@ -97,52 +97,36 @@ pub fn build_join(
     for pod in view.iter().flat_map(|v| v.pods.iter()) {
         // Waiting for its metadata (see `settle`): attributed once it is known. Its
         // device-plugin devices are remembered apart, for the Events of a fault meanwhile.
-        if !pending.is_empty() && pending.contains(&(pod.namespace.clone(), pod.name.clone())) {
-            for c in &pod.containers {
-                for (resource, ids) in &c.devices {
-                    if !is_gpu_resource(resource, &opts.extra_resources) {
-                        continue;
-                    }
-                    for id in ids {
-                        let parsed = parse_device_id(id);
-                        if let Some(e) = lookup.device(&parsed.device) {
-                            waiting.push((
-                                e,
-                                Holder {
-                                    namespace: &pod.namespace,
-                                    pod: &pod.name,
-                                    container: &c.name,
-                                    resource,
-                                    replica: parsed.replica,
-                                    claim: None,
-                                },
-                            ));
-                        }
-                    }
-                }
-            }
-            continue;
-        }
+        let waits =
+            !pending.is_empty() && pending.contains(&(pod.namespace.clone(), pod.name.clone()));
         for c in &pod.containers {
             for (resource, ids) in &c.devices {
                 if !is_gpu_resource(resource, &opts.extra_resources) {
                     continue;
                 }
-                *allocated.entry(resource.clone()).or_default() += ids.len();
+                if !waits {
+                    *allocated.entry(resource.clone()).or_default() += ids.len();
+                }
                 for id in ids {
                     let parsed = parse_device_id(id);
-                    match lookup.device(&parsed.device) {
-                        Some(e) => holders[e].push(Holder {
-                            namespace: &pod.namespace,
-                            pod: &pod.name,
-                            container: &c.name,
-                            resource,
-                            replica: parsed.replica,
-                            claim: None,
-                        }),
-                        None => unmatched.push(id.clone()),
+                    let holder = Holder {
+                        namespace: &pod.namespace,
+                        pod: &pod.name,
+                        container: &c.name,
+                        resource,
+                        replica: parsed.replica,
+                        claim: None,
+                    };
+                    match (lookup.device(&parsed.device), waits) {
+                        (Some(e), false) => holders[e].push(holder),
+                        (Some(e), true) => waiting.push((e, holder)),
+                        (None, false) => unmatched.push(id.clone()),
+                        (None, true) => {}
                     }
                 }
+            }
+            if waits {
+                continue;
             }
             let Some(dra) = dra else { continue };
             for claim in &c.claims {
