@@ -1,5 +1,5 @@
 //! Leaves shared by every layer: the clock, the version, file change stamps, label text, the
-//! retry backoff, the process's own figures, bounded reads of operator-given files, and how
+//! retry backoff, a log that speaks once per cause, the process's own figures, bounded reads of operator-given files, and how
 //! operator-given text (paths, keys) is shown in messages.
 //!
 //! Nothing here knows about NVML, Kubernetes, the exposition or HTTP, and no module in
@@ -7,6 +7,7 @@
 
 pub mod backoff;
 pub mod bounded_read;
+pub mod cause_log;
 pub mod clock;
 pub mod file_stamp;
 pub mod label_text;

@@ -27,8 +27,8 @@ mod switches;
 
 pub use client::{Client, Outcome, Report};
 pub use options::{
-    Address, AddressError, DEFAULT_MAX_KEEP_AGE, DEFAULT_PORT, DcgmOptions, LOG_LEVELS, LOG_NONE,
-    MAX_DEADLINE, MIN_DEADLINE, Mode, Target, Wanted, deadline_for, parse_address, parse_log_level,
+    Address, AddressError, DEFAULT_MAX_KEEP_AGE, DEFAULT_PORT, DcgmOptions, LOG_NONE, MAX_DEADLINE,
+    MIN_DEADLINE, Mode, Target, Wanted, deadline_for, parse_address, parse_log_level,
 };
 pub use select::{
     merge, merge_health, serves, switch_label_fields, switch_samples, switches_not_served, wanted,

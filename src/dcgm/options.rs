@@ -141,24 +141,14 @@ pub struct DcgmOptions {
 /// `DcgmLoggingSeverity_t`'s "no logging", `--dcgm-log-level`'s default.
 pub const LOG_NONE: i32 = dcgm_abi::DcgmLoggingSeverityNone;
 
-/// `--dcgm-log-level`'s names (dcgm-exporter's, any case) and their `DcgmLoggingSeverity_t`.
-pub const LOG_LEVELS: [(&str, i32); 7] = [
-    ("NONE", dcgm_abi::DcgmLoggingSeverityNone),
-    ("FATAL", dcgm_abi::DcgmLoggingSeverityFatal),
-    ("ERROR", dcgm_abi::DcgmLoggingSeverityError),
-    ("WARN", dcgm_abi::DcgmLoggingSeverityWarning),
-    ("INFO", dcgm_abi::DcgmLoggingSeverityInfo),
-    ("DEBUG", dcgm_abi::DcgmLoggingSeverityDebug),
-    ("VERB", dcgm_abi::DcgmLoggingSeverityVerbose),
-];
-
-/// The severity `--dcgm-log-level` names, or `None` for a name that is not one of
-/// [`LOG_LEVELS`].
+/// The severity `--dcgm-log-level` names (DCGM's names, in any case), or `None` for a word
+/// that is not one of them.
 pub fn parse_log_level(text: &str) -> Option<i32> {
-    LOG_LEVELS
+    dcgm_abi::DCGM_LOGGING_SEVERITY_NAMES
         .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(text.trim()))
-        .map(|(_, severity)| *severity)
+        .position(|name| name.eq_ignore_ascii_case(text.trim()))
+        .and_then(|i| i32::try_from(i).ok())
+        .map(|i| dcgm_abi::DcgmLoggingSeverityNone + i)
 }
 
 impl Default for DcgmOptions {

@@ -24,6 +24,7 @@ use tracing::{info, warn};
 
 use super::plan::{Condition, EventPlan};
 use crate::base::backoff::Backoff;
+use crate::base::cause_log::{CauseLog, cause};
 use crate::exposition::publish::Shared;
 use crate::snapshot::{KubeWriteKind as Kind, WriteOutcome};
 use crate::sources::kube::meta::describe_kube_error;
@@ -34,32 +35,26 @@ pub const CONTROLLER: &str = "gpu-exporter";
 /// Whether the last write of one kind worked, to log each change once.
 #[derive(Default)]
 struct LinkState {
-    failing: Option<String>,
+    causes: CauseLog,
 }
 
 impl LinkState {
     fn ok(&mut self, what: &str) {
-        if self.failing.take().is_some() {
+        if self.causes.ok() {
             info!("Kubernetes {what} are written again");
         }
     }
 
+    /// `error`'s status code or kind (its first part) tells one failure from another, so a
+    /// lasting failure whose message carries a changing detail is logged once.
     fn failed(&mut self, what: &str, error: String) {
-        let kind = error_kind(&error);
-        if self.failing.as_deref() != Some(kind.as_str()) {
+        if self.causes.is_new(cause(&error, 1)) {
             warn!(
                 "cannot write Kubernetes {what}: {error}; metrics and the page are unaffected, \
                  the exporter retries (logged again only when this changes)"
             );
-            self.failing = Some(kind);
         }
     }
-}
-
-/// The part of an error that tells one failure from another (its status code or kind), so a
-/// lasting failure whose message carries a changing detail is logged once.
-fn error_kind(error: &str) -> String {
-    error.split(':').next().unwrap_or(error).to_owned()
 }
 
 /// How one API call failed.

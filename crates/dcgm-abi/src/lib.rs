@@ -173,6 +173,11 @@ pub const DcgmLoggingSeverityDebug: c_int = 5;
 /// `DcgmLoggingSeverity_t`: verbose debugging information.
 pub const DcgmLoggingSeverityVerbose: c_int = 6;
 
+/// `DcgmLoggingSeverity_t`'s names as DCGM spells them (`__DCGM_DBG_LVL`, dcgm-exporter's
+/// `--dcgm-log-level`), indexed by severity from `DcgmLoggingSeverityNone`.
+pub const DCGM_LOGGING_SEVERITY_NAMES: [&str; 7] =
+    ["NONE", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "VERB"];
+
 /// `dcgmStartEmbeddedV2Params_v1` (DCGM 2.0 and later): `dcgmStartEmbedded_v2`'s in and out
 /// parameters. `logFile` `-` is standard output, null no log.
 #[repr(C)]

@@ -147,24 +147,27 @@ impl FakeApi {
             return;
         }
         let inner: Arc<Inner> = Arc::clone(&self.inner);
+        let apply = |inner: &Inner, now: &[WriteFault]| {
+            inner.set_faults(now.to_vec());
+            tracing::info!(
+                faults = now.len(),
+                "simulated API server: write faults now {now:?}"
+            );
+        };
         // The faults in force now, before any client can connect.
-        inner.set_faults(active(&timeline, clock()));
+        let mut last = active(&timeline, clock());
+        apply(&inner, &last);
         tokio::spawn(async move {
-            let mut last: Option<Vec<WriteFault>> = None;
             loop {
+                tokio::time::sleep(POLL).await;
                 let now = active(&timeline, clock());
                 if inner.lock().closed {
                     return;
                 }
-                if last.as_ref() != Some(&now) {
-                    inner.set_faults(now.clone());
-                    tracing::info!(
-                        faults = now.len(),
-                        "simulated API server: write faults now {now:?}"
-                    );
+                if last != now {
+                    apply(&inner, &now);
+                    last = now;
                 }
-                last = Some(now);
-                tokio::time::sleep(POLL).await;
             }
         });
     }

@@ -31,6 +31,7 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
 use crate::base::backoff::Backoff;
+use crate::base::cause_log::cause;
 
 use super::failure_log::FailureLog;
 use super::meta::{
@@ -273,10 +274,9 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Publish
             Err(e) => {
                 let delay = backoff.next_delay();
                 let msg = e.to_string();
-                // `discovering resource.k8s.io: <cause>: <detail>`: the cause is the kind.
-                let kind: Vec<&str> = msg.splitn(3, ':').take(2).collect();
+                // `discovering resource.k8s.io: <cause>: <detail>`.
                 failures.note(
-                    kind.join(":"),
+                    cause(&msg, 2),
                     &format!("{msg}; retrying in {:.1} s", delay.as_secs_f64()),
                 );
                 shared.failed(msg);

@@ -41,6 +41,8 @@ use kube::api::{Api, ListParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 
+use crate::base::cause_log::cause;
+
 /// The label the Deployment controller puts on the pods (and in the name) of a ReplicaSet.
 pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
 
@@ -428,11 +430,7 @@ pub(crate) fn watch_phase(err: &watcher::Error) -> &'static str {
 pub(crate) fn failure_kind(err: &watcher::Error) -> String {
     match api_status(err) {
         Some(s) => format!("{} {}", watch_phase(err), s.code),
-        None => {
-            let chain = error_chain(err);
-            let head: Vec<&str> = chain.splitn(3, ':').take(2).collect();
-            format!("{} {}", watch_phase(err), head.join(":"))
-        }
+        None => format!("{} {}", watch_phase(err), cause(&error_chain(err), 2)),
     }
 }
 

@@ -101,11 +101,10 @@ pub unsafe extern "C" fn dcgmStartEmbedded_v2(
         let log = unsafe { text(p.logFile) };
         p.dcgmHandle = global::start_embedded(manual)?;
         if !log.is_empty() && p.severity >= abi::DcgmLoggingSeverityInfo {
-            let level = match p.severity {
-                abi::DcgmLoggingSeverityInfo => "INFO",
-                abi::DcgmLoggingSeverityDebug => "DEBUG",
-                _ => "VERB",
-            };
+            let level = usize::try_from(p.severity - abi::DcgmLoggingSeverityNone)
+                .ok()
+                .and_then(|i| abi::DCGM_LOGGING_SEVERITY_NAMES.get(i))
+                .unwrap_or(&"?");
             let line = format!("dcgm-sim: INFO embedded host engine started (log level {level})\n");
             use std::io::Write;
             // A log that cannot be written is not an error of the start, as in DCGM.
