@@ -596,14 +596,15 @@ fn the_incidents_scenario_reaches_kubernetes_through_the_api_servers_failures() 
 
 /// notify.toml with a `[kubernetes]` table of API server write faults appended, in `dir`.
 fn with_api_faults(dir: &Path, faults: &str) -> PathBuf {
+    notify_with(dir, &format!("[kubernetes]\napi_faults = [\n{faults}\n]\n"))
+}
+
+/// notify.toml with `extra` (TOML tables) appended, in `dir`.
+fn notify_with(dir: &Path, extra: &str) -> PathBuf {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO);
     let text = std::fs::read_to_string(base).unwrap();
     let path = dir.join("notify-api-faults.toml");
-    std::fs::write(
-        &path,
-        format!("{text}\n[kubernetes]\napi_faults = [\n{faults}\n]\n"),
-    )
-    .unwrap();
+    std::fs::write(&path, format!("{text}\n{extra}")).unwrap();
     path
 }
 
@@ -720,17 +721,11 @@ fn a_refusing_api_server_leaves_the_metrics_whole_and_is_logged_once_per_cause()
 #[test]
 fn an_unreachable_api_server_leaves_the_metrics_whole_and_its_writes_land_afterwards() {
     let dir = tempfile::tempdir().unwrap();
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO);
-    let scenario = dir.path().join("notify-unreachable.toml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "{}\n[[faults]]\nat = 5\ngpu = 0\nkind = \"xid\"\nxid = 48\n\n[kubernetes]\n\
-             api_faults = [{{ at = 3, until = 9, unreachable = true }}]\n",
-            std::fs::read_to_string(base).unwrap()
-        ),
-    )
-    .unwrap();
+    let scenario = notify_with(
+        dir.path(),
+        "[[faults]]\nat = 5\ngpu = 0\nkind = \"xid\"\nxid = 48\n\n[kubernetes]\n\
+         api_faults = [{ at = 3, until = 9, unreachable = true }]\n",
+    );
     let (mut e, port) = start(&scenario, "60s");
     // The Events of 1 s are written before the outage.
     wait_pod_events(
@@ -812,7 +807,7 @@ fn faults_while_the_api_server_is_down_at_start_still_reach_the_pods() {
         "Kubernetes Events are written again",
         Duration::from_secs(30),
     );
-    let events = wait_pod_events(
+    wait_pod_events(
         port,
         &[
             ("research/llm-train-0", "PowerBrake"),
@@ -820,7 +815,6 @@ fn faults_while_the_api_server_is_down_at_start_still_reach_the_pods() {
             ("inference/rerank-a", "XidHardware"),
         ],
     );
-    assert!(!events.is_empty());
     e.sigterm();
     // The pod reflector's failed lists of the whole outage: one warning.
     let log = e.log();
