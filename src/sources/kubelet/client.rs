@@ -124,14 +124,19 @@ impl PodResourcesSource {
                                 "kubelet pod-resources API answered"
                             );
                         }
+                        // The state first, then the view: a tick that sees the new view
+                        // also sees the source up (the other order left a window in which a
+                        // tick attributed from the answer and reported the kubelet down).
+                        {
+                            let mut st = me.status.lock().unwrap_or_else(|p| p.into_inner());
+                            st.last_success_unix = crate::base::clock::unix_now();
+                            st.last_error = None;
+                        }
                         // Publish only a changed answer: the join is rebuilt only when the
                         // published view changes.
                         if me.view().as_deref() != Some(&view) {
                             me.latest.store(Some(Arc::new(view)));
                         }
-                        let mut st = me.status.lock().unwrap_or_else(|p| p.into_inner());
-                        st.last_success_unix = crate::base::clock::unix_now();
-                        st.last_error = None;
                         backoff.reset();
                         opts.interval
                     }
