@@ -184,18 +184,49 @@ if [ -n "$local_bases" ]; then
   build_args+=(--build-arg "BUILDER_IMAGE=$builder_stand_in" --build-arg "RUNTIME_IMAGE=$runtime_stand_in")
 fi
 
+# --layers keeps an image per Dockerfile step, so that the next build reuses them; each build
+# whose sources changed adds new ones. $work/steps collects the IDs of the step images this
+# run's builds made or reused (buildah prints "--> ID" or "--> Using cache ID" after each
+# step), and prune_earlier_builds below removes the other, untagged step images of this
+# Dockerfile: on a machine that keeps its container storage (a developer's, a CI runner's)
+# they would otherwise pile up with every commit.
 build() { # build TAG [BUILDAH ARGS...]: the Dockerfile, with the build arguments above
   local t=$1 start rc; shift
   echo "==> buildah build -t $t $* ${build_args[*]} ."
   start=$(date +%s)
   set +e
-  buildah build --isolation chroot --layers "${pull[@]}" -t "$t" "$@" "${build_args[@]}" . 2>&1 \
+  # --force-rm: a failed step's working container (its whole file system) is removed too.
+  buildah build --isolation chroot --layers --force-rm "${pull[@]}" -t "$t" "$@" "${build_args[@]}" . 2>&1 \
+    | tee -a "$work/build.log" \
     | grep --line-buffered -v '^ *\(Compiling\|Downloaded\|Downloading\) '
   rc=${PIPESTATUS[0]}
   set -e
+  sed -n 's/^--> \(Using cache \)\{0,1\}\([0-9a-f]\{11,64\}\)$/\2/p' "$work/build.log" >> "$work/steps"
+  : > "$work/build.log"
   if [ "$rc" != 0 ]; then echo "scripts/image.sh: buildah build of $t failed (exit $rc)" >&2; exit 1; fi
   echo "==> built $t in $(( $(date +%s) - start )) s"
 }
+
+# An untagged image is a step of this Dockerfile when its history has the builder stage's ENV
+# step or the runtime stage's title label; it is kept when this run's builds made or reused it.
+prune_earlier_builds() {
+  local id history n=0 kept
+  for id in $(buildah images --all --no-trunc --noheading --filter dangling=true --format '{{.ID}}'); do
+    id=${id#sha256:}
+    kept=
+    while read -r step; do
+      case "$id" in "$step"*) kept=1; break ;; esac
+    done < "$work/steps"
+    [ -n "$kept" ] && continue
+    history=$(buildah inspect --type image --format '{{range .OCIv1.History}}{{.CreatedBy}}{{"\n"}}{{end}}' "$id" 2>/dev/null) || continue
+    if grep -q -e 'CARGO_PROFILE_RELEASE_STRIP=' -e 'org.opencontainers.image.title="gpu-exporter"' <<< "$history"; then
+      buildah rmi "$id" >/dev/null 2>&1 && n=$((n + 1))
+    fi
+  done
+  echo "==> removed $n step images of earlier builds of this Dockerfile; container storage: $(du -sh "$(buildah info --format '{{.store.GraphRoot}}')" 2>/dev/null | cut -f1)"
+}
+
+: > "$work/steps"
 build "$tag"
 
 if [ -n "$dcgm" ]; then
@@ -205,9 +236,11 @@ if [ -n "$dcgm" ]; then
     dcgm_image=$dcgm_stand_in
   fi
   [ -n "$dcgm_image" ] && dcgm_args=(--build-arg "DCGM_IMAGE=$dcgm_image")
-  # --force-rm: without it buildah (1.28) leaves the dcgm-libs stage's working container.
-  build "$tag-dcgm" --target dcgm --force-rm "${dcgm_args[@]}"
+  # (--force-rm, in build: without it buildah 1.28 also leaves the dcgm-libs stage's working
+  # container.)
+  build "$tag-dcgm" --target dcgm "${dcgm_args[@]}"
 fi
+prune_earlier_builds
 
 if [ -n "$run_test" ]; then
   facts_args=()

@@ -29,7 +29,8 @@ step() {
   [ -z "$step_name" ] || timings+=("$((now - step_start)) s  $step_name")
   step_name=$1
   step_start=$now
-  echo "==> $1"
+  # The free disk space: an image build that ran out of it failed CI once.
+  echo "==> $1 ($(df -h --output=avail . 2>/dev/null | tail -n 1 | tr -d ' ') free on $(df --output=target . 2>/dev/null | tail -n 1))"
 }
 
 need_apt=()

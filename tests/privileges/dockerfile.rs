@@ -399,12 +399,19 @@ pub(crate) fn dockerfile_copies_only_files_that_exist_and_reach_the_build_contex
         assert!(build.contains(flag), "cargo build {flag}: {build}");
     }
     assert!(bins.contains(&"gpu-exporter".to_owned()), "{bins:?}");
+    // The same step moves the binary out of target/ to what the runtime copies, and removes
+    // target/: a layer cache that kept about 1 GB of build output per build filled the CI
+    // machine's disk.
+    let dir = workdir.trim_end_matches('/');
+    assert_eq!(c.sources, vec![format!("{dir}/gpu-exporter")]);
+    let steps: Vec<&str> = build.split("&&").map(str::trim).collect();
     assert_eq!(
-        c.sources,
-        vec![format!(
-            "{}/target/release/gpu-exporter",
-            workdir.trim_end_matches('/')
-        )]
+        steps[1..],
+        [
+            format!("mv target/release/gpu-exporter {dir}/gpu-exporter"),
+            "rm -rf target".to_owned()
+        ],
+        "the build step: {build}"
     );
 }
 
