@@ -175,7 +175,11 @@ build_dcgm_stand_in() {
 }
 
 pull=()
-build_args=(--build-arg "REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)")
+revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+# The revision goes in as a build argument (what `docker build` users pass) and again as
+# --label: buildah 1.28's layer cache ignores a changed build argument, so with --layers alone
+# a new commit's image reused the LABEL step of the last build and named the old commit.
+build_args=(--build-arg "REVISION=$revision" --label "org.opencontainers.image.revision=$revision")
 if [ -n "$local_bases" ]; then
   command -v mmdebstrap >/dev/null || { echo "scripts/image.sh: mmdebstrap is not installed (apt-get install mmdebstrap)" >&2; exit 1; }
   if [ -n "$rebuild" ] || ! have_image "$runtime_stand_in"; then build_runtime_stand_in; fi
@@ -245,6 +249,6 @@ prune_earlier_builds
 if [ -n "$run_test" ]; then
   facts_args=()
   [ -n "$write_facts" ] && facts_args=(--write-facts docs/container-image.md)
-  bash tests/image/check.sh "$tag" "${facts_args[@]}"
+  EXPECT_REVISION=$revision bash tests/image/check.sh "$tag" "${facts_args[@]}"
   if [ -n "$dcgm" ]; then bash tests/image/check-dcgm.sh "$tag-dcgm" "$tag" "${facts_args[@]}"; fi
 fi

@@ -7,7 +7,8 @@
 #
 # 1. The image's configuration: numeric non-root USER, the ENTRYPOINT, port 9400, no shell and
 #    no package manager in its file system; the binary without debug info or simulator, with
-#    packed relative relocations (DT_RELR).
+#    packed relative relocations (DT_RELR); with EXPECT_REVISION set, the revision label
+#    equals it.
 # 2. Without NVML: the exporter stays up, /ready answers 503, /metrics answers, and the log says
 #    where libnvidia-ml.so.1 was looked for; SIGTERM ends it with status 0.
 # 3. With libnvidia-ml.so.1 injected as the NVIDIA container toolkit does it on a Debian-based
@@ -63,6 +64,14 @@ esac
 [ "${user%%:*}" != 0 ] || fail "USER is root ($user)"
 [ "$entrypoint" = '["/usr/bin/gpu-exporter"]' ] || fail "ENTRYPOINT is $entrypoint"
 [ "$ports" = "9400/tcp" ] || fail "exposed ports are '$ports', not 9400/tcp"
+# The commit the image says it was built from (scripts/image.sh sets EXPECT_REVISION to the one
+# it built): buildah 1.28's layer cache does not count a changed build argument, so a build of
+# a new commit could reuse the last build's LABEL step and carry the old commit's revision.
+if [ -n "${EXPECT_REVISION:-}" ]; then
+  revision=$(buildah inspect --type image --format '{{index .OCIv1.Config.Labels "org.opencontainers.image.revision"}}' "$image")
+  [ "$revision" = "$EXPECT_REVISION" ] \
+    || fail "label org.opencontainers.image.revision is '$revision', not the built commit $EXPECT_REVISION"
+fi
 
 ctr=$(buildah from --pull=never "$image")
 mnt=$(buildah mount "$ctr")
