@@ -103,9 +103,14 @@ ENTRYPOINT ["/usr/bin/gpu-exporter"]
 #   buildah build --target dcgm --build-arg DCGM_IMAGE=... -t gpu-exporter:dcgm .
 FROM ${DCGM_IMAGE} AS dcgm-libs
 
-FROM runtime AS dcgm
+FROM runtime AS dcgm-files
 ARG DCGM_LIB_DIR
 COPY --from=dcgm-libs ${DCGM_LIB_DIR}/libdcgm.so.4 ${DCGM_LIB_DIR}/libdcgm.so.4
+
+# The target itself is a stage without instructions, as the default image's is: buildah (1.28)
+# applies labels given on its command line (`--label`, which scripts/image.sh uses for the
+# revision) to such a stage, but not when a target's last step comes from its layer cache.
+FROM dcgm-files AS dcgm
 
 # The default image (the last stage): the runtime stage as it is, no DCGM.
 FROM runtime

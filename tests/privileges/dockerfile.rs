@@ -638,10 +638,21 @@ pub(crate) fn dockerfile_dcgm_variant_adds_only_the_dcgm_client_library() {
             .all(|c| c.sources.iter().all(|s| !s.contains("dcgm.so"))),
         "the default image copies no DCGM library"
     );
-    let dcgm = stages
+    let target = stages
         .iter()
         .find(|s| s.name.as_deref() == Some("dcgm"))
         .expect("a stage named dcgm");
+    // The target runs no instruction of its own (scripts/image.sh's --label reaches only such a
+    // stage in buildah 1.28); the stage it is built on adds the library.
+    assert!(
+        target.instrs.is_empty(),
+        "the dcgm target has instructions: {:?}",
+        target.instrs
+    );
+    let dcgm = stages
+        .iter()
+        .find(|s| s.name.as_deref() == Some(target.base.as_str()))
+        .unwrap_or_else(|| panic!("no stage named {}", target.base));
     assert_eq!(
         dcgm.base, "runtime",
         "the DCGM variant builds on the default image"
