@@ -372,10 +372,10 @@ async fn watch_slices(
     let mut slices: HashMap<String, Value> = HashMap::new();
     let mut initial: Option<HashMap<String, Value>> = None;
     let mut synced = false;
-    let publish = |slices: &HashMap<String, Value>| {
+    let publish = |slices: &HashMap<String, Value>, synced: bool| {
         let index = DraIndex::from_slices(slices.values().cloned());
         let n = index.len();
-        shared.publish(index, n);
+        shared.publish(index, n, synced);
     };
     let key = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
     let value = |o: DynamicObject| serde_json::to_value(o).unwrap_or(Value::Null);
@@ -394,9 +394,10 @@ async fn watch_slices(
                 let listed = initial.take().unwrap_or_default();
                 if listed != slices || !synced {
                     slices = listed;
-                    publish(&slices);
+                    publish(&slices, true);
+                } else {
+                    shared.ok(true);
                 }
-                shared.ok(true);
                 failures.ok();
                 synced = true;
                 tracing::info!(
@@ -410,15 +411,17 @@ async fn watch_slices(
                 let v = value(o);
                 if slices.get(&k) != Some(&v) {
                     slices.insert(k, v);
-                    publish(&slices);
+                    publish(&slices, false);
+                } else {
+                    shared.ok(false);
                 }
-                shared.ok(false);
             }
             Ok(Event::Delete(o)) => {
                 if slices.remove(&key(&o)).is_some() {
-                    publish(&slices);
+                    publish(&slices, false);
+                } else {
+                    shared.ok(false);
                 }
-                shared.ok(false);
             }
             Err(err) => {
                 let code = api_status(&err).map(|s| s.code);

@@ -280,12 +280,18 @@ impl<T: Default> Published<T> {
         self.lock().clone()
     }
 
-    /// Publishes a new index of `objects` objects.
-    pub(crate) fn publish(&self, value: T, objects: usize) {
-        self.current.store(Arc::new(value));
+    /// Publishes a new index of `objects` objects from a successful call (`synced`: after a
+    /// complete list). The status is marked good before the lock is released and the index is
+    /// stored while it is held, so a reader that sees the new index and then reads the status
+    /// finds it good: a tick never serves attribution from a new answer beside the source's
+    /// old error (the kubelet client had that race, found in CI).
+    pub(crate) fn publish(&self, value: T, objects: usize, synced: bool) {
         let mut st = self.lock();
+        self.current.store(Arc::new(value));
         st.objects = objects;
         st.last_change_unix = crate::base::clock::unix_now();
+        st.last_error = None;
+        st.synced |= synced;
     }
 
     /// Marks a successful call; `synced` is set after a complete list.
@@ -570,8 +576,12 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Publis
     let mut failures = super::failure_log::FailureLog::default();
     let mut pods: HashMap<String, Arc<PodMeta>> = HashMap::new();
     let mut initial: Option<HashMap<String, Arc<PodMeta>>> = None;
-    let publish = |pods: &HashMap<String, Arc<PodMeta>>| {
-        shared.publish(PodIndex::from_shared(pods.values().cloned()), pods.len());
+    let publish = |pods: &HashMap<String, Arc<PodMeta>>, synced: bool| {
+        shared.publish(
+            PodIndex::from_shared(pods.values().cloned()),
+            pods.len(),
+            synced,
+        );
     };
     while let Some(event) = recovery.next(&mut events, &api, &probe, &shared).await {
         if event.is_ok() {
@@ -589,9 +599,10 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Publis
                 // A re-list (after a 410 or an outage) that finds the same pods changes nothing.
                 if listed != pods || !shared.status().synced {
                     pods = listed;
-                    publish(&pods);
+                    publish(&pods, true);
+                } else {
+                    shared.ok(true);
                 }
-                shared.ok(true);
                 failures.ok();
                 tracing::info!(pods = pods.len(), "pod reflector synced ({scope})");
             }
@@ -600,16 +611,18 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Publis
                     && pods.get(&meta.uid).is_none_or(|old| **old != meta)
                 {
                     pods.insert(meta.uid.clone(), Arc::new(meta));
-                    publish(&pods);
+                    publish(&pods, false);
+                } else {
+                    shared.ok(false);
                 }
-                shared.ok(false);
             }
             Ok(Event::Delete(pod)) => {
                 let uid = pod.metadata.uid.as_deref().unwrap_or_default();
                 if pods.remove(uid).is_some() {
-                    publish(&pods);
+                    publish(&pods, false);
+                } else {
+                    shared.ok(false);
                 }
-                shared.ok(false);
             }
             Err(err) => {
                 let mut msg = format!(
@@ -834,5 +847,43 @@ mod tests {
         assert!(
             describe_watch_error(&watcher::Error::NoResourceVersion).contains("resourceVersion")
         );
+    }
+
+    /// A reader that sees a newly published index and then reads the status never finds the
+    /// error from before that publication: the status is marked good in the same step.
+    #[test]
+    fn a_published_index_is_never_seen_beside_the_error_it_replaced() {
+        let shared = Arc::new(Published::<u64>::new());
+        let writer = {
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                for i in 1..=20_000u64 {
+                    shared.failed(i.to_string());
+                    shared.publish(i, 1, true);
+                }
+            })
+        };
+        let mut checked = 0u64;
+        while !writer.is_finished() || checked == 0 {
+            let seen = *shared.load();
+            let st = shared.status();
+            if let Some(e) = st.last_error {
+                let failed_before: u64 = e.parse().unwrap();
+                assert!(
+                    failed_before > seen,
+                    "index {seen} served beside the error {failed_before} it replaced"
+                );
+            } else if seen > 0 {
+                assert!(st.synced);
+            }
+            checked += 1;
+        }
+        writer.join().unwrap();
+        let st = shared.status();
+        assert_eq!(
+            (*shared.load(), st.objects, st.last_error),
+            (20_000, 1, None)
+        );
+        assert!(checked > 0);
     }
 }
