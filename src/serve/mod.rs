@@ -94,28 +94,45 @@ pub fn app_with(shared: Arc<Shared>, opts: ServeOptions) -> Router {
         .merge(pages::router(shared, opts.node.map(Arc::from)))
 }
 
-/// `true` when `Accept-Encoding` allows gzip (`gzip` or `*` with a non-zero q-value).
+/// `true` when the client's `Accept-Encoding` accepts gzip and does not prefer the plain page
+/// (RFC 9110 §12.5.3): gzip's q-value is its own or else `*`'s, identity's its own or else
+/// `*`'s (0 when neither is listed), and gzip is chosen when its q-value is above 0 and not
+/// below identity's. So `gzip;q=0, *` and `gzip;q=0.5, identity` get the plain page, as does a
+/// request without the header.
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',').any(|item| {
-                let mut parts = item.split(';');
-                let coding = parts.next().unwrap_or("").trim();
-                if !(coding.eq_ignore_ascii_case("gzip") || coding == "*") {
-                    return false;
-                }
-                !parts.any(|p| {
-                    let p = p.trim();
-                    p.strip_prefix("q=")
-                        .or_else(|| p.strip_prefix("Q="))
-                        .and_then(|q| q.trim().parse::<f32>().ok())
-                        == Some(0.0)
+    let (mut gzip, mut identity, mut any) = (None, None, None);
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim();
+            // A malformed q-value counts as 1, as an absent one does.
+            let q = parts
+                .filter_map(|p| {
+                    let (k, v) = p.split_once('=')?;
+                    k.trim()
+                        .eq_ignore_ascii_case("q")
+                        .then(|| v.trim().parse::<f32>().ok())?
                 })
-            })
-        })
+                .next_back()
+                .filter(|q| (0.0..=1.0).contains(q))
+                .unwrap_or(1.0);
+            let slot = if coding.eq_ignore_ascii_case("gzip") {
+                &mut gzip
+            } else if coding.eq_ignore_ascii_case("identity") {
+                &mut identity
+            } else if coding == "*" {
+                &mut any
+            } else {
+                continue;
+            };
+            // A coding listed twice keeps its highest q-value.
+            *slot = Some(slot.map_or(q, |old: f32| old.max(q)));
+        }
+    }
+    let gzip = gzip.or(any).unwrap_or(0.0);
+    let identity = identity.or(any).unwrap_or(0.0);
+    gzip > 0.0 && gzip >= identity
 }
 
 async fn metrics(
@@ -623,5 +640,15 @@ mod tests {
         assert!(!accepts_gzip(&h("gzip;q=0")));
         assert!(!accepts_gzip(&h("identity")));
         assert!(!accepts_gzip(&HeaderMap::new()));
+        // An explicit refusal of gzip is not overridden by `*`.
+        assert!(!accepts_gzip(&h("gzip;q=0, *")));
+        assert!(!accepts_gzip(&h("*;q=0")));
+        // The client's preference decides; a tie goes to gzip.
+        assert!(!accepts_gzip(&h("gzip;q=0.5, identity;q=1")));
+        assert!(accepts_gzip(&h("gzip;q=0.5, identity;q=0.5")));
+        assert!(accepts_gzip(&h("identity;q=0, *")));
+        assert!(accepts_gzip(&h("GZIP ; Q=0.8")));
+        assert!(accepts_gzip(&h("gzip;q=nonsense")));
+        assert!(!accepts_gzip(&h("br, zstd")));
     }
 }
