@@ -36,19 +36,13 @@ fn every_supported_default_field_appears_with_contract_labels() {
         .filter(|l| l.contains("gpu=\"0\""))
         .map(|l| label(l, "field"))
         .collect();
-    // The only default field an H100 outside a vGPU guest cannot serve.
-    assert_eq!(
-        unsupported_gpu0,
-        HashSet::from(["DCGM_FI_DEV_VGPU_LICENSE_STATUS"])
-    );
+    // An H100 serves every default field, the vGPU licence as 0 outside a vGPU guest (as
+    // DCGM reads it: NVML reports no licensing).
+    assert!(unsupported_gpu0.is_empty(), "{unsupported_gpu0:?}");
+    for l in series(&text, "DCGM_FI_DEV_VGPU_LICENSE_STATUS") {
+        assert_eq!(value(l), 0.0, "{l}");
+    }
     for name in &names {
-        if name == "DCGM_FI_DEV_VGPU_LICENSE_STATUS" {
-            assert!(
-                series(&text, name).is_empty(),
-                "{name} must not be exported as a placeholder"
-            );
-            continue;
-        }
         let gpu0: Vec<_> = series(&text, name)
             .into_iter()
             .filter(|l| l.contains("{gpu=\"0\","))
@@ -770,4 +764,26 @@ fn error_counts_reason_times_and_xid_window_are_there_from_the_first_tick() {
             assert_eq!(common::label_opt(l, "xid"), None, "{l}");
         }
     }
+}
+
+/// Inside a vGPU guest the licence state is the vGPU feature's: 1 licensed, 0 not.
+#[test]
+fn a_vgpu_guest_reports_each_gpus_licence() {
+    let mut run = run(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/scenarios/vgpu-guest.toml"
+    ));
+    run.at(5.0);
+    let text = run.at(10.0);
+    let by_gpu: Vec<(&str, f64)> = series(&text, "DCGM_FI_DEV_VGPU_LICENSE_STATUS")
+        .into_iter()
+        .map(|l| (label(l, "gpu"), value(l)))
+        .collect();
+    assert_eq!(by_gpu, [("0", 1.0), ("1", 0.0)], "{text}");
+    assert!(
+        !series(&text, "gpu_exporter_field_unsupported")
+            .iter()
+            .any(|l| l.contains("VGPU")),
+        "{text}"
+    );
 }

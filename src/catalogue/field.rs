@@ -200,6 +200,9 @@ pub enum Source {
     TotalEnergy,
     /// `nvmlDeviceGetPcieReplayCounter`.
     PcieReplay,
+    /// `nvmlDeviceGetGridLicensableFeatures_v4`: 1 when the vGPU feature is licensed, 0 when
+    /// not or when the GPU has no licensing (bare metal), as DCGM reads it.
+    VgpuLicence,
     /// `nvmlDeviceGetPcieThroughput` (KB/s); `true` is TX.
     PcieThroughput(bool),
     /// Utilization (%).

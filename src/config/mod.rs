@@ -571,8 +571,10 @@ impl Config {
                 file: None,
             },
             CountersChoice::File(Some(p)) => {
-                let origin = format!("counters from {}", shown_path(p));
                 let (file, set) = CountersFile::open(p.clone(), self.profile)?;
+                // The set's own origin is the path, or says which version of a shipped set
+                // the profile serves in its place: the start-up line must say so too.
+                let origin = format!("counters from {}", set.origin);
                 LoadedCounters {
                     set,
                     origin,

@@ -6,6 +6,7 @@
 //! ([`trial`], [`open_after_trial`]). [`reader::Reader`] turns the counter set into NVML calls
 //! and returns plain data; it never encodes, never serves and never panics on NVML errors.
 
+mod licence;
 pub mod nvlink;
 pub mod plan;
 pub mod processes;

@@ -455,8 +455,8 @@ pub static EXPORTER_4_8: &[FieldDef] = &[
         "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
         526,
         "",
-        Source::Unavailable("vGPU licence state is only reported inside a vGPU guest"),
-        "Licence state of a vGPU (1 licensed, 0 not).",
+        Source::VgpuLicence,
+        "Licence state of a vGPU (1 licensed, 0 not; 0 outside a vGPU guest).",
     ),
     // ---- Profiling (1001–1012), read through NVML GPM ----
     inst(

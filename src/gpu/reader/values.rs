@@ -22,7 +22,7 @@ use crate::catalogue::{
     ClockKind, FieldDef, MemKind, Source, TextKind, UtilKind, Violation, WindowKind,
 };
 use crate::gpu::xid::{Watch, XidWatcher};
-use crate::gpu::{nvlink, text};
+use crate::gpu::{licence, nvlink, text};
 use crate::snapshot::{Value, WindowCounts};
 
 /// What every read of one tick shares.
@@ -237,6 +237,7 @@ pub(super) fn read_value(
         }
         Source::TotalEnergy => num(dev.total_energy_consumption()? as f64),
         Source::PcieReplay => num(f64::from(dev.pcie_replay_counter()?)),
+        Source::VgpuLicence => Ok(licence::vgpu_licensed(ctx.nvml, dev)?.map(Value::Num)),
         Source::PcieThroughput(tx) => num(f64::from(dev.pcie_throughput(if tx {
             PcieUtilCounter::Send
         } else {

@@ -1,13 +1,13 @@
 //! Device identity entry points: index, UUID, name, PCI info, minor number, brand, serial,
-//! firmware versions, architecture. MIG devices answer with their own UUID and name and with
-//! their parent GPU's facts otherwise.
+//! firmware versions, architecture, vGPU licensing. MIG devices answer with their own UUID and
+//! name and with their parent GPU's facts otherwise.
 
 use std::ffi::c_char;
 use std::os::raw::c_uint;
 
 use nvml_wrapper_sys::bindings::{
     nvmlBrandType_enum_NVML_BRAND_NVIDIA, nvmlBrandType_t, nvmlDevice_t, nvmlDeviceArchitecture_t,
-    nvmlInforomObject_t, nvmlPciInfo_t, nvmlReturn_t,
+    nvmlGridLicensableFeatures_t, nvmlInforomObject_t, nvmlPciInfo_t, nvmlReturn_t,
 };
 
 use super::{dev, out, put_str, run};
@@ -175,6 +175,40 @@ pub unsafe extern "C" fn nvmlDeviceGetArchitecture(
         let o = unsafe { out(arch) }?;
         let d = dev(sim, device, "nvmlDeviceGetArchitecture", t)?;
         *o = sim.physical(d)?.model.arch;
+        Ok(())
+    })
+}
+
+/// `NVML_GRID_LICENSE_FEATURE_CODE_VGPU`.
+const FEATURE_CODE_VGPU: u32 = 1;
+
+/// Bare metal: licensing not supported, no features. A vGPU guest (`vgpu_licence` in the
+/// scenario): one vGPU feature, licensed (`featureState` 1) or not (0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGridLicensableFeatures_v4(
+    device: nvmlDevice_t,
+    features: *mut nvmlGridLicensableFeatures_t,
+) -> nvmlReturn_t {
+    run(|sim, t| {
+        let o = unsafe { out(features) }?;
+        let d = dev(sim, device, "nvmlDeviceGetGridLicensableFeatures_v4", t)?;
+        // SAFETY: plain C data; all zeroes is a valid value of every field.
+        *o = unsafe { std::mem::zeroed() };
+        if let Some(licensed) = sim.physical(d)?.vgpu_licence {
+            o.isGridLicenseSupported = 1;
+            o.licensableFeaturesCount = 1;
+            let f = &mut o.gridLicensableFeatures[0];
+            f.featureCode = FEATURE_CODE_VGPU;
+            f.featureState = c_uint::from(licensed);
+            f.featureEnabled = 1;
+            for (dst, src) in f
+                .productName
+                .iter_mut()
+                .zip(b"NVIDIA Virtual Compute Server")
+            {
+                *dst = *src as c_char;
+            }
+        }
         Ok(())
     })
 }

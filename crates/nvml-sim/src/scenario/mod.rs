@@ -62,6 +62,7 @@ pub const DEVICE_FUNCTIONS: &[&str] = &[
     "nvmlDeviceGetGpuFabricInfoV",
     "nvmlDeviceGetGpuInstanceId",
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    "nvmlDeviceGetGridLicensableFeatures_v4",
     "nvmlDeviceGetIndex",
     "nvmlDeviceGetInforomImageVersion",
     "nvmlDeviceGetInforomVersion",
@@ -171,6 +172,9 @@ pub struct Gpu {
     pub links_down: Vec<LinkDown>,
     /// Fabric registration and health overrides inside a window (`fabric` faults).
     pub fabric: Vec<FabricFault>,
+    /// `None` on bare metal (NVML reports no licensing); `Some(licensed)` for a vGPU seen from
+    /// inside its guest (the file's `vgpu_licence`).
+    pub vgpu_licence: Option<bool>,
 }
 
 /// PCI location of a GPU.

@@ -40,6 +40,8 @@ pub(super) struct RawGpu {
     pub(super) serial: Option<String>,
     pub(super) pci_bus: Option<Spanned<String>>,
     pub(super) power_limit_w: Option<Spanned<f64>>,
+    /// `"licensed"` or `"unlicensed"`: the GPU is a vGPU seen from inside its guest.
+    pub(super) vgpu_licence: Option<Spanned<String>>,
     pub(super) workload: Option<Spanned<RawWorkload>>,
     pub(super) mig: Option<Vec<Spanned<RawMig>>>,
     #[serde(default)]

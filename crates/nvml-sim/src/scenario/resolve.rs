@@ -80,6 +80,21 @@ pub(super) fn resolve_gpu(
         }
         None => model.power_limit_w,
     };
+    let vgpu_licence = match &g.vgpu_licence {
+        None => None,
+        Some(l) => match l.get_ref().as_str() {
+            "licensed" => Some(true),
+            "unlicensed" => Some(false),
+            other => {
+                return Err(ctx.err(
+                    Some(l.span()),
+                    format!(
+                        "GPU {index}: vgpu_licence \"{other}\" must be \"licensed\" or \"unlicensed\""
+                    ),
+                ));
+            }
+        },
+    };
     let mig_enabled = g.mig.is_some();
     let mut gpu = Gpu {
         index,
@@ -103,6 +118,7 @@ pub(super) fn resolve_gpu(
         appear_at: None,
         links_down: Vec::new(),
         fabric: Vec::new(),
+        vgpu_licence,
     };
     if let Some(w) = &g.workload {
         if mig_enabled {

@@ -557,3 +557,19 @@ fn scenario_files_are_read_bounded() {
     assert_eq!(load(ok.to_str().unwrap()).unwrap().gpus.len(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn vgpu_licence_is_licensed_unlicensed_or_absent() {
+    let s = parse_ok(
+        "node = \"n\"\n\n[[gpus]]\nmodel = \"L4\"\nvgpu_licence = \"licensed\"\n\n\
+         [[gpus]]\nmodel = \"L4\"\nvgpu_licence = \"unlicensed\"\n\n[[gpus]]\nmodel = \"L4\"\n",
+    );
+    let l: Vec<Option<bool>> = s.gpus.iter().map(|g| g.vgpu_licence).collect();
+    assert_eq!(l, [Some(true), Some(false), None]);
+    let e = parse_err("node = \"n\"\n\n[[gpus]]\nmodel = \"L4\"\nvgpu_licence = \"yes\"\n");
+    assert!(e.contains("line 5"), "{e}");
+    assert!(
+        e.contains("GPU 0: vgpu_licence \"yes\" must be \"licensed\" or \"unlicensed\""),
+        "{e}"
+    );
+}
