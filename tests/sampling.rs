@@ -787,3 +787,33 @@ fn a_vgpu_guest_reports_each_gpus_licence() {
         "{text}"
     );
 }
+
+/// `DCGM_FI_DEV_MINOR_NUMBER` is the N of `/dev/nvidiaN`, which need not be the index.
+#[test]
+fn the_minor_number_is_the_device_nodes_not_the_index() {
+    let counters = std::sync::Arc::new(
+        gpu_exporter::catalogue::csv::parse_counters(
+            "minor.csv",
+            "DCGM_FI_DEV_MINOR_NUMBER, gauge, m\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let text = Run::new(
+        common::SimNode::new(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/scenarios/vgpu-guest.toml"
+            ),
+            1,
+        ),
+        counters,
+        ReaderOptions::default(),
+        EncodeOptions::default(),
+    )
+    .at(1.0);
+    let by_gpu: Vec<(&str, f64)> = series(&text, "DCGM_FI_DEV_MINOR_NUMBER")
+        .into_iter()
+        .map(|l| (label(l, "gpu"), value(l)))
+        .collect();
+    assert_eq!(by_gpu, [("0", 3.0), ("1", 1.0)], "{text}");
+}

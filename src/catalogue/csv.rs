@@ -1065,7 +1065,7 @@ mod tests {
     fn warnings_for_histogram_unavailable_and_counter_on_a_gauge() {
         let set = parse(
             "DCGM_FI_DEV_GPU_TEMP, histogram, t\n\
-             DCGM_FI_DEV_MINOR_NUMBER, gauge, v\n\
+             DCGM_FI_DEV_GPU_NVLINK_ERRORS, gauge, v\n\
              DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, n\n\
              DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, e\n\
              DCGM_EXP_P2P_STATUS, gauge, p\n",
@@ -1079,7 +1079,7 @@ mod tests {
             "{w:?}"
         );
         assert!(
-            w[1].starts_with("t.csv:2: ") && w[1].contains("minor number"),
+            w[1].starts_with("t.csv:2: ") && w[1].contains("NVLink error events"),
             "{w:?}"
         );
         assert!(

@@ -203,6 +203,8 @@ pub enum Source {
     /// `nvmlDeviceGetGridLicensableFeatures_v4`: 1 when the vGPU feature is licensed, 0 when
     /// not or when the GPU has no licensing (bare metal), as DCGM reads it.
     VgpuLicence,
+    /// `nvmlDeviceGetMinorNumber`: the N of the GPU's `/dev/nvidiaN`.
+    MinorNumber,
     /// `nvmlDeviceGetPcieThroughput` (KB/s); `true` is TX.
     PcieThroughput(bool),
     /// Utilization (%).

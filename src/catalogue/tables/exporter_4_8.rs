@@ -83,7 +83,7 @@ pub static EXPORTER_4_8: &[FieldDef] = &[
         "DCGM_FI_DEV_MINOR_NUMBER",
         55,
         "",
-        Source::Unavailable("the /dev/nvidiaN minor number has no NVML reader in gpu-exporter yet"),
+        Source::MinorNumber,
         "Minor number of the GPU's /dev/nvidiaN device node.",
     ),
     dev(

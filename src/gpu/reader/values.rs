@@ -237,6 +237,7 @@ pub(super) fn read_value(
         }
         Source::TotalEnergy => num(dev.total_energy_consumption()? as f64),
         Source::PcieReplay => num(f64::from(dev.pcie_replay_counter()?)),
+        Source::MinorNumber => num(f64::from(dev.minor_number()?)),
         Source::VgpuLicence => Ok(licence::vgpu_licensed(ctx.nvml, dev)?.map(Value::Num)),
         Source::PcieThroughput(tx) => num(f64::from(dev.pcie_throughput(if tx {
             PcieUtilCounter::Send

@@ -172,6 +172,8 @@ pub struct Gpu {
     pub links_down: Vec<LinkDown>,
     /// Fabric registration and health overrides inside a window (`fabric` faults).
     pub fabric: Vec<FabricFault>,
+    /// `nvmlDeviceGetMinorNumber`: the file's `minor_number`, else the index.
+    pub minor_number: u32,
     /// `None` on bare metal (NVML reports no licensing); `Some(licensed)` for a vGPU seen from
     /// inside its guest (the file's `vgpu_licence`).
     pub vgpu_licence: Option<bool>,

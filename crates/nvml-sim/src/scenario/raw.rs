@@ -40,6 +40,8 @@ pub(super) struct RawGpu {
     pub(super) serial: Option<String>,
     pub(super) pci_bus: Option<Spanned<String>>,
     pub(super) power_limit_w: Option<Spanned<f64>>,
+    /// `/dev/nvidiaN`'s N when it is not the index (the driver numbers GPUs in probe order).
+    pub(super) minor_number: Option<u32>,
     /// `"licensed"` or `"unlicensed"`: the GPU is a vGPU seen from inside its guest.
     pub(super) vgpu_licence: Option<Spanned<String>>,
     pub(super) workload: Option<Spanned<RawWorkload>>,

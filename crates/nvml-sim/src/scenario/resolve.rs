@@ -118,6 +118,7 @@ pub(super) fn resolve_gpu(
         appear_at: None,
         links_down: Vec::new(),
         fabric: Vec::new(),
+        minor_number: g.minor_number.unwrap_or(index as u32),
         vgpu_licence,
     };
     if let Some(w) = &g.workload {
