@@ -46,7 +46,7 @@ impl From<ReadError> for std::io::Error {
 }
 
 /// What kind of file `t` is, as messages name it.
-fn kind(t: std::fs::FileType) -> &'static str {
+pub fn kind(t: std::fs::FileType) -> &'static str {
     if t.is_file() {
         "regular file"
     } else if t.is_dir() {

@@ -142,9 +142,10 @@ impl PodResourcesSource {
                     }
                     Err(e) => {
                         let msg = format!(
-                            "kubelet pod-resources API at {}: {e}; pod labels keep their last \
+                            "kubelet pod-resources API at {}: {e}{}; pod labels keep their last \
                              known values",
-                            opts.socket.display()
+                            opts.socket.display(),
+                            not_a_socket(&opts.socket)
                         );
                         let d = backoff.next_delay();
                         if last_logged.as_deref() != Some(msg.as_str()) {
@@ -223,6 +224,22 @@ pub enum KubeletError {
         /// The described status.
         status: String,
     },
+}
+
+/// A hint when the path is there but is no socket (a FIFO, a file, a directory): connecting
+/// says only "connection refused", which sends the operator looking at the kubelet.
+fn not_a_socket(path: &Path) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Ok(m) if !m.file_type().is_socket() => format!(
+            "; {} is a {}, not a unix socket: --pod-resources-kubelet-socket must name the \
+             kubelet's pod-resources socket (/var/lib/kubelet/pod-resources/kubelet.sock, \
+             mounted from the host)",
+            path.display(),
+            crate::base::bounded_read::kind(m.file_type())
+        ),
+        _ => String::new(),
+    }
 }
 
 /// A lazy channel on the socket: it connects on first use and reconnects after a failure.
@@ -365,4 +382,29 @@ fn describe(s: &tonic::Status) -> String {
         ));
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_that_is_no_socket_is_named_as_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("kubelet.sock");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let hint = not_a_socket(&fifo);
+        assert!(hint.contains("is a FIFO, not a unix socket"), "{hint}");
+        assert!(hint.contains("--pod-resources-kubelet-socket"), "{hint}");
+        assert!(not_a_socket(dir.path()).contains("is a directory"));
+        // A real socket, or nothing there (the error already says so): no hint.
+        let sock = dir.path().join("real.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        assert_eq!(not_a_socket(&sock), "");
+        assert_eq!(not_a_socket(&dir.path().join("none")), "");
+    }
 }
