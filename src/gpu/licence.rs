@@ -19,11 +19,7 @@ const FEATURE_CODE_VGPU: u32 = 1;
 /// licensing (a GPU outside a vGPU guest); `None` when NVML lists licensable features but no
 /// vGPU feature among them (DCGM then stores no value either).
 pub(crate) fn vgpu_licensed(nvml: &Nvml, dev: &Device<'_>) -> Result<Option<f64>, NvmlError> {
-    let f = nvml
-        .lib()
-        .nvmlDeviceGetGridLicensableFeatures_v4
-        .as_ref()
-        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    let f = super::sym(nvml.lib().nvmlDeviceGetGridLicensableFeatures_v4.as_ref())?;
     // SAFETY: plain C data; all zeroes is a valid value of every field.
     let mut out: nvmlGridLicensableFeatures_t = unsafe { mem::zeroed() };
     // SAFETY: the handle comes from nvml-wrapper and is valid while `nvml` lives; `out` is a

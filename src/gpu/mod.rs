@@ -27,6 +27,12 @@ use nvml_wrapper::error::NvmlError;
 
 use crate::base::bounded_read::{ReadError, check_regular};
 
+/// A symbol of the loaded library that nvml-wrapper does not wrap in the form needed; a
+/// library without it (an older driver) is an NVML error the reader's book counts.
+pub(crate) fn sym<'a, T>(s: Result<&'a T, &libloading::Error>) -> Result<&'a T, NvmlError> {
+    s.map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))
+}
+
 /// The library name NVML is loaded from when no path is given (resolved by the dynamic loader).
 pub const DEFAULT_LIB: &str = "libnvidia-ml.so.1";
 

@@ -16,6 +16,7 @@ use nvml_wrapper_sys::bindings::{
     nvmlGpuFabricInfoV_t,
 };
 
+use super::sym;
 use crate::snapshot::{Fabric, LinkSample};
 
 /// `NVML_NVLINK_MAX_LINKS`: links are probed from 0 to this, exclusive.
@@ -65,10 +66,6 @@ pub fn decode_ber(raw: u64) -> f64 {
 /// (201–204, 206–215, 219–222, 235–250), the set DCGM reads with `UINT_MAX` for a GPU's total.
 pub fn is_link_scoped(id: u32) -> bool {
     matches!(id, 138..=141 | 201..=204 | 206..=215 | 219..=222 | 235..=250)
-}
-
-fn sym<'a, T>(s: Result<&'a T, &libloading::Error>) -> Result<&'a T, NvmlError> {
-    s.map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))
 }
 
 /// A link index NVML rejects is a link the GPU does not have: reported as not supported so

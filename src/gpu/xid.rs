@@ -290,11 +290,7 @@ impl RawEvent {
 
 /// `nvmlEventSetWait_v2` on the set, keeping the GPU instance id of the event.
 fn wait(nvml: &Nvml, reg: &Registered, timeout_ms: u32) -> Result<RawEvent, NvmlError> {
-    let sym = nvml
-        .lib()
-        .nvmlEventSetWait_v2
-        .as_ref()
-        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    let sym = super::sym(nvml.lib().nvmlEventSetWait_v2.as_ref())?;
     // SAFETY: the set is alive (owned by `reg`) and only read here; the data is written by
     // NVML into a zeroed plain C struct that outlives the call.
     unsafe {

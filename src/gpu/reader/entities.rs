@@ -94,12 +94,11 @@ pub(super) fn instance_id(
     gpu_instance: bool,
 ) -> Result<u32, NvmlError> {
     let lib = nvml.lib();
-    let sym = if gpu_instance {
+    let sym = crate::gpu::sym(if gpu_instance {
         lib.nvmlDeviceGetGpuInstanceId.as_ref()
     } else {
         lib.nvmlDeviceGetComputeInstanceId.as_ref()
-    }
-    .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    })?;
     let mut id: u32 = 0;
     // SAFETY: the handle comes from nvml-wrapper and is valid while `nvml` lives; `id` is a
     // valid out-pointer for the duration of the call.

@@ -201,13 +201,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGridLicensableFeatures_v4(
             f.featureCode = FEATURE_CODE_VGPU;
             f.featureState = c_uint::from(licensed);
             f.featureEnabled = 1;
-            for (dst, src) in f
-                .productName
-                .iter_mut()
-                .zip(b"NVIDIA Virtual Compute Server")
-            {
-                *dst = *src as c_char;
-            }
+            fill(&mut f.productName, "NVIDIA Virtual Compute Server");
         }
         Ok(())
     })
