@@ -122,9 +122,9 @@ profile() {
   callgrind_control -d "$pid" >/dev/null 2>&1 # dump 2: steady state
   kill -TERM "$pid"
   wait "$pid" || true
-  python3 - "$work/cg.out.1" "$work/cg.out.2" "$(basename "$bin")" "$profile_file" "$scenario" <<'PY'
+  python3 - "$work/cg.out.1" "$work/cg.out.2" "$(basename "$bin")" "$work/functions" <<'PY'
 import re, sys
-start_file, steady_file, obj, out, scenario = sys.argv[1:6]
+start_file, steady_file, obj, out = sys.argv[1:5]
 
 def self_cost(path):
     """Self cost (instructions) per function of the object `obj` in one callgrind dump."""
@@ -159,35 +159,21 @@ def self_cost(path):
                 cost[fn] = cost.get(fn, 0) + (int(parts[1]) if len(parts) > 1 else 0)
     return cost
 
-def normalise(s):
-    s = re.sub(r"\.llvm\.[0-9]+$", "", s)
-    if s.startswith("_ZN"):
-        s = re.sub(r"17h[0-9a-f]+E$", "E", s)
-    elif s.startswith("_R"):
-        s = re.sub(r"Cs[0-9A-Za-z]+_", "Cs_", s)
-        s = re.sub(r"B[0-9A-Za-z]*_", "B_", s)
-    return s
-
 start, steady = self_cost(start_file), self_cost(steady_file)
-seen, lines = set(), []
-def add(fns):
-    n = 0
-    for f in fns:
-        k = normalise(f)
-        if k not in seen:
-            seen.add(k)
-            lines.append(k)
-            n += 1
-    return n
-hot = add(sorted(steady, key=lambda f: (-steady[f], f)))
-cold = add(sorted(set(start) - set(steady)))
-with open(out, "w") as f:
-    f.write("# Link order of the production binary: written by `bash scripts/link-order.sh profile`,\n")
-    f.write(f"# read by `resolve` (see the script). Simulated node {scenario}, -c 1000.\n")
-    f.write(f"# {hot} functions that run after start-up, hottest first, then {cold} that run only while starting.\n")
-    f.write("\n".join(lines) + "\n")
-print(f"link-order: {hot} steady-state and {cold} start-up functions in {out}")
+with open(out + ".steady", "w") as f:
+    f.writelines(n + "\n" for n in sorted(steady, key=lambda n: (-steady[n], n)))
+with open(out + ".start", "w") as f:
+    f.writelines(n + "\n" for n in sorted(set(start) - set(steady)))
 PY
+  # Normalised as `resolve` reads them; instances that share a name are written once.
+  {
+    echo "# Link order of the production binary: written by \`bash scripts/link-order.sh profile\`,"
+    echo "# read by \`resolve\` (see the script). Simulated node $scenario, -c 1000: the functions"
+    echo "# that run after start-up, hottest first, then those that run only while starting."
+    awk "$normalise_awk"'{ n = normalise($0); if (!(n in seen)) { seen[n] = 1; print n } }' \
+      "$work/functions.steady" "$work/functions.start"
+  } >"$profile_file"
+  echo "link-order: $(grep -vc '^#' "$profile_file") functions in $profile_file" >&2
   rm -rf "$work"
 }
 
