@@ -22,7 +22,9 @@
 #       the functions that run after start-up (sampling ticks, /metrics scrapes plain and
 #       gzip, /health) come first, hottest first, then those that ran only while starting.
 #       Needs valgrind, curl, python3 and the simulated library (cargo build --release -p
-#       nvml-sim). Pod attribution (the kubelet and API clients) is not in the profile: the
+#       nvml-sim; NVML_SIM_LIB names another build of it). STEADY sets the seconds of steady
+#       state (default 60), LINK_ORDER_PROFILE another file to write. scripts/test.sh runs it
+#       briefly on the debug production build, so that the profiler itself is tested. Pod attribution (the kubelet and API clients) is not in the profile: the
 #       production build has no simulated cluster to run them against; their code keeps the
 #       linker's order.
 #
@@ -96,11 +98,12 @@ resolve() {
 profile() {
   local bin=$1 scenario=${2:-h100-mig}
   local lib
-  lib=$(cd "$here/.." && pwd)/target/release/libnvml_sim.so
+  lib=${NVML_SIM_LIB:-$(cd "$here/.." && pwd)/target/release/libnvml_sim.so}
   for tool in valgrind callgrind_control curl python3; do
     command -v "$tool" >/dev/null || { echo "link-order: $tool is needed" >&2; exit 1; }
   done
-  [ -f "$lib" ] || { echo "link-order: $lib missing: cargo build --release -p nvml-sim" >&2; exit 1; }
+  [ -f "$lib" ] || { echo "link-order: $lib missing: cargo build --release -p nvml-sim (or set NVML_SIM_LIB)" >&2; exit 1; }
+  lib=$(realpath "$lib")
   require_v0 "$bin"
   local work port=19481
   work=$(mktemp -d)
