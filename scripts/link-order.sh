@@ -24,9 +24,9 @@
 #       Needs valgrind, curl, python3 and the simulated library (cargo build --release -p
 #       nvml-sim; NVML_SIM_LIB names another build of it). STEADY sets the seconds of steady
 #       state (default 60), LINK_ORDER_PROFILE another file to write. scripts/test.sh runs it
-#       briefly on the debug production build, so that the profiler itself is tested. Pod attribution (the kubelet and API clients) is not in the profile: the
-#       production build has no simulated cluster to run them against; their code keeps the
-#       linker's order.
+#       briefly on the debug production build, so that the profiler itself is tested. Pod
+#       attribution (the kubelet and API clients) is not in the profile: the production build
+#       has no simulated cluster to run them against; their code keeps the linker's order.
 #
 # The Dockerfile's builder stage runs `resolve` on a first link and links again with the
 # result; lld (Rust's default linker on x86_64 Linux from 1.90) reads the file.
@@ -49,10 +49,11 @@ function normalise(s) {
 # The exporter's own functions must carry v0 names (`-C symbol-mangling-version=v0`, which
 # .cargo/config.toml and the Dockerfile set): legacy names give every instance of a generic
 # function one name and one hash, so without the hash thousands of them would look alike.
+# $1 is the binary, $2 its `nm --defined-only` listing.
 require_v0() {
-  if nm --defined-only "$1" | awk '$3 ~ /^_ZN12gpu_exporter/ { found = 1 } END { exit !found }'; then
+  if awk '$3 ~ /^_ZN12gpu_exporter/ { found = 1 } END { exit !found }' "$2"; then
     echo "link-order: $1 has legacy-mangled gpu_exporter symbols: build it with RUSTFLAGS='-C symbol-mangling-version=v0' (.cargo/config.toml sets it; a RUSTFLAGS variable replaces that)" >&2
-    exit 1
+    return 1
   fi
 }
 
@@ -61,13 +62,13 @@ resolve() {
   [ -f "$bin" ] || { echo "link-order: $bin: no such file" >&2; exit 1; }
   [ -f "$profile_file" ] || { echo "link-order: $profile_file: no such file" >&2; exit 1; }
   command -v nm >/dev/null || { echo "link-order: nm (binutils) is needed" >&2; exit 1; }
-  require_v0 "$bin"
   local syms
   syms=$(mktemp)
   nm --defined-only "$bin" >"$syms" 2>/dev/null || true
   [ -s "$syms" ] || { echo "link-order: $bin has no symbols (stripped?)" >&2; rm -f "$syms"; exit 1; }
+  require_v0 "$bin" "$syms" || { rm -f "$syms"; exit 1; }
   # Pass 1 reads the profile (rank of each normalised name); pass 2 the binary's symbols.
-  awk -v out="$out" -v min="$min" -v bin="$bin" -v prof="$profile_file" "$normalise_awk"'
+  awk -v min="$min" -v bin="$bin" -v prof="$profile_file" "$normalise_awk"'
     FNR == NR {
       if ($0 ~ /^#/ || $0 == "") next
       p = normalise($0)
@@ -104,15 +105,17 @@ profile() {
   done
   [ -f "$lib" ] || { echo "link-order: $lib missing: cargo build --release -p nvml-sim (or set NVML_SIM_LIB)" >&2; exit 1; }
   lib=$(realpath "$lib")
-  require_v0 "$bin"
   local work port=19481
   work=$(mktemp -d)
+  nm --defined-only "$bin" >"$work/syms" 2>/dev/null || true
+  require_v0 "$bin" "$work/syms" || { rm -rf "$work"; exit 1; }
   ln -s "$lib" "$work/libnvidia-ml.so.1"
   LD_LIBRARY_PATH=$work NVML_SIM_SCENARIO=$scenario valgrind --tool=callgrind --demangle=no \
     --callgrind-out-file="$work/cg.out" "$bin" -c 1000 -a 127.0.0.1:$port >"$work/log" 2>&1 &
   local pid=$!
   for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" && break; sleep 0.2; done
-  curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" || { cat "$work/log" >&2; exit 1; }
+  curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" \
+    || { cat "$work/log" >&2; kill "$pid" 2>/dev/null; rm -rf "$work"; exit 1; }
   sleep 10 # the first ticks: what runs once after the first sample is start-up too
   callgrind_control -d "$pid" >/dev/null 2>&1 # dump 1: start-up
   local end=$(($(date +%s) + ${STEADY:-60}))

@@ -9,9 +9,9 @@
 # API server), promtool against the
 # live output of --simulate, a short simulated fleet through Prometheus and VictoriaMetrics
 # (benches/fleet.sh --short --check: the same series, dashboard queries with data and spot
-# values in both), the link-order profiler under valgrind (scripts/link-order.sh), and the container image and its DCGM variant: built from the
-# Dockerfile with buildah on bases mmdebstrap bootstraps, then run and checked
-# (scripts/image.sh --dcgm, tests/image/).
+# values in both), the link-order profiler under valgrind (scripts/link-order.sh), and the
+# container image and its DCGM variant: built from the Dockerfile with buildah on bases
+# mmdebstrap bootstraps, then run and checked (scripts/image.sh --dcgm, tests/image/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
