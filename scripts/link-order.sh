@@ -117,6 +117,9 @@ profile() {
   curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" \
     || { cat "$work/log" >&2; kill "$pid" 2>/dev/null; rm -rf "$work"; exit 1; }
   sleep 10 # the first ticks: what runs once after the first sample is start-up too
+  # Start-up ends when the daemon gives its start-up pages back (daemon::trim), a few ticks
+  # after the first sample: that code runs once and belongs to start-up too.
+  for _ in $(seq 1 120); do grep -q 'start-up over' "$work/log" && break; sleep 0.5; done
   callgrind_control -d "$pid" >/dev/null 2>&1 # dump 1: start-up
   local end=$(($(date +%s) + ${STEADY:-60}))
   while [ "$(date +%s)" -lt "$end" ]; do

@@ -15,7 +15,7 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 
 use crate::catalogue::csv::CounterSet;
-use crate::exposition::{EncodeOptions, encode, gzip};
+use crate::exposition::{EncodeOptions, Gzip, encode};
 use crate::snapshot::{KubeWriteKind, KubeWrites, Snapshot, WriteOutcome};
 
 /// One tick's output, ready to serve.
@@ -165,8 +165,18 @@ impl Shared {
 
 /// Encodes a snapshot into a publishable value.
 pub fn render(snapshot: Snapshot, counters: &Arc<CounterSet>, opts: &EncodeOptions) -> Published {
+    render_with(snapshot, counters, opts, &mut Gzip::new())
+}
+
+/// [`render`] with a compressor kept between ticks (the sampler's).
+pub fn render_with(
+    snapshot: Snapshot,
+    counters: &Arc<CounterSet>,
+    opts: &EncodeOptions,
+    gz: &mut Gzip,
+) -> Published {
     let plain = encode(&snapshot, counters, opts);
-    let gz = gzip(&plain);
+    let gz = gz.compress(&plain);
     Published {
         snapshot: Arc::new(snapshot),
         counters: Arc::clone(counters),

@@ -30,7 +30,8 @@ use crate::catalogue::Level;
 use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::dcgm;
 use crate::exposition::EncodeOptions;
-use crate::exposition::publish::{Shared, render};
+use crate::exposition::Gzip;
+use crate::exposition::publish::{Shared, render_with};
 use crate::gpu::LoadError;
 use crate::gpu::reader::{Reader, ReaderOptions};
 use crate::health::{self, HealthModel, HealthOptions};
@@ -380,13 +381,14 @@ pub fn spawn(
         .name("sampler".into())
         .spawn(move || {
             let mut next = Instant::now();
+            let mut gz = Gzip::new();
             while !stop.load(Ordering::Acquire) {
                 let mut snap = sampler.tick(unix_now());
                 snap.stats.stalled_responses_cut = shared.stalled_responses_cut();
                 snap.stats.kube_writes = shared.kube_writes();
                 let ready = snap.stats.nvml_up;
                 let counters = Arc::clone(sampler.counters());
-                shared.publish(render(snap, &counters, &opts), ready);
+                shared.publish(render_with(snap, &counters, &opts, &mut gz), ready);
                 next += interval;
                 let now = Instant::now();
                 while next <= now {

@@ -217,7 +217,7 @@ impl Conns {
             }
         };
         if over {
-            trim_memory();
+            crate::base::process::trim_heap();
         }
     }
 
@@ -225,17 +225,6 @@ impl Conns {
     #[cfg(test)]
     fn open(&self) -> usize {
         self.lock().open.len()
-    }
-}
-
-/// Hands freed heap pages back to the kernel (those a flood's connections used, or the pages
-/// unread responses held): glibc's allocator keeps freed memory in its arenas otherwise, and
-/// the resident size would stay at the peak.
-pub(super) fn trim_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes no pointer; it only walks the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

@@ -95,7 +95,7 @@ impl Pins {
              again; {cut} connection(s) were cut meanwhile",
             self.budget >> 21
         );
-        super::conns::trim_memory();
+        crate::base::process::trim_heap();
     }
 
     /// Cuts the connections holding the oldest replaced pages until those beyond the current
