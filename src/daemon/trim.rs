@@ -83,7 +83,8 @@ pub fn release() -> Result<Released, TrimError> {
             continue;
         }
         let (start, end) = m.address;
-        let (Ok(addr), Ok(len)) = (usize::try_from(start), usize::try_from(end - start)) else {
+        let len = end.saturating_sub(start);
+        let (Ok(addr), Ok(len)) = (usize::try_from(start), usize::try_from(len)) else {
             continue;
         };
         // SAFETY: the range is a whole mapping of this process, read-only and private, none of
