@@ -334,14 +334,9 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
 
 /// A gzip compressor kept from one tick to the next: its tables (about 370 KiB) are allocated
 /// and cleared once, not once per tick.
+#[derive(Debug)]
 pub struct Gzip {
     z: flate2::Compress,
-}
-
-impl std::fmt::Debug for Gzip {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Gzip")
-    }
 }
 
 impl Default for Gzip {
