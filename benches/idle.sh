@@ -3,7 +3,9 @@
 # PyPI) on the same simulated node, as BENCHMARKS.md reports them. Both sample every second
 # (`-c 1000`, `--interval 1`) and are scraped every 15 s, as Prometheus would; after a warm-up
 # the script reads each process's CPU time (utime + stime, /proc/PID/stat) over DURATION
-# seconds and its VmRSS at the end, and prints one table row per exporter and the ratios.
+# seconds, its VmRSS at every scrape and at the end, and prints one table row per exporter
+# (VmRSS at the end and the median of the samples: one reading can fall just before or after
+# a page fault or a freed buffer) and the ratios.
 #
 # usage (from the repository root, after cargo build --release --workspace):
 #   bash benches/idle.sh target/release/gpu-exporter [DURATION] [SCENARIO]
@@ -59,26 +61,29 @@ done
 sleep 10 # warm-up: first samples, imports, caches
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # nvitop-exporter runs under `env`, which execs: the PID is the Python process.
-declare -A c0
+rss() { awk '/VmRSS/{print $2}' "/proc/$1/status"; }
+declare -A c0 samples
 for i in "${!pids[@]}"; do c0[$i]=$(cpu "${pids[$i]}"); done
 t0=$(date +%s.%N)
 end=$(($(date +%s) + duration))
 while [ "$(date +%s)" -lt "$end" ]; do
   for p in "${ports[@]}"; do curl -s -o /dev/null "http://127.0.0.1:$p/metrics"; done
   sleep 15
+  for i in "${!pids[@]}"; do samples[$i]+="$(rss "${pids[$i]}") "; done
 done
 t1=$(date +%s.%N)
 tck=$(getconf CLK_TCK)
-printf '| Exporter | CPU seconds | %% of one core | VmRSS (KiB) | series |\n|---|---|---|---|---|\n'
+printf '| Exporter | CPU seconds | %% of one core | VmRSS (KiB) | VmRSS median (KiB) | series |\n|---|---|---|---|---|---|\n'
 for i in "${!pids[@]}"; do
   c1=$(cpu "${pids[$i]}")
-  rss=$(awk '/VmRSS/{print $2}' "/proc/${pids[$i]}/status")
+  rss=$(rss "${pids[$i]}")
+  med=$(echo ${samples[$i]} | tr ' ' '\n' | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
   series=$(curl -s "http://127.0.0.1:${ports[$i]}/metrics" | grep -vc '^#')
-  awk -v n="${names[$i]}" -v c=$((c1 - c0[$i])) -v k="$tck" -v a="$t0" -v b="$t1" -v r="$rss" -v s="$series" \
-    'BEGIN { w = b - a; printf "| %s | %.2f in %.0f s | %.3f | %d | %d |\n", n, c / k, w, 100 * c / k / w, r, s }' |
+  awk -v n="${names[$i]}" -v c=$((c1 - c0[$i])) -v k="$tck" -v a="$t0" -v b="$t1" -v r="$rss" -v m="$med" -v s="$series" \
+    'BEGIN { w = b - a; printf "| %s | %.2f in %.0f s | %.3f | %d | %d | %d |\n", n, c / k, w, 100 * c / k / w, r, m, s }' |
     tee -a "$work/rows"
 done
-awk -F'|' '{ split($3, t, " "); cpu[NR] = t[1]; rss[NR] = $5; name[NR] = $2 }
+awk -F'|' '{ split($3, t, " "); cpu[NR] = t[1]; rss[NR] = $5; med[NR] = $6; name[NR] = $2 }
   $2 ~ /nvitop/ { n = NR }
   END { for (i = 1; i <= NR; i++) if (i != n && cpu[i] > 0)
-    printf "nvitop-exporter /%s: CPU %.1f×, RSS %.1f×\n", name[i], cpu[n] / cpu[i], rss[n] / rss[i] }' "$work/rows"
+    printf "nvitop-exporter /%s: CPU %.1f×, RSS %.1f× (at the end), %.1f× (medians)\n", name[i], cpu[n] / cpu[i], rss[n] / rss[i], med[n] / med[i] }' "$work/rows"

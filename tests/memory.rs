@@ -1,5 +1,6 @@
 //! The daemon's memory after start-up: the code and constant pages that only start-up read are
-//! given back (`daemon::trim`), and the exporter keeps serving fresh samples afterwards.
+//! given back (`daemon::trim`), the program file's unused pages leave the page cache, and the
+//! exporter keeps serving fresh samples afterwards.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -8,9 +9,11 @@
 
 mod common;
 
+use std::os::fd::AsRawFd;
+use std::process::Command;
 use std::time::Duration;
 
-use common::{Exporter, series, value};
+use common::{BIN, Exporter, ExporterBuilder, series, value};
 use gpu_exporter::daemon::trim::releasable;
 use procfs::process::{MMapPath, Process};
 
@@ -60,4 +63,64 @@ fn start_up_pages_are_given_back_and_serving_goes_on() {
     let later = exp.metrics_until("a later tick", |t| energy(t) > first);
     assert!(energy(&later) > first);
     assert!(exp.sigterm().success());
+}
+
+/// Pages of `file` in `range` (offset, length) that are in the page cache, by `mincore` on a
+/// mapping this test never reads (mapping a file does not read it).
+fn cached_pages(file: &std::path::Path, (offset, len): (u64, u64)) -> usize {
+    let f = std::fs::File::open(file).unwrap();
+    let page = 4096usize;
+    let len = usize::try_from(len).unwrap();
+    // SAFETY: a fresh read-only shared mapping of an open file, unmapped below; mincore writes
+    // one byte per page into a vector of that many bytes.
+    unsafe {
+        let addr = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            libc::off_t::try_from(offset).unwrap(),
+        );
+        assert_ne!(addr, libc::MAP_FAILED, "mmap {}", file.display());
+        let mut vec = vec![0u8; len.div_ceil(page)];
+        assert_eq!(libc::mincore(addr, len, vec.as_mut_ptr()), 0);
+        libc::munmap(addr, len);
+        vec.iter().filter(|b| **b & 1 == 1).count()
+    }
+}
+
+/// The program file leaves the page cache once start-up is over, except what steady state
+/// maps: the binary is copied (every page written through the cache) and synced (written back,
+/// so that the kernel may drop them), then run; the release drops what no mapping uses (of a
+/// debug build, mostly the debug information, which is never mapped, and start-up's code).
+#[test]
+fn the_binary_pages_steady_state_does_not_use_leave_the_page_cache() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("memory-evict-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("gpu-exporter");
+    std::fs::copy(BIN, &bin).unwrap();
+    std::fs::File::open(&bin).unwrap().sync_all().unwrap();
+    let mut exp = ExporterBuilder::wrapped(Command::new("env"), &bin)
+        .args(["--simulate", "h100-mig", "-c", "200"])
+        .log_pipe()
+        .spawn();
+    exp.wait_ready();
+    let range = (0, std::fs::metadata(&bin).unwrap().len());
+    let before = cached_pages(&bin, range);
+    exp.wait_log("start-up over", Duration::from_secs(60));
+    let first = energy(&exp.metrics());
+    exp.metrics_until("a later tick", |t| energy(t) > first);
+    let after = cached_pages(&bin, range);
+    let total = usize::try_from(range.1).unwrap() / 4096;
+    let log = exp.log();
+    let line = log.lines().find(|l| l.contains("start-up over")).unwrap();
+    assert!(line.contains("cache_dropped=true"), "{line}");
+    assert!(
+        after * 2 < before,
+        "the binary's pages did not leave the page cache: {before} of {total} cached before the release, {after} after\n{log}"
+    );
+    assert!(exp.sigterm().success());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,7 +3,8 @@
 //! and maximum file descriptors, start time and threads, read from `/proc/self` through the
 //! `procfs` crate.
 //!
-//! Also [`trim_heap`]: the allocator's free pages handed back to the kernel.
+//! Also [`trim_heap`]: the allocator's free pages handed back to the kernel; and
+//! [`one_heap_arena`]: one malloc arena for all threads.
 //!
 //! It reads only this process's own `/proc` entries; it must not format exposition text.
 
@@ -67,9 +68,36 @@ pub fn trim_heap() {
     }
 }
 
+/// Has every thread allocate from one malloc arena (glibc's `M_ARENA_MAX` = 1). glibc gives a
+/// thread that meets a busy arena one of its own, and each arena keeps its own free memory;
+/// the exporter's threads (sampler, runtime workers, event waiter) seldom allocate at the same
+/// moment, and small allocations come from each thread's cache without the lock. Measured on
+/// a simulated node: 390 KiB less anonymous memory at idle, the same CPU time (BENCHMARKS.md).
+/// Must run before the first thread is started. `false` where the allocator refuses; elsewhere
+/// than glibc it does nothing and says `true`.
+pub fn one_heap_arena() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt takes two integers and changes a setting of the allocator's own.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1) == 1
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_allocator_takes_one_arena() {
+        assert!(one_heap_arena());
+        // Allocation and release still work across threads.
+        let v: Vec<Vec<u8>> = std::thread::spawn(|| (0..100).map(|i| vec![0u8; i * 100]).collect())
+            .join()
+            .unwrap();
+        assert_eq!(v.iter().map(Vec::len).sum::<usize>(), 495_000);
+    }
 
     #[test]
     fn figures_of_this_process_are_plausible() {
