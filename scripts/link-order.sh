@@ -23,7 +23,10 @@
 #       gzip, /health) come first, hottest first, then those that ran only while starting.
 #       Needs valgrind, curl, python3 and the simulated library (cargo build --release -p
 #       nvml-sim; NVML_SIM_LIB names another build of it). STEADY sets the seconds of steady
-#       state (default 60), LINK_ORDER_PROFILE another file to write. scripts/test.sh runs it
+#       state (default 240: the h100-mig scenario loses a field at about 90 s and a GPU from
+#       about 120 s to 180 s, and the code those paths run belongs with the rest; a profile
+#       of 60 s left it spread over the binary, about 1 MB more of it resident), and
+#       LINK_ORDER_PROFILE another file to write. scripts/test.sh runs it
 #       briefly on the debug production build, so that the profiler itself is tested. Pod
 #       attribution (the kubelet and API clients) is not in the profile: the production build
 #       has no simulated cluster to run them against; their code keeps the linker's order.
@@ -121,7 +124,7 @@ profile() {
   # after the first sample: that code runs once and belongs to start-up too.
   for _ in $(seq 1 120); do grep -q 'start-up over' "$work/log" && break; sleep 0.5; done
   callgrind_control -d "$pid" >/dev/null 2>&1 # dump 1: start-up
-  local end=$(($(date +%s) + ${STEADY:-60}))
+  local end=$(($(date +%s) + ${STEADY:-240}))
   while [ "$(date +%s)" -lt "$end" ]; do
     curl -s -o /dev/null "http://127.0.0.1:$port/metrics"
     curl -s -o /dev/null -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/metrics"
