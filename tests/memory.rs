@@ -42,7 +42,7 @@ fn energy(text: &str) -> f64 {
 #[test]
 fn start_up_pages_are_given_back_and_serving_goes_on() {
     let mut exp = Exporter::builder()
-        .args(["--simulate", "h100-mig", "-c", "200", "--debug"])
+        .args(["--simulate", "h100-mig", "-c", "200"])
         .log_pipe()
         .spawn();
     exp.wait_ready();
@@ -62,14 +62,6 @@ fn start_up_pages_are_given_back_and_serving_goes_on() {
     let first = energy(&exp.metrics());
     let later = exp.metrics_until("a later tick", |t| energy(t) > first);
     assert!(energy(&later) > first);
-    // The release runs again 60 ticks (12 s) later, and the ticks still go on after it.
-    exp.wait_log(
-        "no tick has used since the last release",
-        Duration::from_secs(60),
-    );
-    let again = energy(&exp.metrics());
-    let after_again = exp.metrics_until("a tick after the second release", |t| energy(t) > again);
-    assert!(energy(&after_again) > again);
     assert!(exp.sigterm().success());
 }
 

@@ -1,7 +1,6 @@
-//! Gives back, once start-up is over (and again now and then), the memory that only start-up
-//! used: the pages of the program's and its libraries' code and constants that were read
-//! while starting (argument parsing, NVML's and the clients' set-up, the first encode) and the
-//! allocator's free pages.
+//! Gives back, once start-up is over, the memory that only start-up used: the pages of the
+//! program's and its libraries' code and constants that were read while starting (argument
+//! parsing, NVML's and the clients' set-up, the first encode) and the allocator's free pages.
 //!
 //! Start-up touches code all over the binary and the libraries, and the kernel maps each page
 //! read from a file together with its neighbours (fault-around, 64 kB), so a process that
@@ -26,9 +25,6 @@
 //! page mapped stays whole), and a code path run later for the first time maps little beyond
 //! its own pages. The price is a read from the file the first time such a path runs. Shared
 //! libraries keep their page cache: other processes on the node read the same files.
-//!
-//! The release runs again every [`again_every`] (60 ticks, 10 s to 10 minutes): what a path
-//! run once since start-up faulted in (a GPU lost and back, a reload) goes back too.
 //!
 //! This file must not decide when start-up is over (the daemon does) nor touch a mapping that
 //! holds data written by the process.
@@ -151,16 +147,9 @@ pub fn settle_after(tick: Duration) -> Duration {
     (tick * 3).clamp(Duration::from_secs(5), Duration::from_secs(60))
 }
 
-/// How often the release runs again after start-up: 60 ticks, within 10 s to 10 minutes. What
-/// a path run once since (a GPU lost and back, a reload, a log line) faulted in goes back then:
-/// steady state maps back at once what each tick uses, the rest stays unmapped until used.
-pub fn again_every(tick: Duration) -> Duration {
-    (tick * 60).clamp(Duration::from_secs(10), Duration::from_secs(600))
-}
-
 /// Waits for the end of start-up (the first publish, then [`settle_after`]), releases once and
 /// drops the program file's unmapped pages from the page cache, then drops them again
-/// [`EVICT_AFTER`] later; from then on releases and drops again every [`again_every`].
+/// [`EVICT_AFTER`] later.
 pub async fn after_start_up(published: impl Fn() -> bool, tick: Duration) {
     while !published() {
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -181,20 +170,6 @@ pub async fn after_start_up(published: impl Fn() -> bool, tick: Duration) {
         cache_dropped = dropped,
         "start-up over: gave back the code and constant pages only start-up used"
     );
-    loop {
-        tokio::time::sleep(again_every(tick)).await;
-        match tokio::task::spawn_blocking(move || release().map(|r| (r, exe()))).await {
-            Ok(Ok((r, dropped))) => debug!(
-                mappings = r.mappings,
-                kib = r.kib,
-                refused = r.refused,
-                cache_dropped = dropped,
-                "gave back the code and constant pages no tick has used since the last release"
-            ),
-            Ok(Err(e)) => debug!("memory not given back: {e}"),
-            Err(e) => debug!("memory not given back: {e}"),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -308,19 +283,6 @@ Swap:                  0 kB
         let mut maps = maps();
         maps[0].extension.map.insert("Rss".into(), 0);
         assert!(!releasable(&maps[0], |_| true));
-    }
-
-    #[test]
-    fn the_release_repeats_every_sixty_ticks_within_bounds() {
-        assert_eq!(
-            again_every(Duration::from_millis(100)),
-            Duration::from_secs(10)
-        );
-        assert_eq!(again_every(Duration::from_secs(1)), Duration::from_secs(60));
-        assert_eq!(
-            again_every(Duration::from_secs(30)),
-            Duration::from_secs(600)
-        );
     }
 
     #[test]
