@@ -129,10 +129,11 @@ pub fn release() -> Result<Released, TrimError> {
 /// and all but the 2 MB that steady state maps went 2 s later).
 pub const EVICT_AFTER: Duration = Duration::from_secs(3);
 
-/// Drops the pages of `file` that no process maps and that are written back from the page
-/// cache. `false` when the file cannot be opened or the kernel refuses the advice.
-pub fn drop_unmapped_cache(file: &Path) -> bool {
-    let Ok(f) = std::fs::File::open(file) else {
+/// Drops the pages of the program file (`/proc/self/exe`) that no process maps and that are
+/// written back from the page cache. `false` when the file cannot be opened or the kernel
+/// refuses the advice.
+fn drop_program_cache() -> bool {
+    let Ok(f) = std::fs::File::open("/proc/self/exe") else {
         return false;
     };
     // SAFETY: the descriptor is open for the call; the advice changes no byte of the file, it
@@ -155,19 +156,21 @@ pub async fn after_start_up(published: impl Fn() -> bool, tick: Duration) {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     tokio::time::sleep(settle_after(tick)).await;
-    let exe = || drop_unmapped_cache(Path::new("/proc/self/exe"));
-    let released = match tokio::task::spawn_blocking(move || release().map(|r| (r, exe()))).await {
-        Ok(Ok((r, _))) => r,
-        Ok(Err(e)) => return debug!("start-up memory not given back: {e}"),
-        Err(e) => return debug!("start-up memory not given back: {e}"),
-    };
+    let (released, first) =
+        match tokio::task::spawn_blocking(|| release().map(|r| (r, drop_program_cache()))).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return debug!("start-up memory not given back: {e}"),
+            Err(e) => return debug!("start-up memory not given back: {e}"),
+        };
     tokio::time::sleep(EVICT_AFTER).await;
-    let dropped = tokio::task::spawn_blocking(exe).await.unwrap_or(false);
+    let again = tokio::task::spawn_blocking(drop_program_cache)
+        .await
+        .unwrap_or(false);
     info!(
         mappings = released.mappings,
         kib = released.kib,
         refused = released.refused,
-        cache_dropped = dropped,
+        cache_dropped = first && again,
         "start-up over: gave back the code and constant pages only start-up used"
     );
 }
