@@ -33,6 +33,10 @@ step() {
   echo "==> $1 ($(df -h --output=avail . 2>/dev/null | tail -n 1 | tr -d ' ') free on $(df --output=target . 2>/dev/null | tail -n 1))"
 }
 
+# A run of this script builds each crate once: incremental compilation would only add its
+# caches to the target directory (2.6 GB of it on a fresh clone).
+export CARGO_INCREMENTAL=0
+
 need_apt=()
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v victoria-metrics >/dev/null 2>&1 || need_apt+=(victoria-metrics)
