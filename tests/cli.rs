@@ -64,6 +64,21 @@ fn simulate_serves_metrics_and_stops_on_sigterm() {
     assert!(err.contains("SIGTERM received"), "{err}");
 }
 
+/// The sampler waits for its next tick parked, and SIGTERM wakes it: with a tick a minute
+/// away the process still ends at once, the sampler joined (not left behind as one stuck in
+/// NVML would be).
+#[test]
+fn sigterm_wakes_a_sampler_waiting_for_a_distant_tick() {
+    let mut e = spawn_ready_with(None, "a100-l4", &["-c", "60000"]);
+    // The first tick has been published (ready); the next one is a minute away.
+    std::thread::sleep(Duration::from_millis(300));
+    let status = e.sigterm();
+    let err = e.log();
+    assert!(status.success(), "exit status {status:?}; stderr:\n{err}");
+    // Not woken, the daemon would wait out its drain (4 s) and then leave the sampler.
+    assert!(!err.contains("still inside a tick"), "{err}");
+}
+
 #[test]
 fn malformed_csv_stops_startup_naming_the_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -566,3 +566,39 @@ DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK, gauge, Bytes/s received per link.
     a100.at(5.0);
     assert!(series(&a100.at(10.0), "DCGM_FI_PROF_NVLINK_L0_TX_BYTES").is_empty());
 }
+
+/// The links' data counters are read only for series that use them: `--nvlink-links
+/// per-link`, or a link-entity throughput row in the counters file. With the totals and no
+/// such row, no link carries a byte count; the state and error counters are read either way.
+#[test]
+fn link_data_counters_are_read_only_for_series_that_use_them() {
+    let throughput_row = "\
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature.
+DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_PER_LINK, gauge, MiB/s sent per link.
+";
+    for (csv, per_link, read) in [
+        (None, false, false),
+        (None, true, true),
+        (Some(throughput_row), false, true),
+    ] {
+        let mut run = run_with("hgx-h200", csv, per_link);
+        run.node.set_time(5.0);
+        let snap = run.sampler.tick(5.0);
+        let links: Vec<_> = snap.interconnect.iter().flat_map(|g| &g.links).collect();
+        assert_eq!(
+            links.len(),
+            8 * 18,
+            "every link, per_link={per_link} csv={csv:?}"
+        );
+        assert!(
+            links.iter().all(|l| l.errors.len() == 5),
+            "every link's error counters, per_link={per_link} csv={csv:?}"
+        );
+        let with_bytes = links.iter().filter(|l| l.tx_bytes.is_some()).count();
+        assert_eq!(
+            with_bytes,
+            if read { links.len() } else { 0 },
+            "data counters read, per_link={per_link} csv={csv:?}"
+        );
+    }
+}

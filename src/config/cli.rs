@@ -462,7 +462,7 @@ pub struct Cli {
     /// (`gpu_nvlink_links_down`), the error counters summed over its links and its worst
     /// link's bit error ratios; `per-link` serves `gpu_nvlink_up`, `gpu_nvlink_errors_total`,
     /// `gpu_nvlink_{transmit,receive}_bytes_total`, … for every link of every GPU (up to 18
-    /// links, about 8 series each). Every link is read either way.
+    /// links, about 8 series each). Every link's state and errors are read either way.
     #[arg(
         long = "nvlink-links",
         env = "GPU_EXPORTER_NVLINK_LINKS",

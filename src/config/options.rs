@@ -21,6 +21,7 @@ impl Config {
             clock_events_count_window: self.clock_events_count_window,
             xid_initialized_codes: self.xid_initialized_codes.clone(),
             collections: std::sync::Arc::clone(&self.collections),
+            nvlink_throughput: self.nvlink_links == crate::gpu::reader::NvlinkLinks::PerLink,
             ..ReaderOptions::default()
         }
     }

@@ -160,6 +160,7 @@ pub fn run(
         Arc::clone(&signalled),
     ));
     stop.store(true, Ordering::Release);
+    handle.thread().unpark();
     // One grace from the signal for everything: the responses in flight (above) and the
     // sampler's tick, which may be stuck in NVML (a hung driver) and must not keep the process
     // alive.

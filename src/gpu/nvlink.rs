@@ -300,12 +300,16 @@ impl LinkReader {
         self.gpus.retain(|k, _| keep(k));
     }
 
-    /// Reads every link of one GPU. `Err(GpuLost)` when the GPU fell off mid-read.
+    /// Reads every link of one GPU: its state, error counters, FEC counters and bit error
+    /// rates, and with `throughput` its data counters (the byte totals and rates, which only
+    /// per-link series use: leaving them out saves one call with two entries per link).
+    /// `Err(GpuLost)` when the GPU fell off mid-read.
     pub fn read(
         &mut self,
         nvml: &Nvml,
         dev: &Device<'_>,
         uuid: &str,
+        throughput: bool,
     ) -> Result<LinkRead, NvmlError> {
         let mem = self.gpus.entry(uuid.to_owned()).or_default();
         let mut failures = Vec::new();
@@ -344,18 +348,24 @@ impl LinkReader {
                 mem.links = Some(found);
             }
         }
-        // Three field-values calls per GPU, each for every link: the throughput counters (KiB),
-        // the FEC counters, then the bit error rates; a pair is no longer asked for once NVML
-        // says the GPU lacks it.
+        // Up to three field-values calls per GPU, each for every link: the throughput counters
+        // (KiB, when asked for), the FEC counters, then the bit error rates; a pair is no
+        // longer asked for once NVML says the GPU lacks it.
         let links: Vec<u32> = states.iter().map(|(l, _)| *l).collect();
-        let bytes = per_link_fields(
-            nvml,
-            dev,
-            &links,
-            [FIELD_DATA_TX, FIELD_DATA_RX],
-            &mut mem.no_bytes,
-            &mut failures,
-        )?;
+        let bytes = if throughput {
+            per_link_fields(
+                nvml,
+                dev,
+                &links,
+                [FIELD_DATA_TX, FIELD_DATA_RX],
+                &mut mem.no_bytes,
+                &mut failures,
+            )?
+        } else {
+            // A rate later on starts from a fresh reading, not from one long ago.
+            mem.last_bytes.clear();
+            Vec::new()
+        };
         let fec = per_link_fields(
             nvml,
             dev,

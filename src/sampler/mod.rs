@@ -368,7 +368,8 @@ fn read_process() -> Option<crate::base::process::ProcessFigures> {
     }
 }
 
-/// Runs the sampler on its own thread until `stop` is set. Ticks are scheduled on a fixed
+/// Runs the sampler on its own thread until `stop` is set (then unpark the returned handle's
+/// thread: it waits for the next tick parked). Ticks are scheduled on a fixed
 /// grid (no drift); a tick that overruns the interval skips the missed slots.
 pub fn spawn(
     mut sampler: Sampler,
@@ -394,13 +395,15 @@ pub fn spawn(
                 while next <= now {
                     next += interval;
                 }
-                // Sleep in short steps so that shutdown is prompt.
+                // Parked until the next tick: one wake-up per tick at idle. Whoever sets `stop`
+                // unparks this thread, so shutdown is prompt; an early (spurious) wake-up
+                // parks again.
                 while !stop.load(Ordering::Acquire) {
                     let now = Instant::now();
                     if now >= next {
                         break;
                     }
-                    std::thread::sleep((next - now).min(Duration::from_millis(100)));
+                    std::thread::park_timeout(next - now);
                 }
             }
         })

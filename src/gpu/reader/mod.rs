@@ -35,7 +35,7 @@ use nvml_wrapper::error::NvmlError;
 use tracing::{info, warn};
 
 use crate::catalogue::csv::{CounterRow, CounterSet};
-use crate::catalogue::{FieldDef, Level, TextKind};
+use crate::catalogue::{FieldDef, Level, LinkPart, Source, TextKind};
 use crate::gpu::nvlink::{self, LinkReader};
 use crate::gpu::processes::{self, EntityProcesses};
 use crate::gpu::xid::{CodeCounts, Watch, XidWatcher};
@@ -504,10 +504,19 @@ impl Reader {
         let interconnect = if lost {
             None
         } else {
-            // Every link is read every tick, whatever --nvlink-links says: the status page,
-            // `check` and gpu_nvlink_links_down need each link's state.
+            // Every link's state and error counters are read every tick, whatever
+            // --nvlink-links says: the status page, `check`, the health model and
+            // gpu_nvlink_links_down need them.
             let link_rows = || rows.iter().filter(|r| r.field.level == Level::Link);
-            let read = self.interconnect(&dev, base_id.clone(), fabric_now, &mut lost);
+            // The data counters only for series that use them.
+            let throughput = self.opts.nvlink_throughput
+                || link_rows().any(|r| {
+                    matches!(
+                        r.field.source,
+                        Source::Link(LinkPart::Throughput | LinkPart::Transmit | LinkPart::Receive)
+                    )
+                });
+            let read = self.interconnect(&dev, base_id.clone(), fabric_now, throughput, &mut lost);
             if self.links.has_no_links(&ident.uuid) {
                 // A board without NVLink: its link-entity rows are listed as unsupported.
                 let at = Place {
@@ -535,18 +544,20 @@ impl Reader {
         out.interconnect.extend(interconnect);
     }
 
-    /// The GPU's NVLink links (all of them) and its fabric registration (`fabric`, this
-    /// tick's read); `None` when it has neither. Sets `lost` when the GPU fell off meanwhile.
+    /// The GPU's NVLink links (all of them; their data counters with `throughput`) and its
+    /// fabric registration (`fabric`, this tick's read); `None` when it has neither. Sets
+    /// `lost` when the GPU fell off meanwhile.
     fn interconnect(
         &mut self,
         dev: &nvml_wrapper::Device<'static>,
         id: crate::snapshot::EntityId,
         fabric: Result<crate::snapshot::Fabric, NvmlError>,
+        throughput: bool,
         lost: &mut bool,
     ) -> Option<Interconnect> {
         let (index, uuid) = (id.gpu, id.uuid.as_str());
         let mut links = Vec::new();
-        match self.links.read(self.nvml, dev, uuid) {
+        match self.links.read(self.nvml, dev, uuid, throughput) {
             Ok(r) => {
                 links = r.links;
                 for (step, e) in r.failures {

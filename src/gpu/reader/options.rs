@@ -33,8 +33,9 @@ pub const CLOCK_EVENT_REASONS: &[(u64, &str)] = &[
 ];
 
 /// `--nvlink-links`: whether the exporter's NVLink families (`gpu_nvlink_*`) have one series
-/// per link, or one per GPU. Every link is read either way (the status page, `check` and
-/// `gpu_nvlink_links_down` need them).
+/// per link, or one per GPU. Every link's state and error counters are read either way (the
+/// status page, `check` and `gpu_nvlink_links_down` need them); its data counters only for
+/// per-link series ([`ReaderOptions::nvlink_throughput`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NvlinkLinks {
     /// `per-link`: one series per link (`nvlink` label) in the `gpu_nvlink_*` families.
@@ -71,6 +72,11 @@ pub struct ReaderOptions {
     /// Per-field read intervals (`--config-file` collections): a field whose interval is
     /// longer than the tick keeps its last reading until the interval has passed.
     pub collections: Arc<Collections>,
+    /// Read every NVLink link's data counters (bytes sent and received) each tick: the
+    /// per-link byte and rate series of `--nvlink-links per-link` need them. A counters file
+    /// with a link-entity throughput row turns the read on by itself; otherwise it is left
+    /// out (one NVML call per GPU with two entries per link, and no series uses it).
+    pub nvlink_throughput: bool,
     /// Another source (DCGM) may serve the GPM fields of a GPU without GPM, and the DCGM-only
     /// fields (health): leave them empty there instead of listing them as unsupported.
     pub gpm_elsewhere: bool,
@@ -89,6 +95,7 @@ impl Default for ReaderOptions {
             clock: Arc::new(crate::base::clock::unix_now),
             processes: false,
             collections: Arc::new(Collections::default()),
+            nvlink_throughput: false,
             gpm_elsewhere: false,
         }
     }
@@ -106,6 +113,7 @@ impl std::fmt::Debug for ReaderOptions {
             .field("xid_sync", &self.xid_sync)
             .field("processes", &self.processes)
             .field("collections", &self.collections)
+            .field("nvlink_throughput", &self.nvlink_throughput)
             .finish_non_exhaustive()
     }
 }
