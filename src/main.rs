@@ -62,9 +62,9 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    // One malloc arena, set before the first thread starts (base::process); a refusal leaves
-    // glibc's default, which only costs memory.
-    let _ = gpu_exporter::base::process::one_heap_arena();
+    // One malloc arena and large blocks mapped on their own, set before the first thread
+    // starts (base::process); a refusal leaves glibc's default, which only costs memory.
+    let _ = gpu_exporter::base::process::heap_settings();
     // The runtime first, and the signals that would end the process registered on it before
     // anything else happens.
     let rt = match daemon::runtime() {

@@ -4,7 +4,7 @@
 //! `procfs` crate.
 //!
 //! Also [`trim_heap`]: the allocator's free pages handed back to the kernel; and
-//! [`one_heap_arena`]: one malloc arena for all threads.
+//! [`heap_settings`]: one malloc arena for all threads, large blocks mapped on their own.
 //!
 //! It reads only this process's own `/proc` entries; it must not format exposition text.
 
@@ -68,18 +68,31 @@ pub fn trim_heap() {
     }
 }
 
-/// Has every thread allocate from one malloc arena (glibc's `M_ARENA_MAX` = 1). glibc gives a
-/// thread that meets a busy arena one of its own, and each arena keeps its own free memory;
-/// the exporter's threads (sampler, runtime workers, event waiter) seldom allocate at the same
-/// moment, and small allocations come from each thread's cache without the lock. Measured on
-/// a simulated node: 390 KiB less anonymous memory at idle, the same CPU time (BENCHMARKS.md).
-/// Must run before the first thread is started. `false` where the allocator refuses; elsewhere
-/// than glibc it does nothing and says `true`.
-pub fn one_heap_arena() -> bool {
+/// Blocks of this size and larger are mapped on their own by the allocator and unmapped when
+/// freed (see [`heap_settings`]).
+pub const MAPPED_BLOCK: usize = 256 << 10;
+
+/// The allocator's settings for a daemon that is idle between ticks (glibc's malloc):
+/// - every thread allocates from one arena (`M_ARENA_MAX` = 1). glibc gives a thread that meets
+///   a busy arena one of its own, and each arena keeps its own free memory; the exporter's
+///   threads (sampler, runtime workers, event waiter) seldom allocate at the same moment, and
+///   small allocations come from each thread's cache without the lock. Measured on a simulated
+///   node: 390 KiB less anonymous memory at idle, the same CPU time (BENCHMARKS.md).
+/// - blocks of [`MAPPED_BLOCK`] and more are mapped on their own (`M_MMAP_THRESHOLD`), so that
+///   one freed goes back to the kernel at once. By default glibc raises that threshold to the
+///   largest mapped block freed so far, after which blocks of that size stay in the heap: the
+///   gzip compressor that each tick makes and drops (about 370 KiB of tables) would stay
+///   resident between ticks.
+///
+/// Must run before the first thread is started. `false` where the allocator refuses either;
+/// elsewhere than glibc it does nothing and says `true`.
+pub fn heap_settings() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt takes two integers and changes a setting of the allocator's own.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1) == 1
+        let arenas = libc::mallopt(libc::M_ARENA_MAX, 1) == 1;
+        let mapped = libc::mallopt(libc::M_MMAP_THRESHOLD, MAPPED_BLOCK as libc::c_int) == 1;
+        arenas && mapped
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     true
@@ -90,13 +103,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_allocator_takes_one_arena() {
-        assert!(one_heap_arena());
+    fn the_allocator_takes_the_settings() {
+        assert!(heap_settings());
         // Allocation and release still work across threads.
         let v: Vec<Vec<u8>> = std::thread::spawn(|| (0..100).map(|i| vec![0u8; i * 100]).collect())
             .join()
             .unwrap();
         assert_eq!(v.iter().map(Vec::len).sum::<usize>(), 495_000);
+    }
+
+    /// A large block is mapped on its own each time, not only the first time: glibc's default
+    /// would keep the second one in the heap after the first was freed.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn large_blocks_stay_mapped_on_their_own() {
+        assert!(heap_settings());
+        for round in 0..3 {
+            let block = std::hint::black_box(vec![1u8; MAPPED_BLOCK + (100 << 10)]);
+            // SAFETY: mallinfo2 only reads the allocator's counters.
+            let mapped = unsafe { libc::mallinfo2() }.hblkhd;
+            assert!(
+                mapped >= block.len(),
+                "round {round}: {mapped} bytes in mapped blocks while one of {} is held",
+                block.len()
+            );
+            drop(block);
+        }
     }
 
     #[test]

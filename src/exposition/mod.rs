@@ -327,57 +327,11 @@ fn encode_attribution(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     }
 }
 
-/// Gzip-compresses an exposition (fast level: it runs once per tick).
+/// Gzip-compresses an exposition as one gzip member, at the fast level (it runs once per tick)
+/// with the full 32 KiB window (smaller windows compress the page worse and more slowly). The
+/// compressor (about 370 KiB of tables) lives for this call only.
 pub fn gzip(data: &[u8]) -> Vec<u8> {
-    Gzip::new().compress(data)
-}
-
-/// A gzip compressor kept from one tick to the next: its tables (about 370 KiB) are allocated
-/// and cleared once, not once per tick.
-#[derive(Debug)]
-pub struct Gzip {
-    z: flate2::Compress,
-}
-
-impl Default for Gzip {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Gzip {
-    /// A compressor at the fast level with the full 32 KiB window (smaller windows compress
-    /// the page worse and more slowly).
-    pub fn new() -> Self {
-        Self {
-            z: flate2::Compress::new_gzip(Compression::fast(), 15),
-        }
-    }
-
-    /// `data` as one gzip member.
-    pub fn compress(&mut self, data: &[u8]) -> Vec<u8> {
-        self.z.reset();
-        let mut out = Vec::with_capacity(data.len() / 8 + 64);
-        loop {
-            let done = usize::try_from(self.z.total_in()).unwrap_or(usize::MAX);
-            let rest = data.get(done..).unwrap_or_default();
-            match self
-                .z
-                .compress_vec(rest, &mut out, flate2::FlushCompress::Finish)
-            {
-                Ok(flate2::Status::StreamEnd) => return out,
-                Ok(_) => out.reserve(out.capacity().max(4096)),
-                // Not reachable with a Vec as output; the stream encoder says the same thing
-                // without keeping state.
-                Err(_) => return gzip_stream(data),
-            }
-        }
-    }
-}
-
-/// The stream encoder: a compressor made for this one call.
-fn gzip_stream(data: &[u8]) -> Vec<u8> {
-    let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 6 + 64), Compression::fast());
+    let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 8 + 64), Compression::fast());
     // Writing into a Vec cannot fail.
     let _ = enc.write_all(data);
     enc.finish().unwrap_or_default()
@@ -388,18 +342,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_kept_compressor_makes_whole_independent_members() {
-        let mut gz = Gzip::new();
+    fn gzip_makes_one_whole_member_per_call() {
         let big: Vec<u8> = (0..200_000u32)
             .flat_map(|i| format!("m{{a=\"{}\"}} {}\n", i % 97, i % 10).into_bytes())
             .collect();
         for data in [&b"one\n"[..], &big[..], b"", &b"two\n"[..]] {
-            let z = gz.compress(data);
+            let z = gzip(data);
             let mut back = Vec::new();
             std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&z[..]), &mut back)
                 .unwrap();
             assert_eq!(back, data);
-            // One whole member on its own, whatever came before it.
             assert_eq!(&z[..2], &[0x1f, 0x8b]);
             if data.len() > 1000 {
                 assert!(

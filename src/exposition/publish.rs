@@ -15,7 +15,7 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 
 use crate::catalogue::csv::CounterSet;
-use crate::exposition::{EncodeOptions, Gzip, encode};
+use crate::exposition::{EncodeOptions, encode, gzip};
 use crate::snapshot::{KubeWriteKind, KubeWrites, Snapshot, WriteOutcome};
 
 /// One tick's output, ready to serve.
@@ -163,20 +163,13 @@ impl Shared {
     }
 }
 
-/// Encodes a snapshot into a publishable value.
+/// Encodes a snapshot into a publishable value: the page and its gzip. The compressor is made
+/// for this call and dropped after it: kept from tick to tick, its tables (about 370 KiB)
+/// would stay resident while the exporter is idle (with large blocks mapped on their own,
+/// `base::process::heap_settings`, they go back to the kernel when dropped).
 pub fn render(snapshot: Snapshot, counters: &Arc<CounterSet>, opts: &EncodeOptions) -> Published {
-    render_with(snapshot, counters, opts, &mut Gzip::new())
-}
-
-/// [`render`] with a compressor kept between ticks (the sampler's).
-pub fn render_with(
-    snapshot: Snapshot,
-    counters: &Arc<CounterSet>,
-    opts: &EncodeOptions,
-    gz: &mut Gzip,
-) -> Published {
     let plain = encode(&snapshot, counters, opts);
-    let gz = gz.compress(&plain);
+    let gz = gzip(&plain);
     Published {
         snapshot: Arc::new(snapshot),
         counters: Arc::clone(counters),

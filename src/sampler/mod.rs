@@ -30,8 +30,7 @@ use crate::catalogue::Level;
 use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::dcgm;
 use crate::exposition::EncodeOptions;
-use crate::exposition::Gzip;
-use crate::exposition::publish::{Shared, render_with};
+use crate::exposition::publish::{Shared, render};
 use crate::gpu::LoadError;
 use crate::gpu::reader::{Reader, ReaderOptions};
 use crate::health::{self, HealthModel, HealthOptions};
@@ -382,14 +381,13 @@ pub fn spawn(
         .name("sampler".into())
         .spawn(move || {
             let mut next = Instant::now();
-            let mut gz = Gzip::new();
             while !stop.load(Ordering::Acquire) {
                 let mut snap = sampler.tick(unix_now());
                 snap.stats.stalled_responses_cut = shared.stalled_responses_cut();
                 snap.stats.kube_writes = shared.kube_writes();
                 let ready = snap.stats.nvml_up;
                 let counters = Arc::clone(sampler.counters());
-                shared.publish(render_with(snap, &counters, &opts, &mut gz), ready);
+                shared.publish(render(snap, &counters, &opts), ready);
                 next += interval;
                 let now = Instant::now();
                 while next <= now {
