@@ -17,7 +17,9 @@
 # therefore, if anything, lower than on a real node.
 # PROD_BIN=PATH adds a row for the production build (cargo build --release
 # --no-default-features), which has no --simulate and is pointed at the simulated library as
-# nvitop-exporter is; it has no simulated pods either, so no pod series.
+# nvitop-exporter is; it has no simulated pods either, so no pod series. Several paths,
+# separated by spaces, add a row each, all run side by side (a build before and after a
+# change, measured in the same minutes).
 # OLD_SIM=PATH adds a row: the exporter against another build of the simulated library
 # (e.g. one whose event wait polled), to show what the simulator itself costs.
 set -euo pipefail
@@ -38,18 +40,22 @@ ln -s "$(realpath "$lib")" "$work/libnvidia-ml.so.1"
 pids=() names=() ports=()
 start() { # name port command...
   local name=$1 p=$2; shift 2
-  "$@" >"$work/$name.log" 2>&1 &
+  "$@" >"$work/${#pids[@]}.log" 2>&1 &
   pids+=($!) names+=("$name") ports+=("$p")
 }
 start gpu-exporter $port "$bin" --simulate "$scenario" -c 1000 -a 127.0.0.1:$port
 start nvitop-exporter $((port + 1)) env LD_LIBRARY_PATH="$work" NVML_SIM_SCENARIO="$scenario" \
   "$venv/bin/nvitop-exporter" --bind-address 127.0.0.1 --port $((port + 1)) --interval 1
-if [ -n "${PROD_BIN:-}" ]; then
+prod_port=$((port + 3))
+for prod in ${PROD_BIN:-}; do
   # The production build (no `sim` feature, what the image carries) has no --simulate: it
   # loads the simulated library through the dynamic loader, exactly as nvitop-exporter does.
-  start gpu-exporter-production $((port + 3)) env LD_LIBRARY_PATH="$work" NVML_SIM_SCENARIO="$scenario" \
-    "$PROD_BIN" -c 1000 -a 127.0.0.1:$((port + 3))
-fi
+  name=gpu-exporter-production
+  [ "$prod" = "${PROD_BIN%% *}" ] && [ "$prod" = "$PROD_BIN" ] || name="gpu-exporter-production ($prod)"
+  start "$name" $prod_port env LD_LIBRARY_PATH="$work" NVML_SIM_SCENARIO="$scenario" \
+    "$prod" -c 1000 -a 127.0.0.1:$prod_port
+  prod_port=$((prod_port + 10))
+done
 if [ -n "${OLD_SIM:-}" ]; then
   start gpu-exporter-old-sim $((port + 2)) "$bin" --simulate "$scenario" --nvml-lib "$OLD_SIM" \
     -c 1000 -a 127.0.0.1:$((port + 2))
