@@ -51,7 +51,7 @@ for prod in ${PROD_BIN:-}; do
   # The production build (no `sim` feature, what the image carries) has no --simulate: it
   # loads the simulated library through the dynamic loader, exactly as nvitop-exporter does.
   name=gpu-exporter-production
-  [ "$prod" = "${PROD_BIN%% *}" ] && [ "$prod" = "$PROD_BIN" ] || name="gpu-exporter-production ($prod)"
+  [ "$prod" = "$PROD_BIN" ] || name="gpu-exporter-production ($prod)" # several: say which
   start "$name" $prod_port env LD_LIBRARY_PATH="$work" NVML_SIM_SCENARIO="$scenario" \
     "$prod" -c 1000 -a 127.0.0.1:$prod_port
   prod_port=$((prod_port + 10))

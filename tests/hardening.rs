@@ -949,9 +949,9 @@ fn clients_that_never_read_hold_no_scrape_slot() {
 /// published every 100 ms (each pipelines 50 requests, with a 4 KiB receive window): unbounded,
 /// they would hold a page each. Pages replaced since, beyond the one replaced last, may hold
 /// 8 MiB (`STALE_BUDGET`): the connections holding the oldest are cut, which is logged once
-/// and counted in `gpu_exporter_stalled_responses_cut_total`, and resident memory grows by less than
-/// RSS_GROWTH_MIB; a normal scrape meanwhile gets its whole page. (Debug build, 1.3 MB pages:
-/// it grew by 16 MiB; with the budget switched off, by 77 MiB.)
+/// and counted in `gpu_exporter_stalled_responses_cut_total`, and resident memory grows by
+/// less than RSS_GROWTH_MIB; a normal scrape meanwhile gets its whole page. (Debug build, 1.3
+/// MB pages: it grew by 16 MiB; with the budget switched off, by 77 MiB.)
 #[test]
 fn pages_held_by_clients_that_never_read_are_bounded() {
     const NON_READERS: usize = 200;

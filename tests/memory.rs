@@ -69,7 +69,7 @@ fn start_up_pages_are_given_back_and_serving_goes_on() {
 /// this test never reads (mapping a file does not read it).
 fn cached_pages(file: &std::path::Path) -> usize {
     let f = std::fs::File::open(file).unwrap();
-    let page = 4096usize;
+    let page = usize::try_from(procfs::page_size()).unwrap();
     let len = usize::try_from(f.metadata().unwrap().len()).unwrap();
     // SAFETY: a fresh read-only shared mapping of an open file, unmapped below; mincore writes
     // one byte per page into a vector of that many bytes.
@@ -112,7 +112,10 @@ fn the_binary_pages_steady_state_does_not_use_leave_the_page_cache() {
     let first = energy(&exp.metrics());
     exp.metrics_until("a later tick", |t| energy(t) > first);
     let after = cached_pages(&bin);
-    let total = std::fs::metadata(&bin).unwrap().len().div_ceil(4096);
+    let total = std::fs::metadata(&bin)
+        .unwrap()
+        .len()
+        .div_ceil(procfs::page_size());
     let log = exp.log();
     let line = log.lines().find(|l| l.contains("start-up over")).unwrap();
     assert!(line.contains("cache_dropped=true"), "{line}");

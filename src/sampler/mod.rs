@@ -368,8 +368,8 @@ fn read_process() -> Option<crate::base::process::ProcessFigures> {
 }
 
 /// Runs the sampler on its own thread until `stop` is set (then unpark the returned handle's
-/// thread: it waits for the next tick parked). Ticks are scheduled on a fixed
-/// grid (no drift); a tick that overruns the interval skips the missed slots.
+/// thread: it waits for the next tick parked). Ticks are scheduled on a fixed grid (no
+/// drift); a tick that overruns the interval skips the missed slots.
 pub fn spawn(
     mut sampler: Sampler,
     interval: Duration,
