@@ -2,8 +2,8 @@
 //! (`deploy/manifests/`), checked with the real tools: `helm lint` / `helm template`,
 //! `kubernetes-validate` (strict, Kubernetes 1.30 schemas) and `promtool check rules`.
 //!
-//! - `helm_lint_passes`: `helm lint --strict` with the default values and with
-//!   `ci/all-features-values.yaml`.
+//! - `helm_lint_passes`: `helm lint --strict` with the default values,
+//!   `ci/all-features-values.yaml` and `ci/rules-only-values.yaml`.
 //! - `core_objects_pass_kubernetes_schemas`: every core object (DaemonSet, Service,
 //!   ServiceAccount, ClusterRole(Binding), ConfigMap, Secret, Namespace) of several renders and
 //!   of the committed manifests, validated in strict mode; no rendered kind escapes a check.
@@ -39,9 +39,16 @@
 //!   message.
 //! - `counters_values_choose_the_csv`: presets, custom CSV and an existing ConfigMap, every CSV
 //!   parsed with the exporter's own parser (a broken custom CSV is caught).
+//! - `rules_only_renders_the_rule_and_dashboards_and_nothing_of_the_exporter`:
+//!   `exporter.enabled: false` renders exactly the PrometheusRule and the dashboard ConfigMaps
+//!   (each still behind its own `enabled`), the same objects as the default render, with every
+//!   exporter feature on too, and checks none of the exporter's values; the default renders
+//!   the DaemonSet and the rest.
+//! - `rules_only_notes_say_that_no_exporter_runs`: NOTES.txt in that mode names no DaemonSet,
+//!   `helm test` or counters, and says how to turn the exporter on.
 //!
 //! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
-//! `helm_test`, `web` and `values`; `checks`, `render` and `tools` hold what several of them use, and
+//! `helm_test`, `web`, `values` and `rules_only`; `checks`, `render` and `tools` hold what several of them use, and
 //! `tests/common` what other test crates use too.
 //!
 //! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
@@ -62,6 +69,7 @@ mod daemonset;
 mod helm_test;
 mod monitoring;
 mod render;
+mod rules_only;
 mod schemas;
 mod tools;
 mod values;
@@ -82,6 +90,8 @@ use serde_json::{Value, json};
 
 const CHART: &str = "deploy/helm/gpu-exporter";
 const ALL_FEATURES: &str = "deploy/helm/gpu-exporter/ci/all-features-values.yaml";
+/// `exporter.enabled: false`: the rule and the dashboards only.
+const RULES_ONLY: &str = "deploy/helm/gpu-exporter/ci/rules-only-values.yaml";
 const CORE_MANIFEST: &str = "deploy/manifests/gpu-exporter.yaml";
 const MONITORING_MANIFEST: &str = "deploy/manifests/gpu-exporter-monitoring.yaml";
 const RELEASE: &str = "gpu-exporter";

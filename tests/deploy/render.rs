@@ -108,6 +108,49 @@ pub(crate) fn template(helm: &Path, files: &[&str], values: &[Value]) -> Result<
     parse_docs(&out, "helm template")
 }
 
+/// The chart's NOTES.txt as `helm install` prints it for the given values. `helm template`
+/// does not render NOTES.txt, so a scratch copy of the chart gets its text as a named template
+/// and a ConfigMap that holds what that template renders.
+pub(crate) fn notes(helm: &Path, values: &[Value]) -> Result<String, String> {
+    let src = repo().join(CHART);
+    let tmp = tempfile::tempdir().unwrap();
+    let chart = tmp.path().join("gpu-exporter");
+    for p in walk(&src) {
+        let dst = chart.join(p.strip_prefix(&src).unwrap());
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::copy(&p, &dst).unwrap();
+    }
+    let text = std::fs::read_to_string(src.join("templates/NOTES.txt")).unwrap();
+    let templates = chart.join("templates");
+    std::fs::write(
+        templates.join("_notes_under_test.tpl"),
+        format!("{{{{- define \"notes-under-test\" -}}}}\n{text}\n{{{{- end }}}}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        templates.join("notes-under-test.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes-under-test\ndata:\n  \
+         notes: {{ include \"notes-under-test\" . | toJson }}\n",
+    )
+    .unwrap();
+    let tmp_values: Vec<tempfile::NamedTempFile> = values.iter().map(values_file).collect();
+    let mut cmd = Command::new(helm);
+    cmd.arg("template")
+        .arg(RELEASE)
+        .arg(&chart)
+        .args(["--namespace", NAMESPACE, "--kube-version", KUBE_VERSION])
+        .args(["--show-only", "templates/notes-under-test.yaml"]);
+    for t in &tmp_values {
+        cmd.arg("-f").arg(t.path());
+    }
+    let out = run_ok(&mut cmd)?;
+    let r = parse_docs(&out, "NOTES.txt")?;
+    r.one("ConfigMap").value["data"]["notes"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("NOTES.txt rendered no text:\n{out}"))
+}
+
 pub(crate) fn committed_manifests() -> Result<Rendered, String> {
     let mut docs = Vec::new();
     for m in [CORE_MANIFEST, MONITORING_MANIFEST] {

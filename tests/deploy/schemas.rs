@@ -9,7 +9,7 @@ pub(crate) fn helm_lint_passes() {
         return;
     };
     let mut f = Failures::default();
-    for extra in [vec![], vec!["-f", ALL_FEATURES]] {
+    for extra in [vec![], vec!["-f", ALL_FEATURES], vec!["-f", RULES_ONLY]] {
         let mut cmd = Command::new(&helm);
         cmd.current_dir(repo())
             .args(["lint", "--strict", CHART])
@@ -64,6 +64,10 @@ pub(crate) fn core_objects_pass_kubernetes_schemas() {
                     "serviceMonitor": {"enabled": false},
                 })],
             ),
+        ),
+        (
+            "rules and dashboards only (exporter.enabled=false)",
+            template(&helm, &[RULES_ONLY], &[]),
         ),
         ("committed manifests", committed_manifests()),
     ];

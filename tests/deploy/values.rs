@@ -97,6 +97,10 @@ pub(crate) fn contradictions_fail_rendering() {
             json!({"dcgm": {"mode": "off", "hostengine": "nvidia-dcgm:5555"}}),
             "dcgm.hostengine is set but dcgm.mode=off",
         ),
+        (
+            json!({"exporter": {"enabled": false}, "prometheusRule": {"enabled": false}, "dashboards": {"enabled": false}}),
+            "exporter.enabled, prometheusRule.enabled and dashboards.enabled are all false",
+        ),
     ];
     let mut f = Failures::default();
     for (values, message) in &cases {

@@ -56,6 +56,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) (ternary "-dcgm" "" (and .Values.dcgm .Values.dcgm.variantImage | default false)) }}
 {{- end }}
 
+{{/* "true" unless exporter.enabled is false (or "false", from --set-string): the DaemonSet and
+everything only it needs are rendered. A missing key counts as true, as after an upgrade with
+--reuse-values from a chart version without it. */}}
+{{- define "gpu-exporter.exporterEnabled" -}}
+{{- $e := .Values.exporter | default dict }}
+{{- if or (not (hasKey $e "enabled")) (ne (toString $e.enabled) "false") }}true{{ end }}
+{{- end }}
+
 {{/* "true" when the exporter uses the Kubernetes API (the pod watch, ResourceSlices with
 DRA, the health writes). The API features work only with -k (kubernetes.podMapping). */}}
 {{- define "gpu-exporter.apiEnabled" -}}
@@ -134,11 +142,19 @@ present. */}}
 
 {{/*
 Contradictions in the values: fail rendering with a message that names the values to change.
-Included by every template, so `helm template --show-only` fails too.
+Included by every template, so `helm template --show-only` fails too. With exporter.enabled
+false only the rules and dashboards are rendered, and only the check that something is left
+applies.
 */}}
 {{- define "gpu-exporter.validate" -}}
 {{- $v := .Values }}
 {{- $k := $v.kubernetes }}
+{{- if not (include "gpu-exporter.exporterEnabled" .) }}
+{{- /* Rules and dashboards only: the exporter's values are not used, so not checked. */ -}}
+{{- if not (or $v.prometheusRule.enabled $v.dashboards.enabled) }}
+{{- fail "exporter.enabled, prometheusRule.enabled and dashboards.enabled are all false: the chart would render nothing. Turn one of them on." }}
+{{- end }}
+{{- else }}
 {{- if and $v.serviceMonitor.enabled $v.podMonitor.enabled }}
 {{- fail "serviceMonitor.enabled and podMonitor.enabled are both true: Prometheus would scrape every exporter twice. Enable one of them." }}
 {{- end }}
@@ -230,6 +246,7 @@ Included by every template, so `helm template --show-only` fails too.
 {{- end }}
 {{- if not (kindIs "slice" $v.arguments) }}
 {{- fail "arguments must be a list of strings, e.g. [\"--debug\"]." }}
+{{- end }}
 {{- end }}
 {{- end }}
 
