@@ -28,8 +28,9 @@ EXPORTER_JOB = 'job=~".*(gpu|dcgm)-exporter.*", cluster=~"$cluster"'
 
 
 def util(sel):
-    """Utilization ratio of every GPU (driver) and MIG instance (GPM engine activity)."""
-    return f"(DCGM_FI_DEV_GPU_UTIL{{{sel}}} / 100 or DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{sel}}})"
+    """Utilization ratio of every GPU (driver) and MIG instance (engine activity), from the
+    normalized layer of the recording rules."""
+    return f"accelerator_utilization_ratio{{{sel}}}"
 
 
 def device_util(sel):
@@ -218,16 +219,16 @@ def query_var(name, label, query, multi=True, include_all=True, hide=0, descript
 
 
 def cluster_var():
-    return query_var("cluster", "Cluster", "label_values(gpu_device_up, cluster)",
+    return query_var("cluster", "Cluster", "label_values(accelerator_up, cluster)",
                      description="Optional: the `cluster` label, when your Prometheus sets one.")
 
 
 def node_var():
-    return query_var("node", "Node", 'label_values(gpu_device_up{cluster=~"$cluster"}, Hostname)')
+    return query_var("node", "Node", 'label_values(accelerator_up{cluster=~"$cluster"}, Hostname)')
 
 
 def gpu_var():
-    return query_var("gpu", "GPU", 'label_values(gpu_device_up{cluster=~"$cluster", Hostname=~"$node"}, gpu)')
+    return query_var("gpu", "GPU", 'label_values(accelerator_up{cluster=~"$cluster", Hostname=~"$node"}, gpu)')
 
 
 # ---------------------------------------------------------------------------------------
@@ -243,97 +244,98 @@ def nodes():
         ["gpu", "nvidia"],
     )
     d.row("Overview")
-    d.panel("stat", "GPUs up", [f"count(gpu_device_up{{{GPU}}} == 1)"], "none", w=4, h=4,
-            description="Physical GPUs that answer NVML.")
-    d.panel("stat", "MIG instances", [f"count(DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}})"], "none", w=4, h=4,
+    d.panel("stat", "GPUs up", [f"count(accelerator_up{{{GPU}}} == 1)"], "none", w=4, h=4,
+            description="Physical GPUs that answer the driver.")
+    d.panel("stat", "MIG instances", [f"count(accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}})"], "none", w=4, h=4,
             description="MIG GPU instances exported on the selected GPUs.")
-    d.panel("stat", "Power", [f"sum({per_gpu('DCGM_FI_DEV_POWER_USAGE')})"], "watt", w=4, h=4,
+    d.panel("stat", "Power", [f"sum({per_gpu('accelerator_power_watts')})"], "watt", w=4, h=4,
             description="Board power of the selected GPUs, each GPU once.")
-    d.panel("gauge", "Average temperature", [f"avg({per_gpu('DCGM_FI_DEV_GPU_TEMP')})"], "celsius", w=4, h=4,
+    d.panel("gauge", "Average temperature", [f"avg({per_gpu('accelerator_temperature_celsius')})"], "celsius", w=4, h=4,
             defaults={"min": 0, "max": 100, "thresholds": {"mode": "absolute", "steps": [
                 {"color": "green", "value": None}, {"color": "orange", "value": 80}, {"color": "red", "value": 85}]}})
     d.panel("gauge", "Average utilization", [f"avg({util(GPU)})"], "percentunit", w=4, h=4,
             description="Average over whole GPUs (driver utilization) and MIG instances (engine activity).",
             defaults={"min": 0, "max": 1})
     d.panel("gauge", "Framebuffer used",
-            [f"sum(DCGM_FI_DEV_FB_USED{{{GPU}}}) / sum(DCGM_FI_DEV_FB_USED{{{GPU}}} + DCGM_FI_DEV_FB_FREE{{{GPU}}})"],
+            [f"sum(accelerator_memory_used_bytes{{{GPU}}}) / sum(accelerator_memory_used_bytes{{{GPU}}} + accelerator_memory_free_bytes{{{GPU}}})"],
             "percentunit", w=4, h=4, defaults={"min": 0, "max": 1})
 
     d.row("Thermals, power and energy")
-    d.panel("timeseries", "GPU temperature", [(per_gpu("DCGM_FI_DEV_GPU_TEMP"), GPU_LEGEND)], "celsius")
-    d.panel("timeseries", "Memory temperature", [(per_gpu("DCGM_FI_DEV_MEMORY_TEMP"), GPU_LEGEND)], "celsius",
+    d.panel("timeseries", "GPU temperature", [(per_gpu("accelerator_temperature_celsius"), GPU_LEGEND)], "celsius")
+    d.panel("timeseries", "Memory temperature", [(per_gpu("accelerator_memory_temperature_celsius"), GPU_LEGEND)], "celsius",
             description="HBM temperature; GDDR boards do not report it.")
     d.panel("timeseries", "Power usage",
-            [(per_gpu("DCGM_FI_DEV_POWER_USAGE"), GPU_LEGEND),
-             (f"max({per_gpu('DCGM_FI_DEV_ENFORCED_POWER_LIMIT')})", "highest power limit")],
+            [(per_gpu("accelerator_power_watts"), GPU_LEGEND),
+             (f"max({per_gpu('accelerator_power_limit_watts')})", "highest power limit")],
             "watt", description="The power limit line needs the recommended counters.")
     d.panel("bargauge", "Energy over the time range",
-            [(f"max by (Hostname, gpu) (increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{GPU}}}[$__range])) / 3.6e9",
+            [(f"max by (Hostname, gpu) (increase(accelerator_energy_joules_total{{{GPU}}}[$__range])) / 3.6e6",
               GPU_LEGEND)],
-            "kwatth", description="From the driver's energy counter (mJ), per GPU.",
+            "kwatth", description="From the driver's energy counter, per GPU.",
             options={"displayMode": "gradient", "orientation": "horizontal"})
-    d.panel("timeseries", "SM clock", [(f"{per_gpu('DCGM_FI_DEV_SM_CLOCK')} * 1000000", GPU_LEGEND)], "hertz")
-    d.panel("timeseries", "Memory clock", [(f"{per_gpu('DCGM_FI_DEV_MEM_CLOCK')} * 1000000", GPU_LEGEND)], "hertz")
+    d.panel("timeseries", "SM clock", [(per_gpu('accelerator_sm_clock_hertz'), GPU_LEGEND)], "hertz")
+    d.panel("timeseries", "Memory clock", [(per_gpu('accelerator_memory_clock_hertz'), GPU_LEGEND)], "hertz")
     reasons = [(4, "power cap (software)"), (8, "hardware slowdown"), (32, "thermal (software)"),
                (64, "thermal (hardware)"), (128, "power brake (hardware)")]
     d.panel("timeseries", "GPUs held down, by reason",
-            [(f"sum(floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / {bit}) % 2)", name)
+            [(f"sum(floor({per_gpu('accelerator_clock_event_reasons')} / {bit}) % 2)", name)
              for bit, name in reasons],
             "none", w=24,
             description="Number of selected GPUs whose clocks are held down, per clock-event reason "
                         "(recommended counters).")
 
     d.row("Utilization and profiling")
-    d.panel("timeseries", "GPU utilization", [(f"DCGM_FI_DEV_GPU_UTIL{{{GPU}}} / 100", GPU_LEGEND)], "percentunit",
+    d.panel("timeseries", "GPU utilization", [(f"accelerator_utilization_ratio{{{GPU}, GPU_I_ID=\"\"}}", GPU_LEGEND)], "percentunit",
             description="Driver utilization of whole GPUs (not reported for MIG-enabled GPUs).",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "MIG instance activity",
-            [(f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{GPU}, GPU_I_ID!=\"\"}}", MIG_LEGEND)], "percentunit",
-            description="Graphics/compute engine activity of each MIG instance (GPM, Hopper and later).",
+            [(f"accelerator_graphics_engine_active_ratio{{{GPU}, GPU_I_ID!=\"\"}}", MIG_LEGEND)], "percentunit",
+            description="Graphics/compute engine activity of each MIG instance (GPM on Hopper and later, DCGM before).",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Tensor core activity",
-            [(f"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{{GPU}}}", MIG_LEGEND)], "percentunit",
+            [(f"accelerator_tensor_active_ratio{{{GPU}}}", MIG_LEGEND)], "percentunit",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Profiling activity (average of the selected devices)",
-            [(f"avg(DCGM_FI_PROF_{f}{{{GPU}}})", name) for f, name in [
-                ("GR_ENGINE_ACTIVE", "graphics engine"), ("SM_ACTIVE", "SM active"),
-                ("SM_OCCUPANCY", "SM occupancy"), ("PIPE_TENSOR_ACTIVE", "tensor pipes"),
-                ("DRAM_ACTIVE", "memory interface"), ("PIPE_FP64_ACTIVE", "FP64"),
-                ("PIPE_FP32_ACTIVE", "FP32"), ("PIPE_FP16_ACTIVE", "FP16")]],
+            [(f"avg(accelerator_{f}_ratio{{{GPU}}})", name) for f, name in [
+                ("graphics_engine_active", "graphics engine"), ("sm_active", "SM active"),
+                ("sm_occupancy", "SM occupancy"), ("tensor_active", "tensor pipes"),
+                ("dram_active", "memory interface"), ("fp64_active", "FP64"),
+                ("fp32_active", "FP32"), ("fp16_active", "FP16")]],
             "percentunit", description="SM, occupancy and FP pipes need the recommended counters.",
             defaults={"min": 0, "max": 1})
-    d.panel("timeseries", "Memory copy utilization",
-            [(f"DCGM_FI_DEV_MEM_COPY_UTIL{{{GPU}}} / 100", GPU_LEGEND)], "percentunit",
+    d.panel("timeseries", "Memory bandwidth utilization",
+            [(f"accelerator_memory_bandwidth_utilization_ratio{{{GPU}}}", MIG_LEGEND)], "percentunit",
+            description="Memory copy utilization of whole GPUs; memory interface activity of MIG instances.",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Video encoder and decoder",
-            [(f"DCGM_FI_DEV_ENC_UTIL{{{GPU}}} / 100", "{{Hostname}} GPU {{gpu}} encoder"),
-             (f"DCGM_FI_DEV_DEC_UTIL{{{GPU}}} / 100", "{{Hostname}} GPU {{gpu}} decoder")],
+            [(f"accelerator_encoder_utilization_ratio{{{GPU}}}", "{{Hostname}} GPU {{gpu}} encoder"),
+             (f"accelerator_decoder_utilization_ratio{{{GPU}}}", "{{Hostname}} GPU {{gpu}} decoder")],
             "percentunit", defaults={"min": 0, "max": 1})
 
     d.row("Memory")
-    d.panel("timeseries", "Framebuffer used", [(f"DCGM_FI_DEV_FB_USED{{{GPU}}} * 1048576", MIG_LEGEND)], "bytes")
+    d.panel("timeseries", "Framebuffer used", [(f"accelerator_memory_used_bytes{{{GPU}}}", MIG_LEGEND)], "bytes")
     d.panel("timeseries", "Framebuffer used, share of the device",
-            [(f"DCGM_FI_DEV_FB_USED{{{GPU}}} / (DCGM_FI_DEV_FB_USED{{{GPU}}} + DCGM_FI_DEV_FB_FREE{{{GPU}}})",
+            [(f"accelerator_memory_used_bytes{{{GPU}}} / (accelerator_memory_used_bytes{{{GPU}}} + accelerator_memory_free_bytes{{{GPU}}})",
               MIG_LEGEND)],
             "percentunit", defaults={"min": 0, "max": 1})
 
     d.row("PCIe and NVLink")
     d.panel("timeseries", "PCIe traffic",
-            [(f"{per_gpu('DCGM_FI_DEV_PCIE_TX_THROUGHPUT')} * 1024", "{{Hostname}} GPU {{gpu}} sent"),
-             (f"{per_gpu('DCGM_FI_DEV_PCIE_RX_THROUGHPUT')} * 1024", "{{Hostname}} GPU {{gpu}} received")],
+            [(per_gpu('accelerator_pcie_transmit_bytes_per_second'), "{{Hostname}} GPU {{gpu}} sent"),
+             (per_gpu('accelerator_pcie_receive_bytes_per_second'), "{{Hostname}} GPU {{gpu}} received")],
             "Bps", description="From the driver's PCIe counters (KB/s; recommended counters).")
     d.panel("timeseries", "NVLink traffic",
-            [(f"{per_gpu('DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL')} * 1048576", GPU_LEGEND)], "Bps",
+            [(per_gpu('accelerator_nvlink_bytes_per_second'), GPU_LEGEND)], "Bps",
             description="Sent plus received on all links.")
 
     d.row("GPUs")
     table_cols = [
-        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_TEMP{{{GPU}}})", "temperature"),
-        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_POWER_USAGE{{{GPU}}})", "power"),
-        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_SM_CLOCK{{{GPU}}}) * 1000000", "SM clock"),
-        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_UTIL{{{GPU}}}) / 100", "utilization"),
-        (f"max by (Hostname, gpu, UUID, modelName) (gpu_device_up{{{GPU}}})", "up"),
-        (f"max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_XID_ERRORS{{{GPU}}})", "last Xid"),
+        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_temperature_celsius{{{GPU}}})", "temperature"),
+        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_power_watts{{{GPU}}})", "power"),
+        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_sm_clock_hertz{{{GPU}}})", "SM clock"),
+        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_utilization_ratio{{{GPU}, GPU_I_ID=\"\"}})", "utilization"),
+        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_up{{{GPU}}})", "up"),
+        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_xid_last_code{{{GPU}}})", "last Xid"),
     ]
     d.panel("table", "GPUs", [c for c, _ in table_cols], "none", w=24, h=9,
             description="One row per physical GPU. Utilization is empty on a GPU in MIG mode (see the MIG table).",
@@ -341,10 +343,10 @@ def nodes():
             overrides=unit_overrides([("temperature", "celsius"), ("power", "watt"), ("SM clock", "hertz"),
                                       ("utilization", "percentunit")]))
     mig_cols = [
-        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{GPU}, GPU_I_ID!=\"\"}})", "activity"),
-        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}}) * 1048576", "memory used"),
-        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}} / "
-         f"(DCGM_FI_DEV_FB_USED{{{GPU}, GPU_I_ID!=\"\"}} + DCGM_FI_DEV_FB_FREE{{{GPU}, GPU_I_ID!=\"\"}}))", "memory share"),
+        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (accelerator_graphics_engine_active_ratio{{{GPU}, GPU_I_ID!=\"\"}})", "activity"),
+        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}})", "memory used"),
+        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}} / "
+         f"(accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}} + accelerator_memory_free_bytes{{{GPU}, GPU_I_ID!=\"\"}}))", "memory share"),
     ]
     d.panel("table", "MIG instances", [c for c, _ in mig_cols], "none", w=24, h=9,
             description="One row per MIG GPU instance, under its GPU (column gpu).",
@@ -365,10 +367,10 @@ def kubernetes():
         "alerts/gpu-exporter.rules.yaml.",
         [datasource_var(), cluster_var(), node_var(),
          query_var("namespace", "Namespace",
-                   'label_values(gpu_allocation_info{cluster=~"$cluster", Hostname=~"$node"}, namespace)')],
+                   'label_values(allocation:gpu_allocation:info{cluster=~"$cluster", Hostname=~"$node"}, namespace)')],
         ["gpu", "kubernetes"],
     )
-    alloc = f'gpu_allocation_info{{{K8S}}}'
+    alloc = f'allocation:gpu_allocation:info{{{K8S}}}'
     ns_sel = 'cluster=~"$cluster", namespace=~"$namespace"'
 
     def held(cmp):
@@ -380,11 +382,11 @@ def kubernetes():
     idle = held("<")
 
     d.row("Allocation")
-    d.panel("stat", "Devices allocated", [f"sum(gpu_allocated_devices{{{NODE}}})"], "none", w=4, h=4,
+    d.panel("stat", "Devices allocated", [f"sum(node:accelerator_allocated_devices:sum{{{NODE}}})"], "none", w=4, h=4,
             description="Device IDs of GPU resources the kubelet has allocated to containers.")
-    d.panel("stat", "Devices allocatable", [f"sum(gpu_allocatable_devices{{{NODE}}})"], "none", w=4, h=4)
+    d.panel("stat", "Devices allocatable", [f"sum(node:accelerator_allocatable_devices:sum{{{NODE}}})"], "none", w=4, h=4)
     d.panel("gauge", "Allocated share",
-            [f"sum(gpu_allocated_devices{{{NODE}}}) / sum(gpu_allocatable_devices{{{NODE}}})"],
+            [f"sum(node:accelerator_allocated_devices:sum{{{NODE}}}) / sum(node:accelerator_allocatable_devices:sum{{{NODE}}})"],
             "percentunit", w=4, h=4, defaults={"min": 0, "max": 1})
     d.panel("stat", "Allocated but idle now", [f"count({idle})"], "none", w=4, h=4,
             description="Devices held by a container and below 5 % utilization.",
@@ -413,7 +415,7 @@ def kubernetes():
             transformations=merged_table(["GPUs held", "GPUs busy"]))
     d.panel("table", "Pods and their devices",
             [f"{alloc} * on (cluster, UUID, GPU_I_ID) group_left () {device_util(NODE)}",
-             f"{alloc} * on (cluster, UUID, GPU_I_ID) group_left () max by (cluster, UUID, GPU_I_ID) (DCGM_FI_DEV_FB_USED{{{NODE}}} * 1048576)"],
+             f"{alloc} * on (cluster, UUID, GPU_I_ID) group_left () max by (cluster, UUID, GPU_I_ID) (accelerator_memory_used_bytes{{{NODE}}})"],
             "none", w=24, h=10,
             description="Every container holding a GPU or MIG instance, with the device's utilization and memory in use.",
             transformations=merged_table(["utilization", "device memory used"], hidden=POD_TABLE_HIDDEN),
@@ -470,24 +472,24 @@ def health():
         # Prometheus' increase() does not count a series' first sample: a series born in the
         # window counts with its whole value (the `unless … offset` arm), the others by
         # increase(). VictoriaMetrics counts the first sample itself; both agree this way.
-        x = f"gpu_xid_errors_total{{{sel}}}"
+        x = f"accelerator_xid_errors_total{{{sel}}}"
         return f"(({x} unless {x} offset {window}) * 1) or increase({x}[{window}])"
 
     d.row("Now")
-    d.panel("stat", "GPUs lost", [f"count(gpu_device_up{{{GPU}}} == 0)"], "none", w=4, h=4, defaults=red_at_1)
+    d.panel("stat", "GPUs lost", [f"count(accelerator_up{{{GPU}}} == 0)"], "none", w=4, h=4, defaults=red_at_1)
     d.panel("stat", "Critical Xids in range",
             [f'sum({xid_increase(f"{GPU}, xid=~{chr(34)}{CRITICAL_XIDS}{chr(34)}", "$__range")})'], "none", w=4, h=4,
             defaults=red_at_1 | {"decimals": 0})
     d.panel("stat", "GPUs with uncorrectable ECC errors",
-            [f"count({per_gpu('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL')} > 0)"], "none", w=4, h=4, defaults=red_at_1)
-    d.panel("stat", "Row remap failed", [f"count({per_gpu('DCGM_FI_DEV_ROW_REMAP_FAILURE')} == 1)"], "none",
+            [f"count({per_gpu('accelerator_ecc_uncorrectable_errors_total')} > 0)"], "none", w=4, h=4, defaults=red_at_1)
+    d.panel("stat", "Row remap failed", [f"count({per_gpu('accelerator_row_remap_failed')} == 1)"], "none",
             w=4, h=4, defaults=red_at_1)
-    d.panel("stat", "Row remap pending", [f"count({per_gpu('DCGM_FI_DEV_ROW_REMAP_PENDING')} == 1)"], "none",
+    d.panel("stat", "Row remap pending", [f"count({per_gpu('accelerator_row_remap_pending')} == 1)"], "none",
             w=4, h=4, defaults=red_at_1)
     d.panel("stat", "GPUs in hardware slowdown",
-            [f"count(floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 8) % 2 == 1"
-             f" or floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 64) % 2 == 1"
-             f" or floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 128) % 2 == 1)"],
+            [f"count(floor({per_gpu('accelerator_clock_event_reasons')} / 8) % 2 == 1"
+             f" or floor({per_gpu('accelerator_clock_event_reasons')} / 64) % 2 == 1"
+             f" or floor({per_gpu('accelerator_clock_event_reasons')} / 128) % 2 == 1)"],
             "none", w=4, h=4, description="Hardware slowdown, hardware thermal slowdown or power brake.",
             defaults=red_at_1)
 
@@ -508,23 +510,23 @@ def health():
 
     d.row("Memory errors")
     d.panel("timeseries", "ECC errors since the driver was loaded",
-            [(per_gpu("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"), "{{Hostname}} GPU {{gpu}} uncorrectable"),
-             (per_gpu("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"), "{{Hostname}} GPU {{gpu}} corrected")],
+            [(per_gpu("accelerator_ecc_uncorrectable_errors_total"), "{{Hostname}} GPU {{gpu}} uncorrectable"),
+             (per_gpu("accelerator_ecc_corrected_errors_total"), "{{Hostname}} GPU {{gpu}} corrected")],
             "none")
     d.panel("table", "Row remapping",
-            [per_gpu("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"), per_gpu("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
-             per_gpu("DCGM_FI_DEV_ROW_REMAP_PENDING"), per_gpu("DCGM_FI_DEV_ROW_REMAP_FAILURE")],
+            [per_gpu("accelerator_remapped_rows_uncorrectable_total"), per_gpu("accelerator_remapped_rows_correctable_total"),
+             per_gpu("accelerator_row_remap_pending"), per_gpu("accelerator_row_remap_failed")],
             "none", description="Rows remapped after uncorrectable / correctable errors; a pending remap needs a GPU reset, a failure needs service.",
             transformations=merged_table(["uncorrectable rows", "correctable rows", "pending", "failed"]))
 
     d.row("Interconnect errors")
-    nvl = [("CRC_FLIT", "CRC flit"), ("CRC_DATA", "CRC data"), ("REPLAY", "replay"), ("RECOVERY", "recovery")]
+    nvl = [("crc_flit", "CRC flit"), ("crc_data", "CRC data"), ("replay", "replay"), ("recovery", "recovery")]
     d.panel("timeseries", "NVLink errors",
-            [(f"sum by (Hostname, gpu) (increase(DCGM_FI_DEV_NVLINK_{f}_ERROR_COUNT_TOTAL{{{GPU}}}[$__rate_interval]))",
+            [(f"sum by (Hostname, gpu) (increase(accelerator_nvlink_errors_total{{{GPU}, error=\"{f}\"}}[$__rate_interval]))",
               "{{Hostname}} GPU {{gpu}} " + n) for f, n in nvl],
             "none", description="Errors per rate interval, all links summed (recommended counters).")
     d.panel("timeseries", "PCIe replays",
-            [(f"sum by (Hostname, gpu) (increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{GPU}}}[$__rate_interval]))", GPU_LEGEND)],
+            [(f"sum by (Hostname, gpu) (increase(accelerator_pcie_replays_total{{{GPU}}}[$__rate_interval]))", GPU_LEGEND)],
             "none")
     # Per-GPU link health (every link is read each tick; gpu_nvlink_links_down is always served,
     # gpu_nvlink_errors_total is per GPU by default and per link with --nvlink-links per-link).
@@ -563,20 +565,20 @@ def health():
 
     d.row("Throttling")
     d.panel("timeseries", "Time held down by temperature and power",
-            [(f"max by (Hostname, gpu) (rate(DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}[$__rate_interval])) / 1e9",
+            [(f"max by (Hostname, gpu) (rate(accelerator_thermal_violation_seconds_total{{{GPU}}}[$__rate_interval]))",
               "{{Hostname}} GPU {{gpu}} thermal"),
-             (f"max by (Hostname, gpu) (rate(DCGM_FI_DEV_POWER_VIOLATION{{{GPU}}}[$__rate_interval])) / 1e9",
+             (f"max by (Hostname, gpu) (rate(accelerator_power_violation_seconds_total{{{GPU}}}[$__rate_interval]))",
               "{{Hostname}} GPU {{gpu}} power")],
-            "percentunit", description="Share of time the clocks were held down (violation counters, ns).",
+            "percentunit", description="Share of time the clocks were held down (violation counters).",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Hardware thermal slowdown and power brake",
-            [(f"floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 64) % 2", "{{Hostname}} GPU {{gpu}} thermal"),
-             (f"floor({per_gpu('DCGM_FI_DEV_CLOCKS_EVENT_REASONS')} / 128) % 2", "{{Hostname}} GPU {{gpu}} power brake")],
+            [(f"floor({per_gpu('accelerator_clock_event_reasons')} / 64) % 2", "{{Hostname}} GPU {{gpu}} thermal"),
+             (f"floor({per_gpu('accelerator_clock_event_reasons')} / 128) % 2", "{{Hostname}} GPU {{gpu}} power brake")],
             "bool_on_off", description="1 while the reason is set.")
 
     d.row("Devices")
-    d.panel("timeseries", "GPU up", [(f"gpu_device_up{{{GPU}}}", GPU_LEGEND)], "bool_on_off", w=24,
-            description="0 while NVML has lost the GPU.")
+    d.panel("timeseries", "GPU up", [(f"accelerator_up{{{GPU}}}", GPU_LEGEND)], "bool_on_off", w=24,
+            description="0 while the driver has lost the GPU.")
 
     d.row("Exporter")
     d.panel("timeseries", "Targets up", [(f"up{{{EXPORTER_JOB}}}", "{{instance}}")], "bool_on_off")

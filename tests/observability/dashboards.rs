@@ -111,14 +111,29 @@ impl Dashboard {
 /// T4 comes from the simulated libdcgm.
 pub(crate) const A100_MIG_NODE: &str = "sim-a100-mig-t4-node";
 
+/// The normalized series (recording rules) that carry DCGM's profiling fields.
+pub(crate) const PROFILING_SERIES: [&str; 8] = [
+    "accelerator_graphics_engine_active_ratio",
+    "accelerator_sm_active_ratio",
+    "accelerator_sm_occupancy_ratio",
+    "accelerator_tensor_active_ratio",
+    "accelerator_dram_active_ratio",
+    "accelerator_fp64_active_ratio",
+    "accelerator_fp32_active_ratio",
+    "accelerator_fp16_active_ratio",
+];
+
 /// (description, expr with `$variables` resolved) of every panel query that charts a
-/// profiling field, restricted to the A100 MIG node through the `$node` variable. Left out:
-/// threshold filters (` < `), which are rightly empty where no device is under the threshold.
+/// profiling field (raw, or through the normalized layer), restricted to the A100 MIG node
+/// through the `$node` variable. Left out: threshold filters (` < `), which are rightly empty
+/// where no device is under the threshold.
 pub(crate) fn a100_profiling_targets(d: &Dashboard) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     let mut subst = d.substitutions();
     for (what, expr) in d.targets() {
-        if !expr.contains("DCGM_FI_PROF_") || expr.contains(" < ") {
+        let profiling =
+            expr.contains("DCGM_FI_PROF_") || PROFILING_SERIES.iter().any(|s| expr.contains(s));
+        if !profiling || expr.contains(" < ") {
             continue;
         }
         if !subst.contains_key("node") {

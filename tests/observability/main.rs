@@ -50,6 +50,7 @@ mod dashboards;
 mod files;
 mod fleet;
 mod migration;
+mod mixed;
 mod placement;
 mod prometheus;
 mod promtool;
@@ -59,6 +60,7 @@ use dashboards::*;
 use files::*;
 use fleet::*;
 use migration::*;
+use mixed::*;
 use placement::*;
 use prometheus::*;
 use promtool::*;
@@ -220,6 +222,8 @@ fn helpers_parse_what_the_checks_rely_on() {
                 target(r#"DCGM_FI_PROF_PIPE_FP64_ACTIVE{Hostname=~"$node"}"#),
                 target(r#"DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"$node"} < 0.05"#),
                 target(r#"DCGM_FI_DEV_GPU_UTIL{Hostname=~"$node"}"#),
+                target(r#"avg(accelerator_tensor_active_ratio{Hostname=~"$node"})"#),
+                target(r#"accelerator_temperature_celsius{Hostname=~"$node"}"#),
             ]}],
         }),
     };
@@ -229,6 +233,7 @@ fn helpers_parse_what_the_checks_rely_on() {
         [
             format!(r#"DCGM_FI_PROF_SM_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#),
             format!(r#"DCGM_FI_PROF_PIPE_FP64_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#),
+            format!(r#"avg(accelerator_tensor_active_ratio{{Hostname=~"{A100_MIG_NODE}"}})"#),
         ]
     );
     d.json["templating"]["list"] = serde_json::json!([]);

@@ -17,8 +17,13 @@ pub(crate) const NVLINK5_NODE: &str = "sim-nvlink5-node";
 /// set, but that no exporter reports any more (removed).
 pub(crate) const RETIRED_NODE: &str = "sim-retired-node";
 
-/// The nodes whose alerts are compared key by key (`node alertname gpu/GI xid`).
+/// The nodes whose alerts are compared key by key (`node alertname gpu/GI xid`): these and
+/// the mixed fleet's (`mixed::MIXED`).
 const NODES: [&str; 3] = [INCIDENTS_NODE, NVLINK5_NODE, RETIRED_NODE];
+
+fn compared_node(host: &str) -> bool {
+    NODES.contains(&host) || MIXED.iter().any(|m| m.node == host)
+}
 
 /// What kube-state-metrics exports of the Node conditions here: the incidents node with
 /// `GpuUnhealthy` and `GpuRebootRequired` (its GPU 4 falls off the bus) and not cordoned, and
@@ -132,7 +137,7 @@ pub(crate) fn alert_placement(port: u16, want: &BTreeSet<String>) -> Result<(), 
     let exporters: BTreeSet<String> = want
         .iter()
         .filter_map(|k| k.split_once(' ').map(|(t, _)| t.to_owned()))
-        .filter(|t| !NODES.contains(&t.as_str()))
+        .filter(|t| !compared_node(t))
         .collect();
     let mut got = BTreeSet::new();
     for s in array(&data, "result") {
@@ -145,7 +150,7 @@ pub(crate) fn alert_placement(port: u16, want: &BTreeSet<String>) -> Result<(), 
             h if h.is_empty() => label("node"),
             h => h,
         };
-        let key = if NODES.contains(&host.as_str()) {
+        let key = if compared_node(&host) {
             let mut k = format!("{host} {name} ");
             k.push_str(&match (label("gpu"), label("GPU_I_ID")) {
                 (g, _) if g.is_empty() => "-".to_owned(),

@@ -173,9 +173,14 @@ impl Procs {
 
 /// An exporter command on a free port with the recommended counters.
 pub(crate) fn exporter(root: &Path, port: u16) -> Command {
+    exporter_with(root, port, "counters/recommended.csv")
+}
+
+/// An exporter command on a free port with the counters file `counters` (relative to `root`).
+pub(crate) fn exporter_with(root: &Path, port: u16, counters: &str) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.current_dir(root)
-        .args(["-f", "counters/recommended.csv", "-c", "1000", "-a"])
+        .args(["-f", counters, "-c", "1000", "-a"])
         .arg(format!("127.0.0.1:{port}"))
         .arg("--nvml-lib")
         .arg(common::built_sim_lib())
@@ -420,6 +425,12 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         }
     }
 
+    if a100_checks == 0 {
+        f.add(format!(
+            "no dashboard panel charts a profiling field: nothing was checked on {A100_MIG_NODE}"
+        ));
+    }
+
     // The exporters: the simulated nodes, one without a driver, and a target that is down.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut procs = Procs {
@@ -446,6 +457,23 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         targets.push(port);
     }
     targets.push(common::free_port());
+    // The mixed fleet (mixed::MIXED): the incidents node under each dcgm-* profile.
+    for m in &MIXED {
+        let port = common::free_port();
+        let idx = procs.spawn(
+            &format!("exporter-{}", m.node),
+            exporter_with(root, port, m.counters)
+                .args([
+                    "--simulate",
+                    INCIDENTS_SCENARIO,
+                    "--compatibility",
+                    m.profile,
+                ])
+                .env("NODE_NAME", m.node),
+        );
+        waits.push((idx, port, "/ready"));
+        targets.push(port);
+    }
     for (idx, port, path) in waits {
         procs.wait_http(idx, port, path, Duration::from_secs(60));
     }
@@ -488,7 +516,10 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     // Ask until everything has data and the alerts sit where the scenarios put their
     // causes, or the deadline.
     let (no_driver, down) = (targets[SIMULATED.len()], targets[SIMULATED.len() + 1]);
-    let expected_alerts = expected_alerts(no_driver, down);
+    let mut expected_alerts = expected_alerts(no_driver, down);
+    let readme = std::fs::read_to_string(alerts.join(RUNBOOK_FILE)).unwrap_or_default();
+    let mixed = mixed_expected_alerts(&expected_alerts, &readme, &mut f);
+    expected_alerts.extend(mixed);
     let mut rule_problems;
     let mut placement;
     loop {
@@ -508,6 +539,16 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     for p in rule_problems {
         f.add(p);
     }
+    // The same panels have data on every shape of the incidents node (mixed::check_mixed_panels).
+    let doc_path = root.join("docs/dashboards.md");
+    let doc = std::fs::read_to_string(&doc_path).unwrap_or_default();
+    check_mixed_panels(
+        prom_port,
+        &dashboards,
+        &doc,
+        Duration::from_secs(30),
+        &mut f,
+    );
     if let Err(p) = placement {
         f.add(p);
     }
