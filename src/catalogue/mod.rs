@@ -156,16 +156,37 @@ pub fn same_reading(a: &FieldDef, b: &FieldDef) -> bool {
     a.id == b.id || reading(a).is_some_and(|r| Some(r) == reading(b))
 }
 
-/// The known name closest to `name` (for "did you mean" in errors), canonical or legacy.
+/// The known name closest to `name` (for "did you mean" in errors), canonical or legacy,
+/// among the names spelt like it: DCGM's upper-case names for an upper-case name, the 1.x
+/// lower-case ones for a lower-case name (`DCGM_FI_NOPE` is never offered `dcgm_fb_free`).
 pub fn nearest(name: &str) -> Option<&'static str> {
     let upper = name.to_ascii_uppercase();
+    let lower_case = |n: &str| !n.bytes().any(|b| b.is_ascii_uppercase());
     all()
         .map(|f| f.name)
         .chain(legacy::ALIASES.iter().map(|(alias, _)| *alias))
+        .filter(|cand| lower_case(cand) == lower_case(name))
         .map(|cand| (edit_distance(&upper, &cand.to_ascii_uppercase()), cand))
         .min_by_key(|(d, _)| *d)
-        .filter(|(d, _)| *d <= name.len().max(4) / 2)
+        .filter(|(d, _)| *d <= distinct_part(name).len().max(4) / 2)
         .map(|(_, c)| c)
+}
+
+/// What a field name says past the prefix every name of its kind shares (`NOPE` of
+/// `DCGM_FI_NOPE`): how far a suggestion may be from it is measured against this part, so
+/// that a short name is not offered any name that shares the prefix.
+fn distinct_part(name: &str) -> &str {
+    [
+        "DCGM_FI_PROF_",
+        "DCGM_FI_DEV_",
+        "DCGM_FI_",
+        "DCGM_EXP_",
+        "dcgm_fi_prof_",
+        "dcgm_",
+    ]
+    .iter()
+    .find_map(|p| name.strip_prefix(p))
+    .unwrap_or(name)
 }
 
 /// Levenshtein distance over bytes (field names are ASCII).
@@ -187,6 +208,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Suggestions keep the spelling of what was written: a DCGM name gets a DCGM name or
+    /// nothing, a 1.x name a 1.x name.
+    #[test]
+    fn suggestions_keep_the_spelling_of_the_name() {
+        assert_eq!(nearest("DCGM_FI_NOPE"), None);
+        assert_eq!(nearest("DCGM_FI_DEV_GPU_TMP"), Some("DCGM_FI_DEV_GPU_TEMP"));
+        assert_eq!(nearest("dcgm_fb_fre"), Some("dcgm_fb_free"));
+        assert_eq!(nearest("dcgm_gpu_tmp"), Some("dcgm_gpu_temp"));
+    }
 
     #[test]
     fn names_and_twins_resolve_to_the_same_reading() {

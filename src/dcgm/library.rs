@@ -113,17 +113,27 @@ pub struct Api {
 }
 
 impl Api {
-    /// DCGM's own words for a return code, with the code.
+    /// DCGM's own words for a return code, with the code's name and number.
     pub fn describe(&self, rc: i32) -> String {
         // SAFETY: dcgmErrorString returns a static string or null.
         let p = unsafe { (self.error_string)(rc) };
-        let text = if p.is_null() {
-            String::from("unknown error")
-        } else {
+        let text = (!p.is_null()).then(|| {
             // SAFETY: non-null, NUL-terminated and static, as DCGM documents.
             unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        };
-        format!("{text} (DCGM return code {rc})")
+        });
+        describe_code(text.as_deref(), rc)
+    }
+}
+
+/// A return code in words: the library's text (when it has one), the code's name from
+/// `dcgm_abi::DCGM_ST_NAMES` (when the ABI crate knows it) and its number.
+pub fn describe_code(text: Option<&str>, rc: i32) -> String {
+    let text = text
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or("unknown error");
+    match dcgm_abi::st_name(rc) {
+        Some(name) => format!("{text} ({name}, DCGM return code {rc})"),
+        None => format!("{text} (DCGM return code {rc})"),
     }
 }
 
@@ -241,6 +251,27 @@ fn sym<T: Copy>(library: &'static libloading::Library, name: &[u8]) -> Result<T,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every code the ABI crate knows is named, whatever text the library gives (none, or
+    /// its own); an unknown code keeps its number alone.
+    #[test]
+    fn return_codes_are_named() {
+        assert_eq!(
+            describe_code(None, dcgm_abi::DCGM_ST_NO_PERMISSION),
+            "unknown error (DCGM_ST_NO_PERMISSION, DCGM return code -17)"
+        );
+        assert_eq!(
+            describe_code(Some("The call timed out"), -11),
+            "The call timed out (DCGM_ST_TIMEOUT, DCGM return code -11)"
+        );
+        assert_eq!(
+            describe_code(Some(""), -999),
+            "unknown error (DCGM return code -999)"
+        );
+        for (rc, name) in dcgm_abi::DCGM_ST_NAMES {
+            assert!(describe_code(None, rc).contains(name), "{rc}");
+        }
+    }
 
     #[test]
     fn version_is_read_from_the_build_info() {
