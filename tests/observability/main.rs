@@ -19,7 +19,12 @@
 //!   `--simulate` (plus one whose driver never loads and one target that is down), evaluates
 //!   the rules without errors, and every rule expression, panel query and `label_values`
 //!   variable returns data through its HTTP API; the panels that chart profiling fields also
-//!   on the A100 MIG node alone (`$node` set to it), where DCGM serves them.
+//!   on the A100 MIG node alone (`$node` set to it), where DCGM serves them. The same
+//!   Prometheus scrapes a mixed fleet (`mixed`: the incidents node under each `dcgm-*`
+//!   profile), whose alerts and panels must match the native node's but for what the docs
+//!   name native-only; and remote-writes the raw series into VictoriaMetrics, where vmalert
+//!   evaluates the same rules (`vmalert`): each must load, evaluate, record data, and the
+//!   same alerts must fire there.
 //! - `migration_queries_return_data_for_every_profile`: each compatibility profile started as
 //!   the dcgm-exporter Helm chart and the GPU Operator start dcgm-exporter, scraped as the GPU
 //!   Operator's ServiceMonitor scrapes (`honor_labels: false`), answers the queries of
@@ -30,7 +35,8 @@
 //!
 //! The tests are here; what they use is split by subject: `files` (where the artefacts are),
 //! `dashboards`, `fleet` (the fleet overview), `rules`, `promtool`, `prometheus` (the real server and the exporters it
-//! scrapes) and `placement` (which alerts fire where). Helpers shared with the other test
+//! scrapes), `placement` (which alerts fire where), `mixed` (the mixed fleet) and `vmalert`
+//! (VictoriaMetrics and vmalert). Helpers shared with the other test
 //! crates are in `tests/common`.
 //!
 //! Each test collects every failure and panics once with the whole list. `prometheus` and
@@ -55,6 +61,7 @@ mod placement;
 mod prometheus;
 mod promtool;
 mod rules;
+mod vmalert;
 
 use dashboards::*;
 use files::*;
@@ -65,6 +72,7 @@ use placement::*;
 use prometheus::*;
 use promtool::*;
 use rules::*;
+use vmalert::*;
 
 use std::collections::{BTreeMap, BTreeSet};
 

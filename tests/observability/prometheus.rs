@@ -486,7 +486,9 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         .join(RULES_FILE)
         .canonicalize()
         .unwrap_or_else(|_| alerts.join(RULES_FILE));
-    let config = format!(
+    // VictoriaMetrics and vmalert with the same rules, fed by Prometheus' remote_write.
+    let victoria = start_victoria(&mut procs, &rules_path);
+    let mut config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
          rule_files:\n  - {}\n\
          scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n      - targets: [{}]\n\
@@ -510,6 +512,9 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
                 .into(),
         ),
     ));
+    if let Some(v) = &victoria {
+        config.push_str(&remote_write_config(v.vm));
+    }
     let prom_port = procs.start_prometheus(&tools[0], &config);
     let deadline = Instant::now() + EVAL_DEADLINE;
 
@@ -522,6 +527,7 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     expected_alerts.extend(mixed);
     let mut rule_problems;
     let mut placement;
+    let mut vm_problems = Vec::new();
     loop {
         // Asked every time: a rule's health is that of its last evaluation.
         rule_problems = rules_state(prom_port, &rules).err().unwrap_or_default();
@@ -529,7 +535,13 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
             c.ask(prom_port);
         }
         placement = alert_placement(prom_port, &expected_alerts);
-        if (rule_problems.is_empty() && checks.iter().all(Check::done) && placement.is_ok())
+        if let Some(v) = &victoria {
+            vm_problems = vmalert_problems(v, &rules, &expected_alerts);
+        }
+        if (rule_problems.is_empty()
+            && checks.iter().all(Check::done)
+            && placement.is_ok()
+            && vm_problems.is_empty())
             || Instant::now() > deadline
         {
             break;
@@ -549,6 +561,9 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         Duration::from_secs(30),
         &mut f,
     );
+    for p in vm_problems {
+        f.add(format!("vmalert: {p}"));
+    }
     if let Err(p) = placement {
         f.add(p);
     }
@@ -578,4 +593,34 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         dashboards_dir.display(),
         alerts.join(RULES_FILE).display()
     ));
+}
+
+/// What vmalert (against VictoriaMetrics) says wrong: a rule not loaded, not evaluated,
+/// unhealthy or without recorded data (`vmalert_state`), or alerts on the compared nodes and
+/// exporters other than those expected (`expected`, as `host alertname …` keys).
+fn vmalert_problems(v: &Victoria, rules: &[Rule], expected: &BTreeSet<String>) -> Vec<String> {
+    let mut problems = vmalert_state(v, rules).err().unwrap_or_default();
+    let want: BTreeSet<(String, String)> = expected
+        .iter()
+        .filter_map(|k| {
+            let mut w = k.split(' ');
+            Some((w.next()?.to_owned(), w.next()?.to_owned()))
+        })
+        .collect();
+    let hosts: BTreeSet<&String> = want.iter().map(|(h, _)| h).collect();
+    match vmalert_alerts(v) {
+        Ok(got) => {
+            let got: BTreeSet<(String, String)> =
+                got.into_iter().filter(|(h, _)| hosts.contains(h)).collect();
+            if got != want {
+                problems.push(format!(
+                    "alerts differ from those expected: missing {:?}, unexpected {:?}",
+                    want.difference(&got).collect::<Vec<_>>(),
+                    got.difference(&want).collect::<Vec<_>>()
+                ));
+            }
+        }
+        Err(e) => problems.push(e),
+    }
+    problems
 }
