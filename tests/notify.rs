@@ -777,8 +777,10 @@ fn an_unreachable_api_server_leaves_the_metrics_whole_and_its_writes_land_afterw
     });
     wait_pod_events(port, &[("research/llm-train-0", "XidMemory")]);
     let text = e.metrics();
+    let dropped = series(&text, "gpu_exporter_kube_writes_dropped_total");
+    assert_eq!(dropped.len(), 4, "one series per reason: {text}");
     assert!(
-        text.contains("gpu_exporter_kube_writes_dropped_total 0"),
+        dropped.iter().all(|l| value(l) == 0.0),
         "nothing given up: {text}"
     );
     e.sigterm();
@@ -1010,7 +1012,7 @@ fn a_failing_api_server_is_counted_bounded_and_harmless() {
     p.start(&shared, true, 4, notify::EVENT_RETRY_FOR);
     wait_until("Events dropped for a full queue", || {
         p.tick(&shared);
-        figures(&shared).dropped > 0
+        figures(&shared).dropped() > 0
     });
 
     // The server works again: the conditions are written, the kubelet's kept. (A patch that
@@ -1067,7 +1069,7 @@ fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
         },
     );
     let f = shared.kube_writes().unwrap();
-    assert_eq!(f.dropped, 0, "nothing given up within the retry time");
+    assert_eq!(f.dropped(), 0, "nothing given up within the retry time");
 
     // Refused for good, a retry time of 1 s: given up and counted, never written.
     p.api().set_write_faults(vec![fault(
@@ -1080,15 +1082,15 @@ fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
     p.start(&second, false, 256, Duration::from_secs(1));
     wait_until("Events given up after 1 s", || {
         p.tick(&second);
-        second.kube_writes().unwrap().dropped > 0
+        second.kube_writes().unwrap().dropped() > 0
     });
     let f = second.kube_writes().unwrap();
     assert_eq!(f.events_ok, 0);
     assert!(
-        f.events_failed > f.dropped,
+        f.events_failed > f.dropped(),
         "the first Event given up was tried more than once: {} failures, {} dropped",
         f.events_failed,
-        f.dropped
+        f.dropped()
     );
     assert_eq!(
         p.api().events().len(),
@@ -1170,5 +1172,206 @@ fn the_writes_without_kubernetes_or_a_node_name_are_refused() {
     assert!(
         err.contains("--kubernetes-node-conditions needs the node's name in NODE_NAME"),
         "{err}"
+    );
+}
+
+/// Writes `toml` as a scenario file in `dir`.
+fn scenario_file(dir: &Path, name: &str, toml: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+/// The value of the series line that starts with `prefix` (0 when there is none).
+fn sample(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .map_or(0.0, value)
+}
+
+/// The Events on the Node with `reason`.
+fn node_events(port: u16, reason: &str) -> usize {
+    api(port, "/apis/events.k8s.io/v1/events")["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["regarding"]["kind"] == "Node" && e["reason"] == reason)
+        .count()
+}
+
+/// A pod whose name and namespace hold characters a URI cannot carry (a quote, a newline,
+/// `<script>`) comes first and holds GPU 0, beside a plain pod. Its Event can never be built
+/// into a request: it is dropped at once, counted as `invalid` and logged once, and the
+/// Events behind it are written (the Node's for Xid 48 and Xid 79, the plain pods'), with the
+/// conditions. Before, it stood at the head of the queue for 10 minutes and every later Event
+/// waited behind it.
+#[test]
+fn a_pod_whose_event_cannot_be_built_blocks_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\", level = 0.8, memory = 0.5 }\n";
+    let toml = format!(
+        "name = \"hostile\"\nnode = \"sim-hostile-node\"\n{gpu}{gpu}{gpu}\
+         [[faults]]\nat = 1\ngpu = 0\nkind = \"xid\"\nxid = 48\n\
+         [[faults]]\nat = 2\ngpu = 0\nkind = \"xid\"\nxid = 13\n\
+         [[faults]]\nat = 3\ngpu = 1\nkind = \"xid\"\nxid = 79\n\
+         [[pods]]\nname = 'bad\"name<script>'\nnamespace = \"ns\\\"\\n<script>\"\n\
+         containers = [{{ name = \"c\", shared = [\"0::0\"] }}]\n\
+         [[pods]]\nname = \"plain-0\"\nnamespace = \"ok\"\n\
+         containers = [{{ name = \"c\", shared = [\"0::1\"] }}]\n\
+         [[pods]]\nname = \"plain-1\"\nnamespace = \"ok\"\n\
+         containers = [{{ name = \"c\", gpus = [1] }}]\n"
+    );
+    let path = scenario_file(dir.path(), "hostile.toml", &toml);
+    let (e, port) = start(&path, "2s");
+    wait_until(
+        "the Node Events of Xid 48 and Xid 79 and the plain pods' Events",
+        || {
+            let got = pod_events(&api(port, "/apis/events.k8s.io/v1/events"));
+            node_events(port, "XidMemory") >= 1
+                && node_events(port, "XidHardware") >= 1
+                && got.contains(&("ok/plain-0".to_owned(), "XidMemory".to_owned()))
+                && got.contains(&("ok/plain-0".to_owned(), "XidApplication".to_owned()))
+                && got.contains(&("ok/plain-1".to_owned(), "XidHardware".to_owned()))
+        },
+    );
+    let n = api(port, "/api/v1/nodes/sim-hostile-node");
+    assert_eq!(status(&n, "GpuUnhealthy").as_deref(), Some("True"));
+    let t = e.metrics();
+    let invalid = sample(
+        &t,
+        "gpu_exporter_kube_writes_dropped_total{reason=\"invalid\"}",
+    );
+    assert!(
+        invalid >= 2.0,
+        "the hostile pod's Events (Xid 48, Xid 13) counted as invalid: {invalid}"
+    );
+    assert_eq!(
+        sample(
+            &t,
+            "gpu_exporter_kube_writes_dropped_total{reason=\"retries_expired\"}"
+        ),
+        0.0
+    );
+    let log = e.log();
+    assert_eq!(
+        lines_with(&log, "can never be written").len(),
+        1,
+        "logged once: {log}"
+    );
+    assert!(
+        log.contains("Pod \"ns\\\"\\n<script>\"/"),
+        "the pod named, quoted: {log}"
+    );
+}
+
+/// A burst with a fast API server: one Xid 48 on a GPU time-sliced between 2,000 pods, and a
+/// storm of application Xids (13, every 10 ms for 10 s) on six GPUs held by four pods each.
+/// The Node conditions are written (their own writer), and every Node Event: the queue takes
+/// the Node's before any pod's and, full, drops pod Events first. A pod Event for an object
+/// and cause that already waits is merged (one Event object per pod and cause, never one per
+/// Xid). What is dropped is counted, and the full queue is logged once.
+#[test]
+fn a_burst_keeps_the_node_informed_and_merges_repeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = String::from("name = \"burst\"\nnode = \"sim-burst-node\"\n");
+    for _ in 0..7 {
+        toml.push_str(
+            "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\", level = 0.8, memory = 0.5 }\n",
+        );
+    }
+    toml.push_str("[[faults]]\nat = 1\ngpu = 0\nkind = \"xid\"\nxid = 48\n");
+    for gpu in 1..7 {
+        toml.push_str(&format!(
+            "[[faults]]\nat = 1\ngpu = {gpu}\nkind = \"xid\"\nxid = 13\nrepeat = 1000\nevery = 0.01\n"
+        ));
+    }
+    for i in 0..2000 {
+        toml.push_str(&format!(
+            "[[pods]]\nname = \"shared-{i}\"\nnamespace = \"burst\"\n\
+             containers = [{{ name = \"c\", shared = [\"0::{i}\"] }}]\n"
+        ));
+    }
+    for gpu in 1..7 {
+        for r in 0..4 {
+            toml.push_str(&format!(
+                "[[pods]]\nname = \"storm-{gpu}-{r}\"\nnamespace = \"storm\"\n\
+                 containers = [{{ name = \"c\", shared = [\"{gpu}::{r}\"] }}]\n"
+            ));
+        }
+    }
+    let path = scenario_file(dir.path(), "burst.toml", &toml);
+    let (e, port) = start(&path, "60s");
+    wait_until("GpuUnhealthy and the Node's Events of both causes", || {
+        let n = api(port, "/api/v1/nodes/sim-burst-node");
+        status(&n, "GpuUnhealthy").as_deref() == Some("True")
+            && node_events(port, "XidMemory") == 1
+            && node_events(port, "XidApplication") >= 6
+    });
+    // The storm's pods each get one Event object for their cause, whose count rises.
+    wait_until("every storm pod's Event", || {
+        let got = pod_events(&api(port, "/apis/events.k8s.io/v1/events"));
+        (1..7).all(|g| {
+            (0..4).all(|r| got.contains(&(format!("storm/storm-{g}-{r}"), "XidApplication".into())))
+        })
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let events = api(port, "/apis/events.k8s.io/v1/events");
+    let items = events["items"].as_array().unwrap();
+    for g in 1..7 {
+        for r in 0..4 {
+            let name = format!("storm-{g}-{r}");
+            let n = items
+                .iter()
+                .filter(|e| {
+                    e["regarding"]["name"] == name.as_str() && e["reason"] == "XidApplication"
+                })
+                .count();
+            assert_eq!(
+                n, 1,
+                "{name}: one Event object per pod and cause, not one per Xid"
+            );
+        }
+    }
+    let storm_events = items
+        .iter()
+        .filter(|e| e["regarding"]["namespace"] == "storm")
+        .count();
+    let t = e.metrics();
+    let merged = sample(&t, "gpu_exporter_kube_events_merged_total");
+    let full = sample(
+        &t,
+        "gpu_exporter_kube_writes_dropped_total{reason=\"queue_full\"}",
+    );
+    let written = sample(
+        &t,
+        "gpu_exporter_kube_writes_total{kind=\"event\",result=\"success\"}",
+    );
+    let shared_written = items
+        .iter()
+        .filter(|e| e["regarding"]["namespace"] == "burst")
+        .count();
+    // 2,000 pod Events for one Xid cannot all wait in a queue of 256: the rest are counted.
+    assert!(
+        shared_written >= 1,
+        "some of the 2,000 pods got their Event"
+    );
+    assert!(
+        shared_written as f64 + full >= 2000.0,
+        "every pod Event written or counted as dropped: {shared_written} written, {full} dropped"
+    );
+    assert!(merged > 0.0, "repeats merged while waiting: {t}");
+    assert_eq!(
+        sample(
+            &t,
+            "gpu_exporter_kube_writes_total{kind=\"event\",result=\"failure\"}"
+        ),
+        0.0
+    );
+    assert!(written >= (shared_written + storm_events) as f64);
+    let log = e.log();
+    assert_eq!(
+        lines_with(&log, "Kubernetes Event queue is full").len(),
+        1,
+        "the full queue logged once: {log}"
     );
 }

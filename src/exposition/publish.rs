@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use crate::catalogue::csv::CounterSet;
 use crate::exposition::{EncodeOptions, encode, gzip};
-use crate::snapshot::{KubeWriteKind, KubeWrites, Snapshot, WriteOutcome};
+use crate::snapshot::{DropReason, KubeWriteKind, KubeWrites, Snapshot, WriteOutcome};
 
 /// One tick's output, ready to serve.
 #[derive(Debug)]
@@ -94,9 +94,14 @@ impl Shared {
         });
     }
 
-    /// Counts one Event dropped (a full queue, or given up after its retries).
-    pub fn count_kube_write_dropped(&self) {
-        self.with_kube_writes(|w| w.dropped += 1);
+    /// Counts one Event dropped, and why.
+    pub fn count_kube_write_dropped(&self, reason: DropReason) {
+        self.with_kube_writes(|w| w.dropped_by[reason as usize] += 1);
+    }
+
+    /// Counts one Event merged into a waiting one for the same object and cause.
+    pub fn count_kube_event_merged(&self) {
+        self.with_kube_writes(|w| w.merged += 1);
     }
 
     /// The Kubernetes writers' figures so far (`None`: they are off).

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::base::version::VERSION;
 use crate::exposition::text::{EncodeOptions, write_header, write_label, write_value};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{DropReason, Snapshot};
 
 /// Appends the self-metrics of `snap` to `out`.
 pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
@@ -243,10 +243,24 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         write_header(
             out,
             "gpu_exporter_kube_writes_dropped_total",
-            "Events dropped: the write queue was full, or one was retried for 10 minutes in vain.",
+            "Events dropped, by reason: queue_full (the write queue was full; pod Events go first), retries_expired (retried for 10 minutes in vain), rejected (refused for good: 400, 404, 409, 422), invalid (a request that cannot be built).",
             "counter",
         );
-        let _ = writeln!(out, "gpu_exporter_kube_writes_dropped_total {}", w.dropped);
+        for reason in DropReason::ALL {
+            let _ = writeln!(
+                out,
+                "gpu_exporter_kube_writes_dropped_total{{reason=\"{}\"}} {}",
+                reason.label(),
+                w.dropped_for(reason)
+            );
+        }
+        write_header(
+            out,
+            "gpu_exporter_kube_events_merged_total",
+            "Events merged into one already waiting for the same object and cause (written once, its count raised).",
+            "counter",
+        );
+        let _ = writeln!(out, "gpu_exporter_kube_events_merged_total {}", w.merged);
     }
 
     if snap.stats.nvml_up {

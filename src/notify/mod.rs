@@ -4,25 +4,30 @@
 //!
 //! A task on the runtime reads each published snapshot (never the sampler's tick, never a
 //! scrape), plans what it calls for (`plan`) and hands it to the writers (`writer`): the
-//! conditions as a latest-wins value, the Events through a bounded queue whose overflow is
-//! dropped and counted. An API server that refuses, errors, is slow or cannot be reached
-//! changes nothing but the `gpu_exporter_kube_writes_*` self-metrics and one log line per
-//! change of state. It must not read NVML, the kubelet or the counters, or decide health
-//! (the `health` layer does).
+//! conditions as a latest-wins value, written by a task of their own (first in importance),
+//! the Events through a bounded queue (`queue`) that takes the Node's before the pods', merges
+//! a repeat for a waiting object and cause, and drops pod Events first when full, counted. An
+//! API server that refuses, errors, is slow or cannot be reached changes nothing but the
+//! `gpu_exporter_kube_*` self-metrics and one log line per change of state. It must not
+//! read NVML, the kubelet or the counters, or decide health (the `health` layer does).
 
 pub mod plan;
+pub mod queue;
 pub mod writer;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::exposition::publish::Shared;
+use crate::snapshot::DropReason;
 use plan::Planner;
+use queue::{EventQueue, Overflow, Pushed};
 
-/// Events waiting to be written at most; beyond it new ones are dropped and counted.
+/// Events waiting to be written at most (a repeat for a waiting object and cause takes no
+/// place); beyond it pod Events are dropped first, and counted.
 pub const QUEUE: usize = 256;
 
 /// How long one API call may take.
@@ -76,21 +81,20 @@ pub fn spawn(
             Arc::clone(&shared),
         ));
     }
-    let (event_tx, event_rx) = mpsc::channel(opts.queue.max(1));
+    let queue = Arc::new(EventQueue::new(opts.queue));
     if opts.events {
         rt.spawn(writer::events(
             client,
             opts.node.clone(),
             opts.timeout,
             opts.event_retry_for,
-            event_rx,
+            Arc::clone(&queue),
             Arc::clone(&shared),
         ));
     }
     rt.spawn(async move {
         let mut planner = Planner::default();
         let mut last = None;
-        let mut full = false;
         let mut tick = tokio::time::interval(opts.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -115,27 +119,28 @@ pub fn spawn(
                 });
             }
             if opts.events {
+                let now = tokio::time::Instant::now();
                 for e in planner.events(snap) {
-                    match event_tx.try_send((tokio::time::Instant::now(), e)) {
-                        Ok(()) => {
-                            if full {
-                                full = false;
-                                info!("the Kubernetes Event queue has room again");
-                            }
+                    let (pushed, change) = queue.push(e, now);
+                    match pushed {
+                        Pushed::Merged => shared.count_kube_event_merged(),
+                        p if p.dropped_one() => {
+                            shared.count_kube_write_dropped(DropReason::QueueFull)
                         }
-                        Err(mpsc::error::TrySendError::Full(_)) => {
-                            shared.count_kube_write_dropped();
-                            if !full {
-                                full = true;
-                                warn!(
-                                    "the Kubernetes Event queue is full ({} Events wait for a \
-                                     slow or failing API server); new Events are dropped and \
-                                     counted in gpu_exporter_kube_writes_dropped_total",
-                                    opts.queue
-                                );
-                            }
+                        _ => {}
+                    }
+                    match change {
+                        Some(Overflow::Started) => warn!(
+                            "the Kubernetes Event queue is full ({} Events wait); pod Events \
+                             are dropped first and counted in \
+                             gpu_exporter_kube_writes_dropped_total{{reason=\"queue_full\"}} \
+                             (logged again only after the queue has emptied)",
+                            opts.queue
+                        ),
+                        Some(Overflow::Ended) => {
+                            info!("the Kubernetes Event queue has emptied since it was full")
                         }
-                        Err(mpsc::error::TrySendError::Closed(_)) => return,
+                        None => {}
                     }
                 }
             }

@@ -3,9 +3,11 @@
 //! exporter's own condition types, so another writer's are never touched) and the Events
 //! (kube's event `Recorder`, which aggregates a repeat into one Event's series).
 //!
-//! Bounded: the Events wait in a queue of fixed size (a full queue drops the new Event and
-//! counts it), one that failed in a way that may pass is retried in order for at most 10
-//! minutes (then dropped and counted), each call has a deadline, and the conditions are a
+//! Bounded: the Events wait in a queue of fixed size (`super::queue`: the Node's first, pod
+//! Events dropped first when full, counted), one that failed in a way that may pass is
+//! retried in order for at most 10 minutes (then dropped and counted), one that can never be
+//! written (a request that cannot be built, a refusal for good) is dropped at once, counted
+//! with its reason and logged once per cause, each call has a deadline, and the conditions are a
 //! latest-wins value retried with backoff, never a queue, and written again for a while after
 //! a call that timed out (the server may still make that write, late, over a newer one). Each
 //! kind logs one line per change of state (failing, and working again), never one per call.
@@ -19,14 +21,17 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
-use tokio::sync::{mpsc, watch};
+use std::collections::BTreeSet;
+
+use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::plan::{Condition, EventPlan};
+use super::plan::Condition;
+use super::queue::EventQueue;
 use crate::base::backoff::Backoff;
 use crate::base::cause_log::{CauseLog, cause};
 use crate::exposition::publish::Shared;
-use crate::snapshot::{KubeWriteKind as Kind, WriteOutcome};
+use crate::snapshot::{DropReason, KubeWriteKind as Kind, WriteOutcome};
 use crate::sources::kube::meta::describe_kube_error;
 
 /// The name the exporter reports as (`reportingController`, the field manager).
@@ -59,11 +64,22 @@ impl LinkState {
 
 /// How one API call failed.
 enum Failure {
-    /// The server refused or errored, or could not be reached: the error in a line, and
-    /// whether the same call may work later (see [`worth_retrying`]).
-    Error { line: String, retry: bool },
+    /// The server refused or errored, or could not be reached, or the request could not be
+    /// made: the error in a line, and whether the same call may work later (see [`verdict`]).
+    Error { line: String, verdict: Verdict },
     /// No answer within the deadline.
     TimedOut(Duration),
+}
+
+/// Whether a failed call may work when made again unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// It may: try again.
+    Retry,
+    /// The server refused it for good.
+    Rejected,
+    /// The request could not be built or encoded: no server saw it, none ever will.
+    Invalid,
 }
 
 impl Failure {
@@ -77,12 +93,20 @@ impl Failure {
 
 /// Whether a call that failed with `e` may work when made again unchanged: no connection, a
 /// server error (5xx), throttling (429), a request timeout (408), or a refusal (401, 403:
-/// RBAC that is granted after the exporter started, or a token being rotated). Other
-/// refusals (404: the pod's namespace is gone; 422: an invalid object) never will.
-fn worth_retrying(e: &kube::Error) -> bool {
+/// RBAC that is granted after the exporter started, or a token being rotated) may. Other
+/// refusals (400, 404: the pod's namespace is gone; 409; 422: an invalid object) never will,
+/// nor a request that could not be built (a pod name or namespace with characters a URI
+/// cannot carry) or encoded.
+fn verdict(e: &kube::Error) -> Verdict {
     match e {
-        kube::Error::Api(s) => matches!(s.code, 401 | 403 | 408 | 429) || s.code >= 500,
-        _ => true,
+        kube::Error::Api(s) if matches!(s.code, 401 | 403 | 408 | 429) || s.code >= 500 => {
+            Verdict::Retry
+        }
+        kube::Error::Api(_) => Verdict::Rejected,
+        kube::Error::BuildRequest(_) | kube::Error::HttpError(_) | kube::Error::SerdeError(_) => {
+            Verdict::Invalid
+        }
+        _ => Verdict::Retry,
     }
 }
 
@@ -96,7 +120,7 @@ async fn within<T>(
         // `403 Forbidden: <the server's message>`, or the client's error chain.
         Ok(Err(e)) => Err(Failure::Error {
             line: describe_kube_error(&e),
-            retry: worth_retrying(&e),
+            verdict: verdict(&e),
         }),
         Err(_) => Err(Failure::TimedOut(timeout)),
     }
@@ -238,18 +262,19 @@ pub async fn conditions(
     }
 }
 
-/// Publishes the queued Events one at a time and in order, each call within `timeout`. An
-/// Event whose write failed in a way that may pass is written again with backoff (0.5 s
-/// doubling to 30 s), holding the Events behind it in the queue, until it is written or has
-/// waited `retry_for` since it was queued (`super::EVENT_RETRY_FOR`); then it is given up
-/// and counted as dropped. One that timed out is not written again: the server may still
-/// make it.
+/// Publishes the queued Events one at a time, the Node's first (`super::queue`), each call
+/// within `timeout`. An Event whose write failed in a way that may pass is written again with
+/// backoff (0.5 s doubling to 30 s), holding the Events behind it, until it is written or has
+/// waited `retry_for` since it was queued (`super::EVENT_RETRY_FOR`); then it is given up and
+/// counted as dropped. One that can never be written (refused for good, or a request that
+/// cannot be built) is dropped at once, counted with its reason, and logged once per cause.
+/// One that timed out is not written again: the server may still make it.
 pub async fn events(
     client: kube::Client,
     node: String,
     timeout: Duration,
     retry_for: Duration,
-    mut queue: mpsc::Receiver<(tokio::time::Instant, EventPlan)>,
+    queue: Arc<EventQueue>,
     shared: Arc<Shared>,
 ) {
     let recorder = Recorder::new(
@@ -263,7 +288,11 @@ pub async fn events(
     let mut state = LinkState::default();
     // Whether the last Event given up has been logged (once per run of give-ups).
     let mut giving_up = false;
-    while let Some((queued, e)) = queue.recv().await {
+    // The causes of Events dropped for good that were logged (each once).
+    let mut never_written: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let waiting = queue.pop().await;
+        let e = waiting.plan;
         let regarding = match &e.pod {
             None => node.clone(),
             Some(p) => ObjectReference {
@@ -289,23 +318,54 @@ pub async fn events(
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
         loop {
             let result = within(timeout, recorder.publish(&event, &regarding)).await;
-            let retry = matches!(&result, Err(Failure::Error { retry: true, .. }));
-            let outcome = record(&shared, Kind::Event, &mut state, "Events", result);
-            if outcome == WriteOutcome::Success {
-                giving_up = false;
-            }
-            if !retry {
-                break;
+            let outcome_verdict = match &result {
+                Err(Failure::Error { verdict, line }) => Some((*verdict, line.clone())),
+                _ => None,
+            };
+            match outcome_verdict {
+                Some((Verdict::Retry, _)) => {
+                    record(&shared, Kind::Event, &mut state, "Events", result);
+                }
+                Some((verdict, line)) => {
+                    // Never written: not a state of the link (the next Event may work), so
+                    // counted and logged here, once per cause, and the queue goes on.
+                    shared.count_kube_write(Kind::Event, WriteOutcome::Failure);
+                    let reason = match verdict {
+                        Verdict::Invalid => DropReason::Invalid,
+                        _ => DropReason::Rejected,
+                    };
+                    shared.count_kube_write_dropped(reason);
+                    let what = cause(&line, 1);
+                    if never_written.len() < 64 && never_written.insert(what) {
+                        warn!(
+                            "a Kubernetes Event on {} can never be written and is dropped: \
+                             {line} (counted in gpu_exporter_kube_writes_dropped_total\
+                             {{reason=\"{}\"}}; logged once per cause)",
+                            describe_object(&regarding),
+                            reason.label()
+                        );
+                    }
+                    break;
+                }
+                None => {
+                    if record(&shared, Kind::Event, &mut state, "Events", result)
+                        == WriteOutcome::Success
+                    {
+                        giving_up = false;
+                    }
+                    break;
+                }
             }
             let wait = backoff.next_delay();
-            if queued.elapsed() + wait > retry_for {
-                shared.count_kube_write_dropped();
+            if waiting.since.elapsed() + wait > retry_for {
+                shared.count_kube_write_dropped(DropReason::RetriesExpired);
                 if !giving_up {
                     giving_up = true;
                     warn!(
                         "a Kubernetes Event could not be written for {} s and is given up \
-                         (counted in gpu_exporter_kube_writes_dropped_total; logged again \
-                         only after an Event is written)",
+                         (counted in gpu_exporter_kube_writes_dropped_total\
+                         {{reason=\"retries_expired\"}}; logged again only after an Event is \
+                         written)",
                         retry_for.as_secs()
                     );
                 }
@@ -313,6 +373,17 @@ pub async fn events(
             }
             tokio::time::sleep(wait).await;
         }
+    }
+}
+
+/// `Pod ns/name` or `Node name`, its names quoted as Rust debug strings (they may hold any
+/// character), for a log line.
+fn describe_object(o: &ObjectReference) -> String {
+    let kind = o.kind.as_deref().unwrap_or("object");
+    match (&o.namespace, &o.name) {
+        (Some(ns), Some(n)) => format!("{kind} {ns:?}/{n:?}"),
+        (None, Some(n)) => format!("{kind} {n:?}"),
+        _ => kind.to_owned(),
     }
 }
 
@@ -327,18 +398,27 @@ mod tests {
     }
 
     /// What may pass is retried (RBAC granted later, a server error, throttling, no
-    /// connection); a refusal that never will (the namespace gone, an invalid object) is not.
+    /// connection); a refusal that never will (the namespace gone, an invalid object) is not,
+    /// nor a request that cannot be built.
     #[test]
     fn only_failures_that_may_pass_are_retried() {
         for code in [401, 403, 408, 429, 500, 503] {
-            assert!(worth_retrying(&api(code)), "{code}");
+            assert_eq!(verdict(&api(code)), Verdict::Retry, "{code}");
         }
         for code in [400, 404, 409, 422] {
-            assert!(!worth_retrying(&api(code)), "{code}");
+            assert_eq!(verdict(&api(code)), Verdict::Rejected, "{code}");
         }
         let io = kube::Error::Service(Box::new(std::io::Error::from(
             std::io::ErrorKind::ConnectionRefused,
         )));
-        assert!(worth_retrying(&io));
+        assert_eq!(verdict(&io), Verdict::Retry);
+        // What kube's client says for a namespace with characters a URI cannot carry.
+        let bad_uri = kube::core::Request::new("/apis/events.k8s.io/v1/namespaces/a\"b\n<script>")
+            .create(&kube::api::PostParams::default(), Vec::new())
+            .unwrap_err();
+        assert_eq!(
+            verdict(&kube::Error::BuildRequest(bad_uri)),
+            Verdict::Invalid
+        );
     }
 }
