@@ -15,6 +15,7 @@ impl Sim {
         let set = EventSet {
             registered: BTreeMap::new(),
             delivered: vec![false; self.scenario.events.len()],
+            ..EventSet::default()
         };
         self.event_sets.insert(id, set);
         id
@@ -54,18 +55,38 @@ impl Sim {
                 }
             }
         }
-        *s.registered.entry(g).or_insert(0) |= mask;
+        let before = s.registered.get(&g).copied().unwrap_or(0);
+        let after = before | mask;
+        s.registered.insert(g, after);
+        // Events of this GPU passed over because the set did not ask for their type are owed
+        // now that it does (as before the scan passed them).
+        let events = &self.scenario.events;
+        let owed_now = |i: &usize| {
+            let e = &events[*i];
+            e.gpu == g && e.event_type & after != 0
+        };
+        if after != before && s.masked.iter().any(owed_now) {
+            let (owed, still): (Vec<usize>, Vec<usize>) = std::mem::take(&mut s.masked)
+                .into_iter()
+                .partition(owed_now);
+            s.masked = still;
+            let mut all: Vec<usize> = s.reopened.drain(..).chain(owed).collect();
+            all.sort_unstable();
+            s.reopened = all.into();
+        }
         Ok(())
     }
 
     /// Scenario time of the set's first undelivered event after `t` (what a wait sleeps until).
     pub fn next_due_after(&self, set: u64, t: f64) -> NvmlResult<Option<f64>> {
         let s = self.event_sets.get(&set).ok_or(ret::INVALID_ARGUMENT)?;
+        // Everything before the cursor is delivered, never owed, or (reopened) due already.
         Ok(self
             .scenario
             .events
             .iter()
             .enumerate()
+            .skip(s.cursor)
             .filter(|(_, e)| e.t > t)
             .find(|(i, e)| s.awaits(*i, e))
             .map(|(_, e)| e.t))
@@ -73,18 +94,35 @@ impl Sim {
 
     /// Next event of the set due at `t` that it has not delivered yet (each set has its own
     /// cursor, so every set sees every event of its registered GPUs that occurs after their
-    /// registration, once).
+    /// registration, once). The scan goes on from where the last one stopped: an event is
+    /// passed once, delivered, or set aside when its GPU is registered for other types only.
     pub fn next_event(&mut self, set: u64, t: f64) -> NvmlResult<Option<Event>> {
         let s = self.event_sets.get_mut(&set).ok_or(ret::INVALID_ARGUMENT)?;
-        for (i, e) in self.scenario.events.iter().enumerate() {
+        let events = &self.scenario.events;
+        if let Some(&i) = s.reopened.front()
+            && events[i].t <= t
+        {
+            s.reopened.pop_front();
+            s.delivered[i] = true;
+            return Ok(Some(events[i]));
+        }
+        while let Some(e) = events.get(s.cursor) {
             if e.t > t {
                 break;
             }
+            let i = s.cursor;
+            s.cursor += 1;
             if s.awaits(i, e) {
-                if let Some(d) = s.delivered.get_mut(i) {
-                    *d = true;
-                }
+                s.delivered[i] = true;
                 return Ok(Some(*e));
+            }
+            if !s.delivered[i] {
+                if s.registered.contains_key(&e.gpu) {
+                    s.masked.push(i);
+                } else {
+                    // A GPU registered later skips its events up to then: never owed.
+                    s.delivered[i] = true;
+                }
             }
         }
         Ok(None)

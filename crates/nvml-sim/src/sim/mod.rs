@@ -115,11 +115,20 @@ impl Clock {
     }
 }
 
-/// An event set: the GPUs registered with their masks, and which events it has delivered.
+/// An event set: the GPUs registered with their masks, which events it has delivered, and
+/// where its scan of the timeline stands, so that each event is looked at a bounded number of
+/// times however long the timeline is (a flood of Xids costs the same per event as one).
 #[derive(Debug, Clone, Default)]
 pub struct EventSet {
     registered: BTreeMap<usize, u64>,
     delivered: Vec<bool>,
+    /// Every event before it has been delivered, will never be owed, or is in `masked`.
+    cursor: usize,
+    /// Passed events of a registered GPU whose type the set did not ask for (yet): owed after
+    /// all if the set adds that type for the GPU.
+    masked: Vec<usize>,
+    /// Such events, owed since the set added their type: delivered first, in time order.
+    reopened: std::collections::VecDeque<usize>,
 }
 
 /// A filled GPM sample.

@@ -304,6 +304,65 @@ fn xid_burst_sub_second() {
     assert_eq!(drain(&mut s, set, 100.0), vec![]);
 }
 
+/// A flood of Xids costs the same per event however long the timeline is: each call looks at
+/// the events after the last one it delivered, never again from the start. 5,000 Xids on GPU
+/// 0, interleaved with double-bit ECC events of GPU 0 (a type the set asks for only later)
+/// and Xids of GPU 1 (registered only later): each Xid of GPU 0 is delivered after looking at
+/// a bounded number of events; the ECC events passed over are owed once the set adds their
+/// type; GPU 1's events before its registration never are.
+#[test]
+fn event_delivery_does_not_rescan_the_timeline() {
+    let sc = parse(
+        "[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n\
+         [[faults]]\nat = 1\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 5000\nevery = 0.001\n\
+         [[faults]]\nat = 1.0005\ngpu = 0\nkind = \"ecc\"\ndbe = 1\n\
+         [[faults]]\nat = 2.0005\ngpu = 0\nkind = \"ecc\"\ndbe = 1\n\
+         [[faults]]\nat = 3.0005\ngpu = 0\nkind = \"ecc\"\ndbe = 1\n\
+         [[faults]]\nat = 1.0002\ngpu = 1\nkind = \"xid\"\nxid = 31\nrepeat = 2000\nevery = 0.001\n",
+        "test",
+        "test",
+    )
+    .unwrap();
+    let mut s = Sim::new(sc, 1, Some(0.0));
+    let total = s.scenario.events.len();
+    let set = s.event_set_create();
+    let xid = u64::from(nvmlEventTypeXidCriticalError);
+    s.register_events(Dev::Gpu(0), xid, set, 0.0).unwrap();
+    let mut got = 0;
+    let mut last_cursor = 0;
+    while let Some(e) = s.next_event(set, 7.0).unwrap() {
+        assert_eq!((e.gpu, e.data), (0, 13));
+        got += 1;
+        let cursor = s.event_sets[&set].cursor;
+        // Between two of GPU 0's Xids (1 ms apart) lie at most one Xid of GPU 1 and one ECC
+        // event: three events looked at, whatever the position in the timeline.
+        assert!(
+            cursor - last_cursor <= 3,
+            "{last_cursor} -> {cursor} at Xid {got}"
+        );
+        last_cursor = cursor;
+    }
+    assert_eq!(got, 5000);
+    assert_eq!(s.next_event(set, 7.0), Ok(None));
+    assert!(s.event_sets[&set].cursor <= total);
+    // The ECC events of GPU 0 were passed over, not lost: owed once the set asks for them.
+    s.register_events(
+        Dev::Gpu(0),
+        u64::from(nvmlEventTypeDoubleBitEccError),
+        set,
+        7.0,
+    )
+    .unwrap();
+    let ecc: Vec<f64> = std::iter::from_fn(|| s.next_event(set, 7.0).unwrap())
+        .map(|e| e.t)
+        .collect();
+    assert_eq!(ecc.len(), 3, "{ecc:?}");
+    assert!(ecc.windows(2).all(|w| w[1] > w[0]));
+    // GPU 1 registered at 7 s: its Xids before then are never delivered.
+    s.register_events(Dev::Gpu(1), xid, set, 7.0).unwrap();
+    assert_eq!(s.next_event(set, 100.0), Ok(None));
+}
+
 #[test]
 fn gpus_appearing_later() {
     let sc = parse(
