@@ -335,6 +335,9 @@ pub(super) fn apply_fault(
             }
             gpu.hangs.push(window);
         }
+        "unbind" => {
+            gpu.unbound.push(window);
+        }
         "appear" => {
             if let Some(earlier) = gpu.appear_at {
                 return Err(ctx.err(
@@ -535,6 +538,44 @@ pub(super) fn check_appear_order(
                      fault at ≥ {at} s)"
                 ),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// NVML indices are dense, so only trailing GPUs may be unbound: while GPU k is unbound (from
+/// `a` to `b`), every GPU after it must be unbound too (a window of its own that covers
+/// `a`..`b`). The error points at GPU k's fault.
+pub(super) fn check_unbind_order(
+    ctx: &Ctx<'_>,
+    faults: &[Spanned<RawFault>],
+    gpus: &[Gpu],
+) -> Result<(), ScenarioError> {
+    for (k, gpu) in gpus.iter().enumerate() {
+        for w in &gpu.unbound {
+            let span = faults
+                .iter()
+                .find(|f| {
+                    f.get_ref().gpu == k
+                        && f.get_ref().kind.get_ref() == "unbind"
+                        && f.get_ref().at == w.from
+                })
+                .map(Spanned::span);
+            if let Some(later) = gpus.iter().skip(k + 1).find(|g| {
+                !g.unbound
+                    .iter()
+                    .any(|o| o.from <= w.from && o.until >= w.until)
+            }) {
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "unbind fault on GPU {k} from {} s, but GPU {} stays bound meanwhile: \
+                         NVML indices are dense, so only trailing GPUs may be unbound (every \
+                         GPU after {k} needs an unbind fault covering the same time)",
+                        w.from, later.index
+                    ),
+                ));
+            }
         }
     }
     Ok(())

@@ -25,7 +25,7 @@ use crate::curves::Workload;
 use crate::model::{MigProfile, Model};
 
 pub use dcgm::{DcgmFault, DcgmFaultKind};
-use faults::{apply_fault, check_appear_order};
+use faults::{apply_fault, check_appear_order, check_unbind_order};
 pub use links::{FabricFault, FabricHealth, LinkDown};
 use raw::RawScenario;
 use resolve::{check_mig_uuids, check_unique_identities, resolve_gpu};
@@ -168,6 +168,9 @@ pub struct Gpu {
     pub hangs: Vec<Window>,
     /// Scenario time the GPU is enumerated from (an `appear` fault); `None`: from the start.
     pub appear_at: Option<f64>,
+    /// Windows in which the GPU is not enumerated at all, as when its driver is unbound and
+    /// bound again (`unbind` faults; trailing GPUs only, so indices stay dense).
+    pub unbound: Vec<Window>,
     /// NVLink links down inside a window (`nvlink_down` faults).
     pub links_down: Vec<LinkDown>,
     /// Fabric registration and health overrides inside a window (`fabric` faults).
@@ -393,9 +396,10 @@ impl Gpu {
         self.layout_at(t)?.members.iter().find(|m| m.uid == uid)
     }
 
-    /// Whether the GPU is enumerated at `t` (it has appeared, or never had to).
+    /// Whether the GPU is enumerated at `t` (it has appeared, or never had to, and is not
+    /// unbound then).
     pub fn present(&self, t: f64) -> bool {
-        self.appear_at.is_none_or(|a| t >= a)
+        self.appear_at.is_none_or(|a| t >= a) && !self.unbound.iter().any(|w| w.contains(t))
     }
 
     /// Whether the GPU has fallen off the bus at `t`.
@@ -616,6 +620,7 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         apply_fault(&ctx, &mut gpus, &mut events, f)?;
     }
     check_appear_order(&ctx, &raw.faults, &gpus)?;
+    check_unbind_order(&ctx, &raw.faults, &gpus)?;
     let driver_loaded_at = seconds(&ctx, "driver_loaded_at", raw.driver_loaded_at.as_ref())?;
     let init_hangs_until = seconds(&ctx, "init_hangs_until", raw.init_hangs_until.as_ref())?;
     for g in &mut gpus {

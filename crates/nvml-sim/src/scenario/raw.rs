@@ -192,4 +192,5 @@ pub(super) const FAULT_KINDS: &[(&str, &[&str])] = &[
     ("thermal", &["celsius", "until"]),
     ("power_brake", &["until"]),
     ("appear", &[]),
+    ("unbind", &["until"]),
 ];

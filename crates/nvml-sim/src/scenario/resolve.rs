@@ -116,6 +116,7 @@ pub(super) fn resolve_gpu(
         thermal: Vec::new(),
         power_brakes: Vec::new(),
         appear_at: None,
+        unbound: Vec::new(),
         links_down: Vec::new(),
         fabric: Vec::new(),
         minor_number: g.minor_number.unwrap_or(index as u32),

@@ -363,6 +363,40 @@ fn event_delivery_does_not_rescan_the_timeline() {
     assert_eq!(s.next_event(set, 100.0), Ok(None));
 }
 
+/// An unbound GPU is not enumerated during its window and is back, the same GPU, after it;
+/// only trailing GPUs may be unbound (a GPU after it must be unbound over the same time).
+#[test]
+fn gpus_unbound_and_bound_again() {
+    let sc = parse(
+        "[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n\
+         [[faults]]\nat = 10\nuntil = 20\ngpu = 1\nkind = \"unbind\"\n",
+        "test",
+        "test",
+    )
+    .unwrap();
+    let s = Sim::new(sc, 1, Some(0.0));
+    let uuid1 = s.uuid(Dev::Gpu(1)).unwrap();
+    assert_eq!(s.device_count(9.9), 2);
+    assert_eq!(s.device_count(10.0), 1);
+    assert_eq!(s.handle_by_index(1, 15.0), Err(ret::INVALID_ARGUMENT));
+    assert_eq!(s.handle_by_uuid(&uuid1, 15.0), Err(ret::NOT_FOUND));
+    assert_eq!(
+        s.check(Dev::Gpu(1), "nvmlDeviceGetName", 15.0),
+        Err(ret::INVALID_ARGUMENT)
+    );
+    assert_eq!(s.device_count(20.0), 2);
+    assert_eq!(s.handle_by_uuid(&uuid1, 20.0), Ok(Dev::Gpu(1)));
+    let err = parse(
+        "[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n\
+         [[faults]]\nat = 10\nuntil = 20\ngpu = 0\nkind = \"unbind\"\n",
+        "test",
+        "test",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("only trailing GPUs may be unbound"), "{err}");
+}
+
 #[test]
 fn gpus_appearing_later() {
     let sc = parse(
