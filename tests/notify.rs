@@ -114,9 +114,15 @@ fn note(events: &Value, pod: &str, reason: &str) -> String {
 /// The binary on `scenario` with both writes on and the hold `hold`, and its simulated API
 /// server's port (from the log).
 fn start(scenario: &Path, hold: &str) -> (Exporter, u16) {
+    start_with(scenario, hold, &[])
+}
+
+/// [`start`] with more arguments.
+fn start_with(scenario: &Path, hold: &str, extra: &[&str]) -> (Exporter, u16) {
     let e = Exporter::builder()
         .args(["--simulate"])
         .arg(scenario)
+        .args(extra)
         .args([
             "-k",
             "-c",
@@ -1399,7 +1405,8 @@ fn open_fds(pid: u32) -> usize {
 
 /// A GPU unbound from its driver and bound again, four times (as after a reset in place, or
 /// `echo … > unbind` then `bind`): gone from NVML's list for 2 s each time, then back with the
-/// same UUID at the same index. Each time it is picked up again within a few ticks without a
+/// same UUID at the same index (the last time with a new minor number, which is served from
+/// then on). Each time it is picked up again within a few ticks without a
 /// restart: its series resume under the same label sets, its holder is attributed again, its
 /// health verdict is ok and the Node conditions clear; and the process holds at most one file
 /// descriptor more after the fourth return than after the first (a leak of one per return
@@ -1415,12 +1422,19 @@ fn a_gpu_unbound_and_bound_again_comes_back_whole() {
             "[[faults]]\nat = {from}\nuntil = {until}\ngpu = 1\nkind = \"unbind\"\n"
         ));
     }
+    // The last return brings a new minor number (`/dev/nvidia9`).
+    toml.push_str("minor = 9\n");
+    let counters = scenario_file(
+        dir.path(),
+        "counters.csv",
+        "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_FB_USED, gauge, fb\nDCGM_FI_DEV_MINOR_NUMBER, gauge, minor\n",
+    );
     toml.push_str(
         "[[pods]]\nname = \"p0\"\nnamespace = \"ns\"\ncontainers = [{ name = \"c\", gpus = [0] }]\n\
          [[pods]]\nname = \"p1\"\nnamespace = \"ns\"\ncontainers = [{ name = \"c\", gpus = [1] }]\n",
     );
     let path = scenario_file(dir.path(), "rebind.toml", &toml);
-    let (e, port) = start(&path, "1s");
+    let (e, port) = start_with(&path, "1s", &["-f", counters.to_str().unwrap()]);
     let families = [
         "gpu_device_up",
         "DCGM_FI_DEV_GPU_TEMP",
@@ -1457,10 +1471,22 @@ fn a_gpu_unbound_and_bound_again_comes_back_whole() {
                 && l.ends_with(" 0")),
             "GPU 1 ok again: {back}"
         );
+        let minor = series(&back, "DCGM_FI_DEV_MINOR_NUMBER")
+            .into_iter()
+            .find(|l| label(l, "gpu") == "1")
+            .map(value);
+        if round + 1 < ROUNDS.len() {
+            assert_eq!(minor, Some(1.0), "{back}");
+        }
         if round == 0 {
             fds_after_first = open_fds(e.pid());
         }
     }
+    e.metrics_until("GPU 1's new minor number after the last return", |t| {
+        series(t, "DCGM_FI_DEV_MINOR_NUMBER")
+            .into_iter()
+            .any(|l| label(l, "gpu") == "1" && value(l) == 9.0)
+    });
     wait_until("the Node conditions clear after the returns", || {
         let n = api(port, "/api/v1/nodes/sim-rebind-node");
         ["GpuUnhealthy", "GpuDegraded"]

@@ -89,7 +89,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(
     run(|sim, t| {
         let o = unsafe { out(minor_number) }?;
         let d = dev(sim, device, "nvmlDeviceGetMinorNumber", t)?;
-        *o = sim.physical(d)?.minor_number;
+        *o = sim.physical(d)?.minor_at(t);
         Ok(())
     })
 }

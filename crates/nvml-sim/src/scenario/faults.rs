@@ -336,7 +336,10 @@ pub(super) fn apply_fault(
             gpu.hangs.push(window);
         }
         "unbind" => {
-            gpu.unbound.push(window);
+            if f.minor.is_some() && !window.until.is_finite() {
+                return Err(ctx.err(span, "an \"unbind\" fault with `minor` needs `until`"));
+            }
+            gpu.unbound.push((window, f.minor));
         }
         "appear" => {
             if let Some(earlier) = gpu.appear_at {
@@ -552,7 +555,7 @@ pub(super) fn check_unbind_order(
     gpus: &[Gpu],
 ) -> Result<(), ScenarioError> {
     for (k, gpu) in gpus.iter().enumerate() {
-        for w in &gpu.unbound {
+        for (w, _) in &gpu.unbound {
             let span = faults
                 .iter()
                 .find(|f| {
@@ -564,7 +567,7 @@ pub(super) fn check_unbind_order(
             if let Some(later) = gpus.iter().skip(k + 1).find(|g| {
                 !g.unbound
                     .iter()
-                    .any(|o| o.from <= w.from && o.until >= w.until)
+                    .any(|(o, _)| o.from <= w.from && o.until >= w.until)
             }) {
                 return Err(ctx.err(
                     span,

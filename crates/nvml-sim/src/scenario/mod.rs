@@ -169,8 +169,9 @@ pub struct Gpu {
     /// Scenario time the GPU is enumerated from (an `appear` fault); `None`: from the start.
     pub appear_at: Option<f64>,
     /// Windows in which the GPU is not enumerated at all, as when its driver is unbound and
-    /// bound again (`unbind` faults; trailing GPUs only, so indices stay dense).
-    pub unbound: Vec<Window>,
+    /// bound again (`unbind` faults; trailing GPUs only, so indices stay dense), each with the
+    /// minor number it comes back with, if another.
+    pub unbound: Vec<(Window, Option<u32>)>,
     /// NVLink links down inside a window (`nvlink_down` faults).
     pub links_down: Vec<LinkDown>,
     /// Fabric registration and health overrides inside a window (`fabric` faults).
@@ -399,7 +400,18 @@ impl Gpu {
     /// Whether the GPU is enumerated at `t` (it has appeared, or never had to, and is not
     /// unbound then).
     pub fn present(&self, t: f64) -> bool {
-        self.appear_at.is_none_or(|a| t >= a) && !self.unbound.iter().any(|w| w.contains(t))
+        self.appear_at.is_none_or(|a| t >= a) && !self.unbound.iter().any(|(w, _)| w.contains(t))
+    }
+
+    /// `nvmlDeviceGetMinorNumber` at `t`: the one the GPU came back with from its last unbind
+    /// that gave one, else the file's.
+    pub fn minor_at(&self, t: f64) -> u32 {
+        self.unbound
+            .iter()
+            .filter(|(w, m)| m.is_some() && w.until <= t)
+            .max_by(|a, b| a.0.until.total_cmp(&b.0.until))
+            .and_then(|(_, m)| *m)
+            .unwrap_or(self.minor_number)
     }
 
     /// Whether the GPU has fallen off the bus at `t`.

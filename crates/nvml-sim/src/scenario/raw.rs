@@ -119,6 +119,8 @@ pub(super) struct RawFault {
     pub(super) status: Option<Spanned<u32>>,
     /// Fabric health summary name (`fabric`).
     pub(super) health: Option<Spanned<String>>,
+    /// The minor number a GPU comes back with (`unbind`).
+    pub(super) minor: Option<u32>,
 }
 
 impl RawFault {
@@ -155,6 +157,7 @@ impl RawFault {
         add(self.state.is_some(), "state");
         add(self.status.is_some(), "status");
         add(self.health.is_some(), "health");
+        add(self.minor.is_some(), "minor");
         keys
     }
 }
@@ -192,5 +195,5 @@ pub(super) const FAULT_KINDS: &[(&str, &[&str])] = &[
     ("thermal", &["celsius", "until"]),
     ("power_brake", &["until"]),
     ("appear", &[]),
-    ("unbind", &["until"]),
+    ("unbind", &["until", "minor"]),
 ];

@@ -369,11 +369,17 @@ fn event_delivery_does_not_rescan_the_timeline() {
 fn gpus_unbound_and_bound_again() {
     let sc = parse(
         "[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n\
-         [[faults]]\nat = 10\nuntil = 20\ngpu = 1\nkind = \"unbind\"\n",
+         [[faults]]\nat = 10\nuntil = 20\ngpu = 1\nkind = \"unbind\"\nminor = 5\n",
         "test",
         "test",
     )
     .unwrap();
+    assert_eq!(sc.gpus[1].minor_at(19.0), 1);
+    assert_eq!(
+        sc.gpus[1].minor_at(20.0),
+        5,
+        "back with its new minor number"
+    );
     let s = Sim::new(sc, 1, Some(0.0));
     let uuid1 = s.uuid(Dev::Gpu(1)).unwrap();
     assert_eq!(s.device_count(9.9), 2);
