@@ -1,6 +1,7 @@
 //! The mixed fleet: the `incidents` node once more under each `dcgm-*` compatibility profile
 //! (and under dcgm-4.9 with a counters file in dcgm-exporter 4.9's names), each with a node
-//! name of its own, scraped by the same Prometheus as the native nodes. For the same faults,
+//! name of its own, scraped by the same Prometheus as the native nodes. Every dashboard's
+//! `$node` variable must list each of them. For the same faults,
 //! the same alerts must fire on every node, and every dashboard panel that has data for the
 //! native incidents node must have data for each of these nodes, except what the docs name as
 //! native-only: the alerts marked `no` in the table "Which nodes give which alerts" of
@@ -264,5 +265,58 @@ pub(crate) fn check_mixed_panels(
             return;
         }
         std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+/// The `$node` variable of every dashboard that has one lists the native incidents node and
+/// every mixed node: its query is asked as Grafana asks it (`label_values` through the label
+/// values API, `$cluster` matching everything).
+pub(crate) fn check_mixed_node_variable(port: u16, dashboards: &[Dashboard], f: &mut Failures) {
+    let mut want = vec![INCIDENTS_NODE];
+    want.extend(MIXED.iter().map(|m| m.node));
+    for d in dashboards {
+        let Some(v) = d
+            .variables()
+            .iter()
+            .find(|v| str_of(v, "name") == Some("node"))
+        else {
+            continue;
+        };
+        let Some(q) = variable_query(v) else {
+            f.add(format!("{}: $node has no query", d.what()));
+            continue;
+        };
+        let q = substitute(&q, &d.substitutions());
+        let Some((selector, label)) = parse_label_values(&q) else {
+            f.add(format!("{}: $node is not label_values(…): {q}", d.what()));
+            continue;
+        };
+        let path = format!("/api/v1/label/{label}/values");
+        let params: Vec<(&str, &str)> = selector
+            .as_deref()
+            .map(|s| vec![("match[]", s)])
+            .unwrap_or_default();
+        let listed: BTreeSet<String> = match prom_api(port, &path, &params) {
+            Ok(Value::Array(a)) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect(),
+            Ok(other) => {
+                f.add(format!("{}: $node: {other}", d.what()));
+                continue;
+            }
+            Err(ApiError::Fatal(e) | ApiError::Transient(e)) => {
+                f.add(format!("{}: $node: {e}", d.what()));
+                continue;
+            }
+        };
+        for node in &want {
+            if !listed.contains(*node) {
+                f.add(format!(
+                    "{}: $node ({q}) does not list {node}: {listed:?}",
+                    d.what()
+                ));
+            }
+        }
     }
 }

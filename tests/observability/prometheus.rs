@@ -561,6 +561,7 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         Duration::from_secs(30),
         &mut f,
     );
+    check_mixed_node_variable(prom_port, &dashboards, &mut f);
     for p in vm_problems {
         f.add(format!("vmalert: {p}"));
     }
