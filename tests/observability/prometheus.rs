@@ -315,11 +315,14 @@ pub(crate) fn parse_label_values(q: &str) -> Option<(Option<String>, String)> {
     }
 }
 
-/// The state of Prometheus's rule evaluation: `Ok` once every rule of the file is loaded,
-/// evaluated and healthy; otherwise the problems.
-pub(crate) fn rules_state(port: u16, want: &[Rule]) -> Result<(), Vec<String>> {
+/// The state of the rule evaluation of `engine` (Prometheus, or vmalert: the same
+/// `/api/v1/rules` answer) at `port`: `Ok` once every rule of the file is loaded, evaluated and
+/// healthy; otherwise the problems.
+pub(crate) fn rules_state(engine: &str, port: u16, want: &[Rule]) -> Result<(), Vec<String>> {
     let data = prom_api(port, "/api/v1/rules", &[]).map_err(|e| match e {
-        ApiError::Fatal(m) | ApiError::Transient(m) => vec![format!("/api/v1/rules: {m}")],
+        ApiError::Fatal(m) | ApiError::Transient(m) => {
+            vec![format!("{engine} /api/v1/rules: {m}")]
+        }
     })?;
     let mut problems = Vec::new();
     let mut loaded = 0;
@@ -329,7 +332,7 @@ pub(crate) fn rules_state(port: u16, want: &[Rule]) -> Result<(), Vec<String>> {
             loaded += 1;
             let name = str_of(r, "name").unwrap_or("?");
             let kind = str_of(r, "type").unwrap_or("?");
-            let what = format!("Prometheus: group «{group}» {kind} rule {name}");
+            let what = format!("{engine}: group «{group}» {kind} rule {name}");
             let last = str_of(r, "lastEvaluation").unwrap_or("");
             if last.is_empty() || last.starts_with("0001-01-01") {
                 problems.push(format!("{what}: not evaluated yet"));
@@ -347,7 +350,7 @@ pub(crate) fn rules_state(port: u16, want: &[Rule]) -> Result<(), Vec<String>> {
     }
     if loaded != want.len() {
         problems.push(format!(
-            "Prometheus loaded {loaded} rules, {RULES_FILE} has {}",
+            "{engine} loaded {loaded} rules, {RULES_FILE} has {}",
             want.len()
         ));
     }
@@ -530,7 +533,9 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     let mut vm_problems = Vec::new();
     loop {
         // Asked every time: a rule's health is that of its last evaluation.
-        rule_problems = rules_state(prom_port, &rules).err().unwrap_or_default();
+        rule_problems = rules_state("Prometheus", prom_port, &rules)
+            .err()
+            .unwrap_or_default();
         for c in checks.iter_mut().filter(|c| !c.done()) {
             c.ask(prom_port);
         }

@@ -172,41 +172,9 @@ pub(crate) fn remote_write_config(vm_port: u16) -> String {
 /// evaluated and healthy, and every recording rule's name has a series in VictoriaMetrics
 /// (written there by vmalert); otherwise the problems.
 pub(crate) fn vmalert_state(v: &Victoria, rules: &[Rule]) -> Result<(), Vec<String>> {
-    let data = prom_api(v.vmalert, "/api/v1/rules", &[]).map_err(|e| match e {
-        ApiError::Fatal(m) | ApiError::Transient(m) => {
-            vec![format!("vmalert /api/v1/rules: {m}")]
-        }
-    })?;
-    let mut problems = Vec::new();
-    let mut loaded = 0;
-    for g in array(&data, "groups") {
-        let group = str_of(g, "name").unwrap_or("?");
-        for r in array(g, "rules") {
-            loaded += 1;
-            let name = str_of(r, "name").unwrap_or("?");
-            let kind = str_of(r, "type").unwrap_or("?");
-            let what = format!("vmalert: group «{group}» {kind} rule {name}");
-            let last = str_of(r, "lastEvaluation").unwrap_or("");
-            if last.is_empty() || last.starts_with("0001-01-01") {
-                problems.push(format!("{what}: not evaluated yet"));
-                continue;
-            }
-            if str_of(r, "health") != Some("ok") {
-                problems.push(format!(
-                    "{what}: health {:?}, lastError {:?}; query: {}",
-                    str_of(r, "health").unwrap_or("?"),
-                    str_of(r, "lastError").unwrap_or(""),
-                    str_of(r, "query").unwrap_or("")
-                ));
-            }
-        }
-    }
-    if loaded != rules.len() {
-        problems.push(format!(
-            "vmalert loaded {loaded} rules, {RULES_FILE} has {}",
-            rules.len()
-        ));
-    }
+    let mut problems = rules_state("vmalert", v.vmalert, rules)
+        .err()
+        .unwrap_or_default();
     // Several recording rules may record one name: asked once.
     let recorded: BTreeSet<&str> = rules
         .iter()
