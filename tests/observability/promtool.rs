@@ -35,8 +35,9 @@ pub(crate) fn tools_or_skip(names: &[&str], test: &str) -> Option<Vec<PathBuf>> 
         return None;
     }
     panic!(
-        "{test}: {} not found in PATH: install Debian's `prometheus` package \
-         (`apt-get install prometheus`; scripts/test.sh does), or set \
+        "{test}: {} not found in PATH: install Debian's `prometheus` package (promtool, \
+         prometheus) or `victoria-metrics` package (victoria-metrics, vmalert) \
+         (`apt-get install …`; scripts/test.sh does), or set \
          GPU_EXPORTER_SKIP_PROMETHEUS=1 to skip this test",
         missing.join(", ")
     );

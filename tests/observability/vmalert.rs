@@ -24,31 +24,8 @@ const VICTORIA_TOOLS: [&str; 2] = ["victoria-metrics", "vmalert"];
 /// their ports once both answer `/health`. `None` (after a loud line) when the binaries are
 /// missing and `GPU_EXPORTER_SKIP_PROMETHEUS=1`; panics when they are missing otherwise.
 pub(crate) fn start_victoria(procs: &mut Procs, rules_path: &Path) -> Option<Victoria> {
-    let found: Vec<Option<PathBuf>> = VICTORIA_TOOLS.iter().map(|n| tool(n)).collect();
-    let missing: Vec<&str> = VICTORIA_TOOLS
-        .iter()
-        .zip(&found)
-        .filter(|(_, p)| p.is_none())
-        .map(|(n, _)| *n)
-        .collect();
-    if !missing.is_empty() {
-        if std::env::var("GPU_EXPORTER_SKIP_PROMETHEUS").as_deref() == Ok("1") {
-            say(&format!(
-                "\n*** SKIPPED the vmalert check: {} not in PATH and GPU_EXPORTER_SKIP_PROMETHEUS=1 ***\n",
-                missing.join(", ")
-            ));
-            return None;
-        }
-        panic!(
-            "{} not found in PATH: install Debian's `victoria-metrics` package \
-             (`apt-get install victoria-metrics`), or set GPU_EXPORTER_SKIP_PROMETHEUS=1 to \
-             skip the checks against Prometheus and vmalert",
-            missing.join(", ")
-        );
-    }
-    let [Some(vm_bin), Some(vmalert_bin)] = [&found[0], &found[1]] else {
-        unreachable!("both found");
-    };
+    let tools = tools_or_skip(&VICTORIA_TOOLS, "the vmalert check")?;
+    let (vm_bin, vmalert_bin) = (&tools[0], &tools[1]);
 
     // Samples queryable as soon as they arrive (the default hides the last 30 s), and no
     // response cache to serve an answer from before they did.
