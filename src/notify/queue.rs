@@ -89,11 +89,11 @@ pub struct EventQueue {
 
 /// Whether two plans are for the same object and cause.
 fn same_object_and_cause(a: &EventPlan, b: &EventPlan) -> bool {
-    let pod = |p: &EventPlan| {
+    fn pod(p: &EventPlan) -> Option<(&str, &str)> {
         p.pod
             .as_ref()
-            .map(|r| (r.namespace.clone(), r.name.clone()))
-    };
+            .map(|r| (r.namespace.as_str(), r.name.as_str()))
+    }
     a.reason == b.reason && a.action == b.action && pod(a) == pod(b)
 }
 

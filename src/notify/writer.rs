@@ -318,43 +318,45 @@ pub async fn events(
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
         loop {
             let result = within(timeout, recorder.publish(&event, &regarding)).await;
-            let outcome_verdict = match &result {
-                Err(Failure::Error { verdict, line }) => Some((*verdict, line.clone())),
+            let never = match &result {
+                Err(Failure::Error {
+                    verdict: Verdict::Rejected,
+                    line,
+                }) => Some((DropReason::Rejected, line)),
+                Err(Failure::Error {
+                    verdict: Verdict::Invalid,
+                    line,
+                }) => Some((DropReason::Invalid, line)),
                 _ => None,
             };
-            match outcome_verdict {
-                Some((Verdict::Retry, _)) => {
-                    record(&shared, Kind::Event, &mut state, "Events", result);
+            if let Some((reason, line)) = never {
+                // Never written: not a state of the link (the next Event may work), so
+                // counted and logged here, once per cause, and the queue goes on.
+                shared.count_kube_write(Kind::Event, WriteOutcome::Failure);
+                shared.count_kube_write_dropped(reason);
+                if never_written.len() < 64 && never_written.insert(cause(line, 1)) {
+                    warn!(
+                        "a Kubernetes Event on {} can never be written and is dropped: \
+                         {line} (counted in gpu_exporter_kube_writes_dropped_total\
+                         {{reason=\"{}\"}}; logged once per cause)",
+                        describe_object(&regarding),
+                        reason.label()
+                    );
                 }
-                Some((verdict, line)) => {
-                    // Never written: not a state of the link (the next Event may work), so
-                    // counted and logged here, once per cause, and the queue goes on.
-                    shared.count_kube_write(Kind::Event, WriteOutcome::Failure);
-                    let reason = match verdict {
-                        Verdict::Invalid => DropReason::Invalid,
-                        _ => DropReason::Rejected,
-                    };
-                    shared.count_kube_write_dropped(reason);
-                    let what = cause(&line, 1);
-                    if never_written.len() < 64 && never_written.insert(what) {
-                        warn!(
-                            "a Kubernetes Event on {} can never be written and is dropped: \
-                             {line} (counted in gpu_exporter_kube_writes_dropped_total\
-                             {{reason=\"{}\"}}; logged once per cause)",
-                            describe_object(&regarding),
-                            reason.label()
-                        );
-                    }
-                    break;
-                }
-                None => {
-                    if record(&shared, Kind::Event, &mut state, "Events", result)
-                        == WriteOutcome::Success
-                    {
-                        giving_up = false;
-                    }
-                    break;
-                }
+                break;
+            }
+            let retry = matches!(
+                &result,
+                Err(Failure::Error {
+                    verdict: Verdict::Retry,
+                    ..
+                })
+            );
+            if record(&shared, Kind::Event, &mut state, "Events", result) == WriteOutcome::Success {
+                giving_up = false;
+            }
+            if !retry {
+                break;
             }
             let wait = backoff.next_delay();
             if waiting.since.elapsed() + wait > retry_for {
