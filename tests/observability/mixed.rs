@@ -173,6 +173,15 @@ fn panel_coverage(port: u16, dashboards: &[Dashboard], nodes: &[&str]) -> Covera
             continue;
         }
         let file = d.file.clone();
+        // The dashboard's substitutions with `$node` set to each node, made once.
+        let substs: Vec<(&str, BTreeMap<String, String>)> = nodes
+            .iter()
+            .map(|node| {
+                let mut subst = d.substitutions();
+                subst.insert("node".to_owned(), (*node).to_owned());
+                (*node, subst)
+            })
+            .collect();
         for p in d.panels().into_iter().filter(|p| is_query_panel(p)) {
             let title = str_of(p, "title").unwrap_or("?").to_owned();
             for t in array(p, "targets") {
@@ -182,11 +191,8 @@ fn panel_coverage(port: u16, dashboards: &[Dashboard], nodes: &[&str]) -> Covera
                 let has = out
                     .entry((file.clone(), title.clone(), r.to_owned()))
                     .or_default();
-                for node in nodes {
-                    let mut subst = d.substitutions();
-                    subst.insert("node".to_owned(), (*node).to_owned());
-                    let q = substitute(expr, &subst);
-                    let mut c = Check::new(String::new(), Ask::Query(q));
+                for (node, subst) in &substs {
+                    let mut c = Check::new(String::new(), Ask::Query(substitute(expr, subst)));
                     c.ask(port);
                     if c.last.is_none() {
                         has.insert((*node).to_owned());
