@@ -511,6 +511,120 @@ fn remote_hostengine_that_leaves_and_returns() {
     he.wait().unwrap();
 }
 
+/// What the simulated hostengine at `sock` holds for its clients: (entity groups, field
+/// groups, watched entity-field pairs), asked through its socket (the stand-in's own `Census`
+/// request: a 4-byte big-endian length and JSON).
+fn hostengine_census(sock: &Path) -> (u64, u64, u64) {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = br#""Census""#;
+    s.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut reply = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut reply).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+    let c = &v["Ok"]["Census"];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    (n("groups"), n("field_groups"), n("watches"))
+}
+
+/// An A100 (DCGM serves its profiling) and an L4, the A100 unbound from its driver and bound again,
+/// against a remote hostengine. The exporter starts while it is away (so its DCGM session
+/// lists only the L4), then it returns, leaves again and returns again. Each time it is back,
+/// its profiling series resume under the same labels as the first time, without a restart or a
+/// reconnect. While it is away the L4's profiling series carry the L4's UUID at index 0, and
+/// the hostengine watches fewer fields (the absent GPU's watches are unwatched, not only their
+/// groups destroyed); after each return it holds exactly the groups, field groups and watches
+/// it held after the first.
+#[test]
+fn a_gpu_bound_again_gets_its_dcgm_watches_back_and_none_leak() {
+    let dir = tempfile::tempdir().unwrap();
+    // An A100 and an L4 as in a100-l4, without its pods (the simulated cluster resolves a
+    // pod's GPU through NVML when it starts, and the A100 is away then).
+    let scenario = dir.path().join("rebind-dcgm.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"rebind-dcgm\"\nnode = \"sim-rebind-dcgm\"\n\
+         [[gpus]]\nmodel = \"A100-SXM4-40GB\"\nworkload = { kind = \"training\", level = 0.9 }\n\
+         [[gpus]]\nmodel = \"L4\"\nworkload = { kind = \"inference\", level = 0.5 }\n\
+         [[faults]]\nat = 0\nuntil = 8\ngpu = 0\nkind = \"unbind\"\n\
+         [[faults]]\nat = 16\nuntil = 22\ngpu = 0\nkind = \"unbind\"\n",
+    )
+    .unwrap();
+    let sock = dir.path().join("he.sock");
+    // The hostengine first: its scenario clock runs a little ahead of the exporter's, so a
+    // GPU is back in DCGM when NVML shows it again.
+    let mut he = hostengine(scenario.to_str().unwrap(), &sock);
+    let e = simulated(
+        scenario.to_str().unwrap(),
+        DCP,
+        &["-r", &format!("unix://{}", sock.display())],
+    );
+    const PROF: &str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
+    let keys = |t: &str| -> std::collections::BTreeSet<String> {
+        series(t, PROF)
+            .into_iter()
+            .map(|l| l.rsplit_once(' ').map_or(l, |(k, _)| k).to_owned())
+            .collect()
+    };
+    let uuid = |t: &str, gpu: &str| {
+        series(t, "DCGM_FI_DEV_GPU_TEMP")
+            .into_iter()
+            .find(|l| label(l, "gpu") == gpu)
+            .map(|l| label(l, "UUID").to_owned())
+    };
+    // Started with the A100 away: the L4 alone, at index 0.
+    let alone = e.metrics_until("the L4 alone, with profiling", |t| {
+        series(t, "DCGM_FI_DEV_GPU_TEMP").len() == 1 && at(t, PROF, "0", None).is_some()
+    });
+    let l4 = uuid(&alone, "0").unwrap();
+    let both = |t: &str| {
+        series(t, "DCGM_FI_DEV_GPU_TEMP").len() == 2
+            && at(t, PROF, "0", None).is_some()
+            && at(t, PROF, "1", None).is_some()
+    };
+    let first = e.metrics_until("the A100 back with its DCGM profiling", both);
+    let a100 = uuid(&first, "0").unwrap();
+    assert_eq!(uuid(&first, "1").as_deref(), Some(l4.as_str()), "{first}");
+    let first_keys = keys(&first);
+    // Two ticks later the watches are settled.
+    std::thread::sleep(Duration::from_secs(2));
+    let full = hostengine_census(&sock);
+    let gone = e.metrics_until("the A100 away again", |t| {
+        series(t, "DCGM_FI_DEV_GPU_TEMP").len() == 1
+    });
+    for l in series(&gone, PROF) {
+        assert_eq!(
+            label(l, "UUID"),
+            l4,
+            "only the L4 while the A100 is away: {l}"
+        );
+        assert_eq!(label(l, "gpu"), "0", "the L4 at index 0: {l}");
+    }
+    common::wait_until("the hostengine to watch fewer fields", || {
+        let c = hostengine_census(&sock);
+        c.2 < full.2
+    });
+    let back = e.metrics_until("the A100 back again", |t| both(t) && keys(t) == first_keys);
+    assert_eq!(uuid(&back, "0").as_deref(), Some(a100.as_str()), "{back}");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        hostengine_census(&sock),
+        full,
+        "(groups, field groups, watches) after the second return against after the first"
+    );
+    assert!(
+        !e.log().contains("does not list this GPU"),
+        "no refusal for the returned GPU:\n{}",
+        e.log()
+    );
+    he.kill().unwrap();
+    he.wait().unwrap();
+}
+
 #[test]
 fn a_hostengine_that_never_answers_does_not_stall_the_ticks() {
     // A socket that accepts connections and never answers: every DCGM call waits.

@@ -1382,13 +1382,32 @@ fn a_burst_keeps_the_node_informed_and_merges_repeats() {
     );
 }
 
-/// The label sets (without the value) of GPU `gpu`'s series of `family`.
-fn label_sets(text: &str, family: &str, gpu: &str) -> BTreeSet<String> {
+/// The label sets (without the value) of the series of `family`.
+fn label_sets(text: &str, family: &str) -> BTreeSet<String> {
     series(text, family)
         .into_iter()
-        .filter(|l| label(l, "gpu") == gpu)
         .map(|l| l.rsplit_once(' ').map_or(l, |(k, _)| k).to_owned())
         .collect()
+}
+
+/// The simulated NVML library's census file, `event_sets N` and `gpm_samples N`, at a quiet
+/// moment: the fewest of five reads 100 ms apart (a sample being swapped at that moment is not
+/// a leak).
+fn census(path: &Path) -> (u64, u64) {
+    (0..5)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let count = |key: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|n| n.trim().parse().ok())
+                    .unwrap_or(u64::MAX)
+            };
+            (count("event_sets "), count("gpm_samples "))
+        })
+        .min()
+        .unwrap_or((u64::MAX, u64::MAX))
 }
 
 /// Open file descriptors of process `pid`: the fewest of five counts 100 ms apart (a
@@ -1404,13 +1423,16 @@ fn open_fds(pid: u32) -> usize {
 }
 
 /// A GPU unbound from its driver and bound again, four times (as after a reset in place, or
-/// `echo … > unbind` then `bind`): gone from NVML's list for 2 s each time, then back with the
-/// same UUID at the same index (the last time with a new minor number, which is served from
-/// then on). Each time it is picked up again within a few ticks without a
-/// restart: its series resume under the same label sets, its holder is attributed again, its
-/// health verdict is ok and the Node conditions clear; and the process holds at most one file
-/// descriptor more after the fourth return than after the first (a leak of one per return
-/// would be three).
+/// `echo … > unbind` then `bind`): the first of two GPUs, so while it is away NVML lists the
+/// other at index 0, and it comes back at index 0 with the same UUID (the last time with a new
+/// minor number, which is served from then on). While it is away, the other GPU's series carry
+/// its own UUID and holder at its new index, and nothing is served under the absent GPU's UUID.
+/// Each time it is picked up again within a few ticks without a restart: every series of both
+/// GPUs resumes under the same label sets as before, its holder is attributed again, its health
+/// verdict is ok and the Node conditions clear. Nothing leaks over the returns: the process
+/// holds at most one file descriptor more after the fourth return than after the first (a leak
+/// of one per return would be three), and the simulated NVML library holds as many event sets
+/// and GPM samples as after the first.
 #[test]
 fn a_gpu_unbound_and_bound_again_comes_back_whole() {
     const ROUNDS: [(u32, u32); 4] = [(3, 5), (7, 9), (11, 13), (15, 17)];
@@ -1419,7 +1441,7 @@ fn a_gpu_unbound_and_bound_again_comes_back_whole() {
     let mut toml = format!("name = \"rebind\"\nnode = \"sim-rebind-node\"\n{gpu}{gpu}");
     for (from, until) in ROUNDS {
         toml.push_str(&format!(
-            "[[faults]]\nat = {from}\nuntil = {until}\ngpu = 1\nkind = \"unbind\"\n"
+            "[[faults]]\nat = {from}\nuntil = {until}\ngpu = 0\nkind = \"unbind\"\n"
         ));
     }
     // The last return brings a new minor number (`/dev/nvidia9`).
@@ -1427,65 +1449,102 @@ fn a_gpu_unbound_and_bound_again_comes_back_whole() {
     let counters = scenario_file(
         dir.path(),
         "counters.csv",
-        "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_FB_USED, gauge, fb\nDCGM_FI_DEV_MINOR_NUMBER, gauge, minor\n",
+        "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_FB_USED, gauge, fb\n\
+         DCGM_FI_DEV_MINOR_NUMBER, gauge, minor\nDCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, gr (GPM)\n",
     );
     toml.push_str(
         "[[pods]]\nname = \"p0\"\nnamespace = \"ns\"\ncontainers = [{ name = \"c\", gpus = [0] }]\n\
          [[pods]]\nname = \"p1\"\nnamespace = \"ns\"\ncontainers = [{ name = \"c\", gpus = [1] }]\n",
     );
     let path = scenario_file(dir.path(), "rebind.toml", &toml);
-    let (e, port) = start_with(&path, "1s", &["-f", counters.to_str().unwrap()]);
+    let census_file = dir.path().join("nvml-census");
+    let e = Exporter::builder()
+        .args(["--simulate"])
+        .arg(&path)
+        .args(["-f", counters.to_str().unwrap()])
+        .args(["-k", "-c", "200", "--kubernetes-node-conditions"])
+        .args(["--kubernetes-events", "--health-hold", "1s"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NODE_NAME")
+        .env("RUST_LOG", "info")
+        .env("NVML_SIM_CENSUS", &census_file)
+        .log_pipe()
+        .start();
+    let port = api_port(&e);
     let families = [
         "gpu_device_up",
         "DCGM_FI_DEV_GPU_TEMP",
         "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
         "gpu_allocation_info",
         "gpu_health_status",
     ];
-    let whole = |t: &str| families.iter().all(|f| !label_sets(t, f, "1").is_empty());
-    let before = e.metrics_until("GPU 1 with its holder", whole);
-    let sets = |t: &str| -> Vec<BTreeSet<String>> {
-        families.iter().map(|f| label_sets(t, f, "1")).collect()
+    let sets =
+        |t: &str| -> Vec<BTreeSet<String>> { families.iter().map(|f| label_sets(t, f)).collect() };
+    // Both GPUs with every family, holders attributed.
+    let whole = |t: &str| {
+        families.iter().all(|f| {
+            ["0", "1"]
+                .iter()
+                .all(|g| series(t, f).iter().any(|l| label(l, "gpu") == *g))
+        }) && t.contains("pod=\"p0\"")
+            && t.contains("pod=\"p1\"")
     };
+    let before = e.metrics_until("both GPUs with their holders", whole);
     let first = sets(&before);
-    assert!(
-        before.contains("pod=\"p1\""),
-        "p1 holds GPU 1 before: {before}"
-    );
-    let mut fds_after_first = 0;
+    let uuid_of = |t: &str, gpu: &str| {
+        series(t, "gpu_device_up")
+            .into_iter()
+            .find(|l| label(l, "gpu") == gpu)
+            .map(|l| label(l, "UUID").to_owned())
+            .unwrap()
+    };
+    let (away, stays) = (uuid_of(&before, "0"), uuid_of(&before, "1"));
+    let mut after_first = (0, (0, 0));
     for (round, (from, until)) in ROUNDS.into_iter().enumerate() {
-        let gone = e.metrics_until(&format!("GPU 1 gone (unbind {round})"), |t| {
-            label_sets(t, "gpu_device_up", "1").is_empty()
+        let gone = e.metrics_until(&format!("GPU 0 gone (unbind {round})"), |t| {
+            series(t, "gpu_device_up").len() == 1
         });
+        // The GPU that stays is NVML's index 0 now: its series say so under its own UUID and
+        // holder, and nothing is served under the absent GPU's UUID.
+        for f in families {
+            for l in series(&gone, f) {
+                assert_eq!(label(l, "UUID"), stays, "only the GPU that stays: {l}");
+                assert_eq!(label(l, "gpu"), "0", "at its new index: {l}");
+            }
+        }
         assert!(
-            !label_sets(&gone, "gpu_device_up", "0").is_empty(),
-            "GPU 0 stays: {gone}"
+            series(&gone, "DCGM_FI_DEV_FB_USED")
+                .iter()
+                .any(|l| label(l, "pod") == "p1"),
+            "p1 still holds the GPU that stays: {gone}"
         );
+        assert!(!gone.contains(&away), "{gone}");
         let back = e.metrics_until(
-            &format!("GPU 1 back (bind {round}, {from}-{until} s)"),
+            &format!("both GPUs back (bind {round}, {from}-{until} s)"),
             |t| whole(t) && sets(t) == first,
         );
         assert!(
             back.lines().any(|l| l.starts_with("gpu_health_status{")
-                && l.contains("gpu=\"1\"")
+                && l.contains(&format!("UUID=\"{away}\""))
                 && l.ends_with(" 0")),
-            "GPU 1 ok again: {back}"
+            "GPU 0 ok again: {back}"
         );
         let minor = series(&back, "DCGM_FI_DEV_MINOR_NUMBER")
             .into_iter()
-            .find(|l| label(l, "gpu") == "1")
+            .find(|l| label(l, "UUID") == away)
             .map(value);
         if round + 1 < ROUNDS.len() {
-            assert_eq!(minor, Some(1.0), "{back}");
+            assert_eq!(minor, Some(0.0), "{back}");
         }
         if round == 0 {
-            fds_after_first = open_fds(e.pid());
+            after_first = (open_fds(e.pid()), census(&census_file));
         }
     }
-    e.metrics_until("GPU 1's new minor number after the last return", |t| {
+    e.metrics_until("GPU 0's new minor number after the last return", |t| {
         series(t, "DCGM_FI_DEV_MINOR_NUMBER")
             .into_iter()
-            .any(|l| label(l, "gpu") == "1" && value(l) == 9.0)
+            .any(|l| label(l, "UUID") == away && value(l) == 9.0)
     });
     wait_until("the Node conditions clear after the returns", || {
         let n = api(port, "/api/v1/nodes/sim-rebind-node");
@@ -1493,9 +1552,19 @@ fn a_gpu_unbound_and_bound_again_comes_back_whole() {
             .iter()
             .all(|c| status(&n, c).as_deref() != Some("True"))
     });
+    let (fds_after_first, census_after_first) = after_first;
     let fds = open_fds(e.pid());
     assert!(
         fds <= fds_after_first + 1,
         "file descriptors grew over the returns: {fds_after_first} after the first, {fds} after the fourth"
+    );
+    assert!(
+        census_after_first.1 > 0,
+        "GPM samples are in use (H100): {census_after_first:?}"
+    );
+    assert_eq!(
+        census(&census_file),
+        census_after_first,
+        "(event sets, GPM samples) the simulated NVML holds, after the fourth return against after the first"
     );
 }

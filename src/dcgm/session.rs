@@ -65,6 +65,9 @@ struct Watches {
     wanted: Wanted,
     groups: Vec<usize>,
     field_groups: Vec<usize>,
+    /// The (group, field group) pairs DCGM watches: unwatched before the groups are destroyed,
+    /// since a host engine keeps a connection's watches until it unwatches them or leaves.
+    watched: Vec<(usize, usize)>,
     /// Each watched entity, its DCGM pair and the fields watched on it.
     entities: Vec<(Target, dcgmGroupEntityPair_t, Vec<u16>)>,
     refused: Vec<(Target, u16, String)>,
@@ -307,6 +310,17 @@ impl Session {
             return Ok(());
         }
         self.drop_watches();
+        // A GPU or GPU instance this session has not seen (one bound again, or made, since the
+        // session listed them): list them again before looking its DCGM id up.
+        let unknown = wanted.targets.iter().any(|t| {
+            self.gpus
+                .get(&t.uuid)
+                .is_none_or(|g| t.gi.is_some_and(|gi| !g.instances.contains_key(&gi)))
+        });
+        if unknown {
+            self.gpus.clear();
+            self.discover()?;
+        }
         let api = self.api;
         let field_ids: Vec<u16> = wanted.fields.iter().map(|(f, _)| *f).collect();
         let interval: HashMap<u16, Duration> = wanted.fields.iter().copied().collect();
@@ -363,6 +377,7 @@ impl Session {
             wanted: wanted.clone(),
             groups: Vec::new(),
             field_groups: Vec::new(),
+            watched: Vec::new(),
             entities: Vec::new(),
             refused: Vec::new(),
         };
@@ -463,6 +478,9 @@ impl Session {
             )
         };
         self.keep_or_fail(w, "dcgmWatchFields", rc)?;
+        if rc == DCGM_ST_OK {
+            w.watched.push((grp, fg));
+        }
         Ok(rc)
     }
 
@@ -476,14 +494,20 @@ impl Session {
         if rc == DCGM_ST_CONNECTION_NOT_VALID || rc == DCGM_ST_TIMEOUT {
             w.groups.clear();
             w.field_groups.clear();
+            w.watched.clear();
             return call(self.api, name, rc);
         }
         Ok(())
     }
 
-    /// Destroys the groups of the watches in place (errors ignored: they go with the handle).
+    /// Unwatches the watches in place and destroys their groups (errors ignored: they go with
+    /// the handle).
     fn drop_watches(&mut self) {
         if let Some(w) = self.watches.take() {
+            for (g, fg) in w.watched {
+                // SAFETY: a group and field group this handle made and watched.
+                unsafe { (self.api.unwatch)(self.handle, g, fg) };
+            }
             for fg in w.field_groups {
                 // SAFETY: a field group this handle made.
                 unsafe { (self.api.field_group_destroy)(self.handle, fg) };

@@ -429,6 +429,11 @@ impl Engine {
                     .map(|sw| (sw.id, switch::port_states(&self.sc, sw, t)))
                     .collect(),
             )),
+            Request::Census => Ok(Reply::Census {
+                groups: self.groups.len(),
+                field_groups: self.field_groups.len(),
+                watches: self.watches.len(),
+            }),
         }
     }
 

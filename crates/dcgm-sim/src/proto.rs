@@ -83,6 +83,9 @@ pub enum Request {
     },
     /// `dcgmGetNvLinkLinkStatus`: the NVSwitches' port states.
     NvLinkStatus,
+    /// Not a DCGM call: what the host engine holds for its clients, for tests that look for
+    /// leaks through the socket (the library never sends it).
+    Census,
 }
 
 /// One health incident (`dcgmIncidentInfo_t`).
@@ -166,6 +169,13 @@ pub enum Reply {
     Health(u32, Vec<Incident>),
     /// `dcgmGetNvLinkLinkStatus`: each switch's id and its ports' `dcgmNvLinkLinkState_t`.
     LinkStatus(Vec<(u32, Vec<u32>)>),
+    /// `Census`: the host engine's live entity groups, field groups and watched (entity,
+    /// field) pairs.
+    Census {
+        groups: usize,
+        field_groups: usize,
+        watches: usize,
+    },
 }
 
 /// The answer to a request: a reply or a `DCGM_ST_*` code.

@@ -137,6 +137,22 @@ impl Reader {
             .device_by_index(index)
             .map_err(|e| ("device_handle", e))?;
         let state = self.gpus.entry(index).or_default();
+        // NVML's indices are dense: while a GPU before this one is unbound, or after it was
+        // reset in place, another GPU answers at this index. Its state starts afresh (a UUID
+        // that cannot be read now keeps the cached identity: the read below finds out).
+        if let Some(known) = &state.ident
+            && let Ok(uuid) = dev.uuid()
+            && uuid != known.uuid
+        {
+            info!(
+                gpu = index,
+                was = %known.uuid,
+                now = %uuid,
+                "another GPU answers at this index (one before it unbound or bound again): \
+                 its series carry its own UUID from this tick"
+            );
+            *state = GpuState::default();
+        }
         let ident = match &state.ident {
             Some(i) => i.clone(),
             None => {

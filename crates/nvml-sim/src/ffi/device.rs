@@ -21,7 +21,7 @@ pub unsafe extern "C" fn nvmlDeviceGetIndex(
     run(|sim, t| {
         let o = unsafe { out(index) }?;
         let d = dev(sim, device, "nvmlDeviceGetIndex", t)?;
-        *o = d.gpu() as c_uint;
+        *o = sim.nvml_index(d.gpu(), t);
         Ok(())
     })
 }

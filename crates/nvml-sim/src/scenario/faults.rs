@@ -546,44 +546,6 @@ pub(super) fn check_appear_order(
     Ok(())
 }
 
-/// NVML indices are dense, so only trailing GPUs may be unbound: while GPU k is unbound (from
-/// `a` to `b`), every GPU after it must be unbound too (a window of its own that covers
-/// `a`..`b`). The error points at GPU k's fault.
-pub(super) fn check_unbind_order(
-    ctx: &Ctx<'_>,
-    faults: &[Spanned<RawFault>],
-    gpus: &[Gpu],
-) -> Result<(), ScenarioError> {
-    for (k, gpu) in gpus.iter().enumerate() {
-        for (w, _) in &gpu.unbound {
-            let span = faults
-                .iter()
-                .find(|f| {
-                    f.get_ref().gpu == k
-                        && f.get_ref().kind.get_ref() == "unbind"
-                        && f.get_ref().at == w.from
-                })
-                .map(Spanned::span);
-            if let Some(later) = gpus.iter().skip(k + 1).find(|g| {
-                !g.unbound
-                    .iter()
-                    .any(|(o, _)| o.from <= w.from && o.until >= w.until)
-            }) {
-                return Err(ctx.err(
-                    span,
-                    format!(
-                        "unbind fault on GPU {k} from {} s, but GPU {} stays bound meanwhile: \
-                         NVML indices are dense, so only trailing GPUs may be unbound (every \
-                         GPU after {k} needs an unbind fault covering the same time)",
-                        w.from, later.index
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 impl Gpu {
     /// Layout lookup while layouts are still being added in file order (not yet sorted).
     fn layout_at_unsorted(&self, t: f64) -> Option<&Layout> {

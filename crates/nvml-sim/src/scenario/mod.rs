@@ -25,7 +25,7 @@ use crate::curves::Workload;
 use crate::model::{MigProfile, Model};
 
 pub use dcgm::{DcgmFault, DcgmFaultKind};
-use faults::{apply_fault, check_appear_order, check_unbind_order};
+use faults::{apply_fault, check_appear_order};
 pub use links::{FabricFault, FabricHealth, LinkDown};
 use raw::RawScenario;
 use resolve::{check_mig_uuids, check_unique_identities, resolve_gpu};
@@ -169,8 +169,8 @@ pub struct Gpu {
     /// Scenario time the GPU is enumerated from (an `appear` fault); `None`: from the start.
     pub appear_at: Option<f64>,
     /// Windows in which the GPU is not enumerated at all, as when its driver is unbound and
-    /// bound again (`unbind` faults; trailing GPUs only, so indices stay dense), each with the
-    /// minor number it comes back with, if another.
+    /// bound again (`unbind` faults), each with the minor number it comes back with, if
+    /// another. The GPUs after it move down one NVML index meanwhile (`Sim::nvml_index`).
     pub unbound: Vec<(Window, Option<u32>)>,
     /// NVLink links down inside a window (`nvlink_down` faults).
     pub links_down: Vec<LinkDown>,
@@ -632,7 +632,6 @@ pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Scenario, S
         apply_fault(&ctx, &mut gpus, &mut events, f)?;
     }
     check_appear_order(&ctx, &raw.faults, &gpus)?;
-    check_unbind_order(&ctx, &raw.faults, &gpus)?;
     let driver_loaded_at = seconds(&ctx, "driver_loaded_at", raw.driver_loaded_at.as_ref())?;
     let init_hangs_until = seconds(&ctx, "init_hangs_until", raw.init_hangs_until.as_ref())?;
     for g in &mut gpus {

@@ -18,15 +18,15 @@ impl Sim {
             ..EventSet::default()
         };
         self.event_sets.insert(id, set);
+        self.write_census();
         id
     }
 
     /// `nvmlEventSetFree`.
     pub fn event_set_free(&mut self, id: u64) -> NvmlResult<()> {
-        self.event_sets
-            .remove(&id)
-            .map(|_| ())
-            .ok_or(ret::INVALID_ARGUMENT)
+        self.event_sets.remove(&id).ok_or(ret::INVALID_ARGUMENT)?;
+        self.write_census();
+        Ok(())
     }
 
     /// `nvmlDeviceGetSupportedEventTypes`.

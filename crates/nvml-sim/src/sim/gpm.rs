@@ -17,15 +17,15 @@ impl Sim {
     pub fn sample_alloc(&mut self) -> u64 {
         let id = self.take_id();
         self.samples.insert(id, None);
+        self.write_census();
         id
     }
 
     /// `nvmlGpmSampleFree`.
     pub fn sample_free(&mut self, id: u64) -> NvmlResult<()> {
-        self.samples
-            .remove(&id)
-            .map(|_| ())
-            .ok_or(ret::INVALID_ARGUMENT)
+        self.samples.remove(&id).ok_or(ret::INVALID_ARGUMENT)?;
+        self.write_census();
+        Ok(())
     }
 
     fn gpm_ready(&self, g: usize, t: f64) -> NvmlResult<()> {

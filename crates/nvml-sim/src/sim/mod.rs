@@ -1,5 +1,6 @@
 //! The simulated machine: one loaded scenario, its seed and clock, the integrator caches, the
-//! event sets and the GPM samples — and the NVML semantics of every query (which error code in
+//! event sets and the GPM samples (counted in a census file when asked, [`CENSUS_ENV`]) — and
+//! the NVML semantics of every query (which error code in
 //! which situation, MIG vs physical handles, fault windows).
 //!
 //! Methods take plain Rust values and return `Result<_, nvmlReturn_t>`, so unit tests exercise
@@ -179,7 +180,16 @@ pub struct Sim {
     /// Integrated channels of a GPU at the times its set of up NVLink links changes, by
     /// (GPU, time bits): fixed for a scenario and seed, so computed once.
     link_marks: BTreeMap<(usize, u64), Vec<f64>>,
+    /// Where the live event sets and GPM samples are written on each change
+    /// ([`CENSUS_ENV`]), for tests that look for leaks in the process using the library.
+    census: Option<std::path::PathBuf>,
 }
+
+/// The environment variable naming the census file: when set, the simulator rewrites that file
+/// (`event_sets N` and `gpm_samples N`, one a line; written beside and renamed over, so a
+/// reader never sees half of it) each time an event set or GPM sample is made or freed. Real
+/// NVML allocates both for its caller, who must free them; a count that grows is a leak.
+pub const CENSUS_ENV: &str = "NVML_SIM_CENSUS";
 
 impl Sim {
     /// A machine for `scenario` with noise `seed`; `frozen` freezes the clock.
@@ -198,6 +208,25 @@ impl Sim {
             samples: BTreeMap::new(),
             next_id: 1,
             link_marks: BTreeMap::new(),
+            census: std::env::var_os(CENSUS_ENV).map(Into::into),
+        }
+    }
+
+    /// Rewrites the census file, if one is asked for ([`CENSUS_ENV`]); a failure to write is
+    /// left to the reader to notice (a file that is absent or stale).
+    fn write_census(&self) {
+        let Some(path) = &self.census else {
+            return;
+        };
+        let text = format!(
+            "event_sets {}\ngpm_samples {}\n",
+            self.event_sets.len(),
+            self.samples.len()
+        );
+        let mut tmp = path.clone().into_os_string();
+        tmp.push(".tmp");
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
         }
     }
 
@@ -273,23 +302,38 @@ impl Sim {
         Ok(dev)
     }
 
-    /// `nvmlDeviceGetCount_v2`: the GPUs enumerated at `t` (GPUs with an `appear` fault
-    /// count from their time on; they are always the trailing indices).
+    /// `nvmlDeviceGetCount_v2`: the GPUs enumerated at `t` (a GPU with an `appear` fault from
+    /// its time on; an unbound GPU not while it is unbound).
     pub fn device_count(&self, t: f64) -> u32 {
         self.scenario.gpus.iter().filter(|g| g.present(t)).count() as u32
     }
 
-    /// `nvmlDeviceGetHandleByIndex_v2`: INVALID_ARGUMENT for an index not enumerated at `t`.
+    /// `nvmlDeviceGetIndex` of scenario GPU `g` at `t`: NVML's indices are dense over the GPUs
+    /// enumerated then, in the scenario's (bus) order, so a GPU after an unbound one moves down
+    /// while it is away and back up when it returns.
+    pub fn nvml_index(&self, g: usize, t: f64) -> u32 {
+        self.scenario
+            .gpus
+            .iter()
+            .take(g)
+            .filter(|o| o.present(t))
+            .count() as u32
+    }
+
+    /// `nvmlDeviceGetHandleByIndex_v2`: the `index`-th GPU enumerated at `t`
+    /// (INVALID_ARGUMENT past the last).
     pub fn handle_by_index(&self, index: u32, t: f64) -> NvmlResult<Dev> {
-        let g = index as usize;
-        let gpu = self.gpu(g)?;
-        if !gpu.present(t) {
-            return Err(ret::INVALID_ARGUMENT);
-        }
+        let gpu = self
+            .scenario
+            .gpus
+            .iter()
+            .filter(|g| g.present(t))
+            .nth(index as usize)
+            .ok_or(ret::INVALID_ARGUMENT)?;
         if gpu.is_lost(t) {
             return Err(ret::GPU_IS_LOST);
         }
-        Ok(Dev::Gpu(g))
+        Ok(Dev::Gpu(gpu.index))
     }
 
     /// `nvmlDeviceGetHandleByUUID`: GPU or MIG UUIDs (NOT_FOUND for those of a GPU that has

@@ -5,7 +5,7 @@
 use super::*;
 
 /// An unbound GPU is not enumerated during its window and is back, the same GPU, after it;
-/// only trailing GPUs may be unbound (a GPU after it must be unbound over the same time).
+/// while a GPU before others is away, they move down one index and back up after.
 #[test]
 fn gpus_unbound_and_bound_again() {
     let sc = parse(
@@ -33,15 +33,28 @@ fn gpus_unbound_and_bound_again() {
     );
     assert_eq!(s.device_count(20.0), 2);
     assert_eq!(s.handle_by_uuid(&uuid1, 20.0), Ok(Dev::Gpu(1)));
-    let err = parse(
-        "[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n\
+    assert_eq!(s.nvml_index(1, 20.0), 1);
+
+    let first = parse(
+        "[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n[[gpus]]\nmodel = \"L4\"\n\
          [[faults]]\nat = 10\nuntil = 20\ngpu = 0\nkind = \"unbind\"\n",
         "test",
         "test",
     )
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("only trailing GPUs may be unbound"), "{err}");
+    .unwrap();
+    let s = Sim::new(first, 1, Some(0.0));
+    assert_eq!(s.handle_by_index(0, 9.9), Ok(Dev::Gpu(0)));
+    assert_eq!(s.nvml_index(2, 9.9), 2);
+    // GPU 0 away: the others are indices 0 and 1.
+    assert_eq!(s.device_count(15.0), 2);
+    assert_eq!(s.handle_by_index(0, 15.0), Ok(Dev::Gpu(1)));
+    assert_eq!(s.handle_by_index(1, 15.0), Ok(Dev::Gpu(2)));
+    assert_eq!(s.handle_by_index(2, 15.0), Err(ret::INVALID_ARGUMENT));
+    assert_eq!(s.nvml_index(1, 15.0), 0);
+    assert_eq!(s.nvml_index(2, 15.0), 1);
+    // Back: every GPU at its old index.
+    assert_eq!(s.handle_by_index(0, 20.0), Ok(Dev::Gpu(0)));
+    assert_eq!(s.nvml_index(2, 20.0), 2);
 }
 
 #[test]

@@ -193,3 +193,27 @@ fn event_delivery_does_not_rescan_the_timeline() {
     s.register_events(Dev::Gpu(1), xid, set, 7.0).unwrap();
     assert_eq!(s.next_event(set, 100.0), Ok(None));
 }
+
+/// The census file follows every event set and GPM sample made and freed, so a test can tell a
+/// caller that frees what it makes from one that leaks.
+#[test]
+fn the_census_counts_live_event_sets_and_samples() {
+    let path = std::env::temp_dir().join(format!("nvml-sim-census-{}", std::process::id()));
+    let read = || std::fs::read_to_string(&path).unwrap();
+    let mut s = h100(1);
+    s.census = Some(path.clone());
+    let a = s.event_set_create();
+    let b = s.event_set_create();
+    assert_eq!(read(), "event_sets 2\ngpm_samples 0\n");
+    let x = s.sample_alloc();
+    s.sample_alloc();
+    s.event_set_free(a).unwrap();
+    assert_eq!(read(), "event_sets 1\ngpm_samples 2\n");
+    s.sample_free(x).unwrap();
+    s.event_set_free(b).unwrap();
+    assert_eq!(read(), "event_sets 0\ngpm_samples 1\n");
+    // A free of what does not exist changes nothing.
+    assert_eq!(s.event_set_free(b), Err(ret::INVALID_ARGUMENT));
+    assert_eq!(read(), "event_sets 0\ngpm_samples 1\n");
+    std::fs::remove_file(&path).unwrap();
+}
