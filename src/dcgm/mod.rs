@@ -8,10 +8,11 @@
 //! ([`Mode`]): a standalone hostengine (`remote`, `-r`), an in-process one (`embedded`), or
 //! `off`. Every DCGM call runs on one thread that owns the handle ([`client`]); the sampler
 //! asks it for each tick's values and waits at most a deadline. Loading is [`library`],
-//! the connected handle's calls `session`, the profiling metric groups [`groups`], the
-//! health watches (`DCGM_EXP_GPU_HEALTH_STATUS`) `health`, the NVSwitch chips and their
-//! switch-level fields `switches`, the settings `options`, and which rows DCGM fills and how
-//! `select`.
+//! the connected handle's calls `session`, the GPUs' watches `watches`, the groups, field groups
+//! and watches made on a handle (unwatched and destroyed together) `objects`, the profiling
+//! metric groups [`groups`], the health watches (`DCGM_EXP_GPU_HEALTH_STATUS`) `health`, the
+//! NVSwitch chips and their switch-level fields `switches`, the settings `options`, and which
+//! rows DCGM fills and how `select`.
 //!
 //! It must not encode, serve, or read NVML; it never sees `Config` (its options are
 //! [`DcgmOptions`]).
@@ -20,10 +21,12 @@ pub mod client;
 pub mod groups;
 mod health;
 pub mod library;
+mod objects;
 mod options;
 mod select;
 mod session;
 mod switches;
+mod watches;
 
 pub use client::{Client, Outcome, Report};
 pub use options::{

@@ -6,25 +6,26 @@
 //! Runs only on the DCGM thread (`client`), which owns it. It must not log (the client says
 //! what changed, once) and must not wait on anything but DCGM.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::time::Duration;
 
 use dcgm_abi::{
-    DCGM_FE_GPU, DCGM_FE_GPU_I, DCGM_GROUP_EMPTY, DCGM_MAX_NUM_DEVICES, DCGM_OPERATION_MODE_AUTO,
-    DCGM_ST_ALREADY_INITIALIZED, DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT, Zeroed,
-    c_text, dcgmConnectV2Params_v2, dcgmConnectV2Params_version2, dcgmDeviceAttributes_v3,
+    DCGM_FE_GPU_I, DCGM_MAX_NUM_DEVICES, DCGM_OPERATION_MODE_AUTO, DCGM_ST_ALREADY_INITIALIZED,
+    DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT, Zeroed, c_text,
+    dcgmConnectV2Params_v2, dcgmConnectV2Params_version2, dcgmDeviceAttributes_v3,
     dcgmDeviceAttributes_version3, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
     dcgmMigHierarchy_v2, dcgmMigHierarchy_version2, dcgmProfGetMetricGroups_v3,
     dcgmProfGetMetricGroups_version3, dcgmStartEmbeddedV2Params_v1,
     dcgmStartEmbeddedV2Params_version1,
 };
 
-use super::groups::{MetricGroup, resolve};
-use super::health::{GpuHealth, HealthGroup};
+use super::groups::MetricGroup;
+use super::health::{Failed, GpuHealth, HealthGroup};
 use super::library::Api;
 use super::options::{Mode, Target, Wanted};
 use super::switches::{SwitchReading, Switches, number};
+use super::watches::{self, Listed, Watches};
 use crate::gpu::switch_selection::SwitchSelection;
 
 /// A DCGM call that failed.
@@ -50,38 +51,12 @@ impl SessionError {
     }
 }
 
-/// A GPU as DCGM sees it.
-struct Gpu {
-    /// DCGM's GPU id.
-    id: u32,
-    /// NVML GPU-instance id → DCGM `GPU_I` entity id.
-    instances: HashMap<u32, u32>,
-    /// Its profiling metric groups, or why there are none.
-    groups: Result<Vec<MetricGroup>, String>,
-}
-
-/// The watches in place, and what they were made for.
-struct Watches {
-    wanted: Wanted,
-    groups: Vec<usize>,
-    field_groups: Vec<usize>,
-    /// The (group, field group) pairs DCGM watches: unwatched before the groups are destroyed,
-    /// since a host engine keeps a connection's watches until it unwatches them or leaves.
-    watched: Vec<(usize, usize)>,
-    /// Each watched entity, its DCGM pair and the fields watched on it.
-    entities: Vec<(Target, dcgmGroupEntityPair_t, Vec<u16>)>,
-    refused: Vec<(Target, u16, String)>,
-}
-
-/// An entity asked about, and its DCGM pair.
-type Entity = (Target, dcgmGroupEntityPair_t);
-
 /// A connected handle.
 pub struct Session {
     api: &'static Api,
     handle: dcgmHandle_t,
     embedded: bool,
-    gpus: HashMap<String, Gpu>,
+    gpus: HashMap<String, Listed>,
     watches: Option<Watches>,
     /// The health watches' group, once asked for.
     health: Option<HealthGroup>,
@@ -106,6 +81,15 @@ pub struct GpuGroups {
     pub uuid: String,
     /// Its metric groups (major, minor, fields), or why DCGM gives none.
     pub groups: Result<Vec<MetricGroup>, String>,
+}
+
+/// A failed call (from `watches`, `switches`, `health`) as the session's error.
+fn failed(api: &Api, (name, rc): Failed) -> SessionError {
+    SessionError::Call {
+        call: name,
+        rc,
+        text: api.describe(rc),
+    }
 }
 
 fn call(api: &Api, name: &'static str, rc: i32) -> Result<(), SessionError> {
@@ -270,7 +254,7 @@ impl Session {
             };
             self.gpus.insert(
                 uuid,
-                Gpu {
+                Listed {
                     id,
                     instances,
                     groups,
@@ -296,10 +280,11 @@ impl Session {
 
     /// Whether the watches in place were made for `wanted`.
     pub fn watches_match(&self, wanted: &Wanted) -> bool {
-        self.watches.as_ref().is_some_and(|w| w.wanted == *wanted)
+        self.watches.as_ref().is_some_and(|w| w.made_for(wanted))
     }
 
-    /// Makes the watches for `wanted` unless they are in place already.
+    /// Makes the watches for `wanted` unless they are in place already (the old ones unwatched
+    /// and destroyed first).
     fn ensure_watches(
         &mut self,
         wanted: &Wanted,
@@ -312,191 +297,18 @@ impl Session {
         self.drop_watches();
         // A GPU or GPU instance this session has not seen (one bound again, or made, since the
         // session listed them): list them again before looking its DCGM id up.
-        let unknown = wanted.targets.iter().any(|t| {
-            self.gpus
-                .get(&t.uuid)
-                .is_none_or(|g| t.gi.is_some_and(|gi| !g.instances.contains_key(&gi)))
-        });
-        if unknown {
+        if watches::unlisted(&self.gpus, wanted) {
             self.gpus.clear();
             self.discover()?;
         }
-        let api = self.api;
-        let field_ids: Vec<u16> = wanted.fields.iter().map(|(f, _)| *f).collect();
-        let interval: HashMap<u16, Duration> = wanted.fields.iter().copied().collect();
-        let mut refused = Vec::new();
-        // (interval, fields) → the entities that watch exactly those fields at that interval.
-        let mut buckets: BTreeMap<(Duration, Vec<u16>), Vec<Entity>> = BTreeMap::new();
-        for t in &wanted.targets {
-            let Some(gpu) = self.gpus.get(&t.uuid) else {
-                for f in &field_ids {
-                    let why = "DCGM does not list this GPU (no GPU with its UUID)";
-                    refused.push((t.clone(), *f, why.to_owned()));
-                }
-                continue;
-            };
-            let pair = match t.gi {
-                None => Some(dcgmGroupEntityPair_t {
-                    entityGroupId: DCGM_FE_GPU,
-                    entityId: gpu.id,
-                }),
-                Some(gi) => gpu.instances.get(&gi).map(|e| dcgmGroupEntityPair_t {
-                    entityGroupId: DCGM_FE_GPU_I,
-                    entityId: *e,
-                }),
-            };
-            let Some(pair) = pair else {
-                for f in &field_ids {
-                    let why = "DCGM lists no GPU instance with this id on the GPU";
-                    refused.push((t.clone(), *f, why.to_owned()));
-                }
-                continue;
-            };
-            let ok = match &gpu.groups {
-                Ok(groups) => {
-                    let r = resolve(&field_ids, groups);
-                    refused.extend(r.refused.into_iter().map(|(f, w)| (t.clone(), f, w)));
-                    r.watch
-                }
-                Err(why) => {
-                    refused.extend(field_ids.iter().map(|f| (t.clone(), *f, why.clone())));
-                    Vec::new()
-                }
-            };
-            let mut per: BTreeMap<Duration, Vec<u16>> = BTreeMap::new();
-            for f in ok {
-                per.entry(interval.get(&f).copied().unwrap_or_default())
-                    .or_default()
-                    .push(f);
-            }
-            for (iv, fs) in per {
-                buckets.entry((iv, fs)).or_default().push((t.clone(), pair));
-            }
-        }
-        let mut w = Watches {
-            wanted: wanted.clone(),
-            groups: Vec::new(),
-            field_groups: Vec::new(),
-            watched: Vec::new(),
-            entities: Vec::new(),
-            refused: Vec::new(),
-        };
-        let limits = (keep_age, keep_samples);
-        for ((iv, fields), ents) in buckets {
-            let rc = self.watch_set(&mut w, &ents, &fields, iv, limits)?;
-            if rc == DCGM_ST_OK {
-                for (t, p) in ents {
-                    w.entities.push((t, p, fields.clone()));
-                }
-                continue;
-            }
-            if ents.len() == 1 && fields.len() == 1 {
-                refuse_all(&mut refused, &ents, &fields, refusal(api, rc));
-                continue;
-            }
-            // DCGM refuses a watch as a whole: find what it refuses, one entity and one field
-            // at a time, so that one refused field leaves the others watched.
-            for e in &ents {
-                let mut kept = Vec::new();
-                for f in &fields {
-                    let one = std::slice::from_ref(e);
-                    let rc = self.watch_set(&mut w, one, std::slice::from_ref(f), iv, limits)?;
-                    if rc == DCGM_ST_OK {
-                        kept.push(*f);
-                    } else {
-                        refuse_all(&mut refused, one, &[*f], refusal(api, rc));
-                    }
-                }
-                if !kept.is_empty() {
-                    w.entities.push((e.0.clone(), e.1, kept));
-                }
-            }
-        }
-        w.refused = refused;
-        self.watches = Some(w);
-        Ok(())
-    }
-
-    /// Makes one group of `ents`, one field group of `fields` and watches them every `iv` with
-    /// DCGM's cache `limits` (max keep age, max keep samples). The first return code that is not
-    /// `DCGM_ST_OK` is returned (what was made is kept in `w` and destroyed with the watches); a
-    /// lost connection is an error.
-    fn watch_set(
-        &mut self,
-        w: &mut Watches,
-        ents: &[Entity],
-        fields: &[u16],
-        iv: Duration,
-        limits: (Duration, i32),
-    ) -> Result<i32, SessionError> {
-        let api = self.api;
-        let mut grp = 0usize;
-        let name = c"gpu-exporter";
-        // SAFETY: valid name and out pointer.
-        let rc =
-            unsafe { (api.group_create)(self.handle, DCGM_GROUP_EMPTY, name.as_ptr(), &mut grp) };
-        self.keep_or_fail(w, "dcgmGroupCreate", rc)?;
-        if rc != DCGM_ST_OK {
-            return Ok(rc);
-        }
-        w.groups.push(grp);
-        for (_, p) in ents {
-            // SAFETY: plain values.
-            let rc = unsafe { (api.group_add)(self.handle, grp, p.entityGroupId, p.entityId) };
-            self.keep_or_fail(w, "dcgmGroupAddEntity", rc)?;
-        }
-        let fname =
-            CString::new(format!("gpu-exporter-{}", w.field_groups.len())).unwrap_or_default();
-        let mut fg = 0usize;
-        let n_fields = i32::try_from(fields.len()).unwrap_or(i32::MAX);
-        // SAFETY: `fields` holds `n_fields` ids; valid name and out pointer.
-        let rc = unsafe {
-            (api.field_group_create)(
-                self.handle,
-                n_fields,
-                fields.as_ptr(),
-                fname.as_ptr(),
-                &mut fg,
-            )
-        };
-        self.keep_or_fail(w, "dcgmFieldGroupCreate", rc)?;
-        if rc != DCGM_ST_OK {
-            return Ok(rc);
-        }
-        w.field_groups.push(fg);
-        let us = i64::try_from(iv.as_micros()).unwrap_or(i64::MAX);
-        let (keep_age, keep_samples) = limits;
-        // SAFETY: plain values.
-        let rc = unsafe {
-            (api.watch)(
-                self.handle,
-                grp,
-                fg,
-                us,
-                keep_age.as_secs_f64(),
-                keep_samples,
-            )
-        };
-        self.keep_or_fail(w, "dcgmWatchFields", rc)?;
-        if rc == DCGM_ST_OK {
-            w.watched.push((grp, fg));
-        }
-        Ok(rc)
-    }
-
-    /// A lost connection ends the watch set-up (what was made is destroyed with the session).
-    fn keep_or_fail(
-        &mut self,
-        w: &mut Watches,
-        name: &'static str,
-        rc: i32,
-    ) -> Result<(), SessionError> {
-        if rc == DCGM_ST_CONNECTION_NOT_VALID || rc == DCGM_ST_TIMEOUT {
-            w.groups.clear();
-            w.field_groups.clear();
-            w.watched.clear();
-            return call(self.api, name, rc);
-        }
+        let made = Watches::make(
+            self.api,
+            self.handle,
+            &self.gpus,
+            wanted,
+            (keep_age, keep_samples),
+        );
+        self.watches = Some(made.map_err(|f| failed(self.api, f))?);
         Ok(())
     }
 
@@ -504,18 +316,7 @@ impl Session {
     /// the handle).
     fn drop_watches(&mut self) {
         if let Some(w) = self.watches.take() {
-            for (g, fg) in w.watched {
-                // SAFETY: a group and field group this handle made and watched.
-                unsafe { (self.api.unwatch)(self.handle, g, fg) };
-            }
-            for fg in w.field_groups {
-                // SAFETY: a field group this handle made.
-                unsafe { (self.api.field_group_destroy)(self.handle, fg) };
-            }
-            for g in w.groups {
-                // SAFETY: a group this handle made.
-                unsafe { (self.api.group_destroy)(self.handle, g) };
-            }
+            w.destroy(self.api, self.handle);
         }
     }
 
@@ -587,13 +388,7 @@ impl Session {
         );
         self.switches
             .read(api, self.handle, fields, limits)
-            .map_err(|(name, rc)| {
-                call(api, name, rc).err().unwrap_or(SessionError::Call {
-                    call: name,
-                    rc,
-                    text: api.describe(rc),
-                })
-            })
+            .map_err(|f| failed(api, f))
     }
 
     /// This tick's health check of every GPU (the health group made on the first call).
@@ -636,24 +431,6 @@ impl Session {
         if !self.embedded {
             // SAFETY: frees the client side of a dead connection.
             unsafe { (self.api.disconnect)(self.handle) };
-        }
-    }
-}
-
-/// Why DCGM would not make a watch, in words, with DCGM's own reason.
-fn refusal(api: &Api, rc: i32) -> String {
-    format!("DCGM refused the watch: {}", api.describe(rc))
-}
-
-fn refuse_all(
-    refused: &mut Vec<(Target, u16, String)>,
-    ents: &[Entity],
-    fields: &[u16],
-    why: String,
-) {
-    for (t, _) in ents {
-        for f in fields {
-            refused.push((t.clone(), *f, why.clone()));
         }
     }
 }

@@ -13,18 +13,18 @@
 //! or wait on anything but DCGM.
 
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::CString;
 use std::time::{Duration, Instant};
 
 use dcgm_abi::{
-    DCGM_FE_LINK, DCGM_FE_SWITCH, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_FT_STRING, DCGM_GROUP_EMPTY,
-    DCGM_MAX_NUM_SWITCHES, DCGM_ST_CONNECTION_NOT_VALID, DCGM_ST_OK, DCGM_ST_TIMEOUT,
-    DcgmNvLinkLinkStateUp, Zeroed, c_text, dcgmFieldValue_v2, dcgmGroupEntityPair_t, dcgmHandle_t,
-    dcgmNvLinkStatus_v5, dcgmNvLinkStatus_version5, fp64_is_blank, int64_is_blank, link_id,
+    DCGM_FE_LINK, DCGM_FE_SWITCH, DCGM_FT_DOUBLE, DCGM_FT_INT64, DCGM_FT_STRING,
+    DCGM_MAX_NUM_SWITCHES, DCGM_ST_OK, DcgmNvLinkLinkStateUp, Zeroed, c_text, dcgmFieldValue_v2,
+    dcgmGroupEntityPair_t, dcgmHandle_t, dcgmNvLinkStatus_v5, dcgmNvLinkStatus_version5,
+    fp64_is_blank, int64_is_blank, link_id,
 };
 
 use super::health::Failed;
 use super::library::Api;
+use super::objects::{Objects, lost};
 use crate::gpu::switch_selection::SwitchSelection;
 
 /// The most switches asked for at once: DCGM's `DCGM_MAX_NUM_SWITCHES` (12 in DCGM 4.6's
@@ -49,21 +49,12 @@ pub type SwitchTexts = HashMap<u32, HashMap<u16, String>>;
 pub struct SwitchWatch {
     /// The fields with their intervals the watches were made for.
     wanted: Vec<(u16, Duration)>,
-    group: Option<usize>,
-    field_groups: Vec<usize>,
+    /// Its group, field groups and watches.
+    objects: Objects,
     /// The fields DCGM watches on the switches.
     watched: Vec<u16>,
     /// Fields DCGM refused, with its reason.
     pub refused: Vec<(u16, String)>,
-}
-
-/// A return code that ends the session (the hostengine is gone or did not answer).
-fn lost(name: &'static str, rc: i32) -> Result<(), Failed> {
-    if rc == DCGM_ST_CONNECTION_NOT_VALID || rc == DCGM_ST_TIMEOUT {
-        Err((name, rc))
-    } else {
-        Ok(())
-    }
 }
 
 /// The switches the hostengine lists, by DCGM entity id; a refusal other than a lost
@@ -385,7 +376,8 @@ impl Switches {
         Ok(out)
     }
 
-    /// Destroys the watches' groups (errors ignored: they go with the handle).
+    /// Unwatches the watches and destroys their groups (errors ignored: they go with the
+    /// handle).
     pub fn destroy(&mut self, api: &Api, handle: dcgmHandle_t) {
         for w in [self.switch_watch.take(), self.port_watch.take()]
             .into_iter()
@@ -415,12 +407,11 @@ impl SwitchWatch {
     ) -> Result<Self, Failed> {
         let mut w = Self {
             wanted: fields.to_vec(),
-            group: None,
-            field_groups: Vec::new(),
+            objects: Objects::default(),
             watched: Vec::new(),
             refused: Vec::new(),
         };
-        let refuse = |w: &mut Self, fs: &[u16], name: &str, rc: i32| {
+        let refuse = |w: &mut Self, fs: &[u16], (name, rc): Failed| {
             let why = format!(
                 "DCGM refused the {what} watch: {name}: {}",
                 api.describe(rc)
@@ -428,50 +419,28 @@ impl SwitchWatch {
             w.refused.extend(fs.iter().map(|f| (*f, why.clone())));
         };
         let ids: Vec<u16> = fields.iter().map(|(f, _)| *f).collect();
-        let mut grp = 0usize;
-        let gname = CString::new(format!("gpu-exporter-{what}")).unwrap_or_default();
-        // SAFETY: valid name and out pointer.
-        let rc = unsafe { (api.group_create)(handle, DCGM_GROUP_EMPTY, gname.as_ptr(), &mut grp) };
-        lost("dcgmGroupCreate", rc)?;
-        if rc != DCGM_ST_OK {
-            refuse(&mut w, &ids, "dcgmGroupCreate", rc);
-            return Ok(w);
-        }
-        w.group = Some(grp);
-        for e in entities {
-            // SAFETY: plain values.
-            let rc = unsafe { (api.group_add)(handle, grp, e.entityGroupId, e.entityId) };
-            lost("dcgmGroupAddEntity", rc)?;
-        }
+        let grp = match w
+            .objects
+            .group(api, handle, &format!("gpu-exporter-{what}"), entities)?
+        {
+            Ok(g) => g,
+            Err(refused) => {
+                refuse(&mut w, &ids, refused);
+                return Ok(w);
+            }
+        };
         let mut per: BTreeMap<Duration, Vec<u16>> = BTreeMap::new();
         for (f, iv) in fields {
             per.entry(*iv).or_default().push(*f);
         }
-        let (keep_age, keep_samples) = limits;
         for (iv, fs) in per {
-            let fname = CString::new(format!("gpu-exporter-{what}-{}", w.field_groups.len()))
-                .unwrap_or_default();
-            let mut fg = 0usize;
-            let n = i32::try_from(fs.len()).unwrap_or(i32::MAX);
-            // SAFETY: `fs` holds `n` ids; valid name and out pointer.
-            let rc = unsafe {
-                (api.field_group_create)(handle, n, fs.as_ptr(), fname.as_ptr(), &mut fg)
-            };
-            lost("dcgmFieldGroupCreate", rc)?;
-            if rc != DCGM_ST_OK {
-                refuse(&mut w, &fs, "dcgmFieldGroupCreate", rc);
-                continue;
-            }
-            w.field_groups.push(fg);
-            let us = i64::try_from(iv.as_micros()).unwrap_or(i64::MAX);
-            // SAFETY: plain values.
-            let rc =
-                unsafe { (api.watch)(handle, grp, fg, us, keep_age.as_secs_f64(), keep_samples) };
-            lost("dcgmWatchFields", rc)?;
-            if rc == DCGM_ST_OK {
-                w.watched.extend(&fs);
-            } else {
-                refuse(&mut w, &fs, "dcgmWatchFields", rc);
+            let name = format!("gpu-exporter-{what}-{}", w.objects.field_group_count());
+            match w
+                .objects
+                .watch(api, handle, grp, (&name, &fs), iv, limits)?
+            {
+                Ok(()) => w.watched.extend(&fs),
+                Err(refused) => refuse(&mut w, &fs, refused),
             }
         }
         w.watched.sort_unstable();
@@ -532,16 +501,10 @@ impl SwitchWatch {
         Ok((out, texts))
     }
 
-    /// Destroys the group and field groups (errors ignored: they go with the handle).
+    /// Unwatches the fields and destroys the group and field groups (errors ignored: they go
+    /// with the handle).
     pub fn destroy(self, api: &Api, handle: dcgmHandle_t) {
-        for fg in self.field_groups {
-            // SAFETY: a field group this handle made.
-            unsafe { (api.field_group_destroy)(handle, fg) };
-        }
-        if let Some(g) = self.group {
-            // SAFETY: a group this handle made.
-            unsafe { (api.group_destroy)(handle, g) };
-        }
+        self.objects.destroy(api, handle);
     }
 }
 
