@@ -52,6 +52,9 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod alertmanager;
+mod autoscaling;
+mod cost;
 mod dashboards;
 mod files;
 mod fleet;

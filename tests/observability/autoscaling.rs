@@ -1,0 +1,4 @@
+//! (placeholder: being written)
+
+#[allow(unused_imports)]
+use super::*;
