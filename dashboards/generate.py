@@ -682,8 +682,212 @@ def fleet():
     return d
 
 
+# ---------------------------------------------------------------------------------------
+def cost():
+    """What the GPUs cost and what is wasted, from the recording rules of the groups
+    `gpu-exporter.cost`, `gpu-exporter.namespace` and `gpu-exporter.rightsizing` only (like the
+    fleet overview, no query reads a raw per-GPU series). Needs GPU prices: the price rules
+    (alerts/gpu-prices.example.rules.yaml) or OpenCost's node_gpu_hourly_cost."""
+    d = Dashboard(
+        "gpu-exporter-cost",
+        "GPU cost and waste",
+        "What the GPUs cost an hour and how much of it is wasted: per cluster, team and namespace, "
+        "the workloads that waste most, the GPUs no one holds, and the whole GPUs a smaller MIG "
+        "instance would do for. A device's cost goes to whoever holds it (a MIG instance is its "
+        "share of the GPU, a shared GPU is split among its holders); waste is the idle part of "
+        "held devices plus the GPUs no one holds. Reads only the recording rules of "
+        "alerts/gpu-exporter.rules.yaml (groups gpu-exporter.cost, gpu-exporter.namespace and "
+        "gpu-exporter.rightsizing), which need GPU prices: price rules "
+        "(alerts/gpu-prices.example.rules.yaml) or OpenCost's node_gpu_hourly_cost. "
+        "Amounts are in the prices' currency.",
+        [datasource_var(),
+         query_var("cluster", "Cluster", "label_values(cluster:accelerator_cost_dollars_per_hour:sum, cluster)",
+                   description="Optional: the `cluster` label, when your Prometheus sets one."),
+         query_var("team", "Team",
+                   'label_values(team:accelerator_cost_dollars_per_hour:sum{cluster=~"$cluster"}, team)',
+                   description="The pods' `team` label (exported with --kubernetes-enable-pod-labels). "
+                               "Filters the team panels, the workloads and the right-sizing hints."),
+         query_var("namespace", "Namespace",
+                   'label_values(namespace:accelerator_cost_dollars_per_hour:sum{cluster=~"$cluster"}, namespace)',
+                   description="Filters the namespace panels, the workloads and the right-sizing hints.")],
+        ["gpu", "cost"],
+    )
+    cl = 'cluster=~"$cluster"'
+    tm = cl + ', team=~"$team"'
+    ns = cl + ', namespace=~"$namespace"'
+    # Per holder: `team=~".*"` also matches holders without a team label.
+    holder = ns + ', team=~"$team"'
+    orange_at_1 = {"noValue": "0", "thresholds": {"mode": "absolute", "steps": [
+        {"color": "green", "value": None}, {"color": "orange", "value": 1}]}}
+    stacked = {"custom": {"fillOpacity": 30, "showPoints": "never", "stacking": {"mode": "normal", "group": "A"}}}
+    bars = {"displayMode": "gradient", "orientation": "horizontal"}
+
+    def total(rule):
+        return f"sum({rule}{{{cl}}})"
+
+    d.row("Now")
+    d.panel("stat", "GPU cost per hour", [total("cluster:accelerator_cost_dollars_per_hour:sum")], "currencyUSD",
+            w=4, h=4,
+            description="What every priced GPU of the selected clusters costs an hour, held or not: the sum of "
+                        "the GPUs' prices. GPUs without a price are left out.")
+    d.panel("stat", "Waste per hour", [total("cluster:accelerator_waste_dollars_per_hour:sum")], "currencyUSD",
+            w=4, h=4,
+            description="The part of the cost an hour that buys nothing: the idle part of the devices pods "
+                        "hold (their cost times 1 − how busy the device is) plus the GPUs no one holds.",
+            defaults={"color": {"mode": "fixed", "fixedColor": "orange"}})
+    d.panel("gauge", "Share wasted",
+            [f"{total('cluster:accelerator_waste_dollars_per_hour:sum')} / {total('cluster:accelerator_cost_dollars_per_hour:sum')}"],
+            "percentunit", w=4, h=4,
+            description="Waste per hour as a share of the GPUs' cost per hour.",
+            defaults={"min": 0, "max": 1, "thresholds": {"mode": "absolute", "steps": [
+                {"color": "green", "value": None}, {"color": "orange", "value": 0.3}, {"color": "red", "value": 0.6}]}})
+    d.panel("stat", "Held but idle, per hour", [total("namespace:accelerator_waste_dollars_per_hour:sum")],
+            "currencyUSD", w=4, h=4,
+            description="The waste of the devices pods hold: each holder's cost times 1 − how busy its device is. "
+                        "The rest of the waste is the GPUs no one holds.")
+    d.panel("stat", "Unallocated GPUs", [total("cluster:accelerator_unallocated_gpus:sum")], "none", w=4, h=4,
+            description="GPU-equivalents of working GPUs no container holds: whole GPUs without a holder, and on "
+                        "MIG GPUs the slices of instances without a holder or not partitioned at all.",
+            defaults=orange_at_1 | {"decimals": 2})
+    d.panel("stat", "Unallocated GPUs' cost per hour",
+            [total("cluster:accelerator_unallocated_cost_dollars_per_hour:sum")], "currencyUSD", w=4, h=4,
+            description="What the unallocated GPU-equivalents cost an hour (their GPUs' prices times the share "
+                        "no one holds): part of the waste.")
+    d.panel("timeseries", "Cost, waste and unallocated GPUs' cost per hour, by cluster",
+            [(f"sum by (cluster) (cluster:accelerator_cost_dollars_per_hour:sum{{{cl}}})", "{{cluster}} cost"),
+             (f"sum by (cluster) (cluster:accelerator_waste_dollars_per_hour:sum{{{cl}}})", "{{cluster}} waste"),
+             (f"sum by (cluster) (cluster:accelerator_unallocated_cost_dollars_per_hour:sum{{{cl}}})",
+              "{{cluster}} unallocated")],
+            "currencyUSD", w=24,
+            description="Per hour: what the priced GPUs cost, the waste (idle held devices plus unallocated GPUs), "
+                        "and the part of the waste that is GPUs no one holds.")
+
+    def breakdown(key, var_sel, held_rule, gpu_hours_rule):
+        """A table per team or namespace: cost and waste now and over the last hour and day."""
+        cols = [("cost per hour", f"{key}:accelerator_cost_dollars_per_hour:sum"),
+                ("waste per hour", f"{key}:accelerator_waste_dollars_per_hour:sum"),
+                ("cost, last hour", f"{key}:accelerator_cost_dollars:increase1h"),
+                ("waste, last hour", f"{key}:accelerator_waste_dollars:increase1h"),
+                ("cost, last 24 h", f"{key}:accelerator_cost_dollars:increase24h"),
+                ("waste, last 24 h", f"{key}:accelerator_waste_dollars:increase24h"),
+                ("GPU-equivalents held", held_rule),
+                ("GPU-hours, last 24 h", gpu_hours_rule)]
+        exprs = [f"sum by (cluster, {key}) ({r}{{{var_sel}}})" for _, r in cols]
+        share = (f"sum by (cluster, {key}) ({key}:accelerator_waste_dollars:increase24h{{{var_sel}}})"
+                 f" / sum by (cluster, {key}) ({key}:accelerator_cost_dollars:increase24h{{{var_sel}}})")
+        names = [n for n, _ in cols] + ["wasted, last 24 h"]
+        return exprs + [share], names
+
+    for key, title, sel, held_rule in [
+            ("team", "team", tm, "team:accelerator_allocated_gpus:sum"),
+            ("namespace", "namespace", ns, "namespace:accelerator_allocated_gpus:sum")]:
+        d.row(f"By {title}")
+        d.panel("timeseries", f"Cost per hour, by {title}",
+                [(f"{key}:accelerator_cost_dollars_per_hour:sum{{{sel}}}", "{{cluster}} {{" + key + "}}")],
+                "currencyUSD",
+                description=f"What the devices each {title}'s pods hold cost an hour, used or not (stacked: the "
+                            f"top line is the selected {title}s' total). Shared devices are split among their "
+                            "holders; a MIG instance costs its share of the GPU.",
+                defaults=stacked)
+        d.panel("timeseries", f"Waste per hour, by {title}",
+                [(f"{key}:accelerator_waste_dollars_per_hour:sum{{{sel}}}", "{{cluster}} {{" + key + "}}")],
+                "currencyUSD",
+                description=f"The idle part of each {title}'s cost an hour: each holder's cost times 1 − how busy "
+                            "its device is (stacked). GPUs no one holds are in the unallocated panels, not here.",
+                defaults=stacked)
+        exprs, names = breakdown(key, sel, held_rule, f"{key}:accelerator_gpu_hours:increase24h")
+        who = ("Teams are the pods' `team` label; pods without one are in no team. "
+               if key == "team" else "")
+        d.panel("table", f"{title.capitalize()}s", exprs, "currencyUSD", w=24, h=8,
+                description=f"One row per {title}: cost and waste per hour now, amounts over the last hour and "
+                            "the last 24 hours (of the time the recording rules ran, when they started later), "
+                            "GPU-equivalents held now (MIG instances by size), GPU-hours over the last 24 hours, "
+                            f"and the share of the last 24 hours' cost that was wasted. {who}",
+                transformations=merged_table(names),
+                overrides=unit_overrides([("GPU-equivalents held", "none"), ("GPU-hours, last 24 h", "none"),
+                                          ("wasted, last 24 h", "percentunit")]),
+                options={"sortBy": [{"displayName": "cost, last 24 h", "desc": True}]})
+
+    d.row("Workloads that waste most")
+
+    def by_workload(rule):
+        # Holders with an owning workload, by workload; the others (pods without an owner, and
+        # every holder on a node that serves only DCGM's families, which has no workload
+        # labels) by pod.
+        return (f"sum by (cluster, namespace, workload_kind, workload_name) ({rule}{{{holder}, workload_name!=\"\"}})"
+                f" or sum by (cluster, namespace, pod) ({rule}{{{holder}, workload_name=\"\"}})")
+
+    waste = by_workload("allocation:accelerator_waste_dollars_per_hour:attributed")
+    cost_ = by_workload("allocation:accelerator_cost_dollars_per_hour:attributed")
+    d.panel("table", "Top 10 wasting workloads", [f"topk(10, {waste})", cost_, f"({waste}) / ({cost_})"],
+            "currencyUSD", w=24, h=9,
+            description="The ten workloads (or pods, where a pod has no owner or its node serves only DCGM's "
+                        "families, without workload labels) whose devices are idlest for what they cost: waste "
+                        "per hour (cost times 1 − how busy the device is), cost per hour, and the share of the "
+                        "cost wasted.",
+            transformations=merged_table(["waste per hour", "cost per hour", "wasted"], only_rows_with_first=True),
+            overrides=unit_overrides([("wasted", "percentunit")]),
+            options={"sortBy": [{"displayName": "waste per hour", "desc": True}]})
+
+    d.row("Unallocated GPUs")
+    node_cols = [("unallocated GPU-equivalents", "node:accelerator_unallocated_gpus:sum"),
+                 ("unallocated per hour", "node:accelerator_unallocated_cost_dollars_per_hour:sum"),
+                 ("all its GPUs per hour", "node:accelerator_price_dollars_per_hour:sum")]
+    node_exprs = [f"sum by (cluster, Hostname) ({r}{{{cl}}})" for _, r in node_cols]
+    node_exprs[0] += " > 0.001"
+    d.panel("table", "Unallocated GPUs per node", node_exprs, "currencyUSD", w=16, h=8,
+            description="The nodes with GPUs (or MIG slices) no container holds: the GPU-equivalents no one "
+                        "holds, what they cost an hour, and what all the node's GPUs cost an hour.",
+            transformations=merged_table([n for n, _ in node_cols], only_rows_with_first=True),
+            overrides=unit_overrides([("unallocated GPU-equivalents", "none")]),
+            options={"sortBy": [{"displayName": "unallocated per hour", "desc": True}]})
+    d.panel("bargauge", "Unallocated GPUs, by model",
+            [(f"sum by (cluster, modelName) (gpu:accelerator_unallocated_gpus:ratio{{{cl}}}) > 0.001",
+              "{{cluster}} {{modelName}}")],
+            "none", w=8, h=8,
+            description="GPU-equivalents no container holds, per GPU model.",
+            defaults={"decimals": 2}, options=bars)
+
+    d.row("Right-sizing hints")
+    rs_by = "cluster, namespace, pod, container, Hostname, gpu, modelName, fits"
+    hint = f"allocation:accelerator_rightsizing:info{{{holder}}}"
+    joined_hint = f"max by (cluster, UUID, namespace, pod, container, fits) ({hint})"
+
+    def per_hint(rule):
+        return (f"sum by ({rs_by}) ({rule}{{{holder}}}"
+                f" * on (cluster, UUID, namespace, pod, container) group_left (fits) {joined_hint})")
+
+    d.panel("table", "Whole GPUs a MIG instance would do for",
+            [f"group by ({rs_by}) ({hint})",
+             per_hint("allocation:accelerator_cost_dollars_per_hour:attributed"),
+             per_hint("allocation:accelerator_waste_dollars_per_hour:attributed")],
+            "currencyUSD", w=24, h=9,
+            description="Containers holding a whole GPU of 40 GB or more that, over the last day, used no more "
+                        "memory (90 % of the profile's) and compute than a smaller MIG instance gives; `fits` is "
+                        "the smallest MIG profile that would have held them. With what the GPU costs them an "
+                        "hour and the part of it wasted. Evaluated every 5 minutes.",
+            transformations=merged_table(["hint", "cost per hour", "waste per hour"],
+                                         hidden=("Time", "Value #A"), only_rows_with_first=True),
+            options={"sortBy": [{"displayName": "waste per hour", "desc": True}]})
+
+    d.row("Prices")
+    price = f"gpu:accelerator_price_dollars_per_hour:max{{{cl}}}"
+    d.panel("table", "GPU prices in use, by model",
+            [f"count by (cluster, modelName) ({price})", f"min by (cluster, modelName) ({price})",
+             f"max by (cluster, modelName) ({price})", f"sum by (cluster, modelName) ({price})"],
+            "currencyUSD", w=24, h=6,
+            description="The prices the cost rules apply, per GPU model: the GPUs priced, the lowest and highest "
+                        "price of one GPU for an hour (they differ where node pools have prices of their own), "
+                        "and what those GPUs cost an hour together. A model missing here has no price, and its "
+                        "GPUs count in no cost.",
+            transformations=merged_table(["GPUs priced", "lowest price per hour", "highest price per hour",
+                                          "all per hour"]),
+            overrides=unit_overrides([("GPUs priced", "none")]))
+    return d
+
+
 DASHBOARDS = {"gpu-nodes.json": nodes, "gpu-kubernetes.json": kubernetes, "gpu-health.json": health,
-              "gpu-fleet.json": fleet}
+              "gpu-fleet.json": fleet, "gpu-cost.json": cost}
 
 
 def render(build):

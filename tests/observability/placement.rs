@@ -41,6 +41,14 @@ pub(crate) fn kube_state_metrics_text() -> String {
             ));
         }
     }
+    // The priced node's pool (alerts/gpu-prices.example.rules.yaml reads the instance type),
+    // and OpenCost's price of the A100 MIG node's GPUs (no price of their own there).
+    out.push_str(&format!(
+        "# TYPE kube_node_labels gauge\n\
+         kube_node_labels{{node=\"{COST_NODE}\",label_node_kubernetes_io_instance_type=\"p5.48xlarge\"}} 1\n\
+         # TYPE node_gpu_hourly_cost gauge\n\
+         node_gpu_hourly_cost{{node=\"{A100_MIG_NODE}\",instance_type=\"a2-ultragpu-1g\"}} {OPENCOST_PRICE}\n"
+    ));
     out.push_str("# TYPE kube_node_spec_unschedulable gauge\n");
     for node in [INCIDENTS_NODE, RETIRED_NODE] {
         out.push_str(&format!(

@@ -13,6 +13,8 @@ pub(crate) enum Kind {
 }
 
 pub(crate) struct Rule {
+    /// The rules file it is in (RULES_FILE, or PRICES_FILE).
+    pub(crate) file: &'static str,
     pub(crate) group: String,
     pub(crate) kind: Kind,
     pub(crate) name: String,
@@ -26,13 +28,22 @@ impl Rule {
             Kind::Alert => "alert",
             Kind::Record => "record",
         };
-        format!("{RULES_FILE} group «{}» {k} {}", self.group, self.name)
+        format!("{} group «{}» {k} {}", self.file, self.group, self.name)
     }
 }
 
 /// The plain rules file's tree and its rules; structural problems are failures.
 pub(crate) fn load_rules(alerts: &Path, f: &mut Failures) -> Option<(Value, Vec<Rule>)> {
-    let tree = match read_yaml(&alerts.join(RULES_FILE)) {
+    load_rules_file(alerts, RULES_FILE, f)
+}
+
+/// The tree and rules of `file` in `alerts`; structural problems are failures.
+pub(crate) fn load_rules_file(
+    alerts: &Path,
+    file: &'static str,
+    f: &mut Failures,
+) -> Option<(Value, Vec<Rule>)> {
+    let tree = match read_yaml(&alerts.join(file)) {
         Ok(t) => t,
         Err(e) => {
             f.add(e);
@@ -41,12 +52,12 @@ pub(crate) fn load_rules(alerts: &Path, f: &mut Failures) -> Option<(Value, Vec<
     };
     let groups = array(&tree, "groups");
     if groups.is_empty() {
-        f.add(format!("{RULES_FILE}: no groups"));
+        f.add(format!("{file}: no groups"));
     }
     let mut rules = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         let group = str_of(g, "name").map(str::to_owned).unwrap_or_else(|| {
-            f.add(format!("{RULES_FILE}: group {gi} has no name"));
+            f.add(format!("{file}: group {gi} has no name"));
             format!("#{gi}")
         });
         for (ri, r) in array(g, "rules").iter().enumerate() {
@@ -58,13 +69,14 @@ pub(crate) fn load_rules(alerts: &Path, f: &mut Failures) -> Option<(Value, Vec<
                 (None, Some(rec)) => (Kind::Record, rec),
                 _ => {
                     f.add(format!(
-                        "{RULES_FILE} group «{group}» rule {ri}: needs exactly one of alert / record"
+                        "{file} group «{group}» rule {ri}: needs exactly one of alert / record"
                     ));
                     continue;
                 }
             };
             let expr = r.get("expr").and_then(scalar).unwrap_or_default();
             let rule = Rule {
+                file,
                 group: group.clone(),
                 kind,
                 name,

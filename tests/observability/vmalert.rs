@@ -19,11 +19,11 @@ pub(crate) struct Victoria {
 /// The binaries of Debian's `victoria-metrics` package.
 const VICTORIA_TOOLS: [&str; 2] = ["victoria-metrics", "vmalert"];
 
-/// Starts VictoriaMetrics (data in `procs`' directory) and vmalert evaluating `rules_path`
+/// Starts VictoriaMetrics (data in `procs`' directory) and vmalert evaluating `rule_paths`
 /// against it every second, writing recorded series and alert state back into it; returns
 /// their ports once both answer `/health`. `None` (after a loud line) when the binaries are
 /// missing and `GPU_EXPORTER_SKIP_PROMETHEUS=1`; panics when they are missing otherwise.
-pub(crate) fn start_victoria(procs: &mut Procs, rules_path: &Path) -> Option<Victoria> {
+pub(crate) fn start_victoria(procs: &mut Procs, rule_paths: &[PathBuf]) -> Option<Victoria> {
     let tools = tools_or_skip(&VICTORIA_TOOLS, "the vmalert check")?;
     let (vm_bin, vmalert_bin) = (&tools[0], &tools[1]);
 
@@ -63,7 +63,7 @@ pub(crate) fn start_victoria(procs: &mut Procs, rules_path: &Path) -> Option<Vic
     let idx = procs.spawn(
         "vmalert",
         Command::new(vmalert_bin)
-            .arg(format!("-rule={}", rules_path.display()))
+            .args(rule_paths.iter().map(|p| format!("-rule={}", p.display())))
             .arg(format!("-datasource.url=http://127.0.0.1:{vm}"))
             .arg(format!("-remoteWrite.url=http://127.0.0.1:{vm}"))
             .arg("-remoteWrite.flushInterval=1s")

@@ -148,6 +148,28 @@ applies.
 */}}
 {{- define "gpu-exporter.validate" -}}
 {{- $v := .Values }}
+{{- range $i, $p := $v.cost.prices }}
+{{- if not (kindIs "map" $p) }}
+{{- fail (printf "cost.prices[%d] is not a map: give modelName and dollarsPerHour (and optionally nodePool)." $i) }}
+{{- end }}
+{{- if not $p.modelName }}
+{{- fail (printf "cost.prices[%d] has no modelName: give the GPU model exactly as the exporters label it (e.g. \"NVIDIA H100 80GB HBM3\")." $i) }}
+{{- end }}
+{{- if not (or (kindIs "float64" $p.dollarsPerHour) (kindIs "int64" $p.dollarsPerHour) (kindIs "int" $p.dollarsPerHour)) }}
+{{- fail (printf "cost.prices[%d] (%s): dollarsPerHour %v is not a number." $i $p.modelName $p.dollarsPerHour) }}
+{{- end }}
+{{- if lt (float64 $p.dollarsPerHour) 0.0 }}
+{{- fail (printf "cost.prices[%d] (%s): dollarsPerHour %v is negative." $i $p.modelName $p.dollarsPerHour) }}
+{{- end }}
+{{- range $k, $_ := $p }}
+{{- if not (has $k (list "modelName" "dollarsPerHour" "nodePool")) }}
+{{- fail (printf "cost.prices[%d] (%s): unknown key %q; the keys are modelName, dollarsPerHour and nodePool." $i $p.modelName $k) }}
+{{- end }}
+{{- end }}
+{{- if and $p.nodePool (not $v.cost.nodePoolLabel) }}
+{{- fail (printf "cost.prices[%d] (%s) has nodePool %q but cost.nodePoolLabel is empty: name the node label that holds the pool (e.g. node.kubernetes.io/instance-type)." $i $p.modelName $p.nodePool) }}
+{{- end }}
+{{- end }}
 {{- $k := $v.kubernetes }}
 {{- if not (include "gpu-exporter.exporterEnabled" .) }}
 {{- /* Rules and dashboards only: the exporter's values are not used, so not checked. */ -}}
@@ -283,10 +305,59 @@ basicAuth:
 relabelings:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $m.metricRelabelings }}
+{{- $team := include "gpu-exporter.teamSourceLabel" $ }}
+{{- if or $m.metricRelabelings $team }}
 metricRelabelings:
+{{- with $m.metricRelabelings }}
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- if $team }}
+  # cost.teamLabel: the team's pod label copied into `team` for the team:* cost rules.
+  - sourceLabels: [{{ $team }}]
+    regex: (.+)
+    targetLabel: team
+    action: replace
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The scraped label that holds cost.teamLabel (pod labels are sanitized: [^a-zA-Z0-9_] to
+`_`; one named like a built-in label gets `label_`), or "" when it is `team` itself. */}}
+{{- define "gpu-exporter.teamSourceLabel" -}}
+{{- $l := regexReplaceAll "[^a-zA-Z0-9_]" (toString .Values.cost.teamLabel) "_" }}
+{{- if and $l (ne $l "team") }}
+{{- if has $l (list "pod" "namespace" "container" "gpu" "UUID" "device" "modelName" "Hostname" "hostname" "pci_bus_id" "GPU_I_ID" "GPU_I_PROFILE" "resource" "vgpu" "pod_uid" "workload_kind" "workload_name" "instance" "job") }}
+{{- printf "label_%s" $l }}
+{{- else }}
+{{- $l }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The price rules of cost.prices (and the node pool rule of cost.nodePoolLabel), as the rule
+group gpu-exporter.prices; the same rules as alerts/gpu-prices.example.rules.yaml. */}}
+{{- define "gpu-exporter.priceGroup" -}}
+{{- $c := .Values.cost -}}
+- name: gpu-exporter.prices
+  rules:
+  {{- range $c.prices }}
+    - record: accelerator_price_dollars_per_hour
+      expr: vector({{ .dollarsPerHour }})
+      labels:
+        modelName: {{ .modelName | quote }}
+        {{- with .nodePool }}
+        node_pool: {{ . | quote }}
+        {{- end }}
+  {{- end }}
+  {{- with $c.nodePoolLabel }}
+  {{- $label := printf "label_%s" (regexReplaceAll "[^a-zA-Z0-9_]" . "_") }}
+    - record: node:accelerator_node_pool:info
+      expr: |
+        group by (cluster, Hostname, node_pool) (label_replace(label_replace(
+          kube_node_labels{ {{- $label }}!=""},
+          "Hostname", "$1", "node", "(.+)"),
+          "node_pool", "$1", "{{ $label }}", "(.+)"))
+  {{- end }}
 {{- end }}
 
 {{/* Where the exporter pods run: nodeSelector, affinity (default: nodes labelled
