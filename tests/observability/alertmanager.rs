@@ -14,8 +14,7 @@ use super::*;
 
 use std::sync::{Arc, Mutex};
 
-/// The idle node (two idle H100s, no pods) and its name.
-const IDLE_SCENARIO: &str = "tests/fixtures/scenarios/idle.toml";
+/// The idle node's name (IDLE_SCENARIO: two idle H100s, no pods).
 const IDLE_NODE: &str = "sim-idle-node";
 /// What its GPUs cost an hour with the example prices: 2 × 4.00.
 const IDLE_NODE_COST: &str = "8.00";
@@ -28,15 +27,14 @@ const COST_ALERTS: [&str; 2] = ["GpuNodeIdle", "GpuAllocatedIdle"];
 /// The path the stand-in Slack webhook is given in the URL (any path is answered).
 const SLACK_PATH: &str = "/services/T000/B000/stand-in";
 
-/// GpuNodeIdle's `for` in the run, instead of 30m. Not 0s: the alert reads the node's price
-/// (node:accelerator_price_dollars_per_hour:sum) from another group (gpu-exporter.cost) than
-/// its own, and groups evaluate at their own offsets, so on the first evaluations after the
-/// exporter's first scrape the alert can be true before the price is recorded (1 run in 10
-/// here with 0s). Firing then, it would carry the value 0 (no cost in its description);
-/// Prometheus resends an alert's annotations only a minute later (--rules.alert.resend-delay)
-/// and Alertmanager does not notify again for a changed annotation before repeat_interval, so
-/// the Slack message would stay without the cost. A few seconds of `for` let the cost group
-/// record the price (it evaluates every second) before the alert fires.
+/// GpuNodeIdle's `for` in the run, instead of 30m. Not 0s: the alert reads the node's price,
+/// which comes from the price rules (group gpu-exporter.prices), another group than its own,
+/// and groups evaluate at their own offsets, so on the first evaluations after Prometheus
+/// starts the alert can be true before a price is recorded (1 run in 10 here with 0s). Firing
+/// then, it would carry no cost; Prometheus resends an alert's annotations only a minute later
+/// (--rules.alert.resend-delay) and Alertmanager does not notify again for a changed
+/// annotation before repeat_interval, so the Slack message would stay without the cost. A few
+/// seconds of `for` let the prices be recorded (every second here) before the alert fires.
 const IDLE_NODE_FOR: &str = "10s";
 
 /// How long, from Prometheus being ready, the alert may take to reach Slack (it takes a few
@@ -408,7 +406,7 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
                 ));
             }
             // The message states the cost itself, not only where it quotes the rule's
-            // description (whose wording the template reads the cost from).
+            // description (the template takes it from the `cost_per_hour` annotation).
             match idle_node_description(am_port) {
                 Ok(d) if !attachment.replace(&d, "").contains(IDLE_NODE_COST) => f.add(format!(
                     "the Slack message about GpuNodeIdle gives the cost only inside the quoted description ({d:?}): the template did not read it out: {attachment:?}"

@@ -112,6 +112,8 @@ const PRICES_FILE: &str = "gpu-prices.example.rules.yaml";
 /// A node to price (`cost`): whole, MIG, time-sliced, unallocated and barely used GPUs, with
 /// a `team` label on its pods (its node: `cost::COST_NODE`).
 const COST_SCENARIO: &str = "tests/fixtures/scenarios/cost.toml";
+/// Two idle H100s and no pods: GpuNodeIdle's case (also `alertmanager`).
+const IDLE_SCENARIO: &str = "tests/fixtures/scenarios/idle.toml";
 const PROMETHEUS_RULE_FILE: &str = "gpu-exporter.prometheusrule.yaml";
 const RUNBOOK_FILE: &str = "README.md";
 

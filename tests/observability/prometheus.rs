@@ -482,20 +482,27 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         waits.push((idx, port, "/ready"));
         targets.push(port);
     }
-    // The node to price (cost::check_cost), with its pods' `team` labels.
-    {
-        let port = common::free_port();
-        let idx = procs.spawn(
+    // The node to price (cost::check_cost), with its pods' `team` labels, and a node whose
+    // GPUs are all idle (GpuNodeIdle's expression): started once Prometheus runs, below, as
+    // nothing in them depends on scenario time, while the incidents' faults (10 s to 60 s of
+    // scenario time) must be seen while they last.
+    let late = [
+        (
             "exporter-cost",
-            exporter(root, port).args([
+            common::free_port(),
+            vec![
                 "--simulate",
                 COST_SCENARIO,
                 "--kubernetes-enable-pod-labels",
-            ]),
-        );
-        waits.push((idx, port, "/ready"));
-        targets.push(port);
-    }
+            ],
+        ),
+        (
+            "exporter-idle",
+            common::free_port(),
+            vec!["--simulate", IDLE_SCENARIO],
+        ),
+    ];
+    targets.extend(late.iter().map(|(_, port, _)| *port));
     for (idx, port, path) in waits {
         procs.wait_http(idx, port, path, Duration::from_secs(60));
     }
@@ -547,6 +554,9 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         config.push_str(&remote_write_config(v.vm));
     }
     let prom_port = procs.start_prometheus(&tools[0], &config);
+    for (name, port, args) in late {
+        procs.spawn(name, exporter(root, port).args(args));
+    }
     let deadline = Instant::now() + EVAL_DEADLINE;
 
     // Ask until everything has data and the alerts sit where the scenarios put their
