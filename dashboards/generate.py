@@ -218,8 +218,10 @@ def query_var(name, label, query, multi=True, include_all=True, hide=0, descript
     }
 
 
-def cluster_var():
-    return query_var("cluster", "Cluster", "label_values(accelerator_up, cluster)",
+def cluster_var(series="accelerator_up"):
+    """The optional `cluster` variable, its values read from `series` (a dashboard that reads
+    recording rules only takes them from one of those)."""
+    return query_var("cluster", "Cluster", f"label_values({series}, cluster)",
                      description="Optional: the `cluster` label, when your Prometheus sets one.")
 
 
@@ -610,8 +612,7 @@ def fleet():
         "(groups gpu-exporter.fleet and gpu-exporter.namespace), so it stays fast on a fleet-wide "
         "Prometheus, Thanos, Mimir or VictoriaMetrics.",
         [datasource_var(),
-         query_var("cluster", "Cluster", "label_values(cluster:accelerator_gpus:count, cluster)",
-                   description="Optional: the `cluster` label, when your Prometheus sets one."),
+         cluster_var("cluster:accelerator_gpus:count"),
          query_var("namespace", "Namespace",
                    'label_values(namespace:accelerator_allocated_gpus:sum{cluster=~"$cluster"}, namespace)')],
         ["gpu", "fleet"],
@@ -701,8 +702,7 @@ def cost():
         "(alerts/gpu-prices.example.rules.yaml) or OpenCost's node_gpu_hourly_cost. "
         "Amounts are in the prices' currency.",
         [datasource_var(),
-         query_var("cluster", "Cluster", "label_values(cluster:accelerator_cost_dollars_per_hour:sum, cluster)",
-                   description="Optional: the `cluster` label, when your Prometheus sets one."),
+         cluster_var("cluster:accelerator_cost_dollars_per_hour:sum"),
          query_var("team", "Team",
                    'label_values(team:accelerator_cost_dollars_per_hour:sum{cluster=~"$cluster"}, team)',
                    description="The pods' `team` label (exported with --kubernetes-enable-pod-labels). "

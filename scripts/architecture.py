@@ -17,6 +17,20 @@ removed):
 5. Every .rs file of the repository (src/, tests/, benches/, crates/) starts with a `//!`
    header.
 6. No tracked file points into the steering folder beside the checkout (users do not have it).
+7. docs/architecture.md says what the code has:
+   - its "## Layers" section lists exactly the LAYERS: the first ```text block (one layer per
+     least-indented line, top first) and the `- **`layer`**` bullets (bottom first), each in
+     LAYERS order;
+   - every backticked path `a::b…` (optionally `crate::`-prefixed, optionally followed by `()`)
+     whose first segment is a top-level module of src/ resolves. Segments are walked left to
+     right: a lowercase segment with a module file (src/a/b.rs or src/a/b/mod.rs; src/a.rs or
+     src/a/mod.rs for `a`) is a module; any other segment is an item, which must be defined in
+     the module file reached so far (`struct|enum|fn|trait|type|const|static|mod|union <Name>`)
+     or re-exported there (`pub use … <Name>`, `… as <Name>`, or a `pub use m::*` glob whose
+     module defines it). A path followed by `()` names a function: its last segment must be a
+     `fn` (or re-exported), never a module. What follows the first item (`Type::method`, a
+     variant, a field) is not checked, nor is a path whose first segment is not a module
+     (`Config::from_args`). Each failure names the doc's line.
 
 An import is any `crate::a::b` path, a `super::` path, or a child module named by its parent
 (`child::item`, `use child::…`); a `mod child;` declaration alone is not one. Test code is not
@@ -312,11 +326,148 @@ def check_main(root):
     return errors
 
 
+DOC = "docs/architecture.md"
+# A backticked `a::b…` path, optionally `crate::`-prefixed and followed by `()`.
+DOC_PATH_RE = re.compile(r"^(?:crate::)?([a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)(\(\))?$")
+ITEM_KINDS = r"(?:struct|enum|fn|trait|type|const|static|mod|union)"
+
+
+def module_file(root, path):
+    """The file of module `path` (a tuple) under src/, or None."""
+    base = os.path.join(root, "src", *path)
+    for cand in (base + ".rs", os.path.join(base, "mod.rs")):
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def defines(root, path, item, want_fn, seen=None):
+    """Whether module `path` defines `item` (a `fn` only, with `want_fn`) or re-exports it with a
+    `pub use` (a glob `pub use m::*` is followed into `m`)."""
+    seen = seen or set()
+    if path in seen:
+        return False
+    seen.add(path)
+    f = module_file(root, path)
+    if f is None:
+        return False
+    with open(f, encoding="utf-8") as fh:
+        code = strip_comments(fh.read())
+    kinds = "fn" if want_fn else ITEM_KINDS
+    if re.search(r"\b" + kinds + r"\s+" + re.escape(item) + r"\b", code):
+        return True
+    for m in re.finditer(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", code):
+        stmt = m.group(1)
+        if re.search(r"\bas\s+" + re.escape(item) + r"\b", stmt):
+            return True
+        if re.search(r"(?<![\w])" + re.escape(item) + r"\b(?!\s*::)(?!\s+as\b)", stmt):
+            return True
+        g = re.match(r"^\s*((?:crate|self|super|\w+)(?:::\w+)*)::\*\s*$", stmt)
+        if g:
+            segs = g.group(1).split("::")
+            if segs[0] == "crate":
+                target = tuple(segs[1:])
+            elif segs[0] == "super":
+                target = path[:-1] + tuple(segs[1:])
+            elif segs[0] == "self":
+                target = path + tuple(segs[1:])
+            else:
+                target = path + tuple(segs)
+            if defines(root, target, item, want_fn, seen):
+                return True
+    return False
+
+
+def check_doc(root, layers):
+    """docs/architecture.md against the code: its layer list, and every module path and item
+    it names in backticks (see the module doc, rule 7)."""
+    errors = []
+    path = os.path.join(root, DOC)
+    if not os.path.isfile(path):
+        return [f"{DOC}: missing (the layers and where a change goes)"]
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    # The "## Layers" section: its first ```text block (top first) and its `- **`x`**` bullets.
+    start = next((i for i, l in enumerate(lines) if l.strip() == "## Layers"), None)
+    if start is None:
+        return [f"{DOC}: no '## Layers' section"]
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    block, bullets, fence = [], [], None
+    for i in range(start + 1, end):
+        l = lines[i]
+        if l.startswith("```"):
+            if fence is None and not block:
+                fence = "text"
+                continue
+            if fence == "text":
+                fence = "done"
+            continue
+        if fence == "text" and l.strip():
+            block.append((i + 1, l))
+        m = re.match(r"^- \*\*`(\w+)`\*\*", l)
+        if m:
+            bullets.append((i + 1, m.group(1)))
+    indent = min((len(l) - len(l.lstrip()) for _, l in block), default=0)
+    listed = [(n, l.split()[0]) for n, l in block if len(l) - len(l.lstrip()) == indent]
+    for what, found, want in (
+        ("layer list", listed, list(reversed(layers))),
+        ("layer descriptions", bullets, list(layers)),
+    ):
+        names = [x for _, x in found]
+        at = found[0][0] if found else start + 1
+        for n, x in found:
+            if x not in layers:
+                errors.append(f"{DOC}:{n}: the {what} names `{x}`, which is not in LAYERS")
+        for x in want:
+            if x not in names:
+                errors.append(f"{DOC}:{at}: the {what} lacks the layer `{x}` (LAYERS)")
+        kept = [x for x in names if x in want]
+        if kept != [x for x in want if x in names]:
+            errors.append(f"{DOC}:{at}: the {what} is not in LAYERS order ({' '.join(want)})")
+    # Backticked paths, outside fenced blocks.
+    tops = {os.path.splitext(n)[0] for n in os.listdir(os.path.join(root, "src"))} - {"lib", "main"}
+    text, fenced = [], False
+    for l in lines:
+        if l.startswith("```"):
+            fenced = not fenced
+            text.append("")
+        else:
+            text.append("" if fenced else l)
+    body = "\n".join(text)
+    for m in re.finditer(r"`([^`]+)`", body):
+        span = re.sub(r"\s+", "", m.group(1))
+        p = DOC_PATH_RE.match(span)
+        if not p:
+            continue
+        segs = p.group(1).split("::")
+        if segs[0] not in tops:
+            continue
+        line = body.count("\n", 0, m.start()) + 1
+        want_fn = p.group(2) is not None
+        mod = (segs[0],)
+        if module_file(root, mod) is None:
+            errors.append(f"{DOC}:{line}: `{span}`: no module file src/{segs[0]}.rs or src/{segs[0]}/mod.rs")
+            continue
+        for i, seg in enumerate(segs[1:], 1):
+            last = i == len(segs) - 1
+            if seg[0].islower() and not (last and want_fn) and module_file(root, mod + (seg,)):
+                mod += (seg,)
+                continue
+            if not defines(root, mod, seg, want_fn and last):
+                kind = "fn" if want_fn and last else "module or item"
+                errors.append(
+                    f"{DOC}:{line}: `{span}`: no {kind} `{seg}` in {os.path.relpath(module_file(root, mod), root)}"
+                )
+            break  # what follows an item (a method, a variant, a field) is not checked
+    return errors
+
+
 def check(root, tracked=None):
     errors = []
     for src in crate_sources(root):
         errors += check_crate(root, src, LAYERS if src == "src" else None)
     errors += check_main(root)
+    errors += check_doc(root, LAYERS)
     if tracked is None:
         tracked = [
             os.path.relpath(os.path.join(dp, n), root)
@@ -347,6 +498,13 @@ def write(root, rel, text):
         f.write(text)
 
 
+def doc_text(layers, body):
+    """A docs/architecture.md with `layers` (bottom first) in its layer list and bullets."""
+    block = "".join(f"  {x}    what it is\n" for x in reversed(layers))
+    bullets = "".join(f"- **`{x}`**: what it owns.\n" for x in layers)
+    return f"# A\n\n## Layers\n\n```text\n{block}```\n\n{bullets}\n## More\n\n{body}\n"
+
+
 def self_test():
     ok = True
     clean = {
@@ -359,7 +517,10 @@ def self_test():
         "src/main.rs": "//! x\nfn main() { gpu::f() }\n",
         "crates/sim/src/lib.rs": "//! x\npub mod a;\n",
         "crates/sim/src/a.rs": "//! x\npub fn f() {}\n",
+        DOC: doc_text(LAYERS, "`gpu::text` `gpu::f()` `crate::gpu::reader` `base::clock::now` `gpu::Text`"),
     }
+    clean["src/gpu/mod.rs"] += "pub use text::Text;\n"
+    clean["src/gpu/text.rs"] += "pub struct Text;\n"
     broken = {
         "file cycle": {"src/gpu/text.rs": "//! x\nuse crate::gpu::reader::g;\n", "src/gpu/reader.rs": "//! x\nuse super::text::f;\npub fn g() {}\n"},
         "parent/child cycle": {"src/gpu/text.rs": "//! x\nuse crate::gpu::f;\n"},
@@ -374,6 +535,12 @@ def self_test():
         "binary without a header": {"src/main.rs": "fn main() {}\n"},
         "no header": {"src/base/clock.rs": "pub fn now() {}\n"},
         "steering pointer": {"docs/x.md": "see " + STEERING + "reference\n"},
+        "doc: a layer left out": {DOC: doc_text(LAYERS[:-1], "")},
+        "doc: a layer not in LAYERS": {DOC: doc_text(LAYERS + ["extra"], "")},
+        "doc: layers out of order": {DOC: doc_text(LAYERS[1:] + LAYERS[:1], "")},
+        "doc: no such module": {DOC: doc_text(LAYERS, "`gpu::nothing::X`")},
+        "doc: no such item": {DOC: doc_text(LAYERS, "`gpu::reader::Text`")},
+        "doc: a module named as a function": {DOC: doc_text(LAYERS, "`gpu::text()`")},
     }
     with tempfile.TemporaryDirectory() as d:
         for rel, text in clean.items():

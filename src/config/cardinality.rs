@@ -1,8 +1,8 @@
 //! The cardinality controls' settings: `--include-families`, `--exclude-families`,
 //! `--drop-labels` and `--max-labels-per-series` (flags, variables, or the `metrics.*` keys of
 //! `--config-file`), checked into the exposition's [`Cardinality`]; and the labels-per-series
-//! guard's arithmetic, run once the counters are loaded (`Config::fit_labels`, in
-//! `options.rs`).
+//! guard's arithmetic (`fit_labels`), run once the counters are loaded (by `Config::fit_labels`,
+//! in `labels.rs`).
 //!
 //! It decides what is refused (a glob that does not parse, a label that tells series apart, a
 //! family over the limit) and says where the value came from; the filtering itself is

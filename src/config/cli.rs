@@ -300,8 +300,8 @@ pub struct Cli {
         default_value = "f"
     )]
     pub devices: String,
-    /// NVSwitch selection for DCGM's NVSwitch rows, same syntax as --devices: g[:ids] the
-    /// switches, i[:ids] their ports (f: all).
+    /// NVSwitch selection for DCGM's NVSwitch rows, same syntax as --devices: `g[:ids]` the
+    /// switches, `i[:ids]` their ports (`f`: all).
     #[arg(
         short = 's',
         long = "switch-devices",

@@ -3,7 +3,7 @@
 //! intervals it defines become the reader's collection plan (`gpu::plan`).
 //!
 //! Which settings the file may set, and that flags and environment variables given explicitly
-//! win, is decided by the caller ([`super::Cli::apply_config_file`]). This module reads only the
+//! win, is decided by the caller ([`super::Cli::merge_config_file`]). This module reads only the
 //! YAML file (collections resolve field names through the static catalogue); it must not read
 //! the counters CSV, look at flags or touch NVML.
 //!

@@ -7,8 +7,9 @@
 //! when no flag or variable gave it, so a given flag wins and the file fills the rest, and every
 //! value is then checked once, with the same bounds and messages whatever its source
 //! ([`Settings::validate`]; errors name the flag, or the file and key). Flags that have no
-//! meaning here are accepted with a warning ([`ignored`]). Each component's options are made
-//! from the [`Config`] in one place ([`options`]), which the daemon, `check`, the tests and the
+//! meaning here are accepted with a warning ([`ignored`]). Each component's options come from
+//! the [`Config`]: the DCGM client's and attribution's are built while validating
+//! (`dcgm`, `kube`), the others by [`options`], which the daemon, `check`, the tests and the
 //! benchmarks all use.
 //!
 //! It must not read NVML, bind sockets or load `--web-config-file` (the daemon does, through

@@ -1,7 +1,12 @@
-//! The one conversion from a validated [`Config`] to each component's options: the reader's
-//! ([`ReaderOptions`]), the health model's, the encoder's ([`EncodeOptions`]), the HTTP handlers' ([`ServeOptions`])
-//! and the serving limits ([`Limits`]). The daemon, `gpu-exporter check`, the tests and the
-//! benchmarks all build their options here, so a new setting is wired in one place.
+//! From a validated [`Config`] to the options of the components whose settings it does not
+//! already hold as options: the reader's ([`ReaderOptions`]), the health model's, the
+//! encoder's ([`EncodeOptions`]), the HTTP handlers' ([`ServeOptions`]), the serving limits
+//! ([`Limits`]), and the Kubernetes outputs' ([`Config::notify_options`], which still
+//! validates: Node conditions and Events need the node's name, known only once the pipeline
+//! is built). The DCGM client's options are already in the `Config` (`Config::dcgm`, made
+//! while validating), and so are attribution's settings (`Config::kubernetes`), from which
+//! `attribution::start` makes the kubelet source's and the join's options. The daemon,
+//! `gpu-exporter check`, the tests and the benchmarks all build their options here.
 //!
 //! Plain data mapping; it must not read files, the environment or NVML.
 

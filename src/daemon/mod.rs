@@ -2,13 +2,14 @@
 //! sampler, attribution; [`pipeline`]), the sampler thread, the HTTP server, and the shutdown.
 //!
 //! `main.rs` parses the flags, sets up logging and calls [`run`]; the options of each component
-//! come from the configuration's one conversion (`config::options`). The shutdown is bounded by
-//! one grace from the signal (`serve::SHUTDOWN_GRACE`), whatever NVML is doing: a sampler still
-//! inside it after the drain (`serve::SHUTDOWN_DRAIN`) is left behind, and [`Exit::Now`] tells
-//! `main` to end with [`leave_now`] rather than through exit handlers that could wait on it;
-//! the [`exit::guard`] ends the process at the grace if even that cannot run. This module must not parse flags, read NVML
-//! itself or decide exit codes: it returns an error or an [`Exit`], and `main` turns it into
-//! one.
+//! come from the validated configuration (`config::options`, or already in it, as the DCGM
+//! client's); [`run`] also starts the Kubernetes outputs when asked (`notify`). The shutdown is
+//! bounded by one grace from the signal (`serve::SHUTDOWN_GRACE`), whatever NVML is doing: a
+//! sampler still inside it after the drain (`serve::SHUTDOWN_DRAIN`) is left behind, and
+//! [`Exit::Now`] tells `main` to end with [`leave_now`] rather than through exit handlers that
+//! could wait on it; the [`exit::guard`] ends the process at the grace if even that cannot run.
+//! This module must not parse flags, read NVML itself or decide exit codes: it returns an error or
+//! an [`Exit`], and `main` turns it into one.
 
 pub mod exit;
 pub mod pipeline;

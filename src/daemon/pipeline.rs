@@ -1,5 +1,6 @@
 //! What runs between a validated configuration and the HTTP server: the sampler (NVML loader,
-//! reader, attribution) and, with `--simulate`, the simulated node and cluster it reads. The
+//! reader, DCGM client, attribution: the API client and HPC job watcher handed to
+//! `attribution::start`, which starts the other sources) and, with `--simulate`, the simulated node and cluster it reads. The
 //! daemon runs it; `gpu-exporter check` ticks the same one.
 //!
 //! It builds and starts; it must not serve HTTP or decide exit codes.

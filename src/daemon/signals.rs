@@ -3,7 +3,7 @@
 //! shutdown signals (SIGTERM, Ctrl-C) the HTTP server waits for.
 //!
 //! SIGUSR1, SIGUSR2 and SIGALRM, which a DaemonSet's container may receive, are logged and
-//! ignored once logging is up ([`log_stray_signals`]); SIGHUP is the counters reload, once the
+//! ignored once logging is up (`log_stray_signals`); SIGHUP is the counters reload, once the
 //! file is known. A signal that arrives before its listener runs is kept for it (tokio keeps one
 //! per kind). This file must not decide what a signal does beyond logging it: the reload is the
 //! sampler's (`sampler::reload`), the shutdown the daemon's.

@@ -4,7 +4,7 @@
 //! leaves: destroying only the groups would leave the watches behind, on a GPU that has gone
 //! among others.
 //!
-//! Used by `session` (the GPUs' watches) and `switches` (the NVSwitch chips' and ports'). It
+//! Used by `watches` (the GPUs' watches) and `switches` (the NVSwitch chips' and ports'). It
 //! only calls DCGM; which entities and fields to watch is its callers' business, and it must not
 //! log.
 

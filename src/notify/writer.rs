@@ -167,8 +167,8 @@ const REWRITE: Duration = Duration::from_secs(5);
 
 /// Writes the desired conditions whenever they change, retrying a failed write with backoff.
 /// A write that timed out may still be made later by the server, over a newer one: until
-/// [`LATE_WRITES`] has passed since the last such write, the current conditions are written
-/// again every [`REWRITE`] (the same conditions; only `lastHeartbeatTime` moves).
+/// `LATE_WRITES` has passed since the last such write, the current conditions are written
+/// again every `REWRITE` (the same conditions; only `lastHeartbeatTime` moves).
 pub async fn conditions(
     client: kube::Client,
     node: String,

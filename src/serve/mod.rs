@@ -1,5 +1,6 @@
 //! The HTTP server: `/metrics`, `/health`, `/ready`, the landing page `/` and its JSON form
-//! `/status` (both from [`status`], rendered per request from the last snapshot).
+//! `/status` (both from [`status`], built from the last published snapshot at most once per tick
+//! and cached, `pages`).
 //!
 //! Handlers only read the last [`Published`](crate::exposition::publish::Published) value: `/metrics`
 //! returns its cached bytes (gzip when the client accepts it) and never calls NVML, the

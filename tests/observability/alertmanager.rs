@@ -74,75 +74,28 @@ fn slack_stand_in() -> (u16, Arc<Mutex<Vec<Post>>>) {
     (port, posts)
 }
 
-/// The requests of one keep-alive connection (Alertmanager's HTTP client reuses them), one
-/// after the other, until it closes or idles for 5 s. A request without Content-Length is
-/// kept with an empty body and a note in its Content-Type, and the connection closed.
+/// The requests of one keep-alive connection (Alertmanager's HTTP client reuses them)
+/// (`serve_connection`): each POST kept; a request without Content-Length is kept with an
+/// empty body and a note in its Content-Type, and answered 411.
 fn serve_webhook(conn: std::net::TcpStream, posts: &Mutex<Vec<Post>>) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut reader = BufReader::new(conn);
-    loop {
-        let mut request_line = String::new();
-        if !matches!(reader.read_line(&mut request_line), Ok(n) if n > 0) {
-            return;
-        }
-        let mut parts = request_line.split_whitespace();
-        let (method, path) = (
-            parts.next().unwrap_or("").to_owned(),
-            parts.next().unwrap_or("").to_owned(),
-        );
-        let (mut length, mut content_type) = (None::<u64>, String::new());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if !matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
-                return;
-            }
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().ok();
-                } else if k.eq_ignore_ascii_case("content-type") {
-                    content_type = v.trim().to_owned();
-                }
-            }
-        }
-        let Some(length) = length else {
+    serve_connection(conn, |r| {
+        let Some(body) = r.body else {
             posts.lock().unwrap().push(Post {
-                path,
-                content_type: format!("{content_type} (no Content-Length: body not read)"),
+                path: r.path,
+                content_type: format!("{} (no Content-Length: body not read)", r.content_type),
                 body: Vec::new(),
             });
-            let _ = reader
-                .get_mut()
-                .write_all(b"HTTP/1.1 411 Length Required\r\nConnection: close\r\n\r\n");
-            return;
+            return b"HTTP/1.1 411 Length Required\r\nConnection: close\r\n\r\n";
         };
-        let mut body = Vec::new();
-        if !matches!((&mut reader).take(length).read_to_end(&mut body), Ok(n) if n as u64 == length)
-        {
-            return;
-        }
-        if method == "POST" {
+        if r.method == "POST" {
             posts.lock().unwrap().push(Post {
-                path,
-                content_type,
+                path: r.path,
+                content_type: r.content_type,
                 body,
             });
         }
-        if reader
-            .get_mut()
-            .write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok",
-            )
-            .is_err()
-        {
-            return;
-        }
-    }
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+    });
 }
 
 /// What a Slack message says, for the checks: its channel, and each attachment's title and

@@ -35,6 +35,78 @@ pub(crate) fn http_get(
     Ok((code, body))
 }
 
+/// One HTTP/1.1 request a stand-in server read: method, path, Content-Type, and the body
+/// (`None` when the request had no Content-Length: it is not read, and the connection closes
+/// after the answer).
+pub(crate) struct Request {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) content_type: String,
+    pub(crate) body: Option<Vec<u8>>,
+}
+
+/// Serves the requests of one keep-alive connection, one after the other, until it closes or
+/// idles for 5 s: each request read whole is given to `answer`, whose bytes go back.
+pub(crate) fn serve_connection(
+    conn: std::net::TcpStream,
+    mut answer: impl FnMut(Request) -> &'static [u8],
+) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(conn);
+    loop {
+        let mut request_line = String::new();
+        if !matches!(reader.read_line(&mut request_line), Ok(n) if n > 0) {
+            return;
+        }
+        let mut parts = request_line.split_whitespace();
+        let (method, path) = (
+            parts.next().unwrap_or("").to_owned(),
+            parts.next().unwrap_or("").to_owned(),
+        );
+        let (mut length, mut content_type) = (None::<u64>, String::new());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if !matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+                return;
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().ok();
+                } else if k.eq_ignore_ascii_case("content-type") {
+                    content_type = v.trim().to_owned();
+                }
+            }
+        }
+        let body = match length {
+            Some(length) => {
+                let mut body = Vec::new();
+                if !matches!((&mut reader).take(length).read_to_end(&mut body), Ok(n) if n as u64 == length)
+                {
+                    return;
+                }
+                Some(body)
+            }
+            None => None,
+        };
+        let close = body.is_none();
+        let reply = answer(Request {
+            method,
+            path,
+            content_type,
+            body,
+        });
+        if reader.get_mut().write_all(reply).is_err() || close {
+            return;
+        }
+    }
+}
+
 /// What a Prometheus API call said: its `data`, or why not.
 #[derive(Debug)]
 pub(crate) enum ApiError {

@@ -83,45 +83,12 @@ fn accept_all() -> u16 {
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
-            std::thread::spawn(move || drain_requests(conn));
+            std::thread::spawn(move || {
+                serve_connection(conn, |_| b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            });
         }
     });
     port
-}
-
-/// The requests of one keep-alive connection, one after the other, until it closes or idles
-/// for 5 s.
-fn drain_requests(conn: std::net::TcpStream) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut reader = BufReader::new(conn);
-    loop {
-        let (mut length, mut line) = (0u64, String::new());
-        loop {
-            line.clear();
-            if !matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
-                return;
-            }
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':')
-                && k.eq_ignore_ascii_case("content-length")
-            {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let body = std::io::copy(&mut (&mut reader).take(length), &mut std::io::sink());
-        if !matches!(body, Ok(n) if n == length)
-            || reader
-                .get_mut()
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-                .is_err()
-        {
-            return;
-        }
-    }
 }
 
 /// The `remote_write` block to append to the Prometheus configuration: the raw scraped series

@@ -1,4 +1,4 @@
-//! A reflector's failure log ([`FailureLog`]): which failures of a pod or ResourceSlice
+//! A reflector's failure log (`FailureLog`): which failures of a pod or ResourceSlice
 //! watch are warned about (one per cause) and which only go to the debug log, so an outage of
 //! any length is one warning per cause, not one per retry.
 //!

@@ -21,7 +21,7 @@
 //! - a pod without owner references (a bare pod) has no workload.
 //!
 //! Failures (403 without RBAC, an unreachable API server, ...) are counted in
-//! [`SourceStatus::errors`], logged with what failed once per cause ([`super::failure_log::FailureLog`]: a
+//! [`SourceStatus::errors`], logged with what failed once per cause (`failure_log::FailureLog`: a
 //! long outage is one warning, not one per retry), and retried by the watcher with kube's
 //! default backoff; the index keeps its last content meanwhile. Because a re-watch that
 //! succeeds produces no event until an object changes, a one-object list with the same
