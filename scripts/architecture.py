@@ -330,6 +330,7 @@ DOC = "docs/architecture.md"
 # A backticked `a::b…` path, optionally `crate::`-prefixed and followed by `()`.
 DOC_PATH_RE = re.compile(r"^(?:crate::)?([a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)(\(\))?$")
 ITEM_KINDS = r"(?:struct|enum|fn|trait|type|const|static|mod|union)"
+DOC_NAMES_CHECKED = [0]  # for the summary line
 
 
 def module_file(root, path):
@@ -434,7 +435,8 @@ def check_doc(root, layers):
         else:
             text.append("" if fenced else l)
     body = "\n".join(text)
-    for m in re.finditer(r"`([^`]+)`", body):
+    checked = 0
+    for m in re.finditer(r"`([^`\n]+(?:\n[^`\n]+)*)`", body):  # a span ends at a blank line
         span = re.sub(r"\s+", "", m.group(1))
         p = DOC_PATH_RE.match(span)
         if not p:
@@ -443,6 +445,7 @@ def check_doc(root, layers):
         if segs[0] not in tops:
             continue
         line = body.count("\n", 0, m.start()) + 1
+        checked += 1
         want_fn = p.group(2) is not None
         mod = (segs[0],)
         if module_file(root, mod) is None:
@@ -459,6 +462,7 @@ def check_doc(root, layers):
                     f"{DOC}:{line}: `{span}`: no {kind} `{seg}` in {os.path.relpath(module_file(root, mod), root)}"
                 )
             break  # what follows an item (a method, a variant, a field) is not checked
+    DOC_NAMES_CHECKED[0] = checked
     return errors
 
 
@@ -584,7 +588,10 @@ def main():
         print(f"architecture: {len(errors)} problem(s)")
         return 1
     counts = ", ".join(f"{len(load_tree(root, src))} in {src}/" for src in crate_sources(root))
-    print(f"architecture: ok ({counts}; src/main.rs; layers {' < '.join(LAYERS)})")
+    print(
+        f"architecture: ok ({counts}; src/main.rs; layers {' < '.join(LAYERS)}; "
+        f"{DOC}: layer list and {DOC_NAMES_CHECKED[0]} code names)"
+    )
     return 0
 
 
