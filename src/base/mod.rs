@@ -1,4 +1,4 @@
-//! Leaves shared by every layer: the clock, the version, file change stamps, label text, the
+//! Leaves shared by every layer: the clock, Go durations, the version, file change stamps, label text, the
 //! retry backoff, a log that speaks once per cause, the process's own figures, bounded reads of operator-given files, and how
 //! operator-given text (paths, keys) is shown in messages.
 //!
@@ -9,6 +9,7 @@ pub mod backoff;
 pub mod bounded_read;
 pub mod cause_log;
 pub mod clock;
+pub mod duration;
 pub mod file_stamp;
 pub mod label_text;
 pub mod process;

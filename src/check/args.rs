@@ -38,9 +38,8 @@ pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 
 /// `--timeout`'s values: a Go duration (`90s`, `2m`) from 1 s to 1 h.
 fn timeout(v: &str) -> Result<std::time::Duration, String> {
-    let d = go_parse_duration::parse_duration(v)
+    let d = crate::base::duration::parse_go(v)
         .map_err(|_| format!("--timeout takes a duration such as 60s or 2m, not {v}"))?;
-    let d = std::time::Duration::from_nanos(u64::try_from(d).unwrap_or(0));
     if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(3600) {
         return Err(format!("--timeout {v}: must be between 1s and 1h"));
     }

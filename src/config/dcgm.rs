@@ -185,11 +185,8 @@ pub(super) fn options(
     let max_keep_age = match cli.watch_max_keep_age.as_deref().map(str::trim) {
         Some(v) if !v.is_empty() => match v.parse::<u64>() {
             Ok(secs) => Duration::from_secs(secs),
-            Err(_) => go_parse_duration::parse_duration(v)
-                .ok()
-                .and_then(|ns| u64::try_from(ns).ok())
-                .map(Duration::from_nanos)
-                .ok_or_else(|| DcgmConfigError::KeepAge(v.to_owned()))?,
+            Err(_) => crate::base::duration::parse_go(v)
+                .map_err(|_| DcgmConfigError::KeepAge(v.to_owned()))?,
         },
         _ => crate::dcgm::DEFAULT_MAX_KEEP_AGE,
     };

@@ -213,10 +213,9 @@ impl FileSettings {
             return Err(bad(format!("version: {version} is not 1 or 2")));
         }
         let duration = |key: String, v: &str| -> Result<Duration, ConfigFileError> {
-            let ns = go_parse_duration::parse_duration(v)
+            let d = crate::base::duration::parse_go(v)
                 .ok()
-                .and_then(|ns| u64::try_from(ns).ok())
-                .filter(|ns| *ns > 0)
+                .filter(|d| !d.is_zero())
                 .ok_or_else(|| {
                     bad(format!(
                         "{key}: {v:?} is not a positive duration (e.g. 30s, 5m)"
@@ -224,12 +223,12 @@ impl FileSettings {
                 })?;
             // Every interval, whichever key or flag it comes from, has the same minimum and the
             // same message as -c/--collect-interval's.
-            if ns < MIN_INTERVAL_MS * 1_000_000 {
+            if d < Duration::from_millis(MIN_INTERVAL_MS) {
                 return Err(bad(format!(
                     "{key} {v:?}: must be at least {MIN_INTERVAL_MS} (milliseconds)"
                 )));
             }
-            Ok(Duration::from_nanos(ns))
+            Ok(d)
         };
         let patterns = |key: String, globs: &[String]| -> Result<Vec<glob::Pattern>, _> {
             if globs.is_empty() {
@@ -334,11 +333,9 @@ impl FileSettings {
                 note_unknown("sources.dcgm.watch.", w.other);
                 if let Some(v) = w.max_keep_age {
                     let key = "sources.dcgm.watch.maxKeepAge";
-                    let ns = go_parse_duration::parse_duration(&v)
-                        .ok()
-                        .and_then(|ns| u64::try_from(ns).ok())
-                        .ok_or_else(|| bad(format!("{key}: {v:?} is not a duration (e.g. 10m)")))?;
-                    out.watch_max_keep_age = Some(Duration::from_nanos(ns));
+                    let d = crate::base::duration::parse_go(&v)
+                        .map_err(|_| bad(format!("{key}: {v:?} is not a duration (e.g. 10m)")))?;
+                    out.watch_max_keep_age = Some(d);
                 }
                 if let Some(n) = w.max_keep_samples {
                     let key = "sources.dcgm.watch.maxKeepSamples";

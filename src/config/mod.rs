@@ -297,10 +297,7 @@ fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, C
         flag,
         value: value.to_owned(),
     };
-    let ns = go_parse_duration::parse_duration(value).map_err(|_| err())?;
-    u64::try_from(ns)
-        .map(std::time::Duration::from_nanos)
-        .map_err(|_| err())
+    crate::base::duration::parse_go(value).map_err(|_| err())
 }
 
 /// The raw settings, ready for validation: the flags and environment as given, with the

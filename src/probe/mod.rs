@@ -71,13 +71,7 @@ pub struct ProbeArgs {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    go_parse_duration::parse_duration(s)
-        .map_err(|e| format!("{s}: {e:?}"))
-        .and_then(|ns| {
-            u64::try_from(ns)
-                .map(Duration::from_nanos)
-                .map_err(|_| format!("{s}: negative"))
-        })
+    crate::base::duration::parse_go(s).map_err(|e| format!("{s}: {e}"))
 }
 
 /// One check's line: what was checked, and whether it held.
