@@ -6,6 +6,10 @@
 //! rendered must show the pods, the lost GPU, the throttled GPU, the critical GPU and an
 //! unsupported field. The screenshot is kept as `target/test-artifacts/landing.png`.
 //!
+//! The layout is measured too, at 1,280 and 1,920 px wide: no horizontal scrolling, and every
+//! Health cell at least 18 em wide (a probe script, added to a copy of the page, reports what
+//! Chromium laid out); screenshots of both widths are kept next to the first.
+//!
 //! Chromium comes from `$CHROMIUM`, else `chromium` on PATH; without it the test fails unless
 //! `GPU_EXPORTER_SKIP_BROWSER=1` says to skip it.
 #![cfg(feature = "sim")]
@@ -25,6 +29,11 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs headless Chromium on `url` with `mode` (`--dump-dom` or `--screenshot=…`).
 fn run_chromium(bin: &Path, url: &str, mode: &str) -> String {
+    run_chromium_sized(bin, url, mode, "1600,1300")
+}
+
+/// [`run_chromium`] in a window of `size` (`W,H` in CSS pixels).
+fn run_chromium_sized(bin: &Path, url: &str, mode: &str, size: &str) -> String {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(bin)
         .args([
@@ -36,8 +45,8 @@ fn run_chromium(bin: &Path, url: &str, mode: &str) -> String {
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
-            "--window-size=1600,1300",
         ])
+        .arg(format!("--window-size={size}"))
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(mode)
         .arg(url)
@@ -193,6 +202,103 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
         bytes.len()
     );
     eprintln!("landing page screenshot: {}", png.display());
+
+    // The layout at the widths people use: one exporter, both widths.
+    let html = http_get(e.port, "/", &[]).unwrap().text();
+    for width in [1280, 1920] {
+        check_layout(&bin, &html, &url, width, &dir);
+    }
+}
+
+/// The probe added to a copy of the page: what Chromium laid out, as JSON in a `<pre>` that
+/// `--dump-dom` returns. The served page itself has no script.
+const LAYOUT_PROBE: &str = r#"<script>(function () {
+  var d = document.documentElement, cells = [];
+  document.querySelectorAll("td.why").forEach(function (td) {
+    var r = td.getBoundingClientRect();
+    cells.push({ width: r.width, em: parseFloat(getComputedStyle(td).fontSize),
+                 text: td.textContent.slice(0, 40) });
+  });
+  var right = 0;
+  document.querySelectorAll("td,th,table,p,h1,h2,h3").forEach(function (el) {
+    right = Math.max(right, el.getBoundingClientRect().right);
+  });
+  var pre = document.createElement("pre");
+  pre.id = "layout-probe";
+  pre.textContent = JSON.stringify({ innerWidth: window.innerWidth, clientWidth: d.clientWidth,
+                                     scrollWidth: d.scrollWidth, right: right, health: cells });
+  document.body.appendChild(pre);
+})();</script>"#;
+
+/// At `width` px (900 high): the page does not scroll sideways, no cell runs past the right
+/// edge, and every Health cell is at least 18 em wide, so its reasons read as sentences and
+/// are not squeezed to a few words a line. Keeps a screenshot `landing-{width}.png` in `dir`.
+fn check_layout(bin: &Path, html: &str, url: &str, width: u32, dir: &Path) {
+    let size = format!("{width},900");
+    let tmp = tempfile::tempdir().unwrap();
+    let probe = tmp.path().join("landing-probe.html");
+    assert!(html.contains("</body>"));
+    std::fs::write(
+        &probe,
+        html.replacen("</body>", &format!("{LAYOUT_PROBE}</body>"), 1),
+    )
+    .unwrap();
+    let dom = run_chromium_sized(
+        bin,
+        &format!("file://{}", probe.display()),
+        "--dump-dom",
+        &size,
+    );
+    let json = dom
+        .split("<pre id=\"layout-probe\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("the layout probe did not run at {width} px:\n{dom}"))
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let m: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let px = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("no {k} in {m}"));
+    assert_eq!(
+        px("innerWidth"),
+        f64::from(width),
+        "window size not applied: {m}"
+    );
+    // No horizontal overflow: nothing wider than the viewport less its scroll bar.
+    assert!(
+        px("scrollWidth") <= px("clientWidth") && px("clientWidth") <= px("innerWidth"),
+        "the page scrolls sideways at {width} px: {m}"
+    );
+    assert!(
+        px("right") <= px("clientWidth") + 0.5,
+        "a cell runs off the right edge at {width} px: {m}"
+    );
+    let health = m["health"].as_array().unwrap();
+    assert!(health.len() >= 8, "a Health cell per GPU expected: {m}");
+    for cell in health {
+        let (w, em) = (
+            cell["width"].as_f64().unwrap(),
+            cell["em"].as_f64().unwrap(),
+        );
+        assert!(
+            w >= 18.0 * em - 0.5,
+            "a Health cell is {w:.0} px wide at {width} px, under 18 em ({:.0} px): {cell}",
+            18.0 * em
+        );
+    }
+    eprintln!("layout at {width} px: {m}");
+
+    let png = dir.join(format!("landing-{width}.png"));
+    let _ = std::fs::remove_file(&png);
+    run_chromium_sized(bin, url, &format!("--screenshot={}", png.display()), &size);
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+        "screenshot {} is not a picture of the page ({} bytes)",
+        png.display(),
+        bytes.len()
+    );
+    eprintln!("landing page screenshot at {width} px: {}", png.display());
 }
 
 /// `/status` is the same diagnosis as JSON, and a page view costs nothing on `/metrics`' path.

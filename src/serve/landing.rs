@@ -27,7 +27,8 @@ fn esc(s: &str) -> String {
     out
 }
 
-/// A ten-cell text bar with the value after it: `[######····] 61 %`.
+/// A ten-cell text bar with the value after it: `[######····] 61 %`. The bar and the value
+/// each stay on one line; where the column is narrow the value goes under the bar.
 fn bar(fraction: f64, text: &str) -> String {
     let f = if fraction.is_finite() {
         fraction.clamp(0.0, 1.0)
@@ -43,7 +44,7 @@ fn bar(fraction: f64, text: &str) -> String {
         "lo"
     };
     format!(
-        "<span class=\"nw\"><span class=\"bar {class}\">[{}{}]</span> {}</span>",
+        "<span class=\"bar {class}\">[{}{}]</span> <span class=\"nw\">{}</span>",
         "#".repeat(full),
         "·".repeat(10 - full),
         esc(text)
@@ -127,7 +128,7 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
     };
     let _ = write!(
         out,
-        "<tr class=\"gpu\"><td>GPU {}</td><td>{}<br><small>{}</small></td><td>{state}</td><td>{}</td>",
+        "<tr class=\"gpu\"><td>GPU {}</td><td>{}<br><small>{}</small></td><td>{state}</td><td class=\"who\">{}</td>",
         g.gpu,
         esc(&g.model),
         esc(&g.uuid),
@@ -146,8 +147,8 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
                 memory_cell(r),
                 match (r.temp_c, r.temp_slowdown_c) {
                     (Some(t), Some(l)) => format!(
-                        "<span class=\"nw{}\">{} / {} °C</span>",
-                        if t >= l { " critical" } else { "" },
+                        "<span class=\"{}\"><span class=\"nw\">{} /</span> <span class=\"nw\">{} °C</span></span>",
+                        if t >= l { "critical" } else { "t" },
                         num(t),
                         num(l)
                     ),
@@ -167,7 +168,7 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
     for i in &g.instances {
         let _ = writeln!(
             out,
-            "<tr class=\"mig\"><td>&nbsp;&nbsp;└ MIG {} (GI {})</td><td><small>{}</small></td><td><b class=\"{}\">{}</b></td><td>{}</td><td>{}</td><td>{}</td><td></td><td></td><td></td></tr>",
+            "<tr class=\"mig\"><td>&nbsp;&nbsp;└ MIG {} (GI {})</td><td><small>{}</small></td><td><b class=\"{}\">{}</b></td><td class=\"who\">{}</td><td>{}</td><td>{}</td><td></td><td></td><td></td></tr>",
             esc(&i.profile),
             i.gpu_instance_id,
             esc(&i.uuid),
@@ -181,10 +182,17 @@ fn gpu_rows(out: &mut String, g: &GpuStatus) {
     }
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin-bottom:1em}\
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#eee}\
-.bar{font-family:monospace}.bar.lo{color:#2a7}.bar.mid{color:#c80}.bar.hi{color:#c22}\
-.ok{color:#2a7}.warning{color:#c80}.critical{color:#c22}.na{color:#999}.why{max-width:28em}\
+/// The layout must read at 1,280 px and wider without a horizontal scroll bar
+/// (tests/landing_browser.rs measures it): the Health cell keeps at least 18 em so that its
+/// reasons read as sentences, and the other columns give way instead: a bar's value wraps
+/// under its bar, a temperature after its slash, a pod name longer than 10 em inside its
+/// cell, the holders' header at its slashes. Auto table layout keeps every column at its
+/// natural width when there is room.
+const STYLE: &str = "body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin-bottom:1em}\
+td,th{border:1px solid #ccc;padding:4px 6px;text-align:left;vertical-align:top}th{background:#eee}\
+.bar{font-family:monospace;white-space:nowrap}.bar.lo{color:#2a7}.bar.mid{color:#c80}.bar.hi{color:#c22}\
+.ok{color:#2a7}.warning{color:#c80}.critical{color:#c22}.na{color:#999}\
+.why{min-width:18em;max-width:28em}.who{min-width:10em;overflow-wrap:anywhere}\
 tr.mig td{background:#fafafa}small{color:#666}.nw{white-space:nowrap}";
 
 /// Renders the page.
@@ -237,7 +245,7 @@ pub fn render(s: &NodeStatus) -> String {
     }
     out.push_str("<p><a href=\"/metrics\">/metrics</a> · <a href=\"/status\">/status</a> (this page as JSON) · <a href=\"/health\">/health</a> · <a href=\"/ready\">/ready</a></p>");
 
-    out.push_str("<h2>GPUs</h2><table><tr><th>GPU</th><th>Model / UUID</th><th>State</th><th>Held by (namespace/pod/container)</th><th>Utilization</th><th>Memory</th><th>Temp / slowdown</th><th>Power / limit</th><th>Health</th></tr>\n");
+    out.push_str("<h2>GPUs</h2><table><tr><th>GPU</th><th>Model / UUID</th><th>State</th><th>Held by (namespace/<wbr>pod/<wbr>container)</th><th>Utilization</th><th>Memory</th><th>Temp / slowdown</th><th>Power / limit</th><th>Health</th></tr>\n");
     for g in &s.gpus {
         gpu_rows(&mut out, g);
     }
@@ -361,7 +369,9 @@ mod tests {
         assert!(bar(1.7, "x").contains("[##########]"));
         assert!(bar(-1.0, "x").contains("[··········]"));
         assert!(bar(f64::NAN, "x").contains("[··········]"));
-        assert!(bar(0.5, "<b>").contains("[#####·····]</span> &lt;b&gt;"));
+        assert!(
+            bar(0.5, "<b>").contains("[#####·····]</span> <span class=\"nw\">&lt;b&gt;</span>")
+        );
         assert_eq!(utc_time(1_795_578_824.2), "03:53:44");
         assert_eq!(utc_time(f64::NAN), "00:00:00");
     }
