@@ -93,7 +93,10 @@
 //! [`lookup`]: crate::catalogue::lookup
 //! [`same_reading`]: crate::catalogue::same_reading
 
+mod counter_set;
 pub mod csv;
+mod csv_rows;
+mod csv_scan;
 mod field;
 mod legacy;
 pub mod profile;

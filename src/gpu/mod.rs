@@ -12,6 +12,7 @@ pub mod plan;
 pub mod processes;
 pub mod reader;
 pub mod selection;
+mod selection_grammar;
 pub mod switch_selection;
 mod text;
 pub mod trial;

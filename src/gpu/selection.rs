@@ -1,19 +1,11 @@
-//! Device selection: the `-d/--devices` grammar → [`DeviceSelection`].
+//! Device selection: the model of which GPUs and MIG instances to export
+//! ([`DeviceSelection`]), built from a `-d/--devices` value.
 //!
-//! The grammar is dcgm-exporter's (`f`, `g[:LIST]`, `i[:LIST]`), extended so that one value
-//! may hold several specs (dcgm-exporter accepts only one):
-//!
-//! - `f` (flex, the default): every GPU and every MIG instance on it.
-//! - `g` or `g:LIST`: physical GPUs (their own series). LIST holds GPU indices and ranges,
-//!   e.g. `0,2-4`.
-//! - `i` or `i:LIST`: MIG GPU instances. Items: `G` (every instance on GPU G), `G-H` (every
-//!   instance on GPUs G..=H), `G.I` (GPU instance id I on GPU G, the NVML id written in the
-//!   `GPU_I_ID` label) and `G.I-J` (instance ids I..=J on GPU G).
-//!
-//! Specs follow one another after `,`, `;` or whitespace: a token that starts with a letter
-//! starts a new spec, a bare numeric token after a `,` continues the current list. So
-//! `g:0,1,i:2.7-9,3` selects GPUs 0 and 1, instances 7 to 9 of GPU 2 and every instance of
-//! GPU 3. The result is the union of the specs; `f` with anything is `f`.
+//! The value is read by the grammar in `selection_grammar` (`f`, `g[:LIST]`, `i[:LIST]`,
+//! several specs per value; its header describes it), which hands this module one item at a
+//! time; the result is the union of the specs, and `f` with anything is `f`. This module owns what the
+//! items mean for GPUs and MIG instances, the bounds on their numbers ([`MAX_GPU`],
+//! [`MAX_GPU_INSTANCE`]) and the start-up description; it must not parse text itself.
 //!
 //! The selection is parsed once at start-up into bit masks and a short sorted list of
 //! instance ranges, so the per-tick queries ([`DeviceSelection::wants_gpu`],
@@ -21,6 +13,9 @@
 //! Errors name the flag and quote the offending token.
 
 use std::fmt::Write as _;
+
+pub use super::selection_grammar::{DeviceSpecError, SpecProblem};
+use super::selection_grammar::{InstanceRange, Item, Limits, SYNTAX_LIMITS, parse_items};
 
 /// Highest GPU index (NVML enumerates at most 64 devices).
 pub const MAX_GPU: u32 = 63;
@@ -66,136 +61,16 @@ impl GpuSet {
     }
 }
 
-/// GPU instance ids `first..=last` on GPU `gpu`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct InstanceRange {
-    pub(super) gpu: u32,
-    pub(super) first: u32,
-    pub(super) last: u32,
-}
-
-/// One parsed item of a device value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Item {
-    /// `f`.
-    Flex,
-    /// `g` without a list.
-    AllGpus,
-    /// `g:` list item: GPUs `.0..=.1`.
-    Gpus(u32, u32),
-    /// `i` without a list.
-    AllInstances,
-    /// `i:` list item `G` or `G-H`: every instance on GPUs `.0..=.1`.
-    InstancesOn(u32, u32),
-    /// `i:` list item `G.I` or `G.I-J`.
-    Instances(InstanceRange),
-}
-
-/// Bounds on the numbers of a value.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
-    gpu: u32,
-    instance: u32,
-}
-
 /// The bounds of `-d/--devices`.
 const DEVICE_LIMITS: Limits = Limits {
     gpu: MAX_GPU,
     instance: MAX_GPU_INSTANCE,
 };
 
-/// The bounds of a syntax-only check: the flag's entities are not GPUs (`-s`, `-p`).
-pub(super) const SYNTAX_LIMITS: Limits = Limits {
-    gpu: u32::MAX,
-    instance: u32::MAX,
-};
-
-const EXPECTED_SPEC: &str = "expected f, g[:LIST] or i[:LIST], e.g. g:0,2-4";
-
 impl Default for DeviceSelection {
     fn default() -> Self {
         Self::all()
     }
-}
-
-/// A device-selection value that does not parse: the flag, the value as given and what is
-/// wrong with it (`-d/--devices "g:1-x": "1-x" is not a GPU index …`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{flag} {value:?}: {problem}")]
-pub struct DeviceSpecError {
-    /// The flag, e.g. `-d/--devices`.
-    pub flag: String,
-    /// The value as given.
-    pub value: String,
-    /// What is wrong, naming the item.
-    pub problem: SpecProblem,
-}
-
-/// What is wrong with a device value; each message quotes the offending token. The fields
-/// are the tokens as written (`tok`, `item`, `prev`, `spec`, `kind`) and the numbers involved.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[allow(missing_docs)]
-pub enum SpecProblem {
-    /// Nothing but separators.
-    #[error("empty value ({})", EXPECTED_SPEC)]
-    Empty,
-    /// A `,` with no item before it.
-    #[error("empty item before {tok:?}")]
-    EmptyItemBefore { tok: String },
-    /// A `,` with no item after it.
-    #[error("empty item after {prev:?}")]
-    EmptyItemAfter { prev: String },
-    /// Two separators with no item between them.
-    #[error("empty item between {prev:?} and {tok:?}")]
-    EmptyItemBetween { prev: String, tok: String },
-    /// `f:LIST`.
-    #[error(
-        "{tok:?}: f takes no list (f is every GPU and MIG instance; use g:LIST or i:LIST to choose)"
-    )]
-    FlexTakesNoList { tok: String },
-    /// `g:` or `i:` with nothing after the colon.
-    #[error("{tok:?} has an empty list (expected e.g. {kind}:0,2-4, or {kind} alone for all)")]
-    EmptyList { tok: String, kind: String },
-    /// A spec type other than `f`, `g` or `i`.
-    #[error(
-        "{tok:?} is not a device spec: unknown type {kind:?} ({})",
-        EXPECTED_SPEC
-    )]
-    UnknownType { tok: String, kind: String },
-    /// A list item that is not after a `,`.
-    #[error(
-        "{tok:?} does not start a device spec ({}; separate list items with \",\")",
-        EXPECTED_SPEC
-    )]
-    NotASpec { tok: String },
-    /// A list item before any spec.
-    #[error("{tok:?} does not start a device spec ({})", EXPECTED_SPEC)]
-    NoSpecYet { tok: String },
-    /// A list item after a spec that takes no list.
-    #[error("{tok:?} follows {spec:?}, which has no list (write e.g. g:0,1 or i:0.1)")]
-    FollowsNoList { tok: String, spec: String },
-    /// A GPU index or instance id over its limit.
-    #[error("{item:?}: {what} {n} is out of range (0 to {max})")]
-    OutOfRange {
-        item: String,
-        what: &'static str,
-        n: String,
-        max: u32,
-    },
-    /// `b-a` with `b > a`; `fix` is the range written the right way round.
-    #[error("{item:?} is a descending range (write {fix})")]
-    Descending { item: String, fix: String },
-    /// A `G.I` item in a `g:` list.
-    #[error("{item:?} is a MIG instance, not a GPU (g: lists take GPU indices; use i:{item})")]
-    InstanceInGpuList { item: String },
-    /// A `g:` item that is not an index or range.
-    #[error("{item:?} is not a GPU index or range (expected e.g. 0,2-4)")]
-    NotGpuItem { item: String },
-    /// An `i:` item of none of the accepted forms.
-    #[error(
-        "{item:?} is not a MIG instance item (expected G, G-H, G.I or G.I-J: GPU index G, GPU instance id I, e.g. 0,2.1-3)"
-    )]
-    NotInstanceItem { item: String },
 }
 
 impl DeviceSelection {
@@ -378,217 +253,6 @@ fn write_mask(out: &mut String, mask: u64) {
     }
 }
 
-fn is_sep(c: char) -> bool {
-    c == ',' || c == ';' || c.is_whitespace()
-}
-
-/// The spec the next bare numeric token would continue.
-#[derive(Clone, Copy)]
-enum Current<'a> {
-    /// No spec yet.
-    None,
-    /// A spec without a list (`f`, `g`, `i`): the token as written.
-    NoList(&'a str),
-    /// A `g:` list.
-    GpuList,
-    /// An `i:` list.
-    InstanceList,
-}
-
-/// Splits `value` into specs and list items and hands each item to `sink`.
-pub(super) fn parse_items(
-    flag: &str,
-    value: &str,
-    limits: Limits,
-    mut sink: impl FnMut(Item),
-) -> Result<(), DeviceSpecError> {
-    let err = |problem: SpecProblem| DeviceSpecError {
-        flag: flag.to_owned(),
-        value: value.to_owned(),
-        problem,
-    };
-    if !value.contains(|c: char| !is_sep(c)) {
-        return Err(err(SpecProblem::Empty));
-    }
-    let mut rest = value;
-    let mut prev: Option<&str> = None;
-    let mut current = Current::None;
-    loop {
-        let tok_start = rest.find(|c: char| !is_sep(c)).unwrap_or(rest.len());
-        let sep = &rest[..tok_start];
-        rest = &rest[tok_start..];
-        let tok_end = rest.find(is_sep).unwrap_or(rest.len());
-        let tok = &rest[..tok_end];
-        rest = &rest[tok_end..];
-
-        let commas = sep.matches(',').count();
-        if commas > 1 || (commas == 1 && (sep.contains(';') || prev.is_none() || tok.is_empty())) {
-            return Err(err(match (prev, tok.is_empty()) {
-                (None, _) => SpecProblem::EmptyItemBefore { tok: tok.into() },
-                (Some(p), true) => SpecProblem::EmptyItemAfter { prev: p.into() },
-                (Some(p), false) => SpecProblem::EmptyItemBetween {
-                    prev: p.into(),
-                    tok: tok.into(),
-                },
-            }));
-        }
-        if tok.is_empty() {
-            return Ok(());
-        }
-        let after_comma = commas == 1;
-        prev = Some(tok);
-
-        if tok.starts_with(|c: char| c.is_ascii_alphabetic()) {
-            let (kind, list) = match tok.split_once(':') {
-                Some((k, l)) => (k, Some(l)),
-                None => (tok, None),
-            };
-            match (kind, list) {
-                ("f", None) => {
-                    sink(Item::Flex);
-                    current = Current::NoList(tok);
-                }
-                ("f", Some(_)) => {
-                    return Err(err(SpecProblem::FlexTakesNoList { tok: tok.into() }));
-                }
-                ("g", None) => {
-                    sink(Item::AllGpus);
-                    current = Current::NoList(tok);
-                }
-                ("i", None) => {
-                    sink(Item::AllInstances);
-                    current = Current::NoList(tok);
-                }
-                ("g" | "i", Some("")) => {
-                    return Err(err(SpecProblem::EmptyList {
-                        tok: tok.into(),
-                        kind: kind.into(),
-                    }));
-                }
-                ("g", Some(item)) => {
-                    sink(gpu_item(item, limits).map_err(err)?);
-                    current = Current::GpuList;
-                }
-                ("i", Some(item)) => {
-                    sink(instance_item(item, limits).map_err(err)?);
-                    current = Current::InstanceList;
-                }
-                _ => {
-                    return Err(err(SpecProblem::UnknownType {
-                        tok: tok.into(),
-                        kind: kind.into(),
-                    }));
-                }
-            }
-            continue;
-        }
-
-        if !after_comma {
-            return Err(err(SpecProblem::NotASpec { tok: tok.into() }));
-        }
-        match current {
-            Current::GpuList => sink(gpu_item(tok, limits).map_err(err)?),
-            Current::InstanceList => sink(instance_item(tok, limits).map_err(err)?),
-            Current::NoList(spec) => {
-                return Err(err(SpecProblem::FollowsNoList {
-                    tok: tok.into(),
-                    spec: spec.into(),
-                }));
-            }
-            Current::None => {
-                return Err(err(SpecProblem::NoSpecYet { tok: tok.into() }));
-            }
-        }
-    }
-}
-
-/// The digits of a decimal number as written; `None` when `s` is not all digits.
-fn number(s: &str) -> Option<&str> {
-    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)
-}
-
-/// The number `digits` if it is at most `max`; `what` names it in the message, which quotes
-/// the digits as written (a number past any integer type is out of range, never wrapped).
-fn bounded(item: &str, digits: &str, max: u32, what: &'static str) -> Result<u32, SpecProblem> {
-    digits
-        .parse::<u32>()
-        .ok()
-        .filter(|&n| n <= max)
-        .ok_or_else(|| SpecProblem::OutOfRange {
-            item: item.into(),
-            what,
-            n: digits.into(),
-            max,
-        })
-}
-
-/// `a` or `a-b` of GPU indices; `None` when not of that form.
-fn gpu_range(item: &str, limits: Limits) -> Option<Result<(u32, u32), SpecProblem>> {
-    let (a, b) = match item.split_once('-') {
-        Some((a, b)) => (number(a)?, number(b)?),
-        None => {
-            let a = number(item)?;
-            (a, a)
-        }
-    };
-    Some((|| {
-        let a = bounded(item, a, limits.gpu, "GPU index")?;
-        let b = bounded(item, b, limits.gpu, "GPU index")?;
-        if a > b {
-            return Err(SpecProblem::Descending {
-                item: item.into(),
-                fix: format!("{b}-{a}"),
-            });
-        }
-        Ok((a, b))
-    })())
-}
-
-/// An item of a `g:` list.
-fn gpu_item(item: &str, limits: Limits) -> Result<Item, SpecProblem> {
-    if let Some((g, _)) = item.split_once('.')
-        && number(g).is_some()
-    {
-        return Err(SpecProblem::InstanceInGpuList { item: item.into() });
-    }
-    match gpu_range(item, limits) {
-        Some(r) => r.map(|(a, b)| Item::Gpus(a, b)),
-        None => Err(SpecProblem::NotGpuItem { item: item.into() }),
-    }
-}
-
-/// An item of an `i:` list: `G`, `G-H`, `G.I` or `G.I-J`.
-fn instance_item(item: &str, limits: Limits) -> Result<Item, SpecProblem> {
-    let invalid = || SpecProblem::NotInstanceItem { item: item.into() };
-    let Some((g, ids)) = item.split_once('.') else {
-        return match gpu_range(item, limits) {
-            Some(r) => r.map(|(a, b)| Item::InstancesOn(a, b)),
-            None => Err(invalid()),
-        };
-    };
-    let gpu = number(g).ok_or_else(invalid)?;
-    let (first, last) = match ids.split_once('-') {
-        Some((a, b)) => (
-            number(a).ok_or_else(invalid)?,
-            number(b).ok_or_else(invalid)?,
-        ),
-        None => {
-            let a = number(ids).ok_or_else(invalid)?;
-            (a, a)
-        }
-    };
-    let gpu = bounded(item, gpu, limits.gpu, "GPU index")?;
-    let first = bounded(item, first, limits.instance, "GPU instance id")?;
-    let last = bounded(item, last, limits.instance, "GPU instance id")?;
-    if first > last {
-        return Err(SpecProblem::Descending {
-            item: item.into(),
-            fix: format!("{gpu}.{last}-{first}"),
-        });
-    }
-    Ok(Item::Instances(InstanceRange { gpu, first, last }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,22 +261,6 @@ mod tests {
 
     fn sel(v: &str) -> DeviceSelection {
         DeviceSelection::parse(D, v).unwrap_or_else(|e| panic!("{v:?}: {e}"))
-    }
-
-    fn err(v: &str) -> String {
-        match DeviceSelection::parse(D, v) {
-            Ok(s) => panic!("{v:?} parsed as {s:?}"),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    /// Asserts that the error for `v` names the flag, quotes the value and contains `parts`.
-    fn assert_err(v: &str, parts: &[&str]) {
-        let e = err(v);
-        assert!(e.starts_with(&format!("{D} {v:?}: ")), "{v:?}: {e}");
-        for p in parts {
-            assert!(e.contains(p), "{v:?}: {e:?} lacks {p:?}");
-        }
     }
 
     fn gpus_of(s: &DeviceSelection) -> Vec<u32> {
@@ -800,161 +448,6 @@ mod tests {
                 "{v:?} wants_instance({gpu}, {gi})"
             );
             assert_eq!(s.touches(gpu), t, "{v:?} touches({gpu})");
-        }
-    }
-
-    #[test]
-    fn empty_values() {
-        assert_err("", &["empty value", "expected f, g[:LIST] or i[:LIST]"]);
-        assert_err("   ", &["empty value"]);
-        assert_err(" ; ", &["empty value"]);
-        assert_err("g:", &["\"g:\" has an empty list", "g:0,2-4"]);
-        assert_err("i:", &["\"i:\" has an empty list", "i:0,2-4"]);
-        assert_err("g:0,i:", &["\"i:\" has an empty list"]);
-    }
-
-    #[test]
-    fn empty_items() {
-        assert_err("g:0,,1", &["empty item between \"g:0\" and \"1\""]);
-        assert_err("g:1,2, ,3", &["empty item between \"2\" and \"3\""]);
-        assert_err(",", &["empty value"]);
-        assert_err("g:0,", &["empty item after \"g:0\""]);
-        assert_err(",g:0", &["empty item before \"g:0\""]);
-        assert_err("g:0,;i", &["empty item between \"g:0\" and \"i\""]);
-    }
-
-    #[test]
-    fn unknown_letters() {
-        assert_err("x", &["\"x\" is not a device spec", "unknown type \"x\""]);
-        assert_err(
-            "G:0",
-            &["unknown type \"G\"", "expected f, g[:LIST] or i[:LIST]"],
-        );
-        assert_err(
-            "gpu:0",
-            &["\"gpu:0\" is not a device spec", "unknown type \"gpu\""],
-        );
-        assert_err("g:0,x:1", &["\"x:1\"", "unknown type \"x\""]);
-        assert_err("f:0", &["\"f:0\": f takes no list"]);
-    }
-
-    #[test]
-    fn stray_numbers() {
-        assert_err("0", &["\"0\" does not start a device spec"]);
-        assert_err(
-            "g:0 1",
-            &["\"1\" does not start a device spec", "separate list items"],
-        );
-        assert_err("g:0;1", &["\"1\" does not start a device spec"]);
-        assert_err("g,0", &["\"0\" follows \"g\", which has no list"]);
-        assert_err("f,1", &["\"1\" follows \"f\", which has no list"]);
-        assert_err("i:1,g,2", &["\"2\" follows \"g\""]);
-    }
-
-    #[test]
-    fn malformed_items() {
-        assert_err(
-            "g:1-x",
-            &["\"1-x\" is not a GPU index or range (expected e.g. 0,2-4)"],
-        );
-        assert_eq!(
-            err("g:1-x"),
-            "-d/--devices \"g:1-x\": \"1-x\" is not a GPU index or range (expected e.g. 0,2-4)"
-        );
-        for v in ["g:-1", "g:1-", "g:+1", "g:0:1", "g:1-2-3", "g:a", "g:0,0x1"] {
-            assert_err(v, &["is not a GPU index or range"]);
-        }
-        for v in [
-            "i:1.",
-            "i:.1",
-            "i:1.x",
-            "i:1.2.3",
-            "i:1-2.3",
-            "i:1.2-",
-            "i:x",
-            "i:1.2-1.3",
-        ] {
-            assert_err(v, &["is not a MIG instance item", "G.I-J"]);
-        }
-    }
-
-    #[test]
-    fn descending_ranges() {
-        assert_err("g:4-2", &["\"4-2\" is a descending range", "2-4"]);
-        assert_err("i:4-2", &["\"4-2\" is a descending range"]);
-        assert_err("i:1.9-7", &["\"1.9-7\" is a descending range", "1.7-9"]);
-    }
-
-    #[test]
-    fn out_of_range() {
-        assert_err("g:64", &["\"64\": GPU index 64 is out of range (0 to 63)"]);
-        assert_err("g:0-64", &["\"0-64\": GPU index 64 is out of range"]);
-        assert_err(
-            "g:99999999999999999999999",
-            &[
-                "\"99999999999999999999999\": GPU index 99999999999999999999999 is out of range (0 to 63)",
-            ],
-        );
-        // Past u64: quoted as written, never wrapped to 18446744073709551615.
-        let e = err("g:99999999999999999999");
-        assert!(
-            e.starts_with("-d/--devices \"g:99999999999999999999\": ")
-                && e.contains("GPU index 99999999999999999999 is out of range")
-                && !e.contains("18446744073709551615"),
-            "{e}"
-        );
-        assert_err(
-            "i:0.4294967296",
-            &["GPU instance id 4294967296 is out of range (0 to 255)"],
-        );
-        assert_err("i:64", &["GPU index 64 is out of range"]);
-        assert_err("i:64.1", &["GPU index 64 is out of range"]);
-        assert_err(
-            "i:0.256",
-            &["\"0.256\": GPU instance id 256 is out of range (0 to 255)"],
-        );
-        assert_err("i:0.1-300", &["GPU instance id 300 is out of range"]);
-    }
-
-    #[test]
-    fn instance_in_a_gpu_list() {
-        assert_err(
-            "g:2.1",
-            &["\"2.1\" is a MIG instance, not a GPU", "use i:2.1"],
-        );
-        assert_err("g:0,2.1-3", &["\"2.1-3\" is a MIG instance", "use i:2.1-3"]);
-    }
-
-    #[test]
-    fn other_flags_are_named() {
-        let e = DeviceSelection::parse("-s/--switch-devices", "q")
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("-s/--switch-devices \"q\": "), "{e}");
-    }
-
-    #[test]
-    fn syntax_check_skips_gpu_bounds() {
-        for v in ["f", "g", "i", "g:0-127", "i:0,200-511", "g:0;i:3"] {
-            assert_eq!(
-                DeviceSelection::check_syntax("-p/--cpu-devices", v),
-                Ok(()),
-                "{v:?}"
-            );
-        }
-        for (v, part) in [
-            ("", "empty value"),
-            ("g:", "empty list"),
-            ("g:4-2", "descending"),
-            ("x", "unknown type"),
-            ("g:1-x", "not a GPU index"),
-            ("g:99999999999", "out of range"),
-        ] {
-            let e = DeviceSelection::check_syntax("-p/--cpu-devices", v)
-                .unwrap_err()
-                .to_string();
-            assert!(e.starts_with("-p/--cpu-devices "), "{e}");
-            assert!(e.contains(part), "{v:?}: {e}");
         }
     }
 }

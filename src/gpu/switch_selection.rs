@@ -1,5 +1,5 @@
 //! `-s/--switch-devices` as a selection of NVSwitches and their ports, in the grammar of
-//! `-d/--devices` (`selection`'s parser): `f` every switch and every up port; `g` every switch,
+//! `-d/--devices` (`selection_grammar`): `f` every switch and every up port; `g` every switch,
 //! `g:LIST` the switches with those DCGM ids; `i` every port, `i:LIST` the ports with those
 //! indices on each chosen switch, `i:S.P` (or `S.P-Q`) ports of switch S only. Each axis
 //! narrows on its own: a value with no `g` item keeps every switch, one with no `i` item
@@ -8,7 +8,7 @@
 //! Pure data and parsing; it must not know which switches exist (the DCGM client compares the
 //! selection with what its hostengine lists, and says what it names that is not there).
 
-use super::selection::{DeviceSpecError, Item, SYNTAX_LIMITS, parse_items};
+use super::selection_grammar::{DeviceSpecError, Item, SYNTAX_LIMITS, parse_items};
 
 /// Inclusive ranges of ids.
 type Ranges = Vec<(u32, u32)>;
