@@ -9,6 +9,7 @@
 //! `exposition::filter`'s. It must not read files or touch NVML.
 
 use super::cli::Cli;
+use super::origin::FileMerge;
 use crate::catalogue::csv::CounterSet;
 use crate::catalogue::profile::Profile;
 use crate::exposition::filter::{
@@ -49,28 +50,16 @@ fn slot<'a>(cli: &'a mut Cli, flag: &str) -> Option<&'a mut Option<String>> {
     }
 }
 
-/// Merges the file's `metrics.*` controls into the flags no flag or variable gave; returns
-/// (flag, file key) of each value taken from the file.
-pub(super) fn merge_file(
-    cli: &mut Cli,
-    entries: Vec<(&'static str, String)>,
-    overridden: &dyn Fn(&str, &str) -> String,
-    notes: &mut Vec<String>,
-) -> Vec<(&'static str, &'static str)> {
-    let mut from_file = Vec::new();
+/// Merges the file's `metrics.*` controls into the flags no flag or variable gave, by the
+/// merge's rule (which records each value taken from the file, for [`controls`]' `origin`).
+pub(super) fn merge_file(cli: &mut Cli, entries: Vec<(&'static str, String)>, m: &mut FileMerge) {
     for (key, value) in entries {
         let Some(&(flag, _)) = KEYS.iter().find(|(_, k)| *k == key) else {
             continue;
         };
         let Some(s) = slot(cli, flag) else { continue };
-        if s.is_some() {
-            notes.push(overridden(key, flag));
-        } else {
-            *s = Some(value);
-            from_file.push((flag, key));
-        }
+        m.fill(s, Some(value), key, flag);
     }
-    from_file
 }
 
 /// The validated controls: (the filter, the label limit, whether the exporter's own GPU

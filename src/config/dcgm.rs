@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::Cli;
+use super::origin::FileMerge;
 use crate::base::bounded_read::{ReadError, refuse_not_regular};
 
 /// A DCGM setting that cannot be used; each names its flag.
@@ -110,30 +111,25 @@ fn dcgm_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, DcgmConfigError> 
     Ok(Some(p.clone()))
 }
 
-/// The file's `sources.dcgm.watch` limits (keep age, keep samples) into the flags no flag or variable gave; a given
-/// flag wins, and `overridden` words the note that says so.
+/// The file's `sources.dcgm.watch` limits (keep age, keep samples) into the flags no flag or
+/// variable gave, by the merge's rule (a given flag wins, and a note says so).
 pub(super) fn merge_file(
     cli: &mut Cli,
     (keep_age, keep_samples): (Option<Duration>, Option<u32>),
-    overridden: &dyn Fn(&str, &str) -> String,
-    notes: &mut Vec<String>,
+    m: &mut FileMerge,
 ) {
-    if let Some(age) = keep_age {
-        if cli.watch_max_keep_age.is_some() {
-            let key = "sources.dcgm.watch.maxKeepAge";
-            notes.push(overridden(key, "--watch-max-keep-age"));
-        } else {
-            cli.watch_max_keep_age = Some(format!("{}ms", age.as_millis()));
-        }
-    }
-    if let Some(n) = keep_samples {
-        if cli.watch_max_keep_samples.is_some() {
-            let key = "sources.dcgm.watch.maxKeepSamples";
-            notes.push(overridden(key, "--watch-max-keep-samples"));
-        } else {
-            cli.watch_max_keep_samples = Some(n.to_string());
-        }
-    }
+    m.fill(
+        &mut cli.watch_max_keep_age,
+        keep_age.map(|age| format!("{}ms", age.as_millis())),
+        "sources.dcgm.watch.maxKeepAge",
+        "--watch-max-keep-age",
+    );
+    m.fill(
+        &mut cli.watch_max_keep_samples,
+        keep_samples.map(|n| n.to_string()),
+        "sources.dcgm.watch.maxKeepSamples",
+        "--watch-max-keep-samples",
+    );
 }
 
 /// The DCGM client's settings: `--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*`; the

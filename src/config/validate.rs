@@ -1,0 +1,459 @@
+//! From the merged [`Settings`] to one validated [`Config`] ([`Settings::validate`], and
+//! [`Cli::validate`], which merges `--config-file` first): every value checked once, with the
+//! same bounds and messages whatever its source (errors name the flag, or the file and key:
+//! [`Settings::origin_of`]), defaults filled in, and the components' settings built where they
+//! are validated (the DCGM client's by `dcgm.rs`, attribution's by `kube.rs`, the cardinality
+//! controls by `cardinality.rs`).
+//!
+//! It must not read the configuration file (merged before, by `merge.rs`) or the counters
+//! (loaded after, by `counters.rs`), and must not touch NVML or the network: the one file
+//! system access is the `stat` of `--nvml-lib` (and `--dcgm-lib`, in `dcgm.rs`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{
+    Cli, Config, ConfigError, CountersChoice, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
+    DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
+    MIN_INTERVAL_MS, Settings, cardinality, dcgm, ignored, node_hostname,
+};
+use crate::catalogue::profile;
+use crate::gpu::plan::Collections;
+use crate::gpu::selection::DeviceSelection;
+use crate::serve::address;
+
+/// `--nvml-lib` as given, once its kind is checked (one `stat`, symlinks followed; nothing is
+/// opened): a regular file, or a path that does not exist yet (the library may arrive later,
+/// as when the GPU Operator's driver container finishes; the sampler retries).
+fn nvml_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, ConfigError> {
+    let Some(p) = path else { return Ok(None) };
+    // Missing or unreadable passes: the loader says so, and it is retried.
+    crate::base::bounded_read::refuse_not_regular(p).map_err(|source| ConfigError::NvmlLib {
+        path: p.clone(),
+        source,
+    })?;
+    Ok(Some(p.clone()))
+}
+
+/// Parses `--xid-initialized-codes`: comma-separated Xid codes, possibly empty.
+fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
+    let mut out = Vec::new();
+    for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let code = item.parse::<u64>().map_err(|_| ConfigError::XidCode {
+            value: v.to_owned(),
+            item: item.to_owned(),
+        })?;
+        out.push(code);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Checks a Go duration (`10s`, `1m30s`, `500ms`).
+fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, ConfigError> {
+    let err = || ConfigError::Duration {
+        flag,
+        value: value.to_owned(),
+    };
+    crate::base::duration::parse_go(value).map_err(|_| err())
+}
+
+impl Cli {
+    /// Merges `--config-file` (when given) and validates: the one way from flags to a
+    /// [`Config`].
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        self.clone().merge_config_file()?.validate()
+    }
+}
+
+impl Settings {
+    /// Validates the merged settings into a [`Config`].
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        let cli = &self.cli;
+        let collect_ms = cli.collect_interval.unwrap_or(DEFAULT_INTERVAL_MS);
+        if collect_ms < MIN_INTERVAL_MS {
+            return Err(ConfigError::TooShort {
+                setting: self.origin_of("-c/--collect-interval"),
+                value: collect_ms.to_string(),
+                min: MIN_INTERVAL_MS,
+            });
+        }
+        address::parse_address(&cli.address)?;
+        let devices = DeviceSelection::parse("-d/--devices", &cli.devices)?;
+        DeviceSelection::check_syntax("-s/--switch-devices", &cli.switch_devices)?;
+        DeviceSelection::check_syntax("-p/--cpu-devices", &cli.cpu_devices)?;
+        for (flag, ms) in [
+            ("-x/--xid-count-window-size", cli.xid_count_window_size),
+            (
+                "--clock-events-count-window-size",
+                cli.clock_events_count_window_size,
+            ),
+        ] {
+            if ms == 0 {
+                return Err(ConfigError::Zero { flag });
+            }
+        }
+        let profile = profile::Profile::parse(&cli.compatibility)?;
+        let xid_initialized_codes = parse_xid_codes(&cli.xid_initialized_codes)?;
+        let (cardinality, max_labels_per_series, own_families) =
+            cardinality::controls(cli, profile, &|flag| self.origin_of(flag).to_string())?;
+        let mut warnings = self.notes.clone();
+        let mut kubernetes = self.kubernetes_config(&mut warnings)?;
+        cli.health.check(kubernetes.is_some())?;
+        if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
+            labels.set_collision_prefix(profile.pod_label_collision_prefix());
+            labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
+            if profile.drops_pod_labels_named_like_the_pod() {
+                let mut names = if cli.use_old_namespace {
+                    vec!["pod_name", "pod_namespace", "container_name"]
+                } else {
+                    vec!["pod", "namespace", "container"]
+                };
+                if cli.kubernetes_enable_pod_uid {
+                    names.push("pod_uid");
+                }
+                labels.set_dropped(names);
+            }
+        }
+        if let Some(gaps) = profile.gaps() {
+            warnings.push(format!(
+                "--compatibility {}: unverified: {gaps}",
+                profile.name()
+            ));
+        }
+        warnings.extend(ignored::warnings(cli));
+        let timeout = |flag, value: &Option<String>, default| match value.as_deref() {
+            Some(v) if !v.is_empty() => go_duration(flag, v),
+            _ => Ok(default),
+        };
+        let web_read_timeout = timeout(
+            "--web-read-timeout",
+            &cli.web_read_timeout,
+            DEFAULT_WEB_READ_TIMEOUT,
+        )?;
+        let web_write_timeout = timeout(
+            "--web-write-timeout",
+            &cli.web_write_timeout,
+            DEFAULT_WEB_WRITE_TIMEOUT,
+        )?;
+        let health_hold = timeout(
+            "--health-hold",
+            &cli.health.health_hold,
+            crate::health::DEFAULT_HOLD,
+        )?;
+        let collections = Collections {
+            base: Duration::from_millis(collect_ms),
+            groups: self.collections.clone(),
+        };
+        let counters = match (&cli.collectors, &self.inline_counters) {
+            (None, Some((origin, csv))) => CountersChoice::Inline(origin.clone(), csv.clone()),
+            (Some(p), _) => CountersChoice::File(Some(p.clone())),
+            (None, None) => {
+                let default = std::path::Path::new(DEFAULT_COLLECTORS);
+                CountersChoice::File(default.exists().then(|| default.to_path_buf()))
+            }
+        };
+        let (dcgm, dcgm_mode_given) = dcgm::options(cli, collections.tick(), &mut warnings)?;
+        Ok(Config {
+            address: cli.address.clone(),
+            collect_interval: collections.base,
+            tick_interval: collections.tick(),
+            collections: std::sync::Arc::new(collections),
+            hostname: (!cli.no_hostname).then(node_hostname),
+            use_old_namespace: cli.use_old_namespace,
+            replace_blanks_in_model_name: cli.replace_blanks_in_model_name,
+            devices,
+            mig_repeat_device_fields: cli.mig_repeat_device_fields
+                || profile.repeats_device_fields(),
+            nvlink_links: cli.nvlink_links,
+            cardinality,
+            max_labels_per_series,
+            own_families,
+            profile,
+            xid_count_window: Duration::from_millis(cli.xid_count_window_size),
+            clock_events_count_window: Duration::from_millis(cli.clock_events_count_window_size),
+            xid_initialized_codes,
+            max_concurrent_scrapes: cli
+                .max_concurrent_scrapes
+                .unwrap_or(DEFAULT_MAX_CONCURRENT_SCRAPES),
+            web_read_timeout,
+            web_write_timeout,
+            web_max_connections: cli.web_max_connections as usize,
+            web_config_file: cli
+                .web_config_file
+                .clone()
+                .filter(|p| !p.as_os_str().is_empty()),
+            health_require_gpus: cli.health_require_gpus,
+            health_hold,
+            health_args: cli.health.clone(),
+            enable_exporter_metrics: cli.enable_exporter_metrics.unwrap_or(false),
+            simulate: cli.simulate.clone(),
+            simulate_seed: cli.simulate_seed,
+            nvml_lib: nvml_lib(cli.nvml_lib.as_ref())?,
+            dcgm,
+            dcgm_mode_given,
+            json_logs: cli.log_format == "json",
+            debug: cli.debug,
+            kubernetes,
+            hpc_job_mapping_dir: cli.hpc_job_mapping_dir.clone(),
+            counters,
+            config_file: self.config_file.clone(),
+            warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn cli(args: &[&str]) -> Cli {
+        let mut v = vec!["gpu-exporter"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v).unwrap()
+    }
+
+    #[test]
+    fn dcgm_flag_names_parse() {
+        let c = cli(&[
+            "-f", "/x.csv", "-a", ":9500", "-c", "1000", "-k", "-o", "-n", "-d", "f",
+        ]);
+        assert_eq!(
+            c.collectors.as_deref(),
+            Some(std::path::Path::new("/x.csv"))
+        );
+        assert_eq!(c.address, ":9500");
+        assert_eq!(c.collect_interval, Some(1000));
+        assert!(c.kubernetes && c.use_old_namespace && c.no_hostname);
+        let cfg = c.validate().unwrap();
+        assert!(cfg.hostname.is_none());
+        let k = cfg.kubernetes.expect("-k enables pod attribution");
+        assert_eq!(
+            k.socket,
+            PathBuf::from("/var/lib/kubelet/pod-resources/kubelet.sock")
+        );
+        assert!(k.pod_metadata && k.process_metrics && !k.dra && k.pod_labels.is_none());
+        assert!(!cfg.warnings.iter().any(|w| w.contains("--kubernetes")));
+    }
+
+    #[test]
+    fn kubernetes_flags_are_validated_and_named() {
+        let e = cli(&["-k", "--kubernetes-gpu-id-type", "serial"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--kubernetes-gpu-id-type"), "{e}");
+        let e = cli(&[
+            "-k",
+            "--kubernetes-enable-pod-labels",
+            "--kubernetes-pod-label-allowlist-regex",
+            "app,(broken",
+        ])
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--kubernetes-pod-label-allowlist-regex"), "{e}");
+        assert!(e.contains("(broken"), "{e}");
+        let e = cli(&["-k", "--pod-resources-timeout", "5"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--pod-resources-timeout"), "{e}");
+        // Kubernetes flags without -k do nothing, and say so.
+        let cfg = cli(&["--kubernetes-enable-dra"]).validate().unwrap();
+        assert!(cfg.kubernetes.is_none());
+        assert!(
+            cfg.warnings
+                .iter()
+                .any(|w| w.contains("--kubernetes-enable-dra") && w.contains("-k")),
+            "{:?}",
+            cfg.warnings
+        );
+        // Pod labels, UID and DRA need the pod watch even when metadata is turned off.
+        let cfg = cli(&[
+            "-k",
+            "--kubernetes-pod-metadata=false",
+            "--kubernetes-enable-pod-uid",
+            "--nvidia-resource-names",
+            "example.com/a100, ",
+        ])
+        .validate()
+        .unwrap();
+        let k = cfg.kubernetes.unwrap();
+        assert!(k.pod_metadata && k.pod_uid);
+        assert_eq!(k.extra_resources, ["example.com/a100"]);
+    }
+
+    #[test]
+    fn profiles_rename_colliding_pod_labels_their_way() {
+        use crate::sources::kube::labels::pod_label_pairs;
+        let pod: std::collections::BTreeMap<String, String> = [
+            ("pod", "p"),
+            ("a.b", "1"),
+            ("a/b", "2"),
+            ("pod-uid", "u"),
+            ("pod_name", "n"),
+            ("gpu", "g"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into();
+        for (profile, extra, want) in [
+            (
+                "native",
+                &[][..],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod", "p"),
+                    ("label_pod_name", "n"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
+            // dcgm-exporter 4.8.2 leaves out a pod label named like a pod-attribution label
+            // it writes on the series (pod, namespace, container; pod_uid when on; the 1.x
+            // names with -o); any other collision still gets `label_`, where 4.8.2 wrote a
+            // duplicate label name (a scrape Prometheus refuses).
+            (
+                "dcgm-4.8.2",
+                &[],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod_name", "n"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
+            (
+                "dcgm-4.8.2",
+                &["--kubernetes-enable-pod-uid"],
+                vec![("a_b", "1"), ("label_gpu", "g"), ("label_pod_name", "n")],
+            ),
+            (
+                "dcgm-4.8.2",
+                &["-o"],
+                vec![
+                    ("a_b", "1"),
+                    ("label_gpu", "g"),
+                    ("label_pod", "p"),
+                    ("label_pod_uid", "u"),
+                ],
+            ),
+            (
+                "dcgm-4.8.4",
+                &[],
+                vec![
+                    ("a_b_conflict1", "1"),
+                    ("a_b_conflict2", "2"),
+                    ("pod_label_gpu", "g"),
+                    ("pod_label_pod", "p"),
+                    ("pod_label_pod_name", "n"),
+                    ("pod_label_pod_uid", "u"),
+                ],
+            ),
+        ] {
+            let mut args = vec![
+                "-k",
+                "--kubernetes-enable-pod-labels",
+                "--compatibility",
+                profile,
+            ];
+            args.extend_from_slice(extra);
+            let cfg = cli(&args).validate().unwrap();
+            let allow = cfg.kubernetes.unwrap().pod_labels.unwrap();
+            let want: Vec<_> = want
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            assert_eq!(pod_label_pairs(&pod, &allow), want, "{profile} {extra:?}");
+        }
+    }
+
+    #[test]
+    fn simulate_defaults_to_h100_scenario() {
+        assert_eq!(cli(&["--simulate"]).simulate.as_deref(), Some("h100-mig"));
+        assert_eq!(
+            cli(&["--simulate", "a100-l4"]).simulate.as_deref(),
+            Some("a100-l4")
+        );
+        assert_eq!(cli(&[]).simulate, None);
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        let e = cli(&["-c", "5"]).validate().unwrap_err().to_string();
+        assert!(e.contains("--collect-interval"), "{e}");
+        let e = cli(&["-a", "nope"]).validate().unwrap_err().to_string();
+        assert!(e.contains("--address"), "{e}");
+        // `--web-config-file /nonexistent/w.yml` is loaded by main, not here: the same
+        // assertion runs against the binary in tests/web_config.rs
+        // (`bad_web_config_files_stop_startup_naming_file_and_key`).
+        let e = cli(&["-d", "g:1-x"]).validate().unwrap_err().to_string();
+        assert!(e.starts_with("-d/--devices \"g:1-x\": "), "{e}");
+        assert!(e.contains("\"1-x\" is not a GPU index"), "{e}");
+        let e = cli(&["-s", "x"]).validate().unwrap_err().to_string();
+        assert!(e.starts_with("-s/--switch-devices \"x\": "), "{e}");
+        let e = cli(&["-p", "g:4-2"]).validate().unwrap_err().to_string();
+        assert!(e.starts_with("-p/--cpu-devices \"g:4-2\": "), "{e}");
+        let e = cli(&["-x", "0"]).validate().unwrap_err().to_string();
+        assert!(e.starts_with("-x/--xid-count-window-size 0"), "{e}");
+        let e = cli(&["--xid-initialized-codes", "48,x9"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--xid-initialized-codes") && e.contains("\"x9\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn xid_and_mig_options() {
+        let cfg = cli(&[]).validate().unwrap();
+        // No zero series by default (the series budget); the alerts see a first Xid without.
+        assert!(cfg.xid_initialized_codes.is_empty());
+        assert_eq!(cfg.xid_count_window, Duration::from_secs(300));
+        assert!(!cfg.mig_repeat_device_fields);
+        let cfg = cli(&[
+            "--xid-initialized-codes",
+            " 79, 48,79 ",
+            "-x",
+            "60000",
+            "--clock-events-count-window-size",
+            "1000",
+            "--mig-repeat-device-fields",
+        ])
+        .validate()
+        .unwrap();
+        assert_eq!(cfg.xid_initialized_codes, vec![48, 79]);
+        assert_eq!(cfg.xid_count_window, Duration::from_secs(60));
+        assert_eq!(cfg.clock_events_count_window, Duration::from_secs(1));
+        assert!(cfg.mig_repeat_device_fields);
+        let cfg = cli(&["--xid-initialized-codes", ""]).validate().unwrap();
+        assert!(cfg.xid_initialized_codes.is_empty());
+    }
+
+    #[test]
+    fn devices_flag_selects() {
+        assert!(cli(&[]).validate().unwrap().devices.is_all());
+        let cfg = cli(&["-d", "g:0,1,i:2.7-9,3"]).validate().unwrap();
+        assert!(cfg.devices.wants_gpu(1) && !cfg.devices.wants_gpu(2));
+        assert!(cfg.devices.wants_instance(2, 8) && cfg.devices.wants_instance(3, 1));
+        assert_eq!(
+            cfg.devices.describe(),
+            "GPUs 0,1; MIG instances 2.7-9, all on GPU 3"
+        );
+        // The CPU list is syntax-checked only (its entities are not GPUs) and warned; the switch
+        // list narrows the NVSwitches and their ports (DCGM's), so it is not warned.
+        let cfg = cli(&["-s", "i:0-127", "-p", "g:0;i:0-255"])
+            .validate()
+            .unwrap();
+        assert!(
+            !cfg.warnings
+                .iter()
+                .any(|w| w.contains("-s/--switch-devices"))
+        );
+        assert!(cfg.warnings.iter().any(|w| w.contains("-p/--cpu-devices")));
+    }
+}
