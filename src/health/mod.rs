@@ -6,7 +6,8 @@
 //! (`Signals`: Xids, ECC, row remaps, a lost GPU, clock-event reasons, temperatures, NVLink
 //! and fabric, NVML's recovery action, DCGM's health watches), turns them into reasons with
 //! the `rules`, holds each reason for the hold time after its cause is gone (`damping`), and
-//! returns one [`EntityHealth`] per GPU and MIG instance for `Snapshot::health`. Every
+//! returns one [`EntityHealth`] per GPU and MIG instance for `Snapshot::health`; `/status`
+//! shows the same signals through [`signals`], the one place they are gathered. Every
 //! signal is the physical GPU's except an application Xid NVML reported with a MIG GPU
 //! instance, which is that instance's: an instance's verdict is the GPU's whole-GPU reasons
 //! and its own; the GPU's is all of them, each instance's naming its instance.
@@ -51,13 +52,24 @@ impl Default for HealthOptions {
     }
 }
 
-const ECC_DBE: &str = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL";
-const REMAP_PENDING: &str = "DCGM_FI_DEV_ROW_REMAP_PENDING";
-const REMAP_FAILURE: &str = "DCGM_FI_DEV_ROW_REMAP_FAILURE";
-const CLOCK_EVENTS: &str = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS";
-const TEMP: &str = "DCGM_FI_DEV_GPU_TEMP";
-const SLOWDOWN: &str = "DCGM_FI_DEV_SLOWDOWN_TEMP";
-const RECOVERY: &str = "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION";
+/// Volatile double-bit ECC errors.
+pub const ECC_DBE: &str = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL";
+/// A row remap waits for a reset.
+pub const REMAP_PENDING: &str = "DCGM_FI_DEV_ROW_REMAP_PENDING";
+/// A row remap failed.
+pub const REMAP_FAILURE: &str = "DCGM_FI_DEV_ROW_REMAP_FAILURE";
+/// Rows remapped for uncorrectable errors (shown, not judged).
+pub const REMAPPED: &str = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS";
+/// The clock-event (throttle) reasons bit mask.
+pub const CLOCK_EVENTS: &str = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS";
+/// Temperature, °C.
+pub const TEMP: &str = "DCGM_FI_DEV_GPU_TEMP";
+/// Slowdown temperature, °C.
+pub const SLOWDOWN: &str = "DCGM_FI_DEV_SLOWDOWN_TEMP";
+/// NVML's recovery action.
+pub const RECOVERY: &str = "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION";
+/// The last Xid (shown, not judged: the model reads the Xid totals).
+pub const XID: &str = "DCGM_FI_DEV_XID_ERRORS";
 
 /// The fields the model reads whatever the counters file exports.
 pub const WATCHED_FIELDS: [&str; 7] = [
@@ -110,6 +122,14 @@ impl Slots<'_> {
         Some(e.values.get(slot)?.as_ref()?.as_f64())
     }
 
+    fn xid(&self, e: &EntitySample) -> Option<u64> {
+        let slot = self.0.metrics().position(|r| r.field.name == XID)?;
+        match e.values.get(slot)?.as_ref()? {
+            Value::Xid(x) => Some(*x),
+            other => Some(other.as_f64() as u64),
+        }
+    }
+
     fn dcgm(&self, e: &EntitySample) -> Option<Vec<crate::snapshot::HealthWatch>> {
         let slot = self
             .0
@@ -122,7 +142,9 @@ impl Slots<'_> {
     }
 }
 
-/// One GPU's signals from the snapshot; `read` is the counter set the values were read with.
+/// One GPU's signals from the snapshot; `read` is the counter set the values were read with
+/// (the model's: [`watched_set`]; `/status`'s: the exported set, so that a field the file
+/// does not export is `None` there). The one place that gathers a GPU's health signals.
 pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signals {
     let s = Slots(read);
     // The physical GPU's own entity; with dcgm-exporter's MIG shape the device values sit on
@@ -141,6 +163,8 @@ pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signal
         out.ecc_dbe = s.num(e, ECC_DBE);
         out.remap_pending = s.num(e, REMAP_PENDING);
         out.remap_failure = s.num(e, REMAP_FAILURE);
+        out.remapped_rows = s.num(e, REMAPPED);
+        out.last_xid = s.xid(e);
         out.clock_events = s.num(e, CLOCK_EVENTS).map(|b| b as u64);
         out.temp = s.num(e, TEMP);
         out.slowdown_temp = s.num(e, SLOWDOWN);

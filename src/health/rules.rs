@@ -38,6 +38,10 @@ pub struct Signals {
     pub remap_pending: Option<f64>,
     /// A row remap failed (non-zero).
     pub remap_failure: Option<f64>,
+    /// Rows remapped for uncorrectable errors (shown by `/status`; no rule judges it).
+    pub remapped_rows: Option<f64>,
+    /// The last Xid NVML reported, 0 for none (shown by `/status`; the rules judge `xids`).
+    pub last_xid: Option<u64>,
     /// The clock-event reasons bit mask.
     pub clock_events: Option<u64>,
     /// Temperature, °C.

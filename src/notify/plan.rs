@@ -87,46 +87,6 @@ pub struct Planner {
 /// One active reason of a GPU: the reason, its Xid code, the MIG GPU instance it belongs to.
 type ReasonKey = (Reason, Option<u64>, Option<u32>);
 
-/// PascalCase for a reason (condition reasons and Event reasons).
-pub fn pascal(r: Reason) -> &'static str {
-    match r {
-        Reason::GpuLost => "GpuLost",
-        Reason::XidHardware => "XidHardware",
-        Reason::XidMemory => "XidMemory",
-        Reason::XidNvlink => "XidNvlink",
-        Reason::XidDriver => "XidDriver",
-        Reason::XidApplication => "XidApplication",
-        Reason::XidUnknown => "XidUnknown",
-        Reason::EccDbe => "EccDoubleBitError",
-        Reason::RowRemapPending => "RowRemapPending",
-        Reason::RowRemapFailed => "RowRemapFailed",
-        Reason::ThermalSlowdown => "ThermalSlowdown",
-        Reason::PowerBrake => "PowerBrake",
-        Reason::HwSlowdown => "HardwareSlowdown",
-        Reason::OverSlowdownTemp => "OverSlowdownTemperature",
-        Reason::NvlinkDown => "NvlinkDown",
-        Reason::NvlinkBer => "NvlinkErrors",
-        Reason::FabricUnhealthy => "FabricUnhealthy",
-        Reason::FabricDegraded => "FabricDegraded",
-        Reason::RecoveryReset => "RecoveryReset",
-        Reason::RecoveryReboot => "RecoveryReboot",
-        Reason::RecoveryDrainP2p => "RecoveryDrainP2p",
-        Reason::RecoveryDrainAndReset => "RecoveryDrainAndReset",
-        Reason::RecoveryOther => "RecoveryOther",
-        Reason::DcgmWatchWarning => "DcgmHealthWarning",
-        Reason::DcgmWatchFailure => "DcgmHealthFailure",
-    }
-}
-
-/// A reason in stable words (no counts, no ages), for condition messages.
-fn words(r: Reason, xid: Option<u64>) -> String {
-    match (r, xid) {
-        (_, Some(code)) => format!("Xid {code} ({})", r.as_str().trim_start_matches("xid_")),
-        (Reason::GpuLost, _) => "lost (fell off the bus or NVML no longer answers)".into(),
-        _ => r.as_str().replace('_', " "),
-    }
-}
-
 /// The physical GPUs' verdicts (one per GPU: the whole GPU's, else its first instance's).
 fn gpus(snap: &Snapshot) -> Vec<&EntityHealth> {
     let mut out: Vec<&EntityHealth> = Vec::new();
@@ -190,7 +150,7 @@ fn scoped_lines(g: &EntityHealth) -> Vec<String> {
         .into_iter()
         .filter_map(|scope| {
             let mine: Vec<_> = top.iter().filter(|r| r.gpu_instance_id == scope).collect();
-            let what: Vec<String> = mine.iter().map(|r| words(r.reason, r.xid)).collect();
+            let what: Vec<String> = mine.iter().map(|r| r.reason.text(r.xid)).collect();
             Some(format!(
                 "{} ({}): {}; {}",
                 gpu_name(g.gpu, scope),
@@ -228,22 +188,22 @@ pub fn conditions(snap: &Snapshot) -> Vec<Condition> {
         let line = scoped_lines(g).join("; ");
         match g.verdict {
             Verdict::Critical => {
-                first[0].get_or_insert(pascal(worst.reason));
+                first[0].get_or_insert(worst.reason.event_reason());
                 unhealthy.push(line);
             }
             Verdict::Warning => {
-                first[1].get_or_insert(pascal(worst.reason));
+                first[1].get_or_insert(worst.reason.event_reason());
                 degraded.push(line);
             }
             Verdict::Ok => {}
         }
         let needs = |a: Action| g.reasons.iter().any(|r| r.present && r.action == a);
         if needs(Action::ResetGpu) || needs(Action::DrainAndReset) {
-            first[2].get_or_insert(pascal(worst.reason));
+            first[2].get_or_insert(worst.reason.event_reason());
             reset.push(format!("GPU {} ({})", g.gpu, g.uuid));
         }
         if needs(Action::RebootNode) {
-            first[3].get_or_insert(pascal(worst.reason));
+            first[3].get_or_insert(worst.reason.event_reason());
             reboot.push(format!("GPU {} ({})", g.gpu, g.uuid));
         }
     }
@@ -337,7 +297,7 @@ impl Planner {
                     None => format!("Gpu{}", g.gpu),
                 };
                 let todo = r.action.words();
-                let reason = pascal(r.reason);
+                let reason = r.reason.event_reason();
                 let all = holders_of_gpu.get_or_insert_with(|| holders(snap, g.gpu, &g.uuid));
                 // A cause of one MIG instance reaches only the pods holding that instance.
                 let pods: Vec<&PodRef> = all

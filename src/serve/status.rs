@@ -6,15 +6,17 @@
 //! Owns the choice of what an operator sees first and how each value is derived from the
 //! configured fields. It must not read NVML, the kubelet or the API (a page view must cost no
 //! more than reading the snapshot), and it must not invent a value: a field that is not in
-//! the counters file is reported as not configured, by name.
+//! the counters file is reported as not configured, by name. Nor may it gather or judge a
+//! health signal, or spell a reason: the signals are `health::signals()`'s, the verdict
+//! `Snapshot::health`'s, and a reason's word is `snapshot::Reason::words`'s.
 
 use serde::Serialize;
 
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
-use crate::gpu::nvlink::errors_past_fec;
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
-use crate::snapshot::{Action, ActiveReason, EntitySample, Snapshot, Value, Verdict};
+use crate::health::{CLOCK_EVENTS, ECC_DBE, REMAP_FAILURE, REMAP_PENDING, SLOWDOWN, TEMP, XID};
+use crate::snapshot::{Action, ActiveReason, EntitySample, Snapshot, SourceHealth, Verdict};
 
 /// How far back "recent" Xids reach.
 pub const XID_RECENT_SECONDS: f64 = 3600.0;
@@ -44,7 +46,7 @@ pub struct NodeStatus {
     /// Every physical GPU, up or lost.
     pub gpus: Vec<GpuStatus>,
     /// Attribution sources (kubelet, pods, processes, …).
-    pub sources: Vec<SourceStatus>,
+    pub sources: Vec<SourceHealth>,
     /// Fields NVML reported unsupported, per entity.
     pub unsupported: Vec<UnsupportedField>,
     /// Fields whose reads failed, with the error kind and count.
@@ -129,7 +131,8 @@ pub struct Reading {
     pub power_limit_w: Option<f64>,
 }
 
-/// Health signals of one GPU.
+/// Health signals of one GPU, as the health model gathers them (`health::signals()`), and its
+/// verdict.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Health {
     /// The last Xid NVML reported (`DCGM_FI_DEV_XID_ERRORS`), 0 for none.
@@ -193,21 +196,6 @@ pub struct Cause {
     pub since_seconds: f64,
 }
 
-/// An attribution source.
-#[derive(Debug, Clone, Serialize)]
-pub struct SourceStatus {
-    /// Its name.
-    pub source: &'static str,
-    /// Whether its last attempt succeeded.
-    pub up: bool,
-    /// Seconds since it last answered.
-    pub age_seconds: Option<f64>,
-    /// Failures so far.
-    pub errors: u64,
-    /// The last failure, while it lasts.
-    pub last_error: Option<String>,
-}
-
 /// A field NVML does not support on an entity.
 #[derive(Debug, Clone, Serialize)]
 pub struct UnsupportedField {
@@ -247,16 +235,8 @@ const UTIL: &str = "DCGM_FI_DEV_GPU_UTIL";
 const GR_ACTIVE: &str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
 const FB_USED: &str = "DCGM_FI_DEV_FB_USED";
 const FB_FREE: &str = "DCGM_FI_DEV_FB_FREE";
-const TEMP: &str = "DCGM_FI_DEV_GPU_TEMP";
 const POWER: &str = "DCGM_FI_DEV_POWER_USAGE";
 const POWER_LIMIT: &str = "DCGM_FI_DEV_ENFORCED_POWER_LIMIT";
-const SLOWDOWN: &str = "DCGM_FI_DEV_SLOWDOWN_TEMP";
-const XID: &str = "DCGM_FI_DEV_XID_ERRORS";
-const ECC_DBE: &str = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL";
-const REMAPPED: &str = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS";
-const REMAP_FAILURE: &str = "DCGM_FI_DEV_ROW_REMAP_FAILURE";
-const REMAP_PENDING: &str = "DCGM_FI_DEV_ROW_REMAP_PENDING";
-const CLOCK_EVENTS: &str = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS";
 
 /// The signals the page shows and the field each needs.
 const SIGNALS: &[(&str, &str)] = &[
@@ -287,12 +267,6 @@ impl Slots<'_> {
     fn num(&self, e: &EntitySample, field: &str) -> Option<f64> {
         let v = e.values.get(self.slot(field)?)?.as_ref()?;
         Some(v.as_f64())
-    }
-    fn xid(&self, e: &EntitySample) -> Option<u64> {
-        match e.values.get(self.slot(XID)?)?.as_ref()? {
-            Value::Xid(x) => Some(*x),
-            other => Some(other.as_f64() as u64),
-        }
     }
 }
 
@@ -374,23 +348,29 @@ fn reading(s: &Slots<'_>, e: &EntitySample) -> Reading {
     }
 }
 
-fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>) -> Health {
-    let mut h = Health::default();
-    if let Some(e) = e {
-        h.last_xid = s.xid(e);
-        h.ecc_dbe = s.num(e, ECC_DBE);
-        h.remapped_rows_uncorrectable = s.num(e, REMAPPED);
-        h.row_remap_failure = s.num(e, REMAP_FAILURE);
-        h.row_remap_pending = s.num(e, REMAP_PENDING);
-        h.throttle = s.num(e, CLOCK_EVENTS).map(|bits| {
-            let bits = bits as u64;
+/// The health block of GPU `gpu`: the health model's signals, read with the exported counter
+/// set (a field the counters file does not export shows as `None`, as on the metrics), and
+/// its verdict.
+fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, up: bool) -> Health {
+    let sig = crate::health::signals(snap, s.counters, gpu, up);
+    let mut h = Health {
+        last_xid: sig.last_xid,
+        ecc_dbe: sig.ecc_dbe,
+        remapped_rows_uncorrectable: sig.remapped_rows,
+        row_remap_failure: sig.remap_failure,
+        row_remap_pending: sig.remap_pending,
+        throttle: sig.clock_events.map(|bits| {
             CLOCK_EVENT_REASONS
                 .iter()
                 .filter(|(bit, name)| bits & bit != 0 && *name != "gpu_idle")
                 .map(|(_, name)| *name)
                 .collect()
-        });
-    }
+        }),
+        nvlink_down: sig.nvlink_down,
+        nvlink_ber_high: sig.nvlink_ber_high,
+        fabric_health: sig.fabric_health,
+        ..Health::default()
+    };
     if let Some(x) = snap.xids.iter().find(|x| x.id.gpu == gpu) {
         h.recent_xids = x
             .codes
@@ -400,16 +380,6 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, e: Option<&EntitySample>) ->
                 (*n > 0 && ago <= XID_RECENT_SECONDS).then_some((*code, *n, ago))
             })
             .collect();
-    }
-    if let Some(g) = snap.interconnect.iter().find(|g| g.id.gpu == gpu) {
-        h.nvlink_down = g.links.iter().filter(|l| !l.up).map(|l| l.link).collect();
-        h.nvlink_ber_high = g
-            .links
-            .iter()
-            .filter(|l| errors_past_fec(l))
-            .map(|l| l.link)
-            .collect();
-        h.fabric_health = g.fabric.as_ref().and_then(|f| f.health_summary);
     }
     // The verdict is the health model's (`Snapshot::health`): displayed, never judged here.
     let verdict = snap
@@ -469,9 +439,6 @@ pub fn build(
                 .iter()
                 .position(|e| e.id.gpu == d.gpu && e.id.mig.is_none());
             let whole_e = whole.map(|i| &snap.entities[i]);
-            // With dcgm-exporter's MIG shape the device fields sit on the instances: the
-            // first instance stands in for the GPU's health.
-            let health_e = whole_e.or_else(|| snap.entities.iter().find(|e| e.id.gpu == d.gpu));
             let instances = snap
                 .entities
                 .iter()
@@ -507,7 +474,7 @@ pub fn build(
                 },
                 outside_pods: whole.map(|i| outside_pods(snap, i)).unwrap_or_default(),
                 reading: whole_e.filter(|_| d.up).map(|e| reading(&s, e)),
-                health: health(&s, snap, d.gpu, health_e.filter(|_| d.up)),
+                health: health(&s, snap, d.gpu, d.up),
                 instances,
             }
         })
@@ -524,18 +491,7 @@ pub fn build(
         tick_ms: st.duration.as_secs_f64() * 1000.0,
         stalled_seconds: stalled.map(|d| d.as_secs_f64()),
         gpus,
-        sources: snap
-            .attribution
-            .sources
-            .iter()
-            .map(|h| SourceStatus {
-                source: h.source,
-                up: h.up,
-                age_seconds: h.age_seconds,
-                errors: h.errors,
-                last_error: h.last_error.clone(),
-            })
-            .collect(),
+        sources: snap.attribution.sources.clone(),
         unsupported: st
             .unsupported
             .iter()
@@ -572,7 +528,7 @@ pub fn build(
 mod tests {
     use super::*;
     use crate::catalogue::csv::parse_counters;
-    use crate::snapshot::{DeviceStatus, EntityId, Fabric, Interconnect, LinkSample};
+    use crate::snapshot::{DeviceStatus, EntityId, Fabric, Interconnect, LinkSample, Value};
 
     fn link(link: u32, up: bool) -> LinkSample {
         LinkSample {
@@ -657,6 +613,44 @@ mod tests {
         assert_eq!(
             r,
             ["NVLink errors get past FEC (bit error rate above 1e-12) on link(s): 4"]
+        );
+    }
+
+    #[test]
+    fn a_watched_signal_the_file_does_not_export_is_not_shown() {
+        let counters = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
+        let mut snap = Snapshot {
+            devices: vec![DeviceStatus {
+                gpu: 0,
+                uuid: "GPU-0".into(),
+                model_name: "NVIDIA H100".into(),
+                up: true,
+            }],
+            ..Snapshot::default()
+        };
+        snap.entities.push(EntitySample {
+            id: EntityId {
+                gpu: 0,
+                uuid: "GPU-0".into(),
+                pci_bus_id: String::new(),
+                device: "nvidia0".into(),
+                model_name: "NVIDIA H100".into(),
+                mig: None,
+            },
+            values: vec![Some(Value::Num(50.0))],
+            labels: vec![],
+        });
+        let st = build(&snap, &counters, None, true, 0.0, None);
+        let h = &st.gpus[0].health;
+        assert_eq!(
+            (h.ecc_dbe, h.row_remap_pending, h.last_xid),
+            (None, None, None)
+        );
+        assert!(h.throttle.is_none());
+        assert_eq!(st.gpus[0].reading.as_ref().unwrap().temp_c, Some(50.0));
+        assert!(
+            st.not_configured
+                .contains(&("ECC double-bit errors", ECC_DBE))
         );
     }
 

@@ -1,5 +1,5 @@
 //! The plain data of a health verdict, so that every layer from the snapshot up can hold it:
-//! [`Verdict`], the bounded [`Reason`] set, the recommended [`Action`], and one entity's
+//! [`Verdict`], the bounded [`Reason`] set with its one table of words ([`Reason::words`]), the recommended [`Action`], and one entity's
 //! [`EntityHealth`]. The words of `as_str` are label values and API: they are documented in
 //! docs/health.md, and a change to one is a breaking change.
 //!
@@ -89,35 +89,93 @@ pub enum Reason {
     DcgmWatchFailure,
 }
 
+/// A reason's words, every spelling of it in one row of [`Reason::words`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReasonWords {
+    /// The label value and JSON word (`gpu_health_reason`, `/status`), e.g. `ecc_dbe`.
+    pub label: &'static str,
+    /// The Kubernetes condition and Event reason, PascalCase, e.g. `EccDoubleBitError`.
+    pub event: &'static str,
+    /// The reason in stable human words (no counts, no ages), for condition messages.
+    pub text: &'static str,
+}
+
 impl Reason {
-    /// The label value, e.g. `xid_hardware`.
+    /// The one table of a reason's words: its label value, its Kubernetes reason and its
+    /// human text. Every output that names a reason takes its word from here.
+    pub fn words(self) -> ReasonWords {
+        let (label, event, text) = match self {
+            Reason::GpuLost => (
+                "gpu_lost",
+                "GpuLost",
+                "lost (fell off the bus or NVML no longer answers)",
+            ),
+            Reason::XidHardware => ("xid_hardware", "XidHardware", "xid hardware"),
+            Reason::XidMemory => ("xid_memory", "XidMemory", "xid memory"),
+            Reason::XidNvlink => ("xid_nvlink", "XidNvlink", "xid nvlink"),
+            Reason::XidDriver => ("xid_driver", "XidDriver", "xid driver"),
+            Reason::XidApplication => ("xid_application", "XidApplication", "xid application"),
+            Reason::XidUnknown => ("xid_unknown", "XidUnknown", "xid unknown"),
+            Reason::EccDbe => ("ecc_dbe", "EccDoubleBitError", "ecc dbe"),
+            Reason::RowRemapPending => {
+                ("row_remap_pending", "RowRemapPending", "row remap pending")
+            }
+            Reason::RowRemapFailed => ("row_remap_failed", "RowRemapFailed", "row remap failed"),
+            Reason::ThermalSlowdown => ("thermal_slowdown", "ThermalSlowdown", "thermal slowdown"),
+            Reason::PowerBrake => ("power_brake", "PowerBrake", "power brake"),
+            Reason::HwSlowdown => ("hw_slowdown", "HardwareSlowdown", "hw slowdown"),
+            Reason::OverSlowdownTemp => (
+                "over_slowdown_temp",
+                "OverSlowdownTemperature",
+                "over slowdown temp",
+            ),
+            Reason::NvlinkDown => ("nvlink_down", "NvlinkDown", "nvlink down"),
+            Reason::NvlinkBer => ("nvlink_ber", "NvlinkErrors", "nvlink ber"),
+            Reason::FabricUnhealthy => ("fabric_unhealthy", "FabricUnhealthy", "fabric unhealthy"),
+            Reason::FabricDegraded => ("fabric_degraded", "FabricDegraded", "fabric degraded"),
+            Reason::RecoveryReset => ("recovery_reset", "RecoveryReset", "recovery reset"),
+            Reason::RecoveryReboot => ("recovery_reboot", "RecoveryReboot", "recovery reboot"),
+            Reason::RecoveryDrainP2p => (
+                "recovery_drain_p2p",
+                "RecoveryDrainP2p",
+                "recovery drain p2p",
+            ),
+            Reason::RecoveryDrainAndReset => (
+                "recovery_drain_and_reset",
+                "RecoveryDrainAndReset",
+                "recovery drain and reset",
+            ),
+            Reason::RecoveryOther => ("recovery_other", "RecoveryOther", "recovery other"),
+            Reason::DcgmWatchWarning => (
+                "dcgm_watch_warning",
+                "DcgmHealthWarning",
+                "dcgm watch warning",
+            ),
+            Reason::DcgmWatchFailure => (
+                "dcgm_watch_failure",
+                "DcgmHealthFailure",
+                "dcgm watch failure",
+            ),
+        };
+        ReasonWords { label, event, text }
+    }
+
+    /// The label value, e.g. `xid_hardware` ([`Reason::words`]).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::GpuLost => "gpu_lost",
-            Reason::XidHardware => "xid_hardware",
-            Reason::XidMemory => "xid_memory",
-            Reason::XidNvlink => "xid_nvlink",
-            Reason::XidDriver => "xid_driver",
-            Reason::XidApplication => "xid_application",
-            Reason::XidUnknown => "xid_unknown",
-            Reason::EccDbe => "ecc_dbe",
-            Reason::RowRemapPending => "row_remap_pending",
-            Reason::RowRemapFailed => "row_remap_failed",
-            Reason::ThermalSlowdown => "thermal_slowdown",
-            Reason::PowerBrake => "power_brake",
-            Reason::HwSlowdown => "hw_slowdown",
-            Reason::OverSlowdownTemp => "over_slowdown_temp",
-            Reason::NvlinkDown => "nvlink_down",
-            Reason::NvlinkBer => "nvlink_ber",
-            Reason::FabricUnhealthy => "fabric_unhealthy",
-            Reason::FabricDegraded => "fabric_degraded",
-            Reason::RecoveryReset => "recovery_reset",
-            Reason::RecoveryReboot => "recovery_reboot",
-            Reason::RecoveryDrainP2p => "recovery_drain_p2p",
-            Reason::RecoveryDrainAndReset => "recovery_drain_and_reset",
-            Reason::RecoveryOther => "recovery_other",
-            Reason::DcgmWatchWarning => "dcgm_watch_warning",
-            Reason::DcgmWatchFailure => "dcgm_watch_failure",
+        self.words().label
+    }
+
+    /// The Kubernetes condition and Event reason, e.g. `XidHardware` ([`Reason::words`]).
+    pub fn event_reason(self) -> &'static str {
+        self.words().event
+    }
+
+    /// The reason in stable words for a message (no counts, no ages); an `xid_*` reason with
+    /// its code names it: `Xid 79 (hardware)`.
+    pub fn text(self, xid: Option<u64>) -> String {
+        match xid {
+            Some(code) => format!("Xid {code} ({})", self.as_str().trim_start_matches("xid_")),
+            None => self.words().text.to_owned(),
         }
     }
 }
@@ -262,5 +320,51 @@ impl EntityHealth {
             .filter(|r| r.severity == self.verdict)
             .map(|r| r.action)
             .max_by_key(|a| a.urgency())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reasons_text_is_its_label_in_words_but_for_a_lost_gpu() {
+        use Reason::*;
+        let all = [
+            GpuLost,
+            XidHardware,
+            XidMemory,
+            XidNvlink,
+            XidDriver,
+            XidApplication,
+            XidUnknown,
+            EccDbe,
+            RowRemapPending,
+            RowRemapFailed,
+            ThermalSlowdown,
+            PowerBrake,
+            HwSlowdown,
+            OverSlowdownTemp,
+            NvlinkDown,
+            NvlinkBer,
+            FabricUnhealthy,
+            FabricDegraded,
+            RecoveryReset,
+            RecoveryReboot,
+            RecoveryDrainP2p,
+            RecoveryDrainAndReset,
+            RecoveryOther,
+            DcgmWatchWarning,
+            DcgmWatchFailure,
+        ];
+        for r in all.into_iter().filter(|r| *r != GpuLost) {
+            assert_eq!(r.text(None), r.as_str().replace('_', " "), "{r:?}");
+        }
+        assert_eq!(EccDbe.event_reason(), "EccDoubleBitError");
+        assert_eq!(XidHardware.text(Some(79)), "Xid 79 (hardware)");
+        assert_eq!(
+            GpuLost.text(None),
+            "lost (fell off the bus or NVML no longer answers)"
+        );
     }
 }

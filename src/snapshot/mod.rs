@@ -17,7 +17,9 @@ use std::time::Duration;
 use crate::base::label_text::escape_label;
 
 mod health;
-pub use health::{Action, ActiveReason, EntityHealth, Reason, RecoveryAction, Verdict};
+pub use health::{
+    Action, ActiveReason, EntityHealth, Reason, ReasonWords, RecoveryAction, Verdict,
+};
 
 /// Identity of a MIG GPU instance (with its compute instance).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -496,8 +498,8 @@ pub struct ContainerUse {
 /// How many processes outside any pod a [`ContainerUse`] names per entity.
 pub const SHOWN_PIDS: usize = 8;
 
-/// One attribution source's state.
-#[derive(Debug, Clone, PartialEq)]
+/// One attribution source's state; serialized as is in `/status` (`sources`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SourceHealth {
     /// `kubelet`, `pods`, `resourceslices`, `hpc_jobs` or `processes`.
     pub source: &'static str,
