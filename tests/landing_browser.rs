@@ -194,14 +194,7 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
     let png = dir.join("landing.png");
     let _ = std::fs::remove_file(&png);
     run_chromium(&bin, &url, &format!("--screenshot={}", png.display()));
-    let bytes = std::fs::read(&png).unwrap();
-    assert!(
-        bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
-        "screenshot {} is not a picture of the page ({} bytes)",
-        png.display(),
-        bytes.len()
-    );
-    eprintln!("landing page screenshot: {}", png.display());
+    check_screenshot(&png, "landing page screenshot");
 
     // The layout at the widths people use: one exporter, both widths.
     let html = http_get(e.port, "/", &[]).unwrap().text();
@@ -291,14 +284,20 @@ fn check_layout(bin: &Path, html: &str, url: &str, width: u32, dir: &Path) {
     let png = dir.join(format!("landing-{width}.png"));
     let _ = std::fs::remove_file(&png);
     run_chromium_sized(bin, url, &format!("--screenshot={}", png.display()), &size);
-    let bytes = std::fs::read(&png).unwrap();
+    check_screenshot(&png, &format!("landing page screenshot at {width} px"));
+}
+
+/// Asserts that `png` is a picture of the page (a PNG, not a blank few bytes) and says where
+/// it is, as `what`.
+fn check_screenshot(png: &Path, what: &str) {
+    let bytes = std::fs::read(png).unwrap();
     assert!(
         bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
         "screenshot {} is not a picture of the page ({} bytes)",
         png.display(),
         bytes.len()
     );
-    eprintln!("landing page screenshot at {width} px: {}", png.display());
+    eprintln!("{what}: {}", png.display());
 }
 
 /// `/status` is the same diagnosis as JSON, and a page view costs nothing on `/metrics`' path.

@@ -104,6 +104,25 @@ pub fn parse_counters(origin: &str, text: &str) -> Result<CounterSet, CsvError> 
     Ok(set)
 }
 
+/// What the tests of the CSV modules (here, `csv_rows`, `csv_scan`) parse with.
+#[cfg(test)]
+pub(super) mod test_support {
+    use super::{CounterSet, CsvError, parse_counters};
+
+    /// `text` as the file `t.csv`.
+    pub(in crate::catalogue) fn parse(text: &str) -> Result<CounterSet, CsvError> {
+        parse_counters("t.csv", text)
+    }
+
+    /// The error `text` gives; panics when it parses.
+    pub(in crate::catalogue) fn err(text: &str) -> CsvError {
+        match parse(text) {
+            Ok(set) => panic!("expected an error, got {:?}", set.rows),
+            Err(e) => e,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::csv_rows::goes_down;
@@ -142,9 +161,7 @@ mod tests {
         "DCGM_FI_PROF_PCIE_RX_BYTES",
     ];
 
-    fn parse(text: &str) -> Result<CounterSet, CsvError> {
-        parse_counters("t.csv", text)
-    }
+    use super::test_support::parse;
 
     fn shipped_file_is_the_default_set(origin: &str, text: &str) {
         let set = parse_counters(origin, text).unwrap_or_else(|e| panic!("{e}"));

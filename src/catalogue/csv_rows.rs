@@ -141,18 +141,8 @@ pub(super) fn goes_down(field: &FieldDef) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use crate::catalogue::csv::{CounterSet, CsvError, MetricType, parse_counters};
-
-    fn parse(text: &str) -> Result<CounterSet, CsvError> {
-        parse_counters("t.csv", text)
-    }
-
-    fn err(text: &str) -> CsvError {
-        match parse(text) {
-            Ok(set) => panic!("expected an error, got {:?}", set.rows),
-            Err(e) => e,
-        }
-    }
+    use crate::catalogue::csv::test_support::{err, parse};
+    use crate::catalogue::csv::{CsvError, MetricType};
 
     #[test]
     fn wrong_number_of_columns() {

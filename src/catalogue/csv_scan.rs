@@ -171,18 +171,8 @@ pub(super) fn prepare(text: &str) -> Result<Prepared, ScanError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::catalogue::csv::{CounterSet, CsvError, MetricType, parse_counters};
-
-    fn parse(text: &str) -> Result<CounterSet, CsvError> {
-        parse_counters("t.csv", text)
-    }
-
-    fn err(text: &str) -> CsvError {
-        match parse(text) {
-            Ok(set) => panic!("expected an error, got {:?}", set.rows),
-            Err(e) => e,
-        }
-    }
+    use crate::catalogue::csv::test_support::{err, parse};
+    use crate::catalogue::csv::{CsvError, MetricType};
 
     #[test]
     fn bad_quoting_is_a_syntax_error_with_its_line() {

@@ -104,15 +104,9 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::config::test_support::cli;
     use std::path::Path;
     use std::time::Duration;
-
-    fn cli(args: &[&str]) -> Cli {
-        let mut v = vec!["gpu-exporter"];
-        v.extend_from_slice(args);
-        Cli::try_parse_from(v).unwrap()
-    }
 
     #[test]
     fn config_file_fills_what_the_command_line_did_not_set() {

@@ -242,6 +242,20 @@ pub fn node_hostname() -> String {
 
 pub use crate::gpu::plan::MIN_INTERVAL_MS;
 
+/// What the tests of the config modules parse flags with.
+#[cfg(test)]
+mod test_support {
+    use super::Cli;
+    use clap::Parser;
+
+    /// `args` after the program name, parsed by clap alone (no Go-style rewriting).
+    pub(super) fn cli(args: &[&str]) -> Cli {
+        let mut v = vec!["gpu-exporter"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v).unwrap()
+    }
+}
+
 /// dcgm-exporter 4.8.3's default `--web-read-timeout`.
 pub const DEFAULT_WEB_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// dcgm-exporter 4.8.3's default `--web-write-timeout`.

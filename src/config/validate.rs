@@ -207,13 +207,7 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn cli(args: &[&str]) -> Cli {
-        let mut v = vec!["gpu-exporter"];
-        v.extend_from_slice(args);
-        Cli::try_parse_from(v).unwrap()
-    }
+    use crate::config::test_support::cli;
 
     #[test]
     fn dcgm_flag_names_parse() {
