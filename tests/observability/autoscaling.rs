@@ -18,8 +18,6 @@
 
 use super::*;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 /// The built-in scenario (scenarios/h100-mig.toml, the file the simulator embeds).
 const SCENARIO: &str = "h100-mig";
 
@@ -110,9 +108,6 @@ struct AdapterRule {
     pod_label: String,
     metrics_query: String,
 }
-
-/// One sample of an instant query: its labels and value.
-type Sample = (BTreeMap<String, String>, f64);
 
 #[test]
 fn autoscaling_queries_give_one_value_per_workload_pod() {
@@ -456,43 +451,6 @@ fn workload_pods(path: &Path) -> BTreeSet<(String, String)> {
     pods
 }
 
-/// An instant query at `time`: its samples (a scalar is one sample without labels).
-fn instant(port: u16, query: &str, time: &str) -> Result<Vec<Sample>, String> {
-    let data = prom_api(port, "/api/v1/query", &[("query", query), ("time", time)]).map_err(
-        |e| match e {
-            ApiError::Fatal(m) | ApiError::Transient(m) => m,
-        },
-    )?;
-    let value = |v: &Value| {
-        v.get(1)
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse::<f64>().ok())
-            .ok_or_else(|| format!("no value in {v}"))
-    };
-    match str_of(&data, "resultType") {
-        Some("vector") => array(&data, "result")
-            .iter()
-            .map(|s| {
-                let labels = s
-                    .get("metric")
-                    .and_then(Value::as_object)
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Ok((labels, value(s.get("value").unwrap_or(&Value::Null))?))
-            })
-            .collect(),
-        Some("scalar") => Ok(vec![(
-            BTreeMap::new(),
-            value(data.get("result").unwrap_or(&Value::Null))?,
-        )]),
-        other => Err(format!("result type {other:?}")),
-    }
-}
-
 fn shown(samples: &[Sample]) -> String {
     samples
         .iter()
@@ -511,12 +469,8 @@ fn check_server(
     expected: &BTreeSet<(String, String)>,
 ) -> Vec<String> {
     let mut p = Vec::new();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    let time = format!("{now:.3}");
-    let ask = |q: &str| instant(port, q, &time);
+    let now = unix_now();
+    let ask = |q: &str| query_at(port, q, now);
 
     // The rule: one series per workload pod holding a GPU, labelled as the workload.
     let rule = match ask(POD_RULE) {
@@ -577,7 +531,7 @@ fn check_server(
                 continue;
             }
         };
-        match instant(port, &source, &format!("{recorded:.3}")) {
+        match query_at(port, &source, recorded) {
             Ok(r) if matches!(r.as_slice(), [(_, s)] if (s - v).abs() < 1e-9) => {}
             other => p.push(format!(
                 "{POD_RULE} of {ns}/{pod} is {v} (recorded at {recorded:.3}); expected {what}: \

@@ -88,25 +88,6 @@ const HOLDERS: [Holder; 6] = [
 /// GPU 3.
 const UNALLOCATED: f64 = 2.0 / 7.0 + 1.0;
 
-/// An instant query at `time` (Unix seconds): each result's labels and value.
-fn query_at(port: u16, q: &str, time: f64) -> Result<Vec<(Value, f64)>, String> {
-    let t = format!("{time:.3}");
-    let data =
-        prom_api(port, "/api/v1/query", &[("query", q), ("time", &t)]).map_err(|e| match e {
-            ApiError::Fatal(m) | ApiError::Transient(m) => format!("{q}: {m}"),
-        })?;
-    Ok(array(&data, "result")
-        .iter()
-        .map(|r| {
-            let v = r["value"][1]
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(f64::NAN);
-            (r["metric"].clone(), v)
-        })
-        .collect())
-}
-
 /// The one value of `q` at `time`.
 fn one_at(port: u16, q: &str, time: f64) -> Result<f64, String> {
     match query_at(port, q, time)?.as_slice() {
@@ -115,8 +96,8 @@ fn one_at(port: u16, q: &str, time: f64) -> Result<f64, String> {
     }
 }
 
-fn label_of<'a>(m: &'a Value, l: &str) -> &'a str {
-    m[l].as_str().unwrap_or("")
+fn label_of<'a>(m: &'a BTreeMap<String, String>, l: &str) -> &'a str {
+    m.get(l).map_or("", String::as_str)
 }
 
 fn near(got: f64, want: f64, tolerance: f64) -> bool {
@@ -127,7 +108,7 @@ fn near(got: f64, want: f64, tolerance: f64) -> bool {
 /// activity where served, else the driver's utilization.
 fn busy_at(port: u16, time: f64) -> Result<BTreeMap<(String, String), f64>, String> {
     let mut out = BTreeMap::new();
-    let key = |m: &Value| {
+    let key = |m: &BTreeMap<String, String>| {
         (
             label_of(m, "gpu").to_owned(),
             label_of(m, "GPU_I_ID").to_owned(),
@@ -290,9 +271,7 @@ pub(crate) fn check_cost(port: u16, f: &mut Failures) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last;
     loop {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
+        let now = unix_now();
         // A moment every series has been scraped and evaluated for.
         let time = now - 2.0;
         last = match cost_problems(port, time) {
@@ -332,9 +311,7 @@ const OPENCOST_PODS: [(&str, &str, &str, &str); 6] = [
 const COST_NAMESPACES: [&str; 3] = ["ml-research", "web-serving", "data-lab"];
 
 pub(crate) fn check_opencost(port: u16, f: &mut Failures) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let now = unix_now();
     let time = now - 2.0;
     let got = match query_at(port, OPENCOST_QUERY, time) {
         Ok(r) => r,

@@ -139,6 +139,55 @@ pub(crate) fn prom_api(port: u16, path: &str, params: &[(&str, &str)]) -> Result
     }
 }
 
+/// One sample of an instant query: its labels and value (a scalar is one sample without
+/// labels).
+pub(crate) type Sample = (BTreeMap<String, String>, f64);
+
+/// Now, in Unix seconds (for instant queries at one moment).
+pub(crate) fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// An instant query at `time` (Unix seconds): its samples.
+pub(crate) fn query_at(port: u16, query: &str, time: f64) -> Result<Vec<Sample>, String> {
+    let time = format!("{time:.3}");
+    let data = prom_api(port, "/api/v1/query", &[("query", query), ("time", &time)]).map_err(
+        |e| match e {
+            ApiError::Fatal(m) | ApiError::Transient(m) => format!("{query}: {m}"),
+        },
+    )?;
+    let value = |v: &Value| {
+        v.get(1)
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<f64>().ok())
+            .ok_or_else(|| format!("no value in {v}"))
+    };
+    match str_of(&data, "resultType") {
+        Some("vector") => array(&data, "result")
+            .iter()
+            .map(|s| {
+                let labels = s
+                    .get("metric")
+                    .and_then(Value::as_object)
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Ok((labels, value(s.get("value").unwrap_or(&Value::Null))?))
+            })
+            .collect(),
+        Some("scalar") => Ok(vec![(
+            BTreeMap::new(),
+            value(data.get("result").unwrap_or(&Value::Null))?,
+        )]),
+        other => Err(format!("{query}: result type {other:?}")),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Processes
 
