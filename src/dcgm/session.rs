@@ -394,17 +394,13 @@ impl Session {
     /// This tick's health check of every GPU (the health group made on the first call).
     pub fn health(&mut self) -> Result<GpuHealth, SessionError> {
         let api = self.api;
-        let failed = |(name, rc)| call(api, name, rc).err();
         if self.health.is_none() {
             let gpus = self.gpus.iter().map(|(u, g)| (g.id, u.clone())).collect();
-            match HealthGroup::make(api, self.handle, gpus) {
-                Ok(g) => self.health = Some(g),
-                Err(f) => return failed(f).map_or(Ok(GpuHealth::new()), Err),
-            }
+            let group = HealthGroup::make(api, self.handle, gpus).map_err(|f| failed(api, f))?;
+            self.health = Some(group);
         }
         match self.health.as_mut().map(|g| g.check(api, self.handle)) {
-            Some(Ok(h)) => Ok(h),
-            Some(Err(f)) => failed(f).map_or(Ok(GpuHealth::new()), Err),
+            Some(checked) => checked.map_err(|f| failed(api, f)),
             None => Ok(GpuHealth::new()),
         }
     }
