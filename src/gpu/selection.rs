@@ -14,8 +14,8 @@
 
 use std::fmt::Write as _;
 
+use super::selection_grammar::{Bounds, InstanceRange, Item, SYNTAX_BOUNDS, parse_items};
 pub use super::selection_grammar::{DeviceSpecError, SpecProblem};
-use super::selection_grammar::{InstanceRange, Item, Limits, SYNTAX_LIMITS, parse_items};
 
 /// Highest GPU index (NVML enumerates at most 64 devices).
 pub const MAX_GPU: u32 = 63;
@@ -62,7 +62,7 @@ impl GpuSet {
 }
 
 /// The bounds of `-d/--devices`.
-const DEVICE_LIMITS: Limits = Limits {
+const DEVICE_BOUNDS: Bounds = Bounds {
     gpu: MAX_GPU,
     instance: MAX_GPU_INSTANCE,
 };
@@ -88,7 +88,7 @@ impl DeviceSelection {
         let mut gpus = GpuSet::NONE;
         let mut instance_gpus = GpuSet::NONE;
         let mut instances = Vec::new();
-        parse_items(flag, value, DEVICE_LIMITS, |item| match item {
+        parse_items(flag, value, DEVICE_BOUNDS, |item| match item {
             Item::Flex => {
                 gpus.all = true;
                 instance_gpus.all = true;
@@ -107,7 +107,7 @@ impl DeviceSelection {
     /// not GPUs (`-s/--switch-devices`, `-p/--cpu-devices`), where dcgm-exporter's lists number
     /// switches, links, CPUs or cores.
     pub fn check_syntax(flag: &str, value: &str) -> Result<(), DeviceSpecError> {
-        parse_items(flag, value, SYNTAX_LIMITS, |_| {})
+        parse_items(flag, value, SYNTAX_BOUNDS, |_| {})
     }
 
     fn normalised(

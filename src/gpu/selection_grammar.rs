@@ -18,7 +18,7 @@
 //! [`SpecProblem`]).
 //!
 //! Its interface to the rest of `gpu` is [`parse_items`], which checks every number against
-//! the caller's [`Limits`] ([`SYNTAX_LIMITS`] when the numbers are not GPUs) and hands each
+//! the caller's [`Bounds`] ([`SYNTAX_BOUNDS`] when the numbers are not GPUs) and hands each
 //! [`Item`] (an [`InstanceRange`] for `G.I-J`) to the caller; the error types are public as
 //! `gpu::selection::DeviceSpecError` and `gpu::selection::SpecProblem`. It only reads the
 //! grammar: it must not build a selection (what the items mean is
@@ -51,9 +51,9 @@ pub(super) enum Item {
     Instances(InstanceRange),
 }
 
-/// Bounds on the numbers of a value.
+/// Bounds on the numbers of a value (the highest GPU index and GPU instance id it may name).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
+pub(super) struct Bounds {
     /// The highest GPU index (the number before a `.`, or a `g:` item).
     pub(super) gpu: u32,
     /// The highest GPU instance id (the number after a `.`).
@@ -61,7 +61,7 @@ pub(super) struct Limits {
 }
 
 /// The bounds of a syntax-only check: the flag's entities are not GPUs (`-s`, `-p`).
-pub(super) const SYNTAX_LIMITS: Limits = Limits {
+pub(super) const SYNTAX_BOUNDS: Bounds = Bounds {
     gpu: u32::MAX,
     instance: u32::MAX,
 };
@@ -169,7 +169,7 @@ enum Current<'a> {
 pub(super) fn parse_items(
     flag: &str,
     value: &str,
-    limits: Limits,
+    bounds: Bounds,
     mut sink: impl FnMut(Item),
 ) -> Result<(), DeviceSpecError> {
     let err = |problem: SpecProblem| DeviceSpecError {
@@ -236,11 +236,11 @@ pub(super) fn parse_items(
                     }));
                 }
                 ("g", Some(item)) => {
-                    sink(gpu_item(item, limits).map_err(err)?);
+                    sink(gpu_item(item, bounds).map_err(err)?);
                     current = Current::GpuList;
                 }
                 ("i", Some(item)) => {
-                    sink(instance_item(item, limits).map_err(err)?);
+                    sink(instance_item(item, bounds).map_err(err)?);
                     current = Current::InstanceList;
                 }
                 _ => {
@@ -257,8 +257,8 @@ pub(super) fn parse_items(
             return Err(err(SpecProblem::NotASpec { tok: tok.into() }));
         }
         match current {
-            Current::GpuList => sink(gpu_item(tok, limits).map_err(err)?),
-            Current::InstanceList => sink(instance_item(tok, limits).map_err(err)?),
+            Current::GpuList => sink(gpu_item(tok, bounds).map_err(err)?),
+            Current::InstanceList => sink(instance_item(tok, bounds).map_err(err)?),
             Current::NoList(spec) => {
                 return Err(err(SpecProblem::FollowsNoList {
                     tok: tok.into(),
@@ -293,7 +293,7 @@ fn bounded(item: &str, digits: &str, max: u32, what: &'static str) -> Result<u32
 }
 
 /// `a` or `a-b` of GPU indices; `None` when not of that form.
-fn gpu_range(item: &str, limits: Limits) -> Option<Result<(u32, u32), SpecProblem>> {
+fn gpu_range(item: &str, bounds: Bounds) -> Option<Result<(u32, u32), SpecProblem>> {
     let (a, b) = match item.split_once('-') {
         Some((a, b)) => (number(a)?, number(b)?),
         None => {
@@ -302,8 +302,8 @@ fn gpu_range(item: &str, limits: Limits) -> Option<Result<(u32, u32), SpecProble
         }
     };
     Some((|| {
-        let a = bounded(item, a, limits.gpu, "GPU index")?;
-        let b = bounded(item, b, limits.gpu, "GPU index")?;
+        let a = bounded(item, a, bounds.gpu, "GPU index")?;
+        let b = bounded(item, b, bounds.gpu, "GPU index")?;
         if a > b {
             return Err(SpecProblem::Descending {
                 item: item.into(),
@@ -315,23 +315,23 @@ fn gpu_range(item: &str, limits: Limits) -> Option<Result<(u32, u32), SpecProble
 }
 
 /// An item of a `g:` list.
-fn gpu_item(item: &str, limits: Limits) -> Result<Item, SpecProblem> {
+fn gpu_item(item: &str, bounds: Bounds) -> Result<Item, SpecProblem> {
     if let Some((g, _)) = item.split_once('.')
         && number(g).is_some()
     {
         return Err(SpecProblem::InstanceInGpuList { item: item.into() });
     }
-    match gpu_range(item, limits) {
+    match gpu_range(item, bounds) {
         Some(r) => r.map(|(a, b)| Item::Gpus(a, b)),
         None => Err(SpecProblem::NotGpuItem { item: item.into() }),
     }
 }
 
 /// An item of an `i:` list: `G`, `G-H`, `G.I` or `G.I-J`.
-fn instance_item(item: &str, limits: Limits) -> Result<Item, SpecProblem> {
+fn instance_item(item: &str, bounds: Bounds) -> Result<Item, SpecProblem> {
     let invalid = || SpecProblem::NotInstanceItem { item: item.into() };
     let Some((g, ids)) = item.split_once('.') else {
-        return match gpu_range(item, limits) {
+        return match gpu_range(item, bounds) {
             Some(r) => r.map(|(a, b)| Item::InstancesOn(a, b)),
             None => Err(invalid()),
         };
@@ -347,9 +347,9 @@ fn instance_item(item: &str, limits: Limits) -> Result<Item, SpecProblem> {
             (a, a)
         }
     };
-    let gpu = bounded(item, gpu, limits.gpu, "GPU index")?;
-    let first = bounded(item, first, limits.instance, "GPU instance id")?;
-    let last = bounded(item, last, limits.instance, "GPU instance id")?;
+    let gpu = bounded(item, gpu, bounds.gpu, "GPU index")?;
+    let first = bounded(item, first, bounds.instance, "GPU instance id")?;
+    let last = bounded(item, last, bounds.instance, "GPU instance id")?;
     if first > last {
         return Err(SpecProblem::Descending {
             item: item.into(),

@@ -8,7 +8,7 @@
 //! Pure data and parsing; it must not know which switches exist (the DCGM client compares the
 //! selection with what its hostengine lists, and says what it names that is not there).
 
-use super::selection_grammar::{DeviceSpecError, Item, SYNTAX_LIMITS, parse_items};
+use super::selection_grammar::{DeviceSpecError, Item, SYNTAX_BOUNDS, parse_items};
 
 /// Inclusive ranges of ids.
 type Ranges = Vec<(u32, u32)>;
@@ -35,7 +35,7 @@ impl SwitchSelection {
         let (mut all_switches, mut all_ports) = (false, false);
         let (mut switches, mut ports, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
         let (mut any_g, mut any_i) = (false, false);
-        parse_items(flag, value, SYNTAX_LIMITS, |item| match item {
+        parse_items(flag, value, SYNTAX_BOUNDS, |item| match item {
             Item::Flex => (all_switches, all_ports) = (true, true),
             Item::AllGpus => (all_switches, any_g) = (true, true),
             Item::Gpus(a, b) => {
