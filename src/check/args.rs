@@ -144,7 +144,10 @@ mod tests {
         assert_eq!(args(&["-output=human"]).unwrap().output, Output::Human);
         let a = args(&["--hardware-report", "-o"]).unwrap();
         assert_eq!(a.output, Output::HardwareReport);
-        assert!(a.daemon.exposition.use_old_namespace, "-o stays the daemon's");
+        assert!(
+            a.daemon.exposition.use_old_namespace,
+            "-o stays the daemon's"
+        );
         let e = args(&["--output", "yaml"]).unwrap_err().to_string();
         assert!(e.contains("--output takes human or json, not yaml"), "{e}");
     }

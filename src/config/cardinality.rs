@@ -122,7 +122,12 @@ pub(super) fn controls(
             ));
         }
     }
-    let max = match cli.cardinality.max_labels_per_series.as_deref().map(str::trim) {
+    let max = match cli
+        .cardinality
+        .max_labels_per_series
+        .as_deref()
+        .map(str::trim)
+    {
         None | Some("") => DEFAULT_MAX_LABELS,
         Some(v) => match v.parse::<usize>() {
             Ok(n) if n >= 10 => n,

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::Cli;
-use super::values::{DcgmLogLevel, DcgmMode};
 use super::origin::FileMerge;
+use super::values::{DcgmLogLevel, DcgmMode};
 use crate::base::bounded_read::{ReadError, refuse_not_regular};
 
 /// A DCGM setting that cannot be used; each names its flag.
@@ -173,7 +173,11 @@ pub(super) fn settings(
             ));
         }
         (Some(m @ (DcgmMode::Embedded | DcgmMode::Off)), Some(a)) => {
-            let name = if m == DcgmMode::Off { "off" } else { "embedded" };
+            let name = if m == DcgmMode::Off {
+                "off"
+            } else {
+                "embedded"
+            };
             warnings.push(format!(
                 "-r/--remote-hostengine-info {a} is not used with --dcgm-mode {name}"
             ));

@@ -262,7 +262,11 @@ mod tests {
             )
         };
         let cli = parse(&["--kubernetes=true", "-o=1", "-n", "--dump-compression"]).unwrap();
-        assert!(cli.kubernetes.enabled && cli.exposition.use_old_namespace && cli.exposition.no_hostname);
+        assert!(
+            cli.kubernetes.enabled
+                && cli.exposition.use_old_namespace
+                && cli.exposition.no_hostname
+        );
         assert_eq!(cli.ignored.dump_compression, Some(true));
         let cli = parse(&["-k=false", "--debug=F", "--dump-compression=0"]).unwrap();
         assert!(!cli.kubernetes.enabled && !cli.log.debug);

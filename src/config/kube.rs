@@ -19,7 +19,10 @@ impl Settings {
                 "--pod-resources-refresh-interval",
                 cli.kubernetes.pod_resources_refresh_interval,
             ),
-            ("--pod-resources-timeout", cli.kubernetes.pod_resources_timeout),
+            (
+                "--pod-resources-timeout",
+                cli.kubernetes.pod_resources_timeout,
+            ),
         ] {
             if ms < 100 {
                 return Err(ConfigError::TooShort {
@@ -30,7 +33,9 @@ impl Settings {
             }
         }
         let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(Some(
-            &cli.kubernetes.kubernetes_pod_label_allowlist_regex.join(","),
+            &cli.kubernetes
+                .kubernetes_pod_label_allowlist_regex
+                .join(","),
         ))?;
         if !cli.kubernetes.enabled && cli.simulator.simulate.is_none() {
             for (set, flag) in [
@@ -38,11 +43,22 @@ impl Settings {
                     cli.kubernetes.kubernetes_enable_pod_labels,
                     "--kubernetes-enable-pod-labels",
                 ),
-                (cli.kubernetes.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid"),
-                (cli.kubernetes.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
-                (cli.kubernetes.kubernetes_enable_dra, "--kubernetes-enable-dra"),
                 (
-                    !cli.kubernetes.kubernetes_pod_label_allowlist_regex.is_empty(),
+                    cli.kubernetes.kubernetes_enable_pod_uid,
+                    "--kubernetes-enable-pod-uid",
+                ),
+                (
+                    cli.kubernetes.kubernetes_virtual_gpus,
+                    "--kubernetes-virtual-gpus",
+                ),
+                (
+                    cli.kubernetes.kubernetes_enable_dra,
+                    "--kubernetes-enable-dra",
+                ),
+                (
+                    !cli.kubernetes
+                        .kubernetes_pod_label_allowlist_regex
+                        .is_empty(),
                     "--kubernetes-pod-label-allowlist-regex",
                 ),
                 (
@@ -74,7 +90,10 @@ impl Settings {
                 .filter(|s| !s.is_empty())
                 .collect(),
             virtual_gpus: cli.kubernetes.kubernetes_virtual_gpus,
-            pod_labels: cli.kubernetes.kubernetes_enable_pod_labels.then_some(allowlist),
+            pod_labels: cli
+                .kubernetes
+                .kubernetes_enable_pod_labels
+                .then_some(allowlist),
             pod_uid: cli.kubernetes.kubernetes_enable_pod_uid,
             dra: cli.kubernetes.kubernetes_enable_dra,
             pod_metadata: cli.kubernetes.kubernetes_pod_metadata

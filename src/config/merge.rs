@@ -129,7 +129,10 @@ mod tests {
             (merged.cli, notes)
         };
         let (c, notes) = parse(&[]);
-        assert_eq!(c.sampling.counters_file.as_deref(), Some(Path::new("/from/file.csv")));
+        assert_eq!(
+            c.sampling.counters_file.as_deref(),
+            Some(Path::new("/from/file.csv"))
+        );
         assert_eq!(c.sampling.collect_interval, Some(2000));
         assert_eq!(c.web.max_concurrent_scrapes, Some(3));
         assert_eq!(c.exposition.enable_exporter_metrics, Some(true));
@@ -151,7 +154,10 @@ mod tests {
             "--max-concurrent-scrapes",
             "16",
         ]);
-        assert_eq!(c.sampling.counters_file.as_deref(), Some(Path::new("/cli.csv")));
+        assert_eq!(
+            c.sampling.counters_file.as_deref(),
+            Some(Path::new("/cli.csv"))
+        );
         assert_eq!(c.sampling.collect_interval, Some(2000));
         assert_eq!(c.web.max_concurrent_scrapes, Some(16));
         let notes = notes.join("\n");

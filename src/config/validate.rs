@@ -13,13 +13,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{
-    Cli, Config, ConfigError, CountersChoice, ExpositionConfig, HealthConfig, LogConfig,
-    SamplingConfig, SimulatorConfig, WebConfig, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
-    DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
-    MIN_INTERVAL_MS, Settings, cardinality, dcgm, ignored, node_hostname,
-};
 use super::values::LogFormat;
+use super::{
+    Cli, Config, ConfigError, CountersChoice, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
+    DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
+    ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, SamplingConfig, Settings,
+    SimulatorConfig, WebConfig, cardinality, dcgm, ignored, node_hostname,
+};
 use crate::gpu::plan::Collections;
 use crate::gpu::selection::DeviceSelection;
 use crate::serve::address;
@@ -86,7 +86,10 @@ impl Settings {
         DeviceSelection::check_syntax("-s/--switch-devices", &cli.dcgm.switch_devices)?;
         DeviceSelection::check_syntax("-p/--cpu-devices", &cli.ignored.cpu_devices)?;
         for (flag, ms) in [
-            ("-x/--xid-count-window-size", cli.sampling.xid_count_window_size),
+            (
+                "-x/--xid-count-window-size",
+                cli.sampling.xid_count_window_size,
+            ),
             (
                 "--clock-events-count-window-size",
                 cli.sampling.clock_events_count_window_size,
@@ -388,9 +391,15 @@ mod tests {
 
     #[test]
     fn simulate_defaults_to_h100_scenario() {
-        assert_eq!(cli(&["--simulate"]).simulator.simulate.as_deref(), Some("h100-mig"));
         assert_eq!(
-            cli(&["--simulate", "a100-l4"]).simulator.simulate.as_deref(),
+            cli(&["--simulate"]).simulator.simulate.as_deref(),
+            Some("h100-mig")
+        );
+        assert_eq!(
+            cli(&["--simulate", "a100-l4"])
+                .simulator
+                .simulate
+                .as_deref(),
             Some("a100-l4")
         );
         assert_eq!(cli(&[]).simulator.simulate, None);
@@ -444,7 +453,10 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.sampling.xid_initialized_codes, vec![48, 79]);
         assert_eq!(cfg.sampling.xid_count_window, Duration::from_secs(60));
-        assert_eq!(cfg.sampling.clock_events_count_window, Duration::from_secs(1));
+        assert_eq!(
+            cfg.sampling.clock_events_count_window,
+            Duration::from_secs(1)
+        );
         assert!(cfg.sampling.mig_repeat_device_fields);
         let cfg = cli(&["--xid-initialized-codes", ""]).validate().unwrap();
         assert!(cfg.sampling.xid_initialized_codes.is_empty());
@@ -455,7 +467,9 @@ mod tests {
         assert!(cli(&[]).validate().unwrap().sampling.devices.is_all());
         let cfg = cli(&["-d", "g:0,1,i:2.7-9,3"]).validate().unwrap();
         assert!(cfg.sampling.devices.wants_gpu(1) && !cfg.sampling.devices.wants_gpu(2));
-        assert!(cfg.sampling.devices.wants_instance(2, 8) && cfg.sampling.devices.wants_instance(3, 1));
+        assert!(
+            cfg.sampling.devices.wants_instance(2, 8) && cfg.sampling.devices.wants_instance(3, 1)
+        );
         assert_eq!(
             cfg.sampling.devices.describe(),
             "GPUs 0,1; MIG instances 2.7-9, all on GPU 3"

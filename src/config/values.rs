@@ -10,8 +10,8 @@
 use std::ffi::OsStr;
 use std::marker::PhantomData;
 
-use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
 use clap::ValueEnum;
+use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
 
 use crate::catalogue::profile::Profile;
 use crate::gpu::reader::NvlinkLinks;
@@ -243,7 +243,10 @@ mod tests {
         );
         // Each of DCGM's log level names is one of ours, and the other way round.
         for level in DcgmLogLevel::value_variants() {
-            assert!(crate::dcgm::parse_log_level(&level.name()).is_some(), "{level:?}");
+            assert!(
+                crate::dcgm::parse_log_level(&level.name()).is_some(),
+                "{level:?}"
+            );
         }
         assert_eq!(DcgmLogLevel::value_variants().len(), 7);
     }
