@@ -220,11 +220,11 @@ mod tests {
     use super::*;
 
     fn parse<E: ValueEnum + Clone + Send + Sync + 'static>(v: &str) -> Result<E, String> {
-        let cmd = clap::Command::new("t");
-        let arg = clap::Arg::new("x").long("x");
-        lenient::<E>()
-            .parse_ref(&cmd, Some(&arg), OsStr::new(v))
+        let cmd =
+            clap::Command::new("t").arg(clap::Arg::new("x").long("x").value_parser(lenient::<E>()));
+        cmd.try_get_matches_from(["t", "--x", v])
             .map_err(|e| e.to_string())
+            .and_then(|mut m| m.remove_one::<E>("x").ok_or_else(|| "no value".to_owned()))
     }
 
     #[test]
