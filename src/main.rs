@@ -20,7 +20,7 @@ fn init_logging(cfg: &Config) {
     // kube's client logs every failed API call at ERROR (`failed with status 500`); the
     // exporter reports each failure itself, once per change of state (notify::writer,
     // sources::kube), so that line is left out unless asked for (--debug or RUST_LOG).
-    let default = if cfg.debug {
+    let default = if cfg.log.debug {
         "debug"
     } else {
         "info,kube_client::client::builder=off"
@@ -33,7 +33,7 @@ fn init_logging(cfg: &Config) {
         .with_env_filter(filter)
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
-    if cfg.json_logs {
+    if cfg.log.json {
         builder.json().init();
     } else {
         builder.init();

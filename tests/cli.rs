@@ -567,8 +567,14 @@ fn compatibility_profiles_change_what_dashboards_see() {
         .args(["--compatibility", "4.8.4"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile"));
+    // A usage error now (clap's, as for every enum-valued flag): the flag and the profiles.
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("invalid value '4.8.4' for '--compatibility <PROFILE>'")
+            && err.contains("[possible values: native, dcgm-4.8.2, dcgm-4.8.4, dcgm-4.9]"),
+        "{err}"
+    );
 }
 
 /// dcgm-4.9 serves gpu-exporter's shipped 4.8-named sets, unmodified, as their 4.9 versions

@@ -48,7 +48,8 @@ impl Node {
         k.timeout = timeout;
         k.pod_metadata = false;
         k.process_metrics = false;
-        let a = gpu_exporter::attribution::start(&k, false, None, None, rt.handle());
+        let (kubelet, opts) = common::attribution_options(&k);
+        let a = gpu_exporter::attribution::start(&k, kubelet, opts, None, None, rt.handle());
         let sampler = node
             .sampler_with(counters.clone(), Default::default(), 0.0)
             .with_attribution(a);

@@ -88,24 +88,19 @@ impl Inputs {
     }
 }
 
-/// Starts the background sources for `k` on `runtime` and returns the attributor over them.
-/// `client` is the Kubernetes API client (`None`: no pod metadata, no DRA); `hpc` the job
-/// directory watcher, if any.
+/// Starts the background sources that `k` asks for on `runtime` (the kubelet source with
+/// `kubelet`, its options from `config::options` as the join's `opts` are) and returns the
+/// attributor over them. `client` is the Kubernetes API client (`None`: no pod metadata, no
+/// DRA); `hpc` the job directory watcher, if any.
 pub fn start(
     k: &KubernetesConfig,
-    use_old_namespace: bool,
+    kubelet: KubeletOptions,
+    opts: AttributionOptions,
     client: Option<kube::Client>,
     hpc: Option<HpcSource>,
     runtime: &tokio::runtime::Handle,
 ) -> Attributor {
-    let kubelet = PodResourcesSource::spawn(
-        KubeletOptions {
-            socket: k.socket.clone(),
-            interval: k.refresh,
-            timeout: k.timeout,
-        },
-        runtime,
-    );
+    let kubelet = PodResourcesSource::spawn(kubelet, runtime);
     let pods = client
         .clone()
         .filter(|_| k.pod_metadata)
@@ -113,13 +108,6 @@ pub fn start(
     let dra = client
         .filter(|_| k.dra)
         .map(|c| DraSource::spawn(c, k.node_name.clone(), runtime));
-    let opts = AttributionOptions {
-        extra_resources: k.extra_resources.clone(),
-        virtual_gpus: k.virtual_gpus,
-        pod_labels: k.pod_labels.clone(),
-        pod_uid: k.pod_uid,
-        use_old_namespace,
-    };
     let sources = SourceHandles {
         kubelet: Some(kubelet),
         pods,

@@ -136,15 +136,18 @@ mod tests {
     fn own_arguments_anywhere_among_the_daemons() {
         let a = args(&["-k", "--output", "json", "-f", "/x.csv"]).unwrap();
         assert_eq!(a.output, Output::Json);
-        assert!(a.daemon.kubernetes);
+        assert!(a.daemon.kubernetes.enabled);
         assert_eq!(
-            a.daemon.collectors.as_deref(),
+            a.daemon.sampling.counters_file.as_deref(),
             Some(std::path::Path::new("/x.csv"))
         );
         assert_eq!(args(&["-output=human"]).unwrap().output, Output::Human);
         let a = args(&["--hardware-report", "-o"]).unwrap();
         assert_eq!(a.output, Output::HardwareReport);
-        assert!(a.daemon.use_old_namespace, "-o stays the daemon's");
+        assert!(
+            a.daemon.exposition.use_old_namespace,
+            "-o stays the daemon's"
+        );
         let e = args(&["--output", "yaml"]).unwrap_err().to_string();
         assert!(e.contains("--output takes human or json, not yaml"), "{e}");
     }

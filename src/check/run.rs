@@ -104,7 +104,7 @@ fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
     for w in &cfg.warnings {
         r.add("files", "flags", Severity::Warn, w.clone(), None);
     }
-    match &cfg.web_config_file {
+    match &cfg.web.config_file {
         Some(p) => match serve::web_config::WebConfig::load(p) {
             Ok(_) => {
                 let detail = format!("{} loads", p.display());
@@ -177,16 +177,16 @@ fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
 
 /// Whether the listen address can be bound.
 fn address(r: &mut Report, cfg: &Config, rt: &tokio::runtime::Runtime) {
-    match rt.block_on(serve::bind(&cfg.address)) {
+    match rt.block_on(serve::bind(&cfg.web.address)) {
         Ok(_) => {
-            let detail = format!("{} can be bound", cfg.address);
+            let detail = format!("{} can be bound", cfg.web.address);
             r.add("files", "address", Severity::Ok, detail, None);
         }
         Err(e) => r.add(
             "files",
             "address",
             Severity::Warn,
-            format!("{}: {e}", cfg.address),
+            format!("{}: {e}", cfg.web.address),
             Some("in use by a running exporter (fine when checking inside its pod), or another exporter holds the port: choose -a"),
         ),
     }
@@ -281,7 +281,7 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
     let remote = matches!(client.mode(), crate::dcgm::Mode::Remote(_));
     let mode = match client.mode() {
         crate::dcgm::Mode::Remote(a) => format!("remote, hostengine {a}"),
-        m if cfg.simulate.is_some() => format!("{} (on the simulated libdcgm)", m.name()),
+        m if cfg.simulator.scenario.is_some() => format!("{} (on the simulated libdcgm)", m.name()),
         m => m.name().to_owned(),
     };
     r.add("dcgm", "mode", Severity::Ok, mode, None);
@@ -424,7 +424,7 @@ fn kubernetes(r: &mut Report, cfg: &Config, k: &KubernetesInUse, rt: &tokio::run
     if let Some(root) = &k.proc_root {
         findings::proc_root(r, root, std::process::id());
     }
-    let writes = &cfg.health_args;
+    let writes = &cfg.health;
     if !(kcfg.pod_metadata || kcfg.dra || writes.writes()) {
         return;
     }
@@ -435,8 +435,8 @@ fn kubernetes(r: &mut Report, cfg: &Config, k: &KubernetesInUse, rt: &tokio::run
             r.add("kubernetes", "API client", Severity::Ok, detail, None);
             let needs = access::needed(
                 kcfg.dra,
-                writes.kubernetes_node_conditions,
-                writes.kubernetes_events,
+                writes.node_conditions,
+                writes.events,
             );
             let reviews = rt.block_on(access::review(client, &needs));
             let node = k.node_name.as_deref();

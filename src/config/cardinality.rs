@@ -2,7 +2,7 @@
 //! `--drop-labels` and `--max-labels-per-series` (flags, variables, or the `metrics.*` keys of
 //! `--config-file`), checked into the exposition's [`Cardinality`]; and the labels-per-series
 //! guard's arithmetic (`fit_labels`), run once the counters are loaded (by `Config::fit_labels`,
-//! in `labels.rs`).
+//! in `labels_per_series.rs`).
 //!
 //! It decides what is refused (a glob that does not parse, a label that tells series apart, a
 //! family over the limit) and says where the value came from; the filtering itself is
@@ -42,10 +42,10 @@ const KEYS: [(&str, &str); 4] = [
 
 fn slot<'a>(cli: &'a mut Cli, flag: &str) -> Option<&'a mut Option<String>> {
     match flag {
-        "--include-families" => Some(&mut cli.include_families),
-        "--exclude-families" => Some(&mut cli.exclude_families),
-        "--drop-labels" => Some(&mut cli.drop_labels),
-        "--max-labels-per-series" => Some(&mut cli.max_labels_per_series),
+        "--include-families" => Some(&mut cli.cardinality.include_families),
+        "--exclude-families" => Some(&mut cli.cardinality.exclude_families),
+        "--drop-labels" => Some(&mut cli.cardinality.drop_labels),
+        "--max-labels-per-series" => Some(&mut cli.cardinality.max_labels_per_series),
         _ => None,
     }
 }
@@ -99,9 +99,9 @@ pub(super) fn controls(
             })
             .collect::<Result<Vec<_>, _>>()
     };
-    let include = globs("--include-families", &cli.include_families)?;
-    let exclude = globs("--exclude-families", &cli.exclude_families)?;
-    let drop_labels = items(&cli.drop_labels);
+    let include = globs("--include-families", &cli.cardinality.include_families)?;
+    let exclude = globs("--exclude-families", &cli.cardinality.exclude_families)?;
+    let drop_labels = items(&cli.cardinality.drop_labels);
     for name in &drop_labels {
         let bad = |why: &str| CardinalityError::Refused {
             setting: origin("--drop-labels"),
@@ -122,7 +122,12 @@ pub(super) fn controls(
             ));
         }
     }
-    let max = match cli.max_labels_per_series.as_deref().map(str::trim) {
+    let max = match cli
+        .cardinality
+        .max_labels_per_series
+        .as_deref()
+        .map(str::trim)
+    {
         None | Some("") => DEFAULT_MAX_LABELS,
         Some(v) => match v.parse::<usize>() {
             Ok(n) if n >= 10 => n,

@@ -21,7 +21,7 @@ impl Config {
                 file: None,
             },
             CountersChoice::File(Some(p)) => {
-                let (file, set) = CountersFile::open(p.clone(), self.profile)?;
+                let (file, set) = CountersFile::open(p.clone(), self.exposition.profile)?;
                 // The set's own origin is the path, or says which version of a shipped set
                 // the profile serves in its place: the start-up line must say so too.
                 let origin = format!("counters from {}", set.origin);
@@ -35,7 +35,8 @@ impl Config {
         };
         // The config file's collections must each match a field, and no field two of them.
         if let Some(path) = &self.config_file {
-            self.collections
+            self.sampling
+                .collections
                 .check(loaded.set.metrics().map(|r| (r.name.as_str(), r.field)))
                 .map_err(|message| file::ConfigFileError::Invalid {
                     file: path.clone(),
@@ -47,7 +48,7 @@ impl Config {
 
     /// The compatibility profile's built-in counter set (what runs when no file is found).
     pub fn builtin_counters(&self) -> Result<LoadedCounters, ConfigError> {
-        let (name, text) = self.profile.builtin_counters();
+        let (name, text) = self.exposition.profile.builtin_counters();
         let set = parse_counters(&format!("built-in {name}"), text)?;
         Ok(LoadedCounters {
             set,

@@ -1,8 +1,8 @@
 //! The DCGM client's settings from the flags: `--dcgm-mode`, `-r/--remote-hostengine-info`,
 //! `--dcgm-lib`, `--enable-dcgm-log`/`--dcgm-log-level`, and
 //! `--watch-max-keep-age`/`--watch-max-keep-samples` (or the configuration
-//! file's `sources.dcgm.watch`, merged in first), validated once into `dcgm::DcgmOptions`,
-//! errors naming the flag.
+//! file's `sources.dcgm.watch`, merged in first), validated once into the [`DcgmConfig`] that
+//! `options.rs` turns into `dcgm::DcgmOptions`; errors name the flag.
 //!
 //! It must not load the library or connect.
 
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::cli::Cli;
 use super::origin::FileMerge;
+use super::values::{DcgmLogLevel, DcgmMode};
 use crate::base::bounded_read::{ReadError, refuse_not_regular};
 
 /// A DCGM setting that cannot be used; each names its flag.
@@ -39,12 +40,33 @@ pub enum DcgmConfigError {
     /// `-s/--switch-devices` does not parse (the message names the flag and the item).
     #[error(transparent)]
     SwitchDevices(Box<crate::gpu::selection::DeviceSpecError>),
-    /// `--dcgm-log-level` names no DCGM log level.
+    /// A `--dcgm-log-level` value that DCGM's table of level names does not hold (clap has
+    /// checked the value against [`DcgmLogLevel`], so the two tables would disagree).
     #[error(
         "--dcgm-log-level (or DCGM_EXPORTER_DCGM_LOG_LEVEL) {0:?}: not a DCGM log level \
          (expected NONE, FATAL, ERROR, WARN, INFO, DEBUG or VERB)"
     )]
     LogLevel(String),
+}
+
+/// The DCGM client's settings, checked (`dcgm::DcgmOptions`, with the deadline that the tick
+/// interval sets).
+#[derive(Debug, Clone)]
+pub struct DcgmConfig {
+    /// `--dcgm-mode`, or what `-r` implies.
+    pub mode: crate::dcgm::Mode,
+    /// `--dcgm-mode` was given (else `--simulate` picks embedded on the simulated library).
+    pub mode_given: bool,
+    /// `--dcgm-lib`.
+    pub lib: Option<PathBuf>,
+    /// `--watch-max-keep-age`.
+    pub max_keep_age: Duration,
+    /// `--watch-max-keep-samples` (0: no limit).
+    pub max_keep_samples: i32,
+    /// `-s/--switch-devices`.
+    pub switches: crate::gpu::switch_selection::SwitchSelection,
+    /// `--enable-dcgm-log` at `--dcgm-log-level`: an embedded hostengine's log severity.
+    pub log_severity: Option<i32>,
 }
 
 /// `--enable-dcgm-log` and `--dcgm-log-level`, as dcgm-exporter takes them: with the log
@@ -58,18 +80,12 @@ fn log_severity(
     warnings: &mut Vec<String>,
 ) -> Result<Option<i32>, DcgmConfigError> {
     use crate::dcgm::{LOG_NONE, Mode, parse_log_level};
-    let level = match cli.dcgm_log_level.as_deref().map(str::trim) {
-        Some(l) if !l.is_empty() => Some(
-            parse_log_level(l)
-                .map(|s| (l.to_ascii_uppercase(), s))
-                .ok_or_else(|| DcgmConfigError::LogLevel(l.to_owned()))?,
-        ),
-        _ => None,
-    };
-    if !cli.enable_dcgm_log {
-        if let Some((name, _)) = level {
+    let level = cli.dcgm.dcgm_log_level;
+    if !cli.dcgm.enable_dcgm_log {
+        if let Some(level) = level {
             warnings.push(format!(
-                "--dcgm-log-level {name} has no effect without --enable-dcgm-log"
+                "--dcgm-log-level {} has no effect without --enable-dcgm-log",
+                level.name()
             ));
         }
         return Ok(None);
@@ -77,7 +93,7 @@ fn log_severity(
     // With --simulate and no --dcgm-mode, the simulated library runs embedded.
     let embedded = match mode {
         Mode::Embedded => true,
-        Mode::Off => cli.simulate.is_some() && !mode_given,
+        Mode::Off => cli.simulator.simulate.is_some() && !mode_given,
         Mode::Remote(_) => false,
     };
     if !embedded {
@@ -90,7 +106,8 @@ fn log_severity(
         });
         return Ok(None);
     }
-    let (name, severity) = level.unwrap_or_else(|| ("NONE".to_owned(), LOG_NONE));
+    let name = level.unwrap_or(DcgmLogLevel::None).name();
+    let severity = parse_log_level(&name).ok_or_else(|| DcgmConfigError::LogLevel(name.clone()))?;
     if severity == LOG_NONE {
         warnings.push(format!(
             "--enable-dcgm-log with --dcgm-log-level {name} (the default, as in dcgm-exporter) \
@@ -119,66 +136,60 @@ pub(super) fn merge_file(
     m: &mut FileMerge,
 ) {
     m.fill(
-        &mut cli.watch_max_keep_age,
+        &mut cli.dcgm.watch_max_keep_age,
         keep_age.map(|age| format!("{}ms", age.as_millis())),
         "sources.dcgm.watch.maxKeepAge",
         "--watch-max-keep-age",
     );
     m.fill(
-        &mut cli.watch_max_keep_samples,
+        &mut cli.dcgm.watch_max_keep_samples,
         keep_samples.map(|n| n.to_string()),
         "sources.dcgm.watch.maxKeepSamples",
         "--watch-max-keep-samples",
     );
 }
 
-/// The DCGM client's settings: `--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*`; the
-/// deadline from the tick interval. Also whether `--dcgm-mode` was given (with `--simulate`,
+/// The DCGM client's settings, checked: `--dcgm-mode`, `-r`, `--dcgm-lib`,
+/// `--watch-max-keep-*`, `-s`, the log; and whether `--dcgm-mode` was given (with `--simulate`,
 /// an unset mode becomes embedded on the simulated library).
-pub(super) fn options(
+pub(super) fn settings(
     cli: &Cli,
-    tick: Duration,
     warnings: &mut Vec<String>,
-) -> Result<(crate::dcgm::DcgmOptions, bool), DcgmConfigError> {
-    use crate::dcgm::{DcgmOptions, Mode, parse_address};
-    let remote = match cli.remote_hostengine_info.as_deref().map(str::trim) {
+) -> Result<DcgmConfig, DcgmConfigError> {
+    use crate::dcgm::{Mode, parse_address};
+    let remote = match cli.dcgm.remote_hostengine_info.as_deref().map(str::trim) {
         Some(r) if !r.is_empty() => Some(parse_address(r).map_err(DcgmConfigError::Hostengine)?),
         _ => None,
     };
-    let given = cli
-        .dcgm_mode
-        .as_deref()
-        .map(str::trim)
-        .filter(|m| !m.is_empty());
+    let given = cli.dcgm.dcgm_mode;
     let mode = match (given, remote) {
-        (None, Some(a)) | (Some("remote"), Some(a)) => Mode::Remote(a),
-        (None, None) | (Some("off"), None) => Mode::Off,
-        (Some("remote"), None) => {
+        (None | Some(DcgmMode::Remote), Some(a)) => Mode::Remote(a),
+        (None | Some(DcgmMode::Off), None) => Mode::Off,
+        (Some(DcgmMode::Remote), None) => {
             return Err(DcgmConfigError::Mode(
                 "remote".into(),
                 "needs the hostengine's address in -r/--remote-hostengine-info (or \
                  DCGM_REMOTE_HOSTENGINE_INFO)",
             ));
         }
-        (Some(m @ ("embedded" | "off")), Some(a)) => {
+        (Some(m @ (DcgmMode::Embedded | DcgmMode::Off)), Some(a)) => {
+            let name = if m == DcgmMode::Off {
+                "off"
+            } else {
+                "embedded"
+            };
             warnings.push(format!(
-                "-r/--remote-hostengine-info {a} is not used with --dcgm-mode {m}"
+                "-r/--remote-hostengine-info {a} is not used with --dcgm-mode {name}"
             ));
-            if m == "off" {
+            if m == DcgmMode::Off {
                 Mode::Off
             } else {
                 Mode::Embedded
             }
         }
-        (Some("embedded"), None) => Mode::Embedded,
-        (Some(other), _) => {
-            return Err(DcgmConfigError::Mode(
-                other.to_owned(),
-                "expected remote, embedded or off",
-            ));
-        }
+        (Some(DcgmMode::Embedded), None) => Mode::Embedded,
     };
-    let max_keep_age = match cli.watch_max_keep_age.as_deref().map(str::trim) {
+    let max_keep_age = match cli.dcgm.watch_max_keep_age.as_deref().map(str::trim) {
         Some(v) if !v.is_empty() => match v.parse::<u64>() {
             Ok(secs) => Duration::from_secs(secs),
             Err(_) => crate::base::duration::parse_go(v)
@@ -186,7 +197,7 @@ pub(super) fn options(
         },
         _ => crate::dcgm::DEFAULT_MAX_KEEP_AGE,
     };
-    let max_keep_samples = match cli.watch_max_keep_samples.as_deref().map(str::trim) {
+    let max_keep_samples = match cli.dcgm.watch_max_keep_samples.as_deref().map(str::trim) {
         Some(v) if !v.is_empty() => v
             .parse::<i32>()
             .ok()
@@ -195,20 +206,19 @@ pub(super) fn options(
         _ => 0,
     };
     let log_severity = log_severity(cli, &mode, given.is_some(), warnings)?;
-    let opts = DcgmOptions {
+    Ok(DcgmConfig {
         mode,
-        lib: dcgm_lib(cli.dcgm_lib.as_ref())?,
+        mode_given: given.is_some(),
+        lib: dcgm_lib(cli.dcgm.dcgm_lib.as_ref())?,
         max_keep_age,
         max_keep_samples,
-        deadline: crate::dcgm::deadline_for(tick),
         switches: crate::gpu::switch_selection::SwitchSelection::parse(
             "-s/--switch-devices",
-            &cli.switch_devices,
+            &cli.dcgm.switch_devices,
         )
         .map_err(|e| DcgmConfigError::SwitchDevices(Box::new(e)))?,
         log_severity,
-    };
-    Ok((opts, given.is_some()))
+    })
 }
 
 #[cfg(test)]
@@ -268,7 +278,7 @@ mod tests {
             "LOUD",
         ]);
         assert!(
-            e.contains("--dcgm-log-level") && e.contains("\"LOUD\"") && e.contains("VERB"),
+            e.contains("--dcgm-log-level") && e.contains("'LOUD'") && e.contains("VERB"),
             "{e}"
         );
         // A level without the log.
@@ -309,12 +319,13 @@ mod tests {
         assert!(matches!(mode, Some(Mode::Remote(a)) if a.unix && a.target == "/run/he.sock"));
         let c = Config::from_args(&[]).ok();
         assert_eq!(
-            c.map(|c| (c.dcgm.mode, c.dcgm_mode_given)),
+            c.map(|c| (c.dcgm.mode, c.dcgm.mode_given)),
             Some((Mode::Off, false))
         );
         let c = Config::from_args(&["--dcgm-mode", "embedded", "-c", "1000"]).ok();
         assert_eq!(
-            c.as_ref().map(|c| (c.dcgm.mode.clone(), c.dcgm.deadline)),
+            c.as_ref()
+                .map(|c| (c.dcgm.mode.clone(), c.dcgm_options().deadline)),
             Some((Mode::Embedded, Duration::from_millis(250)))
         );
         let c = Config::from_args(&[
@@ -333,7 +344,11 @@ mod tests {
     #[test]
     fn dcgm_settings_that_cannot_work_name_their_flag() {
         assert!(err(&["--dcgm-mode", "remote"]).contains("-r/--remote-hostengine-info"));
-        assert!(err(&["--dcgm-mode", "standalone"]).contains("expected remote, embedded or off"));
+        let e = err(&["--dcgm-mode", "standalone"]);
+        assert!(
+            e.contains("--dcgm-mode") && e.contains("[possible values: remote, embedded, off]"),
+            "{e}"
+        );
         assert!(err(&["-r", "host:0"]).starts_with("-r/--remote-hostengine-info"));
         assert!(err(&["--watch-max-keep-samples=-1"]).starts_with("--watch-max-keep-samples"));
         assert!(err(&["--watch-max-keep-age", "soon"]).starts_with("--watch-max-keep-age"));

@@ -1,12 +1,11 @@
-//! The flags of the GPU health outputs (flattened into [`super::cli::Cli`]): the flap damping
-//! hold, and the opt-in Kubernetes writes (Node conditions, Events), checked into
-//! [`NotifyOptions`] once the node's name is known.
+//! The flags of the GPU health outputs (flattened into [`super::cli::Cli`]): `/health`'s
+//! answer without GPUs, the flap damping hold, and the opt-in Kubernetes writes (Node
+//! conditions, Events), which need `-k` and the node's name ([`HealthArgs::check`], called by
+//! `validate.rs`).
 //!
-//! Parsing and checking only; it must not call the API server.
+//! Definitions and that check only; it must not call the API server.
 
 use clap::{ArgAction, Args};
-
-use crate::notify::{CALL_TIMEOUT, EVENT_RETRY_FOR, NotifyOptions, QUEUE};
 
 /// A Kubernetes write flag without what it needs.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +20,11 @@ pub enum KubeWritesError {
 
 /// Raw health flags.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Health")]
 pub struct HealthArgs {
+    /// `/health` answers 503 while no GPU is being exported.
+    #[arg(long = "health-require-gpus", env = "DCGM_EXPORTER_HEALTH_REQUIRE_GPUS", action = ArgAction::SetTrue)]
+    pub health_require_gpus: bool,
     /// Flap damping: how long a GPU health reason stays after its cause is gone (Go duration).
     #[arg(long = "health-hold", env = "GPU_EXPORTER_HEALTH_HOLD")]
     pub health_hold: Option<String>,
@@ -48,40 +51,13 @@ impl HealthArgs {
         }
     }
 
-    /// Whether a Kubernetes write (Node conditions, Events) is asked for.
-    pub fn writes(&self) -> bool {
-        self.asked().is_some()
-    }
-
-    /// Refuses a Kubernetes write flag without `-k`.
-    pub fn check(&self, kubernetes: bool) -> Result<(), KubeWritesError> {
+    /// Refuses a Kubernetes write flag without `-k` (`kubernetes`), or without the node's name
+    /// (`node_known`: `NODE_NAME`, or the simulated node's).
+    pub fn check(&self, kubernetes: bool, node_known: bool) -> Result<(), KubeWritesError> {
         match self.asked() {
             Some(flag) if !kubernetes => Err(KubeWritesError::NoKubernetes(flag)),
+            Some(flag) if !node_known => Err(KubeWritesError::NoNodeName(flag)),
             _ => Ok(()),
         }
-    }
-
-    /// The Kubernetes writes asked for, on node `node`: `None` when neither is on; an error
-    /// when the node's name is not known.
-    pub fn notify(
-        &self,
-        node: Option<&str>,
-        interval: std::time::Duration,
-    ) -> Result<Option<NotifyOptions>, KubeWritesError> {
-        let Some(flag) = self.asked() else {
-            return Ok(None);
-        };
-        let Some(node) = node.filter(|n| !n.is_empty()) else {
-            return Err(KubeWritesError::NoNodeName(flag));
-        };
-        Ok(Some(NotifyOptions {
-            node: node.to_owned(),
-            conditions: self.kubernetes_node_conditions,
-            events: self.kubernetes_events,
-            interval,
-            timeout: CALL_TIMEOUT,
-            queue: QUEUE,
-            event_retry_for: EVENT_RETRY_FOR,
-        }))
     }
 }

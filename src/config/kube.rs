@@ -14,15 +14,15 @@ impl Settings {
         warnings: &mut Vec<String>,
     ) -> Result<Option<KubernetesConfig>, ConfigError> {
         let cli = &self.cli;
-        if !matches!(cli.kubernetes_gpu_id_type.as_str(), "uid" | "device-name") {
-            return Err(ConfigError::GpuIdType(cli.kubernetes_gpu_id_type.clone()));
-        }
         for (flag, ms) in [
             (
                 "--pod-resources-refresh-interval",
-                cli.pod_resources_refresh_interval,
+                cli.kubernetes.pod_resources_refresh_interval,
             ),
-            ("--pod-resources-timeout", cli.pod_resources_timeout),
+            (
+                "--pod-resources-timeout",
+                cli.kubernetes.pod_resources_timeout,
+            ),
         ] {
             if ms < 100 {
                 return Err(ConfigError::TooShort {
@@ -33,23 +33,36 @@ impl Settings {
             }
         }
         let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(Some(
-            &cli.kubernetes_pod_label_allowlist_regex.join(","),
+            &cli.kubernetes
+                .kubernetes_pod_label_allowlist_regex
+                .join(","),
         ))?;
-        if !cli.kubernetes && cli.simulate.is_none() {
+        if !cli.kubernetes.enabled && cli.simulator.simulate.is_none() {
             for (set, flag) in [
                 (
-                    cli.kubernetes_enable_pod_labels,
+                    cli.kubernetes.kubernetes_enable_pod_labels,
                     "--kubernetes-enable-pod-labels",
                 ),
-                (cli.kubernetes_enable_pod_uid, "--kubernetes-enable-pod-uid"),
-                (cli.kubernetes_virtual_gpus, "--kubernetes-virtual-gpus"),
-                (cli.kubernetes_enable_dra, "--kubernetes-enable-dra"),
                 (
-                    !cli.kubernetes_pod_label_allowlist_regex.is_empty(),
+                    cli.kubernetes.kubernetes_enable_pod_uid,
+                    "--kubernetes-enable-pod-uid",
+                ),
+                (
+                    cli.kubernetes.kubernetes_virtual_gpus,
+                    "--kubernetes-virtual-gpus",
+                ),
+                (
+                    cli.kubernetes.kubernetes_enable_dra,
+                    "--kubernetes-enable-dra",
+                ),
+                (
+                    !cli.kubernetes
+                        .kubernetes_pod_label_allowlist_regex
+                        .is_empty(),
                     "--kubernetes-pod-label-allowlist-regex",
                 ),
                 (
-                    !cli.nvidia_resource_names.is_empty(),
+                    !cli.kubernetes.nvidia_resource_names.is_empty(),
                     "--nvidia-resource-names",
                 ),
             ] {
@@ -66,25 +79,29 @@ impl Settings {
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty());
         Ok(Some(KubernetesConfig {
-            socket: cli.pod_resources_kubelet_socket.clone(),
-            refresh: Duration::from_millis(cli.pod_resources_refresh_interval),
-            timeout: Duration::from_millis(cli.pod_resources_timeout),
+            socket: cli.kubernetes.pod_resources_kubelet_socket.clone(),
+            refresh: Duration::from_millis(cli.kubernetes.pod_resources_refresh_interval),
+            timeout: Duration::from_millis(cli.kubernetes.pod_resources_timeout),
             extra_resources: cli
+                .kubernetes
                 .nvidia_resource_names
                 .iter()
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty())
                 .collect(),
-            virtual_gpus: cli.kubernetes_virtual_gpus,
-            pod_labels: cli.kubernetes_enable_pod_labels.then_some(allowlist),
-            pod_uid: cli.kubernetes_enable_pod_uid,
-            dra: cli.kubernetes_enable_dra,
-            pod_metadata: cli.kubernetes_pod_metadata
-                || cli.kubernetes_enable_pod_labels
-                || cli.kubernetes_enable_pod_uid
-                || cli.kubernetes_enable_dra,
-            process_metrics: cli.kubernetes_process_metrics,
-            proc_root: cli.proc_root.clone(),
+            virtual_gpus: cli.kubernetes.kubernetes_virtual_gpus,
+            pod_labels: cli
+                .kubernetes
+                .kubernetes_enable_pod_labels
+                .then_some(allowlist),
+            pod_uid: cli.kubernetes.kubernetes_enable_pod_uid,
+            dra: cli.kubernetes.kubernetes_enable_dra,
+            pod_metadata: cli.kubernetes.kubernetes_pod_metadata
+                || cli.kubernetes.kubernetes_enable_pod_labels
+                || cli.kubernetes.kubernetes_enable_pod_uid
+                || cli.kubernetes.kubernetes_enable_dra,
+            process_metrics: cli.kubernetes.kubernetes_process_metrics,
+            proc_root: cli.kubernetes.proc_root.clone(),
             node_name,
         }))
     }

@@ -24,6 +24,7 @@ impl Cli {
         };
         let Some(path) = s
             .cli
+            .sampling
             .config_file
             .clone()
             .filter(|p| !p.as_os_str().is_empty())
@@ -45,12 +46,12 @@ impl Cli {
             (None, None) => None,
         };
         match m.take(
-            cli.collectors.is_some(),
+            cli.sampling.counters_file.is_some(),
             metrics,
             "metrics",
             "-f/--collectors",
         ) {
-            Some(CountersChoice::File(p)) => cli.collectors = p,
+            Some(CountersChoice::File(p)) => cli.sampling.counters_file = p,
             Some(CountersChoice::Inline(origin, csv)) => s.inline_counters = Some((origin, csv)),
             None => {}
         }
@@ -58,13 +59,13 @@ impl Cli {
             .interval
             .map(|i| u64::try_from(i.as_millis()).unwrap_or(u64::MAX));
         m.fill(
-            &mut cli.collect_interval,
+            &mut cli.sampling.collect_interval,
             interval,
             "collection.interval",
             "-c/--collect-interval",
         );
         m.fill(
-            &mut cli.max_concurrent_scrapes,
+            &mut cli.web.max_concurrent_scrapes,
             f.max_concurrent_scrapes,
             "server.maxConcurrentScrapes",
             "--max-concurrent-scrapes",
@@ -72,7 +73,7 @@ impl Cli {
         let watch = (f.watch_max_keep_age, f.watch_max_keep_samples);
         dcgm::merge_file(cli, watch, &mut m);
         m.fill(
-            &mut cli.enable_exporter_metrics,
+            &mut cli.exposition.enable_exporter_metrics,
             f.enable_exporter_metrics,
             "metrics.enableExporterMetrics",
             "--enable-exporter-metrics",
@@ -128,19 +129,22 @@ mod tests {
             (merged.cli, notes)
         };
         let (c, notes) = parse(&[]);
-        assert_eq!(c.collectors.as_deref(), Some(Path::new("/from/file.csv")));
-        assert_eq!(c.collect_interval, Some(2000));
-        assert_eq!(c.max_concurrent_scrapes, Some(3));
-        assert_eq!(c.enable_exporter_metrics, Some(true));
+        assert_eq!(
+            c.sampling.counters_file.as_deref(),
+            Some(Path::new("/from/file.csv"))
+        );
+        assert_eq!(c.sampling.collect_interval, Some(2000));
+        assert_eq!(c.web.max_concurrent_scrapes, Some(3));
+        assert_eq!(c.exposition.enable_exporter_metrics, Some(true));
         assert!(notes.is_empty(), "{notes:?}");
         let cfg = c.validate().unwrap();
         // The sampler ticks as fast as the fastest collection; fields in no collection are
         // read at the collect interval.
-        assert_eq!(cfg.tick_interval, Duration::from_millis(500));
-        assert_eq!(cfg.collect_interval, Duration::from_secs(2));
-        assert_eq!(cfg.collections.base, Duration::from_secs(2));
-        assert!(cfg.enable_exporter_metrics);
-        assert_eq!(cfg.max_concurrent_scrapes, 3);
+        assert_eq!(cfg.sampling.tick_interval, Duration::from_millis(500));
+        assert_eq!(cfg.sampling.collect_interval, Duration::from_secs(2));
+        assert_eq!(cfg.sampling.collections.base, Duration::from_secs(2));
+        assert!(cfg.exposition.enable_exporter_metrics);
+        assert_eq!(cfg.web.max_concurrent_scrapes, 3);
         // Given on the command line (Go style too), the flag wins and the log says so.
         let (c, notes) = parse(&[
             "-c",
@@ -150,9 +154,12 @@ mod tests {
             "--max-concurrent-scrapes",
             "16",
         ]);
-        assert_eq!(c.collectors.as_deref(), Some(Path::new("/cli.csv")));
-        assert_eq!(c.collect_interval, Some(2000));
-        assert_eq!(c.max_concurrent_scrapes, Some(16));
+        assert_eq!(
+            c.sampling.counters_file.as_deref(),
+            Some(Path::new("/cli.csv"))
+        );
+        assert_eq!(c.sampling.collect_interval, Some(2000));
+        assert_eq!(c.web.max_concurrent_scrapes, Some(16));
         let notes = notes.join("\n");
         for what in [
             "metrics overridden by -f",

@@ -1,40 +1,48 @@
-//! Command-line flags, environment variables and `--config-file` → one validated [`Config`].
+//! Command-line flags, environment variables and `--config-file` → one validated [`Config`],
+//! in two steps, then each component's options.
 //!
-//! The edge of the exporter: flag names, short forms and `DCGM_EXPORTER_*` variables follow
-//! dcgm-exporter 4.8 so that a switch keeps the DaemonSet's arguments ([`cli`] defines them).
-//! The configuration file merges into those raw flags before anything is validated
+//! Step one, the raw arguments: flag names, short forms and `DCGM_EXPORTER_*` variables follow
+//! dcgm-exporter 4.8 so that a switch keeps the DaemonSet's arguments; [`cli`] defines them in
+//! groups by concern, [`values`] their accepted values, `go_flags.rs` Go's flag syntax, and
+//! [`ignored`] the flags accepted without effect (each given one is warned about). The
+//! configuration file merges into those raw flags before anything is validated
 //! ([`Cli::merge_config_file`], in `merge.rs`): a setting the file may set is an `Option` in
 //! [`Cli`], `None` when no flag or variable gave it, so a given flag wins and the file fills the
-//! rest (the one rule, in `origin.rs`), and every value is then checked once, with the same
-//! bounds and messages whatever its source ([`Settings::validate`], in `validate.rs`; errors
-//! name the flag, or the file and key: [`Origin`]). Flags that have no meaning here are
-//! accepted with a warning ([`ignored`]). Each component's options come from the [`Config`]:
-//! the DCGM client's and attribution's are built while validating (`dcgm`, `kube`), the others
-//! by [`options`], which the daemon, `check`, the tests and the benchmarks all use; the
-//! counters are loaded from it by [`Config::load_counters`] (`counters.rs`).
+//! rest (the one rule, in `origin.rs`).
 //!
-//! This file holds the types the steps share (the error enum [`ConfigError`], [`Config`],
-//! [`Settings`], [`CountersChoice`], [`LoadedCounters`]) and the defaults; the steps are in
-//! their own files. It must not read NVML, bind sockets or load `--web-config-file` (the daemon
-//! does, through `serve`, so that a broken file still stops start-up).
+//! Step two, validation: every value is checked once, with the same bounds and messages
+//! whatever its source ([`Settings::validate`], in `validate.rs`; errors name the flag, or the
+//! file and key: [`Origin`]), into a [`Config`] grouped as the components take their options.
+//! [`options`] is then the one conversion to each component's options, which the daemon,
+//! `check`, the tests and the benchmarks all use; the counters are loaded from the `Config` by
+//! [`Config::load_counters`] (`counters.rs`), and checked against `--max-labels-per-series` by
+//! `labels_per_series.rs`.
+//!
+//! This file holds the types the steps share (the error enum [`ConfigError`], [`Config`] and
+//! its groups, [`Settings`], [`CountersChoice`], [`LoadedCounters`]) and the defaults; the steps
+//! are in their own files. It must not read NVML, bind sockets or load `--web-config-file` (the
+//! daemon does, through `serve`, so that a broken file still stops start-up).
 
 mod cardinality;
 pub mod cli;
 mod counters;
 mod dcgm;
 pub mod file;
+mod go_flags;
 pub mod health_args;
 pub mod ignored;
 mod kube;
-mod labels;
+mod labels_per_series;
 mod merge;
 pub mod options;
 mod origin;
 mod validate;
+pub mod values;
 pub mod yaml;
 
 pub use crate::serve::DEFAULT_MAX_CONCURRENT_SCRAPES;
 pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};
+pub use dcgm::DcgmConfig;
 pub use origin::Origin;
 
 use std::path::PathBuf;
@@ -42,7 +50,7 @@ use std::time::Duration;
 
 use crate::attribution::KubernetesConfig;
 use crate::catalogue::csv::{CounterSet, CsvError};
-use crate::catalogue::profile::{self, Profile};
+use crate::catalogue::profile::Profile;
 use crate::gpu::plan::{Collection, Collections};
 use crate::gpu::reader::NvlinkLinks;
 use crate::gpu::selection::{self as devices, DeviceSelection};
@@ -77,9 +85,6 @@ pub enum ConfigError {
         /// The item at fault.
         item: String,
     },
-    /// `--compatibility` names no profile.
-    #[error(transparent)]
-    Profile(#[from] profile::ProfileError),
     /// A Go duration flag that does not parse.
     #[error("{flag} {value:?}: not a duration (expected Go's form, e.g. 10s, 1m30s, 500ms)")]
     Duration {
@@ -88,9 +93,6 @@ pub enum ConfigError {
         /// The value given.
         value: String,
     },
-    /// `--kubernetes-gpu-id-type` is neither `uid` nor `device-name`.
-    #[error("--kubernetes-gpu-id-type {0:?}: expected uid or device-name")]
-    GpuIdType(String),
     /// The counters file is invalid.
     #[error(transparent)]
     Counters(#[from] CsvError),
@@ -139,90 +141,142 @@ pub enum CountersChoice {
     Inline(String, String),
 }
 
-/// Validated configuration: each setting under the one name it has from flag to use.
+/// Validated configuration, grouped as the components take their options: each group is
+/// converted into one component's options by `options.rs` ([`options`]), and nothing else.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `-a/--address`, as given.
-    pub address: String,
-    /// `-c/--collect-interval` (or `collection.interval`): how often a field in no collection
-    /// is read.
-    pub collect_interval: Duration,
-    /// How often the sampler ticks: the shortest read interval of all (the collect interval,
-    /// or a shorter collection's).
-    pub tick_interval: Duration,
     /// The host label's value (`NODE_NAME`, else the host name); `None` with `--no-hostname`.
+    /// The encoder's and the HTTP handlers' (the page's node name).
     pub hostname: Option<String>,
-    /// `-o/--use-old-namespace`.
-    pub use_old_namespace: bool,
-    /// `--replace-blanks-in-model-name`.
-    pub replace_blanks_in_model_name: bool,
-    /// `-d/--devices`: the GPUs and MIG instances to export.
-    pub devices: DeviceSelection,
-    /// `--simulate`: the scenario.
-    pub simulate: Option<String>,
-    /// `--simulate-seed`.
-    pub simulate_seed: u64,
-    /// `--max-concurrent-scrapes` (or `server.maxConcurrentScrapes`): scrapes served at once
-    /// (0: no limit).
-    pub max_concurrent_scrapes: u32,
-    /// `--web-read-timeout`: time to read a request's headers (zero: none).
-    pub web_read_timeout: Duration,
-    /// `--web-write-timeout`: time to write a response once started (zero: none).
-    pub web_write_timeout: Duration,
-    /// `--web-max-connections`: connections open at once; the oldest idle one is shed beyond.
-    pub web_max_connections: usize,
-    /// `--web-config-file`; `None` when not given or empty (plain HTTP, as in exporter-toolkit).
-    pub web_config_file: Option<PathBuf>,
-    /// `--health-hold`: how long a health reason stays after its cause is gone.
-    pub health_hold: Duration,
-    /// The health flags as given (the Kubernetes writes are checked once the node's name is
-    /// known: [`Config::notify_options`]).
-    pub health_args: health_args::HealthArgs,
-    /// `--health-require-gpus`: `/health` fails while no GPU is exported.
-    pub health_require_gpus: bool,
-    /// `--enable-exporter-metrics` (or `metrics.enableExporterMetrics`): the `process_*`
-    /// families.
-    pub enable_exporter_metrics: bool,
-    /// `--nvml-lib`: the NVML library path instead of the dynamic loader's search.
-    pub nvml_lib: Option<PathBuf>,
-    /// The DCGM client's settings (`--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*`).
-    pub dcgm: crate::dcgm::DcgmOptions,
-    /// `--dcgm-mode` was given (else `--simulate` picks embedded on the simulated library).
-    pub dcgm_mode_given: bool,
-    /// `--log-format json`.
-    pub json_logs: bool,
-    /// `--debug`.
-    pub debug: bool,
-    /// `--mig-repeat-device-fields`; on for every dcgm-exporter profile.
-    pub mig_repeat_device_fields: bool,
-    /// `--nvlink-links`.
-    pub nvlink_links: NvlinkLinks,
-    /// `--include-families`, `--exclude-families`, `--drop-labels`.
-    pub cardinality: crate::exposition::filter::Cardinality,
-    /// `--max-labels-per-series`.
-    pub max_labels_per_series: usize,
-    /// The exporter's own `gpu_*` families: in `native`, or when `--include-families` is given.
-    pub own_families: bool,
-    /// `--compatibility`: the dcgm-exporter version whose names and shape are reproduced.
-    pub profile: Profile,
-    /// The collection plan: per-field read intervals (`--config-file` collections).
-    pub collections: std::sync::Arc<Collections>,
-    /// `-x/--xid-count-window-size`: the window of `DCGM_EXP_XID_ERRORS_COUNT`.
-    pub xid_count_window: Duration,
-    /// `--clock-events-count-window-size`: the window of `DCGM_EXP_CLOCK_EVENTS_COUNT`.
-    pub clock_events_count_window: Duration,
-    /// `--xid-initialized-codes`: Xid codes exported at 0 before they occur.
-    pub xid_initialized_codes: Vec<u64>,
-    /// Pod attribution, with `-k` (or `--simulate`).
+    /// What the NVML reader reads, and how often: [`Config::reader_options`].
+    pub sampling: SamplingConfig,
+    /// How the series are named, labelled and filtered: [`Config::encode_options`].
+    pub exposition: ExpositionConfig,
+    /// The listener and the HTTP side: [`Config::serve_options`], [`Config::limits`].
+    pub web: WebConfig,
+    /// The health model and its Kubernetes writes: [`Config::health_options`],
+    /// [`Config::notify_options`].
+    pub health: HealthConfig,
+    /// The DCGM client: [`Config::dcgm_options`].
+    pub dcgm: DcgmConfig,
+    /// Pod attribution, with `-k` (or `--simulate`): [`Config::kubelet_options`],
+    /// [`Config::attribution_options`].
     pub kubernetes: Option<KubernetesConfig>,
     /// `--hpc-job-mapping-dir`.
     pub hpc_job_mapping_dir: Option<PathBuf>,
+    /// `--nvml-lib`: the NVML library path instead of the dynamic loader's search.
+    pub nvml_lib: Option<PathBuf>,
+    /// `--simulate` and its seed.
+    pub simulator: SimulatorConfig,
+    /// The exporter's own log.
+    pub log: LogConfig,
     /// The counters: `-f`, the configuration file's, the default path or the built-in set.
     pub counters: CountersChoice,
     /// `--config-file`, when one was read.
     pub config_file: Option<PathBuf>,
     /// Warnings to log once logging is set up.
     pub warnings: Vec<String>,
+}
+
+/// What the NVML reader reads and how often (`gpu::reader::ReaderOptions`).
+#[derive(Debug, Clone)]
+pub struct SamplingConfig {
+    /// `-c/--collect-interval` (or `collection.interval`): how often a field in no collection
+    /// is read.
+    pub collect_interval: Duration,
+    /// How often the sampler ticks: the shortest read interval of all (the collect interval,
+    /// or a shorter collection's).
+    pub tick_interval: Duration,
+    /// The collection plan: per-field read intervals (`--config-file` collections).
+    pub collections: std::sync::Arc<Collections>,
+    /// `-d/--devices`: the GPUs and MIG instances to export.
+    pub devices: DeviceSelection,
+    /// `--mig-repeat-device-fields`; on for every dcgm-exporter profile.
+    pub mig_repeat_device_fields: bool,
+    /// `--nvlink-links` (the encoder reads it too).
+    pub nvlink_links: NvlinkLinks,
+    /// `-x/--xid-count-window-size`: the window of `DCGM_EXP_XID_ERRORS_COUNT`.
+    pub xid_count_window: Duration,
+    /// `--clock-events-count-window-size`: the window of `DCGM_EXP_CLOCK_EVENTS_COUNT`.
+    pub clock_events_count_window: Duration,
+    /// `--xid-initialized-codes`: Xid codes exported at 0 before they occur.
+    pub xid_initialized_codes: Vec<u64>,
+}
+
+/// How the series are named, labelled and filtered (`exposition::EncodeOptions`).
+#[derive(Debug, Clone)]
+pub struct ExpositionConfig {
+    /// `--compatibility`: the dcgm-exporter version whose names and shape are reproduced.
+    pub profile: Profile,
+    /// `-o/--use-old-namespace`.
+    pub use_old_namespace: bool,
+    /// `--replace-blanks-in-model-name`.
+    pub replace_blanks_in_model_name: bool,
+    /// `--include-families`, `--exclude-families`, `--drop-labels`.
+    pub cardinality: crate::exposition::filter::Cardinality,
+    /// `--max-labels-per-series`.
+    pub max_labels_per_series: usize,
+    /// The exporter's own `gpu_*` families: in `native`, or when `--include-families` is given.
+    pub own_families: bool,
+    /// `--enable-exporter-metrics` (or `metrics.enableExporterMetrics`): the `process_*`
+    /// families.
+    pub enable_exporter_metrics: bool,
+}
+
+/// The listener and the HTTP side (`serve::ServeOptions`, `serve::Limits`).
+#[derive(Debug, Clone)]
+pub struct WebConfig {
+    /// `-a/--address`, as given.
+    pub address: String,
+    /// `--web-config-file`; `None` when not given or empty (plain HTTP, as in exporter-toolkit).
+    pub config_file: Option<PathBuf>,
+    /// `--max-concurrent-scrapes` (or `server.maxConcurrentScrapes`): scrapes served at once
+    /// (0: no limit).
+    pub max_concurrent_scrapes: u32,
+    /// `--web-read-timeout`: time to read a request's headers (zero: none).
+    pub read_timeout: Duration,
+    /// `--web-write-timeout`: time to write a response once started (zero: none).
+    pub write_timeout: Duration,
+    /// `--web-max-connections`: connections open at once; the oldest idle one is shed beyond.
+    pub max_connections: usize,
+}
+
+/// The health model and its outputs (`health::HealthOptions`, `notify::NotifyOptions`).
+#[derive(Debug, Clone)]
+pub struct HealthConfig {
+    /// `--health-hold`: how long a health reason stays after its cause is gone.
+    pub hold: Duration,
+    /// `--health-require-gpus`: `/health` fails while no GPU is exported.
+    pub require_gpus: bool,
+    /// `--kubernetes-node-conditions` (checked: with `-k`, and the node's name known).
+    pub node_conditions: bool,
+    /// `--kubernetes-events` (checked as the conditions are).
+    pub events: bool,
+}
+
+impl HealthConfig {
+    /// Whether a Kubernetes write (Node conditions, Events) is asked for.
+    pub fn writes(&self) -> bool {
+        self.node_conditions || self.events
+    }
+}
+
+/// `--simulate` and `--simulate-seed`.
+#[derive(Debug, Clone)]
+pub struct SimulatorConfig {
+    /// `--simulate`: the scenario.
+    pub scenario: Option<String>,
+    /// `--simulate-seed`.
+    pub seed: u64,
+}
+
+/// The exporter's own log.
+#[derive(Debug, Clone, Copy)]
+pub struct LogConfig {
+    /// `--debug`.
+    pub debug: bool,
+    /// `--log-format json`.
+    pub json: bool,
 }
 
 /// The node name for the `Hostname` label: `NODE_NAME`, else the kernel host name.

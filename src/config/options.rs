@@ -1,71 +1,85 @@
-//! From a validated [`Config`] to the options of the components whose settings it does not
-//! already hold as options: the reader's ([`ReaderOptions`]), the health model's, the
-//! encoder's ([`EncodeOptions`]), the HTTP handlers' ([`ServeOptions`]), the serving limits
-//! ([`Limits`]), and the Kubernetes outputs' ([`Config::notify_options`], which still
-//! validates: Node conditions and Events need the node's name, known only once the pipeline
-//! is built). The DCGM client's options are already in the `Config` (`Config::dcgm`, made
-//! while validating), and so are attribution's settings (`Config::kubernetes`), from which
-//! `attribution::start` makes the kubelet source's and the join's options. The daemon,
-//! `gpu-exporter check`, the tests and the benchmarks all build their options here.
+//! The one conversion from a validated [`Config`] to each component's options, one method per
+//! component: the NVML reader's ([`ReaderOptions`]), the health model's, the Kubernetes
+//! outputs' ([`Config::notify_options`]), the encoder's ([`EncodeOptions`]), the HTTP
+//! handlers' ([`ServeOptions`]), the serving limits ([`Limits`]), the DCGM client's
+//! ([`DcgmOptions`]), and attribution's: the kubelet source's ([`KubeletOptions`]) and the
+//! join's ([`AttributionOptions`]). The daemon, `gpu-exporter check`, the tests and the
+//! benchmarks all build their options here.
 //!
-//! Plain data mapping; it must not read files, the environment or NVML.
+//! Plain data mapping, nothing checked (`validate.rs` did): it must not refuse a value, read
+//! files, the environment or NVML.
 
+use crate::attribution::AttributionOptions;
+use crate::dcgm::DcgmOptions;
 use crate::exposition::EncodeOptions;
-use crate::gpu::reader::ReaderOptions;
+use crate::gpu::reader::{NvlinkLinks, ReaderOptions};
+use crate::notify::{CALL_TIMEOUT, EVENT_RETRY_FOR, NotifyOptions, QUEUE};
 use crate::serve::{Limits, ServeOptions};
+use crate::sources::kubelet::client::KubeletOptions;
 
-use super::{Config, ConfigError};
+use super::Config;
 
 impl Config {
     /// What the NVML reader selects, shapes and times.
     pub fn reader_options(&self) -> ReaderOptions {
+        let s = &self.sampling;
         ReaderOptions {
-            devices: self.devices.clone(),
-            mig_repeat_device_fields: self.mig_repeat_device_fields,
-            xid_count_window: self.xid_count_window,
-            clock_events_count_window: self.clock_events_count_window,
-            xid_initialized_codes: self.xid_initialized_codes.clone(),
-            collections: std::sync::Arc::clone(&self.collections),
-            nvlink_throughput: self.nvlink_links == crate::gpu::reader::NvlinkLinks::PerLink,
+            devices: s.devices.clone(),
+            mig_repeat_device_fields: s.mig_repeat_device_fields,
+            xid_count_window: s.xid_count_window,
+            clock_events_count_window: s.clock_events_count_window,
+            xid_initialized_codes: s.xid_initialized_codes.clone(),
+            collections: std::sync::Arc::clone(&s.collections),
+            nvlink_throughput: s.nvlink_links == NvlinkLinks::PerLink,
             ..ReaderOptions::default()
         }
     }
 
-    /// The Kubernetes writes (Node conditions, Events) for node `node`, if asked for.
-    pub fn notify_options(
-        &self,
-        node: Option<&str>,
-    ) -> Result<Option<crate::notify::NotifyOptions>, ConfigError> {
-        Ok(self.health_args.notify(node, self.tick_interval)?)
+    /// The Kubernetes writes (Node conditions, Events) on node `node`, the node attribution
+    /// runs for; `None` when neither is asked for (or, which validation rules out, no node is
+    /// known).
+    pub fn notify_options(&self, node: Option<&str>) -> Option<NotifyOptions> {
+        let h = &self.health;
+        let node = node.filter(|n| !n.is_empty() && h.writes())?;
+        Some(NotifyOptions {
+            node: node.to_owned(),
+            conditions: h.node_conditions,
+            events: h.events,
+            interval: self.sampling.tick_interval,
+            timeout: CALL_TIMEOUT,
+            queue: QUEUE,
+            event_retry_for: EVENT_RETRY_FOR,
+        })
     }
 
     /// The health model's settings.
     pub fn health_options(&self) -> crate::health::HealthOptions {
         crate::health::HealthOptions {
-            hold: self.health_hold,
+            hold: self.health.hold,
         }
     }
 
     /// How the exposition spells the identity labels and types the families.
     pub fn encode_options(&self) -> EncodeOptions {
+        let e = &self.exposition;
         EncodeOptions {
             hostname: self.hostname.clone(),
-            host_label: self.profile.host_label(),
-            gauge_fields: self.profile.gauge_fields(),
-            types_as_written: self.profile.types_as_written(),
-            use_old_namespace: self.use_old_namespace,
-            replace_blanks_in_model_name: self.replace_blanks_in_model_name,
-            nvlink_links: self.nvlink_links,
-            own_families: self.own_families,
-            cardinality: self.cardinality.clone(),
+            host_label: e.profile.host_label(),
+            gauge_fields: e.profile.gauge_fields(),
+            types_as_written: e.profile.types_as_written(),
+            use_old_namespace: e.use_old_namespace,
+            replace_blanks_in_model_name: e.replace_blanks_in_model_name,
+            nvlink_links: self.sampling.nvlink_links,
+            own_families: e.own_families,
+            cardinality: e.cardinality.clone(),
         }
     }
 
     /// How the HTTP handlers behave beyond serving the published output.
     pub fn serve_options(&self) -> ServeOptions {
         ServeOptions {
-            max_concurrent_scrapes: self.max_concurrent_scrapes,
-            health_require_gpus: self.health_require_gpus,
+            max_concurrent_scrapes: self.web.max_concurrent_scrapes,
+            health_require_gpus: self.health.require_gpus,
             node: self.hostname.clone(),
         }
     }
@@ -73,10 +87,44 @@ impl Config {
     /// The bounds on the serving path.
     pub fn limits(&self) -> Limits {
         Limits {
-            read: self.web_read_timeout,
-            write: self.web_write_timeout,
-            max_connections: self.web_max_connections,
+            read: self.web.read_timeout,
+            write: self.web.write_timeout,
+            max_connections: self.web.max_connections,
         }
+    }
+
+    /// The DCGM client's options, its deadline set by the tick interval.
+    pub fn dcgm_options(&self) -> DcgmOptions {
+        let d = &self.dcgm;
+        DcgmOptions {
+            mode: d.mode.clone(),
+            lib: d.lib.clone(),
+            max_keep_age: d.max_keep_age,
+            max_keep_samples: d.max_keep_samples,
+            deadline: crate::dcgm::deadline_for(self.sampling.tick_interval),
+            switches: d.switches.clone(),
+            log_severity: d.log_severity,
+        }
+    }
+
+    /// The kubelet pod-resources source's options; `None` without pod attribution.
+    pub fn kubelet_options(&self) -> Option<KubeletOptions> {
+        self.kubernetes.as_ref().map(|k| KubeletOptions {
+            socket: k.socket.clone(),
+            interval: k.refresh,
+            timeout: k.timeout,
+        })
+    }
+
+    /// What the attribution join writes on the series; `None` without pod attribution.
+    pub fn attribution_options(&self) -> Option<AttributionOptions> {
+        self.kubernetes.as_ref().map(|k| AttributionOptions {
+            extra_resources: k.extra_resources.clone(),
+            virtual_gpus: k.virtual_gpus,
+            pod_labels: k.pod_labels.clone(),
+            pod_uid: k.pod_uid,
+            use_old_namespace: self.exposition.use_old_namespace,
+        })
     }
 
     /// The configuration of `args` (flags after the program name, as on a command line, read

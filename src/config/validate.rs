@@ -1,9 +1,10 @@
-//! From the merged [`Settings`] to one validated [`Config`] ([`Settings::validate`], and
-//! [`Cli::validate`], which merges `--config-file` first): every value checked once, with the
-//! same bounds and messages whatever its source (errors name the flag, or the file and key:
-//! [`Settings::origin_of`]), defaults filled in, and the components' settings built where they
-//! are validated (the DCGM client's by `dcgm.rs`, attribution's by `kube.rs`, the cardinality
-//! controls by `cardinality.rs`).
+//! Step two of the configuration: from the merged [`Settings`] to one validated [`Config`]
+//! ([`Settings::validate`], and [`Cli::validate`], which merges `--config-file` first): every
+//! value checked once, here and only here, with the same bounds and messages whatever its
+//! source (errors name the flag, or the file and key: [`Settings::origin_of`]), defaults
+//! filled in, and the settings grouped as the components take them (the DCGM client's checked
+//! by `dcgm.rs`, attribution's by `kube.rs`, the cardinality controls by `cardinality.rs`;
+//! the Kubernetes writes' need of `-k` and the node's name by [`super::health_args`]).
 //!
 //! It must not read the configuration file (merged before, by `merge.rs`) or the counters
 //! (loaded after, by `counters.rs`), and must not touch NVML or the network: the one file
@@ -12,12 +13,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::values::LogFormat;
 use super::{
     Cli, Config, ConfigError, CountersChoice, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
     DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
-    MIN_INTERVAL_MS, Settings, cardinality, dcgm, ignored, node_hostname,
+    ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, SamplingConfig, Settings,
+    SimulatorConfig, WebConfig, cardinality, dcgm, ignored, node_hostname,
 };
-use crate::catalogue::profile;
 use crate::gpu::plan::Collections;
 use crate::gpu::selection::DeviceSelection;
 use crate::serve::address;
@@ -71,7 +73,7 @@ impl Settings {
     /// Validates the merged settings into a [`Config`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
         let cli = &self.cli;
-        let collect_ms = cli.collect_interval.unwrap_or(DEFAULT_INTERVAL_MS);
+        let collect_ms = cli.sampling.collect_interval.unwrap_or(DEFAULT_INTERVAL_MS);
         if collect_ms < MIN_INTERVAL_MS {
             return Err(ConfigError::TooShort {
                 setting: self.origin_of("-c/--collect-interval"),
@@ -79,38 +81,43 @@ impl Settings {
                 min: MIN_INTERVAL_MS,
             });
         }
-        address::parse_address(&cli.address)?;
-        let devices = DeviceSelection::parse("-d/--devices", &cli.devices)?;
-        DeviceSelection::check_syntax("-s/--switch-devices", &cli.switch_devices)?;
-        DeviceSelection::check_syntax("-p/--cpu-devices", &cli.cpu_devices)?;
+        address::parse_address(&cli.web.address)?;
+        let devices = DeviceSelection::parse("-d/--devices", &cli.sampling.devices)?;
+        DeviceSelection::check_syntax("-s/--switch-devices", &cli.dcgm.switch_devices)?;
+        DeviceSelection::check_syntax("-p/--cpu-devices", &cli.ignored.cpu_devices)?;
         for (flag, ms) in [
-            ("-x/--xid-count-window-size", cli.xid_count_window_size),
+            (
+                "-x/--xid-count-window-size",
+                cli.sampling.xid_count_window_size,
+            ),
             (
                 "--clock-events-count-window-size",
-                cli.clock_events_count_window_size,
+                cli.sampling.clock_events_count_window_size,
             ),
         ] {
             if ms == 0 {
                 return Err(ConfigError::Zero { flag });
             }
         }
-        let profile = profile::Profile::parse(&cli.compatibility)?;
-        let xid_initialized_codes = parse_xid_codes(&cli.xid_initialized_codes)?;
+        let profile = cli.exposition.compatibility;
+        let xid_initialized_codes = parse_xid_codes(&cli.sampling.xid_initialized_codes)?;
         let (cardinality, max_labels_per_series, own_families) =
             cardinality::controls(cli, profile, &|flag| self.origin_of(flag).to_string())?;
         let mut warnings = self.notes.clone();
         let mut kubernetes = self.kubernetes_config(&mut warnings)?;
-        cli.health.check(kubernetes.is_some())?;
+        let node_known = cli.simulator.simulate.is_some()
+            || kubernetes.as_ref().is_some_and(|k| k.node_name.is_some());
+        cli.health.check(kubernetes.is_some(), node_known)?;
         if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
             labels.set_collision_prefix(profile.pod_label_collision_prefix());
             labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
             if profile.drops_pod_labels_named_like_the_pod() {
-                let mut names = if cli.use_old_namespace {
+                let mut names = if cli.exposition.use_old_namespace {
                     vec!["pod_name", "pod_namespace", "container_name"]
                 } else {
                     vec!["pod", "namespace", "container"]
                 };
-                if cli.kubernetes_enable_pod_uid {
+                if cli.kubernetes.kubernetes_enable_pod_uid {
                     names.push("pod_uid");
                 }
                 labels.set_dropped(names);
@@ -122,19 +129,19 @@ impl Settings {
                 profile.name()
             ));
         }
-        warnings.extend(ignored::warnings(cli));
+        warnings.extend(ignored::warnings(&cli.ignored));
         let timeout = |flag, value: &Option<String>, default| match value.as_deref() {
             Some(v) if !v.is_empty() => go_duration(flag, v),
             _ => Ok(default),
         };
         let web_read_timeout = timeout(
             "--web-read-timeout",
-            &cli.web_read_timeout,
+            &cli.web.web_read_timeout,
             DEFAULT_WEB_READ_TIMEOUT,
         )?;
         let web_write_timeout = timeout(
             "--web-write-timeout",
-            &cli.web_write_timeout,
+            &cli.web.web_write_timeout,
             DEFAULT_WEB_WRITE_TIMEOUT,
         )?;
         let health_hold = timeout(
@@ -146,7 +153,7 @@ impl Settings {
             base: Duration::from_millis(collect_ms),
             groups: self.collections.clone(),
         };
-        let counters = match (&cli.collectors, &self.inline_counters) {
+        let counters = match (&cli.sampling.counters_file, &self.inline_counters) {
             (None, Some((origin, csv))) => CountersChoice::Inline(origin.clone(), csv.clone()),
             (Some(p), _) => CountersChoice::File(Some(p.clone())),
             (None, None) => {
@@ -154,49 +161,66 @@ impl Settings {
                 CountersChoice::File(default.exists().then(|| default.to_path_buf()))
             }
         };
-        let (dcgm, dcgm_mode_given) = dcgm::options(cli, collections.tick(), &mut warnings)?;
+        let dcgm = dcgm::settings(cli, &mut warnings)?;
+        let tick_interval = collections.tick();
         Ok(Config {
-            address: cli.address.clone(),
-            collect_interval: collections.base,
-            tick_interval: collections.tick(),
-            collections: std::sync::Arc::new(collections),
-            hostname: (!cli.no_hostname).then(node_hostname),
-            use_old_namespace: cli.use_old_namespace,
-            replace_blanks_in_model_name: cli.replace_blanks_in_model_name,
-            devices,
-            mig_repeat_device_fields: cli.mig_repeat_device_fields
-                || profile.repeats_device_fields(),
-            nvlink_links: cli.nvlink_links,
-            cardinality,
-            max_labels_per_series,
-            own_families,
-            profile,
-            xid_count_window: Duration::from_millis(cli.xid_count_window_size),
-            clock_events_count_window: Duration::from_millis(cli.clock_events_count_window_size),
-            xid_initialized_codes,
-            max_concurrent_scrapes: cli
-                .max_concurrent_scrapes
-                .unwrap_or(DEFAULT_MAX_CONCURRENT_SCRAPES),
-            web_read_timeout,
-            web_write_timeout,
-            web_max_connections: cli.web_max_connections as usize,
-            web_config_file: cli
-                .web_config_file
-                .clone()
-                .filter(|p| !p.as_os_str().is_empty()),
-            health_require_gpus: cli.health_require_gpus,
-            health_hold,
-            health_args: cli.health.clone(),
-            enable_exporter_metrics: cli.enable_exporter_metrics.unwrap_or(false),
-            simulate: cli.simulate.clone(),
-            simulate_seed: cli.simulate_seed,
-            nvml_lib: nvml_lib(cli.nvml_lib.as_ref())?,
+            hostname: (!cli.exposition.no_hostname).then(node_hostname),
+            sampling: SamplingConfig {
+                collect_interval: collections.base,
+                tick_interval,
+                collections: std::sync::Arc::new(collections),
+                devices,
+                mig_repeat_device_fields: cli.sampling.mig_repeat_device_fields
+                    || profile.repeats_device_fields(),
+                nvlink_links: cli.sampling.nvlink_links,
+                xid_count_window: Duration::from_millis(cli.sampling.xid_count_window_size),
+                clock_events_count_window: Duration::from_millis(
+                    cli.sampling.clock_events_count_window_size,
+                ),
+                xid_initialized_codes,
+            },
+            exposition: ExpositionConfig {
+                profile,
+                use_old_namespace: cli.exposition.use_old_namespace,
+                replace_blanks_in_model_name: cli.exposition.replace_blanks_in_model_name,
+                cardinality,
+                max_labels_per_series,
+                own_families,
+                enable_exporter_metrics: cli.exposition.enable_exporter_metrics.unwrap_or(false),
+            },
+            web: WebConfig {
+                address: cli.web.address.clone(),
+                config_file: cli
+                    .web
+                    .web_config_file
+                    .clone()
+                    .filter(|p| !p.as_os_str().is_empty()),
+                max_concurrent_scrapes: cli
+                    .web
+                    .max_concurrent_scrapes
+                    .unwrap_or(DEFAULT_MAX_CONCURRENT_SCRAPES),
+                read_timeout: web_read_timeout,
+                write_timeout: web_write_timeout,
+                max_connections: cli.web.web_max_connections as usize,
+            },
+            health: HealthConfig {
+                hold: health_hold,
+                require_gpus: cli.health.health_require_gpus,
+                node_conditions: cli.health.kubernetes_node_conditions,
+                events: cli.health.kubernetes_events,
+            },
             dcgm,
-            dcgm_mode_given,
-            json_logs: cli.log_format == "json",
-            debug: cli.debug,
             kubernetes,
-            hpc_job_mapping_dir: cli.hpc_job_mapping_dir.clone(),
+            hpc_job_mapping_dir: cli.kubernetes.hpc_job_mapping_dir.clone(),
+            nvml_lib: nvml_lib(cli.sampling.nvml_lib.as_ref())?,
+            simulator: SimulatorConfig {
+                scenario: cli.simulator.simulate.clone(),
+                seed: cli.simulator.simulate_seed,
+            },
+            log: LogConfig {
+                debug: cli.log.debug,
+                json: cli.log.log_format == LogFormat::Json,
+            },
             counters,
             config_file: self.config_file.clone(),
             warnings,
@@ -215,12 +239,12 @@ mod tests {
             "-f", "/x.csv", "-a", ":9500", "-c", "1000", "-k", "-o", "-n", "-d", "f",
         ]);
         assert_eq!(
-            c.collectors.as_deref(),
+            c.sampling.counters_file.as_deref(),
             Some(std::path::Path::new("/x.csv"))
         );
-        assert_eq!(c.address, ":9500");
-        assert_eq!(c.collect_interval, Some(1000));
-        assert!(c.kubernetes && c.use_old_namespace && c.no_hostname);
+        assert_eq!(c.web.address, ":9500");
+        assert_eq!(c.sampling.collect_interval, Some(1000));
+        assert!(c.kubernetes.enabled && c.exposition.use_old_namespace && c.exposition.no_hostname);
         let cfg = c.validate().unwrap();
         assert!(cfg.hostname.is_none());
         let k = cfg.kubernetes.expect("-k enables pod attribution");
@@ -234,11 +258,12 @@ mod tests {
 
     #[test]
     fn kubernetes_flags_are_validated_and_named() {
-        let e = cli(&["-k", "--kubernetes-gpu-id-type", "serial"])
-            .validate()
+        // A bad GPU id type is clap's refusal now, naming the flag and the accepted values.
+        let e = Config::from_args(&["-k", "--kubernetes-gpu-id-type", "serial"])
             .unwrap_err()
             .to_string();
         assert!(e.contains("--kubernetes-gpu-id-type"), "{e}");
+        assert!(e.contains("[possible values: uid, device-name]"), "{e}");
         let e = cli(&[
             "-k",
             "--kubernetes-enable-pod-labels",
@@ -366,12 +391,18 @@ mod tests {
 
     #[test]
     fn simulate_defaults_to_h100_scenario() {
-        assert_eq!(cli(&["--simulate"]).simulate.as_deref(), Some("h100-mig"));
         assert_eq!(
-            cli(&["--simulate", "a100-l4"]).simulate.as_deref(),
+            cli(&["--simulate"]).simulator.simulate.as_deref(),
+            Some("h100-mig")
+        );
+        assert_eq!(
+            cli(&["--simulate", "a100-l4"])
+                .simulator
+                .simulate
+                .as_deref(),
             Some("a100-l4")
         );
-        assert_eq!(cli(&[]).simulate, None);
+        assert_eq!(cli(&[]).simulator.simulate, None);
     }
 
     #[test]
@@ -406,9 +437,9 @@ mod tests {
     fn xid_and_mig_options() {
         let cfg = cli(&[]).validate().unwrap();
         // No zero series by default (the series budget); the alerts see a first Xid without.
-        assert!(cfg.xid_initialized_codes.is_empty());
-        assert_eq!(cfg.xid_count_window, Duration::from_secs(300));
-        assert!(!cfg.mig_repeat_device_fields);
+        assert!(cfg.sampling.xid_initialized_codes.is_empty());
+        assert_eq!(cfg.sampling.xid_count_window, Duration::from_secs(300));
+        assert!(!cfg.sampling.mig_repeat_device_fields);
         let cfg = cli(&[
             "--xid-initialized-codes",
             " 79, 48,79 ",
@@ -420,22 +451,27 @@ mod tests {
         ])
         .validate()
         .unwrap();
-        assert_eq!(cfg.xid_initialized_codes, vec![48, 79]);
-        assert_eq!(cfg.xid_count_window, Duration::from_secs(60));
-        assert_eq!(cfg.clock_events_count_window, Duration::from_secs(1));
-        assert!(cfg.mig_repeat_device_fields);
+        assert_eq!(cfg.sampling.xid_initialized_codes, vec![48, 79]);
+        assert_eq!(cfg.sampling.xid_count_window, Duration::from_secs(60));
+        assert_eq!(
+            cfg.sampling.clock_events_count_window,
+            Duration::from_secs(1)
+        );
+        assert!(cfg.sampling.mig_repeat_device_fields);
         let cfg = cli(&["--xid-initialized-codes", ""]).validate().unwrap();
-        assert!(cfg.xid_initialized_codes.is_empty());
+        assert!(cfg.sampling.xid_initialized_codes.is_empty());
     }
 
     #[test]
     fn devices_flag_selects() {
-        assert!(cli(&[]).validate().unwrap().devices.is_all());
+        assert!(cli(&[]).validate().unwrap().sampling.devices.is_all());
         let cfg = cli(&["-d", "g:0,1,i:2.7-9,3"]).validate().unwrap();
-        assert!(cfg.devices.wants_gpu(1) && !cfg.devices.wants_gpu(2));
-        assert!(cfg.devices.wants_instance(2, 8) && cfg.devices.wants_instance(3, 1));
+        assert!(cfg.sampling.devices.wants_gpu(1) && !cfg.sampling.devices.wants_gpu(2));
+        assert!(
+            cfg.sampling.devices.wants_instance(2, 8) && cfg.sampling.devices.wants_instance(3, 1)
+        );
         assert_eq!(
-            cfg.devices.describe(),
+            cfg.sampling.devices.describe(),
             "GPUs 0,1; MIG instances 2.7-9, all on GPU 3"
         );
         // The CPU list is syntax-checked only (its entities are not GPUs) and warned; the switch

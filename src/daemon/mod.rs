@@ -75,7 +75,7 @@ pub fn run(
     rt: tokio::runtime::Runtime,
     mut early: EarlySignals,
 ) -> Result<Exit, DaemonError> {
-    let web_config = match cfg.web_config_file.as_ref() {
+    let web_config = match cfg.web.config_file.as_ref() {
         Some(p) => Some(Arc::new(
             WebConfig::load(p).map_err(DaemonError::WebConfig)?,
         )),
@@ -107,7 +107,7 @@ pub fn run(
     let opts = cfg.encode_options();
     let shared = Arc::new(Shared::new(render(Snapshot::default(), &counters, &opts)));
     let node = kube.as_ref().and_then(|(_, n)| n.as_deref());
-    if let Some(n) = cfg.notify_options(node)? {
+    if let Some(n) = cfg.notify_options(node) {
         match kube.as_ref().and_then(|(c, _)| c.clone()) {
             Some(client) => notify::spawn(client, n, Arc::clone(&shared), rt.handle()),
             None => error!(
@@ -128,25 +128,25 @@ pub fn run(
         info!(file = %f.shown_path(), "counters reload on file change and on SIGHUP");
         sampler = sampler.with_counters_file(f.with_validator(Box::new(cfg.label_guard())));
     }
-    sampler = sampler.with_exporter_metrics(cfg.enable_exporter_metrics);
+    sampler = sampler.with_exporter_metrics(cfg.exposition.enable_exporter_metrics);
     // Bound before the sampler starts: nothing after this point stops the daemon with an error.
-    let listener = rt.block_on(serve::bind(&cfg.address))?;
+    let listener = rt.block_on(serve::bind(&cfg.web.address))?;
     match axum::serve::Listener::local_addr(&listener) {
         Ok(local) => {
-            info!(address = %local, interval_ms = cfg.tick_interval.as_millis() as u64, "serving /metrics")
+            info!(address = %local, interval_ms = cfg.sampling.tick_interval.as_millis() as u64, "serving /metrics")
         }
         Err(e) => warn!("cannot read the bound address back: {e}"),
     }
     // Armed before the first tick: a first tick that never ends (NVML's load or init hung) is
     // a stall too.
-    shared.set_stall_after(stall_limit(cfg.tick_interval));
-    if let Err(e) = exit::guard(serve::SHUTDOWN_GRACE, cfg.json_logs) {
+    shared.set_stall_after(stall_limit(cfg.sampling.tick_interval));
+    if let Err(e) = exit::guard(serve::SHUTDOWN_GRACE, cfg.log.json) {
         warn!("cannot start the exit guard ({e}): a shutdown may wait on a thread stuck in NVML");
     }
     let stop = Arc::new(AtomicBool::new(false));
     let handle = sampler::spawn(
         sampler,
-        cfg.tick_interval,
+        cfg.sampling.tick_interval,
         opts,
         Arc::clone(&shared),
         Arc::clone(&stop),
@@ -201,7 +201,7 @@ async fn serve_until_signal(
     let published = Arc::clone(&shared);
     tokio::spawn(trim::after_start_up(
         move || published.has_published(),
-        cfg.tick_interval,
+        cfg.sampling.tick_interval,
     ));
     let app = serve::app_with(shared, cfg.serve_options());
     let shutdown = async move {

@@ -88,9 +88,9 @@ impl Pipeline {
         counters: &Arc<CounterSet>,
         rt: &tokio::runtime::Runtime,
     ) -> Result<Self, PipelineError> {
-        let (lib_path, node) = match cfg.simulate.clone() {
+        let (lib_path, node) = match cfg.simulator.scenario.clone() {
             Some(scenario) => {
-                let node = sim::Node::open(&scenario, cfg.simulate_seed, cfg.nvml_lib.as_deref())?;
+                let node = sim::Node::open(&scenario, cfg.simulator.seed, cfg.nvml_lib.as_deref())?;
                 if cfg.hostname.is_some() && std::env::var_os("NODE_NAME").is_none() {
                     cfg.hostname = Some(node.node_name()?);
                 }
@@ -99,11 +99,11 @@ impl Pipeline {
             None => (cfg.nvml_lib.clone(), None),
         };
         info!(
-            profile = cfg.profile.name(),
-            host_label = cfg.profile.host_label(),
+            profile = cfg.exposition.profile.name(),
+            host_label = cfg.exposition.profile.host_label(),
             "compatibility profile"
         );
-        info!(devices = %cfg.devices.describe(), mig_repeat_device_fields = cfg.mig_repeat_device_fields, "device selection");
+        info!(devices = %cfg.sampling.devices.describe(), mig_repeat_device_fields = cfg.sampling.mig_repeat_device_fields, "device selection");
         let loader_path = lib_path.clone();
         let loader: sampler::Loader =
             Box::new(move || gpu::open_after_trial(loader_path.as_deref()));
@@ -136,9 +136,9 @@ impl Pipeline {
 /// The DCGM client for `cfg` (with `--simulate`, on the simulated DCGM library, embedded
 /// unless `--dcgm-mode` says otherwise); `None` with DCGM off.
 fn start_dcgm(cfg: &Config, node: Option<&sim::Node>) -> std::io::Result<Option<dcgm::Client>> {
-    let mut opts = cfg.dcgm.clone();
+    let mut opts = cfg.dcgm_options();
     if let Some(path) = node.and_then(sim::Node::dcgm_lib_path) {
-        if !cfg.dcgm_mode_given && opts.mode == dcgm::Mode::Off {
+        if !cfg.dcgm.mode_given && opts.mode == dcgm::Mode::Off {
             opts.mode = dcgm::Mode::Embedded;
         }
         if opts.lib.is_none() {
@@ -185,7 +185,7 @@ type Started = (
 /// Starts the attribution sources that the flags ask for (with `--simulate`: against a
 /// simulated kubelet, API server and proc tree built from the scenario's `[[pods]]`).
 fn start_attribution(
-    cfg: &Config,
+    cfg: &mut Config,
     rt: &tokio::runtime::Runtime,
     node: Option<&sim::Node>,
 ) -> Result<Started, PipelineError> {
@@ -196,7 +196,7 @@ fn start_attribution(
         }
         None => None,
     };
-    let Some(mut k) = cfg.kubernetes.clone() else {
+    let Some(k) = cfg.kubernetes.as_mut() else {
         let attributor = hpc.map(|h| {
             let sources = SourceHandles {
                 hpc: Some(h),
@@ -210,11 +210,11 @@ fn start_attribution(
     let mut client = None;
     let mut api_config = String::new();
     if let Some(node) = node {
-        let c = sim::Cluster::start(node, rt, &mut k)?;
+        let c = sim::Cluster::start(node, rt, k)?;
         client = Some(c.client());
         cluster = Some(c);
         api_config = "the simulated API server".to_owned();
-    } else if k.pod_metadata || cfg.health_args.writes() {
+    } else if k.pod_metadata || cfg.health.writes() {
         client = match rt.block_on(api_client()) {
             Ok((c, source)) => {
                 api_config = source;
@@ -237,6 +237,11 @@ fn start_attribution(
         proc_root: k.process_metrics.then(|| k.proc_root.clone()),
         api_config,
     };
-    let a = attribution::start(&k, cfg.use_old_namespace, client, hpc, rt.handle());
+    // The options come from the configuration, as the simulated cluster (if any) set it.
+    let k = k.clone();
+    let (Some(kubelet), Some(opts)) = (cfg.kubelet_options(), cfg.attribution_options()) else {
+        return Ok((None, cluster, Some(in_use)));
+    };
+    let a = attribution::start(&k, kubelet, opts, client, hpc, rt.handle());
     Ok((Some(a), cluster, Some(in_use)))
 }

@@ -214,9 +214,11 @@ impl Cluster {
         &self,
         k: &gpu_exporter::attribution::KubernetesConfig,
     ) -> gpu_exporter::attribution::Attributor {
+        let (kubelet, opts) = attribution_options(k);
         let a = gpu_exporter::attribution::start(
             k,
-            false,
+            kubelet,
+            opts,
             Some(self.sim.client.clone()),
             None,
             self.rt.handle(),
@@ -224,6 +226,22 @@ impl Cluster {
         wait_until("attribution sources ready", || a.ready());
         a
     }
+}
+
+/// The kubelet source's and the join's options for `k`, as `config::options` makes them for a
+/// node with the default flags (`-k`) and `k`'s attribution settings.
+#[allow(dead_code)]
+pub fn attribution_options(
+    k: &gpu_exporter::attribution::KubernetesConfig,
+) -> (
+    gpu_exporter::sources::kubelet::client::KubeletOptions,
+    gpu_exporter::attribution::AttributionOptions,
+) {
+    let mut cfg = gpu_exporter::config::Config::from_args(&["-k"]).expect("valid flags");
+    cfg.kubernetes = Some(k.clone());
+    let kubelet = cfg.kubelet_options().expect("-k");
+    let opts = cfg.attribution_options().expect("-k");
+    (kubelet, opts)
 }
 
 /// Polls `cond` every 20 ms for up to 20 s (a deadline, not a timing assertion).

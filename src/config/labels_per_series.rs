@@ -20,8 +20,8 @@ impl Config {
         let room = cardinality::fit_labels(
             counters,
             &self.series_labels(),
-            &self.cardinality,
-            self.max_labels_per_series,
+            &self.exposition.cardinality,
+            self.exposition.max_labels_per_series,
             pod_labels,
         )?;
         if let Some(allow) = self.kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
@@ -36,8 +36,8 @@ impl Config {
     /// given at start (the allowlist's limit is fixed then).
     pub fn label_guard(&self) -> impl Fn(&CounterSet) -> Result<(), String> + Send + 'static {
         let labels = self.series_labels();
-        let filter = self.cardinality.clone();
-        let limit = self.max_labels_per_series;
+        let filter = self.exposition.cardinality.clone();
+        let limit = self.exposition.max_labels_per_series;
         let pod_room = self
             .kubernetes
             .as_ref()
@@ -63,7 +63,7 @@ impl Config {
     fn series_labels(&self) -> SeriesLabels {
         let mut identity: Vec<String> = [
             "gpu",
-            if self.use_old_namespace {
+            if self.exposition.use_old_namespace {
                 "uuid"
             } else {
                 "UUID"
@@ -78,12 +78,12 @@ impl Config {
         .map(String::from)
         .to_vec();
         if self.hostname.is_some() {
-            identity.push(self.profile.host_label().into());
+            identity.push(self.exposition.profile.host_label().into());
         }
         let mut holder: Vec<String> = Vec::new();
         let mut allocation: Vec<String> = Vec::new();
         if let Some(k) = &self.kubernetes {
-            let names: [&str; 3] = if self.use_old_namespace {
+            let names: [&str; 3] = if self.exposition.use_old_namespace {
                 ["container_name", "pod_namespace", "pod_name"]
             } else {
                 ["container", "namespace", "pod"]
