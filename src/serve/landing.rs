@@ -14,7 +14,7 @@
 //! construction and a cell built by a helper is not escaped twice (askama needs a `safe`
 //! filter on each such fragment, the same thing to remember that the escape call was).
 //! [`PreEscaped`] is used for the constant style sheet only and must never hold a value.
-//! Strings from outside (pod names, models, reasons, errors) go through [`Text`], which also
+//! Strings from outside (pod names, models, reasons, errors) go through `Text`, which also
 //! replaces control characters (a terminal escape in a process name) with U+FFFD.
 
 use std::borrow::Cow;
