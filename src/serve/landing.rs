@@ -5,31 +5,48 @@
 //!
 //! Owns the HTML only. One self-contained page: no external assets, no JavaScript, bars drawn
 //! with text so that a terminal browser shows them too. It must not compute a value the
-//! status does not hold, and every string from outside (pod names, models, errors) is escaped.
+//! status does not hold.
+//!
+//! Written with maud's `html!` templates rather than askama's: the page is mostly branches
+//! over the status (lost or up, MIG or not, which values are known), which read as the Rust
+//! they are inside `html!`, checked by the compiler with no template files beside them; and
+//! a fragment is a [`Markup`] while any other value is text, so every value is escaped by
+//! construction and a cell built by a helper is not escaped twice (askama needs a `safe`
+//! filter on each such fragment, the same thing to remember that the escape call was).
+//! [`PreEscaped`] is used for the constant style sheet only and must never hold a value.
+//! Strings from outside (pod names, models, reasons, errors) go through `Text`, which also
+//! replaces control characters (a terminal escape in a process name) with U+FFFD.
 
-use std::fmt::Write as _;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 
 use super::status::{GpuStatus, NodeStatus, ProcessStatus, Reading};
 
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
+/// A string from outside the exporter: escaped as every value is, its control characters
+/// replaced with U+FFFD.
+struct Text<'a>(&'a str);
+
+impl Render for Text<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        let text = if self.0.chars().any(char::is_control) {
+            Cow::Owned(
+                self.0
+                    .chars()
+                    .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+                    .collect(),
+            )
+        } else {
+            Cow::Borrowed(self.0)
+        };
+        text.render_to(buffer);
     }
-    out
 }
 
 /// A ten-cell text bar with the value after it: `[######····] 61 %`. The bar and the value
 /// each stay on one line; where the column is narrow the value goes under the bar.
-fn bar(fraction: f64, text: &str) -> String {
+fn bar(fraction: f64, text: &str) -> Markup {
     let f = if fraction.is_finite() {
         fraction.clamp(0.0, 1.0)
     } else {
@@ -43,12 +60,11 @@ fn bar(fraction: f64, text: &str) -> String {
     } else {
         "lo"
     };
-    format!(
-        "<span class=\"bar {class}\">[{}{}]</span> <span class=\"nw\">{}</span>",
-        "#".repeat(full),
-        "·".repeat(10 - full),
-        esc(text)
-    )
+    html! {
+        span.bar.(class) { "[" ("#".repeat(full)) ("·".repeat(10 - full)) "]" }
+        " "
+        span.nw { (Text(text)) }
+    }
 }
 
 fn num(v: f64) -> String {
@@ -69,116 +85,126 @@ fn utc_time(unix: f64) -> String {
     format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
-const DASH: &str = "<span class=\"na\">–</span>";
-
-fn util_cell(r: &Reading) -> String {
-    r.util_percent
-        .map(|u| bar(u / 100.0, &format!("{} %", num(u))))
-        .unwrap_or_else(|| DASH.to_owned())
+/// A value that is not known.
+fn dash() -> Markup {
+    html! { span.na { "–" } }
 }
 
-fn memory_cell(r: &Reading) -> String {
+fn util_cell(r: &Reading) -> Markup {
+    match r.util_percent {
+        Some(u) => bar(u / 100.0, &format!("{} %", num(u))),
+        None => dash(),
+    }
+}
+
+fn memory_cell(r: &Reading) -> Markup {
     match (r.fb_used_mib, r.fb_total_mib) {
         (Some(u), Some(t)) if t > 0.0 => {
             bar(u / t, &format!("{:.1} / {:.1} GiB", u / 1024.0, t / 1024.0))
         }
-        (Some(u), _) => format!("{:.1} GiB used", u / 1024.0),
-        _ => DASH.to_owned(),
+        (Some(u), _) => html! { (format!("{:.1} GiB used", u / 1024.0)) },
+        _ => dash(),
     }
 }
 
-fn power_cell(r: &Reading) -> String {
+fn temp_cell(r: &Reading) -> Markup {
+    match (r.temp_c, r.temp_slowdown_c) {
+        (Some(t), Some(l)) => html! {
+            span class=(if t >= l { "critical" } else { "t" }) {
+                span.nw { (num(t)) " /" } " " span.nw { (num(l)) " °C" }
+            }
+        },
+        (Some(t), None) => html! { (num(t)) " °C" },
+        _ => dash(),
+    }
+}
+
+fn power_cell(r: &Reading) -> Markup {
     match (r.power_w, r.power_limit_w) {
         (Some(p), Some(l)) if l > 0.0 => bar(p / l, &format!("{} / {} W", num(p), num(l))),
-        (Some(p), _) => format!("{} W", num(p)),
-        _ => DASH.to_owned(),
+        (Some(p), _) => html! { (num(p)) " W" },
+        _ => dash(),
+    }
+}
+
+/// Strings one per line.
+fn lines(items: &[String]) -> Markup {
+    html! {
+        @for (i, s) in items.iter().enumerate() {
+            @if i > 0 { br; }
+            (Text(s))
+        }
     }
 }
 
 /// The pods holding an entity; with none, the processes on it that no pod holds (pid and
 /// name), so a busy GPU without a pod says whose work it runs.
-fn holders_cell(h: &[String], outside: &[ProcessStatus]) -> String {
-    let procs = || {
-        outside
-            .iter()
-            .map(|p| match &p.name {
-                Some(n) => format!("pid {} ({})", p.pid, esc(n)),
-                None => format!("pid {}", p.pid),
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+fn holders_cell(h: &[String], outside: &[ProcessStatus]) -> Markup {
+    let procs = html! {
+        @for (i, p) in outside.iter().enumerate() {
+            @if i > 0 { ", " }
+            "pid " (p.pid)
+            @if let Some(n) = &p.name { " (" (Text(n)) ")" }
+        }
     };
-    match (h.is_empty(), outside.is_empty()) {
-        (true, true) => "<span class=\"na\">none</span>".to_owned(),
-        (true, false) => format!("<span class=\"na\">no pod;</span> {}", procs()),
-        (false, true) => h.iter().map(|s| esc(s)).collect::<Vec<_>>().join("<br>"),
-        (false, false) => format!(
-            "{}<br><small>outside pods: {}</small>",
-            h.iter().map(|s| esc(s)).collect::<Vec<_>>().join("<br>"),
-            procs()
-        ),
+    html! {
+        @match (h.is_empty(), outside.is_empty()) {
+            (true, true) => span.na { "none" },
+            (true, false) => { span.na { "no pod;" } " " (procs) },
+            (false, true) => (lines(h)),
+            (false, false) => { (lines(h)) br; small { "outside pods: " (procs) } },
+        }
     }
 }
 
-fn gpu_rows(out: &mut String, g: &GpuStatus) {
-    let state = if !g.up {
-        "<b class=\"critical\">LOST</b>".to_owned()
-    } else {
-        format!("<b class=\"{0}\">{0}</b>", g.health.verdict)
-    };
-    let _ = write!(
-        out,
-        "<tr class=\"gpu\"><td>GPU {}</td><td>{}<br><small>{}</small></td><td>{state}</td><td class=\"who\">{}</td>",
-        g.gpu,
-        esc(&g.model),
-        esc(&g.uuid),
-        if g.instances.is_empty() {
-            holders_cell(&g.holders, &g.outside_pods)
-        } else {
-            "<span class=\"na\">MIG</span>".to_owned()
-        },
-    );
-    match &g.reading {
-        Some(r) => {
-            let _ = write!(
-                out,
-                "<td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-                util_cell(r),
-                memory_cell(r),
-                match (r.temp_c, r.temp_slowdown_c) {
-                    (Some(t), Some(l)) => format!(
-                        "<span class=\"{}\"><span class=\"nw\">{} /</span> <span class=\"nw\">{} °C</span></span>",
-                        if t >= l { "critical" } else { "t" },
-                        num(t),
-                        num(l)
-                    ),
-                    (Some(t), None) => format!("{} °C", num(t)),
-                    _ => DASH.to_owned(),
+/// A GPU's row and its MIG instances' rows, each row on a line of its own.
+fn gpu_rows(g: &GpuStatus) -> Markup {
+    html! {
+        tr.gpu {
+            td { "GPU " (g.gpu) }
+            td { (Text(&g.model)) br; small { (Text(&g.uuid)) } }
+            td {
+                @if g.up {
+                    b class=(g.health.verdict) { (g.health.verdict) }
+                } @else {
+                    b.critical { "LOST" }
+                }
+            }
+            td.who {
+                @if g.instances.is_empty() {
+                    (holders_cell(&g.holders, &g.outside_pods))
+                } @else {
+                    span.na { "MIG" }
+                }
+            }
+            @match &g.reading {
+                Some(r) => {
+                    td { (util_cell(r)) }
+                    td { (memory_cell(r)) }
+                    td { (temp_cell(r)) }
+                    td { (power_cell(r)) }
                 },
-                power_cell(r)
-            );
+                None => { @for _ in 0..4 { td { (dash()) } } },
+            }
+            // A healthy GPU says "ok" in its state cell and nothing here.
+            td.why { (lines(&g.health.reasons)) }
         }
-        None => out.push_str(&format!("<td>{DASH}</td>").repeat(4)),
-    }
-    out.push_str("<td class=\"why\">");
-    // A healthy GPU says "ok" in its state cell and nothing here.
-    let reasons: Vec<String> = g.health.reasons.iter().map(|r| esc(r)).collect();
-    out.push_str(&reasons.join("<br>"));
-    out.push_str("</td></tr>\n");
-    for i in &g.instances {
-        let _ = writeln!(
-            out,
-            "<tr class=\"mig\"><td>&nbsp;&nbsp;└ MIG {} (GI {})</td><td><small>{}</small></td><td><b class=\"{}\">{}</b></td><td class=\"who\">{}</td><td>{}</td><td>{}</td><td></td><td></td><td></td></tr>",
-            esc(&i.profile),
-            i.gpu_instance_id,
-            esc(&i.uuid),
-            // The instance's own verdict (its causes are listed on its GPU's row).
-            i.verdict,
-            i.verdict,
-            holders_cell(&i.holders, &i.outside_pods),
-            util_cell(&i.reading),
-            memory_cell(&i.reading),
-        );
+        "\n"
+        @for i in &g.instances {
+            tr.mig {
+                td { "\u{a0}\u{a0}└ MIG " (Text(&i.profile)) " (GI " (i.gpu_instance_id) ")" }
+                td { small { (Text(&i.uuid)) } }
+                // The instance's own verdict (its causes are listed on its GPU's row).
+                td { b class=(i.verdict) { (i.verdict) } }
+                td.who { (holders_cell(&i.holders, &i.outside_pods)) }
+                td { (util_cell(&i.reading)) }
+                td { (memory_cell(&i.reading)) }
+                td {}
+                td {}
+                td {}
+            }
+            "\n"
+        }
     }
 }
 
@@ -195,177 +221,189 @@ td,th{border:1px solid #ccc;padding:4px 6px;text-align:left;vertical-align:top}t
 .why{min-width:18em;max-width:28em}.who{min-width:10em;overflow-wrap:anywhere}\
 tr.mig td{background:#fafafa}small{color:#666}.nw{white-space:nowrap}";
 
-/// Renders the page.
-pub fn render(s: &NodeStatus) -> String {
-    let mut out = String::with_capacity(16384);
-    let node = s.node.as_deref().unwrap_or("this node");
-    let _ = write!(
-        out,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpu-exporter · {}</title><style>{STYLE}</style></head><body>",
-        esc(node)
-    );
-    let _ = write!(
-        out,
-        "<h1>gpu-exporter {} on {}</h1>",
-        esc(s.version),
-        esc(node)
-    );
+/// The title, the node's state in one line, and the links.
+fn header(s: &NodeStatus, node: &str) -> Markup {
     let lost = s.gpus.iter().filter(|g| !g.up).count();
     let instances: usize = s.gpus.iter().map(|g| g.instances.len()).sum();
-    out.push_str("<p>");
-    out.push_str(if s.ready {
-        "<b class=\"ok\">Ready</b>"
-    } else {
-        "<b class=\"critical\">Not ready</b>: no tick in which NVML answered has been encoded yet"
-    });
-    let _ = write!(
-        out,
-        " · NVML {} · {} GPU(s){} · {} MIG instance(s) · last tick at {} UTC, took {:.1} ms · {} ticks</p>",
-        if s.nvml_up {
-            "<span class=\"ok\">up</span>"
-        } else {
-            "<b class=\"critical\">down</b>"
-        },
-        s.gpus.len(),
-        if lost > 0 {
-            format!(" (<b class=\"critical\">{lost} lost</b>)")
-        } else {
-            String::new()
-        },
-        instances,
-        utc_time(s.taken_at_unix),
-        s.tick_ms,
-        s.ticks,
-    );
-    if let Some(st) = s.stalled_seconds {
-        let _ = write!(
-            out,
-            "<p><b class=\"critical\">The sampler is stalled</b>: no tick finished for {st:.0} s beyond its limit (NVML or a file read is hanging); /ready answers 503.</p>"
-        );
-    }
-    out.push_str("<p><a href=\"/metrics\">/metrics</a> · <a href=\"/status\">/status</a> (this page as JSON) · <a href=\"/health\">/health</a> · <a href=\"/ready\">/ready</a></p>");
-
-    out.push_str("<h2>GPUs</h2><table><tr><th>GPU</th><th>Model / UUID</th><th>State</th><th>Held by (namespace/<wbr>pod/<wbr>container)</th><th>Utilization</th><th>Memory</th><th>Temp / slowdown</th><th>Power / limit</th><th>Health</th></tr>\n");
-    for g in &s.gpus {
-        gpu_rows(&mut out, g);
-    }
-    out.push_str("</table>");
-    if s.gpus.is_empty() {
-        out.push_str(
-            "<p class=\"critical\">No GPU: NVML has not answered, or -d selects none.</p>",
-        );
-    }
-
-    out.push_str("<h2>Exporter</h2><table><tr><th>Source</th><th>State</th><th>Last answer</th><th>Errors</th></tr>");
-    if s.sources.is_empty() {
-        out.push_str(
-            "<tr><td colspan=\"4\" class=\"na\">no attribution source (-k is off)</td></tr>",
-        );
-    }
-    for src in &s.sources {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(src.source),
-            if src.up {
-                "<span class=\"ok\">up</span>"
-            } else {
-                "<b class=\"critical\">down</b>"
-            },
-            match (src.age_seconds, src.up) {
-                (Some(a), _) => format!("{a:.0} s ago"),
-                (None, true) => DASH.to_owned(),
-                (None, false) => "never".to_owned(),
-            },
-            match &src.last_error {
-                Some(e) => format!("{} (last: {})", src.errors, esc(e)),
-                None => src.errors.to_string(),
+    html! {
+        h1 { "gpu-exporter " (Text(s.version)) " on " (Text(node)) }
+        p {
+            @if s.ready {
+                b.ok { "Ready" }
+            } @else {
+                b.critical { "Not ready" }
+                ": no tick in which NVML answered has been encoded yet"
             }
-        );
-    }
-    out.push_str("</table>");
-
-    let _ = write!(
-        out,
-        "<p>Counters file: {} metrics; reloads: {}{}.</p>",
-        s.counters.metrics,
-        s.counters.reloads,
-        match s.counters.last_reload_ok {
-            Some(false) => format!(
-                ", <b class=\"critical\">the last reload failed</b> ({} failure(s); the previous set is in use)",
-                s.counters.reload_failures
-            ),
-            _ if s.counters.reload_failures > 0 => {
-                format!(", {} failed earlier", s.counters.reload_failures)
+            " · NVML "
+            @if s.nvml_up { span.ok { "up" } } @else { b.critical { "down" } }
+            " · " (s.gpus.len()) " GPU(s)"
+            @if lost > 0 { " (" b.critical { (lost) " lost" } ")" }
+            " · " (instances) " MIG instance(s) · last tick at " (utc_time(s.taken_at_unix))
+            " UTC, took " (format!("{:.1}", s.tick_ms)) " ms · " (s.ticks) " ticks"
+        }
+        @if let Some(st) = s.stalled_seconds {
+            p {
+                b.critical { "The sampler is stalled" }
+                ": no tick finished for " (format!("{st:.0}"))
+                " s beyond its limit (NVML or a file read is hanging); /ready answers 503."
             }
-            _ => String::new(),
         }
-    );
-    if !s.not_configured.is_empty() {
-        out.push_str("<p>Values not shown because the counters file does not export their field (the health verdict watches them anyway): ");
-        let items: Vec<String> = s
-            .not_configured
-            .iter()
-            .map(|(what, field)| format!("{} (<code>{}</code>)", esc(what), esc(field)))
-            .collect();
-        out.push_str(&items.join(", "));
-        out.push_str(".</p>");
+        p {
+            a href="/metrics" { "/metrics" } " · "
+            a href="/status" { "/status" } " (this page as JSON) · "
+            a href="/health" { "/health" } " · "
+            a href="/ready" { "/ready" }
+        }
     }
+}
 
-    out.push_str("<h3>Unsupported fields</h3>");
-    if s.unsupported.is_empty() {
-        out.push_str("<p class=\"na\">none: NVML answered every configured field</p>");
-    } else {
-        let mut by_field: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
-        for u in &s.unsupported {
-            by_field
-                .entry(u.field)
-                .or_default()
-                .push(match u.gpu_instance_id {
-                    Some(gi) => format!("GPU {} GI {gi}", u.gpu),
-                    None => format!("GPU {}", u.gpu),
-                });
+/// The GPU table.
+fn gpus(s: &NodeStatus) -> Markup {
+    html! {
+        h2 { "GPUs" }
+        table {
+            tr {
+                th { "GPU" } th { "Model / UUID" } th { "State" }
+                th { "Held by (namespace/" wbr; "pod/" wbr; "container)" }
+                th { "Utilization" } th { "Memory" } th { "Temp / slowdown" }
+                th { "Power / limit" } th { "Health" }
+            }
+            "\n"
+            @for g in &s.gpus { (gpu_rows(g)) }
         }
-        out.push_str("<table><tr><th>Field</th><th>Unsupported on</th></tr>");
-        for (field, on) in by_field {
-            let _ = write!(
-                out,
-                "<tr><td><code>{}</code></td><td>{}</td></tr>",
-                esc(field),
-                esc(&on.join(", "))
-            );
+        @if s.gpus.is_empty() {
+            p.critical { "No GPU: NVML has not answered, or -d selects none." }
         }
-        out.push_str("</table>");
     }
-    if !s.field_errors.is_empty() {
-        out.push_str(
-            "<h3>Read errors</h3><table><tr><th>Field</th><th>Error</th><th>Count</th></tr>",
-        );
-        for e in &s.field_errors {
-            let _ = write!(
-                out,
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
-                esc(e.field),
-                esc(e.kind),
-                e.count
-            );
-        }
-        out.push_str("</table>");
+}
+
+/// The exporter's own state: attribution sources, the counters file, fields not shown,
+/// unsupported fields and read errors.
+fn exporter(s: &NodeStatus) -> Markup {
+    let mut unsupported: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for u in &s.unsupported {
+        unsupported
+            .entry(u.field)
+            .or_default()
+            .push(match u.gpu_instance_id {
+                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
+                None => format!("GPU {}", u.gpu),
+            });
     }
-    out.push_str("</body></html>\n");
-    out
+    let c = &s.counters;
+    html! {
+        h2 { "Exporter" }
+        table {
+            tr { th { "Source" } th { "State" } th { "Last answer" } th { "Errors" } }
+            @if s.sources.is_empty() {
+                tr { td colspan="4" class="na" { "no attribution source (-k is off)" } }
+            }
+            @for src in &s.sources {
+                tr {
+                    td { (Text(src.source)) }
+                    td { @if src.up { span.ok { "up" } } @else { b.critical { "down" } } }
+                    td {
+                        @match (src.age_seconds, src.up) {
+                            (Some(a), _) => { (format!("{a:.0}")) " s ago" },
+                            (None, true) => (dash()),
+                            (None, false) => "never",
+                        }
+                    }
+                    td {
+                        (src.errors)
+                        @if let Some(e) = &src.last_error { " (last: " (Text(e)) ")" }
+                    }
+                }
+            }
+        }
+        p {
+            "Counters file: " (c.metrics) " metrics; reloads: " (c.reloads)
+            @match c.last_reload_ok {
+                Some(false) => {
+                    ", " b.critical { "the last reload failed" }
+                    " (" (c.reload_failures) " failure(s); the previous set is in use)"
+                },
+                _ if c.reload_failures > 0 => { ", " (c.reload_failures) " failed earlier" },
+                _ => {},
+            }
+            "."
+        }
+        @if !s.not_configured.is_empty() {
+            p {
+                "Values not shown because the counters file does not export their field (the health verdict watches them anyway): "
+                @for (i, (what, field)) in s.not_configured.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    (Text(what)) " (" code { (Text(field)) } ")"
+                }
+                "."
+            }
+        }
+        h3 { "Unsupported fields" }
+        @if unsupported.is_empty() {
+            p.na { "none: NVML answered every configured field" }
+        } @else {
+            table {
+                tr { th { "Field" } th { "Unsupported on" } }
+                @for (field, on) in &unsupported {
+                    tr { td { code { (Text(field)) } } td { (Text(&on.join(", "))) } }
+                }
+            }
+        }
+        @if !s.field_errors.is_empty() {
+            h3 { "Read errors" }
+            table {
+                tr { th { "Field" } th { "Error" } th { "Count" } }
+                @for e in &s.field_errors {
+                    tr { td { code { (Text(e.field)) } } td { (Text(e.kind)) } td { (e.count) } }
+                }
+            }
+        }
+    }
+}
+
+/// Renders the page.
+pub fn render(s: &NodeStatus) -> String {
+    let node = s.node.as_deref().unwrap_or("this node");
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "gpu-exporter · " (Text(node)) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                (header(s, node))
+                (gpus(s))
+                (exporter(s))
+            }
+        }
+        "\n"
+    };
+    page.into_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serve::status::{
+        CountersStatus, FieldErrors, Health, InstanceStatus, UnsupportedField,
+    };
+    use crate::snapshot::SourceHealth;
+
+    fn text(s: &str) -> String {
+        Text(s).render().into_string()
+    }
 
     #[test]
     fn outside_strings_are_escaped_and_bars_clamped() {
+        // maud escapes what can end a text or a double-quoted attribute (`'` cannot: every
+        // attribute it writes is in double quotes); Text replaces the control characters.
         assert_eq!(
-            esc("<script>\"x\"&'y'\u{1b}[31m"),
-            "&lt;script&gt;&quot;x&quot;&amp;&#39;y&#39;\u{fffd}[31m"
+            text("<script>\"x\"&'y'\u{1b}[31m"),
+            "&lt;script&gt;&quot;x&quot;&amp;'y'\u{fffd}[31m"
         );
+        let bar = |f: f64, t: &str| bar(f, t).into_string();
         assert!(bar(1.7, "x").contains("[##########]"));
         assert!(bar(-1.0, "x").contains("[··········]"));
         assert!(bar(f64::NAN, "x").contains("[··········]"));
@@ -374,5 +412,116 @@ mod tests {
         );
         assert_eq!(utc_time(1_795_578_824.2), "03:53:44");
         assert_eq!(utc_time(f64::NAN), "00:00:00");
+    }
+
+    fn process(pid: u32, name: &str) -> ProcessStatus {
+        ProcessStatus {
+            pid,
+            name: Some(name.to_owned()),
+        }
+    }
+
+    /// A node whose every string from outside is `s`: a GPU held by a pod with a process
+    /// outside it, a GPU with only a process outside pods, a MIG instance likewise, a source
+    /// with an error, a field not configured, an unsupported field and a read error.
+    fn node_with_strings(s: &'static str) -> NodeStatus {
+        let reading = Reading {
+            util_percent: Some(61.0),
+            fb_used_mib: Some(2048.0),
+            fb_total_mib: Some(81_920.0),
+            temp_c: Some(88.0),
+            temp_slowdown_c: Some(87.0),
+            power_w: Some(350.5),
+            power_limit_w: Some(700.0),
+        };
+        let gpu = |n: u32, holders: Vec<String>| GpuStatus {
+            gpu: n,
+            uuid: s.to_owned(),
+            model: s.to_owned(),
+            up: true,
+            holders,
+            outside_pods: vec![process(100 + n, s)],
+            reading: Some(reading.clone()),
+            health: Health {
+                verdict: "critical",
+                reasons: vec![s.to_owned()],
+                ..Health::default()
+            },
+            instances: vec![],
+        };
+        let mut mig = gpu(2, vec![]);
+        mig.reading = None;
+        mig.instances = vec![InstanceStatus {
+            profile: s.to_owned(),
+            gpu_instance_id: 1,
+            uuid: s.to_owned(),
+            holders: vec![s.to_owned()],
+            outside_pods: vec![process(300, s)],
+            reading: reading.clone(),
+            verdict: "warning",
+        }];
+        NodeStatus {
+            version: s,
+            node: Some(s.to_owned()),
+            ready: true,
+            nvml_up: true,
+            taken_at_unix: 1_795_578_824.2,
+            age_seconds: 0.1,
+            ticks: 7,
+            tick_ms: 3.25,
+            stalled_seconds: None,
+            gpus: vec![gpu(0, vec![s.to_owned()]), gpu(1, vec![]), mig],
+            sources: vec![SourceHealth {
+                source: s,
+                up: false,
+                age_seconds: Some(12.0),
+                errors: 3,
+                last_error: Some(s.to_owned()),
+            }],
+            unsupported: vec![UnsupportedField {
+                gpu: 1,
+                gpu_instance_id: None,
+                field: s,
+            }],
+            field_errors: vec![FieldErrors {
+                field: s,
+                kind: s,
+                count: 2,
+            }],
+            counters: CountersStatus {
+                metrics: 40,
+                last_reload_ok: Some(true),
+                reloads: 1,
+                reload_failures: 0,
+            },
+            not_configured: vec![(s, s)],
+        }
+    }
+
+    /// Every place a string from outside appears escapes it: a pod, process, model, host or
+    /// source name, a reason or an error that holds markup, quotes, an ampersand or a terminal
+    /// escape shows as text and opens no element.
+    #[test]
+    fn a_hostile_string_is_escaped_everywhere_it_appears() {
+        const HOSTILE: &str = "<script>alert(\"x\" & 'y')</script>\u{1b}[31m";
+        const SHOWN: &str =
+            "&lt;script&gt;alert(&quot;x&quot; &amp; 'y')&lt;/script&gt;\u{fffd}[31m";
+        let page = render(&node_with_strings(HOSTILE));
+        for raw in ["<script", "</script", "alert(\"", "\" &", "& '", "\u{1b}"] {
+            assert!(
+                !page.contains(raw),
+                "{raw:?} is on the page unescaped:\n{page}"
+            );
+        }
+        // The places: the title and heading (node, and version in the heading); per GPU its
+        // model, UUID, holder, process and reason (GPU 1: no holder; GPU 2: MIG, so no
+        // holder or process on its row); the instance's profile, UUID, holder and process;
+        // the source and its error; the field not configured and its signal; the
+        // unsupported field; the read error's field and kind.
+        let places = 3 + 5 + 4 + 3 + 4 + 2 + 2 + 1 + 2;
+        assert_eq!(page.matches(SHOWN).count(), places, "{page}");
+        // Everything else is the same page as with a harmless name.
+        let plain = render(&node_with_strings("pod-a"));
+        assert_eq!(page.replace(SHOWN, "pod-a"), plain);
     }
 }
