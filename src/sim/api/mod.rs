@@ -429,7 +429,7 @@ mod tests {
         body["message"].as_str().unwrap_or_default()
     }
 
-    /// Each path and method answers what the old hand-written dispatch answered: the objects
+    /// Each path and method answers what the hand-written dispatch before the routes did: the objects
     /// and documents a path names, `404` for a path not served (`resource.k8s.io` versions
     /// included, whatever the method) and `405` for a method a served path does not take.
     #[tokio::test]

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
 use axum::handler::Handler;
 use axum::middleware::{Next, from_fn_with_state};
@@ -17,6 +18,7 @@ use axum::response::Response;
 use axum::routing::{MethodRouter, get, post};
 
 use super::handlers::{self, Group, VersionParam};
+use super::http::error_response;
 use super::kinds::*;
 use super::store::Inner;
 use super::target::{OBJECTS, ObjectRoute, Write};
@@ -99,10 +101,14 @@ struct Served {
 /// goes on with its [`Group`].
 async fn require_served(
     State(s): State<Served>,
-    Path(p): Path<VersionParam>,
+    version: Result<Path<VersionParam>, PathRejection>,
     mut req: Request,
     next: Next,
 ) -> Response {
+    let p = match version {
+        Ok(Path(p)) => p,
+        Err(e) => return error_response(400, &e.body_text()),
+    };
     let served = {
         let st = s.inner.lock();
         serves(s.group, p.version.as_deref(), &st.resource_versions)

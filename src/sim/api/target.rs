@@ -141,18 +141,35 @@ impl Resource {
         )
     }
 
-    /// The object route the request matched, or `None` for any other route (or none).
-    async fn of(parts: &mut Parts) -> Option<Self> {
-        let matched = parts.extensions.get::<MatchedPath>()?.as_str().to_owned();
-        let route = *OBJECTS.iter().find(|o| o.path == matched)?;
-        let Path(p) = parts.extract::<Path<Params>>().await.ok()?;
+    /// What the object route the request matched names: a `500` for any other route (the
+    /// router gives this extractor only to object routes), a `400` for a path parameter that
+    /// does not decode (invalid UTF-8).
+    async fn of(parts: &mut Parts) -> Result<Self, Response> {
+        let route = parts
+            .extensions
+            .get::<MatchedPath>()
+            .and_then(|m| OBJECTS.iter().find(|o| o.path == m.as_str()))
+            .copied()
+            .ok_or_else(|| {
+                error_response(
+                    500,
+                    &format!(
+                        "the fake API server has no object route for {}",
+                        parts.uri.path()
+                    ),
+                )
+            })?;
+        let Path(p) = parts
+            .extract::<Path<Params>>()
+            .await
+            .map_err(|e| error_response(400, &e.body_text()))?;
         let version = p.version.unwrap_or_else(|| "v1".to_owned());
         let api_version = if route.group.is_empty() {
             version.clone()
         } else {
             format!("{}/{version}", route.group)
         };
-        Some(Self {
+        Ok(Self {
             route,
             namespace: p.namespace,
             name: p.name.unwrap_or_default(),
@@ -166,22 +183,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Resource {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Response> {
-        Self::of(parts).await.ok_or_else(|| {
-            error_response(
-                500,
-                &format!(
-                    "the fake API server has no object route for {}",
-                    parts.uri.path()
-                ),
-            )
-        })
+        Self::of(parts).await
     }
 }
 
+/// `None` on any route but an object route's (the fault middleware's view).
 impl<S: Send + Sync> OptionalFromRequestParts<S> for Resource {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Option<Self>, Self::Rejection> {
-        Ok(Self::of(parts).await)
+        Ok(Self::of(parts).await.ok())
     }
 }
