@@ -1,5 +1,6 @@
-//! The fake API server's HTTP details: query parsing (percent-decoding, field and label
-//! selectors), JSON paths into objects, and Kubernetes `Status` error responses.
+//! The fake API server's HTTP details: field and label selectors (the query parameters arrive
+//! decoded by axum's `Query`), JSON paths into objects, and Kubernetes `Status` error
+//! responses.
 //!
 //! Pure helpers; they must not touch the store or the watches.
 
@@ -29,44 +30,6 @@ pub(super) fn set_meta(obj: &mut Value, key: &str, value: Value) {
             meta.insert(key.to_owned(), value);
         }
     }
-}
-
-/// Decodes `application/x-www-form-urlencoded` text (`+` is a space).
-pub(super) fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = s
-                    .get(i + 1..i + 3)
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-pub(super) fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
-    q.unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect()
 }
 
 /// A parsed field and label selector.
@@ -192,25 +155,6 @@ pub(super) fn error_with_reason(code: u16, reason: &str, message: &str) -> Respo
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decodes_queries() {
-        assert_eq!(
-            percent_decode("spec.nodeName%3Dnode-a"),
-            "spec.nodeName=node-a"
-        );
-        assert_eq!(percent_decode("a+b%2Cc"), "a b,c");
-        assert_eq!(percent_decode("100%"), "100%");
-        assert_eq!(percent_decode("%zz"), "%zz");
-        assert_eq!(
-            parse_query(Some("watch=true&fieldSelector=a%3Db&x")),
-            vec![
-                ("watch".to_owned(), "true".to_owned()),
-                ("fieldSelector".to_owned(), "a=b".to_owned()),
-                ("x".to_owned(), String::new()),
-            ]
-        );
-    }
 
     #[test]
     fn selectors_match() {

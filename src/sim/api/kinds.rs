@@ -145,6 +145,13 @@ pub(super) fn group_versions(group: &str, resource_versions: &[String]) -> Vec<S
     }
 }
 
+/// Whether the server serves `group` now, and `version` of it when given.
+pub(super) fn serves(group: &str, version: Option<&str>, resource_versions: &[String]) -> bool {
+    group_versions(group, resource_versions)
+        .iter()
+        .any(|v| version.is_none_or(|want| v == want))
+}
+
 /// `GET /apis`: every served group.
 pub(super) fn api_group_list(resource_versions: &[String]) -> Value {
     let groups: Vec<Value> = [EVENTS_GROUP, RESOURCE_GROUP, AUTHZ_GROUP]

@@ -1,9 +1,12 @@
-//! A tiny Kubernetes API server on loopback, for `--simulate` and the tests: the request
-//! dispatch, failure injection and the accessors the tests read (`store` holds the pods,
-//! ResourceSlices, Nodes and Events, `routes` names what a path is, `list` serves lists and
-//! watches, `write` creates and patches, `patch` merges bodies, `events` converts Events,
-//! `kinds` and `table` write discovery documents and kubectl's tables, `http` parses queries
-//! and writes error statuses). Never part of the production build.
+//! A tiny Kubernetes API server on loopback, for `--simulate` and the tests: the [`FakeApi`]
+//! handle and its start-up. `server` runs the accept loop, `routes` is the axum route table
+//! (`target` lists the collection and object paths and what a request on one names),
+//! `handlers` answer, `faults` is the fault-injection middleware around every route,
+//! `control` is what the tests and the simulator call (objects, faults, logs), `store` holds
+//! the pods, ResourceSlices, Nodes and Events, `list` serves lists and watches, `write`
+//! creates and patches, `patch` merges bodies, `events` converts Events, `kinds` and `table`
+//! write discovery documents and kubectl's tables, `http` holds selectors and error statuses.
+//! Never part of the production build.
 //!
 //! It serves what the exporter's reflectors and writers and a real `kubectl` use, over plain
 //! HTTP/1.1 on `127.0.0.1`:
@@ -31,9 +34,11 @@
 //! Conflict`; a patch that changes nothing keeps the `resourceVersion`. Aggregated discovery
 //! and OpenAPI are not served: kubectl falls back to the plain documents.
 //!
-//! Lists honour `fieldSelector` (`path=value`, `path==value`, `path!=value`, comma-separated,
+//! Unknown paths answer `404 NotFound` and methods a path does not take `405
+//! MethodNotAllowed`, both with a `Status` body. Lists honour `fieldSelector` (`path=value`, `path==value`, `path!=value`, comma-separated,
 //! on the object as served, e.g. `spec.nodeName=node-a` or `involvedObject.name=node-a`),
-//! simple `labelSelector`s (`k=v`, `k!=v`, `k`, `!k`), `limit` and `continue`. Watches honour
+//! simple `labelSelector`s (`k=v`, `k!=v`, `k`, `!k`), `limit` and `continue`; a value that does not decode
+//! (`limit=ten`) is a `400 BadRequest` naming the parameter. Watches honour
 //! the same selectors, `resourceVersion` (events after it; `0` or none first replays the
 //! current objects as `ADDED`), `timeoutSeconds` (at most 300 s) and `sendInitialEvents` (a
 //! final `BOOKMARK` with `k8s.io/initial-events-end`). A `resourceVersion` older than the
@@ -49,40 +54,30 @@
 //! [`FakeApi::play_write_faults`] (`timeline`) sets them from a scenario's `[kubernetes]
 //! api_faults` as scenario time passes.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, Uri, header};
-use axum::response::Response;
-use bytes::Bytes;
-use serde_json::{Value, json};
+use axum::http::Uri;
 use tokio::sync::watch;
 
+mod control;
 mod events;
+mod faults;
+mod handlers;
 mod http;
 mod kinds;
 mod list;
 mod patch;
 mod routes;
+mod server;
 mod store;
 mod table;
+mod target;
 pub mod timeline;
 mod write;
 
-use http::*;
-use kinds::*;
-use routes::{Route, route};
-use store::{Inner, Store, not_found};
+use store::{Inner, Store};
 pub use store::{WriteFault, now_rfc3339};
-
-/// Requests remembered for [`FakeApi::requests`] and writes for [`FakeApi::writes`].
-const REQUEST_LOG_CAPACITY: usize = 10_000;
-/// The longest a watch stays open.
-const MAX_WATCH: Duration = Duration::from_secs(300);
 
 /// A Kubernetes API server on `127.0.0.1` with pods, ResourceSlices, Nodes and Events.
 pub struct FakeApi {
@@ -103,14 +98,11 @@ impl FakeApi {
             changed,
             down,
         });
-        let app = Router::new()
-            .fallback(handle)
-            .with_state(Arc::clone(&inner));
-        let server = tokio::spawn(accept_loop(listener, app, inner.down.subscribe()));
+        let server = server::spawn(listener, &inner);
         Ok(Self {
             inner,
             addr,
-            server: server.abort_handle(),
+            server,
         })
     }
 
@@ -128,123 +120,6 @@ impl FakeApi {
             .map_err(|e: axum::http::uri::InvalidUri| kube::Error::HttpError(e.into()))?;
         kube::Client::try_from(kube::Config::new(uri))
     }
-
-    fn put(&self, kind: Kind, obj: Value) {
-        self.inner.lock().put(kind, obj);
-        self.inner.notify();
-    }
-
-    fn remove(&self, kind: Kind, namespace: &str, name: &str) {
-        if self.inner.lock().remove(kind, namespace, name) {
-            self.inner.notify();
-        }
-    }
-
-    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Value> {
-        self.inner.lock().get(kind, namespace, name).cloned()
-    }
-
-    /// Adds a pod or replaces the one with the same namespace and name (`ADDED` or
-    /// `MODIFIED` for watchers). The server sets `metadata.resourceVersion`, defaults
-    /// `metadata.namespace` to `default` and, when missing, sets `metadata.uid` (kept across
-    /// replacements) and `metadata.creationTimestamp`.
-    pub fn apply_pod(&self, pod: Value) {
-        self.put(Kind::Pod, pod);
-    }
-
-    /// The stored pod `namespace/name`, as served.
-    pub fn pod(&self, namespace: &str, name: &str) -> Option<Value> {
-        self.get(Kind::Pod, namespace, name)
-    }
-
-    /// Removes a pod (`DELETED` for watchers); nothing happens when there is no such pod.
-    pub fn delete_pod(&self, namespace: &str, name: &str) {
-        self.remove(Kind::Pod, namespace, name);
-    }
-
-    /// Adds a ResourceSlice or replaces the one with the same name. The server sets
-    /// `metadata.resourceVersion` (and `metadata.uid` when missing).
-    pub fn apply_slice(&self, slice: Value) {
-        self.put(Kind::Slice, slice);
-    }
-
-    /// Removes a ResourceSlice (`DELETED` for watchers).
-    pub fn delete_slice(&self, name: &str) {
-        self.remove(Kind::Slice, "", name);
-    }
-
-    /// Adds a Node or replaces the one with the same name, like [`FakeApi::apply_pod`].
-    pub fn apply_node(&self, node: Value) {
-        self.put(Kind::Node, node);
-    }
-
-    /// The stored Node `name`, with `kind` and `apiVersion`.
-    pub fn node(&self, name: &str) -> Option<Value> {
-        self.get(Kind::Node, "", name)
-            .map(|n| served(Kind::Node, "v1", &n))
-    }
-
-    /// Every stored Node, by name.
-    pub fn nodes(&self) -> Vec<Value> {
-        let st = self.inner.lock();
-        st.objects(Kind::Node, None)
-            .into_iter()
-            .map(|n| served(Kind::Node, "v1", n))
-            .collect()
-    }
-
-    /// Every stored Event in the `events.k8s.io/v1` shape, by namespace and name.
-    pub fn events(&self) -> Vec<Value> {
-        let st = self.inner.lock();
-        let av = format!("{EVENTS_GROUP}/v1");
-        st.objects(Kind::Event, None)
-            .into_iter()
-            .map(|e| served(Kind::Event, &av, e))
-            .collect()
-    }
-
-    /// Makes every request answer this HTTP status with a Kubernetes `Status` body (and
-    /// ends the open watches); `None` serves normally again. It takes precedence over
-    /// [`FakeApi::set_write_faults`].
-    pub fn set_fail(&self, status: Option<u16>) {
-        self.inner.lock().fail = status;
-        self.inner.notify();
-    }
-
-    /// Faults for the writes (POST, PUT, PATCH, DELETE): the first whose `path_prefix` the
-    /// path starts with applies (delay, then its status or the write). An empty list serves
-    /// writes normally again. Reads and watches are not affected.
-    pub fn set_write_faults(&self, faults: Vec<WriteFault>) {
-        self.inner.set_faults(faults);
-    }
-
-    /// The paths and raw (percent-encoded) queries of the requests seen so far, oldest first,
-    /// e.g. `/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a&limit=500`.
-    pub fn requests(&self) -> Vec<String> {
-        self.inner.lock().requests.iter().cloned().collect()
-    }
-
-    /// The writes seen so far, oldest first, as `METHOD path status`, e.g.
-    /// `PATCH /api/v1/nodes/node-a/status 200` (failed and injected-fault ones included).
-    pub fn writes(&self) -> Vec<String> {
-        self.inner.lock().writes.iter().cloned().collect()
-    }
-
-    /// How many writes with this method went to a path starting with `path_prefix`.
-    pub fn write_count(&self, method: &str, path_prefix: &str) -> usize {
-        let st = self.inner.lock();
-        st.writes
-            .iter()
-            .filter_map(|w| w.split_once(' '))
-            .filter(|(m, rest)| *m == method && rest.starts_with(path_prefix))
-            .count()
-    }
-
-    /// Which `resource.k8s.io` versions discovery reports and the server serves, in the
-    /// given order (default `["v1"]`; an empty list makes the group unknown, 404).
-    pub fn set_resource_api_versions(&self, versions: &[&str]) {
-        self.inner.lock().resource_versions = versions.iter().map(|v| (*v).to_owned()).collect();
-    }
 }
 
 impl Drop for FakeApi {
@@ -255,289 +130,12 @@ impl Drop for FakeApi {
     }
 }
 
-fn is_write(method: &Method) -> bool {
-    [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
-}
-
-fn push_bounded(log: &mut VecDeque<String>, line: String) {
-    if log.len() >= REQUEST_LOG_CAPACITY {
-        log.pop_front();
-    }
-    log.push_back(line);
-}
-
-/// Serves HTTP/1.1 connections on `listener`, each on its own task. While `down` is true (an
-/// `unreachable` fault in force) a new connection is closed at once and the open ones are
-/// closed, without an answer, as a client sees an API server that is restarting or behind a
-/// load balancer with no backend left.
-async fn accept_loop(listener: tokio::net::TcpListener, app: Router, down: watch::Receiver<bool>) {
-    use hyper_util::rt::TokioIo;
-    use hyper_util::service::TowerToHyperService;
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                tracing::warn!("fake Kubernetes API server: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if *down.borrow() {
-            drop(stream);
-            continue;
-        }
-        let service = TowerToHyperService::new(app.clone());
-        let mut down = down.clone();
-        tokio::spawn(async move {
-            let conn = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .with_upgrades();
-            tokio::select! {
-                _ = conn => {}
-                _ = down.wait_for(|d| *d) => {}
-            }
-        });
-    }
-}
-
-async fn handle(
-    State(inner): State<Arc<Inner>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let path = uri.path().to_owned();
-    let write = is_write(&method);
-    let (fail, fault) = {
-        let mut st = inner.lock();
-        let seen = match uri.query() {
-            Some(q) => format!("{path}?{q}"),
-            None => path.clone(),
-        };
-        push_bounded(&mut st.requests, seen);
-        let fail = if st.closed { Some(503) } else { st.fail };
-        let fault = st
-            .faults
-            .iter()
-            .find(|f| write && path.starts_with(&f.path_prefix))
-            .cloned();
-        (fail, fault)
-    };
-    let status = fault.as_ref().and_then(|f| f.status);
-    let delay = fault
-        .map(|f| f.delay)
-        .filter(|d| fail.is_none() && !d.is_zero());
-    let answer = move || {
-        let response = match (fail, status) {
-            (Some(code), _) | (None, Some(code)) => failure(code, &method, &uri, &inner),
-            (None, None) => serve(&inner, &method, &uri, &headers, &body),
-        };
-        if write {
-            let line = format!("{method} {path} {}", response.status().as_u16());
-            push_bounded(&mut inner.lock().writes, line);
-        }
-        response
-    };
-    match delay {
-        // A slow server still makes the write when the client has stopped waiting, as a real
-        // one may: the delay and the write run on their own task.
-        Some(delay) => {
-            let late = tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                answer()
-            });
-            late.await
-                .unwrap_or_else(|e| error_response(500, &format!("fake API server: {e}")))
-        }
-        None => answer(),
-    }
-}
-
-/// The error answer of a request the server was told to fail.
-fn failure(code: u16, method: &Method, uri: &Uri, inner: &Inner) -> Response {
-    let versions = inner.lock().resource_versions.clone();
-    let path = uri.path();
-    let (what, scope) = match route(path, &versions) {
-        Route::Collection { kind, .. } | Route::Item { kind, .. } if kind == Kind::Slice => (
-            "resourceslices.resource.k8s.io".to_owned(),
-            "the cluster scope",
-        ),
-        Route::Collection { kind, .. } | Route::Item { kind, .. } => {
-            let group = if path.starts_with("/apis/events.k8s.io/") {
-                ".events.k8s.io"
-            } else {
-                ""
-            };
-            (format!("{}{group}", kind.plural()), "the cluster scope")
-        }
-        _ => (path.to_owned(), "the cluster scope"),
-    };
-    let watching = parse_query(uri.query())
-        .iter()
-        .any(|(k, v)| k == "watch" && (v == "true" || v == "1"));
-    let verb = match *method {
-        Method::POST => "create",
-        Method::PATCH => "patch",
-        Method::PUT => "update",
-        Method::DELETE => "delete",
-        _ if watching => "watch",
-        _ => "list",
-    };
-    let message = if code == 403 {
-        format!(
-            "{what} is forbidden: User \"system:serviceaccount:fake:gpu-exporter\" cannot \
-             {verb} resource \"{what}\" at {scope} (fake API server set to fail)"
-        )
-    } else {
-        format!("{what}: fake API server set to fail with {code}")
-    };
-    error_response(code, &message)
-}
-
-/// Answers a request the server serves normally.
-fn serve(
-    inner: &Arc<Inner>,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Response {
-    let path = uri.path();
-    let versions = inner.lock().resource_versions.clone();
-    let query = parse_query(uri.query());
-    let param = |name: &str| {
-        query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let header_text = |h: header::HeaderName| {
-        headers
-            .get(h)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned()
-    };
-    let as_table = table::wants_table(&header_text(header::ACCEPT));
-    match (method.clone(), route(path, &versions)) {
-        (Method::GET, Route::Doc(doc)) => json_response(200, &doc),
-        (Method::GET, Route::Version) => json_response(
-            200,
-            &json!({
-                "major": "1", "minor": "33", "gitVersion": "v1.33.0-fake",
-                "gitCommit": "", "gitTreeState": "clean", "buildDate": "",
-                "goVersion": "", "compiler": "", "platform": "linux/amd64"
-            }),
-        ),
-        (_, Route::NotFound) => error_response(404, &format!("the server could not find {path}")),
-        (Method::POST, Route::AccessReview) => json_response(
-            201,
-            &json!({
-                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                "spec": {}, "status": {"allowed": true, "reason": "the simulated API server allows everything"}
-            }),
-        ),
-        (
-            Method::GET,
-            Route::Collection {
-                kind,
-                namespace,
-                api_version,
-            },
-        ) => {
-            let selector = Selector::parse(param("fieldSelector"), param("labelSelector"));
-            if param("watch").is_some_and(|w| w == "true" || w == "1") {
-                let since = param("resourceVersion")
-                    .filter(|v| !v.is_empty())
-                    .map(|v| v.parse::<u64>());
-                let since = match since {
-                    None => 0,
-                    Some(Ok(v)) => v,
-                    Some(Err(_)) => return error_response(400, "invalid resourceVersion"),
-                };
-                let timeout = param("timeoutSeconds")
-                    .and_then(|t| t.parse::<u64>().ok())
-                    .map_or(MAX_WATCH, |t| Duration::from_secs(t).min(MAX_WATCH));
-                let spec = list::WatchSpec {
-                    kind,
-                    namespace,
-                    api_version,
-                    selector,
-                    initial_end: param("sendInitialEvents") == Some("true"),
-                };
-                list::watch_response(Arc::clone(inner), spec, since, timeout)
-            } else {
-                let spec = list::ListSpec {
-                    kind,
-                    namespace: namespace.as_deref(),
-                    api_version: &api_version,
-                    selector: &selector,
-                    limit: param("limit").and_then(|l| l.parse::<usize>().ok()),
-                    offset: param("continue").and_then(|c| c.parse::<usize>().ok()),
-                    as_table,
-                };
-                list::list_response(inner, &spec)
-            }
-        }
-        (
-            Method::GET,
-            Route::Item {
-                kind,
-                namespace,
-                name,
-                api_version,
-                ..
-            },
-        ) => {
-            let st = inner.lock();
-            match st.get(kind, namespace.as_deref().unwrap_or(""), &name) {
-                Some(obj) if as_table => json_response(
-                    200,
-                    &table::table(kind, &[served(kind, &api_version, obj)], &st.rv.to_string()),
-                ),
-                Some(obj) => json_response(200, &served(kind, &api_version, obj)),
-                None => not_found(kind, &api_version, &name),
-            }
-        }
-        (
-            Method::POST,
-            Route::Collection {
-                kind: Kind::Event,
-                namespace: Some(ns),
-                api_version,
-            },
-        ) if api_version != "v1" => write::create_event(inner, &ns, body),
-        (
-            Method::PATCH,
-            Route::Item {
-                kind: kind @ (Kind::Node | Kind::Event),
-                namespace,
-                name,
-                api_version,
-                status,
-            },
-        ) if api_version != "v1" || kind == Kind::Node => {
-            let target = write::Target {
-                kind,
-                namespace: namespace.unwrap_or_default(),
-                name,
-                api_version,
-                status,
-            };
-            write::patch(inner, &target, &header_text(header::CONTENT_TYPE), body)
-        }
-        _ => error_response(
-            405,
-            &format!("the fake API server does not serve {method} {path}"),
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use http_body_util::BodyExt;
+    use serde_json::{Value, json};
+    use std::time::Duration;
 
     /// One request to the server: (status, JSON body).
     async fn call(api: &FakeApi, method: &str, path: &str, ct: &str, body: Value) -> (u16, Value) {
@@ -825,5 +423,234 @@ mod tests {
             call(&api, "GET", "/api/v1/nodes", "", Value::Null).await.0,
             500
         );
+    }
+
+    fn message(body: &Value) -> &str {
+        body["message"].as_str().unwrap_or_default()
+    }
+
+    /// Each path and method answers what the hand-written dispatch before the routes did: the objects
+    /// and documents a path names, `404` for a path not served (`resource.k8s.io` versions
+    /// included, whatever the method) and `405` for a method a served path does not take.
+    #[tokio::test]
+    async fn routes_answer_what_their_paths_name() {
+        let api = FakeApi::start().await.unwrap();
+        api.set_resource_api_versions(&["v1beta1"]);
+        api.apply_node(node());
+        let get = |path: &'static str| call(&api, "GET", path, "", Value::Null);
+        let (code, pods) = get("/api/v1/pods").await;
+        assert_eq!((code, pods["kind"].as_str()), (200, Some("PodList")));
+        assert_eq!(get("/apis/resource.k8s.io").await.1["kind"], "APIGroup");
+        let (code, slices) = get("/apis/resource.k8s.io/v1beta1/resourceslices").await;
+        assert_eq!(
+            (code, slices["kind"].as_str()),
+            (200, Some("ResourceSliceList"))
+        );
+        assert_eq!(slices["apiVersion"], "resource.k8s.io/v1beta1");
+        let (code, body) = get("/apis/resource.k8s.io/v1/resourceslices").await;
+        assert_eq!((code, body["reason"].as_str()), (404, Some("NotFound")));
+        assert_eq!(
+            message(&body),
+            "the server could not find /apis/resource.k8s.io/v1/resourceslices"
+        );
+        let post = |path: &'static str| call(&api, "POST", path, "application/json", json!({}));
+        assert_eq!(post("/apis/resource.k8s.io/v1/resourceslices").await.0, 404);
+        assert_eq!(
+            post("/apis/resource.k8s.io/v1beta1/resourceslices").await.0,
+            405
+        );
+        assert_eq!(get("/api/v1/nodes").await.1["kind"], "NodeList");
+        let (code, n1) = get("/api/v1/nodes/n1/status").await;
+        assert_eq!((code, n1["metadata"]["name"].as_str()), (200, Some("n1")));
+        assert_eq!(get("/api/v1/namespaces/default/nodes").await.0, 404);
+        assert_eq!(get("/api/v1/events").await.1["apiVersion"], "v1");
+        let (_, ml) = get("/apis/events.k8s.io/v1/namespaces/ml/events").await;
+        assert_eq!(
+            (ml["kind"].as_str(), ml["apiVersion"].as_str()),
+            (Some("EventList"), Some("events.k8s.io/v1"))
+        );
+        let (code, e1) = get("/apis/events.k8s.io/v1/namespaces/ml/events/e1").await;
+        assert_eq!(
+            (code, message(&e1)),
+            (404, "events.events.k8s.io \"e1\" not found")
+        );
+        assert_eq!(
+            get("/apis/events.k8s.io/v1").await.1["kind"],
+            "APIResourceList"
+        );
+        assert_eq!(get("/apis/events.k8s.io/v2").await.0, 404);
+        let (code, body) = get("/apis/example.com").await;
+        assert_eq!(
+            (code, message(&body)),
+            (404, "the server could not find /apis/example.com")
+        );
+        assert_eq!(post("/apis/example.com").await.0, 404);
+        assert_eq!(get("/version").await.1["gitVersion"], "v1.33.0-fake");
+        let review = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+        let (code, allowed) = post(review).await;
+        assert_eq!(
+            (code, allowed["status"]["allowed"].as_bool()),
+            (201, Some(true))
+        );
+        assert_eq!(get(review).await.0, 405);
+        let (code, body) = call(
+            &api,
+            "PATCH",
+            "/api/v1/namespaces/default/pods/p",
+            MERGE,
+            json!({}),
+        )
+        .await;
+        assert_eq!(
+            (code, body["reason"].as_str(), message(&body)),
+            (
+                405,
+                Some("MethodNotAllowed"),
+                "the fake API server does not serve PATCH /api/v1/namespaces/default/pods/p"
+            )
+        );
+        assert_eq!(
+            post("/api/v1/events").await.0,
+            405,
+            "core Events are read-only"
+        );
+        assert_eq!(post("/api/v1/pods").await.0, 405);
+        assert_eq!(
+            call(&api, "HEAD", "/api/v1/pods", "", Value::Null).await.0,
+            405
+        );
+        assert_eq!(
+            call(&api, "DELETE", "/api/v1/nodes/n1", "", Value::Null)
+                .await
+                .0,
+            405
+        );
+        api.set_resource_api_versions(&[]);
+        assert_eq!(get("/apis/resource.k8s.io").await.0, 404);
+        assert_eq!(post("/apis/resource.k8s.io").await.0, 404);
+    }
+
+    /// The list parameters arrive decoded by `Query`: percent-encoded selectors, `limit` and
+    /// `continue`; a value that does not decode is a `400` naming its parameter, and
+    /// parameters the server does not read are ignored.
+    #[tokio::test]
+    async fn list_parameters_are_decoded_by_query() {
+        let api = FakeApi::start().await.unwrap();
+        for (name, app, node) in [("p1", "x", "n1"), ("p2", "y", "n1"), ("p3", "x", "n2")] {
+            api.apply_pod(json!({"metadata": {"name": name, "labels": {"app": app}},
+                "spec": {"nodeName": node}}));
+        }
+        let names = |list: &Value| -> Vec<String> {
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let get = |path: &'static str| call(&api, "GET", path, "", Value::Null);
+        let (_, list) = get("/api/v1/pods?labelSelector=app%3Dx").await;
+        assert_eq!(names(&list), ["p1", "p3"]);
+        let (_, list) = get("/api/v1/pods?labelSelector=app%21%3Dx%2Capp").await;
+        assert_eq!(names(&list), ["p2"]);
+        let (_, list) =
+            get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1%2Cmetadata.name%21%3Dp1").await;
+        assert_eq!(names(&list), ["p2"]);
+        let (_, page) = get("/api/v1/pods?limit=2").await;
+        assert_eq!(names(&page), ["p1", "p2"]);
+        assert_eq!(page["metadata"]["continue"], "2");
+        let (_, rest) = get("/api/v1/pods?limit=2&continue=2").await;
+        assert_eq!(names(&rest), ["p3"]);
+        assert_eq!(names(&get("/api/v1/pods?limit=0").await.1).len(), 3);
+        assert_eq!(names(&get("/api/v1/pods?limit=-1").await.1).len(), 3);
+        for (path, param) in [
+            ("/api/v1/pods?limit=ten", "limit"),
+            ("/api/v1/pods?limit=2&continue=later", "continue"),
+            (
+                "/api/v1/pods?watch=true&timeoutSeconds=soon",
+                "timeoutSeconds",
+            ),
+        ] {
+            let (code, body) = get(path).await;
+            assert_eq!(
+                (code, body["reason"].as_str()),
+                (400, Some("BadRequest")),
+                "{path}"
+            );
+            assert!(message(&body).contains(param), "{path}: {body}");
+        }
+        let (code, body) = get("/api/v1/pods?watch=true&resourceVersion=abc").await;
+        assert_eq!((code, message(&body)), (400, "invalid resourceVersion"));
+        let (code, list) =
+            get("/api/v1/pods?pretty=true&resourceVersionMatch=NotOlderThan&watch=false").await;
+        assert_eq!((code, names(&list).len()), (200, 3));
+    }
+
+    /// The fault middleware stands in front of every route: a failing server answers its
+    /// status for paths not served and methods not taken too, names the route's resource (or
+    /// else the path) and the verb, and logs each request and write.
+    #[tokio::test]
+    async fn set_fail_answers_every_request_naming_its_resource() {
+        let api = FakeApi::start().await.unwrap();
+        api.set_resource_api_versions(&["v1"]);
+        api.set_fail(Some(403));
+        let (code, body) = call(&api, "GET", "/api/v1/pods?watch=true", "", Value::Null).await;
+        assert_eq!((code, body["reason"].as_str()), (403, Some("Forbidden")));
+        assert_eq!(
+            message(&body),
+            "pods is forbidden: User \"system:serviceaccount:fake:gpu-exporter\" cannot watch \
+             resource \"pods\" at the cluster scope (fake API server set to fail)"
+        );
+        let (_, body) = call(
+            &api,
+            "GET",
+            "/apis/events.k8s.io/v1/events",
+            "",
+            Value::Null,
+        )
+        .await;
+        assert!(
+            message(&body).starts_with("events.events.k8s.io is forbidden")
+                && message(&body).contains("cannot list resource"),
+            "{body}"
+        );
+        let (code, body) = call(&api, "GET", "/no/such/path", "", Value::Null).await;
+        assert_eq!(code, 403, "a path not served fails too");
+        assert!(
+            message(&body).starts_with("/no/such/path is forbidden"),
+            "{body}"
+        );
+        let pod = "/api/v1/namespaces/default/pods/p";
+        let (code, body) = call(&api, "PATCH", pod, MERGE, json!({})).await;
+        assert_eq!(code, 403, "a method not taken fails too");
+        assert!(
+            message(&body).contains("cannot patch resource \"pods\""),
+            "{body}"
+        );
+        api.set_fail(Some(500));
+        let slices = |v: &'static str| call(&api, "GET", v, "", Value::Null);
+        let (code, body) = slices("/apis/resource.k8s.io/v1/resourceslices").await;
+        assert_eq!(
+            (code, message(&body)),
+            (
+                500,
+                "resourceslices.resource.k8s.io: fake API server set to fail with 500"
+            )
+        );
+        let (_, body) = slices("/apis/resource.k8s.io/v2/resourceslices").await;
+        assert_eq!(
+            message(&body),
+            "/apis/resource.k8s.io/v2/resourceslices: fake API server set to fail with 500",
+            "a version not served names the path"
+        );
+        api.set_fail(None);
+        assert_eq!(
+            call(&api, "GET", "/no/such/path", "", Value::Null).await.0,
+            404
+        );
+        let requests = api.requests();
+        assert_eq!(requests.first().unwrap(), "/api/v1/pods?watch=true");
+        assert_eq!(requests.iter().filter(|r| *r == "/no/such/path").count(), 2);
+        assert_eq!(api.writes(), [format!("PATCH {pod} 403")]);
     }
 }

@@ -1,171 +1,121 @@
-//! What a path names on the fake API server: a collection, one object (or a Node's `status`
-//! subresource), a discovery document, `/version`, or the access review endpoint.
+//! The fake API server's axum routes: discovery, `/version`, the access review, the collection
+//! and object paths of [`OBJECTS`] with the methods each takes, and the answers for the rest
+//! (`404` for a path not served, `405` for a method a served path does not take, both as
+//! Kubernetes `Status` objects). Each `/apis/<group>` subtree answers `404` while its group, or
+//! the `{version}` asked for, is not served (`resource.k8s.io`'s versions are set at run time).
 //!
-//! Pure; it must not touch the store or the watches.
+//! It must not answer requests itself (`handlers`) or inject faults (`faults`, layered on top by
+//! `server`).
 
-use serde_json::Value;
+use std::sync::Arc;
 
+use axum::Router;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
+use axum::handler::Handler;
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::Response;
+use axum::routing::{MethodRouter, get, post};
+
+use super::handlers::{self, Group, VersionParam};
+use super::http::error_response;
 use super::kinds::*;
+use super::store::Inner;
+use super::target::{OBJECTS, ObjectRoute, Write};
 
-/// Which resource a path names.
-pub(super) enum Route {
-    Collection {
-        kind: Kind,
-        namespace: Option<String>,
-        /// `apiVersion` of the items.
-        api_version: String,
-    },
-    Item {
-        kind: Kind,
-        namespace: Option<String>,
-        name: String,
-        api_version: String,
-        /// The `status` subresource.
-        status: bool,
-    },
-    /// A discovery document.
-    Doc(Value),
-    Version,
-    /// `POST selfsubjectaccessreviews`: everything is allowed (unless every request fails).
-    AccessReview,
-    NotFound,
+/// A route that answers `GET` with `handler` and `405` to every other method (`HEAD`
+/// included, which axum would otherwise answer as a `GET`).
+fn read<H, T>(handler: H) -> MethodRouter<Arc<Inner>>
+where
+    H: Handler<T, Arc<Inner>>,
+    T: 'static,
+{
+    get(handler)
+        .head(handlers::not_allowed)
+        .fallback(handlers::not_allowed)
 }
 
-fn collection(kind: Kind, namespace: Option<&str>, api_version: String) -> Route {
-    Route::Collection {
-        kind,
-        namespace: namespace.map(str::to_owned),
-        api_version,
+/// The methods an object route takes.
+fn methods(o: &ObjectRoute) -> MethodRouter<Arc<Inner>> {
+    let reads = if o.one {
+        read(handlers::object)
+    } else {
+        read(handlers::collection)
+    };
+    match o.write {
+        Write::None => reads,
+        Write::CreateEvent => reads.post(handlers::create_event),
+        Write::Patch => reads.patch(handlers::patch),
     }
 }
 
-fn item(kind: Kind, namespace: Option<&str>, name: &str, api_version: String) -> Route {
-    Route::Item {
-        kind,
-        namespace: namespace.map(str::to_owned),
-        name: name.to_owned(),
-        api_version,
-        status: false,
-    }
-}
-
-fn core_kind(resource: &str, namespaced: bool) -> Option<Kind> {
-    [Kind::Pod, Kind::Node, Kind::Event]
+/// Every route, with the `404` fallback; the state is given by the caller.
+pub(super) fn router(inner: &Arc<Inner>) -> Router<Arc<Inner>> {
+    let core = OBJECTS
+        .iter()
+        .filter(|o| o.group.is_empty())
+        .fold(Router::new(), |r, o| r.route(o.path, methods(o)))
+        .route("/api", read(handlers::core_versions_doc))
+        .route("/api/v1", read(handlers::core_resources_doc))
+        .route("/apis", read(handlers::group_list_doc))
+        .route("/version", read(handlers::version));
+    [EVENTS_GROUP, RESOURCE_GROUP, AUTHZ_GROUP]
         .into_iter()
-        .find(|k| k.plural() == resource && k.namespaced() == namespaced)
+        .fold(core, |r, g| r.merge(group(inner, g)))
+        .fallback(handlers::not_found)
 }
 
-pub(super) fn route(path: &str, versions: &[String]) -> Route {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let v1 = || "v1".to_owned();
-    let served = |g: &str, v: &str| group_versions(g, versions).iter().any(|s| s == v);
-    let events_v1 = || format!("{EVENTS_GROUP}/v1");
-    match segs.as_slice() {
-        ["api"] => Route::Doc(core_versions()),
-        ["api", "v1"] => Route::Doc(core_resources()),
-        ["api", "v1", r] => core_kind(r, false)
-            .or_else(|| core_kind(r, true))
-            .map_or(Route::NotFound, |k| collection(k, None, v1())),
-        ["api", "v1", "namespaces", ns, r] => {
-            core_kind(r, true).map_or(Route::NotFound, |k| collection(k, Some(ns), v1()))
-        }
-        ["api", "v1", "namespaces", ns, r, name] => {
-            core_kind(r, true).map_or(Route::NotFound, |k| item(k, Some(ns), name, v1()))
-        }
-        ["api", "v1", "nodes", name] => item(Kind::Node, None, name, v1()),
-        ["api", "v1", "nodes", name, "status"] => Route::Item {
-            kind: Kind::Node,
-            namespace: None,
-            name: (*name).to_owned(),
-            api_version: v1(),
-            status: true,
-        },
-        ["apis"] => Route::Doc(api_group_list(versions)),
-        ["apis", g] => api_group(g, versions).map_or(Route::NotFound, Route::Doc),
-        ["apis", g, v] if served(g, v) => Route::Doc(group_resources(g, v)),
-        ["apis", RESOURCE_GROUP, v, "resourceslices"] if served(RESOURCE_GROUP, v) => {
-            collection(Kind::Slice, None, format!("{RESOURCE_GROUP}/{v}"))
-        }
-        ["apis", RESOURCE_GROUP, v, "resourceslices", name] if served(RESOURCE_GROUP, v) => {
-            item(Kind::Slice, None, name, format!("{RESOURCE_GROUP}/{v}"))
-        }
-        ["apis", EVENTS_GROUP, "v1", "events"] => collection(Kind::Event, None, events_v1()),
-        ["apis", EVENTS_GROUP, "v1", "namespaces", ns, "events"] => {
-            collection(Kind::Event, Some(ns), events_v1())
-        }
-        ["apis", EVENTS_GROUP, "v1", "namespaces", ns, "events", name] => {
-            item(Kind::Event, Some(ns), name, events_v1())
-        }
-        ["version"] => Route::Version,
-        ["apis", AUTHZ_GROUP, "v1", "selfsubjectaccessreviews"] => Route::AccessReview,
-        _ => Route::NotFound,
+/// The routes under `/apis/<group>`, answered only while the group (and the `{version}` asked
+/// for) is served.
+fn group(inner: &Arc<Inner>, group: &'static str) -> Router<Arc<Inner>> {
+    let mut routes = OBJECTS
+        .iter()
+        .filter(|o| o.group == group)
+        .fold(Router::new(), |r, o| r.route(o.path, methods(o)))
+        .route(&format!("/apis/{group}"), read(handlers::group_doc))
+        .route(
+            &format!("/apis/{group}/{{version}}"),
+            read(handlers::group_doc),
+        );
+    if group == AUTHZ_GROUP {
+        routes = routes.route(
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            post(handlers::access_review).fallback(handlers::not_allowed),
+        );
     }
+    let served = Served {
+        inner: Arc::clone(inner),
+        group,
+    };
+    routes.layer(from_fn_with_state(served, require_served))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// What [`require_served`] checks a request against.
+#[derive(Clone)]
+struct Served {
+    inner: Arc<Inner>,
+    group: &'static str,
+}
 
-    fn is_collection(r: &Route, want: Kind, ns: Option<&str>, av: &str) -> bool {
-        matches!(r, Route::Collection { kind, namespace, api_version }
-            if *kind == want && namespace.as_deref() == ns && api_version == av)
+/// `404` for a group or version not served now, whatever the method; otherwise the request
+/// goes on with its [`Group`].
+async fn require_served(
+    State(s): State<Served>,
+    version: Result<Path<VersionParam>, PathRejection>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let p = match version {
+        Ok(Path(p)) => p,
+        Err(e) => return error_response(400, &e.body_text()),
+    };
+    let served = {
+        let st = s.inner.lock();
+        serves(s.group, p.version.as_deref(), &st.resource_versions)
+    };
+    if !served {
+        return handlers::not_found(req.uri().clone()).await;
     }
-
-    #[test]
-    fn routes() {
-        let v = vec!["v1beta1".to_owned()];
-        assert!(is_collection(
-            &route("/api/v1/pods", &v),
-            Kind::Pod,
-            None,
-            "v1"
-        ));
-        assert!(matches!(route("/apis/resource.k8s.io", &v), Route::Doc(_)));
-        assert!(is_collection(
-            &route("/apis/resource.k8s.io/v1beta1/resourceslices", &v),
-            Kind::Slice,
-            None,
-            "resource.k8s.io/v1beta1"
-        ));
-        assert!(matches!(
-            route("/apis/resource.k8s.io/v1/resourceslices", &v),
-            Route::NotFound
-        ));
-        assert!(matches!(
-            route("/apis/resource.k8s.io", &[]),
-            Route::NotFound
-        ));
-        assert!(is_collection(
-            &route("/api/v1/nodes", &v),
-            Kind::Node,
-            None,
-            "v1"
-        ));
-        assert!(matches!(
-            route("/api/v1/nodes/n1/status", &v),
-            Route::Item { kind: Kind::Node, status: true, ref name, .. } if name == "n1"
-        ));
-        assert!(matches!(
-            route("/api/v1/namespaces/default/nodes", &v),
-            Route::NotFound
-        ));
-        assert!(is_collection(
-            &route("/api/v1/events", &v),
-            Kind::Event,
-            None,
-            "v1"
-        ));
-        assert!(is_collection(
-            &route("/apis/events.k8s.io/v1/namespaces/ml/events", &v),
-            Kind::Event,
-            Some("ml"),
-            "events.k8s.io/v1"
-        ));
-        assert!(matches!(
-            route("/apis/events.k8s.io/v1/namespaces/ml/events/e1", &v),
-            Route::Item { kind: Kind::Event, ref name, .. } if name == "e1"
-        ));
-        assert!(matches!(route("/apis/events.k8s.io/v1", &v), Route::Doc(_)));
-        assert!(matches!(route("/apis/example.com", &v), Route::NotFound));
-    }
+    req.extensions_mut().insert(Group(s.group));
+    next.run(req).await
 }

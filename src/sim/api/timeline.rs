@@ -4,7 +4,7 @@
 //! that refuses, errors, is slow or cannot be reached, and then recovers.
 //!
 //! It must not serve requests (the server does) or decide what a fault does to a write
-//! (`WriteFault` and the server's dispatch do).
+//! (`WriteFault` and the server's fault middleware, `faults`, do).
 
 use std::sync::Arc;
 use std::time::Duration;
