@@ -166,8 +166,8 @@ fn serving() {
     load(baseline, "/metrics");
     report("gpu-exporter /metrics", &load(ours, "/metrics"));
     report("baseline (constant bytes)", &load(baseline, "/metrics"));
-    // The landing page is rendered per request from the same snapshot: what it costs, and
-    // what /metrics costs while 4 more clients keep loading it.
+    // The landing page is built once per tick from the same snapshot, like /metrics: what serving
+    // it costs, and what /metrics costs while 4 more clients keep loading it.
     report("gpu-exporter / (landing)", &load(ours, "/"));
     // The control: the same 4 extra clients scraping /metrics instead.
     for (label, extra) in [
