@@ -4,7 +4,7 @@
 //!
 //! By concern: the handlers and the router ([`app`], `handlers`); the accept loop, bounds and
 //! shutdown ([`serve`], `server`, with `conns`, `deadline`, `held`, `listener`, `pinned`); TLS
-//! (`tls`) and what a web config adds to the router ([`protect`], `protect`;
+//! (`tls`) and what a web config adds to the router ([`protect()`], `protect`;
 //! [`crate::serve::web_config`] parses it); the listen address (`address`). [`watchdog`] logs
 //! a stalled sampler. This module only declares them and re-exports their public items; it
 //! must not hold code of its own.
