@@ -213,7 +213,7 @@ fn read_watched_and_judge(bencher: divan::Bencher) {
             interconnect: data.interconnect,
             ..Snapshot::default()
         };
-        snap.health = model.evaluate(&snap, &watched);
+        snap.health = model.evaluate(&snap, &watched, &counters);
         health::exported_only(&mut snap.entities, &counters);
         black_box(snap)
     });

@@ -6,8 +6,9 @@
 //! (`Signals`: Xids, ECC, row remaps, a lost GPU, clock-event reasons, temperatures, NVLink
 //! and fabric, NVML's recovery action, DCGM's health watches), turns them into reasons with
 //! the `rules`, holds each reason for the hold time after its cause is gone (`damping`), and
-//! returns one [`EntityHealth`] per GPU and MIG instance for `Snapshot::health`; `/status`
-//! shows the same signals through [`signals`], the one place they are gathered. Every
+//! returns one [`EntityHealth`] per GPU and MIG instance for `Snapshot::health`, with the
+//! signals it judged as `/status` shows them ([`ShownSignals`]). [`signals`] is the one place
+//! they are gathered, once per GPU and tick; `/status` displays the model's result. Every
 //! signal is the physical GPU's except an application Xid NVML reported with a MIG GPU
 //! instance, which is that instance's: an instance's verdict is the GPU's whole-GPU reasons
 //! and its own; the GPU's is all of them, each instance's naming its instance.
@@ -15,6 +16,13 @@
 //! What is watched does not depend on what is exported: [`watched_set`] adds the fields the
 //! model needs to the counter set the reader reads (after the file's own rows), and
 //! [`exported_only`] takes them off again before the snapshot is encoded.
+//!
+//! The two counter sets are reconciled by one rule: the model *judges* every signal it read
+//! (the read set: exported and watched fields), but *shows* a field's value only when the
+//! counters file exports that field ([`shown`]); a watched-only field is judged and shown as
+//! not configured ([`not_exported`] names those of [`SHOWN_FIELDS`]), so that `/status`
+//! never shows a value the metrics do not carry. The NVLink and fabric signals need no field
+//! and are always shown.
 //!
 //! Owns the reasons, their severity, messages and actions (`rules`, the Xid table in `xid`),
 //! the hold, and the NVML-to-DCGM watch mapping (`watches`). It must not read NVML or DCGM,
@@ -31,7 +39,8 @@ use crate::catalogue::Source;
 use crate::catalogue::csv::{CounterRow, CounterSet, MetricType};
 use crate::gpu::nvlink::{FABRIC_COMPLETED, errors_past_fec};
 use crate::snapshot::{
-    ActiveReason, EntityHealth, EntitySample, Snapshot, Value, Verdict, XidCounts, XidTotals,
+    ActiveReason, EntityHealth, EntitySample, ShownSignals, Snapshot, Value, Verdict, XidCounts,
+    XidTotals,
 };
 use damping::Damper;
 use rules::Signals;
@@ -81,6 +90,49 @@ pub const WATCHED_FIELDS: [&str; 7] = [
     SLOWDOWN,
     RECOVERY,
 ];
+
+/// The fields whose values `/status` shows only when the counters file exports them, with the
+/// signal's name in words, in the page's order. (The uncorrectable remapped rows,
+/// [`REMAPPED`], are shown the same way but not listed as not configured.)
+pub const SHOWN_FIELDS: [(&str, &str); 5] = [
+    ("last Xid", XID),
+    ("ECC double-bit errors", ECC_DBE),
+    ("row remap failure", REMAP_FAILURE),
+    ("row remap pending", REMAP_PENDING),
+    ("throttle reasons", CLOCK_EVENTS),
+];
+
+/// Whether `exported` has a row for `field` (by its canonical name: a DCGM 4.7 alias in the
+/// file resolves to the same definition).
+fn exports(exported: &CounterSet, field: &str) -> bool {
+    exported.metrics().any(|r| r.field.name == field)
+}
+
+/// The [`SHOWN_FIELDS`] that `exported` lacks: (signal in words, field to add).
+pub fn not_exported(
+    exported: &CounterSet,
+) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+    SHOWN_FIELDS
+        .into_iter()
+        .filter(|(_, field)| !exports(exported, field))
+}
+
+/// `sig` as `/status` shows it: each field-backed value only where `exported` exports its
+/// field (the module's rule), the NVLink and fabric signals as they are.
+pub fn shown(sig: &Signals, exported: &CounterSet) -> ShownSignals {
+    let only = |field: &str| exports(exported, field);
+    ShownSignals {
+        last_xid: sig.last_xid.filter(|_| only(XID)),
+        ecc_dbe: sig.ecc_dbe.filter(|_| only(ECC_DBE)),
+        remapped_rows: sig.remapped_rows.filter(|_| only(REMAPPED)),
+        remap_failure: sig.remap_failure.filter(|_| only(REMAP_FAILURE)),
+        remap_pending: sig.remap_pending.filter(|_| only(REMAP_PENDING)),
+        clock_events: sig.clock_events.filter(|_| only(CLOCK_EVENTS)),
+        nvlink_down: sig.nvlink_down.clone(),
+        nvlink_ber_high: sig.nvlink_ber_high.clone(),
+        fabric_health: sig.fabric_health,
+    }
+}
 
 /// `counters` with a gauge row appended for each watched field it lacks, so that the reader
 /// reads them too. The file's rows keep their slots; the watched ones come after them.
@@ -143,8 +195,8 @@ impl Slots<'_> {
 }
 
 /// One GPU's signals from the snapshot; `read` is the counter set the values were read with
-/// (the model's: [`watched_set`]; `/status`'s: the exported set, so that a field the file
-/// does not export is `None` there). The one place that gathers a GPU's health signals.
+/// ([`watched_set`]). The one place that gathers a GPU's health signals; the model calls it
+/// once per GPU and tick, and [`shown`] takes `/status`'s view from its result.
 pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signals {
     let s = Slots(read);
     // The physical GPU's own entity; with dcgm-exporter's MIG shape the device values sit on
@@ -235,8 +287,14 @@ impl HealthModel {
     }
 
     /// The verdict of every GPU of `snap` and of each of its MIG instances, the GPU first;
-    /// `read` is the counter set its values were read with ([`watched_set`]).
-    pub fn evaluate(&mut self, snap: &Snapshot, read: &CounterSet) -> Vec<EntityHealth> {
+    /// `read` is the counter set its values were read with ([`watched_set`]), `exported` the
+    /// one that is encoded, which decides what each verdict's [`ShownSignals`] show.
+    pub fn evaluate(
+        &mut self,
+        snap: &Snapshot,
+        read: &CounterSet,
+        exported: &CounterSet,
+    ) -> Vec<EntityHealth> {
         if snap.devices.is_empty() {
             // NVML did not answer this tick: no verdict, and the held reasons are kept.
             return Vec::new();
@@ -261,6 +319,7 @@ impl HealthModel {
                 verdict: reasons.first().map_or(Verdict::Ok, |r| r.severity),
                 reasons,
                 recovery_action: s.recovery_action,
+                shown: shown(&s, exported),
             };
             let instances: Vec<EntityHealth> = snap
                 .entities
@@ -400,7 +459,7 @@ mod tests {
             }],
             ..Snapshot::default()
         };
-        let h = HealthModel::default().evaluate(&snap, &read);
+        let h = HealthModel::default().evaluate(&snap, &read, &file);
         assert_eq!(h.len(), 3, "GPU 0, its instance, GPU 1");
         let reasons = |i: usize| -> Vec<Reason> { h[i].reasons.iter().map(|r| r.reason).collect() };
         assert_eq!(
@@ -413,6 +472,44 @@ mod tests {
         assert_eq!(h[1].uuid, "MIG-0-1");
         assert_eq!(h[1].reasons, h[0].reasons);
         assert_eq!(reasons(2), [Reason::GpuLost, Reason::XidHardware]);
+        // Judged, but not shown: the file exports neither the ECC nor the clock-event field.
+        assert_eq!(h[0].shown.ecc_dbe, None);
+        assert_eq!(h[0].shown.clock_events, None);
+        assert_eq!(
+            h[1].shown, h[0].shown,
+            "an instance shows its GPU's signals"
+        );
+    }
+
+    #[test]
+    fn a_signal_is_shown_only_where_the_file_exports_its_field() {
+        let sig = Signals {
+            up: true,
+            ecc_dbe: Some(2.0),
+            remap_pending: Some(1.0),
+            last_xid: Some(48),
+            clock_events: Some(0x40),
+            nvlink_down: vec![3],
+            fabric_health: Some(1),
+            ..Signals::default()
+        };
+        let file = parse_counters(
+            "t.csv",
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, e.\nDCGM_FI_DEV_XID_ERRORS, gauge, x.\n",
+        )
+        .unwrap();
+        let s = shown(&sig, &file);
+        assert_eq!((s.ecc_dbe, s.last_xid), (Some(2.0), Some(48)));
+        assert_eq!((s.remap_pending, s.clock_events), (None, None));
+        assert_eq!((s.nvlink_down, s.fabric_health), (vec![3], Some(1)));
+        let missing: Vec<&str> = not_exported(&file).map(|(_, f)| f).collect();
+        assert_eq!(missing, [REMAP_FAILURE, REMAP_PENDING, CLOCK_EVENTS]);
+        // With every field exported (the read set), everything read is shown.
+        let all = shown(&sig, &watched_set(&file));
+        assert_eq!(
+            (all.remap_pending, all.clock_events),
+            (Some(1.0), Some(0x40))
+        );
     }
 
     #[test]
@@ -428,18 +525,21 @@ mod tests {
             ..Snapshot::default()
         };
         assert_eq!(
-            m.evaluate(&lost(0.0, false), &read)[0].verdict,
+            m.evaluate(&lost(0.0, false), &read, &read)[0].verdict,
             Verdict::Critical
         );
         let nothing = Snapshot {
             taken_at_unix: 1.0,
             ..Snapshot::default()
         };
-        assert!(m.evaluate(&nothing, &read).is_empty());
-        let back = m.evaluate(&lost(2.0, true), &read);
+        assert!(m.evaluate(&nothing, &read, &read).is_empty());
+        let back = m.evaluate(&lost(2.0, true), &read, &read);
         assert_eq!(back[0].verdict, Verdict::Critical, "still held");
         assert!(!back[0].reasons[0].present);
-        assert_eq!(m.evaluate(&lost(60.0, true), &read)[0].verdict, Verdict::Ok);
+        assert_eq!(
+            m.evaluate(&lost(60.0, true), &read, &read)[0].verdict,
+            Verdict::Ok
+        );
     }
 
     #[test]
@@ -468,6 +568,7 @@ mod tests {
                 instances: vec![(7, vec![(31, 2, 99.0)]), (8, vec![(48, 1, 98.0)])],
             }),
             &read,
+            &read,
         );
         let of = |i: usize| -> Vec<(Reason, Option<u32>)> {
             h[i].reasons
@@ -495,6 +596,7 @@ mod tests {
                 whole_gpu: vec![(13, 1, 99.0)],
                 instances: vec![],
             }),
+            &read,
             &read,
         );
         assert!(h.iter().all(|e| e.verdict == Verdict::Warning
@@ -529,17 +631,17 @@ mod tests {
             |h: Vec<EntityHealth>| -> Vec<Verdict> { h.iter().map(|e| e.verdict).collect() };
         use Verdict::{Ok, Warning};
         assert_eq!(
-            verdicts(m.evaluate(&at(100.0, vec![(7, vec![(13, 1, 99.0)])]), &read)),
+            verdicts(m.evaluate(&at(100.0, vec![(7, vec![(13, 1, 99.0)])]), &read, &read)),
             [Warning, Warning, Ok]
         );
         let both = vec![(7, vec![(13, 1, 99.0)]), (8, vec![(13, 1, 129.0)])];
         assert_eq!(
-            verdicts(m.evaluate(&at(130.0, both.clone()), &read)),
+            verdicts(m.evaluate(&at(130.0, both.clone()), &read, &read)),
             [Warning, Warning, Warning]
         );
         // 70 s after instance 7's Xid, 40 s after instance 8's: only 8's is still held.
         assert_eq!(
-            verdicts(m.evaluate(&at(170.0, both), &read)),
+            verdicts(m.evaluate(&at(170.0, both), &read, &read)),
             [Warning, Ok, Warning]
         );
     }

@@ -400,6 +400,7 @@ mod tests {
                 verdict,
                 reasons,
                 recovery_action: None,
+                shown: Default::default(),
             }],
             ..Snapshot::default()
         }

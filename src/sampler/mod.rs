@@ -215,9 +215,10 @@ impl Sampler {
             }
         }
         let dcgm_up = self.dcgm_values(&mut snap, &no_gpm);
-        // The verdict from everything read, watched fields included; then the entities keep
-        // only the exported slots, and an empty DCGM health row gets the computed watches.
-        snap.health = self.health.evaluate(&snap, &read_set);
+        // The verdict from everything read, watched fields included, with what /status shows
+        // of it (the exported fields only); then the entities keep only the exported slots,
+        // and an empty DCGM health row gets the computed watches.
+        snap.health = self.health.evaluate(&snap, &read_set, &self.counters);
         health::exported_only(&mut snap.entities, &self.counters);
         health::fill_dcgm_status(&mut snap.entities, &self.counters, &snap.health);
         if let Some(a) = self.attributor.as_mut() {

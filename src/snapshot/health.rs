@@ -1,7 +1,9 @@
 //! The plain data of a health verdict, so that every layer from the snapshot up can hold it:
-//! [`Verdict`], the bounded [`Reason`] set with its one table of words ([`Reason::words`]), the recommended [`Action`], and one entity's
-//! [`EntityHealth`]. The words of `as_str` are label values and API: they are documented in
-//! docs/health.md, and a change to one is a breaking change.
+//! [`Verdict`], the bounded [`Reason`] set with its one table of words ([`Reason::words`]),
+//! the recommended [`Action`], and one entity's [`EntityHealth`] with the signals it was
+//! judged from as `/status` shows them ([`ShownSignals`]). The words of `as_str` are label
+//! values and API: they are documented in docs/health.md, and a change to one is a breaking
+//! change.
 //!
 //! Data and accessors only: which signals give which reason is the `health` layer's.
 
@@ -290,6 +292,32 @@ pub struct ActiveReason {
 /// NVML's recovery action (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, `gpu_recovery_action`).
 pub type RecoveryAction = u32;
 
+/// A GPU's health signals as `/status` and the landing page show them: the values the health
+/// model judged, each `None` where its field is not exported (the counters file lacks it: the
+/// model may still watch it, but the page says "not configured" rather than show a value the
+/// metrics do not carry) or was not read. The NVLink and fabric signals need no field.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShownSignals {
+    /// The last Xid NVML reported (`DCGM_FI_DEV_XID_ERRORS`), 0 for none.
+    pub last_xid: Option<u64>,
+    /// Volatile double-bit ECC errors.
+    pub ecc_dbe: Option<f64>,
+    /// Rows remapped for uncorrectable errors.
+    pub remapped_rows: Option<f64>,
+    /// A row remap failed (non-zero).
+    pub remap_failure: Option<f64>,
+    /// A row remap waits for a reset (non-zero).
+    pub remap_pending: Option<f64>,
+    /// The clock-event reasons bit mask.
+    pub clock_events: Option<u64>,
+    /// NVLink links down.
+    pub nvlink_down: Vec<u32>,
+    /// NVLink links whose errors get past FEC.
+    pub nvlink_ber_high: Vec<u32>,
+    /// Fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity).
+    pub fabric_health: Option<u8>,
+}
+
 /// The health of one physical GPU or MIG instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityHealth {
@@ -308,6 +336,9 @@ pub struct EntityHealth {
     /// NVML's recovery action, when read (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and
     /// reset; later drivers add more).
     pub recovery_action: Option<RecoveryAction>,
+    /// The signals the verdict was judged from, as shown ([`ShownSignals`]); on a MIG
+    /// instance, its GPU's (every signal but an instance's application Xids is the GPU's).
+    pub shown: ShownSignals,
 }
 
 impl EntityHealth {

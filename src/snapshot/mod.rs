@@ -18,7 +18,7 @@ use crate::base::label_text::escape_label;
 
 mod health;
 pub use health::{
-    Action, ActiveReason, EntityHealth, Reason, ReasonWords, RecoveryAction, Verdict,
+    Action, ActiveReason, EntityHealth, Reason, ReasonWords, RecoveryAction, ShownSignals, Verdict,
 };
 
 /// Identity of a MIG GPU instance (with its compute instance).

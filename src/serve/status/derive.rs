@@ -1,235 +1,28 @@
-//! The node's diagnosis as one value: per GPU and MIG instance the pods that hold it, use,
-//! limits and health; and the exporter's own state (sources, unsupported fields, ticks,
-//! counters reloads). Built from the last published snapshot only; served as JSON at
-//! `/status` and rendered as the landing page `/` (`landing.rs`).
+//! How each value of the node's diagnosis ([`NodeStatus`]) is derived from the last published
+//! snapshot and the counter set it was encoded with: use and limits from the exported fields'
+//! slots, holders from the attribution join, and the health block from the health model's
+//! verdict and shown signals (`Snapshot::health`).
 //!
 //! Owns the choice of what an operator sees first and how each value is derived from the
 //! configured fields. It must not read NVML, the kubelet or the API (a page view must cost no
 //! more than reading the snapshot), and it must not invent a value: a field that is not in
-//! the counters file is reported as not configured, by name. Nor may it gather or judge a
-//! health signal, or spell a reason: the signals are `health::signals()`'s, the verdict
-//! `Snapshot::health`'s, and a reason's word is `snapshot::Reason::words`'s.
+//! the counters file is reported as not configured, by name (the health signals' by the
+//! model's rule, `health::not_exported`). Nor may it gather or judge a health signal, or
+//! spell a reason: the signals and the verdict are the model's (`snapshot::EntityHealth`,
+//! computed once per tick), and a reason's word is `snapshot::Reason::words`'s.
 
-use serde::Serialize;
-
+use super::display::{
+    Cause, CountersStatus, FieldErrors, GpuStatus, Health, InstanceStatus, NodeStatus,
+    ProcessStatus, Reading, UnsupportedField,
+};
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
-use crate::health::{CLOCK_EVENTS, ECC_DBE, REMAP_FAILURE, REMAP_PENDING, SLOWDOWN, TEMP, XID};
-use crate::snapshot::{Action, ActiveReason, EntitySample, Snapshot, SourceHealth, Verdict};
+use crate::health::{SLOWDOWN, TEMP};
+use crate::snapshot::{Action, ActiveReason, EntitySample, Snapshot, Verdict};
 
 /// How far back "recent" Xids reach.
 pub const XID_RECENT_SECONDS: f64 = 3600.0;
-
-/// The whole diagnosis.
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeStatus {
-    /// Exporter version.
-    pub version: &'static str,
-    /// The node's name (the host label's value), when known.
-    pub node: Option<String>,
-    /// `/ready`'s answer.
-    pub ready: bool,
-    /// Whether NVML answered in the last tick.
-    pub nvml_up: bool,
-    /// Unix time of the snapshot.
-    pub taken_at_unix: f64,
-    /// Seconds from the snapshot to when this status was built (the landing page and /status
-    /// are built once per tick, at the first request after it).
-    pub age_seconds: f64,
-    /// Ticks so far.
-    pub ticks: u64,
-    /// Duration of the last tick, milliseconds.
-    pub tick_ms: f64,
-    /// Seconds the sampler has not finished a tick beyond its limit (the watchdog), if stalled.
-    pub stalled_seconds: Option<f64>,
-    /// Every physical GPU, up or lost.
-    pub gpus: Vec<GpuStatus>,
-    /// Attribution sources (kubelet, pods, processes, …).
-    pub sources: Vec<SourceHealth>,
-    /// Fields NVML reported unsupported, per entity.
-    pub unsupported: Vec<UnsupportedField>,
-    /// Fields whose reads failed, with the error kind and count.
-    pub field_errors: Vec<FieldErrors>,
-    /// The counters file in use.
-    pub counters: CountersStatus,
-    /// Values the page cannot show because the counters file does not export their field:
-    /// (signal, field to add). The health verdict watches its signals anyway.
-    pub not_configured: Vec<(&'static str, &'static str)>,
-}
-
-/// One physical GPU.
-#[derive(Debug, Clone, Serialize)]
-pub struct GpuStatus {
-    /// NVML index.
-    pub gpu: u32,
-    /// UUID.
-    pub uuid: String,
-    /// Model name.
-    pub model: String,
-    /// False when NVML lost the GPU.
-    pub up: bool,
-    /// Pods and containers holding the whole GPU (`namespace/pod/container`), every one of
-    /// them on a shared GPU; on a lost GPU, those that held it when it was last seen.
-    pub holders: Vec<String>,
-    /// Processes on the GPU that are in no pod (the first few, by pid).
-    pub outside_pods: Vec<ProcessStatus>,
-    /// Use and limits of the GPU as a whole (absent when it is lost, or MIG-only).
-    pub reading: Option<Reading>,
-    /// Health at a glance.
-    pub health: Health,
-    /// MIG instances, with their holders and use.
-    pub instances: Vec<InstanceStatus>,
-}
-
-/// One MIG instance.
-#[derive(Debug, Clone, Serialize)]
-pub struct InstanceStatus {
-    /// MIG profile, e.g. `3g.40gb`.
-    pub profile: String,
-    /// GPU instance id.
-    pub gpu_instance_id: u32,
-    /// MIG device UUID.
-    pub uuid: String,
-    /// Holders (`namespace/pod/container`).
-    pub holders: Vec<String>,
-    /// Processes on the instance that are in no pod (the first few, by pid).
-    pub outside_pods: Vec<ProcessStatus>,
-    /// Use of the instance.
-    pub reading: Reading,
-    /// The health model's verdict of the instance: its GPU's whole-GPU reasons and its own
-    /// application Xids (docs/health.md, "MIG instances").
-    pub verdict: &'static str,
-}
-
-/// A process on a GPU or instance that no pod holds.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProcessStatus {
-    /// Its pid (in the host's PID namespace).
-    pub pid: u32,
-    /// Its command name, when the proc tree shows it.
-    pub name: Option<String>,
-}
-
-/// Current values of one entity; `None` where the field is not configured or not read.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Reading {
-    /// GPU utilization, percent (`DCGM_FI_DEV_GPU_UTIL`, or graphics engine active × 100 on
-    /// a MIG instance).
-    pub util_percent: Option<f64>,
-    /// Framebuffer used, MiB.
-    pub fb_used_mib: Option<f64>,
-    /// Framebuffer usable (used + free), MiB.
-    pub fb_total_mib: Option<f64>,
-    /// Temperature, °C.
-    pub temp_c: Option<f64>,
-    /// Temperature at which hardware slowdown starts, °C.
-    pub temp_slowdown_c: Option<f64>,
-    /// Power draw, W.
-    pub power_w: Option<f64>,
-    /// Enforced power limit, W.
-    pub power_limit_w: Option<f64>,
-}
-
-/// Health signals of one GPU, as the health model gathers them (`health::signals()`), and its
-/// verdict.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Health {
-    /// The last Xid NVML reported (`DCGM_FI_DEV_XID_ERRORS`), 0 for none.
-    pub last_xid: Option<u64>,
-    /// Xid codes seen in the last hour: (code, occurrences since start, seconds ago).
-    pub recent_xids: Vec<(u64, u64, f64)>,
-    /// Volatile double-bit ECC errors.
-    pub ecc_dbe: Option<f64>,
-    /// Rows remapped for uncorrectable errors.
-    pub remapped_rows_uncorrectable: Option<f64>,
-    /// A row remap failed (1) or not (0).
-    pub row_remap_failure: Option<f64>,
-    /// A row remap is pending a GPU reset.
-    pub row_remap_pending: Option<f64>,
-    /// Active clock-event (throttle) reasons other than idle, by dcgm-exporter's names.
-    pub throttle: Option<Vec<&'static str>>,
-    /// NVLink links NVML reports down (every link is read, whatever `--nvlink-links` says).
-    pub nvlink_down: Vec<u32>,
-    /// NVLink 5 links whose bit error rate after FEC is above DCGM's limit (1e-12).
-    pub nvlink_ber_high: Vec<u32>,
-    /// NVSwitch fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity), on GPUs
-    /// attached to a fabric that report it.
-    pub fabric_health: Option<u8>,
-    /// The health model's verdict: `ok`, `warning` or `critical`.
-    pub verdict: &'static str,
-    /// Why the verdict is not `ok`, in words, worst first (empty when `ok`).
-    pub reasons: Vec<String>,
-    /// The same reasons, machine-readable (absent when `ok`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub causes: Vec<Cause>,
-    /// The recommended action of the worst reason (absent when `ok`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<&'static str>,
-    /// NVML's recovery action (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and reset),
-    /// when read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recovery_action: Option<u32>,
-}
-
-/// One reason of a verdict, as the health model gives it (docs/health.md).
-#[derive(Debug, Clone, Serialize)]
-pub struct Cause {
-    /// The reason's word, e.g. `xid_hardware`.
-    pub reason: &'static str,
-    /// `warning` or `critical`.
-    pub severity: &'static str,
-    /// The Xid code, for the `xid_*` reasons.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub xid: Option<u64>,
-    /// The MIG GPU instance the cause belongs to (an application Xid NVML reported with
-    /// one); absent for the whole GPU's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_instance_id: Option<u32>,
-    /// What was seen.
-    pub message: String,
-    /// The recommended action's word, e.g. `reset_gpu`.
-    pub action: &'static str,
-    /// `false` when the cause is gone and the reason is held (flap damping).
-    pub present: bool,
-    /// Seconds since the cause was first seen in this episode.
-    pub since_seconds: f64,
-}
-
-/// A field NVML does not support on an entity.
-#[derive(Debug, Clone, Serialize)]
-pub struct UnsupportedField {
-    /// GPU index.
-    pub gpu: u32,
-    /// GPU instance id on a MIG instance.
-    pub gpu_instance_id: Option<u32>,
-    /// Field name.
-    pub field: &'static str,
-}
-
-/// Read errors of one field.
-#[derive(Debug, Clone, Serialize)]
-pub struct FieldErrors {
-    /// Field name.
-    pub field: &'static str,
-    /// Error kind.
-    pub kind: &'static str,
-    /// Failed reads so far.
-    pub count: u64,
-}
-
-/// The counters file's state.
-#[derive(Debug, Clone, Serialize)]
-pub struct CountersStatus {
-    /// Metric rows in use.
-    pub metrics: usize,
-    /// Whether the last reload attempt succeeded (`None` before any reload state exists).
-    pub last_reload_ok: Option<bool>,
-    /// Successful reloads since start.
-    pub reloads: u64,
-    /// Failed reloads since start.
-    pub reload_failures: u64,
-}
 
 const UTIL: &str = "DCGM_FI_DEV_GPU_UTIL";
 const GR_ACTIVE: &str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
@@ -238,19 +31,15 @@ const FB_FREE: &str = "DCGM_FI_DEV_FB_FREE";
 const POWER: &str = "DCGM_FI_DEV_POWER_USAGE";
 const POWER_LIMIT: &str = "DCGM_FI_DEV_ENFORCED_POWER_LIMIT";
 
-/// The signals the page shows and the field each needs.
-const SIGNALS: &[(&str, &str)] = &[
+/// The readings the page shows and the field each needs; the health signals' follow them in
+/// the not-configured list (`health::SHOWN_FIELDS`).
+const READINGS: &[(&str, &str)] = &[
     ("utilization", UTIL),
     ("memory", FB_USED),
     ("temperature", TEMP),
     ("slowdown temperature", SLOWDOWN),
     ("power", POWER),
     ("power limit", POWER_LIMIT),
-    ("last Xid", XID),
-    ("ECC double-bit errors", ECC_DBE),
-    ("row remap failure", REMAP_FAILURE),
-    ("row remap pending", REMAP_PENDING),
-    ("throttle reasons", CLOCK_EVENTS),
 ];
 
 /// Finds configured fields in an entity's value slots.
@@ -348,27 +137,17 @@ fn reading(s: &Slots<'_>, e: &EntitySample) -> Reading {
     }
 }
 
-/// The health block of GPU `gpu`: the health model's signals, read with the exported counter
-/// set (a field the counters file does not export shows as `None`, as on the metrics), and
-/// its verdict.
-fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, up: bool) -> Health {
-    let sig = crate::health::signals(snap, s.counters, gpu, up);
+/// The health block of GPU `gpu`: the health model's verdict of it and the signals it judged,
+/// as the model shows them (a field the counters file does not export is `None`, as on the
+/// metrics), with the Xid totals' recent codes.
+fn health(snap: &Snapshot, gpu: u32) -> Health {
+    // The verdict is the health model's (`Snapshot::health`): displayed, never judged here.
+    let verdict = snap
+        .health
+        .iter()
+        .find(|v| v.gpu == gpu && v.gpu_instance_id.is_none());
     let mut h = Health {
-        last_xid: sig.last_xid,
-        ecc_dbe: sig.ecc_dbe,
-        remapped_rows_uncorrectable: sig.remapped_rows,
-        row_remap_failure: sig.remap_failure,
-        row_remap_pending: sig.remap_pending,
-        throttle: sig.clock_events.map(|bits| {
-            CLOCK_EVENT_REASONS
-                .iter()
-                .filter(|(bit, name)| bits & bit != 0 && *name != "gpu_idle")
-                .map(|(_, name)| *name)
-                .collect()
-        }),
-        nvlink_down: sig.nvlink_down,
-        nvlink_ber_high: sig.nvlink_ber_high,
-        fabric_health: sig.fabric_health,
+        verdict: verdict.map_or(Verdict::Ok, |v| v.verdict).as_str(),
         ..Health::default()
     };
     if let Some(x) = snap.xids.iter().find(|x| x.id.gpu == gpu) {
@@ -381,31 +160,42 @@ fn health(s: &Slots<'_>, snap: &Snapshot, gpu: u32, up: bool) -> Health {
             })
             .collect();
     }
-    // The verdict is the health model's (`Snapshot::health`): displayed, never judged here.
-    let verdict = snap
-        .health
-        .iter()
-        .find(|v| v.gpu == gpu && v.gpu_instance_id.is_none());
-    h.verdict = verdict.map_or(Verdict::Ok, |v| v.verdict).as_str();
-    if let Some(v) = verdict {
-        h.reasons = v.reasons.iter().map(words).collect();
-        h.causes = v
-            .reasons
+    let Some(v) = verdict else {
+        return h;
+    };
+    let sig = &v.shown;
+    h.last_xid = sig.last_xid;
+    h.ecc_dbe = sig.ecc_dbe;
+    h.remapped_rows_uncorrectable = sig.remapped_rows;
+    h.row_remap_failure = sig.remap_failure;
+    h.row_remap_pending = sig.remap_pending;
+    h.throttle = sig.clock_events.map(|bits| {
+        CLOCK_EVENT_REASONS
             .iter()
-            .map(|r| Cause {
-                reason: r.reason.as_str(),
-                severity: r.severity.as_str(),
-                xid: r.xid,
-                gpu_instance_id: r.gpu_instance_id,
-                message: r.message.clone(),
-                action: r.action.as_str(),
-                present: r.present,
-                since_seconds: (snap.taken_at_unix - r.since_unix).max(0.0),
-            })
-            .collect();
-        h.action = v.action().map(Action::as_str);
-        h.recovery_action = v.recovery_action;
-    }
+            .filter(|(bit, name)| bits & bit != 0 && *name != "gpu_idle")
+            .map(|(_, name)| *name)
+            .collect()
+    });
+    h.nvlink_down = sig.nvlink_down.clone();
+    h.nvlink_ber_high = sig.nvlink_ber_high.clone();
+    h.fabric_health = sig.fabric_health;
+    h.reasons = v.reasons.iter().map(words).collect();
+    h.causes = v
+        .reasons
+        .iter()
+        .map(|r| Cause {
+            reason: r.reason.as_str(),
+            severity: r.severity.as_str(),
+            xid: r.xid,
+            gpu_instance_id: r.gpu_instance_id,
+            message: r.message.clone(),
+            action: r.action.as_str(),
+            present: r.present,
+            since_seconds: (snap.taken_at_unix - r.since_unix).max(0.0),
+        })
+        .collect();
+    h.action = v.action().map(Action::as_str);
+    h.recovery_action = v.recovery_action;
     h
 }
 
@@ -474,7 +264,7 @@ pub fn build(
                 },
                 outside_pods: whole.map(|i| outside_pods(snap, i)).unwrap_or_default(),
                 reading: whole_e.filter(|_| d.up).map(|e| reading(&s, e)),
-                health: health(&s, snap, d.gpu, d.up),
+                health: health(snap, d.gpu),
                 instances,
             }
         })
@@ -516,10 +306,11 @@ pub fn build(
             reloads: st.counters_reload.as_ref().map_or(0, |r| r.successes),
             reload_failures: st.counters_reload.as_ref().map_or(0, |r| r.failures),
         },
-        not_configured: SIGNALS
+        not_configured: READINGS
             .iter()
             .filter(|(_, f)| s.slot(f).is_none())
             .copied()
+            .chain(crate::health::not_exported(counters))
             .collect(),
     }
 }
@@ -573,7 +364,7 @@ mod tests {
         };
         let counters = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
         let mut snap = snap;
-        snap.health = crate::health::HealthModel::default().evaluate(&snap, &counters);
+        snap.health = crate::health::HealthModel::default().evaluate(&snap, &counters, &counters);
         let st = build(&snap, &counters, None, true, 0.0, None);
         let h = &st.gpus[0].health;
         // The page's words: the model's message, then what to do.
@@ -617,8 +408,17 @@ mod tests {
     }
 
     #[test]
-    fn a_watched_signal_the_file_does_not_export_is_not_shown() {
+    fn a_watched_signal_the_file_does_not_export_is_judged_but_not_shown() {
+        use crate::health::{ECC_DBE, watched_set};
         let counters = parse_counters("t.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t.\n").unwrap();
+        let read = watched_set(&counters);
+        let mut values = vec![None; read.metrics().count()];
+        values[0] = Some(Value::Num(50.0));
+        let ecc = read
+            .metrics()
+            .position(|r| r.field.name == ECC_DBE)
+            .unwrap();
+        values[ecc] = Some(Value::Num(2.0));
         let mut snap = Snapshot {
             devices: vec![DeviceStatus {
                 gpu: 0,
@@ -637,11 +437,16 @@ mod tests {
                 model_name: "NVIDIA H100".into(),
                 mig: None,
             },
-            values: vec![Some(Value::Num(50.0))],
+            values,
             labels: vec![],
         });
+        // The sampler's evaluate step: judged on the read set, then the watched slots dropped.
+        snap.health = crate::health::HealthModel::default().evaluate(&snap, &read, &counters);
+        crate::health::exported_only(&mut snap.entities, &counters);
         let st = build(&snap, &counters, None, true, 0.0, None);
         let h = &st.gpus[0].health;
+        assert_eq!(h.verdict, "critical", "the model watches ECC anyway");
+        assert_eq!(h.causes[0].reason, "ecc_dbe");
         assert_eq!(
             (h.ecc_dbe, h.row_remap_pending, h.last_xid),
             (None, None, None)
@@ -651,6 +456,23 @@ mod tests {
         assert!(
             st.not_configured
                 .contains(&("ECC double-bit errors", ECC_DBE))
+        );
+        // The readings' gaps first, then the health signals', in the page's order.
+        let names: Vec<&str> = st.not_configured.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [
+                "utilization",
+                "memory",
+                "slowdown temperature",
+                "power",
+                "power limit",
+                "last Xid",
+                "ECC double-bit errors",
+                "row remap failure",
+                "row remap pending",
+                "throttle reasons"
+            ]
         );
     }
 
