@@ -15,3 +15,4 @@ pub mod label_text;
 pub mod process;
 pub mod shown;
 pub mod version;
+pub mod yaml;

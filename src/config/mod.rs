@@ -31,7 +31,6 @@ mod merge;
 pub mod options;
 mod origin;
 mod validate;
-pub mod yaml;
 
 pub use crate::serve::DEFAULT_MAX_CONCURRENT_SCRAPES;
 pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};
