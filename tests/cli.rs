@@ -1127,7 +1127,7 @@ fn config_file_yaml_errors_are_in_our_words() {
         ),
         (
             many.as_str(),
-            "line 3, column 499993, key x: the file is too large or too deeply nested",
+            "line 3, column 499993, key metrics.x: the file is too large or too deeply nested",
             "budget breached",
         ),
     ] {

@@ -620,7 +620,10 @@ fn bad_web_config_files_stop_startup_naming_file_and_key() {
     make_ca(p, "unrelated");
     let tls = "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n";
     let cases: Vec<(String, &[&str])> = vec![
-        (format!("{tls}  ciphers: []\n"), &["ciphers", "line 4"]),
+        (
+            format!("{tls}  ciphers: []\n"),
+            &["line 4, column 3, key tls_server_config.ciphers: unknown key"],
+        ),
         (
             "tls_server_config:\n  cert_file: missing.pem\n  key_file: server.key\n".into(),
             &["tls_server_config.cert_file", "missing.pem"],

@@ -1,6 +1,6 @@
 //! Leaves shared by every layer: the clock, Go durations, the version, file change stamps, label text, the
-//! retry backoff, a log that speaks once per cause, the process's own figures, bounded reads of operator-given files, and how
-//! operator-given text (paths, keys) is shown in messages.
+//! retry backoff, a log that speaks once per cause, the process's own figures, bounded reads of operator-given files, how
+//! operator-given text (paths, keys) is shown in messages, and reading the YAML files an operator writes.
 //!
 //! Nothing here knows about NVML, Kubernetes, the exposition or HTTP, and no module in
 //! `base` imports any other module of the crate outside `base`.
@@ -15,3 +15,4 @@ pub mod label_text;
 pub mod process;
 pub mod shown;
 pub mod version;
+pub mod yaml;

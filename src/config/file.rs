@@ -32,8 +32,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use super::yaml;
 use crate::base::shown::{shown, shown_path};
+use crate::base::yaml;
 use crate::gpu::plan::{Collection, MIN_INTERVAL_MS};
 
 /// Why a configuration file was refused. Every message names the file and the key.
@@ -204,7 +204,7 @@ impl FileSettings {
                 "the file is empty (expected at least `version: 1`)".into()
             ));
         } else {
-            serde_saphyr::from_str(text).map_err(|e| bad(yaml::message(text, &e)))?
+            yaml::from_str(text).map_err(|e| bad(e.to_string()))?
         };
         let version = raw
             .version
@@ -552,12 +552,13 @@ mod tests {
             ),
             (
                 "version: 2\nserver:\n  maxConcurrentScrapes: -1\n",
-                "line 3, column 25, key maxConcurrentScrapes: -1 is not a whole number from 0 \
+                "line 3, column 25, key server.maxConcurrentScrapes: -1 is not a whole number from 0 \
                  to 4294967295",
             ),
             (
                 "version: 2\nserver: {maxConcurrentScrapes: 5000000000}\n",
-                "key maxConcurrentScrapes: 5000000000 is not a whole number from 0 to 4294967295",
+                "key server.maxConcurrentScrapes: 5000000000 is not a whole number from 0 to \
+                 4294967295",
             ),
             (
                 "version: true\n",
@@ -591,6 +592,44 @@ mod tests {
                 assert!(!e.contains(theirs), "{e}");
             }
         }
+    }
+
+    /// A YAML refusal names the exact key path serde was filling: a key of a nested mapping,
+    /// an item of a list, a key given twice deep in the file.
+    #[test]
+    fn yaml_errors_name_the_exact_key_path() {
+        let many = format!("version: 1\nmetrics:\n  x: [{}]\n", "1,".repeat(250_001));
+        let mut wrong = Vec::new();
+        for (text, want) in [
+            (
+                "version: 2\nsources:\n  dcgm:\n    watch:\n      maxKeepSamples: lots\n",
+                "line 5, column 23, key sources.dcgm.watch.maxKeepSamples: lots is not a whole \
+                 number",
+            ),
+            (
+                "version: 1\ncollection:\n  watchGroups:\n    - {name: a, interval: 5s, fields: [X]}\n    \
+                 - {name: b, interval: 5s, fields: {X: 1}}\n",
+                "line 5, column 39, key collection.watchGroups[1].fields: expected a list here",
+            ),
+            (
+                "version: 2\ncollections:\n  - {name: a, every: 5s}\n  - {name: b}\n",
+                "line 4, column 6, key collections[1]: the mapping here lacks the key every",
+            ),
+            (
+                "version: 2\nmetrics:\n  fields:\n    - {name: X, help: a}\n    - {name: Y, help: b, help: c}\n",
+                "line 5, column 26, key metrics.fields[1].help: this key is given twice",
+            ),
+            (
+                many.as_str(),
+                "line 3, column 499993, key metrics.x: the file is too large",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            if !e.contains(&format!("--config-file /etc/x.yaml: {want}")) {
+                wrong.push(format!("{text:?}: {e}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     /// Keys and paths from the file are escaped wherever they are shown.

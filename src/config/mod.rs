@@ -38,7 +38,6 @@ pub mod options;
 mod origin;
 mod validate;
 pub mod values;
-pub mod yaml;
 
 pub use crate::serve::DEFAULT_MAX_CONCURRENT_SCRAPES;
 pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};

@@ -95,7 +95,7 @@ impl WebConfig {
         let raw: RawConfig = if text.trim().is_empty() {
             RawConfig::default()
         } else {
-            serde_saphyr::from_str(text).map_err(|e| err(yaml_error(&e.to_string())))?
+            crate::base::yaml::from_str(text).map_err(|e| err(e.to_string()))?
         };
         if raw.rate_limit.is_some() {
             return Err(err(
@@ -150,13 +150,6 @@ impl WebConfig {
             Some(t) => t.describe(),
         }
     }
-}
-
-/// The first line of a YAML error (the parser adds a source excerpt, which could show an
-/// inline private key), without its `error: ` prefix.
-fn yaml_error(msg: &str) -> String {
-    let first = msg.lines().next().unwrap_or(msg).trim();
-    first.strip_prefix("error: ").unwrap_or(first).to_owned()
 }
 
 /// exporter-toolkit lets only these headers be set, some with fixed values.
@@ -251,6 +244,43 @@ mod tests {
         assert!(e.contains("http3"), "{e}");
         // The parser's source excerpt is left out (it could show an inline key).
         assert_eq!(e.lines().count(), 1, "{e}");
+    }
+
+    /// A YAML refusal names the exact key path: a key of a nested mapping, an item of a list,
+    /// an unknown key; with the line and column, in our words.
+    #[test]
+    fn yaml_errors_name_the_exact_key_path() {
+        let mut wrong = Vec::new();
+        for (text, want) in [
+            (
+                "tls_server_config:\n  prefer_server_cipher_suites: maybe\n",
+                "line 2, column 32, key tls_server_config.prefer_server_cipher_suites: maybe is \
+                 not true or false",
+            ),
+            (
+                "basic_auth_users:\n  a: x\n  prom: {hash: x}\n",
+                "line 3, column 9, key basic_auth_users.prom: ",
+            ),
+            (
+                "tls_server_config:\n  cipher_suites: [TLS_AES_128_GCM_SHA256, [x]]\n",
+                "line 2, column 43, key tls_server_config.cipher_suites[1]: ",
+            ),
+            (
+                "http_server_config:\n  http2: true\n  http3: true\n",
+                "line 3, column 3, key http_server_config.http3: unknown key (expected one of: \
+                 http2, headers); remove it or correct its spelling",
+            ),
+            (
+                "tls_server_config:\n  cert_file: a\n  cert_file: b\n",
+                "line 3, column 3, key tls_server_config.cert_file: this key is given twice",
+            ),
+        ] {
+            let e = error(text);
+            if !e.starts_with(&format!("/etc/web/web.yml: {want}")) {
+                wrong.push(format!("{text:?}: {e}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     #[test]
