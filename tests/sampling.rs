@@ -527,7 +527,7 @@ fn base_unit_fields_are_their_legacy_twins_in_base_units() {
 /// passed and keeps its reading in between, while the other fields are read every tick.
 #[test]
 fn collection_fields_are_read_at_their_own_interval() {
-    use gpu_exporter::gpu::plan::{Collection, Collections};
+    use gpu_exporter::gpu::collections::{Collection, Collections};
     use std::time::Duration;
     let csv =
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, e\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n";

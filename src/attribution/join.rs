@@ -14,7 +14,7 @@ use crate::sources::kube::meta::PodIndex;
 use crate::sources::kubelet::client::KubeletView;
 use crate::sources::kubelet::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
 
-use super::labels::{Holder, LabelNames, allocation_suffix, series_suffix};
+use super::holder_labels::{Holder, LabelNames, allocation_suffix, series_suffix};
 use super::options::{AttributionOptions, NVIDIA_DRA_DRIVER};
 
 /// Finds entities by each of the keys the kubelet may use.

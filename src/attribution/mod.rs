@@ -23,14 +23,14 @@ use std::sync::Arc;
 
 use tracing::warn;
 
+mod holder_labels;
 mod join;
-mod labels;
 mod lost;
 mod options;
 mod settle;
 
+use holder_labels::container_labels;
 pub use join::build_join;
-use labels::container_labels;
 pub use options::{AttributionOptions, KubernetesConfig, NVIDIA_DRA_DRIVER};
 
 use crate::gpu::processes::EntityProcesses;

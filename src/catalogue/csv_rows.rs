@@ -7,7 +7,7 @@
 //! crate do) nor compare rows with one another (duplicates are `csv`'s).
 
 use super::counter_set::{CounterRow, CsvError, MetricType, source_line};
-use super::{FieldDef, Source, lookup, nearest};
+use super::{FieldDef, Getter, lookup, nearest};
 
 /// Validates one record (already split and trimmed) into a row.
 pub(super) fn parse_row(
@@ -44,7 +44,7 @@ pub(super) fn parse_row(
         name: name.to_owned(),
         kind: kind.to_owned(),
     })?;
-    if matches!(field.source, Source::Text(_) | Source::DcgmSwitchText) && !kind.is_label() {
+    if matches!(field.getter, Getter::Text(_) | Getter::DcgmSwitchText) && !kind.is_label() {
         return Err(CsvError::TextAsNumber {
             origin: origin.to_owned(),
             line,
@@ -66,7 +66,7 @@ pub(super) fn parse_row(
 pub(super) fn row_warnings(origin: &str, row: &CounterRow) -> Vec<String> {
     let mut out = Vec::new();
     let (name, line) = (&row.name, row.line);
-    if let Source::Unavailable(why) = row.field.source {
+    if let Getter::Unavailable(why) = row.field.getter {
         out.push(format!(
             "{origin}:{line}: {name:?} will never produce data: {why}"
         ));
@@ -79,8 +79,8 @@ pub(super) fn row_warnings(origin: &str, row: &CounterRow) -> Vec<String> {
         )),
         MetricType::Label
             if matches!(
-                row.field.source,
-                Source::DcgmSwitch | Source::DcgmSwitchPort
+                row.field.getter,
+                Getter::DcgmSwitch | Getter::DcgmSwitchPort
             ) =>
         {
             out.push(format!(
@@ -91,7 +91,7 @@ pub(super) fn row_warnings(origin: &str, row: &CounterRow) -> Vec<String> {
             ));
         }
         MetricType::Label
-            if !matches!(row.field.source, Source::Text(_) | Source::DcgmSwitchText) =>
+            if !matches!(row.field.getter, Getter::Text(_) | Getter::DcgmSwitchText) =>
         {
             out.push(format!(
                 "{origin}:{line}: {name:?} is a number typed label: its value becomes a label \
@@ -116,19 +116,19 @@ pub(super) fn row_warnings(origin: &str, row: &CounterRow) -> Vec<String> {
 /// Describes a field whose value is a level or a rate, not a running total; `None` for
 /// fields that really are monotonic counters.
 pub(super) fn goes_down(field: &FieldDef) -> Option<&'static str> {
-    let nature = match field.source {
-        Source::NvmlFieldRate(..) | Source::PcieThroughput(_) => "a rate",
-        Source::Gpm(..) => "an average over the sampling interval",
-        Source::Utilization(_) => "a utilization percentage",
-        Source::Memory(_) | Source::Bar1(_) => "a memory amount",
-        Source::Clock(_) | Source::MaxClock(_) | Source::AppClock(_) => "a clock frequency",
-        Source::FanSpeed => "a fan speed",
-        Source::GpuTemperature | Source::TempThreshold(_) => "a temperature",
-        Source::PowerUsage | Source::PowerLimit | Source::PowerMgmtLimit => "a power reading",
-        Source::Window(_) => "a count over a sliding window",
-        Source::DcgmHealth => "a health-check result",
-        Source::Xid => "the code of the last Xid error",
-        Source::ClockEventReasons => "a bitmask",
+    let nature = match field.getter {
+        Getter::NvmlFieldRate(..) | Getter::PcieThroughput(_) => "a rate",
+        Getter::Gpm(..) => "an average over the sampling interval",
+        Getter::Utilization(_) => "a utilization percentage",
+        Getter::Memory(_) | Getter::Bar1(_) => "a memory amount",
+        Getter::Clock(_) | Getter::MaxClock(_) | Getter::AppClock(_) => "a clock frequency",
+        Getter::FanSpeed => "a fan speed",
+        Getter::GpuTemperature | Getter::TempThreshold(_) => "a temperature",
+        Getter::PowerUsage | Getter::PowerLimit | Getter::PowerMgmtLimit => "a power reading",
+        Getter::Window(_) => "a count over a sliding window",
+        Getter::DcgmHealth => "a health-check result",
+        Getter::Xid => "the code of the last Xid error",
+        Getter::ClockEventReasons => "a bitmask",
         _ => match field.unit {
             "C" => "a temperature",
             "W" => "a power reading",

@@ -1,4 +1,4 @@
-//! The types that describe one field: its entity level, how NVML serves it ([`Source`]), its
+//! The types that describe one field: its entity level, how NVML serves it ([`Getter`]), its
 //! scale and unit ([`FieldDef`]).
 //!
 //! Plain data, shared by the field tables (`tables`), the lookups (`catalogue`) and the CSV
@@ -17,7 +17,7 @@ pub enum Level {
     /// from the per-link read, one series per link with an `nvlink` label, never per entity.
     Link,
     /// A property of one NVSwitch chip (DCGM's `DCGM_FE_SWITCH` entity) or of one of its ports
-    /// (`Source::DcgmSwitchPort`): served by the DCGM client only, one series per switch with
+    /// (`Getter::DcgmSwitchPort`): served by the DCGM client only, one series per switch with
     /// an `nvswitch` label (per port: with an `nvlink` label too), never per GPU.
     Switch,
 }
@@ -173,9 +173,11 @@ pub const TEMP_THRESHOLD_MEM_MAX: u32 = 2;
 /// `NVML_TEMPERATURE_THRESHOLD_GPU_MAX`.
 pub const TEMP_THRESHOLD_GPU_MAX: u32 = 3;
 
-/// How NVML serves a field. The reader in `gpu` is the only interpreter of this enum.
+/// How the reader gets a field's value: which NVML (or DCGM) call serves it, or which of our own
+/// counters (an Xid window, a total). The reader in `gpu` interprets it; the DCGM client
+/// (`dcgm::select`) picks out its `Dcgm*` kinds.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Source {
+pub enum Getter {
     /// `nvmlDeviceGetClockInfo` (MHz).
     Clock(ClockKind),
     /// `nvmlDeviceGetMaxClockInfo` (MHz).
@@ -289,11 +291,11 @@ pub struct FieldDef {
     pub level: Level,
     /// Unit of the exported value, for documentation (`C`, `W`, `MHz`, `MiB`, `%`, `ratio`, …).
     pub unit: &'static str,
-    /// How NVML reads it.
-    pub source: Source,
+    /// How the reader gets its value.
+    pub getter: Getter,
     /// Default help text (used by docs; the CSV's help wins in the exposition).
     pub help: &'static str,
-    /// Applied to the number read through [`Source`]: a base-unit field (`…_HERTZ`,
+    /// Applied to the number read through [`Getter`]: a base-unit field (`…_HERTZ`,
     /// `…_JOULES_TOTAL`) reads the same NVML value as its legacy twin and converts it.
     pub scale: Scale,
 }
@@ -303,7 +305,7 @@ pub(super) const fn dev(
     name: &'static str,
     id: u32,
     unit: &'static str,
-    source: Source,
+    getter: Getter,
     help: &'static str,
 ) -> FieldDef {
     FieldDef {
@@ -311,7 +313,7 @@ pub(super) const fn dev(
         id,
         level: Level::Device,
         unit,
-        source,
+        getter,
         help,
         scale: Scale::Identity,
     }
@@ -322,12 +324,12 @@ pub(super) const fn inst(
     name: &'static str,
     id: u32,
     unit: &'static str,
-    source: Source,
+    getter: Getter,
     help: &'static str,
 ) -> FieldDef {
     FieldDef {
         level: Level::Instance,
-        ..dev(name, id, unit, source, help)
+        ..dev(name, id, unit, getter, help)
     }
 }
 
@@ -339,7 +341,7 @@ pub(super) const fn never(
     why: &'static str,
     help: &'static str,
 ) -> FieldDef {
-    dev(name, id, "", Source::Unavailable(why), help)
+    dev(name, id, "", Getter::Unavailable(why), help)
 }
 
 impl FieldDef {

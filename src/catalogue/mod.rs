@@ -5,7 +5,7 @@
 //! them (`tables/`, walked in the order of [`TABLES`]) and the name lookup (canonical
 //! `DCGM_FI_*` / `DCGM_EXP_*` names, the legacy 1.x lowercase aliases, DCGM 4.6 and older
 //! names), and the compatibility profiles' names, units and shapes ([`profile`]). It does no
-//! I/O and never talks to NVML: the reader in `gpu` interprets [`Source`],
+//! I/O and never talks to NVML: the reader in `gpu` interprets [`Getter`],
 //! and the counters CSV parser in [`csv`] resolves names through [`lookup`].
 //!
 //! # Adding a field
@@ -24,10 +24,10 @@
 //!    - `nvlink_gpu.rs`: an NVLink 5 counter summed over the GPU's links, the fabric
 //!      registration;
 //!    - `link_entity.rs`: a link-entity field (one id, one series per link: [`Level::Link`]
-//!      with a [`Source::Link`]) or an NVLink port-register field;
-//!    - `nvswitch.rs`: an NVSwitch field ([`Level::Switch`] with `Source::DcgmSwitch`: served
-//!      by the DCGM client per switch; with `Source::DcgmSwitchPort`: per switch port; with
-//!      `Source::DcgmSwitchText`: a string, for `label` rows on the switch's series).
+//!      with a [`Getter::Link`]) or an NVLink port-register field;
+//!    - `nvswitch.rs`: an NVSwitch field ([`Level::Switch`] with `Getter::DcgmSwitch`: served
+//!      by the DCGM client per switch; with `Getter::DcgmSwitchPort`: per switch port; with
+//!      `Getter::DcgmSwitchText`: a string, for `label` rows on the switch's series).
 //!
 //!    A new table goes into [`TABLES`]; its header states its order (DCGM id).
 //! 2. **Name, id, help.** Name and id exactly as `dcgm_fields.h` has them (`DCGM_EXP_*`:
@@ -37,7 +37,7 @@
 //!    physical GPU) or `inst(..)` ([`Level::Instance`]: read on each MIG instance, or on the
 //!    GPU when MIG is off), both in `field.rs`; `Reader::read_gpu` (`src/gpu/reader/mod.rs`)
 //!    picks each entity's rows by this level.
-//! 4. **Source.** Prefer an existing [`Source`]: `NvmlField(id, scale)` covers most
+//! 4. **Getter.** Prefer an existing [`Getter`]: `NvmlField(id, scale)` covers most
 //!    `nvmlDeviceGetFieldValues` counters (an NVML field id that takes a link as scope must
 //!    also be listed in `is_link_scoped`, `src/gpu/nvlink.rs`), `Gpm(metric, scale)` a GPM
 //!    metric, `Unavailable(why)` a field NVML cannot serve (the CSV loader warns with `why`).
@@ -48,8 +48,8 @@
 //!    a scale must drop it in [`same_reading`]; one whose value can go down belongs in
 //!    `goes_down` (`csv.rs`), which warns about a `counter` type.
 //! 5. **Unit and scale.** `unit` is the exported unit (`W`, `MHz`, `MiB`, `ratio`, `B/s`, …).
-//!    A scale inside the `Source` converts NVML's number to it (GPM's MiB/s to bytes per
-//!    second); a base-unit twin of a listed field reads the same `Source` and converts with
+//!    A scale inside the `Getter` converts NVML's number to it (GPM's MiB/s to bytes per
+//!    second); a base-unit twin of a listed field reads the same `Getter` and converts with
 //!    `.scaled(..)`, applied after the read by [`FieldDef::convert`].
 //! 6. **Other names.** A DCGM 4.6 or 1.x name of a field that keeps its id is an alias in
 //!    `ALIASES` (`legacy.rs`), whose test `the_go_dcgm_legacy_table_is_complete` lists every
@@ -85,8 +85,8 @@
 //! [`Level::Link`]: crate::catalogue::Level::Link
 //! [`Level::Switch`]: crate::catalogue::Level::Switch
 //! [`LinkPart`]: crate::catalogue::LinkPart
-//! [`Source`]: crate::catalogue::Source
-//! [`Source::Link`]: crate::catalogue::Source::Link
+//! [`Getter`]: crate::catalogue::Getter
+//! [`Getter::Link`]: crate::catalogue::Getter::Link
 //! [`TABLES`]: crate::catalogue::TABLES
 //! [`TextKind`]: crate::catalogue::TextKind
 //! [`csv`]: crate::catalogue::csv
@@ -103,7 +103,7 @@ pub mod profile;
 mod tables;
 
 pub use field::{
-    ClockKind, FabricPart, FieldDef, Level, LinkPart, MemKind, Scale, Source,
+    ClockKind, FabricPart, FieldDef, Getter, Level, LinkPart, MemKind, Scale,
     TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN,
     TEMP_THRESHOLD_SLOWDOWN, TextKind, UtilKind, Violation, WindowKind,
 };
@@ -148,12 +148,12 @@ pub fn names_of(field: &'static FieldDef) -> impl Iterator<Item = &'static str> 
 /// (`DCGM_FI_DEV_SM_CLOCK` and `DCGM_FI_DEV_SM_CLOCK_HERTZ`).
 pub fn same_reading(a: &FieldDef, b: &FieldDef) -> bool {
     // The NVML reading, without the unit conversion; `None` for a field read nowhere.
-    let reading = |f: &FieldDef| match f.source {
-        Source::Unavailable(_) => None,
-        Source::NvmlField(id, _) => Some(Source::NvmlField(id, Scale::Identity)),
-        Source::NvmlFieldBer(id) => Some(Source::NvmlField(id, Scale::Identity)),
-        Source::NvmlFieldRate(ids, _) => Some(Source::NvmlFieldRate(ids, Scale::Identity)),
-        Source::Gpm(id, _) => Some(Source::Gpm(id, Scale::Identity)),
+    let reading = |f: &FieldDef| match f.getter {
+        Getter::Unavailable(_) => None,
+        Getter::NvmlField(id, _) => Some(Getter::NvmlField(id, Scale::Identity)),
+        Getter::NvmlFieldBer(id) => Some(Getter::NvmlField(id, Scale::Identity)),
+        Getter::NvmlFieldRate(ids, _) => Some(Getter::NvmlFieldRate(ids, Scale::Identity)),
+        Getter::Gpm(id, _) => Some(Getter::Gpm(id, Scale::Identity)),
         other => Some(other),
     };
     a.id == b.id || reading(a).is_some_and(|r| Some(r) == reading(b))
@@ -240,7 +240,7 @@ mod tests {
         assert!(!same_reading(temp, hz));
         // Two fields read nowhere are not the same reading.
         let unavailable: Vec<_> = all()
-            .filter(|f| matches!(f.source, Source::Unavailable(_)))
+            .filter(|f| matches!(f.getter, Getter::Unavailable(_)))
             .collect();
         for (i, a) in unavailable.iter().enumerate() {
             for b in &unavailable[i + 1..] {
@@ -252,7 +252,7 @@ mod tests {
     /// The one ordering test: every table of [`TABLES`] is ordered by DCGM id, as each table
     /// file's header promises, and every field keeps the rules all tables share: a
     /// `DCGM_FI_…` or `DCGM_EXP_…` name of capitals, digits and underscores, one line of help,
-    /// link level exactly when the per-link read serves it ([`Source::Link`]), and no name or
+    /// link level exactly when the per-link read serves it ([`Getter::Link`]), and no name or
     /// id used twice in the catalogue (a base-unit twin has an id of its own; any other name
     /// for a field is an alias, not a row).
     #[test]
@@ -286,7 +286,7 @@ mod tests {
                 );
                 assert!(!f.help.is_empty(), "{} has no help", f.name);
                 assert!(!f.help.contains('\n'), "{} help spans lines", f.name);
-                let per_link_read = matches!(f.source, Source::Link(_));
+                let per_link_read = matches!(f.getter, Getter::Link(_));
                 assert_eq!(f.level == Level::Link, per_link_read, "{}", f.name);
                 assert!(names.insert(f.name), "{} is listed twice", f.name);
                 if let Some(other) = ids.insert(f.id, f.name) {

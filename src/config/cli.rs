@@ -20,7 +20,7 @@ use super::values::{
     DcgmLogLevel, DcgmMode, GpuIdType, LogFormat, go_bool, lenient, millis, whole,
 };
 use crate::catalogue::profile::Profile;
-use crate::gpu::plan::MIN_INTERVAL_MS;
+use crate::gpu::collections::MIN_INTERVAL_MS;
 use crate::gpu::reader::NvlinkLinks;
 
 /// dcgm-exporter's default counters path.

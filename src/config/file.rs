@@ -1,6 +1,6 @@
 //! dcgm-exporter 4.8.3+'s YAML configuration file (`--config-file`, schema `version: 1` and
 //! `version: 2`): parsing and checking it into [`FileSettings`]; the per-collection read
-//! intervals it defines become the reader's collection plan (`gpu::plan`).
+//! intervals it defines become the reader's collection plan (`gpu::collections`).
 //!
 //! Which settings the file may set, and that flags and environment variables given explicitly
 //! win, is decided by the caller ([`super::Cli::merge_config_file`]). This module reads only the
@@ -34,7 +34,7 @@ use serde::de::IgnoredAny;
 
 use crate::base::shown::{shown, shown_path};
 use crate::base::yaml;
-use crate::gpu::plan::{Collection, MIN_INTERVAL_MS};
+use crate::gpu::collections::{Collection, MIN_INTERVAL_MS};
 
 /// Why a configuration file was refused. Every message names the file and the key.
 #[derive(Debug, thiserror::Error)]
@@ -377,7 +377,7 @@ fn fields_csv(fields: &[RawField]) -> String {
 mod tests {
     use super::*;
     use crate::catalogue::{self, FieldDef};
-    use crate::gpu::plan::Collections;
+    use crate::gpu::collections::Collections;
 
     fn parse(text: &str) -> Result<FileSettings, String> {
         FileSettings::parse(Path::new("/etc/x.yaml"), text).map_err(|e| e.to_string())

@@ -50,7 +50,7 @@ use std::time::Duration;
 use crate::attribution::KubernetesConfig;
 use crate::catalogue::csv::{CounterSet, CsvError};
 use crate::catalogue::profile::Profile;
-use crate::gpu::plan::{Collection, Collections};
+use crate::gpu::collections::{Collection, Collections};
 use crate::gpu::reader::NvlinkLinks;
 use crate::gpu::selection::{self as devices, DeviceSelection};
 use crate::sampler::reload::CountersFile;
@@ -293,7 +293,7 @@ pub fn node_hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-pub use crate::gpu::plan::MIN_INTERVAL_MS;
+pub use crate::gpu::collections::MIN_INTERVAL_MS;
 
 /// What the tests of the config modules parse flags with.
 #[cfg(test)]

@@ -20,7 +20,7 @@ use super::{
     ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, SamplingConfig, Settings,
     SimulatorConfig, WebConfig, cardinality, dcgm, ignored, node_hostname,
 };
-use crate::gpu::plan::Collections;
+use crate::gpu::collections::Collections;
 use crate::gpu::selection::DeviceSelection;
 use crate::serve::address;
 

@@ -11,14 +11,14 @@ use std::time::Duration;
 use super::options::{Target, Wanted};
 use super::switches::{SwitchTexts, SwitchValues};
 use crate::catalogue::csv::CounterRow;
-use crate::catalogue::{FieldDef, Level, Source};
-use crate::gpu::plan::Collections;
+use crate::catalogue::{FieldDef, Getter, Level};
+use crate::gpu::collections::Collections;
 use crate::snapshot::{EntitySample, HealthWatch, PortSample, SwitchSample, Value};
 
 /// Whether DCGM may serve this field in place of NVML: a GPM (profiling) field per entity
 /// whose DCGM value is already in the exposition's unit (a ratio, or bytes per second).
 pub fn serves(f: &FieldDef) -> bool {
-    matches!(f.source, Source::Gpm(..))
+    matches!(f.getter, Getter::Gpm(..))
         && f.level == Level::Instance
         && u16::try_from(f.id).is_ok()
         && matches!(f.unit, "ratio" | "B/s")
@@ -83,9 +83,9 @@ pub fn wanted(
     if targets.is_empty() {
         fields.clear();
     }
-    let health = rows.iter().any(|r| r.field.source == Source::DcgmHealth);
-    let switch_fields = intervals(rows, collections, |f| f.source == Source::DcgmSwitch);
-    let port_fields = intervals(rows, collections, |f| f.source == Source::DcgmSwitchPort);
+    let health = rows.iter().any(|r| r.field.getter == Getter::DcgmHealth);
+    let switch_fields = intervals(rows, collections, |f| f.getter == Getter::DcgmSwitch);
+    let port_fields = intervals(rows, collections, |f| f.getter == Getter::DcgmSwitchPort);
     Wanted {
         targets,
         fields,
@@ -95,7 +95,7 @@ pub fn wanted(
     }
 }
 
-/// The DCGM ids of the switch `label` rows (`Source::DcgmSwitchText`) with their collection
+/// The DCGM ids of the switch `label` rows (`Getter::DcgmSwitchText`) with their collection
 /// intervals, merged into `fields` (the switch fields wanted), sorted by id.
 pub fn switch_label_fields(
     mut fields: Vec<(u16, Duration)>,
@@ -103,7 +103,7 @@ pub fn switch_label_fields(
     collections: &Collections,
 ) -> Vec<(u16, Duration)> {
     fields.extend(intervals(label_rows, collections, |f| {
-        f.source == Source::DcgmSwitchText
+        f.getter == Getter::DcgmSwitchText
     }));
     fields.sort();
     fields.dedup_by_key(|(id, _)| *id);
@@ -124,16 +124,16 @@ pub fn switches_not_served(switches: Option<&Result<SwitchValues, String>>) -> O
     }
 }
 
-/// Each row's value of `source` among `values`, in the rows' units (a value DCGM did not give
+/// Each row's value of `getter` among `values`, in the rows' units (a value DCGM did not give
 /// stays absent).
 fn row_values(
     rows: &[&CounterRow],
-    source: Source,
+    getter: Getter,
     values: &HashMap<u16, f64>,
 ) -> Vec<Option<Value>> {
     rows.iter()
         .map(|row| {
-            if row.field.source != source {
+            if row.field.getter != getter {
                 return None;
             }
             let f = u16::try_from(row.field.id).ok()?;
@@ -156,14 +156,14 @@ pub fn switch_samples(
         .iter()
         .map(|(id, values)| SwitchSample {
             id: *id,
-            values: row_values(rows, Source::DcgmSwitch, values),
+            values: row_values(rows, Getter::DcgmSwitch, values),
             labels: label_rows
                 .iter()
                 .map(|row| {
                     let f = u16::try_from(row.field.id).ok()?;
                     let own = texts.get(id)?;
                     own.get(&f)
-                        .filter(|_| row.field.source == Source::DcgmSwitchText)
+                        .filter(|_| row.field.getter == Getter::DcgmSwitchText)
                         .cloned()
                 })
                 .collect(),
@@ -175,7 +175,7 @@ pub fn switch_samples(
         if let Some(s) = out.iter_mut().find(|s| s.id == switch) {
             s.ports.push(PortSample {
                 port,
-                values: row_values(rows, Source::DcgmSwitchPort, values),
+                values: row_values(rows, Getter::DcgmSwitchPort, values),
             });
         }
     }
@@ -201,7 +201,7 @@ pub fn merge_health(
             continue;
         };
         for (slot, row) in rows.iter().enumerate() {
-            if row.field.source == Source::DcgmHealth
+            if row.field.getter == Getter::DcgmHealth
                 && let Some(dst) = e.values.get_mut(slot)
             {
                 *dst = Some(Value::Health(watches.clone()));
@@ -323,7 +323,7 @@ mod tests {
         let ids: Vec<u16> = w.fields.iter().map(|(f, _)| *f).collect();
         assert_eq!(ids, vec![1001, 1010]);
         // Each field's watch interval is its collection's (`--config-file`), else the base.
-        let slow = crate::gpu::plan::Collection::new(
+        let slow = crate::gpu::collections::Collection::new(
             "pcie",
             Duration::from_secs(60),
             glob::Pattern::new("DCGM_FI_PROF_PCIE_*")

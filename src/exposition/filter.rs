@@ -7,8 +7,8 @@
 //! dropped and whether a configuration is acceptable is decided in `config`; this module must
 //! not read files, flags or snapshots.
 
+use crate::catalogue::Getter;
 use crate::catalogue::Level;
-use crate::catalogue::Source;
 use crate::catalogue::WindowKind;
 use crate::catalogue::csv::{CounterRow, CounterSet};
 
@@ -177,7 +177,7 @@ pub fn widest_series(
         if row.field.level == Level::Switch {
             // (`nvlink` on a per-port row,) `nvswitch` and the host label (the last identity
             // label when there is one).
-            if row.field.source == crate::catalogue::Source::DcgmSwitchPort {
+            if row.field.getter == crate::catalogue::Getter::DcgmSwitchPort {
                 names.push("nvlink".into());
             }
             names.push("nvswitch".into());
@@ -206,14 +206,14 @@ pub fn widest_series(
             names.extend(label_rows.iter().map(|s| s.to_string()));
         }
         names.extend(labels.holder.iter().cloned());
-        match row.field.source {
-            Source::Total(WindowKind::Xid) | Source::Window(WindowKind::Xid) => {
+        match row.field.getter {
+            Getter::Total(WindowKind::Xid) | Getter::Window(WindowKind::Xid) => {
                 names.extend(["xid".into(), "window_size_in_ms".into()]);
             }
-            Source::Total(_) | Source::Window(_) => {
+            Getter::Total(_) | Getter::Window(_) => {
                 names.extend(["clock_event".into(), "window_size_in_ms".into()]);
             }
-            Source::Xid => names.extend(["err_code".into(), "err_msg".into()]),
+            Getter::Xid => names.extend(["err_code".into(), "err_msg".into()]),
             _ => {}
         }
         out.push((row.name.clone(), kept(names)));

@@ -15,8 +15,8 @@
 use std::fmt::Write as _;
 
 use super::text::{EncodeOptions, write_header, write_label, write_value};
+use crate::catalogue::Getter;
 use crate::catalogue::LinkPart;
-use crate::catalogue::Source;
 use crate::catalogue::csv::CounterRow;
 use crate::gpu::reader::NvlinkLinks;
 use crate::snapshot::{EntityId, Fabric, Interconnect, LinkSample, Snapshot, Value};
@@ -337,7 +337,7 @@ pub(super) fn encode_link_row(
     row: &CounterRow,
     opts: &EncodeOptions,
 ) {
-    let Source::Link(part) = row.field.source else {
+    let Getter::Link(part) = row.field.getter else {
         return;
     };
     let mut header = false;
@@ -378,7 +378,7 @@ pub(super) fn encode_link_row(
 
 /// A switch-level row (`Level::Switch`): slot `slot` of each switch, as dcgm-exporter writes
 /// switch series (`nvswitch` first, then the host label), each switch under its own id; a
-/// per-port row (`Source::DcgmSwitchPort`) of each up port of each switch, as dcgm-exporter
+/// per-port row (`Getter::DcgmSwitchPort`) of each up port of each switch, as dcgm-exporter
 /// writes its link series (`nvlink`, then `nvswitch`, then the host label); then the switch's
 /// `label` rows in `label_order` (sorted by name), as dcgm-exporter puts labels after those.
 pub(super) fn encode_switch_row(
@@ -388,7 +388,7 @@ pub(super) fn encode_switch_row(
     label_order: &[(usize, &str)],
     opts: &EncodeOptions,
 ) {
-    let per_port = row.field.source == Source::DcgmSwitchPort;
+    let per_port = row.field.getter == Getter::DcgmSwitchPort;
     let mut header = false;
     for s in &snap.switches {
         let series: Vec<(Option<u32>, &Option<Value>)> = if per_port {

@@ -6,9 +6,9 @@
 //! ([`trial`], [`open_after_trial`]). [`reader::Reader`] turns the counter set into NVML calls
 //! and returns plain data; it never encodes, never serves and never panics on NVML errors.
 
+pub mod collections;
 mod licence;
 pub mod nvlink;
-pub mod plan;
 pub mod processes;
 pub mod reader;
 pub mod selection;

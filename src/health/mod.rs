@@ -35,7 +35,7 @@ pub mod xid;
 
 use std::time::Duration;
 
-use crate::catalogue::Source;
+use crate::catalogue::Getter;
 use crate::catalogue::csv::{CounterRow, CounterSet, MetricType};
 use crate::gpu::nvlink::{FABRIC_COMPLETED, errors_past_fec};
 use crate::snapshot::{
@@ -186,7 +186,7 @@ impl Slots<'_> {
         let slot = self
             .0
             .metrics()
-            .position(|r| r.field.source == Source::DcgmHealth)?;
+            .position(|r| r.field.getter == Getter::DcgmHealth)?;
         match e.values.get(slot)?.as_ref()? {
             Value::Health(w) => Some(w.clone()),
             _ => None,
@@ -362,7 +362,7 @@ pub fn fill_dcgm_status(
 ) {
     let Some(slot) = exported
         .metrics()
-        .position(|r| r.field.source == Source::DcgmHealth)
+        .position(|r| r.field.getter == Getter::DcgmHealth)
     else {
         return;
     };

@@ -222,10 +222,10 @@ pub struct SwitchSample {
     /// `nvswitch<id>`.
     pub id: u32,
     /// One slot per metric row of the counter set, as [`EntitySample::values`]; only the
-    /// switch-level rows (`catalogue::Level::Switch`, `Source::DcgmSwitch`) are ever filled.
+    /// switch-level rows (`catalogue::Level::Switch`, `Getter::DcgmSwitch`) are ever filled.
     pub values: Vec<Option<Value>>,
     /// One slot per label row of the counter set, as [`EntitySample::labels`]; only the
-    /// switch `label` rows (`Source::DcgmSwitchText`) are ever filled. They label every series
+    /// switch `label` rows (`Getter::DcgmSwitchText`) are ever filled. They label every series
     /// of the switch, its ports' too.
     pub labels: Vec<Option<String>>,
     /// The switch's up ports DCGM read, by port index.
@@ -239,7 +239,7 @@ pub struct PortSample {
     /// The port index (`nvlink` label).
     pub port: u32,
     /// One slot per metric row of the counter set; only the per-port rows
-    /// (`Source::DcgmSwitchPort`) are ever filled.
+    /// (`Getter::DcgmSwitchPort`) are ever filled.
     pub values: Vec<Option<Value>>,
 }
 

@@ -7,7 +7,7 @@
 //! twins of fields that are not board fields belong in `since_dcgm_4_6`.
 
 use super::super::field::{
-    ClockKind, FieldDef, MemKind, Scale, Source, TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX,
+    ClockKind, FieldDef, Getter, MemKind, Scale, TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX,
     TEMP_THRESHOLD_SHUTDOWN, TEMP_THRESHOLD_SLOWDOWN, dev,
 };
 
@@ -23,7 +23,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_BAR1_TOTAL",
         90,
         "MiB",
-        Source::Bar1(MemKind::Total),
+        Getter::Bar1(MemKind::Total),
         "Size of the BAR1 aperture (in MiB).",
     )
     .scaled(BYTES_TO_MIB),
@@ -31,7 +31,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_BAR1_USED",
         92,
         "MiB",
-        Source::Bar1(MemKind::Used),
+        Getter::Bar1(MemKind::Used),
         "BAR1 aperture in use (in MiB).",
     )
     .scaled(BYTES_TO_MIB),
@@ -39,7 +39,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_BAR1_FREE",
         93,
         "MiB",
-        Source::Bar1(MemKind::Free),
+        Getter::Bar1(MemKind::Free),
         "BAR1 aperture not in use (in MiB).",
     )
     .scaled(BYTES_TO_MIB),
@@ -48,35 +48,35 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_APP_SM_CLOCK",
         110,
         "MHz",
-        Source::AppClock(ClockKind::Sm),
+        Getter::AppClock(ClockKind::Sm),
         "Application clock of the streaming multiprocessors (in MHz).",
     ),
     dev(
         "DCGM_FI_DEV_APP_MEM_CLOCK",
         111,
         "MHz",
-        Source::AppClock(ClockKind::Mem),
+        Getter::AppClock(ClockKind::Mem),
         "Application clock of the memory (in MHz).",
     ),
     dev(
         "DCGM_FI_DEV_MAX_SM_CLOCK",
         113,
         "MHz",
-        Source::MaxClock(ClockKind::Sm),
+        Getter::MaxClock(ClockKind::Sm),
         "Highest streaming-multiprocessor clock the GPU supports (in MHz).",
     ),
     dev(
         "DCGM_FI_DEV_MAX_MEM_CLOCK",
         114,
         "MHz",
-        Source::MaxClock(ClockKind::Mem),
+        Getter::MaxClock(ClockKind::Mem),
         "Highest memory clock the GPU supports (in MHz).",
     ),
     dev(
         "DCGM_FI_DEV_MAX_VIDEO_CLOCK",
         115,
         "MHz",
-        Source::MaxClock(ClockKind::Video),
+        Getter::MaxClock(ClockKind::Video),
         "Highest video encoder/decoder clock the GPU supports (in MHz).",
     ),
     // ---- Temperature thresholds (151-159), C, and the requested power limit (160), W ----
@@ -84,35 +84,35 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_MEM_MAX_OP_TEMP",
         151,
         "C",
-        Source::TempThreshold(TEMP_THRESHOLD_MEM_MAX),
+        Getter::TempThreshold(TEMP_THRESHOLD_MEM_MAX),
         "Memory temperature above which the GPU slows down (in C).",
     ),
     dev(
         "DCGM_FI_DEV_GPU_MAX_OP_TEMP",
         152,
         "C",
-        Source::TempThreshold(TEMP_THRESHOLD_GPU_MAX),
+        Getter::TempThreshold(TEMP_THRESHOLD_GPU_MAX),
         "GPU temperature above which clocks may fall below base (in C).",
     ),
     dev(
         "DCGM_FI_DEV_SLOWDOWN_TEMP",
         158,
         "C",
-        Source::TempThreshold(TEMP_THRESHOLD_SLOWDOWN),
+        Getter::TempThreshold(TEMP_THRESHOLD_SLOWDOWN),
         "GPU temperature at which hardware slowdown starts (in C).",
     ),
     dev(
         "DCGM_FI_DEV_SHUTDOWN_TEMP",
         159,
         "C",
-        Source::TempThreshold(TEMP_THRESHOLD_SHUTDOWN),
+        Getter::TempThreshold(TEMP_THRESHOLD_SHUTDOWN),
         "GPU temperature at which the GPU shuts down to protect itself (in C).",
     ),
     dev(
         "DCGM_FI_DEV_POWER_MGMT_LIMIT",
         160,
         "W",
-        Source::PowerMgmtLimit,
+        Getter::PowerMgmtLimit,
         "Power limit requested for the board, before other limiters apply (in W).",
     ),
     // ---- Fan (191), percent of its maximum speed ----
@@ -120,7 +120,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_FAN_SPEED",
         191,
         "%",
-        Source::FanSpeed,
+        Getter::FanSpeed,
         "Speed of the first fan, as a share of its maximum (in %).",
     ),
     // ---- DCGM 4.6 base-unit twins (1600-1612) ----
@@ -128,28 +128,28 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_BAR1_CAPACITY_BYTES",
         1600,
         "B",
-        Source::Bar1(MemKind::Total),
+        Getter::Bar1(MemKind::Total),
         "Size of the BAR1 aperture (in bytes).",
     ),
     dev(
         "DCGM_FI_DEV_BAR1_USED_BYTES",
         1601,
         "B",
-        Source::Bar1(MemKind::Used),
+        Getter::Bar1(MemKind::Used),
         "BAR1 aperture in use (in bytes).",
     ),
     dev(
         "DCGM_FI_DEV_BAR1_FREE_BYTES",
         1602,
         "B",
-        Source::Bar1(MemKind::Free),
+        Getter::Bar1(MemKind::Free),
         "BAR1 aperture not in use (in bytes).",
     ),
     dev(
         "DCGM_FI_DEV_SM_APP_CLOCK_HERTZ",
         1606,
         "Hz",
-        Source::AppClock(ClockKind::Sm),
+        Getter::AppClock(ClockKind::Sm),
         "Application clock of the streaming multiprocessors (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
@@ -157,7 +157,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_MEMORY_APP_CLOCK_HERTZ",
         1607,
         "Hz",
-        Source::AppClock(ClockKind::Mem),
+        Getter::AppClock(ClockKind::Mem),
         "Application clock of the memory (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
@@ -165,7 +165,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_SM_MAX_CLOCK_HERTZ",
         1608,
         "Hz",
-        Source::MaxClock(ClockKind::Sm),
+        Getter::MaxClock(ClockKind::Sm),
         "Highest streaming-multiprocessor clock the GPU supports (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
@@ -173,7 +173,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_MEMORY_MAX_CLOCK_HERTZ",
         1609,
         "Hz",
-        Source::MaxClock(ClockKind::Mem),
+        Getter::MaxClock(ClockKind::Mem),
         "Highest memory clock the GPU supports (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
@@ -181,7 +181,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_VIDEO_MAX_CLOCK_HERTZ",
         1610,
         "Hz",
-        Source::MaxClock(ClockKind::Video),
+        Getter::MaxClock(ClockKind::Video),
         "Highest video encoder/decoder clock the GPU supports (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
@@ -189,7 +189,7 @@ pub static BOARD: &[FieldDef] = &[
         "DCGM_FI_DEV_FAN_SPEED_RATIO",
         1612,
         "ratio",
-        Source::FanSpeed,
+        Getter::FanSpeed,
         "Speed of the first fan, as a share of its maximum (0-1).",
     )
     .scaled(Scale::Mul(0.01)),

@@ -9,7 +9,7 @@
 //! that says why they stay empty: NVML does not serve a GPU's port registers as field values.
 //! The fields that name one link each (`…_L<n>`) are in `nvlink_by_link`.
 
-use super::super::field::{FieldDef, Level, LinkPart, Scale, Source, dev, never};
+use super::super::field::{FieldDef, Getter, Level, LinkPart, Scale, dev, never};
 
 /// Bytes/s → MiB/s, the unit of DCGM's per-link throughput fields (as of its `…_BANDWIDTH_L<n>`).
 const B_TO_MIB: Scale = Scale::Mul(1.0 / 1_048_576.0);
@@ -24,7 +24,7 @@ const fn link(
 ) -> FieldDef {
     FieldDef {
         level: Level::Link,
-        ..dev(name, id, unit, Source::Link(part), help)
+        ..dev(name, id, unit, Getter::Link(part), help)
     }
 }
 

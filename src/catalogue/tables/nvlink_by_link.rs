@@ -9,7 +9,7 @@
 //! and sit in other ranges. Each table is ordered by DCGM id. Data only: it must not do I/O or
 //! call NVML; the link-entity fields (one field, one series per link) are in `link_entity`.
 
-use super::super::field::{FieldDef, Scale, Source, dev};
+use super::super::field::{FieldDef, Getter, Scale, dev};
 
 /// How many links DCGM names fields for: `_L0` … `_L17`.
 const LINKS: usize = 18;
@@ -101,14 +101,14 @@ const fn link_field(family: &Family, link: u32, id: u32) -> FieldDef {
             name,
             id,
             "count",
-            Source::NvLinkErrorCounter(counter, link),
+            Getter::NvLinkErrorCounter(counter, link),
             "NVLink errors of one kind on one link, as the name says (kind, then L<link>).",
         ),
         Reading::Bandwidth => dev(
             name,
             id,
             "MiB/s",
-            Source::NvLinkLinkRate(link, KIB_TO_MIB),
+            Getter::NvLinkLinkRate(link, KIB_TO_MIB),
             "NVLink data sent plus received on the link the name ends with (in MiB/s).",
         ),
     }
@@ -168,7 +168,7 @@ const fn gpm_link(name: &'static str, id: u32, metric: u32) -> FieldDef {
         name,
         id,
         "B/s",
-        Source::Gpm(metric, Scale::Mul(1_048_576.0)),
+        Getter::Gpm(metric, Scale::Mul(1_048_576.0)),
         "NVLink traffic of the link the name gives, headers included, in bytes per second (GPM).",
     )
 }
@@ -238,9 +238,9 @@ mod tests {
         for link in 0..18u32 {
             let n = NVLINK_BY_LINK
                 .iter()
-                .filter(|f| match f.source {
-                    Source::NvLinkErrorCounter(_, l) => l == link,
-                    Source::NvLinkLinkRate(l, _) => l == link,
+                .filter(|f| match f.getter {
+                    Getter::NvLinkErrorCounter(_, l) => l == link,
+                    Getter::NvLinkLinkRate(l, _) => l == link,
                     _ => false,
                 })
                 .count();
@@ -251,19 +251,19 @@ mod tests {
     #[test]
     fn each_name_says_the_link_and_the_reading() {
         for f in NVLINK_BY_LINK {
-            let (kind, link) = match f.source {
-                Source::NvLinkErrorCounter(counter, link) => {
+            let (kind, link) = match f.getter {
+                Getter::NvLinkErrorCounter(counter, link) => {
                     let kinds = ["REPLAY", "RECOVERY", "CRC_FLIT", "CRC_DATA"];
                     (format!("{}_ERROR_COUNT", kinds[counter as usize]), link)
                 }
-                Source::NvLinkLinkRate(link, _) => ("BANDWIDTH".to_owned(), link),
+                Getter::NvLinkLinkRate(link, _) => ("BANDWIDTH".to_owned(), link),
                 other => panic!("{}: {other:?}", f.name),
             };
             assert_eq!(f.name, format!("DCGM_FI_DEV_NVLINK_{kind}_L{link}"));
         }
         for f in NVLINK_GPM_BY_LINK {
-            let Source::Gpm(metric, _) = f.source else {
-                panic!("{}: {:?}", f.name, f.source);
+            let Getter::Gpm(metric, _) = f.getter else {
+                panic!("{}: {:?}", f.name, f.getter);
             };
             let (link, tx) = ((metric - 62) / 2, (metric - 62) % 2 == 1);
             let dir = if tx { "TX" } else { "RX" };
@@ -285,10 +285,10 @@ mod tests {
         let f = |n: &str| lookup(n).map(|f| f.id);
         assert_eq!(f("DCGM_FI_PROF_NVLINK_L0_TX_BYTES"), Some(1040));
         assert_eq!(f("DCGM_FI_PROF_NVLINK_L17_RX_BYTES"), Some(1075));
-        let metric = |n| lookup(n).map(|f| f.source);
+        let metric = |n| lookup(n).map(|f| f.getter);
         assert_eq!(
             metric("DCGM_FI_PROF_NVLINK_L5_RX_BYTES"),
-            Some(Source::Gpm(72, Scale::Mul(1_048_576.0)))
+            Some(Getter::Gpm(72, Scale::Mul(1_048_576.0)))
         );
     }
 }

@@ -7,7 +7,7 @@
 //! Data only: it must not do I/O or call NVML; the fields named per link (`…_L<n>`) are in
 //! `nvlink_by_link`, the link-entity fields in `link_entity`.
 
-use super::super::field::{FabricPart, FieldDef, Scale, Source, TextKind, dev};
+use super::super::field::{FabricPart, FieldDef, Getter, Scale, TextKind, dev};
 
 /// An NVLink 5 counter summed over the GPU's links: NVML field `nvml` with scope `UINT_MAX`.
 const fn nv5(name: &'static str, id: u32, nvml: u32, unit: &'static str) -> FieldDef {
@@ -15,23 +15,23 @@ const fn nv5(name: &'static str, id: u32, nvml: u32, unit: &'static str) -> Fiel
         name,
         id,
         unit,
-        Source::NvmlField(nvml, Scale::Identity),
+        Getter::NvmlField(nvml, Scale::Identity),
         "NVLink 5 counter of the GPU, all links summed, as the name says (Blackwell and later).",
     )
 }
 
 /// An NVLink 5 bit error rate of the GPU's links, decoded (`raw`: as NVML encodes it).
 const fn ber(name: &'static str, id: u32, nvml: u32, raw: bool) -> FieldDef {
-    let (unit, source) = if raw {
-        ("", Source::NvmlField(nvml, Scale::Identity))
+    let (unit, getter) = if raw {
+        ("", Getter::NvmlField(nvml, Scale::Identity))
     } else {
-        ("ratio", Source::NvmlFieldBer(nvml))
+        ("ratio", Getter::NvmlFieldBer(nvml))
     };
     dev(
         name,
         id,
         unit,
-        source,
+        getter,
         "NVLink 5 bit error rate of the GPU's links (raw: NVML's mantissa/exponent code).",
     )
 }
@@ -262,7 +262,7 @@ pub static NVLINK_ERROR_RECORD: &[FieldDef] = &[dev(
     "DCGM_FI_DEV_GPU_NVLINK_ERRORS",
     450,
     "",
-    Source::Unavailable(
+    Getter::Unavailable(
         "DCGM fills it from its own NVLink error events, which NVML does not offer; the per-link \
          counters (DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_L<n>, gpu_nvlink_errors_total) carry the errors",
     ),
@@ -275,42 +275,42 @@ pub static FABRIC: &[FieldDef] = &[
         "DCGM_FI_DEV_FABRIC_MANAGER_STATUS",
         170,
         "",
-        Source::Fabric(FabricPart::ManagerStatus),
+        Getter::Fabric(FabricPart::ManagerStatus),
         "Fabric registration as DCGM counts it: 1 not started, 2 in progress, 3 success, 4 failure, 5 unrecognized.",
     ),
     dev(
         "DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE",
         171,
         "",
-        Source::Fabric(FabricPart::ErrorCode),
+        Getter::Fabric(FabricPart::ErrorCode),
         "NVML return code of a completed fabric registration (0 success); absent before it completes.",
     ),
     dev(
         "DCGM_FI_DEV_FABRIC_CLUSTER_UUID",
         172,
         "",
-        Source::Text(TextKind::FabricClusterUuid),
+        Getter::Text(TextKind::FabricClusterUuid),
         "UUID of the NVSwitch fabric cluster the GPU belongs to.",
     ),
     dev(
         "DCGM_FI_DEV_FABRIC_CLIQUE_ID",
         173,
         "",
-        Source::Fabric(FabricPart::CliqueId),
+        Getter::Fabric(FabricPart::CliqueId),
         "ID of the fabric clique the GPU belongs to.",
     ),
     dev(
         "DCGM_FI_DEV_FABRIC_HEALTH_MASK",
         174,
         "",
-        Source::Fabric(FabricPart::HealthMask),
+        Getter::Fabric(FabricPart::HealthMask),
         "Fabric health bit mask as NVML reports it.",
     ),
     dev(
         "DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY",
         175,
         "",
-        Source::Fabric(FabricPart::HealthSummary),
+        Getter::Fabric(FabricPart::HealthSummary),
         "Fabric health: 0 not reported, 1 healthy, 2 unhealthy, 3 limited capacity.",
     ),
 ];

@@ -4,14 +4,14 @@
 //! Owns these rows and their older names; the table is ordered by DCGM id, the ids and
 //! names being those of `dcgm_fields.h` (DCGM 4.6). Data only: it must not do I/O or call
 //! NVML. NVML serves nothing about an NVSwitch: the switch-level rows ([`Level::Switch`],
-//! `Source::DcgmSwitch`) are served by the DCGM client on the switches its hostengine lists,
-//! one series per switch; the per-port rows (`Source::DcgmSwitchPort`, DCGM's link entities
+//! `Getter::DcgmSwitch`) are served by the DCGM client on the switches its hostengine lists,
+//! one series per switch; the per-port rows (`Getter::DcgmSwitchPort`, DCGM's link entities
 //! under a switch) on each up port of those switches, one series per port; the string rows
-//! (`Source::DcgmSwitchText`) as `label` rows, a label on every series of each switch. The
+//! (`Getter::DcgmSwitchText`) as `label` rows, a label on every series of each switch. The
 //! per-lane rows (`…_L0_TOTAL` … `…_L7_TOTAL`) are written out: they are 16 rows inside this
 //! id-ordered table, in two id blocks of their own.
 
-use super::super::field::{FieldDef, Level, Source, dev};
+use super::super::field::{FieldDef, Getter, Level, dev};
 
 /// `f` as an NVSwitch field ([`Level::Switch`]).
 const fn on_switch(f: FieldDef) -> FieldDef {
@@ -24,20 +24,20 @@ const fn on_switch(f: FieldDef) -> FieldDef {
 /// A string NVSwitch field: a `label` row of it labels each switch's series (from DCGM).
 const fn text(name: &'static str, id: u32) -> FieldDef {
     let help = "NVSwitch string as DCGM reads it from the switch.";
-    on_switch(dev(name, id, "", Source::DcgmSwitchText, help))
+    on_switch(dev(name, id, "", Getter::DcgmSwitchText, help))
 }
 
 /// A per-port NVSwitch field: served by the DCGM client on each up port of each switch
 /// (DCGM's link entity under the switch), one series per port.
 const fn port(name: &'static str, id: u32) -> FieldDef {
     let help = "NVSwitch port value as DCGM reads it from the switch.";
-    on_switch(dev(name, id, "", Source::DcgmSwitchPort, help))
+    on_switch(dev(name, id, "", Getter::DcgmSwitchPort, help))
 }
 
 /// A switch-level NVSwitch field: served by the DCGM client, one series per switch.
 const fn switch(name: &'static str, id: u32, unit: &'static str) -> FieldDef {
     let help = "NVSwitch value as DCGM reads it from the switch.";
-    on_switch(dev(name, id, unit, Source::DcgmSwitch, help))
+    on_switch(dev(name, id, unit, Getter::DcgmSwitch, help))
 }
 
 /// DCGM's NVSwitch fields, by their DCGM 4.6 names.
@@ -275,7 +275,7 @@ pub(super) static RENAMED: &[(&str, &str)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::{Source, by_id, lookup};
+    use crate::catalogue::{Getter, by_id, lookup};
 
     #[test]
     fn switch_ids_match_dcgm_fields_h_and_switch_and_port_rows_are_served() {
@@ -290,13 +290,13 @@ mod tests {
         for f in NVSWITCH {
             let port = (780..=824).contains(&f.id) || (870..=877).contains(&f.id) || f.id == 865;
             if matches!(f.id, 878 | 1524) {
-                assert_eq!(f.source, Source::DcgmSwitchText, "{}", f.name);
+                assert_eq!(f.getter, Getter::DcgmSwitchText, "{}", f.name);
                 assert_eq!(f.level, Level::Switch, "{}", f.name);
             } else if port {
-                assert_eq!(f.source, Source::DcgmSwitchPort, "{}", f.name);
+                assert_eq!(f.getter, Getter::DcgmSwitchPort, "{}", f.name);
                 assert_eq!(f.level, Level::Switch, "{}", f.name);
             } else {
-                assert_eq!(f.source, Source::DcgmSwitch, "{}", f.name);
+                assert_eq!(f.getter, Getter::DcgmSwitch, "{}", f.name);
                 assert_eq!(f.level, Level::Switch, "{}", f.name);
             }
         }

@@ -13,7 +13,7 @@
 //! *name* for a field listed elsewhere (same id) is an alias in `legacy`, not a row here.
 
 use super::super::field::{
-    ClockKind, FieldDef, MemKind, Scale, Source, UtilKind, Violation, WindowKind, dev, inst,
+    ClockKind, FieldDef, Getter, MemKind, Scale, UtilKind, Violation, WindowKind, dev, inst,
 };
 
 /// MHz → Hz.
@@ -32,35 +32,35 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP_NS",
         1420,
         "ns",
-        Source::NvmlField(74, Scale::Identity),
+        Getter::NvmlField(74, Scale::Identity),
         "Time the clocks were held down by the software power cap (in ns).",
     ),
     dev(
         "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST_NS",
         1421,
         "ns",
-        Source::NvmlField(76, Scale::Identity),
+        Getter::NvmlField(76, Scale::Identity),
         "Time the clocks were held down to match a sync-boost group (in ns).",
     ),
     dev(
         "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN_NS",
         1422,
         "ns",
-        Source::NvmlField(251, Scale::Identity),
+        Getter::NvmlField(251, Scale::Identity),
         "Time the clocks were held down by software thermal slowdown (in ns).",
     ),
     dev(
         "DCGM_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN_NS",
         1423,
         "ns",
-        Source::NvmlField(252, Scale::Identity),
+        Getter::NvmlField(252, Scale::Identity),
         "Time the clocks were held down by hardware thermal slowdown (in ns).",
     ),
     dev(
         "DCGM_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN_NS",
         1424,
         "ns",
-        Source::NvmlField(253, Scale::Identity),
+        Getter::NvmlField(253, Scale::Identity),
         "Time the clocks were held down by the external power brake (in ns).",
     ),
     // ---- NVML's recovery action (1523, `dcgm_fields.h`; NVML field 230) ----
@@ -68,7 +68,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION",
         1523,
         "enum",
-        Source::NvmlField(230, Scale::Identity),
+        Getter::NvmlField(230, Scale::Identity),
         "Recovery action NVML asks for (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain P2P and reset).",
     ),
     // ---- DCGM 4.6 base-unit fields (1603–1605, 1611): new ids, readings in base units; the
@@ -77,7 +77,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_SM_CLOCK_HERTZ",
         1603,
         "Hz",
-        Source::Clock(ClockKind::Sm),
+        Getter::Clock(ClockKind::Sm),
         "Current streaming-multiprocessor clock (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
@@ -85,7 +85,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
         1604,
         "Hz",
-        Source::Clock(ClockKind::Mem),
+        Getter::Clock(ClockKind::Mem),
         "Current memory clock (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
@@ -93,7 +93,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_VIDEO_CLOCK_HERTZ",
         1605,
         "Hz",
-        Source::Clock(ClockKind::Video),
+        Getter::Clock(ClockKind::Video),
         "Current video encoder/decoder clock (in Hz).",
     )
     .scaled(MHZ_TO_HZ),
@@ -101,7 +101,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL",
         1611,
         "J",
-        Source::TotalEnergy,
+        Getter::TotalEnergy,
         "Energy the GPU has used since the driver was loaded (in J).",
     )
     .scaled(Scale::Mul(0.001)),
@@ -111,7 +111,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GPU_UTIL_RATIO",
         1613,
         "ratio",
-        Source::Utilization(UtilKind::Gpu),
+        Getter::Utilization(UtilKind::Gpu),
         "Share of time a kernel was running (0-1).",
     )
     .scaled(PERCENT_TO_RATIO),
@@ -119,7 +119,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_MEMORY_UTIL_RATIO",
         1614,
         "ratio",
-        Source::Utilization(UtilKind::MemCopy),
+        Getter::Utilization(UtilKind::MemCopy),
         "Share of time device memory was being read or written (0-1).",
     )
     .scaled(PERCENT_TO_RATIO),
@@ -127,7 +127,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_ENC_UTIL_RATIO",
         1615,
         "ratio",
-        Source::Utilization(UtilKind::Encoder),
+        Getter::Utilization(UtilKind::Encoder),
         "Busy share of the video encoder (0-1).",
     )
     .scaled(PERCENT_TO_RATIO),
@@ -135,7 +135,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_DEC_UTIL_RATIO",
         1616,
         "ratio",
-        Source::Utilization(UtilKind::Decoder),
+        Getter::Utilization(UtilKind::Decoder),
         "Busy share of the video decoder (0-1).",
     )
     .scaled(PERCENT_TO_RATIO),
@@ -143,7 +143,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GPU_POWER_THROTTLE_SECONDS_TOTAL",
         1617,
         "s",
-        Source::Violation(Violation::Power),
+        Getter::Violation(Violation::Power),
         "Time the clocks were held down by the power limit (in s).",
     )
     .scaled(NS_TO_S),
@@ -151,7 +151,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GPU_THERMAL_THROTTLE_SECONDS_TOTAL",
         1618,
         "s",
-        Source::Violation(Violation::Thermal),
+        Getter::Violation(Violation::Thermal),
         "Time the clocks were held down by temperature (in s).",
     )
     .scaled(NS_TO_S),
@@ -159,7 +159,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GPU_SYNC_BOOST_THROTTLE_SECONDS_TOTAL",
         1619,
         "s",
-        Source::Violation(Violation::SyncBoost),
+        Getter::Violation(Violation::SyncBoost),
         "Time the clocks were held down to match a sync-boost group (in s).",
     )
     .scaled(NS_TO_S),
@@ -167,7 +167,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GPU_LIMIT_THROTTLE_SECONDS_TOTAL",
         1620,
         "s",
-        Source::Violation(Violation::BoardLimit),
+        Getter::Violation(Violation::BoardLimit),
         "Time the clocks were held down by a board limit (in s).",
     )
     .scaled(NS_TO_S),
@@ -175,7 +175,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GPU_LOW_UTIL_THROTTLE_SECONDS_TOTAL",
         1621,
         "s",
-        Source::Violation(Violation::LowUtil),
+        Getter::Violation(Violation::LowUtil),
         "Time the clocks were lowered because the GPU was lightly used (in s).",
     )
     .scaled(NS_TO_S),
@@ -183,7 +183,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_GPU_RELIABILITY_THROTTLE_SECONDS_TOTAL",
         1622,
         "s",
-        Source::Violation(Violation::Reliability),
+        Getter::Violation(Violation::Reliability),
         "Time the clocks were held down for board reliability (in s).",
     )
     .scaled(NS_TO_S),
@@ -191,7 +191,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_FB_CAPACITY_BYTES",
         1625,
         "B",
-        Source::Memory(MemKind::Total),
+        Getter::Memory(MemKind::Total),
         "Size of the framebuffer (in bytes).",
     )
     .scaled(MIB_TO_BYTES),
@@ -199,7 +199,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_FB_FREE_BYTES",
         1626,
         "B",
-        Source::Memory(MemKind::Free),
+        Getter::Memory(MemKind::Free),
         "Framebuffer memory not in use (in bytes).",
     )
     .scaled(MIB_TO_BYTES),
@@ -207,7 +207,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_FB_USED_BYTES",
         1627,
         "B",
-        Source::Memory(MemKind::Used),
+        Getter::Memory(MemKind::Used),
         "Framebuffer memory in use (in bytes).",
     )
     .scaled(MIB_TO_BYTES),
@@ -215,7 +215,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_FB_RESERVED_BYTES",
         1628,
         "B",
-        Source::Memory(MemKind::Reserved),
+        Getter::Memory(MemKind::Reserved),
         "Framebuffer memory held back by the driver (in bytes).",
     )
     .scaled(MIB_TO_BYTES),
@@ -223,7 +223,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND",
         1648,
         "B/s",
-        Source::NvmlFieldRate(&[138, 139], Scale::Mul(1024.0)),
+        Getter::NvmlFieldRate(&[138, 139], Scale::Mul(1024.0)),
         "NVLink traffic sent plus received over all links (in bytes per second).",
     ),
     // ---- dcgm-exporter 4.8.3's cumulative counters (its ids not verified; 9005-9006 ours) ----
@@ -231,14 +231,14 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_EXP_XID_ERRORS_TOTAL",
         9005,
         "count",
-        Source::Total(WindowKind::Xid),
+        Getter::Total(WindowKind::Xid),
         "Xid errors seen since the exporter started, one series per Xid code.",
     ),
     dev(
         "DCGM_EXP_CLOCK_EVENTS_TOTAL",
         9006,
         "count",
-        Source::Total(WindowKind::ClockEvents),
+        Getter::Total(WindowKind::ClockEvents),
         "Clock-event reasons that became active since the exporter started, one series per reason.",
     ),
     // ---- gpu-exporter's own id (9105): DCGM gives this name to id 254, whose legacy name
@@ -247,7 +247,7 @@ pub static SINCE_DCGM_4_6: &[FieldDef] = &[
         "DCGM_FI_DEV_FB_USED_RATIO",
         9105,
         "ratio",
-        Source::Memory(MemKind::UsedRatio),
+        Getter::Memory(MemKind::UsedRatio),
         "Share of the framebuffer not reserved by the driver that is in use (0-1).",
     ),
 ];

@@ -35,7 +35,7 @@ use nvml_wrapper::error::NvmlError;
 use tracing::{info, warn};
 
 use crate::catalogue::csv::{CounterRow, CounterSet};
-use crate::catalogue::{FieldDef, Level, LinkPart, Source, TextKind};
+use crate::catalogue::{FieldDef, Getter, Level, LinkPart, TextKind};
 use crate::gpu::nvlink::{self, LinkReader};
 use crate::gpu::processes::{self, EntityProcesses};
 use crate::gpu::xid::{CodeCounts, Watch, XidWatcher};
@@ -528,8 +528,8 @@ impl Reader {
             let throughput = self.opts.nvlink_throughput
                 || link_rows().any(|r| {
                     matches!(
-                        r.field.source,
-                        Source::Link(LinkPart::Throughput | LinkPart::Transmit | LinkPart::Receive)
+                        r.field.getter,
+                        Getter::Link(LinkPart::Throughput | LinkPart::Transmit | LinkPart::Receive)
                     )
                 });
             let read = self.interconnect(&dev, base_id.clone(), fabric_now, throughput, &mut lost);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use crate::gpu::plan::Collections;
+use crate::gpu::collections::Collections;
 use crate::gpu::selection::DeviceSelection;
 use crate::gpu::xid::{self};
 

@@ -19,7 +19,7 @@ use nvml_wrapper::{Device, Nvml};
 
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{
-    ClockKind, FieldDef, MemKind, Source, TextKind, UtilKind, Violation, WindowKind,
+    ClockKind, FieldDef, Getter, MemKind, TextKind, UtilKind, Violation, WindowKind,
 };
 use crate::gpu::xid::{Watch, XidWatcher};
 use crate::gpu::{licence, nvlink, text};
@@ -77,9 +77,9 @@ pub(super) fn read_rows(
     // One nvmlDeviceGetFieldValues call for every field-value row of this entity.
     let mut ids: Vec<u32> = Vec::new();
     for (row, _) in rows.iter().zip(&active_rows).filter(|(_, a)| **a) {
-        match row.field.source {
-            Source::NvmlField(id, _) | Source::NvmlFieldBer(id) => ids.push(id),
-            Source::NvmlFieldRate(list, _) => ids.extend_from_slice(list),
+        match row.field.getter {
+            Getter::NvmlField(id, _) | Getter::NvmlFieldBer(id) => ids.push(id),
+            Getter::NvmlFieldRate(list, _) => ids.extend_from_slice(list),
             _ => {}
         }
     }
@@ -121,8 +121,8 @@ pub(super) fn read_rows(
         .iter()
         .zip(&active_rows)
         .filter(|(_, a)| **a)
-        .filter_map(|(r, _)| match r.field.source {
-            Source::Gpm(id, _) => Some(id),
+        .filter_map(|(r, _)| match r.field.getter {
+            Getter::Gpm(id, _) => Some(id),
             _ => None,
         })
         .collect();
@@ -187,27 +187,27 @@ pub(super) fn read_value(
     ent: &mut EntityState,
     cache: &mut TickCache,
 ) -> Result<Option<Value>, NvmlError> {
-    match f.source {
-        Source::Clock(k) => num(f64::from(dev.clock_info(match k {
+    match f.getter {
+        Getter::Clock(k) => num(f64::from(dev.clock_info(match k {
             ClockKind::Graphics => Clock::Graphics,
             ClockKind::Sm => Clock::SM,
             ClockKind::Mem => Clock::Memory,
             ClockKind::Video => Clock::Video,
         })?)),
-        Source::MaxClock(k) => num(f64::from(dev.max_clock_info(match k {
+        Getter::MaxClock(k) => num(f64::from(dev.max_clock_info(match k {
             ClockKind::Graphics => Clock::Graphics,
             ClockKind::Sm => Clock::SM,
             ClockKind::Mem => Clock::Memory,
             ClockKind::Video => Clock::Video,
         })?)),
-        Source::AppClock(k) => num(f64::from(dev.applications_clock(match k {
+        Getter::AppClock(k) => num(f64::from(dev.applications_clock(match k {
             ClockKind::Graphics => Clock::Graphics,
             ClockKind::Sm => Clock::SM,
             ClockKind::Mem => Clock::Memory,
             ClockKind::Video => Clock::Video,
         })?)),
-        Source::FanSpeed => num(f64::from(dev.fan_speed(0)?)),
-        Source::Bar1(k) => {
+        Getter::FanSpeed => num(f64::from(dev.fan_speed(0)?)),
+        Getter::Bar1(k) => {
             let b = dev.bar1_memory_info()?;
             match k {
                 MemKind::Total => num(b.total as f64),
@@ -216,11 +216,11 @@ pub(super) fn read_value(
                 MemKind::Reserved | MemKind::UsedPercent | MemKind::UsedRatio => Ok(None),
             }
         }
-        Source::GpuTemperature => num(f64::from(dev.temperature(TemperatureSensor::Gpu)?)),
-        Source::PowerUsage => num(f64::from(dev.power_usage()?) / 1000.0),
-        Source::PowerLimit => num(f64::from(dev.enforced_power_limit()?) / 1000.0),
-        Source::PowerMgmtLimit => num(f64::from(dev.power_management_limit()?) / 1000.0),
-        Source::TempThreshold(t) => {
+        Getter::GpuTemperature => num(f64::from(dev.temperature(TemperatureSensor::Gpu)?)),
+        Getter::PowerUsage => num(f64::from(dev.power_usage()?) / 1000.0),
+        Getter::PowerLimit => num(f64::from(dev.enforced_power_limit()?) / 1000.0),
+        Getter::PowerMgmtLimit => num(f64::from(dev.power_management_limit()?) / 1000.0),
+        Getter::TempThreshold(t) => {
             use crate::catalogue::{
                 TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN,
                 TEMP_THRESHOLD_SLOWDOWN,
@@ -235,16 +235,16 @@ pub(super) fn read_value(
             };
             num(f64::from(dev.temperature_threshold(kind)?))
         }
-        Source::TotalEnergy => num(dev.total_energy_consumption()? as f64),
-        Source::PcieReplay => num(f64::from(dev.pcie_replay_counter()?)),
-        Source::MinorNumber => num(f64::from(dev.minor_number()?)),
-        Source::VgpuLicence => Ok(licence::vgpu_licensed(ctx.nvml, dev)?.map(Value::Num)),
-        Source::PcieThroughput(tx) => num(f64::from(dev.pcie_throughput(if tx {
+        Getter::TotalEnergy => num(dev.total_energy_consumption()? as f64),
+        Getter::PcieReplay => num(f64::from(dev.pcie_replay_counter()?)),
+        Getter::MinorNumber => num(f64::from(dev.minor_number()?)),
+        Getter::VgpuLicence => Ok(licence::vgpu_licensed(ctx.nvml, dev)?.map(Value::Num)),
+        Getter::PcieThroughput(tx) => num(f64::from(dev.pcie_throughput(if tx {
             PcieUtilCounter::Send
         } else {
             PcieUtilCounter::Receive
         })?)),
-        Source::Utilization(k) => match k {
+        Getter::Utilization(k) => match k {
             UtilKind::Gpu | UtilKind::MemCopy => {
                 let u = cache.util.get_or_insert_with(|| dev.utilization_rates());
                 let u = u.as_ref().map_err(clone_err)?;
@@ -253,7 +253,7 @@ pub(super) fn read_value(
             UtilKind::Encoder => num(f64::from(dev.encoder_utilization()?.utilization)),
             UtilKind::Decoder => num(f64::from(dev.decoder_utilization()?.utilization)),
         },
-        Source::Memory(k) => {
+        Getter::Memory(k) => {
             let m = cache.mem.get_or_insert_with(|| dev.memory_info());
             let m = m.as_ref().map_err(clone_err)?;
             let b = |x: u64| x as f64 / MIB;
@@ -270,7 +270,7 @@ pub(super) fn read_value(
                 MemKind::UsedRatio => return Ok(None),
             })
         }
-        Source::Violation(v) => num(dev
+        Getter::Violation(v) => num(dev
             .violation_status(match v {
                 Violation::Power => PerformancePolicy::Power,
                 Violation::Thermal => PerformancePolicy::Thermal,
@@ -280,18 +280,18 @@ pub(super) fn read_value(
                 Violation::Reliability => PerformancePolicy::Reliability,
             })?
             .violation_time as f64),
-        Source::ClockEventReasons => num(clock_event_reasons(dev, cache)? as f64),
-        Source::NvmlField(id, scale) => match cache.fields.get(&id) {
+        Getter::ClockEventReasons => num(clock_event_reasons(dev, cache)? as f64),
+        Getter::NvmlField(id, scale) => match cache.fields.get(&id) {
             Some(Ok((v, _))) => num(scale.apply(*v)),
             Some(Err(e)) => Err(clone_err(e)),
             None => Ok(None),
         },
-        Source::NvmlFieldBer(id) => match cache.fields.get(&id) {
+        Getter::NvmlFieldBer(id) => match cache.fields.get(&id) {
             Some(Ok((v, _))) => num(nvlink::decode_ber(*v as u64)),
             Some(Err(e)) => Err(clone_err(e)),
             None => Ok(None),
         },
-        Source::NvmlFieldRate(ids, scale) => {
+        Getter::NvmlFieldRate(ids, scale) => {
             let mut sum = 0.0;
             let mut ts = i64::MIN;
             for id in ids {
@@ -306,10 +306,10 @@ pub(super) fn read_value(
             }
             rate(ent, f.id, sum, ts, scale)
         }
-        Source::NvLinkErrorCounter(counter, link) => {
+        Getter::NvLinkErrorCounter(counter, link) => {
             num(nvlink::error_counter(ctx.nvml, dev, link, counter)? as f64)
         }
-        Source::NvLinkLinkRate(link, scale) => {
+        Getter::NvLinkLinkRate(link, scale) => {
             let req = [(nvlink::FIELD_DATA_TX, link), (nvlink::FIELD_DATA_RX, link)];
             let mut sum = 0.0;
             let mut ts = i64::MIN;
@@ -320,7 +320,7 @@ pub(super) fn read_value(
             }
             rate(ent, f.id, sum, ts, scale)
         }
-        Source::Fabric(part) => {
+        Getter::Fabric(part) => {
             let Some(fab) = &gpu.fabric else {
                 return Ok(None);
             };
@@ -331,21 +331,21 @@ pub(super) fn read_value(
                 None => Ok(None),
             }
         }
-        Source::Gpm(id, scale) => match cache.gpm.get(&id) {
+        Getter::Gpm(id, scale) => match cache.gpm.get(&id) {
             Some(Ok(v)) => num(scale.apply(*v)),
             Some(Err(e)) => Err(clone_err(e)),
             None => Ok(None),
         },
-        Source::Xid => match xid_watch(ctx, at)? {
+        Getter::Xid => match xid_watch(ctx, at)? {
             Some(w) => Ok(Some(Value::Xid(
                 w.get(at.uuid).and_then(|g| g.last).unwrap_or(0),
             ))),
             None => Ok(None),
         },
-        Source::DeviceCount => num(f64::from(ctx.nvml.device_count()?)),
-        Source::NvmlIndex => num(f64::from(dev.index()?)),
-        Source::Text(_) => Err(NvmlError::NotSupported),
-        Source::Window(WindowKind::Xid) => match xid_watch(ctx, at)? {
+        Getter::DeviceCount => num(f64::from(ctx.nvml.device_count()?)),
+        Getter::NvmlIndex => num(f64::from(dev.index()?)),
+        Getter::Text(_) => Err(NvmlError::NotSupported),
+        Getter::Window(WindowKind::Xid) => match xid_watch(ctx, at)? {
             Some(w) => {
                 let counts = w
                     .get(at.uuid)
@@ -362,7 +362,7 @@ pub(super) fn read_value(
             }
             None => Ok(None),
         },
-        Source::Window(WindowKind::ClockEvents) => {
+        Getter::Window(WindowKind::ClockEvents) => {
             let bits = clock_event_reasons(dev, cache)?;
             let window = ctx.opts.clock_events_count_window;
             let hist = &mut gpu.clock_events;
@@ -386,7 +386,7 @@ pub(super) fn read_value(
                 counts,
             })))
         }
-        Source::Total(WindowKind::Xid) => match xid_watch(ctx, at)? {
+        Getter::Total(WindowKind::Xid) => match xid_watch(ctx, at)? {
             // Every code seen, and the --xid-initialized-codes at 0 before they occur.
             Some(w) => {
                 let mut counts: BTreeMap<u64, u64> = ctx
@@ -409,7 +409,7 @@ pub(super) fn read_value(
             }
             None => Ok(None),
         },
-        Source::Total(WindowKind::ClockEvents) => {
+        Getter::Total(WindowKind::ClockEvents) => {
             let bits = clock_event_reasons(dev, cache)?;
             let now = ctx.now;
             // The first reading sets the state without counting (a reason already active at
@@ -434,17 +434,17 @@ pub(super) fn read_value(
             })))
         }
         // Served per link from the interconnect read, never per entity.
-        Source::Link(_) => Ok(None),
+        Getter::Link(_) => Ok(None),
         // Filled in by the DCGM client when there is one.
-        Source::DcgmHealth if ctx.opts.gpm_elsewhere => Ok(None),
-        Source::DcgmHealth => Err(NvmlError::FailedToLoadSymbol(
+        Getter::DcgmHealth if ctx.opts.gpm_elsewhere => Ok(None),
+        Getter::DcgmHealth => Err(NvmlError::FailedToLoadSymbol(
             "GPU health checks come from DCGM's health watches, and DCGM is off or its \
              library cannot be used (--dcgm-mode, --dcgm-lib)"
                 .into(),
         )),
         // Switch rows are never read on a GPU (the DCGM client serves them per switch).
-        Source::DcgmSwitch | Source::DcgmSwitchPort | Source::DcgmSwitchText => Ok(None),
-        Source::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
+        Getter::DcgmSwitch | Getter::DcgmSwitchPort | Getter::DcgmSwitchText => Ok(None),
+        Getter::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
     }
 }
 
@@ -490,12 +490,12 @@ pub(super) fn read_text_field(
     gpu: &mut GpuState,
     system: &mut HashMap<TextKind, Result<String, NvmlError>>,
 ) -> Result<Option<String>, NvmlError> {
-    let kind = match f.source {
-        Source::Text(k) => k,
+    let kind = match f.getter {
+        Getter::Text(k) => k,
         // A switch's string labels that switch's series (the DCGM client), never a GPU's; a
         // numeric switch field as a label is warned of at load and labels nothing.
-        Source::DcgmSwitchText | Source::DcgmSwitch | Source::DcgmSwitchPort => return Ok(None),
-        Source::Unavailable(why) => return Err(NvmlError::FailedToLoadSymbol(why.into())),
+        Getter::DcgmSwitchText | Getter::DcgmSwitch | Getter::DcgmSwitchPort => return Ok(None),
+        Getter::Unavailable(why) => return Err(NvmlError::FailedToLoadSymbol(why.into())),
         // A numeric field as a label row is not supported (reported once as unavailable).
         _ => {
             return Err(NvmlError::FailedToLoadSymbol(
