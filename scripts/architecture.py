@@ -67,7 +67,7 @@ LAYERS = [
     "check",
     "probe",
 ]
-MAX_LINES = 650
+MAX_LINES = 600  # lines of code: comments and blank lines are not counted
 MAIN_MAX_LINES = 150
 # Split so that this file does not match itself.
 STEERING = "../" + "shared/"
