@@ -32,8 +32,8 @@ use gpu_exporter::sim::api::FakeApi;
 use gpu_exporter::sim::kubelet::FakeKubelet;
 use gpu_exporter::snapshot::{EntityId, EntitySample, MigIdentity, Snapshot, Value};
 use gpu_exporter::sources::cgroup::ProcTree;
-use gpu_exporter::sources::kube::labels::LabelAllowlist;
 use gpu_exporter::sources::kube::meta::{ContainerMeta, PodIndex, PodMeta, PodSource, Workload};
+use gpu_exporter::sources::kube::pod_labels::LabelAllowlist;
 use gpu_exporter::sources::kubelet::client::{
     ContainerDevices, KubeletOptions, KubeletView, PodDevices, PodResourcesSource,
 };

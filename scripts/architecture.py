@@ -4,13 +4,14 @@
 Every Rust file of the workspace is covered. For the library under src/ and each of the
 workspace's other crates under `crates/*/src` (e.g. the NVML simulator), on the production part
 of each file (the lines before the first `#[cfg(test)]` at the start of a line, comments
-removed):
+removed; see `strip_comments`):
 
 1. No import cycle between files, and none between top-level modules (folders).
 2. Layers (the library): a top-level module imports only from itself and from the modules
    listed before it in LAYERS. A top-level module that is not listed is an error, so a new one
    gets a place.
-3. No production part over MAX_LINES lines.
+3. No production part over MAX_LINES lines of code: the lines not blank once comments (doc
+   comments included) are removed. A line inside a multi-line string literal is code.
 4. The binary, src/main.rs, is flag parsing, logging set-up and one call into the library: at
    most MAIN_MAX_LINES lines, and no `mod` of its own (its code cannot hide in binary-only
    modules).
@@ -66,7 +67,7 @@ LAYERS = [
     "check",
     "probe",
 ]
-MAX_LINES = 650
+MAX_LINES = 600  # lines of code: comments and blank lines are not counted
 MAIN_MAX_LINES = 150
 # Split so that this file does not match itself.
 STEERING = "../" + "shared/"
@@ -81,31 +82,71 @@ def production_part(text):
     return lines
 
 
+RAW_STRING_RE = re.compile(r'b?r(#*)"')
+
+
 def strip_comments(src):
-    """Removes // and /* */ comments and the contents of string literals (keeps line count)."""
+    """Removes comments (`//`, `///`, `//!`, and `/* */`, nested) and the contents of string
+    literals (plain, byte and raw: `r"…"`, `r#"…"#`), keeping the line count and leaving a `"`
+    on every line a string spans (so such a line is still code). Char literals are kept, and a
+    quote in one (`'"'`) starts nothing; a lifetime (`'a`) is left as it is."""
     out = []
     i, n = 0, len(src)
+
+    def string(j_open, j_end):
+        # `"` on each line the literal spans: the contents go, the lines stay code.
+        out.append('"' + '\n"' * src.count("\n", j_open, j_end) + '"')
+
     while i < n:
         c = src[i]
+        ident_before = i > 0 and (src[i - 1].isalnum() or src[i - 1] == "_")
         if src.startswith("//", i):
             j = src.find("\n", i)
             i = n if j < 0 else j
         elif src.startswith("/*", i):
-            j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if src.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif src.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
             out.append("\n" * src.count("\n", i, j))
             i = j
-        elif c == '"' and (i == 0 or src[i - 1] not in "'\\"):
-            # raw strings r"..." / r#"..."# are rare here; treat like normal strings
+        elif c in "br" and not ident_before and RAW_STRING_RE.match(src, i):
+            m = RAW_STRING_RE.match(src, i)
+            close = '"' + m.group(1)
+            j = src.find(close, m.end())
+            j = n if j < 0 else j + len(close)
+            string(i, j)
+            i = j
+        elif c == '"':
             j = i + 1
             while j < n and src[j] != '"':
                 j += 2 if src[j] == "\\" else 1
-            out.append('"' + "\n" * src.count("\n", i, j) + '"')
+            string(i, j)
             i = j + 1
+        elif c == "'":
+            # A char literal ('x', '"', '\'', '\u{1F600}'), else a lifetime or a label.
+            if src.startswith("\\", i + 1):
+                j = src.find("'", i + 3)
+                j = n if j < 0 else j + 1
+            elif i + 2 < n and src[i + 2] == "'":
+                j = i + 3
+            else:
+                j = i + 1
+            out.append(src[i:j])
+            i = j
         else:
             out.append(c)
             i += 1
     return "".join(out)
+
+
+def code_lines(lines):
+    """The lines of code among `lines`: those not blank once comments are removed."""
+    return sum(1 for line in strip_comments("\n".join(lines)).split("\n") if line.strip())
 
 
 def module_of(rel, src="src"):
@@ -269,8 +310,9 @@ def check_crate(root, src, layers):
     for rel, text in sorted(files.items()):
         mod = module_of(rel, src)
         prod = production_part(text)
-        if len(prod) > MAX_LINES:
-            errors.append(f"{rel}: {len(prod)} production lines (at most {MAX_LINES})")
+        count = code_lines(prod)
+        if count > MAX_LINES:
+            errors.append(f"{rel}: {count} lines of production code (at most {MAX_LINES})")
         code = strip_comments("\n".join(prod))
         file_graph.setdefault(mod, set())
         for target, line in references(mod, code, modules):
@@ -532,6 +574,10 @@ def self_test():
         "layer violation": {"src/base/clock.rs": "//! x\npub fn now() { crate::gpu::text::f() }\n"},
         "unplaced module": {"src/extra.rs": "//! x\n"},
         "too long": {"src/base/clock.rs": "//! x\n" + "fn a() {}\n" * (MAX_LINES + 1)},
+        "too long by code between comments": {"src/base/clock.rs": "//! x\n" + "// c\n\nfn a() {}\n" * (MAX_LINES + 1)},
+        "too long by a multi-line string": {"src/base/clock.rs": "//! x\nconst S: &str = \"\n" + "text\n" * MAX_LINES + "\";\n"},
+        "layer violation after a raw string ending in a backslash": {"src/base/clock.rs": "//! x\npub fn now() {}\nconst P: &str = r\"C:\\\";\npub fn g() { crate::gpu::text::f() }\nconst Q: &str = \"\";\n"},
+        "layer violation after char literals": {"src/base/clock.rs": "//! x\npub fn now() {}\nconst C: [char; 2] = ['\"', '\\'']; pub fn g() { crate::gpu::text::f() }\nconst Q: &str = \"\";\n"},
         "too long in another crate": {"crates/sim/src/lib.rs": "//! x\n" + "fn a() {}\n" * (MAX_LINES + 1)},
         "file cycle in another crate": {"crates/sim/src/lib.rs": "//! x\npub mod a;\npub mod b;\n", "crates/sim/src/a.rs": "//! x\nuse crate::b::g;\npub fn f() {}\n", "crates/sim/src/b.rs": "//! x\nuse crate::a::f;\npub fn g() {}\n"},
         "fat binary": {"src/main.rs": "//! x\n" + "fn a() {}\n" * MAIN_MAX_LINES},
@@ -568,6 +614,30 @@ def self_test():
         errs = check(d)
         if errs:
             print("self-test: comments or test code counted as imports:", errs)
+            ok = False
+    # The size rule counts code: comments (doc comments too) and blank lines are free.
+    with tempfile.TemporaryDirectory() as d:
+        commented = "//! x\npub fn now() {}\n" + "/// doc\n// note\n\n/* a\nblock */\nfn a() {}\n" * (MAX_LINES - 1)
+        for rel, text in {**clean, "src/base/clock.rs": commented}.items():
+            write(d, rel, text)
+        errs = check(d)
+        if errs:
+            print("self-test: a file over the limit only by comments failed:", errs)
+            ok = False
+    # What strip_comments keeps: (source, text that must remain, text that must go, code lines).
+    for src, keep, gone, lines in (
+        ("let c = '\"'; f();", "f();", None, 1),
+        ("let c = ['\\'', '\\\\', '\\u{22}']; f();", "f();", None, 1),
+        ('let s = r#"a "b" // c"#; g();', "g();", "// c", 1),
+        ('let s = br##"x"# "##; g();', "g();", "x", 1),
+        ("/// doc\n//! inner\nfn h() {}\n", "fn h() {}", "doc", 1),
+        ("/* a /* nested */ still */ k();", "k();", "still", 1),
+        ("fn f<'a>(x: &'a str) -> &'a str { x } // '\nfn g() {}", "fn g() {}", None, 2),
+        ('let s = "a\nb\\\"\nc"; m();', "m();", "b", 3),
+    ):
+        got = strip_comments(src)
+        if keep not in got or (gone and gone in got) or code_lines(src.split("\n")) != lines:
+            print(f"self-test: strip_comments({src!r}) = {got!r} ({code_lines(src.split(chr(10)))} code lines, want {lines})")
             ok = False
     print("architecture self-test:", "ok" if ok else "FAILED")
     return ok

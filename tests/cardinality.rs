@@ -517,7 +517,7 @@ impl PodSeries {
 /// the last). A pod whose metadata never comes is attributed without it after the grace.
 #[test]
 fn label_values_hold_still_over_a_pod_restart() {
-    use gpu_exporter::sources::kube::labels::LabelAllowlist;
+    use gpu_exporter::sources::kube::pod_labels::LabelAllowlist;
     let node = common::SimNode::new("h100-mig", 7);
     let counters = common::default_counters();
     let cfg = common::config(&[]);

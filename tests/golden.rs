@@ -48,7 +48,7 @@ fn exposition_as(
     let cluster = pods.then(|| common::Cluster::start(&node));
     if let Some(c) = &cluster {
         let mut k = c.config();
-        let mut allow = gpu_exporter::sources::kube::labels::LabelAllowlist::default();
+        let mut allow = gpu_exporter::sources::kube::pod_labels::LabelAllowlist::default();
         allow.set_collision_prefix(profile.pod_label_collision_prefix());
         allow.set_conflict_suffix(profile.pod_label_conflict_suffix());
         if profile.drops_pod_labels_named_like_the_pod() {

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use crate::snapshot::Labels;
-use crate::sources::kube::labels::pod_label_pairs;
 use crate::sources::kube::meta::{PodIndex, PodMeta};
+use crate::sources::kube::pod_labels::pod_label_pairs;
 use crate::sources::kubelet::client::ClaimDevice;
 
 use super::options::AttributionOptions;

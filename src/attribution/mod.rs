@@ -386,8 +386,8 @@ impl Attributor {
 mod tests {
     use super::*;
     use crate::snapshot::{EntityId, EntitySample, MigIdentity};
-    use crate::sources::kube::labels::LabelAllowlist;
     use crate::sources::kube::meta::{ContainerMeta, PodMeta, Workload};
+    use crate::sources::kube::pod_labels::LabelAllowlist;
     use crate::sources::kubelet::client::{ContainerDevices, PodDevices};
 
     const G0: &str = "GPU-00000000-0000-0000-0000-000000000000";

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::sources::kube::labels::LabelAllowlist;
+use crate::sources::kube::pod_labels::LabelAllowlist;
 
 /// The NVIDIA DRA driver's name: its claims that match no ResourceSlice device are reported.
 pub const NVIDIA_DRA_DRIVER: &str = "gpu.nvidia.com";

@@ -32,7 +32,7 @@ impl Settings {
                 });
             }
         }
-        let allowlist = crate::sources::kube::labels::LabelAllowlist::parse(Some(
+        let allowlist = crate::sources::kube::pod_labels::LabelAllowlist::parse(Some(
             &cli.kubernetes
                 .kubernetes_pod_label_allowlist_regex
                 .join(","),

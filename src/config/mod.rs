@@ -103,7 +103,7 @@ pub enum ConfigError {
     Address(#[from] address::AddressError),
     /// A pod-label allow-list regex does not compile.
     #[error(transparent)]
-    LabelAllowlist(#[from] crate::sources::kube::labels::AllowlistError),
+    LabelAllowlist(#[from] crate::sources::kube::pod_labels::AllowlistError),
     /// `--config-file` cannot be read or is invalid.
     #[error(transparent)]
     File(#[from] file::ConfigFileError),

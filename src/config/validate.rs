@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn profiles_rename_colliding_pod_labels_their_way() {
-        use crate::sources::kube::labels::pod_label_pairs;
+        use crate::sources::kube::pod_labels::pod_label_pairs;
         let pod: std::collections::BTreeMap<String, String> = [
             ("pod", "p"),
             ("a.b", "1"),

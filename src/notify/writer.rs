@@ -32,7 +32,7 @@ use crate::base::backoff::Backoff;
 use crate::base::cause_log::{CauseLog, cause};
 use crate::exposition::publish::Shared;
 use crate::snapshot::{DropReason, KubeWriteKind as Kind, WriteOutcome};
-use crate::sources::kube::meta::describe_kube_error;
+use crate::sources::kube::api_error::describe_kube_error;
 
 /// The name the exporter reports as (`reportingController`, the field manager).
 pub const CONTROLLER: &str = "gpu-exporter";

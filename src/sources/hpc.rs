@@ -324,7 +324,7 @@ pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// What the background thread publishes.
 #[derive(Debug, Default)]
-struct Published {
+struct LatestJobs {
     jobs: arc_swap::ArcSwap<HpcJobs>,
     errors: std::sync::atomic::AtomicU64,
     /// Whether the last check of the directory succeeded.
@@ -337,7 +337,7 @@ struct Published {
 #[derive(Debug)]
 pub struct HpcSource {
     dir: PathBuf,
-    shared: std::sync::Arc<Published>,
+    shared: std::sync::Arc<LatestJobs>,
 }
 
 impl HpcSource {
@@ -345,7 +345,7 @@ impl HpcSource {
     pub fn spawn(dir: PathBuf, interval: Duration) -> std::io::Result<Self> {
         use std::sync::atomic::Ordering;
         let mut watcher = HpcWatcher::new(dir.clone());
-        let shared = std::sync::Arc::new(Published::default());
+        let shared = std::sync::Arc::new(LatestJobs::default());
         shared
             .jobs
             .store(std::sync::Arc::new(watcher.jobs().clone()));

@@ -143,7 +143,7 @@ pub async fn pods_on_node(client: &Client, node: Option<&str>) -> Result<usize, 
 }
 
 fn describe(e: &kube::Error) -> String {
-    super::meta::describe_kube_error(e)
+    super::api_error::describe_kube_error(e)
 }
 
 #[cfg(test)]

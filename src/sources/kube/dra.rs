@@ -33,11 +33,11 @@ use serde_json::Value;
 use crate::base::backoff::Backoff;
 use crate::base::cause_log::cause;
 
-use super::failure_log::FailureLog;
-use super::meta::{
-    Published, Recovery, access_hint, api_status, describe_kube_error, describe_watch_error,
-    failure_kind, watch_phase,
+use super::api_error::{
+    access_hint, api_status, describe_kube_error, describe_watch_error, failure_kind, watch_phase,
 };
+use super::failure_log::FailureLog;
+use super::reflector::{LatestIndex, Recovery, Reflector};
 
 /// The name of NVIDIA's GPU DRA driver (`spec.driver` of its ResourceSlices).
 pub const NVIDIA_GPU_DRIVER: &str = "gpu.nvidia.com";
@@ -232,9 +232,9 @@ pub fn pick_version<'a>(served: impl IntoIterator<Item = &'a str>) -> Option<&'s
 
 /// The background ResourceSlice reflector and its latest [`DraIndex`] (discovery failures
 /// count as errors in its status).
-pub type DraSource = super::meta::Source<DraIndex>;
+pub type DraSource = Reflector<DraIndex>;
 
-impl super::meta::Source<DraIndex> {
+impl Reflector<DraIndex> {
     /// Starts discovery and then the reflector on `runtime` (a tokio handle).
     ///
     /// `node_name` restricts it to the slices of one node (field selector
@@ -250,7 +250,7 @@ impl super::meta::Source<DraIndex> {
     }
 }
 
-async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<Published<DraIndex>>) {
+async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<LatestIndex<DraIndex>>) {
     if node.is_none() {
         tracing::warn!(
             "NODE_NAME is unset: watching the ResourceSlices of every node in the cluster; set \
@@ -344,7 +344,7 @@ async fn watch_slices(
     client: &kube::Client,
     version: &str,
     node: Option<&str>,
-    shared: &Published<DraIndex>,
+    shared: &LatestIndex<DraIndex>,
 ) -> bool {
     let resource = ApiResource {
         group: RESOURCE_GROUP.to_owned(),

@@ -2,15 +2,15 @@
 //! watch are warned about (one per cause) and which only go to the debug log, so an outage of
 //! any length is one warning per cause, not one per retry.
 //!
-//! Logging only; it must not count failures (the sources' `SourceStatus` does) or retry.
+//! Logging only; it must not count failures (the reflectors' `ReflectorStatus` does) or retry.
 
 use crate::base::cause_log::CauseLog;
 
 /// A reflector's failure log: a warning for a failure of another cause than the last one
-/// logged (`meta::failure_kind`: another status code, or another start of the error chain; a
+/// logged (`api_error::failure_kind`: another status code, or another start of the error chain; a
 /// refused connection and a reset one are the same cause), a debug line for a repeat; a
 /// success (a complete list) forgets it, so the next failure warns again. The failures are
-/// counted apart (`SourceStatus::errors`).
+/// counted apart (`ReflectorStatus::errors`).
 #[derive(Default)]
 pub(crate) struct FailureLog {
     causes: CauseLog,

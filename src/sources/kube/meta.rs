@@ -20,28 +20,29 @@
 //!   `LeaderWorkerSet`, ...) is reported as is;
 //! - a pod without owner references (a bare pod) has no workload.
 //!
-//! Failures (403 without RBAC, an unreachable API server, ...) are counted in
-//! [`SourceStatus::errors`], logged with what failed once per cause (`failure_log::FailureLog`: a
-//! long outage is one warning, not one per retry), and retried by the watcher with kube's
-//! default backoff; the index keeps its last content meanwhile. Because a re-watch that
-//! succeeds produces no event until an object changes, a one-object list with the same
-//! selector probes the API 2 s after a failure (then less often) to clear
-//! [`SourceStatus::last_error`] once it answers again.
+//! Failures (403 without RBAC, an unreachable API server, ...) are counted in the reflector's
+//! status ([`ReflectorStatus::errors`](super::reflector::ReflectorStatus::errors)), logged
+//! with what failed once per cause (`failure_log::FailureLog`: a long outage is one warning,
+//! not one per retry), and retried by the watcher with kube's default backoff; the index keeps
+//! its last content meanwhile, and a recovery probe clears the last error once the API answers
+//! again (see [`super::reflector`]).
+//!
+//! The pod model and the pod watch only: the publishing, status and probe machinery shared
+//! with the ResourceSlice reflector is [`super::reflector`], the wording of API failures
+//! [`super::api_error`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::pin::pin;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use arc_swap::ArcSwap;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, ListParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 
-use crate::base::cause_log::cause;
+use super::api_error::{access_hint, describe_watch_error, failure_kind, watch_phase};
+use super::reflector::{LatestIndex, Recovery, Reflector};
 
 /// The label the Deployment controller puts on the pods (and in the name) of a ReplicaSet.
 pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
@@ -74,7 +75,7 @@ pub struct PodMeta {
     pub namespace: String,
     /// `metadata.name`.
     pub name: String,
-    /// `metadata.labels`, unfiltered (see [`super::labels`] for what becomes a series label).
+    /// `metadata.labels`, unfiltered (see [`super::pod_labels`] for what becomes a series label).
     pub labels: BTreeMap<String, String>,
     /// The owning workload (see the module documentation); `None` for a bare pod.
     pub workload: Option<Workload>,
@@ -240,303 +241,10 @@ fn workload(meta: &ObjectMeta, labels: &BTreeMap<String, String>) -> Option<Work
     })
 }
 
-/// The health of a background reflector, for self-metrics and the log.
-#[derive(Debug, Clone, Default)]
-pub struct SourceStatus {
-    /// `true` once a complete initial list has been received (the index is meaningful).
-    /// It stays `true` through later failures: the index then keeps its last known content.
-    pub synced: bool,
-    /// Objects in the current index.
-    pub objects: usize,
-    /// Failed API calls (lists, watches, discovery) so far.
-    pub errors: u64,
-    /// The last failure, until the next successful list or event, or until a one-object
-    /// probe list made after the failure succeeds (see the module documentation).
-    pub last_error: Option<String>,
-    /// Wall time (seconds since the Unix epoch) of the last change to the index; 0 before the
-    /// first.
-    pub last_change_unix: f64,
-}
-
-/// The published index and status of a background reflector.
-pub(crate) struct Published<T> {
-    current: ArcSwap<T>,
-    status: Mutex<SourceStatus>,
-}
-
-impl<T: Default> Published<T> {
-    pub(crate) fn new() -> Self {
-        Self {
-            current: ArcSwap::from_pointee(T::default()),
-            status: Mutex::new(SourceStatus::default()),
-        }
-    }
-
-    pub(crate) fn load(&self) -> Arc<T> {
-        self.current.load_full()
-    }
-
-    pub(crate) fn status(&self) -> SourceStatus {
-        self.lock().clone()
-    }
-
-    /// Publishes a new index of `objects` objects from a successful call (`synced`: after a
-    /// complete list). The status is marked good before the lock is released and the index is
-    /// stored while it is held, so a reader that sees the new index and then reads the status
-    /// finds it good: a tick never serves attribution from a new answer beside the source's
-    /// old error (the kubelet client had that race, found in CI).
-    pub(crate) fn publish(&self, value: T, objects: usize, synced: bool) {
-        let mut st = self.lock();
-        self.current.store(Arc::new(value));
-        st.objects = objects;
-        st.last_change_unix = crate::base::clock::unix_now();
-        st.last_error = None;
-        st.synced |= synced;
-    }
-
-    /// Marks a successful call; `synced` is set after a complete list.
-    pub(crate) fn ok(&self, synced: bool) {
-        let mut st = self.lock();
-        st.last_error = None;
-        st.synced |= synced;
-    }
-
-    pub(crate) fn failed(&self, msg: String) {
-        let mut st = self.lock();
-        st.errors += 1;
-        st.last_error = Some(msg);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, SourceStatus> {
-        self.status.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Aborts a background task when dropped.
-pub(crate) struct TaskGuard(pub(crate) tokio::task::AbortHandle);
-
-impl Drop for TaskGuard {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// First delay of the recovery probe after a failure; it doubles up to [`PROBE_MAX`] while the
-/// probe fails.
-const PROBE_MIN: Duration = Duration::from_secs(2);
-/// Longest delay of the recovery probe.
-const PROBE_MAX: Duration = Duration::from_secs(60);
-
-/// Clears `last_error` once the API answers again.
-///
-/// kube's watcher reports failures but not a silent recovery: after a failed re-watch, a
-/// successful one produces no event until an object changes, which on a quiet node can take
-/// hours. So after a failure the reflector lists one object (`limit=1`, same selector) a
-/// little later; when that succeeds the error is cleared. Probe failures are not counted
-/// (the watcher's own retries are).
-pub(crate) struct Recovery {
-    at: Option<tokio::time::Instant>,
-    wait: Duration,
-}
-
-impl Recovery {
-    pub(crate) fn new() -> Self {
-        Self {
-            at: None,
-            wait: PROBE_MIN,
-        }
-    }
-
-    /// A watcher failure: probe after the current delay.
-    pub(crate) fn failed(&mut self) {
-        self.at = Some(tokio::time::Instant::now() + self.wait);
-    }
-
-    /// A successful list or event: no probe needed.
-    pub(crate) fn ok(&mut self) {
-        self.at = None;
-        self.wait = PROBE_MIN;
-    }
-
-    /// The next item of `events`, probing `api` with `params` in the meantime when due.
-    pub(crate) async fn next<S, K, T>(
-        &mut self,
-        events: &mut S,
-        api: &Api<K>,
-        params: &ListParams,
-        shared: &Published<T>,
-    ) -> Option<S::Item>
-    where
-        S: futures::Stream + Unpin,
-        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-        T: Default,
-    {
-        loop {
-            let Some(at) = self.at else {
-                return events.next().await;
-            };
-            tokio::select! {
-                item = events.next() => return item,
-                () = tokio::time::sleep_until(at) => {
-                    if api.list(params).await.is_ok() {
-                        self.ok();
-                        shared.ok(false);
-                    } else {
-                        self.wait = (self.wait * 2).min(PROBE_MAX);
-                        self.at = Some(tokio::time::Instant::now() + self.wait);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// What to do about a 401 or 403 answer, for the log; empty for other errors.
-pub(crate) fn access_hint(err: &watcher::Error, resource: &str) -> &'static str {
-    match (api_status(err).map(|s| s.code), resource) {
-        (Some(401), _) => {
-            "; the API server rejected the exporter's credentials (is the service account token \
-             mounted and valid?)"
-        }
-        (Some(403), "pods") => {
-            "; the exporter's service account needs get, list and watch on pods (see \
-             docs/kubernetes-rbac.md)"
-        }
-        (Some(403), _) => {
-            "; the exporter's service account needs get, list and watch on \
-             resourceslices.resource.k8s.io (see docs/kubernetes-rbac.md)"
-        }
-        _ => "",
-    }
-}
-
-/// The API status inside a watcher error, if the server answered one.
-pub(crate) fn api_status(err: &watcher::Error) -> Option<&kube::core::Status> {
-    match err {
-        watcher::Error::InitialListFailed(kube::Error::Api(s))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-        | watcher::Error::WatchFailed(kube::Error::Api(s))
-        | watcher::Error::WatchError(s) => Some(s),
-        _ => None,
-    }
-}
-
-/// "listing" or "watching", for messages.
-pub(crate) fn watch_phase(err: &watcher::Error) -> &'static str {
-    match err {
-        watcher::Error::InitialListFailed(_) => "listing",
-        _ => "watching",
-    }
-}
-
-/// What tells one watcher failure from another for the log
-/// ([`super::failure_log::FailureLog`]): the phase and the status code of an API answer, or
-/// the phase and the first two parts of the error chain (`failed to perform initial object
-/// list: ServiceError`), so a refused connection and a reset one are the same kind.
-pub(crate) fn failure_kind(err: &watcher::Error) -> String {
-    match api_status(err) {
-        Some(s) => format!("{} {}", watch_phase(err), s.code),
-        None => format!("{} {}", watch_phase(err), cause(&error_chain(err), 2)),
-    }
-}
-
-/// A one-line description of a watcher error: `403 Forbidden: <message>` for API answers,
-/// the error chain otherwise.
-pub(crate) fn describe_watch_error(err: &watcher::Error) -> String {
-    match api_status(err) {
-        Some(s) => describe_status(s),
-        None => error_chain(err),
-    }
-}
-
-/// A one-line description of a client error, as [`describe_watch_error`].
-pub(crate) fn describe_kube_error(err: &kube::Error) -> String {
-    match err {
-        kube::Error::Api(s) => describe_status(s),
-        other => error_chain(other),
-    }
-}
-
-/// `<code> <reason>: <message>`.
-fn describe_status(s: &kube::core::Status) -> String {
-    let reason = if s.reason.is_empty() {
-        "Failure"
-    } else {
-        s.reason.as_str()
-    };
-    if s.message.is_empty() {
-        format!("{} {reason}", s.code)
-    } else {
-        format!("{} {reason}: {}", s.code, s.message)
-    }
-}
-
-/// An error and its sources, each once.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut msg = err.to_string();
-    let mut source = err.source();
-    while let Some(e) = source {
-        let s = e.to_string();
-        if !msg.contains(&s) {
-            msg.push_str(": ");
-            msg.push_str(&s);
-        }
-        source = e.source();
-    }
-    msg
-}
-
-/// A background reflector task and the latest value it published. Dropping it aborts the
-/// task. [`PodSource`] and [`super::dra::DraSource`] are its two kinds.
-pub struct Source<T> {
-    shared: Arc<Published<T>>,
-    _task: TaskGuard,
-}
-
-impl<T: Default + Send + Sync + 'static> Source<T> {
-    /// Runs `task` (given the shared slot it publishes into) on `runtime`.
-    pub(crate) fn start<F>(
-        runtime: &tokio::runtime::Handle,
-        task: impl FnOnce(Arc<Published<T>>) -> F,
-    ) -> Arc<Self>
-    where
-        F: std::future::Future<Output = ()> + Send + 'static,
-    {
-        let shared = Arc::new(Published::new());
-        let handle = runtime.spawn(task(Arc::clone(&shared)));
-        Arc::new(Self {
-            shared,
-            _task: TaskGuard(handle.abort_handle()),
-        })
-    }
-
-    /// The latest value (an atomic load; never waits on the API).
-    pub fn index(&self) -> Arc<T> {
-        self.shared.load()
-    }
-
-    /// The reflector's detailed state.
-    pub fn status(&self) -> SourceStatus {
-        self.shared.status()
-    }
-
-    /// The reflector's state in the form every source reports (no age: a reflector's data
-    /// stays current while its watch is up).
-    pub fn health(&self) -> crate::sources::health::Health {
-        let st = self.status();
-        crate::sources::health::Health {
-            up: st.synced && st.last_error.is_none(),
-            last_success_unix: None,
-            errors: st.errors,
-            last_error: st.last_error,
-        }
-    }
-}
-
 /// The background pod reflector and its latest [`PodIndex`].
-pub type PodSource = Source<PodIndex>;
+pub type PodSource = Reflector<PodIndex>;
 
-impl Source<PodIndex> {
+impl Reflector<PodIndex> {
     /// Starts the reflector on `runtime` (a tokio handle).
     ///
     /// `node_name` restricts it to the pods of one node (field selector
@@ -553,7 +261,7 @@ impl Source<PodIndex> {
     }
 }
 
-async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Published<PodIndex>>) {
+async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<LatestIndex<PodIndex>>) {
     let api: Api<Pod> = Api::all(client);
     let mut cfg = watcher::Config::default();
     let mut probe = ListParams::default().limit(1);
@@ -832,58 +540,5 @@ mod tests {
         assert_eq!(strip_runtime_prefix("cri-o://abc"), "abc");
         assert_eq!(strip_runtime_prefix("docker://abc"), "abc");
         assert_eq!(strip_runtime_prefix("abc"), "abc");
-    }
-
-    #[test]
-    fn describes_api_errors_briefly() {
-        let status =
-            kube::core::Status::failure("pods is forbidden: no", "Forbidden").with_code(403);
-        let err = watcher::Error::InitialListFailed(kube::Error::Api(status.boxed()));
-        assert_eq!(watch_phase(&err), "listing");
-        assert_eq!(
-            describe_watch_error(&err),
-            "403 Forbidden: pods is forbidden: no"
-        );
-        assert!(
-            describe_watch_error(&watcher::Error::NoResourceVersion).contains("resourceVersion")
-        );
-    }
-
-    /// A reader that sees a newly published index and then reads the status never finds the
-    /// error from before that publication: the status is marked good in the same step.
-    #[test]
-    fn a_published_index_is_never_seen_beside_the_error_it_replaced() {
-        let shared = Arc::new(Published::<u64>::new());
-        let writer = {
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || {
-                for i in 1..=20_000u64 {
-                    shared.failed(i.to_string());
-                    shared.publish(i, 1, true);
-                }
-            })
-        };
-        let mut checked = 0u64;
-        while !writer.is_finished() || checked == 0 {
-            let seen = *shared.load();
-            let st = shared.status();
-            if let Some(e) = st.last_error {
-                let failed_before: u64 = e.parse().unwrap();
-                assert!(
-                    failed_before > seen,
-                    "index {seen} served beside the error {failed_before} it replaced"
-                );
-            } else if seen > 0 {
-                assert!(st.synced);
-            }
-            checked += 1;
-        }
-        writer.join().unwrap();
-        let st = shared.status();
-        assert_eq!(
-            (*shared.load(), st.objects, st.last_error),
-            (20_000, 1, None)
-        );
-        assert!(checked > 0);
     }
 }
