@@ -21,7 +21,7 @@ const BLANK_IS_UNSET: [&str; 2] = ["dcgm_mode", "dcgm_log_level"];
 
 impl Cli {
     /// Parses the process's arguments as dcgm-exporter's Go flag library would accept them
-    /// (see [`go_style_args`]); exits on a syntax error as clap does.
+    /// (see `go_style_args`); exits on a syntax error as clap does.
     pub fn parse_go_style() -> Self {
         Self::try_parse_go_style(std::env::args_os()).unwrap_or_else(|e| e.exit())
     }

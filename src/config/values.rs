@@ -1,8 +1,8 @@
 //! What the flags' values may be: the enum-valued flags as clap [`ValueEnum`]s (`--log-format`,
 //! `--kubernetes-gpu-id-type`, `--compatibility`, `--dcgm-mode`, `--dcgm-log-level`,
-//! `--nvlink-links`), read leniently as dcgm-exporter reads them ([`lenient`]: surrounding
-//! blanks and case ignored), and the parsers of the number and boolean flags ([`millis`],
-//! [`whole`], [`go_bool`]). A bad value is refused by clap, naming the flag and the accepted
+//! `--nvlink-links`), read leniently as dcgm-exporter reads them (`lenient`: surrounding
+//! blanks and case ignored), and the parsers of the number and boolean flags (`millis`,
+//! `whole`, `go_bool`). A bad value is refused by clap, naming the flag and the accepted
 //! values or range.
 //!
 //! Values only: which flag takes which is `cli.rs`'s, what they mean together `validate.rs`'s.

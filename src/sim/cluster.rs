@@ -228,7 +228,7 @@ pub struct Resolved {
     pub pods: Vec<serde_json::Value>,
     /// ResourceSlices of the simulated DRA driver.
     pub slices: Vec<serde_json::Value>,
-    /// (PID, content of /proc/<pid>/cgroup).
+    /// (PID, content of `/proc/<pid>/cgroup`).
     pub cgroups: Vec<(u32, String)>,
     /// PIDs NVML lists that no scenario container owns (host processes).
     pub host_pids: Vec<u32>,
