@@ -1,5 +1,6 @@
-//! The Kubernetes API reflectors (`k8s::meta::PodSource`, `k8s::dra::DraSource`) against the
-//! loopback API server `k8s::fake_api::FakeApi`: real HTTP, real kube client and watcher.
+//! The Kubernetes API reflectors (`sources::kube::meta::PodSource`,
+//! `sources::kube::dra::DraSource`) against the loopback simulated API server
+//! `sim::api::FakeApi`: real HTTP, real kube client and watcher.
 //!
 //! Every wait polls the published index or status against a deadline; nothing asserts after a
 //! fixed sleep.
