@@ -104,7 +104,7 @@ fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
     for w in &cfg.warnings {
         r.add("files", "flags", Severity::Warn, w.clone(), None);
     }
-    match &cfg.web.config_file {
+    match &cfg.serving.config_file {
         Some(p) => match serve::web_config::WebConfig::load(p) {
             Ok(_) => {
                 let detail = format!("{} loads", p.display());
@@ -177,16 +177,16 @@ fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
 
 /// Whether the listen address can be bound.
 fn address(r: &mut Report, cfg: &Config, rt: &tokio::runtime::Runtime) {
-    match rt.block_on(serve::bind(&cfg.web.address)) {
+    match rt.block_on(serve::bind(&cfg.serving.address)) {
         Ok(_) => {
-            let detail = format!("{} can be bound", cfg.web.address);
+            let detail = format!("{} can be bound", cfg.serving.address);
             r.add("files", "address", Severity::Ok, detail, None);
         }
         Err(e) => r.add(
             "files",
             "address",
             Severity::Warn,
-            format!("{}: {e}", cfg.web.address),
+            format!("{}: {e}", cfg.serving.address),
             Some("in use by a running exporter (fine when checking inside its pod), or another exporter holds the port: choose -a"),
         ),
     }

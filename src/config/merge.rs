@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(cfg.sampling.collect_interval, Duration::from_secs(2));
         assert_eq!(cfg.sampling.collections.base, Duration::from_secs(2));
         assert!(cfg.exposition.enable_exporter_metrics);
-        assert_eq!(cfg.web.max_concurrent_scrapes, 3);
+        assert_eq!(cfg.serving.max_concurrent_scrapes, 3);
         // Given on the command line (Go style too), the flag wins and the log says so.
         let (c, notes) = parse(&[
             "-c",

@@ -152,7 +152,7 @@ pub struct Config {
     /// How the series are named, labelled and filtered: [`Config::encode_options`].
     pub exposition: ExpositionConfig,
     /// The listener and the HTTP side: [`Config::serve_options`], [`Config::limits`].
-    pub web: WebConfig,
+    pub serving: ServingConfig,
     /// The health model and its Kubernetes writes: [`Config::health_options`],
     /// [`Config::notify_options`].
     pub health: HealthConfig,
@@ -224,7 +224,7 @@ pub struct ExpositionConfig {
 
 /// The listener and the HTTP side (`serve::ServeOptions`, `serve::Limits`).
 #[derive(Debug, Clone)]
-pub struct WebConfig {
+pub struct ServingConfig {
     /// `-a/--address`, as given.
     pub address: String,
     /// `--web-config-file`; `None` when not given or empty (plain HTTP, as in exporter-toolkit).

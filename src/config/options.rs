@@ -78,7 +78,7 @@ impl Config {
     /// How the HTTP handlers behave beyond serving the published output.
     pub fn serve_options(&self) -> ServeOptions {
         ServeOptions {
-            max_concurrent_scrapes: self.web.max_concurrent_scrapes,
+            max_concurrent_scrapes: self.serving.max_concurrent_scrapes,
             health_require_gpus: self.health.require_gpus,
             node: self.hostname.clone(),
         }
@@ -87,9 +87,9 @@ impl Config {
     /// The bounds on the serving path.
     pub fn limits(&self) -> Limits {
         Limits {
-            read: self.web.read_timeout,
-            write: self.web.write_timeout,
-            max_connections: self.web.max_connections,
+            read: self.serving.read_timeout,
+            write: self.serving.write_timeout,
+            max_connections: self.serving.max_connections,
         }
     }
 

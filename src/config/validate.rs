@@ -17,8 +17,8 @@ use super::values::LogFormat;
 use super::{
     Cli, Config, ConfigError, CountersChoice, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
     DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
-    ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, SamplingConfig, Settings,
-    SimulatorConfig, WebConfig, cardinality, dcgm, ignored, node_hostname,
+    ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, SamplingConfig, ServingConfig,
+    Settings, SimulatorConfig, cardinality, dcgm, ignored, node_hostname,
 };
 use crate::gpu::collections::Collections;
 use crate::gpu::selection::DeviceSelection;
@@ -188,7 +188,7 @@ impl Settings {
                 own_families,
                 enable_exporter_metrics: cli.exposition.enable_exporter_metrics.unwrap_or(false),
             },
-            web: WebConfig {
+            serving: ServingConfig {
                 address: cli.web.address.clone(),
                 config_file: cli
                     .web

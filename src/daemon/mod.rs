@@ -75,7 +75,7 @@ pub fn run(
     rt: tokio::runtime::Runtime,
     mut early: EarlySignals,
 ) -> Result<Exit, DaemonError> {
-    let web_config = match cfg.web.config_file.as_ref() {
+    let web_config = match cfg.serving.config_file.as_ref() {
         Some(p) => Some(Arc::new(
             WebConfig::load(p).map_err(DaemonError::WebConfig)?,
         )),
@@ -130,7 +130,7 @@ pub fn run(
     }
     sampler = sampler.with_exporter_metrics(cfg.exposition.enable_exporter_metrics);
     // Bound before the sampler starts: nothing after this point stops the daemon with an error.
-    let listener = rt.block_on(serve::bind(&cfg.web.address))?;
+    let listener = rt.block_on(serve::bind(&cfg.serving.address))?;
     match axum::serve::Listener::local_addr(&listener) {
         Ok(local) => {
             info!(address = %local, interval_ms = cfg.sampling.tick_interval.as_millis() as u64, "serving /metrics")
