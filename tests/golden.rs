@@ -158,8 +158,8 @@ fn golden_a100_l4_with_pods() {
 /// pod-label naming, on the MIG node with pods.
 #[test]
 fn golden_h100_mig_per_compatibility_profile() {
-    for name in ["dcgm-4.8.2", "dcgm-4.8.4", "dcgm-4.9"] {
-        let profile = Profile::parse(name).unwrap();
+    for profile in [Profile::Dcgm482, Profile::Dcgm484, Profile::Dcgm49] {
+        let name = profile.name();
         let (file, text) = profile.builtin_counters();
         let counters =
             std::sync::Arc::new(gpu_exporter::catalogue::csv::parse_counters(file, text).unwrap());

@@ -67,26 +67,18 @@ pub enum Profile {
     Dcgm49,
 }
 
-/// The values `--compatibility` accepts.
-pub const PROFILE_NAMES: &str = "native, dcgm-4.8.2, dcgm-4.8.3, dcgm-4.8.4, dcgm-4.9";
-
-/// A `--compatibility` value that names no profile.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--compatibility {0:?}: unknown profile (expected one of {names})", names = PROFILE_NAMES)]
-pub struct ProfileError(pub String);
-
 impl Profile {
-    /// Parses a profile name (ASCII case-insensitive; a leading `v` on the version is allowed).
-    pub fn parse(value: &str) -> Result<Self, ProfileError> {
-        let v = value.trim().to_ascii_lowercase();
-        let v = v.replace("dcgm-v", "dcgm-");
-        Ok(match v.as_str() {
-            "native" => Self::Native,
-            "dcgm-4.8.2" => Self::Dcgm482,
-            "dcgm-4.8.3" | "dcgm-4.8.4" => Self::Dcgm484,
-            "dcgm-4.9" | "dcgm-4.9.0" => Self::Dcgm49,
-            _ => return Err(ProfileError(value.to_owned())),
-        })
+    /// Every profile, in `--compatibility`'s order.
+    pub const ALL: [Profile; 4] = [Self::Native, Self::Dcgm482, Self::Dcgm484, Self::Dcgm49];
+
+    /// The other spellings `--compatibility` accepts for the profile: dcgm-exporter 4.8.3 is
+    /// served as 4.8.4 (they differ in no name or label), and 4.9's full version number.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Self::Dcgm484 => &["dcgm-4.8.3"],
+            Self::Dcgm49 => &["dcgm-4.9.0"],
+            Self::Native | Self::Dcgm482 => &[],
+        }
     }
 
     /// The profile's name as `--compatibility` takes it.
@@ -198,16 +190,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_profile_parses_from_its_name_and_differs_where_documented() {
-        for p in [
-            Profile::Native,
-            Profile::Dcgm482,
-            Profile::Dcgm484,
-            Profile::Dcgm49,
-        ] {
-            assert_eq!(Profile::parse(p.name()), Ok(p));
-        }
-        assert_eq!(Profile::parse("DCGM-v4.8.3"), Ok(Profile::Dcgm484));
+    fn every_profile_differs_where_documented() {
         assert_eq!(Profile::default(), Profile::Native);
         assert_eq!(Profile::Dcgm482.host_label(), "Hostname");
         assert_eq!(Profile::Dcgm484.host_label(), "hostname");
@@ -237,11 +220,5 @@ mod tests {
         }
         assert!(Profile::Dcgm482.types_as_written());
         assert!(!Profile::Native.types_as_written() && !Profile::Dcgm484.types_as_written());
-        let e = Profile::parse("4.8.4").unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "--compatibility \"4.8.4\": unknown profile (expected one of native, dcgm-4.8.2, \
-             dcgm-4.8.3, dcgm-4.8.4, dcgm-4.9)"
-        );
     }
 }

@@ -184,21 +184,11 @@ impl DcgmLogLevel {
 
 impl ValueEnum for Profile {
     fn value_variants<'a>() -> &'a [Self] {
-        &[
-            Profile::Native,
-            Profile::Dcgm482,
-            Profile::Dcgm484,
-            Profile::Dcgm49,
-        ]
+        &Profile::ALL
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
-        let value = PossibleValue::new(self.name());
-        Some(match self {
-            Profile::Dcgm484 => value.alias("dcgm-4.8.3"),
-            Profile::Dcgm49 => value.alias("dcgm-4.9.0"),
-            Profile::Native | Profile::Dcgm482 => value,
-        })
+        Some(PossibleValue::new(self.name()).aliases(self.aliases().iter().copied()))
     }
 }
 
@@ -232,6 +222,10 @@ mod tests {
         assert_eq!(parse::<Profile>(" DCGM-v4.8.3 "), Ok(Profile::Dcgm484));
         assert_eq!(parse::<Profile>("dcgm-4.9.0"), Ok(Profile::Dcgm49));
         assert_eq!(parse::<Profile>("Native"), Ok(Profile::Native));
+        assert_eq!(parse::<Profile>("dcgm-4.8.3"), Ok(Profile::Dcgm484));
+        for p in Profile::ALL {
+            assert_eq!(parse::<Profile>(p.name()), Ok(p));
+        }
         assert_eq!(parse::<DcgmLogLevel>(" Info "), Ok(DcgmLogLevel::Info));
         assert_eq!(parse::<DcgmMode>("EMBEDDED"), Ok(DcgmMode::Embedded));
         assert_eq!(parse::<GpuIdType>("device-name"), Ok(GpuIdType::DeviceName));
