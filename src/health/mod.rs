@@ -102,10 +102,10 @@ pub const SHOWN_FIELDS: [(&str, &str); 5] = [
     ("throttle reasons", CLOCK_EVENTS),
 ];
 
-/// Whether `exported` has a row for `field` (by its canonical name: a DCGM 4.7 alias in the
+/// Whether `counters` has a row for `field` (by its canonical name: a DCGM 4.7 alias in the
 /// file resolves to the same definition).
-fn exports(exported: &CounterSet, field: &str) -> bool {
-    exported.metrics().any(|r| r.field.name == field)
+fn exports(counters: &CounterSet, field: &str) -> bool {
+    counters.metrics().any(|r| r.field.name == field)
 }
 
 /// The [`SHOWN_FIELDS`] that `exported` lacks: (signal in words, field to add).
@@ -139,7 +139,7 @@ pub fn shown(sig: &Signals, exported: &CounterSet) -> ShownSignals {
 pub fn watched_set(counters: &CounterSet) -> CounterSet {
     let mut out = counters.clone();
     for name in WATCHED_FIELDS {
-        if counters.metrics().any(|r| r.field.name == name) {
+        if exports(counters, name) {
             continue;
         }
         let Some(field) = crate::catalogue::lookup(name) else {
