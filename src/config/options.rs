@@ -9,7 +9,7 @@
 //! Plain data mapping, nothing checked (`validate.rs` did): it must not refuse a value, read
 //! files, the environment or NVML.
 
-use crate::attribution::AttributionOptions;
+use crate::attribution::{AttributionOptions, KubernetesConfig};
 use crate::dcgm::DcgmOptions;
 use crate::exposition::EncodeOptions;
 use crate::gpu::reader::{NvlinkLinks, ReaderOptions};
@@ -107,24 +107,26 @@ impl Config {
         }
     }
 
-    /// The kubelet pod-resources source's options; `None` without pod attribution.
-    pub fn kubelet_options(&self) -> Option<KubeletOptions> {
-        self.kubernetes.as_ref().map(|k| KubeletOptions {
+    /// The kubelet pod-resources source's options for the pod-attribution settings `k` in
+    /// force (`self.kubernetes`, as the simulated cluster, if any, set it).
+    pub fn kubelet_options(&self, k: &KubernetesConfig) -> KubeletOptions {
+        KubeletOptions {
             socket: k.socket.clone(),
             interval: k.refresh,
             timeout: k.timeout,
-        })
+        }
     }
 
-    /// What the attribution join writes on the series; `None` without pod attribution.
-    pub fn attribution_options(&self) -> Option<AttributionOptions> {
-        self.kubernetes.as_ref().map(|k| AttributionOptions {
+    /// What the attribution join writes on the series, for the pod-attribution settings `k`
+    /// in force.
+    pub fn attribution_options(&self, k: &KubernetesConfig) -> AttributionOptions {
+        AttributionOptions {
             extra_resources: k.extra_resources.clone(),
             virtual_gpus: k.virtual_gpus,
             pod_labels: k.pod_labels.clone(),
             pod_uid: k.pod_uid,
             use_old_namespace: self.exposition.use_old_namespace,
-        })
+        }
     }
 
     /// The configuration of `args` (flags after the program name, as on a command line, read

@@ -239,9 +239,8 @@ fn start_attribution(
     };
     // The options come from the configuration, as the simulated cluster (if any) set it.
     let k = k.clone();
-    let (Some(kubelet), Some(opts)) = (cfg.kubelet_options(), cfg.attribution_options()) else {
-        return Ok((None, cluster, Some(in_use)));
-    };
+    let kubelet = cfg.kubelet_options(&k);
+    let opts = cfg.attribution_options(&k);
     let a = attribution::start(&k, kubelet, opts, client, hpc, rt.handle());
     Ok((Some(a), cluster, Some(in_use)))
 }

@@ -237,11 +237,8 @@ pub fn attribution_options(
     gpu_exporter::sources::kubelet::client::KubeletOptions,
     gpu_exporter::attribution::AttributionOptions,
 ) {
-    let mut cfg = gpu_exporter::config::Config::from_args(&["-k"]).expect("valid flags");
-    cfg.kubernetes = Some(k.clone());
-    let kubelet = cfg.kubelet_options().expect("-k");
-    let opts = cfg.attribution_options().expect("-k");
-    (kubelet, opts)
+    let cfg = gpu_exporter::config::Config::from_args(&["-k"]).expect("valid flags");
+    (cfg.kubelet_options(k), cfg.attribution_options(k))
 }
 
 /// Polls `cond` every 20 ms for up to 20 s (a deadline, not a timing assertion).
