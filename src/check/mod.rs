@@ -19,7 +19,7 @@ mod report;
 mod run;
 
 pub use findings::{api, excerpt, from_snapshot, proc_root, socket};
-pub use report::{Item, Report, Severity};
+pub use report::{Finding, Report, Severity};
 pub use run::run;
 
 /// How `gpu-exporter check` ended.

@@ -35,7 +35,7 @@ impl Severity {
 
 /// One line of the report.
 #[derive(Debug, Clone, Serialize)]
-pub struct Item {
+pub struct Finding {
     /// `files`, `nvml`, `gpus`, `fields` or `kubernetes`.
     pub section: &'static str,
     /// What was checked.
@@ -54,7 +54,7 @@ pub struct Item {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     /// Every item, in the order checked.
-    pub items: Vec<Item>,
+    pub items: Vec<Finding>,
     /// The first GPU's lines of the exposition of the last tick (the hardware report's
     /// excerpt); empty when no GPU was read.
     pub excerpt: Vec<String>,
@@ -80,7 +80,7 @@ impl Report {
         detail: impl Into<String>,
         fix: Option<&str>,
     ) {
-        self.items.push(Item {
+        self.items.push(Finding {
             section,
             subject: subject.into(),
             severity,
@@ -107,7 +107,7 @@ impl Report {
     pub fn human(&self) -> String {
         let mut out = String::new();
         for (key, title) in SECTIONS {
-            let items: Vec<&Item> = self.items.iter().filter(|i| i.section == *key).collect();
+            let items: Vec<&Finding> = self.items.iter().filter(|i| i.section == *key).collect();
             if items.is_empty() {
                 continue;
             }

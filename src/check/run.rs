@@ -285,8 +285,8 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
         m => m.name().to_owned(),
     };
     r.add("dcgm", "mode", Severity::Ok, mode, None);
-    let report = client.report(Duration::from_secs(5));
-    match report.library {
+    let support = client.support(Duration::from_secs(5));
+    match support.library {
         Some(Ok((place, version))) => {
             let detail = format!("{place}, DCGM {version}");
             r.add("dcgm", "library", Severity::Ok, detail, None);
@@ -310,12 +310,12 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
              profiling module, and the privileges profiling needs (or use -r with a hostengine)"
         }
     };
-    match report.connected {
+    match support.connected {
         Some(Ok(())) => r.add("dcgm", "hostengine", Severity::Ok, "answers", None),
         Some(Err(why)) => r.add("dcgm", "hostengine", Severity::Fail, why, Some(fix)),
         None => {}
     }
-    for g in &report.gpus {
+    for g in &support.gpus {
         let gpu = snap
             .devices
             .iter()

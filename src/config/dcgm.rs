@@ -30,7 +30,7 @@ pub enum DcgmConfigError {
     Mode(String, &'static str),
     /// `-r/--remote-hostengine-info` is not an address.
     #[error("-r/--remote-hostengine-info (or DCGM_REMOTE_HOSTENGINE_INFO) {0}")]
-    Hostengine(#[source] crate::dcgm::AddressError),
+    Hostengine(#[source] crate::dcgm::HostengineAddressError),
     /// `--watch-max-keep-age` is not a duration.
     #[error("--watch-max-keep-age {0:?}: not a duration (expected Go's form, e.g. 10m, 30s)")]
     KeepAge(String),
@@ -156,9 +156,11 @@ pub(super) fn settings(
     cli: &Cli,
     warnings: &mut Vec<String>,
 ) -> Result<DcgmConfig, DcgmConfigError> {
-    use crate::dcgm::{Mode, parse_address};
+    use crate::dcgm::{Mode, parse_hostengine_address};
     let remote = match cli.dcgm.remote_hostengine_info.as_deref().map(str::trim) {
-        Some(r) if !r.is_empty() => Some(parse_address(r).map_err(DcgmConfigError::Hostengine)?),
+        Some(r) if !r.is_empty() => {
+            Some(parse_hostengine_address(r).map_err(DcgmConfigError::Hostengine)?)
+        }
         _ => None,
     };
     let given = cli.dcgm.dcgm_mode;

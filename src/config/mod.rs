@@ -100,7 +100,7 @@ pub enum ConfigError {
     Devices(#[from] devices::DeviceSpecError),
     /// `-a/--address` cannot be used.
     #[error(transparent)]
-    Address(#[from] address::AddressError),
+    Address(#[from] address::ListenAddressError),
     /// A pod-label allow-list regex does not compile.
     #[error(transparent)]
     LabelAllowlist(#[from] crate::sources::kube::pod_labels::AllowlistError),

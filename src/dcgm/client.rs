@@ -48,9 +48,10 @@ pub struct Outcome {
     pub switch: SwitchReading,
 }
 
-/// What `gpu-exporter check` reports about DCGM.
+/// What DCGM supports on this node, as `gpu-exporter check` reports it: the library, the
+/// hostengine's answer and each GPU's profiling metric groups.
 #[derive(Debug, Clone, Default)]
-pub struct Report {
+pub struct DcgmSupport {
     /// The library (place and version), or why it cannot be used.
     pub library: Option<Result<(String, String), String>>,
     /// Whether the hostengine answered, or why not.
@@ -61,12 +62,12 @@ pub struct Report {
 
 enum Request {
     Tick(u64, Wanted),
-    Report(u64),
+    Support(u64),
 }
 
 enum Answer {
     Tick(Box<Outcome>, Vec<(Target, u16, String)>),
-    Report(Report),
+    Support(DcgmSupport),
 }
 
 /// The sampler's handle on the DCGM thread.
@@ -200,7 +201,7 @@ impl Client {
                 self.note_state(&out);
                 return *out;
             }
-            Ok(Answer::Report(_)) => Outcome::default(),
+            Ok(Answer::Support(_)) => Outcome::default(),
             // Still loading, connecting or making watches: no values yet, and no change of
             // state to report (a hostengine that is away fails those calls, and says so).
             Err(why)
@@ -222,14 +223,14 @@ impl Client {
         out
     }
 
-    /// What `check` reports: waits at most `wait`.
-    pub fn report(&mut self, wait: Duration) -> Report {
-        match self.ask(Request::Report, wait) {
-            Ok(Answer::Report(r)) => r,
-            Ok(Answer::Tick(..)) => Report::default(),
-            Err(why) => Report {
+    /// What DCGM supports, for `check`: waits at most `wait`.
+    pub fn support(&mut self, wait: Duration) -> DcgmSupport {
+        match self.ask(Request::Support, wait) {
+            Ok(Answer::Support(r)) => r,
+            Ok(Answer::Tick(..)) => DcgmSupport::default(),
+            Err(why) => DcgmSupport {
                 connected: Some(Err(why)),
-                ..Report::default()
+                ..DcgmSupport::default()
             },
         }
     }
@@ -379,7 +380,7 @@ fn run(
     while let Ok(req) = rx.recv() {
         let (seq, answer) = match req {
             Request::Tick(seq, wanted) => (seq, w.tick(&wanted)),
-            Request::Report(seq) => (seq, Answer::Report(w.report())),
+            Request::Support(seq) => (seq, Answer::Support(w.support())),
         };
         if tx.send((seq, answer)).is_err() {
             break;
@@ -509,16 +510,16 @@ impl Worker {
         }
     }
 
-    fn report(&mut self) -> Report {
+    fn support(&mut self) -> DcgmSupport {
         let Some(api) = self.api else {
-            return Report {
+            return DcgmSupport {
                 library: Some(Err(self.lib_error.clone().unwrap_or_default())),
-                ..Report::default()
+                ..DcgmSupport::default()
             };
         };
-        let mut r = Report {
+        let mut r = DcgmSupport {
             library: Some(Ok((api.place.clone(), api.version.clone()))),
-            ..Report::default()
+            ..DcgmSupport::default()
         };
         self.next_attempt = Instant::now();
         match self.ensure_session(api) {

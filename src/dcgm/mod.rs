@@ -28,10 +28,11 @@ mod session;
 mod switches;
 mod watches;
 
-pub use client::{Client, Outcome, Report};
+pub use client::{Client, DcgmSupport, Outcome};
 pub use options::{
-    Address, AddressError, DEFAULT_MAX_KEEP_AGE, DEFAULT_PORT, DcgmOptions, LOG_NONE, MAX_DEADLINE,
-    MIN_DEADLINE, Mode, Target, Wanted, deadline_for, parse_address, parse_log_level,
+    DEFAULT_MAX_KEEP_AGE, DEFAULT_PORT, DcgmOptions, HostengineAddress, HostengineAddressError,
+    LOG_NONE, MAX_DEADLINE, MIN_DEADLINE, Mode, Target, Wanted, deadline_for,
+    parse_hostengine_address, parse_log_level,
 };
 pub use select::{
     merge, merge_health, serves, switch_label_fields, switch_samples, switches_not_served, wanted,

@@ -1,6 +1,7 @@
 //! The client's settings ([`DcgmOptions`]): the mode, the hostengine address in
-//! dcgm-exporter's forms ([`parse_address`]), the watch limits and the per-tick deadline; and
-//! the plain data a tick exchanges with the DCGM thread ([`Target`], [`Wanted`]).
+//! dcgm-exporter's forms ([`parse_hostengine_address`]), the watch limits and the per-tick
+//! deadline; and the plain data a tick exchanges with the DCGM thread ([`Target`],
+//! [`Wanted`]).
 //!
 //! Plain data and parsing; it must not call DCGM or log.
 
@@ -26,7 +27,7 @@ pub enum Mode {
     /// An in-process hostengine (`dcgmStartEmbedded`).
     Embedded,
     /// A standalone hostengine (`dcgmConnect_v2`).
-    Remote(Address),
+    Remote(HostengineAddress),
 }
 
 impl Mode {
@@ -42,14 +43,14 @@ impl Mode {
 
 /// A hostengine address as `dcgmConnect_v2` takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Address {
+pub struct HostengineAddress {
     /// `host:port`, or a socket path.
     pub target: String,
     /// `addressIsUnixSocket`.
     pub unix: bool,
 }
 
-impl std::fmt::Display for Address {
+impl std::fmt::Display for HostengineAddress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.unix {
             write!(f, "unix://{}", self.target)
@@ -61,7 +62,7 @@ impl std::fmt::Display for Address {
 
 /// A hostengine address that cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum AddressError {
+pub enum HostengineAddressError {
     /// Empty, or a scheme other than `tcp://` and `unix://`.
     #[error(
         "{0:?}: not a hostengine address (expected host:port, host, tcp://host:port or \
@@ -75,26 +76,26 @@ pub enum AddressError {
 
 /// Parses dcgm-exporter's forms of `-r`: `host:port`, `host` (port 5555), `tcp://host:port`,
 /// `unix:///path`.
-pub fn parse_address(text: &str) -> Result<Address, AddressError> {
+pub fn parse_hostengine_address(text: &str) -> Result<HostengineAddress, HostengineAddressError> {
     let t = text.trim();
     if let Some(path) = t.strip_prefix("unix://") {
         if !path.starts_with('/') {
-            return Err(AddressError::Form(text.to_owned()));
+            return Err(HostengineAddressError::Form(text.to_owned()));
         }
-        return Ok(Address {
+        return Ok(HostengineAddress {
             target: path.to_owned(),
             unix: true,
         });
     }
     let hp = t.strip_prefix("tcp://").unwrap_or(t);
     if hp.is_empty() || hp.contains("://") || hp.contains('/') || hp.contains(char::is_whitespace) {
-        return Err(AddressError::Form(text.to_owned()));
+        return Err(HostengineAddressError::Form(text.to_owned()));
     }
     // `[v6]:port`, `[v6]`, `host:port`, `host`.
     let (host, port) = if let Some(rest) = hp.strip_prefix('[') {
         let (h, after) = rest
             .split_once(']')
-            .ok_or_else(|| AddressError::Form(text.to_owned()))?;
+            .ok_or_else(|| HostengineAddressError::Form(text.to_owned()))?;
         (format!("[{h}]"), after.strip_prefix(':'))
     } else {
         match hp.split_once(':') {
@@ -103,16 +104,16 @@ pub fn parse_address(text: &str) -> Result<Address, AddressError> {
         }
     };
     if host.is_empty() || host == "[]" {
-        return Err(AddressError::Form(text.to_owned()));
+        return Err(HostengineAddressError::Form(text.to_owned()));
     }
     let port = match port {
         Some(p) => match p.parse::<u16>() {
             Ok(n) if n > 0 => n,
-            _ => return Err(AddressError::Port(text.to_owned())),
+            _ => return Err(HostengineAddressError::Port(text.to_owned())),
         },
         None => DEFAULT_PORT,
     };
-    Ok(Address {
+    Ok(HostengineAddress {
         target: format!("{host}:{port}"),
         unix: false,
     })
@@ -220,7 +221,7 @@ mod tests {
 
     #[test]
     fn addresses_in_dcgm_exporters_forms() {
-        let a = |s: &str| parse_address(s).map(|a| (a.target, a.unix)).ok();
+        let a = |s: &str| parse_hostengine_address(s).map(|a| (a.target, a.unix)).ok();
         assert_eq!(a("localhost:5555"), Some(("localhost:5555".into(), false)));
         assert_eq!(
             a("nv-hostengine"),
@@ -245,9 +246,11 @@ mod tests {
             "host:x",
             ":5",
         ] {
-            assert!(parse_address(bad).is_err(), "{bad:?} accepted");
+            assert!(parse_hostengine_address(bad).is_err(), "{bad:?} accepted");
         }
-        let e = parse_address("host:0").err().map(|e| e.to_string());
+        let e = parse_hostengine_address("host:0")
+            .err()
+            .map(|e| e.to_string());
         assert!(e.is_some_and(|e| e.contains("port")));
     }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 /// What can stop a probe before it reaches a verdict (a failed check is not an error: it is
-/// in the [`Report`]).
+/// in the [`ProbeReport`]).
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     /// `--ca-file` could not be read or holds no certificate.
@@ -47,7 +47,7 @@ pub enum ProbeError {
     about = "Check a running exporter over HTTP: /ready, then /metrics (exit 0 ok, 1 a check failed, 2 usage)"
 )]
 pub struct ProbeArgs {
-    /// The exporter's base URL, e.g. http://gpu-exporter.monitoring.svc:9400.
+    /// The exporter's base URL, e.g. `http://gpu-exporter.monitoring.svc:9400`.
     pub url: String,
     /// Require the GPU series to carry this node's name in their host label (Hostname or
     /// hostname, whichever the compatibility profile uses).
@@ -85,12 +85,12 @@ pub struct Check {
 
 /// The probe's verdict: every check, in order.
 #[derive(Debug, Default)]
-pub struct Report {
+pub struct ProbeReport {
     /// The checks made.
     pub checks: Vec<Check>,
 }
 
-impl Report {
+impl ProbeReport {
     fn push(&mut self, ok: bool, line: String) {
         self.checks.push(Check { ok, line });
     }
@@ -137,7 +137,7 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<u8, cl
 }
 
 /// Runs the probe: `/ready` until it answers 200 or `--wait` runs out, then `/metrics`.
-pub fn run(args: &ProbeArgs) -> Result<Report, ProbeError> {
+pub fn run(args: &ProbeArgs) -> Result<ProbeReport, ProbeError> {
     let base = args.url.trim_end_matches('/').to_owned();
     let https = base.starts_with("https://");
     if !https && !base.starts_with("http://") {
@@ -145,7 +145,7 @@ pub fn run(args: &ProbeArgs) -> Result<Report, ProbeError> {
     }
     let agent = agent(args, https)?;
     let auth = basic_auth(args)?;
-    let mut report = Report::default();
+    let mut report = ProbeReport::default();
 
     let ready_url = format!("{base}/ready");
     let start = Instant::now();
@@ -195,7 +195,7 @@ pub fn run(args: &ProbeArgs) -> Result<Report, ProbeError> {
 }
 
 /// What a /metrics page must hold: GPU series, and with `node` the node's host label on them.
-pub fn check_metrics(report: &mut Report, url: &str, body: &str, node: Option<&str>) {
+pub fn check_metrics(report: &mut ProbeReport, url: &str, body: &str, node: Option<&str>) {
     let samples: Vec<&str> = body.lines().filter(|l| l.starts_with("DCGM_FI_")).collect();
     let gpus: std::collections::BTreeSet<&str> =
         samples.iter().filter_map(|l| label(l, "UUID")).collect();
@@ -365,17 +365,17 @@ mod tests {
 
     #[test]
     fn metrics_page_verdicts() {
-        let mut r = Report::default();
+        let mut r = ProbeReport::default();
         check_metrics(&mut r, "u", PAGE, Some("node-1"));
         assert!(r.passed(), "{}", r.render());
         assert!(r.render().contains("2 GPU(s)"), "{}", r.render());
 
-        let mut r = Report::default();
+        let mut r = ProbeReport::default();
         check_metrics(&mut r, "u", PAGE, Some("node-2"));
         assert!(!r.passed());
         assert!(r.render().contains("seen: node-1"), "{}", r.render());
 
-        let mut r = Report::default();
+        let mut r = ProbeReport::default();
         check_metrics(&mut r, "u", "# nothing\ngpu_exporter_up 1\n", None);
         assert!(!r.passed());
         assert!(r.render().contains("no DCGM_FI_* series"), "{}", r.render());
@@ -383,6 +383,6 @@ mod tests {
 
     #[test]
     fn an_empty_report_does_not_pass() {
-        assert!(!Report::default().passed());
+        assert!(!ProbeReport::default().passed());
     }
 }

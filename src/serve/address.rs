@@ -7,7 +7,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 /// An `-a/--address` value that cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum AddressError {
+pub enum ListenAddressError {
     /// Not `[HOST]:PORT`.
     #[error("--address {0:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")]
     Syntax(String),
@@ -31,11 +31,11 @@ pub enum AddressError {
 
 /// Resolves a dcgm-exporter style listen address: `:9400` (all interfaces), `host:port`,
 /// `[v6]:port`. Returns the candidates to try in order.
-pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, AddressError> {
-    let bad = || AddressError::Syntax(addr.to_owned());
-    let port_of = |p: &str| -> Result<u16, AddressError> {
+pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, ListenAddressError> {
+    let bad = || ListenAddressError::Syntax(addr.to_owned());
+    let port_of = |p: &str| -> Result<u16, ListenAddressError> {
         if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) {
-            p.parse().map_err(|_| AddressError::PortRange {
+            p.parse().map_err(|_| ListenAddressError::PortRange {
                 addr: addr.to_owned(),
                 port: p.to_owned(),
             })
@@ -57,7 +57,7 @@ pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, AddressError> {
     let port = port_of(port)?;
     let v: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|source| AddressError::Resolve {
+        .map_err(|source| ListenAddressError::Resolve {
             addr: addr.to_owned(),
             source,
         })?

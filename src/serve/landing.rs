@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 
-use super::status::{GpuStatus, NodeStatus, ProcessStatus, Reading};
+use super::status::{CurrentValues, GpuStatus, NodeStatus, ProcessStatus};
 
 /// A string from outside the exporter: escaped as every value is, its control characters
 /// replaced with U+FFFD.
@@ -90,14 +90,14 @@ fn dash() -> Markup {
     html! { span.na { "–" } }
 }
 
-fn util_cell(r: &Reading) -> Markup {
+fn util_cell(r: &CurrentValues) -> Markup {
     match r.util_percent {
         Some(u) => bar(u / 100.0, &format!("{} %", num(u))),
         None => dash(),
     }
 }
 
-fn memory_cell(r: &Reading) -> Markup {
+fn memory_cell(r: &CurrentValues) -> Markup {
     match (r.fb_used_mib, r.fb_total_mib) {
         (Some(u), Some(t)) if t > 0.0 => {
             bar(u / t, &format!("{:.1} / {:.1} GiB", u / 1024.0, t / 1024.0))
@@ -107,7 +107,7 @@ fn memory_cell(r: &Reading) -> Markup {
     }
 }
 
-fn temp_cell(r: &Reading) -> Markup {
+fn temp_cell(r: &CurrentValues) -> Markup {
     match (r.temp_c, r.temp_slowdown_c) {
         (Some(t), Some(l)) => html! {
             span class=(if t >= l { "critical" } else { "t" }) {
@@ -119,7 +119,7 @@ fn temp_cell(r: &Reading) -> Markup {
     }
 }
 
-fn power_cell(r: &Reading) -> Markup {
+fn power_cell(r: &CurrentValues) -> Markup {
     match (r.power_w, r.power_limit_w) {
         (Some(p), Some(l)) if l > 0.0 => bar(p / l, &format!("{} / {} W", num(p), num(l))),
         (Some(p), _) => html! { (num(p)) " W" },
@@ -387,7 +387,7 @@ pub fn render(s: &NodeStatus) -> String {
 mod tests {
     use super::*;
     use crate::serve::status::{
-        CountersStatus, FieldErrors, Health, InstanceStatus, UnsupportedField,
+        CountersStatus, FieldErrors, InstanceStatus, ShownHealth, UnsupportedField,
     };
     use crate::snapshot::SourceHealth;
 
@@ -425,7 +425,7 @@ mod tests {
     /// outside it, a GPU with only a process outside pods, a MIG instance likewise, a source
     /// with an error, a field not configured, an unsupported field and a read error.
     fn node_with_strings(s: &'static str) -> NodeStatus {
-        let reading = Reading {
+        let reading = CurrentValues {
             util_percent: Some(61.0),
             fb_used_mib: Some(2048.0),
             fb_total_mib: Some(81_920.0),
@@ -442,10 +442,10 @@ mod tests {
             holders,
             outside_pods: vec![process(100 + n, s)],
             reading: Some(reading.clone()),
-            health: Health {
+            health: ShownHealth {
                 verdict: "critical",
                 reasons: vec![s.to_owned()],
-                ..Health::default()
+                ..ShownHealth::default()
             },
             instances: vec![],
         };

@@ -23,7 +23,7 @@ use super::{conns, deadline, held, pinned};
 pub enum ServeError {
     /// `--address` does not parse or resolve.
     #[error(transparent)]
-    Address(#[from] crate::serve::address::AddressError),
+    Address(#[from] crate::serve::address::ListenAddressError),
     /// No candidate address could be bound (the last candidate's error).
     #[error("cannot listen on {candidate} (--address {flag:?}): {source}")]
     Listen {
@@ -52,7 +52,9 @@ pub async fn bind(addr: &str) -> Result<Listener, ServeError> {
         }
     }
     // parse_address never returns an empty list, so `last` is set here.
-    Err(last.unwrap_or_else(|| crate::serve::address::AddressError::Syntax(addr.to_owned()).into()))
+    Err(last.unwrap_or_else(|| {
+        crate::serve::address::ListenAddressError::Syntax(addr.to_owned()).into()
+    }))
 }
 
 /// The bound from SIGTERM (or Ctrl-C) to the end of the process, whatever NVML, the dynamic

@@ -12,8 +12,8 @@
 //! computed once per tick), and a reason's word is `snapshot::Reason::words`'s.
 
 use super::display::{
-    Cause, CountersStatus, FieldErrors, GpuStatus, Health, InstanceStatus, NodeStatus,
-    ProcessStatus, Reading, UnsupportedField,
+    Cause, CountersStatus, CurrentValues, FieldErrors, GpuStatus, InstanceStatus, NodeStatus,
+    ProcessStatus, ShownHealth, UnsupportedField,
 };
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
@@ -121,10 +121,10 @@ fn outside_pods(snap: &Snapshot, index: usize) -> Vec<ProcessStatus> {
         .collect()
 }
 
-fn reading(s: &Slots<'_>, e: &EntitySample) -> Reading {
+fn reading(s: &Slots<'_>, e: &EntitySample) -> CurrentValues {
     let used = s.num(e, FB_USED);
     let free = s.num(e, FB_FREE);
-    Reading {
+    CurrentValues {
         util_percent: s
             .num(e, UTIL)
             .or_else(|| s.num(e, GR_ACTIVE).map(|r| r * 100.0)),
@@ -140,15 +140,15 @@ fn reading(s: &Slots<'_>, e: &EntitySample) -> Reading {
 /// The health block of GPU `gpu`: the health model's verdict of it and the signals it judged,
 /// as the model shows them (a field the counters file does not export is `None`, as on the
 /// metrics), with the Xid totals' recent codes.
-fn health(snap: &Snapshot, gpu: u32) -> Health {
+fn health(snap: &Snapshot, gpu: u32) -> ShownHealth {
     // The verdict is the health model's (`Snapshot::health`): displayed, never judged here.
     let verdict = snap
         .health
         .iter()
         .find(|v| v.gpu == gpu && v.gpu_instance_id.is_none());
-    let mut h = Health {
+    let mut h = ShownHealth {
         verdict: verdict.map_or(Verdict::Ok, |v| v.verdict).as_str(),
-        ..Health::default()
+        ..ShownHealth::default()
     };
     if let Some(x) = snap.xids.iter().find(|x| x.id.gpu == gpu) {
         h.recent_xids = x

@@ -1,7 +1,8 @@
 //! The display types of the node's diagnosis, what `/status` serializes and the landing page
 //! (`landing.rs`) renders: per GPU and MIG instance the pods that hold it, use, limits and
-//! health ([`GpuStatus`], [`InstanceStatus`], [`Reading`], [`Health`]); and the exporter's own
-//! state (sources, unsupported fields, ticks, counters reloads) in [`NodeStatus`].
+//! health ([`GpuStatus`], [`InstanceStatus`], [`CurrentValues`], [`ShownHealth`]); and the
+//! exporter's own state (sources, unsupported fields, ticks, counters reloads) in
+//! [`NodeStatus`].
 //!
 //! Types only: their names and fields are `/status`'s JSON, so a change here is an API change.
 //! Nothing here is computed (that is `derive`'s), judges health or spells a reason: the
@@ -66,9 +67,9 @@ pub struct GpuStatus {
     /// Processes on the GPU that are in no pod (the first few, by pid).
     pub outside_pods: Vec<ProcessStatus>,
     /// Use and limits of the GPU as a whole (absent when it is lost, or MIG-only).
-    pub reading: Option<Reading>,
+    pub reading: Option<CurrentValues>,
     /// Health at a glance.
-    pub health: Health,
+    pub health: ShownHealth,
     /// MIG instances, with their holders and use.
     pub instances: Vec<InstanceStatus>,
 }
@@ -87,7 +88,7 @@ pub struct InstanceStatus {
     /// Processes on the instance that are in no pod (the first few, by pid).
     pub outside_pods: Vec<ProcessStatus>,
     /// Use of the instance.
-    pub reading: Reading,
+    pub reading: CurrentValues,
     /// The health model's verdict of the instance: its GPU's whole-GPU reasons and its own
     /// application Xids (docs/health.md, "MIG instances").
     pub verdict: &'static str,
@@ -104,7 +105,7 @@ pub struct ProcessStatus {
 
 /// Current values of one entity; `None` where the field is not configured or not read.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Reading {
+pub struct CurrentValues {
     /// GPU utilization, percent (`DCGM_FI_DEV_GPU_UTIL`, or graphics engine active × 100 on
     /// a MIG instance).
     pub util_percent: Option<f64>,
@@ -126,7 +127,7 @@ pub struct Reading {
 /// field the counters file does not export is `None`, though the model watches it), and its
 /// verdict.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Health {
+pub struct ShownHealth {
     /// The last Xid NVML reported (`DCGM_FI_DEV_XID_ERRORS`), 0 for none.
     pub last_xid: Option<u64>,
     /// Xid codes seen in the last hour: (code, occurrences since start, seconds ago).

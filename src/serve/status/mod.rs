@@ -9,6 +9,6 @@ mod display;
 
 pub use derive::{XID_RECENT_SECONDS, build};
 pub use display::{
-    Cause, CountersStatus, FieldErrors, GpuStatus, Health, InstanceStatus, NodeStatus,
-    ProcessStatus, Reading, UnsupportedField,
+    Cause, CountersStatus, CurrentValues, FieldErrors, GpuStatus, InstanceStatus, NodeStatus,
+    ProcessStatus, ShownHealth, UnsupportedField,
 };

@@ -221,7 +221,7 @@ pub(super) async fn patch(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let target = write::Target {
+    let target = write::PatchTarget {
         kind: res.route.kind,
         namespace: res.namespace.unwrap_or_default(),
         name: res.name,

@@ -84,7 +84,7 @@ pub(super) fn create_event(inner: &Inner, namespace: &str, body: &[u8]) -> Respo
 }
 
 /// The object a PATCH names.
-pub(super) struct Target {
+pub(super) struct PatchTarget {
     pub(super) kind: Kind,
     /// Empty for a Node.
     pub(super) namespace: String,
@@ -95,7 +95,7 @@ pub(super) struct Target {
 }
 
 /// `PATCH` of a Node (or its status) or an Event.
-pub(super) fn patch(inner: &Inner, t: &Target, content_type: &str, body: &[u8]) -> Response {
+pub(super) fn patch(inner: &Inner, t: &PatchTarget, content_type: &str, body: &[u8]) -> Response {
     let Some(kind) = PatchKind::from_content_type(content_type) else {
         return error_with_reason(
             415,
