@@ -66,9 +66,8 @@ step "crate structure: no import cycles, layer order, file size, headers (script
 python3 scripts/architecture.py --self-test
 python3 scripts/architecture.py
 
-step "cargo doc: no broken or private intra-doc links in the doc comments (private items included)"
-RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -D rustdoc::private_intra_doc_links" \
-  cargo doc --no-deps --document-private-items
+step "cargo doc: no rustdoc warning (broken or private intra-doc links, bare URLs, stray HTML) in the doc comments, private items included"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -341,7 +341,7 @@ pub struct KubernetesArgs {
     )]
     pub kubernetes_pod_metadata: bool,
     /// With -k: list the processes on each GPU and attribute them to containers through
-    /// /proc/<pid>/cgroup (`gpu_container_*` families; needs hostPID).
+    /// /proc/PID/cgroup (`gpu_container_*` families; needs hostPID).
     #[arg(
         long = "kubernetes-process-metrics",
         env = "GPU_EXPORTER_KUBERNETES_PROCESS_METRICS",
