@@ -157,6 +157,10 @@ fn what(e: &Error, value: Option<&str>) -> String {
         {
             format!("expected {} here", wanted(expected))
         }
+        // A list or a mapping where one value (a text, a number) belongs.
+        Error::Unexpected { expected, .. } if expected.ends_with("scalar") => {
+            "expected a single value here, not a list or a mapping".into()
+        }
         Error::SerdeInvalidLength { .. } => {
             "the list here has the wrong number of items for this key".into()
         }
@@ -337,7 +341,13 @@ mod tests {
             ),
             (
                 "groups:\n  - name: a\n    fields:\n      - X\n      - [Y]\n",
-                "line 5, column 9, key groups[0].fields[1]: ",
+                "line 5, column 9, key groups[0].fields[1]: expected a single value here, not a \
+                 list or a mapping",
+            ),
+            (
+                "groups:\n  - name: {first: a}\n    fields: [X]\n",
+                "line 2, column 11, key groups[0].name: expected a single value here, not a list \
+                 or a mapping",
             ),
             (
                 "labels:\n  a: [1, 2]\n  b: [3, 300]\n",
