@@ -362,7 +362,9 @@ fn gpus(r: &mut Report, nvml: &'static Nvml, snap: &Snapshot) {
     for d in snap.devices.iter().filter(|d| d.up) {
         let subject = format!("GPU {} MIG mode", d.gpu);
         let word = |on: u32| if on == 1 { "enabled" } else { "disabled" };
-        match nvml.device_by_index(d.gpu).and_then(|dev| dev.mig_mode()) {
+        // By UUID: the GPU the snapshot names, even if an index shifted since it was taken.
+        let dev = || nvml.device_by_uuid(d.uuid.as_str());
+        match dev().and_then(|dev| dev.mig_mode()) {
             Ok(m) if m.current != m.pending => r.add(
                 "gpus",
                 subject,
@@ -384,7 +386,7 @@ fn gpus(r: &mut Report, nvml: &'static Nvml, snap: &Snapshot) {
             }
         }
         let subject = format!("GPU {} GPM", d.gpu);
-        match nvml.device_by_index(d.gpu).and_then(|dev| dev.gpm_support()) {
+        match dev().and_then(|dev| dev.gpm_support()) {
             Ok(true) => r.add(
                 "gpus",
                 subject,

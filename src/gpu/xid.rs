@@ -82,7 +82,7 @@ pub enum Watch {
 
 #[derive(Default)]
 struct State {
-    /// GPUs to watch: (NVML index, UUID).
+    /// GPUs to watch: (NVML index, for the log; UUID, which the handle is looked up by).
     wanted: Vec<(u32, String)>,
     wanted_gen: u64,
     gpus: HashMap<String, GpuXids>,
@@ -339,7 +339,9 @@ fn register(
     };
     let mut handles = Vec::new();
     for (index, uuid) in wanted {
-        let dev = match nvml.device_by_index(*index) {
+        // By UUID: the index may have moved since the reader read it (a GPU before it unbound),
+        // and another GPU's events must never be counted under this one.
+        let dev = match nvml.device_by_uuid(uuid.as_str()) {
             Ok(d) => d,
             Err(e) => {
                 info!(gpu = index, "Xid events not watched on GPU {index}: {e}");

@@ -314,6 +314,7 @@ impl HealthModel {
             let reasons = self.damper.update(&key, observed, now, hold);
             let gpu = EntityHealth {
                 gpu: d.gpu,
+                minor: d.minor,
                 gpu_instance_id: None,
                 uuid: d.uuid.clone(),
                 verdict: reasons.first().map_or(Verdict::Ok, |r| r.severity),
@@ -406,6 +407,7 @@ mod tests {
             gpu,
             uuid: format!("GPU-{gpu}"),
             model_name: "NVIDIA H100".into(),
+            minor: None,
             up,
         }
     }

@@ -152,9 +152,8 @@ fn scoped_lines(g: &EntityHealth) -> Vec<String> {
             let mine: Vec<_> = top.iter().filter(|r| r.gpu_instance_id == scope).collect();
             let what: Vec<String> = mine.iter().map(|r| r.reason.text(r.xid)).collect();
             Some(format!(
-                "{} ({}): {}; {}",
-                gpu_name(g.gpu, scope),
-                g.uuid,
+                "{}: {}; {}",
+                gpu_name(g, scope),
                 what.join(", "),
                 mine.iter()
                     .map(|r| r.action)
@@ -165,11 +164,31 @@ fn scoped_lines(g: &EntityHealth) -> Vec<String> {
         .collect()
 }
 
-/// "GPU 2", or "GPU 2 MIG instance 7" for a cause of one instance.
-fn gpu_name(gpu: u32, gi: Option<u32>) -> String {
-    match gi {
-        Some(gi) => format!("GPU {gpu} MIG instance {gi}"),
-        None => format!("GPU {gpu}"),
+/// "GPU 2 (GPU-…)", or "GPU 2 MIG instance 7 (GPU-…)" for a cause of one instance: the GPU
+/// by its device node's minor number (`/dev/nvidia2`), which stays while NVML's indices
+/// shift; a GPU whose identity is not known is named by its NVML index, as such.
+fn gpu_name(g: &EntityHealth, gi: Option<u32>) -> String {
+    let gpu = match g.minor {
+        Some(minor) if !g.uuid.is_empty() => format!("GPU {minor}"),
+        _ => format!("the GPU at NVML index {}", g.gpu),
+    };
+    let gpu = match gi {
+        Some(gi) => format!("{gpu} MIG instance {gi}"),
+        None => gpu,
+    };
+    if g.uuid.is_empty() {
+        format!("{gpu} (UUID not known)")
+    } else {
+        format!("{gpu} ({})", g.uuid)
+    }
+}
+
+/// The Event `action` naming a GPU: `Gpu2` after its device node, `GpuIndex2` after its NVML
+/// index where no minor number is known.
+fn gpu_action(g: &EntityHealth) -> String {
+    match g.minor {
+        Some(minor) if !g.uuid.is_empty() => format!("Gpu{minor}"),
+        _ => format!("GpuIndex{}", g.gpu),
     }
 }
 
@@ -200,11 +219,11 @@ pub fn conditions(snap: &Snapshot) -> Vec<Condition> {
         let needs = |a: Action| g.reasons.iter().any(|r| r.present && r.action == a);
         if needs(Action::ResetGpu) || needs(Action::DrainAndReset) {
             first[2].get_or_insert(worst.reason.event_reason());
-            reset.push(format!("GPU {} ({})", g.gpu, g.uuid));
+            reset.push(gpu_name(g, None));
         }
         if needs(Action::RebootNode) {
             first[3].get_or_insert(worst.reason.event_reason());
-            reboot.push(format!("GPU {} ({})", g.gpu, g.uuid));
+            reboot.push(gpu_name(g, None));
         }
     }
     let n = gpus.len();
@@ -286,15 +305,10 @@ impl Planner {
                     continue;
                 }
                 let scope = r.gpu_instance_id;
-                let what = format!(
-                    "{} ({}) reported {}",
-                    gpu_name(g.gpu, scope),
-                    g.uuid,
-                    r.message
-                );
+                let what = format!("{} reported {}", gpu_name(g, scope), r.message);
                 let action = match scope {
-                    Some(gi) => format!("Gpu{}Mig{gi}", g.gpu),
-                    None => format!("Gpu{}", g.gpu),
+                    Some(gi) => format!("{}Mig{gi}", gpu_action(g)),
+                    None => gpu_action(g),
                 };
                 let todo = r.action.words();
                 let reason = r.reason.event_reason();
@@ -342,8 +356,8 @@ impl Planner {
                     pod: None,
                     warning: false,
                     reason: "GpuRecovered",
-                    action: format!("Gpu{}", g.gpu),
-                    note: format!("GPU {} ({}) is healthy again", g.gpu, g.uuid),
+                    action: gpu_action(g),
+                    note: format!("{} is healthy again", gpu_name(g, None)),
                 });
             }
             seen.insert(g.uuid.clone(), now);
@@ -395,6 +409,7 @@ mod tests {
         Snapshot {
             health: vec![EntityHealth {
                 gpu: 0,
+                minor: Some(0),
                 gpu_instance_id: None,
                 uuid: "GPU-0".into(),
                 verdict,

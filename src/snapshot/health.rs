@@ -323,6 +323,10 @@ pub struct ShownSignals {
 pub struct EntityHealth {
     /// NVML index of the physical GPU.
     pub gpu: u32,
+    /// The minor number of the physical GPU's device node, when ever read
+    /// ([`DeviceStatus::minor`](crate::snapshot::DeviceStatus::minor)): what Events and Node
+    /// conditions name it by.
+    pub minor: Option<u32>,
     /// GPU instance id on a MIG instance. An instance's reasons are its GPU's whole-GPU
     /// reasons and its own (application Xids reported with it); a GPU's are its own and
     /// every instance's, each naming its instance.

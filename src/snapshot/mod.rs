@@ -43,7 +43,8 @@ pub struct EntityId {
     pub uuid: String,
     /// PCI bus id of the physical GPU, e.g. `00000000:18:00.0`.
     pub pci_bus_id: String,
-    /// Device name as dcgm-exporter writes it: `nvidia<index>`.
+    /// Device name as dcgm-exporter writes it: `nvidia<minor>`, after the GPU's device node
+    /// (`nvidia<index>` where NVML does not serve the minor number).
     pub device: String,
     /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
     pub model_name: String,
@@ -200,6 +201,10 @@ pub struct DeviceStatus {
     pub uuid: String,
     /// Model name, when it was ever read.
     pub model_name: String,
+    /// The minor number of its device node (`/dev/nvidia<minor>`), when it was ever read: what
+    /// Events and Node conditions name the GPU by (the index shifts while another GPU is
+    /// unbound).
+    pub minor: Option<u32>,
     /// `true` while NVML answers for the device.
     pub up: bool,
 }

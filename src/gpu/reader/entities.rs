@@ -1,5 +1,5 @@
-//! Which entities exist: a GPU's identity (UUID, name, PCI bus id), its MIG GPU instances
-//! (one entity per GPU instance) and their ids.
+//! Which entities exist: a GPU's identity (UUID, name, PCI bus id, device minor number), its
+//! MIG GPU instances (one entity per GPU instance) and their ids.
 //!
 //! It reads NVML only to enumerate and identify; it must not read field values.
 
@@ -15,32 +15,44 @@ pub(super) struct Ident {
     pub(super) uuid: String,
     pub(super) name: String,
     pub(super) pci_bus_id: String,
+    /// The minor number of its device node (`/dev/nvidia<minor>`), as last read; `None` where
+    /// NVML does not serve it. Read every tick: a GPU bound again may come back with another.
+    pub(super) minor: Option<u32>,
 }
 
-/// A GPU's handle and identity, or which of the two could not be had (the name its error is
-/// counted under) and why.
-pub(super) type Handle = Result<(Device<'static>, Ident), (&'static str, NvmlError)>;
-
 impl Ident {
-    /// The identity labels of the physical GPU at NVML index `gpu`.
+    /// The identity labels of the physical GPU at NVML index `gpu`; `device` names its device
+    /// node, as dcgm-exporter's label does (the index where the minor number is not known).
     pub(super) fn entity_id(&self, gpu: u32) -> EntityId {
         EntityId {
             gpu,
             uuid: self.uuid.clone(),
             pci_bus_id: self.pci_bus_id.clone(),
-            device: format!("nvidia{gpu}"),
+            device: format!("nvidia{}", self.minor.unwrap_or(gpu)),
             model_name: self.name.clone(),
             mig: None,
         }
     }
 }
 
-pub(super) fn read_ident(dev: &Device<'_>) -> Result<Ident, NvmlError> {
+/// The identity of the GPU behind `dev`, which answered with `uuid`.
+pub(super) fn read_ident(dev: &Device<'_>, uuid: String) -> Result<Ident, NvmlError> {
     Ok(Ident {
-        uuid: dev.uuid()?,
+        uuid,
         name: dev.name()?,
         pci_bus_id: dev.pci_info()?.bus_id,
+        minor: minor(dev)?,
     })
+}
+
+/// The device node's minor number; `None` where NVML does not serve it (a lost GPU is an
+/// error, so that the tick's read stops there).
+pub(super) fn minor(dev: &Device<'_>) -> Result<Option<u32>, NvmlError> {
+    match dev.minor_number() {
+        Ok(m) => Ok(Some(m)),
+        Err(NvmlError::GpuLost) => Err(NvmlError::GpuLost),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Lists MIG devices (handle + identity), ordered by GPU instance id, one per GPU instance.

@@ -1,6 +1,7 @@
 //! One tick of NVML reads: every physical GPU and MIG instance, every field of the counter set.
 //!
-//! The reader owns all state that must survive between ticks — cached identity strings, the
+//! The reader owns all state that must survive between ticks — cached identity strings (by
+//! GPU UUID: which GPU is at which NVML index is decided anew each tick, in `locate`), the
 //! previous GPM sample and counter reading for rates, the per-device Xid event sets, and the
 //! set of fields found unsupported — and returns plain [`TickData`]. It never encodes and
 //! never serves. Error policy:
@@ -8,16 +9,19 @@
 //!   never read again on that entity; it is listed in the self-metrics, not exported as 0.
 //!   Exception: GPM fields on a GPU without GPM are left empty, not unsupported, while
 //!   another source may serve them (`ReaderOptions::gpm_elsewhere`: the DCGM client).
-//! - `GPU_IS_LOST`: the device's series are dropped for this tick and it is reported down.
+//! - `GPU_IS_LOST`: the device's series are dropped for this tick and it is reported down,
+//!   under the UUID it last answered with where `locate` can tell which GPU it is, else under
+//!   none.
 //! - anything else: the series is absent this tick and the field's error counter goes up.
 
 use book::{Book, Place};
-use entities::{Handle, read_ident};
-use state::{EntityState, GpuState};
+use locate::{Gpus, Located};
+use state::EntityState;
 use values::{Ctx, read_rows, read_text_field};
 mod book;
 mod entities;
 mod gpm;
+mod locate;
 mod options;
 mod state;
 pub mod timing;
@@ -63,7 +67,7 @@ pub struct Reader {
     nvml: &'static Nvml,
     opts: ReaderOptions,
     xid: Option<XidWatcher>,
-    gpus: BTreeMap<u32, GpuState>,
+    gpus: Gpus,
     entities: HashMap<String, EntityState>,
     book: Book,
     links: LinkReader,
@@ -92,7 +96,7 @@ impl Reader {
             nvml,
             opts,
             xid,
-            gpus: BTreeMap::new(),
+            gpus: Gpus::default(),
             entities: HashMap::new(),
             book: Book::default(),
             links: LinkReader::default(),
@@ -124,44 +128,11 @@ impl Reader {
     /// The UUIDs of the GPUs found without GPM support so far.
     pub fn without_gpm(&self) -> HashSet<String> {
         self.gpus
+            .by_uuid
             .values()
             .filter(|g| g.gpm_supported == Some(false))
-            .filter_map(|g| g.ident.as_ref().map(|i| i.uuid.clone()))
+            .map(|g| g.ident.uuid.clone())
             .collect()
-    }
-
-    /// The handle and (cached) identity of a GPU.
-    fn device(&mut self, index: u32) -> Handle {
-        let dev = self
-            .nvml
-            .device_by_index(index)
-            .map_err(|e| ("device_handle", e))?;
-        let state = self.gpus.entry(index).or_default();
-        // NVML's indices are dense: while a GPU before this one is unbound, or after it was
-        // reset in place, another GPU answers at this index. Its state starts afresh (a UUID
-        // that cannot be read now keeps the cached identity: the read below finds out).
-        if let Some(known) = &state.ident
-            && let Ok(uuid) = dev.uuid()
-            && uuid != known.uuid
-        {
-            info!(
-                gpu = index,
-                was = %known.uuid,
-                now = %uuid,
-                "another GPU answers at this index (one before it unbound or bound again): \
-                 its series carry its own UUID from this tick"
-            );
-            *state = GpuState::default();
-        }
-        let ident = match &state.ident {
-            Some(i) => i.clone(),
-            None => {
-                let i = read_ident(&dev).map_err(|e| ("device_identity", e))?;
-                state.ident = Some(i.clone());
-                i
-            }
-        };
-        Ok((dev, ident))
     }
 
     /// Hands the GPUs to watch to the Xid thread. When the list changed (the first tick, a
@@ -192,15 +163,16 @@ impl Reader {
     pub fn read(&mut self, counters: &CounterSet, now: f64) -> Result<TickData, NvmlError> {
         let count = self.nvml.device_count()?;
         let mut out = TickData::default();
-        // Forget GPUs that are no longer enumerated: their cached identity and texts are stale.
-        self.gpus.retain(|i, _| *i < count);
-        // Each selected GPU's handle and identity, looked up once for the whole tick.
-        let selected: Vec<u32> = (0..count)
-            .filter(|i| self.opts.devices.touches(*i))
+        // Which GPU is at each index, by UUID; each selected one is read below.
+        let located: Vec<(u32, Located)> = self
+            .gpus
+            .locate(self.nvml, count)
+            .into_iter()
+            .filter(|(i, _)| self.opts.devices.touches(*i))
             .collect();
         // A selection that matches none of the GPUs present is said once per GPU count (a
         // typo in -d, or a node with fewer GPUs than the DaemonSet expects).
-        if selected.is_empty() && count > 0 && self.warned_empty_selection != Some(count) {
+        if located.is_empty() && count > 0 && self.warned_empty_selection != Some(count) {
             self.warned_empty_selection = Some(count);
             warn!(
                 devices = %self.opts.devices.describe(),
@@ -211,24 +183,25 @@ impl Reader {
             );
         }
 
-        let handles: Vec<_> = selected.into_iter().map(|i| (i, self.device(i))).collect();
-
         // The Xid thread first: it watches every GPU that answers and was not lost last tick
         // (a change rebuilds its event set), so a new GPU is registered before it is read.
-        let watch: Vec<(u32, String)> = handles
+        let watch: Vec<(u32, String)> = located
             .iter()
-            .filter(|(i, _)| !self.gpus.get(i).is_some_and(|g| g.down))
-            .filter_map(|(i, h)| h.as_ref().ok().map(|(_, id)| (*i, id.uuid.clone())))
+            .filter_map(|(i, l)| match l {
+                Located::Up(_, uuid) => Some((*i, uuid.clone())),
+                Located::Down(..) => None,
+            })
+            .filter(|(_, uuid)| !self.gpus.by_uuid.get(uuid).is_some_and(|g| g.down))
             .collect();
         self.watch_xids(&watch, &mut out);
 
         // The metric rows, listed once per tick and shared by every entity.
         let rows: Vec<&CounterRow> = counters.metrics().collect();
-        for (index, handle) in handles {
-            self.read_gpu(index, handle, counters, &rows, now, &mut out);
+        for (index, located) in located {
+            self.read_gpu(index, located, counters, &rows, now, &mut out);
         }
         for d in &out.devices {
-            if let Some(g) = self.gpus.get_mut(&d.gpu) {
+            if let Some(g) = self.gpus.by_uuid.get_mut(&d.uuid) {
                 // Logged once on each change, with the GPU's identity.
                 match (g.down, d.up) {
                     (false, false) => warn!(
@@ -277,7 +250,7 @@ impl Reader {
             return;
         };
         for d in &out.devices {
-            let Some(ident) = self.gpus.get(&d.gpu).and_then(|g| g.ident.as_ref()) else {
+            let Some(ident) = self.gpus.by_uuid.get(&d.uuid).map(|g| &g.ident) else {
                 continue;
             };
             let seen = w.get(&ident.uuid);
@@ -313,23 +286,16 @@ impl Reader {
     fn read_gpu(
         &mut self,
         index: u32,
-        handle: Handle,
+        located: Located,
         counters: &CounterSet,
         rows: &[&CounterRow],
         now: f64,
         out: &mut TickData,
     ) {
         let nvml = self.nvml;
-        let known = self.gpus.get(&index).and_then(|g| g.ident.clone());
-        let mut status = DeviceStatus {
-            gpu: index,
-            uuid: known.as_ref().map(|i| i.uuid.clone()).unwrap_or_default(),
-            model_name: known.as_ref().map(|i| i.name.clone()).unwrap_or_default(),
-            up: false,
-        };
-        let (dev, ident) = match handle {
-            Ok(d) => d,
-            Err((step, e)) => {
+        let (dev, uuid) = match located {
+            Located::Up(dev, uuid) => (dev, uuid),
+            Located::Down(name, step, e) => {
                 if !matches!(e, NvmlError::GpuLost) {
                     *self
                         .book
@@ -337,19 +303,40 @@ impl Reader {
                         .entry((step, book::reason(&e)))
                         .or_default() += 1;
                 }
-                out.devices.push(status);
+                // Under the identity it last answered with, if one GPU fits the index;
+                // otherwise under none.
+                let known = name
+                    .as_ref()
+                    .and_then(|u| self.gpus.by_uuid.get(u))
+                    .map(|g| &g.ident);
+                out.devices.push(DeviceStatus {
+                    gpu: index,
+                    uuid: name.clone().unwrap_or_default(),
+                    model_name: known.map(|i| i.name.clone()).unwrap_or_default(),
+                    minor: known.and_then(|i| i.minor),
+                    up: false,
+                });
                 return;
             }
         };
-        status.uuid = ident.uuid.clone();
-        status.model_name = ident.name.clone();
+        let Some(state) = self.gpus.by_uuid.get_mut(&uuid) else {
+            // Not reached: `locate` keeps the state of every GPU that answered.
+            return;
+        };
+        let ident = state.ident.clone();
+        let mut status = DeviceStatus {
+            gpu: index,
+            uuid: ident.uuid.clone(),
+            model_name: ident.name.clone(),
+            minor: ident.minor,
+            up: false,
+        };
         let ctx = Ctx {
             nvml,
             xid: self.xid.as_ref(),
             opts: &self.opts,
             now,
         };
-        let state = self.gpus.entry(index).or_default();
         // The fabric registration, once for this tick: every fabric field, label and family
         // of the GPU comes from this read.
         let fabric = nvlink::fabric(nvml, &dev);

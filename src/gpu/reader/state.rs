@@ -23,10 +23,12 @@ pub(super) struct EntityState {
     pub(super) held: HashMap<String, (f64, Option<Value>)>,
 }
 
-/// State of one physical GPU across ticks (keyed by NVML index).
-#[derive(Default)]
+/// State of one physical GPU across ticks (keyed by its UUID, never by its NVML index, which
+/// shifts while another GPU is unbound).
 pub(super) struct GpuState {
-    pub(super) ident: Option<Ident>,
+    pub(super) ident: Ident,
+    /// The NVML index it was last found at (verified or named by [`super::locate`]).
+    pub(super) index: Option<u32>,
     pub(super) texts: HashMap<TextKind, String>,
     pub(super) gpm_supported: Option<bool>,
     /// Clock-event reasons of recent ticks (time, bitmask), for the window count.
@@ -43,6 +45,23 @@ pub(super) struct GpuState {
     /// of the GPU's read: the fabric fields, the cluster-UUID label and the `gpu_fabric_*`
     /// families all come from it.
     pub(super) fabric: Option<Result<crate::snapshot::Fabric, NvmlError>>,
+}
+
+impl GpuState {
+    /// The state of a GPU first seen with `ident`.
+    pub(super) fn new(ident: Ident) -> Self {
+        Self {
+            ident,
+            index: None,
+            texts: HashMap::new(),
+            gpm_supported: None,
+            clock_events: VecDeque::new(),
+            clock_event_totals: None,
+            down: false,
+            proc_util_seen: 0,
+            fabric: None,
+        }
+    }
 }
 
 /// Per-entity, per-tick cache of calls that serve several fields.

@@ -357,6 +357,7 @@ mod tests {
                 gpu: 0,
                 uuid: "GPU-0".into(),
                 model_name: "NVIDIA GB200".into(),
+                minor: None,
                 up: true,
             }],
             interconnect: vec![Interconnect { id, links, fabric }],
@@ -424,6 +425,7 @@ mod tests {
                 gpu: 0,
                 uuid: "GPU-0".into(),
                 model_name: "NVIDIA H100".into(),
+                minor: None,
                 up: true,
             }],
             ..Snapshot::default()
