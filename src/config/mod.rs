@@ -217,6 +217,9 @@ pub struct ExpositionConfig {
     pub max_labels_per_series: usize,
     /// The exporter's own `gpu_*` families: in `native`, or when `--include-families` is given.
     pub own_families: bool,
+    /// `--include-families` / `--exclude-families` (or their keys) as given, as messages name
+    /// them: a filter that serves no GPU family is refused naming these.
+    pub family_filters: Vec<String>,
     /// `--enable-exporter-metrics` (or `metrics.enableExporterMetrics`): the `process_*`
     /// families.
     pub enable_exporter_metrics: bool,
