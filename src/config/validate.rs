@@ -54,11 +54,11 @@ fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
 
 /// Checks a Go duration (`10s`, `1m30s`, `500ms`).
 fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, ConfigError> {
-    let err = || ConfigError::Duration {
+    crate::base::duration::parse_go(value).map_err(|why| ConfigError::Duration {
         flag,
         value: value.to_owned(),
-    };
-    crate::base::duration::parse_go(value).map_err(|_| err())
+        why,
+    })
 }
 
 impl Cli {
@@ -225,6 +225,13 @@ impl Settings {
             counters,
             config_file: self.config_file.clone(),
             warnings,
+            debug_notes: cli
+                .blank_variables
+                .iter()
+                .map(|v| {
+                    format!("environment variable {v} is set but blank: not read, as if unset")
+                })
+                .collect(),
         })
     }
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::catalogue::csv::CounterSet;
 use crate::config::{Config, ConfigError};
@@ -84,6 +84,9 @@ pub fn run(
     early.log_stray(rt.handle());
     for w in &cfg.warnings {
         warn!("{w}");
+    }
+    for n in &cfg.debug_notes {
+        debug!("{n}");
     }
     let loaded = cfg.load_counters()?;
     cfg.fit_labels(&loaded.set)?;
