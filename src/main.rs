@@ -25,8 +25,12 @@ fn init_logging(cfg: &Config) {
     } else {
         "info,kube_client::client::builder=off"
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // A blank RUST_LOG counts as unset, as every blank variable does (config::go_flags).
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| tracing_subscriber::EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
     // Colour codes only on a terminal: a DaemonSet's stderr is a pipe to a log file.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()

@@ -1181,3 +1181,217 @@ fn config_file_paths_and_keys_are_escaped_in_the_log() {
     assert!(err.contains(&quoted), "{err}");
     assert!(!err.lines().any(|l| l.starts_with("2026-01-01")), "{err}");
 }
+
+/// Every environment variable the binary reads, set but blank (a Helm `value: ""`), counts as
+/// not set, as dcgm-exporter's flag library skips an empty variable: the exporter starts,
+/// serves and logs as without them. `DCGM_EXPORTER_LISTEN` blank (no `-a`) passes validation
+/// too: the start stops only at the missing counters file.
+#[test]
+fn blank_environment_variables_count_as_unset() {
+    use clap::CommandFactory;
+    let vars: Vec<String> = gpu_exporter::config::Cli::command()
+        .get_arguments()
+        .filter_map(|a| a.get_env())
+        .map(|v| v.to_string_lossy().into_owned())
+        .chain(["RUST_LOG".into(), "NODE_NAME".into()])
+        .collect();
+    assert!(vars.len() > 40, "{vars:?}");
+    let mut b = Exporter::builder()
+        .args(["--simulate", "a100-l4", "-c", "500"])
+        .log_pipe();
+    for (i, v) in vars.iter().enumerate() {
+        // Empty, or only blanks: the same rule.
+        b = b.env(v, if i % 2 == 0 { "" } else { "  " });
+    }
+    let e = b.start();
+    let body = http_get(e.port, "/metrics", &[]).unwrap().text();
+    let log = e.log();
+    drop(e);
+    assert!(body.contains("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\""), "{body}");
+    assert!(body.contains("Hostname=\""), "{body}");
+    // A blank RUST_LOG does not turn the log off.
+    assert!(
+        log.contains("INFO") && log.contains("serving /metrics"),
+        "{log}"
+    );
+    let mut c = Command::new("timeout");
+    c.args([
+        "30",
+        BIN,
+        "--simulate",
+        "a100-l4",
+        "-f",
+        "/nonexistent/blank.csv",
+    ]);
+    for v in &vars {
+        c.env(v, "");
+    }
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/nonexistent/blank.csv: cannot read counters file"),
+        "{err}"
+    );
+}
+
+/// A family filter under which no GPU family would be served stops start-up naming the flag
+/// or key and its value (it served 0 series without a word); a reloaded counters file under
+/// which the filter would serve nothing is refused, and the counters in use stay.
+#[test]
+fn family_filters_that_serve_nothing_stop_startup_and_reloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("c.yaml");
+    std::fs::write(
+        &yaml,
+        "version: 1\nmetrics:\n  includeFamilies: [\"NOMATCH_*\"]\n",
+    )
+    .unwrap();
+    let file_key = format!(
+        "--config-file {}: metrics.includeFamilies \"NOMATCH_*\"",
+        yaml.display()
+    );
+    for (args, want) in [
+        (
+            vec!["--include-families", "NOMATCH_"],
+            "--include-families \"NOMATCH_\"",
+        ),
+        (vec!["--exclude-families", "*"], "--exclude-families \"*\""),
+        (
+            vec!["--config-file", yaml.to_str().unwrap()],
+            file_key.as_str(),
+        ),
+    ] {
+        let mut all = vec!["-a", "127.0.0.1:0"];
+        all.extend(args);
+        let (code, err) = refused(&all);
+        assert_eq!(code, Some(1), "{all:?}: {err}");
+        assert!(
+            err.contains(&format!("{want}: serves none of the GPU families"))
+                && err.contains("DCGM_FI_DEV_GPU_TEMP"),
+            "{all:?}: {err}"
+        );
+    }
+    let csv = dir.path().join("counters.csv");
+    std::fs::write(
+        &csv,
+        "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n",
+    )
+    .unwrap();
+    let e = Exporter::builder()
+        .args([
+            "--simulate",
+            "a100-l4",
+            "-c",
+            "500",
+            "--include-families",
+            "DCGM_FI_DEV_GPU_*",
+        ])
+        .args(["-f", csv.to_str().unwrap()])
+        .log_pipe()
+        .start();
+    std::fs::write(&csv, "DCGM_FI_DEV_POWER_USAGE, gauge, p\n").unwrap();
+    e.signal("-HUP");
+    e.wait_log("serves none of the GPU families", Duration::from_secs(30));
+    let body = e.metrics();
+    assert!(body.contains("DCGM_FI_DEV_GPU_TEMP{"), "{body}");
+    // (The reload's self-metrics are left out by the filter itself.)
+}
+
+/// A negative duration given as its own argument reaches the flag (Go's flag library takes
+/// the next argument as the value) and is refused saying what is wanted, not clap's
+/// "unexpected argument '-5'"; a negative millisecond count names its range.
+#[test]
+fn negative_durations_say_what_is_wanted() {
+    for (args, code, want) in [
+        (
+            &["--health-hold", "-5m"][..],
+            1,
+            "--health-hold \"-5m\": a negative duration (expected a duration of 0 or more, e.g. --health-hold 10s)",
+        ),
+        (
+            &["--web-read-timeout", "-1s"],
+            1,
+            "--web-read-timeout \"-1s\": a negative duration",
+        ),
+        (
+            &["--web-write-timeout", "-1s"],
+            1,
+            "--web-write-timeout \"-1s\": a negative duration",
+        ),
+        (
+            &["--watch-max-keep-age", "-5m"],
+            1,
+            "--watch-max-keep-age \"-5m\": a negative duration",
+        ),
+        (
+            &["-c", "-5m"],
+            2,
+            "invalid value '-5m' for '--collect-interval",
+        ),
+        (
+            &["--pod-resources-timeout", "-5s"],
+            2,
+            "invalid value '-5s' for '--pod-resources-timeout",
+        ),
+        (
+            &["--max-labels-per-series", "-5"],
+            1,
+            "--max-labels-per-series \"-5\": expected a number of labels",
+        ),
+    ] {
+        let mut all = vec!["-a", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let (got, err) = refused(&all);
+        assert_eq!(got, Some(code), "{args:?}: {err}");
+        assert!(
+            err.contains(want) && !err.contains("unexpected argument"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// In the configuration file a boolean key takes true or false: a quoted "yes" is a text
+/// (it was read as true), and so is a bare yes under YAML 1.2; `version: !!str 1` says it is
+/// a text; a 3 MB value is shown as its first characters and its size, not echoed whole.
+#[test]
+fn config_file_booleans_tags_and_long_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("c.yaml");
+    let big = "A".repeat(3_000_000);
+    for (text, want) in [
+        (
+            "version: 2\nmetrics:\n  enableExporterMetrics: \"yes\"\n".to_owned(),
+            "line 3, column 3, key metrics.enableExporterMetrics: expected true or false, found the text \"yes\"",
+        ),
+        (
+            "version: 2\nmetrics:\n  enableExporterMetrics: \"on\"\n".to_owned(),
+            "key metrics.enableExporterMetrics: expected true or false, found the text \"on\"",
+        ),
+        (
+            "version: 2\nmetrics:\n  enableExporterMetrics: yes\n".to_owned(),
+            "key metrics.enableExporterMetrics: expected true or false, found the text \"yes\"",
+        ),
+        (
+            "version: !!str 1\n".to_owned(),
+            "key version: expected a whole number from 0 to 4294967295, found the text \"1\" tagged !!str",
+        ),
+        (
+            format!("version: 1\ncollection: {{interval: {big}}}\n"),
+            "collection.interval: \"AAAA",
+        ),
+        (
+            format!("version: 1\nmetrics: {{includeFamilies: [\"{big}\"]}}\n"),
+            "metrics.includeFamilies \"AAAA",
+        ),
+    ] {
+        std::fs::write(&yaml, &text).unwrap();
+        let (code, err) = refused(&["-a", "127.0.0.1:0", "--config-file", yaml.to_str().unwrap()]);
+        assert_eq!(code, Some(1), "{}", &err[..err.len().min(500)]);
+        assert!(err.len() < 1000, "{} bytes: {}", err.len(), &err[..500]);
+        assert!(
+            err.contains(&format!("--config-file {}: ", yaml.display())) && err.contains(want),
+            "{err}"
+        );
+    }
+}

@@ -1,20 +1,52 @@
 //! Text an operator or a file gave (a path, a YAML key, a value) as it appears in a message or a
 //! log line: unchanged when it is plain, quoted and escaped when it holds a control character,
 //! so that a newline cannot forge a second log line and an escape code cannot drive the
-//! terminal that shows the log.
+//! terminal that shows the log; and never longer than [`SHOWN_MAX`] characters: a longer text
+//! (a 3 MB value in a configuration file) is cut to its first [`SHOWN_HEAD`] characters and
+//! marked `… (N bytes)`, so that one bad value cannot become a megabyte log line.
 //!
 //! It owns no message wording; callers put the result where their message names the thing.
 
 use std::borrow::Cow;
 use std::path::Path;
 
+/// The longest text, in characters, that a message shows whole.
+pub const SHOWN_MAX: usize = 200;
+/// How many characters of a longer text a message shows, before `… (N bytes)`.
+pub const SHOWN_HEAD: usize = 80;
+
+/// `s` cut for a message: `(head, Some(total bytes))` when it is longer than [`SHOWN_MAX`]
+/// characters, else `(s, None)`.
+fn clip(s: &str) -> (&str, Option<usize>) {
+    match s.char_indices().nth(SHOWN_MAX) {
+        None => (s, None),
+        Some(_) => {
+            let end = s.char_indices().nth(SHOWN_HEAD).map_or(s.len(), |(i, _)| i);
+            (&s[..end], Some(s.len()))
+        }
+    }
+}
+
 /// `s` as a message shows it: as is when it holds no control character (and is not empty),
-/// else quoted with every control character, quote and backslash escaped (`"a\nb"`).
+/// else quoted with every control character, quote and backslash escaped (`"a\nb"`); a text
+/// longer than [`SHOWN_MAX`] characters shows its first [`SHOWN_HEAD`] and `… (N bytes)`.
 pub fn shown(s: &str) -> Cow<'_, str> {
-    if !s.is_empty() && !s.chars().any(char::is_control) {
-        Cow::Borrowed(s)
-    } else {
-        Cow::Owned(format!("{s:?}"))
+    let (head, cut) = clip(s);
+    let plain = !s.is_empty() && !head.chars().any(char::is_control);
+    match (plain, cut) {
+        (true, None) => Cow::Borrowed(s),
+        (true, Some(n)) => Cow::Owned(format!("{head}… ({n} bytes)")),
+        (false, None) => Cow::Owned(format!("{s:?}")),
+        (false, Some(n)) => Cow::Owned(format!("{head:?}… ({n} bytes)")),
+    }
+}
+
+/// `s` quoted as `{:?}` writes it (`"a b"`, control characters escaped), cut as [`shown`]
+/// cuts it: `"first 80 characters"… (N bytes)`. For messages that always quote the value.
+pub fn quoted(s: &str) -> String {
+    match clip(s) {
+        (head, None) => format!("{head:?}"),
+        (head, Some(n)) => format!("{head:?}… ({n} bytes)"),
     }
 }
 
@@ -47,5 +79,27 @@ mod tests {
             "a carriage return"
         );
         assert!(!shown("x\u{7f}").contains('\u{7f}'), "DEL is a control");
+    }
+
+    /// A long text is cut: its first characters and its size, never the whole of it.
+    #[test]
+    fn long_text_is_cut_to_its_head_and_its_size() {
+        let exact = "a".repeat(SHOWN_MAX);
+        assert_eq!(shown(&exact), exact.as_str());
+        assert_eq!(quoted(&exact), format!("{exact:?}"));
+        let long = format!("{}\n{}", "é".repeat(100), "b".repeat(3_000_000));
+        let want = format!("{}… ({} bytes)", "é".repeat(SHOWN_HEAD), long.len());
+        assert_eq!(shown(&long), want);
+        assert_eq!(
+            quoted(&long),
+            format!("\"{}\"… ({} bytes)", "é".repeat(80), long.len())
+        );
+        // A control character in the part shown is escaped; one past it is not shown at all.
+        let ctl = format!("a\n{}", "b".repeat(300));
+        assert_eq!(
+            shown(&ctl),
+            format!("\"a\\n{}\"… (302 bytes)", "b".repeat(78))
+        );
+        assert!(shown(&"x".repeat(201)).len() < 120);
     }
 }

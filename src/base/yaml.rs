@@ -8,7 +8,15 @@
 //! serde-saphyr's deserializer), not a guess from the text. This module owns only the reading
 //! and the wording; each caller decides what its file means and puts the file's name in front.
 //! Every piece of the file quoted in a message (a key, a value) goes through `base::shown`, so
-//! that a control character in the file cannot forge a log line.
+//! that a control character in the file cannot forge a log line and a megabyte value shows as
+//! its first characters and its size.
+//!
+//! Booleans: no quoted scalar is ever a boolean; a key read with [`boolean`] refuses one
+//! (`"yes"`, `"true"`), naming the line and the key. Which plain scalars are booleans is the
+//! caller's schema: [`from_str`] reads YAML 1.1's (`yes`, `on`, `y`, … as well as
+//! `true`/`false`, as Go's yaml.v2 does: exporter-toolkit's web configuration), [`from_str_core`]
+//! YAML 1.2's core schema, `true`/`false` only (dcgm-exporter's configuration file: yaml.v3,
+//! whose resolver types only those as booleans).
 
 use std::fmt;
 
@@ -17,7 +25,7 @@ use serde_path_to_error::{Path as KeyPath, Segment};
 use serde_saphyr::Error;
 use serde_saphyr::budget::BudgetBreach;
 
-use super::shown::shown;
+use super::shown::{quoted, shown};
 
 /// Why a YAML file was refused, in our words: `line L, column C, key K: what; fix`, each part
 /// present when known.
@@ -54,16 +62,68 @@ impl fmt::Display for Place<'_> {
 }
 
 /// Reads `text` as one YAML document of `T`, as `serde_saphyr::from_str` does (same options,
-/// same budget), naming the key path of any error.
+/// same budget: YAML 1.1's plain booleans, `yes`, `on`, …), naming the key path of any error.
 pub fn from_str<'de, T: Deserialize<'de>>(text: &'de str) -> Result<T, YamlError> {
+    read(text, serde_saphyr::Options::default())
+}
+
+/// As [`from_str`], under YAML 1.2's core schema: only `true`, `True`, `TRUE`, `false`,
+/// `False` and `FALSE` are booleans; a plain `yes` or `on` is text, refused by a boolean key.
+pub fn from_str_core<'de, T: Deserialize<'de>>(text: &'de str) -> Result<T, YamlError> {
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    read(text, options)
+}
+
+/// Reads `text` with `options`, naming the key path of any error.
+fn read<'de, T: Deserialize<'de>>(
+    text: &'de str,
+    options: serde_saphyr::Options,
+) -> Result<T, YamlError> {
     let mut path = None;
-    serde_saphyr::with_deserializer_from_str(text, |de| {
+    serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
         serde_path_to_error::deserialize(de).map_err(|e| {
             path = Some(e.path().clone());
             e.into_inner()
         })
     })
     .map_err(|e| refusal(text, &e, path.as_ref()))
+}
+
+/// A boolean key's value, for `#[serde(default, deserialize_with = "yaml::boolean")]` on an
+/// `Option<bool>`: a plain boolean of the schema read (see [`from_str`], [`from_str_core`]),
+/// or nothing (`key:`, `~`); a quoted scalar (`"yes"`, `"true"`), a number or any other text
+/// is refused, and the refusal names the line and the key ("expected true or false, found the
+/// text "yes""). serde-saphyr alone would read `"yes"` as `true`.
+pub fn boolean<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    d.deserialize_any(Boolean)
+}
+
+/// The visitor of [`boolean`].
+struct Boolean;
+
+impl<'de> serde::de::Visitor<'de> for Boolean {
+    type Value = Option<bool>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a boolean")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
 }
 
 /// The refusal for `e`, raised while parsing `text` at `path` (none when the error came after
@@ -82,10 +142,20 @@ fn refusal(text: &str, e: &Error, path: Option<&KeyPath>) -> YamlError {
     let value = at
         .map(|(line, column)| value_at(text, line, column))
         .filter(|v| !v.is_empty());
+    // An explicit tag, where the error's column is (`!!str 1`) or just before it.
+    let (tagged, value) = match value.as_deref().map(split_tag) {
+        Some((Some(tag), v)) => (Some(tag.to_owned()), Some(v.to_owned())),
+        _ => (
+            at.and_then(|(line, column)| tag_before(text, line, column))
+                .map(str::to_owned),
+            value,
+        ),
+    };
+    let tagged = tagged.as_deref();
     YamlError {
         at,
         key,
-        what: what(e, value.as_deref()),
+        what: what(e, value.as_deref(), tagged),
     }
 }
 
@@ -121,8 +191,9 @@ fn key_path(path: &KeyPath, named: Option<&str>) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-/// What is wrong, and how to fix it; `value` is the scalar at the error's place, if any.
-fn what(e: &Error, value: Option<&str>) -> String {
+/// What is wrong, and how to fix it; `value` is the scalar at the error's place, if any, and
+/// `tagged` the explicit tag written before it (`!!str`).
+fn what(e: &Error, value: Option<&str>, tagged: Option<&str>) -> String {
     match e {
         Error::DuplicateMappingKey { .. } => {
             "this key is given twice in the same mapping; keep one of them".into()
@@ -137,10 +208,38 @@ fn what(e: &Error, value: Option<&str>) -> String {
              write it out plainly",
             budget(breach)
         ),
-        Error::InvalidScalar { ty, .. } => format!(
-            "{} is not {}",
-            value.map_or("the value".into(), shown),
-            wanted(ty)
+        Error::InvalidScalar { ty, .. } => match tagged {
+            // `version: !!str 1`: the tag makes it a text, whatever it looks like.
+            Some(tag) => format!(
+                "expected {}, found {} tagged {tag}: remove the tag",
+                wanted(ty),
+                match tag {
+                    "!!str" => format!("the text {}", quoted(value.unwrap_or_default())),
+                    _ => value.map_or("the value".into(), |v| shown(v).into_owned()),
+                }
+            ),
+            None => format!(
+                "{} is not {}",
+                value.map_or("the value".into(), shown),
+                wanted(ty)
+            ),
+        },
+        Error::InvalidBooleanStrict { .. } => format!(
+            "expected true or false, found {}",
+            value.map_or("another value".into(), shown)
+        ),
+        Error::SerdeInvalidType {
+            unexpected,
+            expected,
+            ..
+        }
+        | Error::SerdeInvalidValue {
+            unexpected,
+            expected,
+            ..
+        } if wanted(expected) == "true or false" => format!(
+            "expected true or false, found {}: write true or false, without quotes",
+            found(unexpected)
         ),
         Error::SerdeInvalidType {
             unexpected,
@@ -245,11 +344,22 @@ fn found(unexpected: &str) -> String {
         "nothing (an empty value)".into()
     } else if let Some((kind, rest)) = u.split_once(' ') {
         let v = rest.trim_matches(|c| c == '`' || c == '"');
+        if kind == "string" {
+            // serde writes the text quoted and escaped: shown so, cut when long.
+            let inner = rest
+                .strip_prefix('"')
+                .and_then(|r| r.strip_suffix('"'))
+                .unwrap_or(rest);
+            return if inner.chars().any(char::is_control) {
+                format!("the text {}", quoted(inner))
+            } else {
+                format!("the text {}", shown(rest))
+            };
+        }
         let kind = match kind {
             "integer" => "the number",
             "floating" => "the number",
             "boolean" => "the boolean",
-            "string" => "the text",
             _ => "the value",
         };
         let v = v.trim_start_matches("point `").trim_end_matches('`');
@@ -272,6 +382,24 @@ fn split_at_column(l: &str, column: u64) -> (&str, &str) {
     let n = usize::try_from(column.saturating_sub(1)).unwrap_or(usize::MAX);
     let at = l.char_indices().nth(n).map_or(l.len(), |(i, _)| i);
     l.split_at(at)
+}
+
+/// `!!str 1` as (`Some("!!str")`, `"1"`); a scalar without a tag as (`None`, itself).
+fn split_tag(v: &str) -> (Option<&str>, &str) {
+    match v.split_once([' ', '\t']) {
+        Some((tag, rest)) if tag.starts_with('!') && tag.len() > 1 => (Some(tag), rest.trim()),
+        _ => (None, v),
+    }
+}
+
+/// The explicit tag (`!!str`, `!x`) written just before the scalar at `line`, `column`, if any.
+fn tag_before(text: &str, line: u64, column: u64) -> Option<&str> {
+    let (before, _) = split_at_column(line_of(text, line), column);
+    let last = before
+        .trim_end()
+        .rsplit([' ', '\t', '[', '{', ','])
+        .next()?;
+    (last.starts_with('!') && last.len() > 1).then_some(last)
 }
 
 /// The scalar that starts at `line`, `column`: up to a `,`, `}`, `]`, ` #` or the line's end.
@@ -404,5 +532,123 @@ mod tests {
         assert_eq!(found("integer `5`"), "the number 5");
         assert_eq!(found("sequence"), "a list");
         assert_eq!(found("string \"x\ny\""), "the text \"x\\ny\"");
+        assert_eq!(found("string \"yes\""), "the text \"yes\"");
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)] // read only through the error paths
+    struct Switches {
+        #[serde(default, deserialize_with = "boolean")]
+        on: Option<bool>,
+        n: Option<u32>,
+    }
+
+    /// No quoted scalar is a boolean, under either schema; a plain `yes` is one under YAML
+    /// 1.1's (`from_str`) and text under YAML 1.2's core schema (`from_str_core`).
+    #[test]
+    fn quoted_scalars_are_never_booleans() {
+        type Read = fn(&str) -> Result<Switches, YamlError>;
+        let (v11, core): (Read, Read) = (|t| from_str(t), |t| from_str_core(t));
+        for read in [v11, core] {
+            for (text, want) in [
+                ("on: true", Some(true)),
+                ("on: False", Some(false)),
+                ("on: TRUE", Some(true)),
+                ("on:", None),
+                ("on: ~", None),
+                ("n: 1", None),
+            ] {
+                assert_eq!(
+                    read(text).map(|s| s.on).map_err(|e| e.to_string()),
+                    Ok(want)
+                );
+            }
+            for (text, want) in [
+                (
+                    "on: \"yes\"",
+                    "key on: expected true or false, found the text \"yes\": \
+                     write true or false, without quotes",
+                ),
+                (
+                    "on: 'on'",
+                    "key on: expected true or false, found the text \"on\"",
+                ),
+                (
+                    "on: \"true\"",
+                    "key on: expected true or false, found the text \"true\"",
+                ),
+                (
+                    "on: !!str true",
+                    "key on: expected true or false, found the text \"true\"",
+                ),
+                (
+                    "on: 1",
+                    "key on: expected true or false, found the number 1",
+                ),
+            ] {
+                let e = read(text).unwrap_err().to_string();
+                assert!(
+                    e.starts_with("line 1, ") && e.contains(want),
+                    "{text:?}: {e}"
+                );
+            }
+        }
+        assert_eq!(from_str::<Switches>("on: yes").unwrap().on, Some(true));
+        assert_eq!(from_str::<Switches>("on: off").unwrap().on, Some(false));
+        for bare in ["yes", "on", "y", "no", "off"] {
+            let e = from_str_core::<Switches>(&format!("on: {bare}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("line 1, ")
+                    && e.contains(&format!(
+                        "key on: expected true or false, found the text \"{bare}\""
+                    )),
+                "{bare}: {e}"
+            );
+        }
+        let e = from_str_core::<Switches>("on: !!bool yes")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("key on: expected true or false, found yes"),
+            "{e}"
+        );
+    }
+
+    /// A tag that makes a number a text says so, and what is wanted.
+    #[test]
+    fn a_tagged_text_where_a_number_belongs_says_so() {
+        let e = from_str::<Switches>("n: !!str 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "line 1, key n: expected a whole number from 0 to 4294967295, found the text \"1\" \
+                 tagged !!str: remove the tag"
+            ) || e.contains(
+                "key n: expected a whole number from 0 to 4294967295, found the text \"1\" tagged \
+                 !!str: remove the tag"
+            ),
+            "{e}"
+        );
+    }
+
+    /// A megabyte value is shown as its first characters and its size.
+    #[test]
+    fn long_values_are_cut_in_messages() {
+        let big = "x".repeat(3_000_000);
+        for text in [
+            format!("n: {big}\n"),
+            format!("on: \"{big}\"\n"),
+            format!("n: !!str {big}\n"),
+        ] {
+            let e = from_str_core::<Switches>(&text).unwrap_err().to_string();
+            assert!(
+                e.len() < 400 && e.contains("… (3000"),
+                "{}",
+                &e[..e.len().min(600)]
+            );
+        }
     }
 }

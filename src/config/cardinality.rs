@@ -2,18 +2,21 @@
 //! `--drop-labels` and `--max-labels-per-series` (flags, variables, or the `metrics.*` keys of
 //! `--config-file`), checked into the exposition's [`Cardinality`]; and the labels-per-series
 //! guard's arithmetic (`fit_labels`), run once the counters are loaded (by `Config::fit_labels`,
-//! in `labels_per_series.rs`).
+//! in `labels_per_series.rs`); and the family filter's check against the counters loaded
+//! (`check_families`: a filter that would serve no GPU family is refused, at start-up and on a
+//! reload of the counters file, as a collection that matches no field is).
 //!
 //! It decides what is refused (a glob that does not parse, a label that tells series apart, a
-//! family over the limit) and says where the value came from; the filtering itself is
-//! `exposition::filter`'s. It must not read files or touch NVML.
+//! family over the limit, a filter that leaves nothing) and says where the value came from; the
+//! filtering itself is `exposition::filter`'s. It must not read files or touch NVML.
 
 use super::cli::Cli;
 use super::origin::FileMerge;
+use crate::base::shown::quoted;
 use crate::catalogue::csv::CounterSet;
 use crate::catalogue::profile::Profile;
 use crate::exposition::filter::{
-    Cardinality, DEFAULT_MAX_LABELS, NEVER_DROPPED, SeriesLabels, widest_series,
+    Cardinality, DEFAULT_MAX_LABELS, NEVER_DROPPED, OWN_GPU_FAMILIES, SeriesLabels, widest_series,
 };
 
 /// A cardinality control refused.
@@ -30,6 +33,23 @@ pub enum CardinalityError {
     /// A family's series would have more labels than `--max-labels-per-series`.
     #[error("{0}")]
     LabelLimit(String),
+    /// `--include-families` / `--exclude-families` would serve none of the GPU families.
+    #[error("{0}")]
+    NoFamilies(String),
+}
+
+/// The validated controls: the filter, the label limit, whether the exporter's own GPU
+/// families are served, and the family filters as given (`--include-families "DCGM_*"`, or the
+/// file and key), for [`check_families`]' message.
+pub(super) struct Controls {
+    /// The filter.
+    pub(super) filter: Cardinality,
+    /// `--max-labels-per-series`.
+    pub(super) max_labels: usize,
+    /// The exporter's own `gpu_*` families are served.
+    pub(super) own_families: bool,
+    /// Each family filter given, as messages name it with its value.
+    pub(super) family_filters: Vec<String>,
 }
 
 /// (flag, configuration-file key) of each control.
@@ -62,14 +82,13 @@ pub(super) fn merge_file(cli: &mut Cli, entries: Vec<(&'static str, String)>, m:
     }
 }
 
-/// The validated controls: (the filter, the label limit, whether the exporter's own GPU
-/// families are served). `origin` names where a flag's value came from (the flag, or the
+/// The validated controls. `origin` names where a flag's value came from (the flag, or the
 /// configuration file and key).
 pub(super) fn controls(
     cli: &Cli,
     profile: Profile,
     origin: &dyn Fn(&'static str) -> String,
-) -> Result<(Cardinality, usize, bool), CardinalityError> {
+) -> Result<Controls, CardinalityError> {
     let items = |v: &Option<String>| -> Vec<String> {
         v.as_deref()
             .unwrap_or_default()
@@ -85,7 +104,7 @@ pub(super) fn controls(
             .map(|g| {
                 let bad = |why: String| CardinalityError::Refused {
                     setting: origin(flag),
-                    message: format!("{g:?}: {why}"),
+                    message: format!("{}: {why}", quoted(&g)),
                 };
                 if !g.chars().all(|c| {
                     c.is_ascii_alphanumeric()
@@ -105,7 +124,7 @@ pub(super) fn controls(
     for name in &drop_labels {
         let bad = |why: &str| CardinalityError::Refused {
             setting: origin("--drop-labels"),
-            message: format!("{name:?}: {why}"),
+            message: format!("{}: {why}", quoted(name)),
         };
         let valid = name
             .chars()
@@ -135,7 +154,8 @@ pub(super) fn controls(
                 return Err(CardinalityError::Refused {
                     setting: origin("--max-labels-per-series"),
                     message: format!(
-                        "{v:?}: expected a number of labels, at least 10 (an entity's identity)"
+                        "{}: expected a number of labels, at least 10 (an entity's identity)",
+                        quoted(v)
                     ),
                 });
             }
@@ -148,7 +168,99 @@ pub(super) fn controls(
         exclude,
         drop_labels,
     };
-    Ok((filter, max, own_families))
+    let family_filters = [
+        ("--include-families", &cli.cardinality.include_families),
+        ("--exclude-families", &cli.cardinality.exclude_families),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !items(v).is_empty())
+    .map(|(flag, v)| {
+        format!(
+            "{} {}",
+            origin(flag),
+            quoted(v.as_deref().unwrap_or_default())
+        )
+    })
+    .collect();
+    Ok(Controls {
+        filter,
+        max_labels: max,
+        own_families,
+        family_filters,
+    })
+}
+
+/// Refuses a family filter under which none of the GPU families would be served: none of the
+/// metric rows of `counters`, nor (`own_families`) the exporter's own `gpu_*` families. Only
+/// the exporter's health (`gpu_exporter_*`, `process_*`) would be left: a page without one GPU
+/// series, which looks like a node without GPUs. `given` names the filters and their values.
+pub(super) fn check_families(
+    counters: &CounterSet,
+    filter: &Cardinality,
+    own_families: bool,
+    given: &[String],
+) -> Result<(), CardinalityError> {
+    if filter.include.is_empty() && filter.exclude.is_empty() {
+        return Ok(());
+    }
+    let mut rows: Vec<&str> = counters.metrics().map(|r| r.name.as_str()).collect();
+    rows.dedup();
+    let own: &[&str] = if own_families { OWN_GPU_FAMILIES } else { &[] };
+    let families = || rows.iter().copied().chain(own.iter().copied());
+    if families().any(|f| filter.serves(f)) {
+        return Ok(());
+    }
+    let mut hints = Vec::new();
+    for p in &filter.include {
+        let g = p.as_str();
+        let case = glob::MatchOptions {
+            case_sensitive: false,
+            ..glob::MatchOptions::new()
+        };
+        if !g.contains(['*', '?', '[']) && families().any(|f| f.starts_with(g)) {
+            hints.push(format!("did you mean {}?", quoted(&format!("{g}*"))));
+        } else if let Some(f) = families().find(|f| p.matches_with(f, case)) {
+            hints.push(format!(
+                "family names are case-sensitive: {} matches {f} only when written as it is",
+                quoted(g)
+            ));
+        }
+    }
+    if filter.include.is_empty() {
+        hints.push("the exclusions match every family".into());
+    } else if filter
+        .include
+        .iter()
+        .any(|p| families().any(|f| p.matches(f)))
+    {
+        hints.push("the exclusions leave out every family the inclusions keep".into());
+    }
+    let sample: Vec<&str> = rows.iter().copied().take(4).collect();
+    let more = if rows.len() > sample.len() {
+        ", …"
+    } else {
+        ""
+    };
+    let own_note = if own_families {
+        " and the exporter's gpu_* families (gpu_health_status, gpu_xid_errors_total, …)"
+    } else {
+        ""
+    };
+    Err(CardinalityError::NoFamilies(format!(
+        "{}: serves none of the GPU families, only the exporter's own health (gpu_exporter_*): \
+         the counters file has {} ({}{more}){own_note}{}",
+        given.join(" with "),
+        match rows.len() {
+            1 => "1 family".to_owned(),
+            n => format!("{n} families"),
+        },
+        sample.join(", "),
+        if hints.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", hints.join("; "))
+        }
+    )))
 }
 
 /// The labels-per-series guard: refuses when a family's widest series would have more than

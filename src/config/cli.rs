@@ -68,6 +68,10 @@ pub struct Cli {
     /// dcgm-exporter's flags accepted without effect.
     #[command(flatten)]
     pub ignored: IgnoredArgs,
+    /// The environment variables of flags that were set but blank, and so not read (filled in
+    /// by `Cli::try_parse_go_style`; logged at debug).
+    #[arg(skip)]
+    pub blank_variables: Vec<String>,
 }
 
 /// The counters, the configuration file, the GPUs read and how often, and the Xid and clock-event windows.
@@ -89,7 +93,7 @@ pub struct SamplingArgs {
         short = 'c',
         long = "collect-interval",
         env = "DCGM_EXPORTER_INTERVAL",
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = millis(MIN_INTERVAL_MS)
     )]
     pub collect_interval: Option<u64>,
@@ -115,7 +119,7 @@ pub struct SamplingArgs {
         long = "xid-count-window-size",
         env = "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE",
         default_value_t = 300_000,
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = millis(1)
     )]
     pub xid_count_window_size: u64,
@@ -124,7 +128,7 @@ pub struct SamplingArgs {
         long = "clock-events-count-window-size",
         env = "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE",
         default_value_t = 300_000,
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = millis(1)
     )]
     pub clock_events_count_window_size: u64,
@@ -210,7 +214,8 @@ pub struct CardinalityArgs {
     /// the room left. (`metrics.maxLabelsPerSeries`.)
     #[arg(
         long = "max-labels-per-series",
-        env = "GPU_EXPORTER_MAX_LABELS_PER_SERIES"
+        env = "GPU_EXPORTER_MAX_LABELS_PER_SERIES",
+        allow_hyphen_values = true
     )]
     pub max_labels_per_series: Option<String>,
 }
@@ -232,10 +237,18 @@ pub struct WebArgs {
     #[arg(long = "web-config-file", env = "DCGM_EXPORTER_WEB_CONFIG_FILE")]
     pub web_config_file: Option<PathBuf>,
     /// Time allowed to read a request, as a Go duration (dcgm-exporter 4.8.3+; validated).
-    #[arg(long = "web-read-timeout", env = "DCGM_EXPORTER_WEB_READ_TIMEOUT")]
+    #[arg(
+        long = "web-read-timeout",
+        env = "DCGM_EXPORTER_WEB_READ_TIMEOUT",
+        allow_hyphen_values = true
+    )]
     pub web_read_timeout: Option<String>,
     /// Time allowed to write a response, as a Go duration (dcgm-exporter 4.8.3+; validated).
-    #[arg(long = "web-write-timeout", env = "DCGM_EXPORTER_WEB_WRITE_TIMEOUT")]
+    #[arg(
+        long = "web-write-timeout",
+        env = "DCGM_EXPORTER_WEB_WRITE_TIMEOUT",
+        allow_hyphen_values = true
+    )]
     pub web_write_timeout: Option<String>,
     /// Connections open at once; beyond it the oldest open connection is closed for the new
     /// one (a flood of slow clients cannot lock Prometheus out or exhaust file descriptors).
@@ -243,7 +256,7 @@ pub struct WebArgs {
         long = "web-max-connections",
         env = "GPU_EXPORTER_WEB_MAX_CONNECTIONS",
         default_value_t = 512,
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = whole::<u32>(1, 65_536)
     )]
     pub web_max_connections: u32,
@@ -252,7 +265,7 @@ pub struct WebArgs {
     #[arg(
         long = "max-concurrent-scrapes",
         env = "DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES",
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = whole::<u32>(0, u32::MAX.into())
     )]
     pub max_concurrent_scrapes: Option<u32>,
@@ -316,7 +329,7 @@ pub struct KubernetesArgs {
         long = "pod-resources-refresh-interval",
         env = "GPU_EXPORTER_POD_RESOURCES_REFRESH_INTERVAL",
         default_value_t = 5000,
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = millis(MIN_INTERVAL_MS)
     )]
     pub pod_resources_refresh_interval: u64,
@@ -325,7 +338,7 @@ pub struct KubernetesArgs {
         long = "pod-resources-timeout",
         env = "GPU_EXPORTER_POD_RESOURCES_TIMEOUT",
         default_value_t = 10_000,
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = millis(MIN_INTERVAL_MS)
     )]
     pub pod_resources_timeout: u64,
@@ -405,12 +418,17 @@ pub struct DcgmArgs {
     )]
     pub dcgm_log_level: Option<DcgmLogLevel>,
     /// How long DCGM keeps the samples of the exporter's watches (Go duration; default 10m).
-    #[arg(long = "watch-max-keep-age", env = "DCGM_EXPORTER_WATCH_MAX_KEEP_AGE")]
+    #[arg(
+        long = "watch-max-keep-age",
+        env = "DCGM_EXPORTER_WATCH_MAX_KEEP_AGE",
+        allow_hyphen_values = true
+    )]
     pub watch_max_keep_age: Option<String>,
     /// How many samples DCGM keeps per watched field (0: no limit).
     #[arg(
         long = "watch-max-keep-samples",
-        env = "DCGM_EXPORTER_WATCH_MAX_KEEP_SAMPLES"
+        env = "DCGM_EXPORTER_WATCH_MAX_KEEP_SAMPLES",
+        allow_hyphen_values = true
     )]
     pub watch_max_keep_samples: Option<String>,
 }
@@ -439,7 +457,7 @@ pub struct SimulatorArgs {
         long = "simulate-seed",
         env = "GPU_EXPORTER_SIMULATE_SEED",
         default_value_t = 1,
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         value_parser = whole::<u64>(0, u64::MAX)
     )]
     pub simulate_seed: u64,

@@ -1,7 +1,9 @@
 //! Loading the counter set a validated [`Config`] chose ([`Config::load_counters`]): the
 //! counters file (watched for hot reload), the configuration file's `metrics.fields`, or the
-//! compatibility profile's built-in set; then the configuration file's collections checked
-//! against the fields loaded.
+//! compatibility profile's built-in set; then the configuration file's collections and the
+//! family filter (`--include-families`, `--exclude-families`) checked against the fields
+//! loaded: a collection that matches no field, or a filter that serves no GPU family, stops
+//! start-up.
 //!
 //! It must not choose the source (validation did: [`super::CountersChoice`]) or touch NVML.
 
@@ -43,6 +45,12 @@ impl Config {
                     message: format!("{message} ({})", loaded.origin),
                 })?;
         }
+        super::cardinality::check_families(
+            &loaded.set,
+            &self.exposition.cardinality,
+            self.exposition.own_families,
+            &self.exposition.family_filters,
+        )?;
         Ok(loaded)
     }
 
@@ -62,6 +70,120 @@ impl Config {
 mod tests {
     use super::*;
     use crate::config::BUILTIN_DEFAULT_COUNTERS;
+
+    /// Loads the counters of `-f counters` under `args`: the error, if any.
+    fn loaded(counters: &str, args: &[&str]) -> Result<(), String> {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("c.csv");
+        std::fs::write(&csv, counters).unwrap();
+        let mut all = vec!["-f", csv.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let cfg = Config::from_args(&all).map_err(|e| e.to_string())?;
+        cfg.load_counters().map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    /// A family filter that serves none of the GPU families stops start-up naming the flag,
+    /// its value and what there is; one that serves any family, the counters file's or the
+    /// exporter's own, passes.
+    #[test]
+    fn a_family_filter_that_serves_nothing_is_refused() {
+        let csv = "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n";
+        for args in [
+            &["--include-families", "DCGM_FI_DEV_GPU_TEMP"][..],
+            &["--include-families", "gpu_health_*"],
+            &["--exclude-families", "DCGM_*"],
+            &[
+                "--compatibility",
+                "dcgm-4.8.4",
+                "--include-families",
+                "gpu_xid_*",
+            ],
+            &["--include-families", ""],
+        ] {
+            assert_eq!(loaded(csv, args), Ok(()), "{args:?}");
+        }
+        for (args, want) in [
+            (
+                &["--include-families", "NOMATCH_"][..],
+                "--include-families \"NOMATCH_\": serves none of the GPU families, only the \
+                 exporter's own health (gpu_exporter_*): the counters file has 2 families \
+                 (DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_POWER_USAGE) and the exporter's gpu_* families",
+            ),
+            (
+                &["--exclude-families", "*"],
+                "--exclude-families \"*\": serves none of the GPU families",
+            ),
+            (
+                &["--exclude-families", "*"],
+                "the exclusions match every family",
+            ),
+            (
+                &["--include-families", "DCGM_FI_DEV_GPU"],
+                "did you mean \"DCGM_FI_DEV_GPU*\"?",
+            ),
+            (
+                &["--include-families", "dcgm_*"],
+                "family names are case-sensitive",
+            ),
+            (
+                &[
+                    "--include-families",
+                    "DCGM_*",
+                    "--exclude-families",
+                    "DCGM_FI_*,gpu_*",
+                ],
+                "--include-families \"DCGM_*\" with --exclude-families \"DCGM_FI_*,gpu_*\": \
+                 serves none",
+            ),
+            (
+                &[
+                    "--compatibility",
+                    "dcgm-4.8.4",
+                    "--exclude-families",
+                    "DCGM_*",
+                ],
+                "the counters file has 2 families (DCGM_FI_DEV_GPU_TEMP, \
+                 DCGM_FI_DEV_POWER_USAGE); the exclusions",
+            ),
+        ] {
+            let e = loaded(csv, args).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        // The configuration file's keys are named as the file and key.
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = dir.path().join("c.yaml");
+        std::fs::write(
+            &yaml,
+            "version: 1\nmetrics:\n  includeFamilies: [\"NOMATCH_*\"]\n",
+        )
+        .unwrap();
+        let e = loaded(csv, &["--config-file", yaml.to_str().unwrap()]).unwrap_err();
+        assert!(
+            e.contains(&format!(
+                "--config-file {}: metrics.includeFamilies \"NOMATCH_*\": serves none of the GPU \
+                 families",
+                yaml.display()
+            )),
+            "{e}"
+        );
+    }
+
+    /// A reloaded counters file under which the filter would serve nothing is refused with
+    /// the start-up message (the set in use stays); one with a matching family passes.
+    #[test]
+    fn a_reload_that_leaves_no_family_is_refused() {
+        let mut cfg = Config::from_args(&["--include-families", "DCGM_FI_DEV_GPU_*"]).unwrap();
+        let set = |text: &str| parse_counters("new.csv", text).unwrap();
+        cfg.fit_labels(&set("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"))
+            .unwrap();
+        let guard = cfg.counters_guard();
+        assert_eq!(guard(&set("DCGM_FI_DEV_GPU_TEMP, gauge, t\n")), Ok(()));
+        let e = guard(&set("DCGM_FI_DEV_POWER_USAGE, gauge, p\n")).unwrap_err();
+        assert!(
+            e.starts_with("--include-families \"DCGM_FI_DEV_GPU_*\": serves none of the GPU"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn builtin_counters_parse() {

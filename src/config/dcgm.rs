@@ -13,6 +13,7 @@ use super::cli::Cli;
 use super::origin::FileMerge;
 use super::values::{DcgmLogLevel, DcgmMode};
 use crate::base::bounded_read::{ReadError, refuse_not_regular};
+use crate::base::shown::quoted;
 
 /// A DCGM setting that cannot be used; each names its flag.
 #[derive(Debug, thiserror::Error)]
@@ -26,16 +27,24 @@ pub enum DcgmConfigError {
         source: ReadError,
     },
     /// `--dcgm-mode` names no mode, or remote without an address.
-    #[error("--dcgm-mode {0:?}: {1}")]
+    #[error("--dcgm-mode {}: {why}", quoted(.0), why = .1)]
     Mode(String, &'static str),
     /// `-r/--remote-hostengine-info` is not an address.
     #[error("-r/--remote-hostengine-info (or DCGM_REMOTE_HOSTENGINE_INFO) {0}")]
     Hostengine(#[source] crate::dcgm::HostengineAddressError),
     /// `--watch-max-keep-age` is not a duration.
-    #[error("--watch-max-keep-age {0:?}: not a duration (expected Go's form, e.g. 10m, 30s)")]
-    KeepAge(String),
+    #[error(
+        "--watch-max-keep-age {}: {why} (expected a duration of 0 or more, e.g. \
+         --watch-max-keep-age 10m)",
+        quoted(.0),
+        why = .1
+    )]
+    KeepAge(String, crate::base::duration::DurationError),
     /// `--watch-max-keep-samples` is not a whole number of at least 0.
-    #[error("--watch-max-keep-samples {0:?}: expected a whole number of samples, 0 for no limit")]
+    #[error(
+        "--watch-max-keep-samples {}: expected a whole number of samples, 0 for no limit",
+        quoted(.0)
+    )]
     KeepSamples(String),
     /// `-s/--switch-devices` does not parse (the message names the flag and the item).
     #[error(transparent)]
@@ -195,7 +204,7 @@ pub(super) fn settings(
         Some(v) if !v.is_empty() => match v.parse::<u64>() {
             Ok(secs) => Duration::from_secs(secs),
             Err(_) => crate::base::duration::parse_go(v)
-                .map_err(|_| DcgmConfigError::KeepAge(v.to_owned()))?,
+                .map_err(|e| DcgmConfigError::KeepAge(v.to_owned(), e))?,
         },
         _ => crate::dcgm::DEFAULT_MAX_KEEP_AGE,
     };

@@ -14,7 +14,8 @@
 //! metrics:
 //!   file: /etc/dcgm-exporter/default-counters.csv   # or, exclusive with it:
 //!   fields: [{name: DCGM_FI_DEV_GPU_TEMP, prometheusType: gauge, help: "..."}]
-//!   enableExporterMetrics: true     # v2
+//!   enableExporterMetrics: true     # v2; `true` or `false` (YAML 1.2: `yes`, `on` and any
+//!                                   # quoted value are text, refused naming the line)
 //! collection:                       # v1
 //!   interval: 30s
 //!   watchGroups: [{name: fast, interval: 5s, fields: [DCGM_FI_DEV_GPU_TEMP, "DCGM_FI_PROF_*"]}]
@@ -32,7 +33,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::base::shown::{shown, shown_path};
+use crate::base::shown::{quoted, shown, shown_path};
 use crate::base::yaml;
 use crate::gpu::collections::{Collection, MIN_INTERVAL_MS};
 
@@ -125,6 +126,9 @@ struct RawWatch {
 struct RawMetrics {
     file: Option<String>,
     fields: Option<Vec<RawField>>,
+    /// `true` or `false` only (YAML 1.2, as dcgm-exporter's yaml.v3 resolves booleans): a
+    /// quoted value, `yes` or `on` is refused naming the line and the key.
+    #[serde(default, deserialize_with = "yaml::boolean")]
     enable_exporter_metrics: Option<bool>,
     include_families: Option<Vec<String>>,
     exclude_families: Option<Vec<String>>,
@@ -204,7 +208,7 @@ impl FileSettings {
                 "the file is empty (expected at least `version: 1`)".into()
             ));
         } else {
-            yaml::from_str(text).map_err(|e| bad(e.to_string()))?
+            yaml::from_str_core(text).map_err(|e| bad(e.to_string()))?
         };
         let version = raw
             .version
@@ -218,14 +222,16 @@ impl FileSettings {
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| {
                     bad(format!(
-                        "{key}: {v:?} is not a positive duration (e.g. 30s, 5m)"
+                        "{key}: {} is not a positive duration (e.g. 30s, 5m)",
+                        quoted(v)
                     ))
                 })?;
             // Every interval, whichever key or flag it comes from, has the same minimum and the
             // same message as -c/--collect-interval's.
             if d < Duration::from_millis(MIN_INTERVAL_MS) {
                 return Err(bad(format!(
-                    "{key} {v:?}: must be at least {MIN_INTERVAL_MS} (milliseconds)"
+                    "{key} {}: must be at least {MIN_INTERVAL_MS} (milliseconds)",
+                    quoted(v)
                 )));
             }
             Ok(d)
@@ -236,7 +242,9 @@ impl FileSettings {
             }
             globs
                 .iter()
-                .map(|g| glob::Pattern::new(g).map_err(|e| bad(format!("{key}: {g:?}: {e}"))))
+                .map(|g| {
+                    glob::Pattern::new(g).map_err(|e| bad(format!("{key}: {}: {e}", quoted(g))))
+                })
                 .collect()
         };
         let mut out = Self::default();
@@ -333,8 +341,12 @@ impl FileSettings {
                 note_unknown("sources.dcgm.watch.", w.other);
                 if let Some(v) = w.max_keep_age {
                     let key = "sources.dcgm.watch.maxKeepAge";
-                    let d = crate::base::duration::parse_go(&v)
-                        .map_err(|_| bad(format!("{key}: {v:?} is not a duration (e.g. 10m)")))?;
+                    let d = crate::base::duration::parse_go(&v).map_err(|_| {
+                        bad(format!(
+                            "{key}: {} is not a duration (e.g. 10m)",
+                            quoted(&v)
+                        ))
+                    })?;
                     out.watch_max_keep_age = Some(d);
                 }
                 if let Some(n) = w.max_keep_samples {
@@ -351,7 +363,7 @@ impl FileSettings {
         let mut names: Vec<&str> = out.groups.iter().map(|g| g.name.as_str()).collect();
         names.sort_unstable();
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(bad(format!("collection {:?} is defined twice", w[0])));
+            return Err(bad(format!("collection {} is defined twice", quoted(w[0]))));
         }
         Ok(out)
     }
@@ -534,6 +546,84 @@ mod tests {
             assert!(e.starts_with("--config-file /etc/x.yaml: "), "{e}");
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    /// A boolean key takes `true` or `false` only: a quoted value is text (YAML), and so are a
+    /// bare `yes` and `on` under YAML 1.2, which dcgm-exporter's yaml.v3 follows; each refusal
+    /// names the file, the line and the key. A tag that makes a number a text says so.
+    #[test]
+    fn booleans_are_true_or_false_and_a_tagged_text_is_named() {
+        for (v, want) in [("true", Some(true)), ("FALSE", Some(false)), ("", None)] {
+            let f = parse(&format!(
+                "version: 2\nmetrics:\n  enableExporterMetrics: {v}\n"
+            ))
+            .unwrap();
+            assert_eq!(f.enable_exporter_metrics, want, "{v:?}");
+        }
+        for (v, shown) in [
+            ("\"yes\"", "\"yes\""),
+            ("'on'", "\"on\""),
+            ("\"true\"", "\"true\""),
+            ("yes", "\"yes\""),
+            ("on", "\"on\""),
+        ] {
+            let e = parse(&format!(
+                "version: 2\nmetrics:\n  enableExporterMetrics: {v}\n"
+            ))
+            .unwrap_err();
+            assert!(
+                e.starts_with("--config-file /etc/x.yaml: line 3, ")
+                    && e.contains(&format!(
+                        "key metrics.enableExporterMetrics: expected true or false, found the \
+                         text {shown}"
+                    )),
+                "{v}: {e}"
+            );
+        }
+        let e = parse("version: !!str 1\n").unwrap_err();
+        assert!(
+            e.starts_with("--config-file /etc/x.yaml: line 1, ")
+                && e.contains(
+                    "key version: expected a whole number from 0 to 4294967295, found the text \
+                     \"1\" tagged !!str: remove the tag"
+                ),
+            "{e}"
+        );
+    }
+
+    /// A megabyte value in any key is shown as its first characters and its size, never whole.
+    #[test]
+    fn megabyte_values_are_not_echoed() {
+        let big = "A".repeat(3_000_000);
+        let mut wrong = Vec::new();
+        for text in [
+            format!("version: {big}\n"),
+            format!("version: \"{big}\"\n"),
+            format!("version: 1\ncollection: {{interval: {big}}}\n"),
+            format!(
+                "version: 1\ncollection: {{watchGroups: [{{name: a, interval: 5s, fields: [\"[{big}\"]}}]}}\n"
+            ),
+            format!(
+                "version: 2\ncollections: [{{name: {big}, every: 5s, metrics: {{include: [X]}}}}, {{name: {big}, every: 5s, metrics: {{include: [Y]}}}}]\n"
+            ),
+            format!("version: 2\nsources: {{dcgm: {{watch: {{maxKeepAge: {big}}}}}}}\n"),
+            format!("version: 2\nserver: {{maxConcurrentScrapes: {big}}}\n"),
+            format!("version: 2\nmetrics: {{enableExporterMetrics: \"{big}\"}}\n"),
+            format!("version: 2\nmetrics: {{maxLabelsPerSeries: {big}}}\n"),
+            format!("version: 2\n? {big}\n: 1\n"),
+        ] {
+            match parse(&text) {
+                Err(e) if e.len() < 600 => {}
+                Err(e) => wrong.push(e.chars().take(300).collect::<String>()),
+                Ok(f) => {
+                    let notes = f.notes.join("\n");
+                    if notes.len() > 600 || !notes.contains("… (3000") {
+                        wrong.push(notes.chars().take(300).collect());
+                    }
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     /// The YAML parser's refusals in our words: file, line, column, key and what to do;

@@ -2,7 +2,11 @@
 //! flag written with one dash (`-collectors`, `-address=:9400`) and the short forms Go takes
 //! (`-rbmn`) rewritten into clap's form ([`go_style_args`]); every on/off switch taking an
 //! attached Go boolean (`-k=false`) and the last occurrence of a flag winning
-//! ([`Cli::go_command`]); and a bad value from an environment variable named as the variable.
+//! ([`Cli::go_command`]); a bad value from an environment variable named as the variable; and
+//! the one rule for environment variables set but blank (empty, or only blanks): each counts
+//! as not set, whatever its flag, as dcgm-exporter's flag library skips an empty variable
+//! (a Helm `value: ""`), the names recorded in [`Cli::blank_variables`] for a debug line. A
+//! value clap's message would quote whole is cut to its first characters and its size.
 //!
 //! Syntax only: the flags themselves are `cli.rs`'s, their value parsers `values.rs`'s; it
 //! must not check what the values mean.
@@ -16,8 +20,19 @@ use super::values::go_bool;
 /// dash or two, and with `=VALUE`).
 const GO_SHORT_FORMS: &[(&str, &str)] = &[("rbmn", "replace-blanks-in-model-name")];
 
-/// The flags whose environment variable, set but blank, counts as not set.
-const BLANK_IS_UNSET: [&str; 2] = ["dcgm_mode", "dcgm_log_level"];
+/// Whether an environment variable's value counts as not set: empty, or only blanks.
+fn blank(v: &std::ffi::OsStr) -> bool {
+    v.to_str().is_some_and(|v| v.trim().is_empty())
+}
+
+/// The environment variables of `cmd`'s flags that are set but blank, in the order of the flags.
+fn blank_variables(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter_map(|a| a.get_env())
+        .filter(|var| std::env::var_os(var).is_some_and(|v| blank(&v)))
+        .map(|var| var.to_string_lossy().into_owned())
+        .collect()
+}
 
 impl Cli {
     /// Parses the process's arguments as dcgm-exporter's Go flag library would accept them
@@ -43,24 +58,31 @@ impl Cli {
     ) -> Result<(Self, clap::ArgMatches), clap::Error> {
         use clap::FromArgMatches;
         let args = go_style_args(&cmd, args);
-        let matches = cmd
-            .clone()
-            .try_get_matches_from(&args)
-            .map_err(|e| name_the_variable(e, &cmd, &args))?;
-        Ok((Self::from_arg_matches(&matches)?, matches))
+        let matches = cmd.clone().try_get_matches_from(&args).map_err(|e| {
+            let long = long_value(&e);
+            cut(name_the_variable(e, &cmd, &args), long.as_deref(), &cmd)
+        })?;
+        let mut cli = Self::from_arg_matches(&matches)?;
+        // Read from the flags' own definitions: `go_command` has taken the blank ones off.
+        cli.blank_variables = blank_variables(&<Self as clap::CommandFactory>::command());
+        Ok((cli, matches))
     }
 
     /// The command as Go's flag library reads it: every on/off switch (`-k`, `--debug`, …)
     /// also takes an attached value, `--kubernetes=false`, `-k=1`, and its environment
-    /// variable any of Go's boolean spellings (`1`, `t`, `TRUE`, `False`, …).
+    /// variable any of Go's boolean spellings (`1`, `t`, `TRUE`, `False`, …); and an
+    /// environment variable set but blank is not read at all (the flag's default, or the
+    /// configuration file's value, stands), for every flag alike.
     pub fn go_command() -> clap::Command {
         use clap::CommandFactory;
         // Go's flag library lets any flag be given again: the last value wins.
         Self::command().args_override_self(true).mut_args(|a| {
-            // A blank variable leaves these unset, as before they took an enum's values.
-            let blank = |v: std::ffi::OsString| v.to_str().is_some_and(|v| v.trim().is_empty());
-            let a = if BLANK_IS_UNSET.contains(&a.get_id().as_str())
-                && a.get_env().and_then(std::env::var_os).is_some_and(blank)
+            // The one rule for blank variables: as if not set (dcgm-exporter's flag library
+            // skips an empty variable; a variable of only blanks is read the same here).
+            let a = if a
+                .get_env()
+                .and_then(std::env::var_os)
+                .is_some_and(|v| blank(&v))
             {
                 a.env(None)
             } else {
@@ -127,6 +149,29 @@ fn name_the_variable(
         format!("environment variable {}: {first}\n", var.to_string_lossy()),
     )
     .with_cmd(cmd)
+}
+
+/// The value `e` quotes (an invalid value, an unexpected argument) when it is too long to be
+/// shown whole (`base::shown`'s rule).
+fn long_value(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    [ContextKind::InvalidValue, ContextKind::InvalidArg]
+        .into_iter()
+        .filter_map(|k| match e.get(k) {
+            Some(ContextValue::String(v)) => Some(v.clone()),
+            _ => None,
+        })
+        .find(|v| crate::base::shown::shown(v).len() < v.len())
+}
+
+/// `e` with `long` (see [`long_value`]) cut to its first characters and its size: a 100 kB
+/// variable is not echoed into one line. Without one, `e` as it is.
+fn cut(e: clap::Error, long: Option<&str>, cmd: &clap::Command) -> clap::Error {
+    let Some(long) = long else { return e };
+    let text = e.to_string();
+    let text = text.replace(long, &crate::base::shown::shown(long));
+    let text = text.strip_prefix("error: ").unwrap_or(&text).to_owned();
+    clap::Error::raw(e.kind(), text).with_cmd(cmd)
 }
 
 /// Rewrites the arguments Go's flag library accepts and clap does not: a long flag written with

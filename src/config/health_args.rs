@@ -26,7 +26,11 @@ pub struct HealthArgs {
     #[arg(long = "health-require-gpus", env = "DCGM_EXPORTER_HEALTH_REQUIRE_GPUS", action = ArgAction::SetTrue)]
     pub health_require_gpus: bool,
     /// Flap damping: how long a GPU health reason stays after its cause is gone (Go duration).
-    #[arg(long = "health-hold", env = "GPU_EXPORTER_HEALTH_HOLD")]
+    #[arg(
+        long = "health-hold",
+        env = "GPU_EXPORTER_HEALTH_HOLD",
+        allow_hyphen_values = true
+    )]
     pub health_hold: Option<String>,
     /// Set the exporter's own conditions on its Node (GpuUnhealthy, GpuDegraded,
     /// GpuResetRequired, GpuRebootRequired); needs -k, NODE_NAME and RBAC to patch

@@ -41,7 +41,11 @@ pub struct IgnoredArgs {
     #[arg(long = "dump-directory", env = "DCGM_EXPORTER_DUMP_DIRECTORY")]
     pub dump_directory: Option<String>,
     /// How long debug dumps are kept (no meaning here).
-    #[arg(long = "dump-retention", env = "DCGM_EXPORTER_DUMP_RETENTION")]
+    #[arg(
+        long = "dump-retention",
+        env = "DCGM_EXPORTER_DUMP_RETENTION",
+        allow_hyphen_values = true
+    )]
     pub dump_retention: Option<String>,
     /// Compression of the debug dumps (no meaning here). An on/off switch, as in
     /// dcgm-exporter: `--dump-compression` or `--dump-compression=false`.
@@ -64,7 +68,8 @@ pub struct IgnoredArgs {
     /// Poll interval of the bind/unbind watch (no meaning here).
     #[arg(
         long = "gpu-bind-unbind-poll-interval",
-        env = "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL"
+        env = "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL",
+        allow_hyphen_values = true
     )]
     pub gpu_bind_unbind_poll_interval: Option<String>,
     /// pprof endpoints (no meaning here).

@@ -1,7 +1,9 @@
 //! The labels-per-series guard on a validated [`Config`]: which labels the exporter itself may
 //! put on a series under this configuration, checked against `--max-labels-per-series` once
 //! the counters are loaded (the arithmetic is `cardinality.rs`'s), and the room left handed to
-//! the pod-label allowlist. It must not read files or touch NVML.
+//! the pod-label allowlist; and the guard a reloaded counters file must pass
+//! ([`Config::counters_guard`]: the same checks, the family filter's included). It must not
+//! read files or touch NVML.
 
 use super::cardinality;
 use super::{Config, ConfigError};
@@ -30,13 +32,16 @@ impl Config {
         Ok(())
     }
 
-    /// The same guard for a new version of the counters file while running (its hot reload),
-    /// once [`Config::fit_labels`] has run: refuses a version whose widest family would break
-    /// `--max-labels-per-series`, or would leave the pod labels less room than they were
+    /// The start-up checks for a new version of the counters file while running (its hot
+    /// reload), once [`Config::fit_labels`] has run: refuses a version under which the family
+    /// filter would serve no GPU family (as start-up does), whose widest family would break
+    /// `--max-labels-per-series`, or that would leave the pod labels less room than they were
     /// given at start (the allowlist's limit is fixed then).
-    pub fn label_guard(&self) -> impl Fn(&CounterSet) -> Result<(), String> + Send + 'static {
+    pub fn counters_guard(&self) -> impl Fn(&CounterSet) -> Result<(), String> + Send + 'static {
         let labels = self.series_labels();
         let filter = self.exposition.cardinality.clone();
+        let own_families = self.exposition.own_families;
+        let family_filters = self.exposition.family_filters.clone();
         let limit = self.exposition.max_labels_per_series;
         let pod_room = self
             .kubernetes
@@ -44,6 +49,8 @@ impl Config {
             .and_then(|k| k.pod_labels.as_ref())
             .and_then(|allow| allow.max());
         move |counters: &CounterSet| {
+            cardinality::check_families(counters, &filter, own_families, &family_filters)
+                .map_err(|e| e.to_string())?;
             let room =
                 cardinality::fit_labels(counters, &labels, &filter, limit, pod_room.is_some())
                     .map_err(|e| e.to_string())?;

@@ -47,6 +47,8 @@ pub use origin::Origin;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::base::shown::quoted;
+
 use crate::attribution::KubernetesConfig;
 use crate::catalogue::csv::{CounterSet, CsvError};
 use crate::catalogue::profile::Profile;
@@ -77,20 +79,29 @@ pub enum ConfigError {
         flag: &'static str,
     },
     /// An `--xid-initialized-codes` item that is not a number.
-    #[error("--xid-initialized-codes {value:?}: {item:?} is not an Xid code (expected e.g. 48,79)")]
+    #[error(
+        "--xid-initialized-codes {}: {} is not an Xid code (expected e.g. 48,79)",
+        quoted(value),
+        quoted(item)
+    )]
     XidCode {
         /// The whole value.
         value: String,
         /// The item at fault.
         item: String,
     },
-    /// A Go duration flag that does not parse.
-    #[error("{flag} {value:?}: not a duration (expected Go's form, e.g. 10s, 1m30s, 500ms)")]
+    /// A Go duration flag that does not parse, or is negative.
+    #[error(
+        "{flag} {}: {why} (expected a duration of 0 or more, e.g. {flag} 10s)",
+        quoted(value)
+    )]
     Duration {
         /// The flag.
         flag: &'static str,
         /// The value given.
         value: String,
+        /// Why it is refused.
+        why: crate::base::duration::DurationError,
     },
     /// The counters file is invalid.
     #[error(transparent)]
@@ -175,6 +186,9 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// Warnings to log once logging is set up.
     pub warnings: Vec<String>,
+    /// Lines to log at debug once logging is set up (the blank environment variables not
+    /// read).
+    pub debug_notes: Vec<String>,
 }
 
 /// What the NVML reader reads and how often (`gpu::reader::ReaderOptions`).
@@ -217,6 +231,9 @@ pub struct ExpositionConfig {
     pub max_labels_per_series: usize,
     /// The exporter's own `gpu_*` families: in `native`, or when `--include-families` is given.
     pub own_families: bool,
+    /// `--include-families` / `--exclude-families` (or their keys) as given, as messages name
+    /// them: a filter that serves no GPU family is refused naming these.
+    pub family_filters: Vec<String>,
     /// `--enable-exporter-metrics` (or `metrics.enableExporterMetrics`): the `process_*`
     /// families.
     pub enable_exporter_metrics: bool,
@@ -289,7 +306,11 @@ pub fn node_hostname() -> String {
         .map(|s| s.trim().to_owned())
         .ok()
         .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| {
+            std::env::var("HOSTNAME")
+                .ok()
+                .filter(|h| !h.trim().is_empty())
+        })
         .unwrap_or_else(|| "localhost".into())
 }
 

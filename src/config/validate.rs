@@ -54,11 +54,11 @@ fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
 
 /// Checks a Go duration (`10s`, `1m30s`, `500ms`).
 fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, ConfigError> {
-    let err = || ConfigError::Duration {
+    crate::base::duration::parse_go(value).map_err(|why| ConfigError::Duration {
         flag,
         value: value.to_owned(),
-    };
-    crate::base::duration::parse_go(value).map_err(|_| err())
+        why,
+    })
 }
 
 impl Cli {
@@ -101,7 +101,7 @@ impl Settings {
         }
         let profile = cli.exposition.compatibility;
         let xid_initialized_codes = parse_xid_codes(&cli.sampling.xid_initialized_codes)?;
-        let (cardinality, max_labels_per_series, own_families) =
+        let controls =
             cardinality::controls(cli, profile, &|flag| self.origin_of(flag).to_string())?;
         let mut warnings = self.notes.clone();
         let mut kubernetes = self.kubernetes_config(&mut warnings)?;
@@ -183,9 +183,10 @@ impl Settings {
                 profile,
                 use_old_namespace: cli.exposition.use_old_namespace,
                 replace_blanks_in_model_name: cli.exposition.replace_blanks_in_model_name,
-                cardinality,
-                max_labels_per_series,
-                own_families,
+                cardinality: controls.filter,
+                max_labels_per_series: controls.max_labels,
+                own_families: controls.own_families,
+                family_filters: controls.family_filters,
                 enable_exporter_metrics: cli.exposition.enable_exporter_metrics.unwrap_or(false),
             },
             serving: ServingConfig {
@@ -224,6 +225,13 @@ impl Settings {
             counters,
             config_file: self.config_file.clone(),
             warnings,
+            debug_notes: cli
+                .blank_variables
+                .iter()
+                .map(|v| {
+                    format!("environment variable {v} is set but blank: not read, as if unset")
+                })
+                .collect(),
         })
     }
 }

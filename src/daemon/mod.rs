@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::catalogue::csv::CounterSet;
 use crate::config::{Config, ConfigError};
@@ -85,6 +85,9 @@ pub fn run(
     for w in &cfg.warnings {
         warn!("{w}");
     }
+    for n in &cfg.debug_notes {
+        debug!("{n}");
+    }
     let loaded = cfg.load_counters()?;
     cfg.fit_labels(&loaded.set)?;
     info!(
@@ -126,7 +129,7 @@ pub fn run(
     }
     if let Some(f) = loaded.file {
         info!(file = %f.shown_path(), "counters reload on file change and on SIGHUP");
-        sampler = sampler.with_counters_file(f.with_validator(Box::new(cfg.label_guard())));
+        sampler = sampler.with_counters_file(f.with_validator(Box::new(cfg.counters_guard())));
     }
     sampler = sampler.with_exporter_metrics(cfg.exposition.enable_exporter_metrics);
     // Bound before the sampler starts: nothing after this point stops the daemon with an error.

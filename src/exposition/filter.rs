@@ -3,9 +3,11 @@
 //! (`--drop-labels`); and the start-up half of the labels-per-series guard
 //! (`--max-labels-per-series`): the widest series each counters-file row can have.
 //!
-//! Text in, text out, once per tick and only when a control is set. Which label names may be
-//! dropped and whether a configuration is acceptable is decided in `config`; this module must
-//! not read files, flags or snapshots.
+//! Text in, text out, once per tick and only when a control is set. [`OWN_GPU_FAMILIES`] names
+//! the exporter's own GPU families (besides the counters file's rows), so that `config` can tell
+//! a family filter that would serve no GPU family at all. Which label names may be dropped and
+//! whether a configuration is acceptable is decided in `config`; this module must not read
+//! files, flags or snapshots.
 
 use crate::catalogue::Getter;
 use crate::catalogue::Level;
@@ -38,6 +40,39 @@ pub const NEVER_DROPPED: &[&str] = &[
     "source",
     "le",
     "quantile",
+];
+
+/// The exporter's own GPU families, served besides the counters file's rows when its own
+/// families are on (`native`, or `--include-families` given); not the exporter's health
+/// (`gpu_exporter_*`) nor the process's (`process_*`). A test checks that every `gpu_*` family
+/// the encoder writes is here.
+pub const OWN_GPU_FAMILIES: &[&str] = &[
+    "gpu_allocatable_devices",
+    "gpu_allocated_devices",
+    "gpu_allocation_info",
+    "gpu_container_memory_used_bytes",
+    "gpu_container_processes",
+    "gpu_container_sm_utilization_ratio",
+    "gpu_device_up",
+    "gpu_fabric_health",
+    "gpu_fabric_health_mask",
+    "gpu_fabric_info",
+    "gpu_fabric_state",
+    "gpu_fabric_status",
+    "gpu_health_reason",
+    "gpu_health_status",
+    "gpu_nvlink_effective_bit_error_ratio",
+    "gpu_nvlink_effective_errors_total",
+    "gpu_nvlink_errors_total",
+    "gpu_nvlink_links_down",
+    "gpu_nvlink_receive_bytes_total",
+    "gpu_nvlink_symbol_bit_error_ratio",
+    "gpu_nvlink_symbol_errors_total",
+    "gpu_nvlink_transmit_bytes_total",
+    "gpu_nvlink_up",
+    "gpu_recovery_action",
+    "gpu_xid_errors_total",
+    "gpu_xid_last_seen_timestamp_seconds",
 ];
 
 /// The cardinality controls. The default serves everything as encoded.
@@ -256,6 +291,36 @@ mod tests {
             last.ends_with("a_x{gpu=\"0\",pci_bus_id=\"1\"} 1\n"),
             "{last}"
         );
+    }
+
+    /// Every `gpu_*` family name the encoder writes (its string literals) is in
+    /// [`OWN_GPU_FAMILIES`], but the exporter's health (`gpu_exporter_*`) and label names.
+    #[test]
+    fn own_gpu_families_are_the_ones_the_encoder_writes() {
+        let sources = [
+            include_str!("mod.rs"),
+            include_str!("health.rs"),
+            include_str!("interconnect.rs"),
+            include_str!("self_metrics.rs"),
+        ];
+        let labels = ["gpu_uuid"];
+        let mut written = Vec::new();
+        for src in sources {
+            for (i, _) in src.match_indices("\"gpu_") {
+                let name: String = src[i + 1..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.starts_with("gpu_exporter_") && !labels.contains(&name.as_str()) {
+                    written.push(name);
+                }
+            }
+        }
+        written.sort();
+        written.dedup();
+        let mut listed = OWN_GPU_FAMILIES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(written, listed);
     }
 
     /// A switch `label` row widens the switch series (the guard counts it there), not the
