@@ -20,11 +20,11 @@ use tokio::sync::watch;
 /// A hash whose verification is estimated to take longer than this on this machine is
 /// refused: Prometheus' default scrape timeout, which every scrape after a restart would
 /// exceed until the first verification ends.
-pub(super) const BCRYPT_REFUSE_OVER: Duration = Duration::from_secs(10);
+pub const BCRYPT_REFUSE_OVER: Duration = Duration::from_secs(10);
 
 /// Over this, the estimate is logged as a warning: the first scrape after each restart waits
 /// that long.
-pub(super) const BCRYPT_NOTE_OVER: Duration = Duration::from_secs(1);
+pub const BCRYPT_NOTE_OVER: Duration = Duration::from_secs(1);
 
 /// The cost the estimate is measured at (or the hash's own, when lower); each cost step above
 /// it doubles the time.

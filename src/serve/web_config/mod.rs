@@ -24,7 +24,7 @@ mod reload;
 mod schema;
 mod tls;
 
-pub use basic_auth::BasicAuth;
+pub use basic_auth::{BCRYPT_NOTE_OVER, BCRYPT_REFUSE_OVER, BasicAuth};
 pub use client_cert::subject_alt_names;
 pub use reload::TlsServer;
 use schema::RawConfig;
