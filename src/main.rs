@@ -12,7 +12,10 @@ use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
 use gpu_exporter::config::{Cli, Config};
-use gpu_exporter::daemon::{self, signals::EarlySignals};
+use gpu_exporter::daemon::{
+    self,
+    signals::{self, EarlySignals},
+};
 use gpu_exporter::gpu::trial;
 use gpu_exporter::{check, probe};
 
@@ -50,10 +53,17 @@ fn status(result: Result<u8, clap::Error>) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // First of all, before any thread exists: the signals the daemon handles wait, blocked,
+    // until their handlers are installed (their default action ends the process).
+    let blocked = signals::block_early();
     let args: Vec<OsString> = std::env::args_os().collect();
     match args.get(1).map(OsString::as_os_str) {
-        Some(s) if s == OsStr::new("probe") => return status(probe::main(args)),
+        Some(s) if s == OsStr::new("probe") => {
+            blocked.restore();
+            return status(probe::main(args));
+        }
         Some(s) if s == OsStr::new("check") => {
+            blocked.restore();
             return match check::main(args) {
                 Ok(check::Status::Done(code)) => ExitCode::from(code),
                 Ok(check::Status::Hung) => daemon::leave_now(1),
@@ -62,6 +72,7 @@ fn main() -> ExitCode {
         }
         // The daemon's trial load of NVML in a child process.
         Some(s) if s == OsStr::new(trial::ARG) => {
+            blocked.restore();
             return ExitCode::from(trial::child_main(args.get(2).map(OsString::as_os_str)));
         }
         _ => {}
@@ -70,7 +81,8 @@ fn main() -> ExitCode {
     // starts (base::process); a refusal leaves glibc's default, which only costs memory.
     let _ = gpu_exporter::base::process::heap_settings();
     // The runtime first, and the signals that would end the process registered on it before
-    // anything else happens.
+    // anything else happens; then they are unblocked, and one sent meanwhile reaches its
+    // handler.
     let rt = match daemon::runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -78,7 +90,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let early = EarlySignals::register(rt.handle());
+    let early = EarlySignals::register(rt.handle(), blocked);
     let cfg = match Cli::try_parse_go_style(args).map(|cli| cli.validate()) {
         Err(e) => e.exit(),
         Ok(Err(e)) => {

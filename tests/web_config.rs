@@ -610,6 +610,158 @@ fn wrong_passwords_do_not_delay_a_scraper_with_the_right_one() {
     );
 }
 
+/// A GET of `/metrics` with `auth` on a raw socket that gives up after `patience`, as a
+/// scraper at its timeout does (the connection is closed); the status line when the answer
+/// came in time.
+fn scrape_with_timeout(port: u16, auth: &str, patience: Duration) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(patience)).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(n) if n > 0 => Some(status_line(&String::from_utf8_lossy(&buf[..n])).to_owned()),
+        _ => None,
+    }
+}
+
+/// A scraper whose timeout is shorter than one bcrypt verification still gets in: the
+/// verification its first request started runs to its end after that request gave up, and its
+/// success is cached (or a later request waits for it), so a later request with the same
+/// timeout is answered. Before, each request's verification was thrown away with it and every
+/// scrape timed out (T5-5: 4 of 4). The cost is picked so that one hash here takes at least
+/// 1.5 s (this build's bcrypt, the binary's too), and the scraper waits a fifth of that.
+#[test]
+fn a_scraper_that_gives_up_during_bcrypt_gets_in_on_a_later_scrape() {
+    let mut cost = 8;
+    let (hash, took) = loop {
+        let t = Instant::now();
+        let hash = bcrypt::hash("secret", cost).unwrap();
+        let took = t.elapsed();
+        if took >= Duration::from_millis(1500) || cost == 20 {
+            break (hash, took);
+        }
+        cost += 1;
+    };
+    let patience = took / 5;
+    eprintln!("cost {cost}: one hash took {took:?}; the scraper waits {patience:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let web = write_config(
+        dir.path(),
+        &format!("basic_auth_users:\n  prom: \"{hash}\"\n"),
+    );
+    let mut e = start(&web);
+    e.wait_ready();
+    let auth = basic("prom", "secret");
+    assert_eq!(
+        scrape_with_timeout(e.port, &auth, patience),
+        None,
+        "the first scrape waits for a whole bcrypt verification"
+    );
+    // A deadline, not a timing assertion: every scrape gives up after `patience`.
+    let deadline = Instant::now() + took * 20 + Duration::from_secs(30);
+    let mut scrapes = 1;
+    loop {
+        scrapes += 1;
+        if let Some(status) = scrape_with_timeout(e.port, &auth, patience) {
+            assert!(status.contains(" 200 "), "{status}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{scrapes} scrapes, each giving up after {patience:?}, never got in; log:\n{}",
+            e.log()
+        );
+    }
+    eprintln!("in at scrape {scrapes}");
+    // From the cache now: a wrong password is still refused.
+    let resp = get(e.port, "/metrics", &basic("prom", "wrong"));
+    assert_eq!(resp.status, 401, "{}", resp.text());
+}
+
+/// A hash whose cost this machine cannot verify within a scrape's timeout stops start-up,
+/// naming the file, the user, the cost and the estimate, judged without hashing at that cost:
+/// cost 31 would take days, yet the refusal is prompt. Before, it was accepted silently and
+/// no scrape ever got in.
+#[test]
+fn a_bcrypt_cost_too_slow_for_a_scrape_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    // A valid hash whose cost field says 31 (a real one cannot be made in reasonable time).
+    let hash = bcrypt::hash("secret", 4)
+        .unwrap()
+        .replacen("$04$", "$31$", 1);
+    let web = write_config(
+        dir.path(),
+        &format!(
+            "basic_auth_users:\n  ok: \"{}\"\n  prom: \"{hash}\"\n",
+            bcrypt::hash("x", 4).unwrap()
+        ),
+    );
+    let port = common::free_port();
+    let log = dir.path().join("log");
+    let mut child = Command::new(BIN)
+        .args(["--simulate", "a100-l4", "-a", &format!("127.0.0.1:{port}")])
+        .arg("--nvml-lib")
+        .arg(common::built_sim_lib())
+        .arg("--web-config-file")
+        .arg(&web)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "a cost-31 hash did not stop start-up; log:\n{}",
+                std::fs::read_to_string(&log).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    for wanted in [
+        format!("--web-config-file {}: ", web.display()),
+        "basic_auth_users.prom: a bcrypt hash of cost 31 takes about ".into(),
+        "measured here at cost 6, doubled for each of the 25 steps above".into(),
+        "over the 10 s a scrape may take".into(),
+    ] {
+        assert!(err.contains(&wanted), "wants {wanted:?} in: {err}");
+    }
+    assert!(!err.contains(&hash), "the hash is not echoed: {err}");
+}
+
+/// `http2: true` asks for what this server does not do: a warning names the file and the key.
+/// Before, it was accepted without a word.
+#[test]
+fn http2_true_is_a_warning_naming_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let web = write_config(dir.path(), "http_server_config:\n  http2: true\n");
+    let mut e = start(&web);
+    e.wait_log(
+        &format!(
+            "--web-config-file {}: http_server_config.http2: true is not supported",
+            web.display()
+        ),
+        Duration::from_secs(30),
+    );
+    assert!(e.log().contains("WARN"), "{}", e.log());
+    e.wait_ready();
+    // `false` is what is served: nothing to say.
+    let web = write_config(dir.path(), "http_server_config:\n  http2: false\n");
+    let mut e = start(&web);
+    e.wait_ready();
+    assert!(!e.log().contains("http2"), "{}", e.log());
+}
+
 // ------------------------------------------------------------------------------------------
 // Broken files.
 

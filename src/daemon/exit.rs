@@ -1,5 +1,5 @@
 //! How the daemon's process ends: [`Exit`] (what `run` tells `main`), [`leave_now`] (an exit
-//! that skips the exit handlers) and the [`guard`]: a last resort that ends the process at the
+//! that skips the exit handlers) and the exit [`Guard`]: a last resort that ends the process at the
 //! end of the shutdown grace even when nothing else can run.
 //!
 //! All three exist for one hazard: a thread stuck inside NVML, or inside the dynamic loader
@@ -37,59 +37,76 @@ pub fn leave_now(code: u8) -> ! {
     unsafe { libc::_exit(i32::from(code)) }
 }
 
-/// Starts the exit guard: a thread that, `grace` after the first SIGTERM or SIGINT (the
-/// ordinary shutdown, which ends sooner and logs why it left anything behind, uses less of
-/// it), writes one line to stderr and ends the process with exit 0. Call it before NVML is
-/// first loaded (starting a thread may need the dynamic loader's lock). Until the signal it
-/// waits in `read`; after it, it uses only `nanosleep`, `write` and `_exit`: no allocation, no
-/// thread-local storage, no lock, so that nothing a stuck thread holds can stop it. The line is
-/// JSON with `json` (as the log is), without a time stamp. A failure to set it up is returned
-/// for the caller to log: the ordinary shutdown still works without it.
-pub fn guard(grace: Duration, json: bool) -> std::io::Result<()> {
-    let (mut wait, wake) = UnixStream::pair()?;
-    wake.set_nonblocking(true)?;
-    let fd = wake.as_raw_fd();
-    // The write end stays open for the life of the process.
-    std::mem::forget(wake);
-    for sig in [libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: the action only calls `write` (async-signal-safe) on a non-blocking socket.
-        unsafe {
-            signal_hook_registry::register(sig, move || {
-                let _ = libc::write(fd, [1u8].as_ptr().cast(), 1);
-            })
-        }?;
-    }
-    let text = format!(
-        "the shutdown did not end within {} s of SIGTERM or Ctrl-C (a thread stuck inside NVML \
-         or the dynamic loader holds what it needs): exiting now",
-        grace.as_secs()
-    );
-    let line = if json {
-        format!(
-            "{}\n",
-            serde_json::json!({"level": "WARN", "fields": {"message": text}, "target": module_path!()})
-        )
-    } else {
-        format!(" WARN {}: {text}\n", module_path!())
-    };
-    std::thread::Builder::new()
-        .name("exit-guard".into())
-        .spawn(move || {
-            let mut byte = [0u8; 1];
-            // Until the first signal (for good if the socket fails).
-            loop {
-                match wait.read(&mut byte) {
-                    Ok(1) => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    _ => return,
-                }
-            }
-            std::thread::sleep(grace);
-            // SAFETY: `write` of a buffer we own, then `_exit`, which only ends the process.
+/// The exit guard, armed: its SIGTERM and SIGINT actions are registered (by
+/// `signals::EarlySignals`, with the other handlers, before the signals are unblocked), and a
+/// signal that arrives before [`Guard::start`] is kept in its socket for the thread.
+pub struct Guard {
+    wait: UnixStream,
+}
+
+impl Guard {
+    /// Registers the SIGTERM and SIGINT actions: each writes one byte to a socket the guard's
+    /// thread reads once started.
+    pub fn arm() -> std::io::Result<Self> {
+        let (wait, wake) = UnixStream::pair()?;
+        wake.set_nonblocking(true)?;
+        let fd = wake.as_raw_fd();
+        // The write end stays open for the life of the process.
+        std::mem::forget(wake);
+        for sig in [libc::SIGTERM, libc::SIGINT] {
+            // SAFETY: the action only calls `write` (async-signal-safe) on a non-blocking socket.
             unsafe {
-                let _ = libc::write(2, line.as_ptr().cast(), line.len());
-                libc::_exit(0)
-            }
-        })?;
-    Ok(())
+                signal_hook_registry::register(sig, move || {
+                    let _ = libc::write(fd, [1u8].as_ptr().cast(), 1);
+                })
+            }?;
+        }
+        Ok(Self { wait })
+    }
+
+    /// Starts the guard's thread: `grace` after the first SIGTERM or SIGINT (the ordinary
+    /// shutdown, which ends sooner and logs why it left anything behind, uses less of it; for a
+    /// signal that arrived before this call, `grace` from this call), it writes one line to
+    /// stderr and ends the process with exit 0. Call it before NVML is first loaded (starting a
+    /// thread may need the dynamic loader's lock). Until the signal it waits in `read`; after
+    /// it, it uses only `nanosleep`, `write` and `_exit`: no allocation, no thread-local
+    /// storage, no lock, so that nothing a stuck thread holds can stop it. The line is JSON
+    /// with `json` (as the log is), without a time stamp. A failure to start it is returned
+    /// for the caller to log: the ordinary shutdown still works without it.
+    pub fn start(self, grace: Duration, json: bool) -> std::io::Result<()> {
+        let mut wait = self.wait;
+        let text = format!(
+            "the shutdown did not end within {} s of SIGTERM or Ctrl-C (a thread stuck inside NVML \
+         or the dynamic loader holds what it needs): exiting now",
+            grace.as_secs()
+        );
+        let line = if json {
+            format!(
+                "{}\n",
+                serde_json::json!({"level": "WARN", "fields": {"message": text}, "target": module_path!()})
+            )
+        } else {
+            format!(" WARN {}: {text}\n", module_path!())
+        };
+        std::thread::Builder::new()
+            .name("exit-guard".into())
+            .spawn(move || {
+                let mut byte = [0u8; 1];
+                // Until the first signal (for good if the socket fails).
+                loop {
+                    match wait.read(&mut byte) {
+                        Ok(1) => break,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        _ => return,
+                    }
+                }
+                std::thread::sleep(grace);
+                // SAFETY: `write` of a buffer we own, then `_exit`, which only ends the process.
+                unsafe {
+                    let _ = libc::write(2, line.as_ptr().cast(), line.len());
+                    libc::_exit(0)
+                }
+            })?;
+        Ok(())
+    }
 }

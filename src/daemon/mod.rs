@@ -7,7 +7,7 @@
 //! bounded by one grace from the signal (`serve::SHUTDOWN_GRACE`), whatever NVML is doing: a
 //! sampler still inside it after the drain (`serve::SHUTDOWN_DRAIN`) is left behind, and
 //! [`Exit::Now`] tells `main` to end with [`leave_now`] rather than through exit handlers that
-//! could wait on it; the [`exit::guard`] ends the process at the grace if even that cannot run.
+//! could wait on it; the [`exit::Guard`] ends the process at the grace if even that cannot run.
 //! This module must not parse flags, read NVML itself or decide exit codes: it returns an error or
 //! an [`Exit`], and `main` turns it into one.
 
@@ -143,7 +143,9 @@ pub fn run(
     // Armed before the first tick: a first tick that never ends (NVML's load or init hung) is
     // a stall too.
     shared.set_stall_after(stall_limit(cfg.sampling.tick_interval));
-    if let Err(e) = exit::guard(serve::SHUTDOWN_GRACE, cfg.log.json) {
+    if let Some(guard) = early.guard.take()
+        && let Err(e) = guard.start(serve::SHUTDOWN_GRACE, cfg.log.json)
+    {
         warn!("cannot start the exit guard ({e}): a shutdown may wait on a thread stuck in NVML");
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -161,6 +163,7 @@ pub fn run(
         listener,
         shared,
         web_config,
+        early.shutdown.take(),
         Arc::clone(&signalled),
     ));
     stop.store(true, Ordering::Release);
@@ -191,13 +194,15 @@ pub fn run(
     Ok(Exit::Return)
 }
 
-/// Serves on `listener` until SIGTERM or Ctrl-C (whose time goes to `signalled`), with the
-/// watchdog running.
+/// Serves on `listener` until SIGTERM or Ctrl-C (one that arrived during start-up included;
+/// its time, or the start of serving for that one, goes to `signalled`), with the watchdog
+/// running.
 async fn serve_until_signal(
     cfg: &Config,
     listener: serve::Listener,
     shared: Arc<Shared>,
     web_config: Option<Arc<WebConfig>>,
+    shutdown: Option<signals::ShutdownSignals>,
     signalled: Arc<OnceLock<Instant>>,
 ) {
     tokio::spawn(serve::watchdog(Arc::clone(&shared)));
@@ -208,7 +213,10 @@ async fn serve_until_signal(
     ));
     let app = serve::app_with(shared, cfg.serve_options());
     let shutdown = async move {
-        signals::shutdown_signal().await;
+        match shutdown {
+            Some(s) => s.recv().await,
+            None => std::future::pending().await,
+        }
         let _ = signalled.set(Instant::now());
     };
     serve::serve(listener, app, web_config, cfg.limits(), shutdown).await;

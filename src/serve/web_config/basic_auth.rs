@@ -1,14 +1,44 @@
 //! `basic_auth_users`: bcrypt-verified HTTP basic auth, checked on the blocking pool behind a
-//! semaphore, successful checks cached under an HMAC so a scrape costs one bcrypt per restart.
+//! semaphore, successful checks cached under an HMAC so a scrape costs one bcrypt per restart;
+//! and, at start-up, what the hashes' costs take to verify on this machine (refused over
+//! [`BCRYPT_REFUSE_OVER`], a note over [`BCRYPT_NOTE_OVER`]).
 //!
-//! It must not do TLS or parse the YAML.
+//! A verification, once started, runs to its end and its result is recorded even when the
+//! request that started it has gone (a scraper that gave up at its timeout): a success is
+//! cached, and a request with the same credentials meanwhile waits for that verification
+//! instead of starting its own. It must not do TLS or parse the YAML.
 
 use super::schema::{AUTH_CACHE_MAX, BCRYPT_MAX_PASSWORD, KeyError};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::http::HeaderValue;
+use tokio::sync::watch;
+
+/// A hash whose verification is estimated to take longer than this on this machine is
+/// refused: Prometheus' default scrape timeout, which every scrape after a restart would
+/// exceed until the first verification ends.
+pub const BCRYPT_REFUSE_OVER: Duration = Duration::from_secs(10);
+
+/// Over this, the estimate is logged as a warning: the first scrape after each restart waits
+/// that long.
+pub const BCRYPT_NOTE_OVER: Duration = Duration::from_secs(1);
+
+/// The cost the estimate is measured at (or the hash's own, when lower); each cost step above
+/// it doubles the time.
+const CALIBRATION_COST: u32 = 6;
+
+/// Cache key of one set of credentials checked against one hash.
+type Tag = [u8; 32];
+
+/// The successes remembered and the verifications running, by tag.
+#[derive(Default)]
+pub(super) struct Verifications {
+    pub(super) good: HashSet<Tag>,
+    pub(super) running: HashMap<Tag, watch::Receiver<Option<bool>>>,
+}
 
 /// `basic_auth_users`: user → bcrypt hash, with a cache of successful checks.
 pub struct BasicAuth {
@@ -19,7 +49,7 @@ pub struct BasicAuth {
     /// Keys the cache entries, so that the cache holds no password-derived value that can be
     /// tested offline.
     pub(super) cache_key: ring::hmac::Key,
-    pub(super) cache: Mutex<HashSet<[u8; 32]>>,
+    pub(super) state: Arc<Mutex<Verifications>>,
     /// Bounds the bcrypt checks running at once.
     pub(super) gate: Arc<tokio::sync::Semaphore>,
     pub(super) parallel: usize,
@@ -33,14 +63,69 @@ impl fmt::Debug for BasicAuth {
     }
 }
 
+/// What one verification at `cost` takes here: measured at [`CALIBRATION_COST`] (or `cost`
+/// when lower), the best of three, and [`extrapolate`]d. Nothing is hashed at `cost` itself,
+/// so a cost of 31 is judged in milliseconds. Returns the estimate, the cost measured at and
+/// the time measured.
+fn estimate(cost: u32) -> Result<(Duration, u32, Duration), KeyError> {
+    let at = cost.min(CALIBRATION_COST);
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        bcrypt::hash_with_salt(b"calibration", at, [0u8; 16])
+            .map_err(|source| KeyError::Calibration { source })?;
+        best = best.min(t.elapsed());
+    }
+    Ok((extrapolate(best, at, cost), at, best))
+}
+
+/// The time at `cost` from `measured` at the lower cost `at`: each step doubles the work.
+fn extrapolate(measured: Duration, at: u32, cost: u32) -> Duration {
+    measured.saturating_mul(1u32 << cost.saturating_sub(at).min(31))
+}
+
+/// What start-up makes of a hash whose verification takes `time` here.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    Fine,
+    /// Over [`BCRYPT_NOTE_OVER`]: a warning.
+    Note,
+    /// Over [`BCRYPT_REFUSE_OVER`]: an error.
+    Refuse,
+}
+
+fn verdict(time: Duration) -> Verdict {
+    if time > BCRYPT_REFUSE_OVER {
+        Verdict::Refuse
+    } else if time > BCRYPT_NOTE_OVER {
+        Verdict::Note
+    } else {
+        Verdict::Fine
+    }
+}
+
+/// Milliseconds or seconds, for the messages.
+fn shown(d: Duration) -> String {
+    if d < Duration::from_secs(10) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", d.as_secs())
+    }
+}
+
 impl BasicAuth {
-    /// Checks every hash; `users` must not be empty.
-    pub fn new(users: BTreeMap<String, String>) -> Result<Self, KeyError> {
+    /// Checks every hash; `users` must not be empty. A hash whose cost takes longer than
+    /// [`BCRYPT_REFUSE_OVER`] to verify here is refused, one over [`BCRYPT_NOTE_OVER`] gets a
+    /// line in `notes` (logged as a warning), both with the estimate and what it came from.
+    pub fn new(users: BTreeMap<String, String>, notes: &mut Vec<String>) -> Result<Self, KeyError> {
         use std::str::FromStr;
+        let mut costs: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
         for (user, hash) in &users {
             // The value is never echoed: it may be a password written by mistake.
             match bcrypt::HashParts::from_str(hash) {
-                Ok(parts) if (4..=31).contains(&parts.get_cost()) => {}
+                Ok(parts) if (4..=31).contains(&parts.get_cost()) => {
+                    costs.entry(parts.get_cost()).or_default().push(user);
+                }
                 Ok(parts) => {
                     return Err(KeyError::BcryptCost {
                         user: user.clone(),
@@ -55,6 +140,38 @@ impl BasicAuth {
                 }
             }
         }
+        // The highest cost first: a refusal names the slowest hash.
+        for (&cost, names) in costs.iter().rev() {
+            let (time, at, measured) = estimate(cost)?;
+            let how = if at == cost {
+                format!("measured here: {}", shown(measured))
+            } else {
+                format!(
+                    "{} measured here at cost {at}, doubled for each of the {} steps above",
+                    shown(measured),
+                    cost - at
+                )
+            };
+            match verdict(time) {
+                Verdict::Fine => {}
+                Verdict::Refuse => {
+                    return Err(KeyError::BcryptTooSlow {
+                        user: names.join(", "),
+                        cost,
+                        estimate: shown(time),
+                        how,
+                        limit: BCRYPT_REFUSE_OVER.as_secs(),
+                    });
+                }
+                Verdict::Note => notes.push(format!(
+                    "basic_auth_users.{}: a bcrypt hash of cost {cost} takes about {} to verify \
+                     on this machine ({how}): the first scrape after each restart waits that \
+                     long (the success is then cached); a hash of cost 10 to 12 is plenty",
+                    names.join(", "),
+                    shown(time)
+                )),
+            }
+        }
         let decoy = users.values().next().cloned().ok_or(KeyError::NoUser)?;
         let cache_key =
             ring::hmac::Key::generate(ring::hmac::HMAC_SHA256, &ring::rand::SystemRandom::new())
@@ -67,7 +184,7 @@ impl BasicAuth {
             users,
             decoy,
             cache_key,
-            cache: Mutex::new(HashSet::new()),
+            state: Arc::new(Mutex::new(Verifications::default())),
             gate: Arc::new(tokio::sync::Semaphore::new(parallel)),
             parallel,
         })
@@ -83,7 +200,7 @@ impl BasicAuth {
         self.parallel
     }
 
-    fn tag(&self, user: &[u8], password: &[u8], hash: &str) -> [u8; 32] {
+    fn tag(&self, user: &[u8], password: &[u8], hash: &str) -> Tag {
         let mut ctx = ring::hmac::Context::with_key(&self.cache_key);
         for part in [user, password, hash.as_bytes()] {
             ctx.update(&(part.len() as u64).to_be_bytes());
@@ -94,9 +211,24 @@ impl BasicAuth {
         out
     }
 
+    /// A cached success for `tag` (`Ok(true)`), the verification of the same credentials
+    /// already running (`Err`), or neither (`Ok(false)`).
+    fn lookup(&self, tag: &Tag) -> Result<bool, watch::Receiver<Option<bool>>> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.good.contains(tag) {
+            return Ok(true);
+        }
+        match state.running.get(tag) {
+            Some(rx) => Err(rx.clone()),
+            None => Ok(false),
+        }
+    }
+
     /// `true` when `authorization` holds the credentials of a configured user. A bcrypt
     /// check runs on the blocking pool, behind a semaphore; a success is cached so that the
-    /// same credentials are then accepted without bcrypt.
+    /// same credentials are then accepted without bcrypt. Once started, a check runs to its
+    /// end and is recorded even if this future is dropped (the client went away); a call with
+    /// the same credentials meanwhile waits for it.
     pub async fn check(&self, authorization: Option<&HeaderValue>) -> bool {
         let Some((user, password)) = authorization.and_then(parse_basic) else {
             return false;
@@ -106,28 +238,88 @@ impl BasicAuth {
             .and_then(|u| self.users.get(u));
         let hash = known.unwrap_or(&self.decoy).clone();
         let tag = self.tag(&user, &password, &hash);
-        if known.is_some() && self.cache.lock().is_ok_and(|c| c.contains(&tag)) {
-            return true;
+        // Only a known user's password of at most 72 bytes can pass (nor be cached).
+        let can_pass = known.is_some() && password.len() <= BCRYPT_MAX_PASSWORD;
+        match self.lookup(&tag) {
+            Ok(true) => return can_pass,
+            Err(running) => return can_pass && outcome(running).await,
+            Ok(false) => {}
         }
         let Ok(permit) = Arc::clone(&self.gate).acquire_owned().await else {
             return false;
         };
-        let too_long = password.len() > BCRYPT_MAX_PASSWORD;
-        let verified = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            bcrypt::verify(&password, &hash).unwrap_or(false)
-        })
-        .await
-        .unwrap_or(false);
-        let ok = verified && known.is_some() && !too_long;
-        if ok && let Ok(mut cache) = self.cache.lock() {
-            if cache.len() >= AUTH_CACHE_MAX {
-                cache.clear();
+        // While this waited for the permit, the same credentials may have been verified or
+        // be under way: looked at again, and the verification registered, under one lock.
+        let started = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.good.contains(&tag) {
+                Err(None)
+            } else if let Some(rx) = state.running.get(&tag) {
+                Err(Some(rx.clone()))
+            } else {
+                let (tx, rx) = watch::channel(None);
+                state.running.insert(tag, rx.clone());
+                let running = Running {
+                    state: Arc::clone(&self.state),
+                    tag,
+                    tx,
+                    passed: false,
+                };
+                Ok((running, rx))
             }
-            cache.insert(tag);
-        }
-        ok
+        };
+        let (running, rx) = match started {
+            Ok(new) => new,
+            Err(None) => return can_pass,
+            Err(Some(running)) => {
+                drop(permit);
+                return can_pass && outcome(running).await;
+            }
+        };
+        // Detached: neither the permit nor the result depends on this future from here on.
+        drop(tokio::task::spawn_blocking(move || {
+            let mut running = running;
+            // Dropped before `running` (declared after it): the permit is free again by the
+            // time the outcome is announced.
+            let _permit = permit;
+            // Run for unknown users and overlong passwords too: they cost the same time.
+            let verified = bcrypt::verify(&password, &hash).unwrap_or(false);
+            running.passed = can_pass && verified;
+        }));
+        outcome(rx).await && can_pass
     }
+}
+
+/// A verification under way; dropped when it ends (or if it never runs, or panics), it
+/// records the outcome, clears its place in `running` and wakes the requests waiting for it.
+struct Running {
+    state: Arc<Mutex<Verifications>>,
+    tag: Tag,
+    tx: watch::Sender<Option<bool>>,
+    passed: bool,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.running.remove(&self.tag);
+            if self.passed {
+                if state.good.len() >= AUTH_CACHE_MAX {
+                    state.good.clear();
+                }
+                state.good.insert(self.tag);
+            }
+        }
+        self.tx.send_replace(Some(self.passed));
+    }
+}
+
+/// The outcome of a verification under way: `false` if it ended without one.
+async fn outcome(mut rx: watch::Receiver<Option<bool>>) -> bool {
+    rx.wait_for(Option::is_some)
+        .await
+        .is_ok_and(|v| *v == Some(true))
 }
 
 /// `Basic base64(user:password)` → (user, password) bytes.
@@ -142,4 +334,25 @@ fn parse_basic(v: &HeaderValue) -> Option<(Vec<u8>, Vec<u8>)> {
         .ok()?;
     let colon = decoded.iter().position(|&b| b == b':')?;
     Some((decoded[..colon].to_vec(), decoded[colon + 1..].to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cost_step_doubles_the_estimate_and_the_limits_judge_it() {
+        let ms = Duration::from_millis;
+        assert_eq!(extrapolate(ms(4), 6, 6), ms(4));
+        assert_eq!(extrapolate(ms(4), 6, 10), ms(64));
+        // Cost 18 from 4 ms at cost 6: about 16 s, over the limit.
+        assert_eq!(extrapolate(ms(4), 6, 18), ms(16_384));
+        assert_eq!(verdict(extrapolate(ms(4), 6, 18)), Verdict::Refuse);
+        assert_eq!(verdict(extrapolate(ms(4), 6, 15)), Verdict::Note);
+        assert_eq!(verdict(extrapolate(ms(4), 6, 12)), Verdict::Fine);
+        assert_eq!(verdict(BCRYPT_NOTE_OVER), Verdict::Fine);
+        assert_eq!(verdict(BCRYPT_REFUSE_OVER), Verdict::Note);
+        // Cost 31 does not overflow.
+        assert_eq!(verdict(extrapolate(ms(1), 4, 31)), Verdict::Refuse);
+    }
 }

@@ -4,7 +4,9 @@
 //! [`WebConfig::load`] parses the file strictly (an unknown key is an error, as with
 //! exporter-toolkit), resolves relative paths against the file's directory, reads the
 //! certificate, key and client CA once to prove they work, and checks that every password is a
-//! bcrypt hash. Every error starts with the file and names the key. At run time
+//! bcrypt hash whose cost this machine can verify within a scrape's timeout. Every error starts
+//! with the file and names the key; a key that means less here than in Go (`http2: true`, a
+//! TLS 1.0 minimum, a slow bcrypt cost) is a note, logged as a warning. At run time
 //! [`TlsServer::config`] hands out the current rustls configuration and rebuilds it when the
 //! certificate, key or CA files change (cert-manager rotation); [`BasicAuth::check`] verifies
 //! credentials off the async workers. See docs/web-config.md for the differences from
@@ -22,7 +24,7 @@ mod reload;
 mod schema;
 mod tls;
 
-pub use basic_auth::BasicAuth;
+pub use basic_auth::{BCRYPT_NOTE_OVER, BCRYPT_REFUSE_OVER, BasicAuth};
 pub use client_cert::subject_alt_names;
 pub use reload::TlsServer;
 use schema::RawConfig;
@@ -46,7 +48,7 @@ pub struct WebConfig {
     pub basic_auth: Option<Arc<BasicAuth>>,
     /// `http_server_config.headers`, added to every response.
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// `http_server_config.http2` (accepted; only HTTP/1.1 is served).
+    /// `http_server_config.http2` (only HTTP/1.1 is served: `true`, when written, is a note).
     pub http2: bool,
     /// Things worth a warning at start-up (settings that mean less here than in Go).
     pub notes: Vec<String>,
@@ -125,13 +127,27 @@ impl WebConfig {
         let http = raw.http_server_config.unwrap_or_default();
         let headers =
             check_headers(http.headers.unwrap_or_default()).map_err(|e| e.in_file(path))?;
+        if http.http2 == Some(true) {
+            // Said, not ignored: the key asks for something this server does not do.
+            notes.push(format!(
+                "--web-config-file {}: http_server_config.http2: true is not supported and has \
+                 no effect: gpu-exporter serves HTTP/1.1 only, over TLS too (ALPN offers \
+                 http/1.1, and Prometheus falls back to it); remove the key or set it to false",
+                path.display()
+            ));
+        }
         let users = raw.basic_auth_users.unwrap_or_default();
         let basic_auth = if users.is_empty() {
             None
         } else {
-            Some(Arc::new(
-                BasicAuth::new(users).map_err(|e| e.in_file(path))?,
-            ))
+            let mut auth_notes = Vec::new();
+            let auth = BasicAuth::new(users, &mut auth_notes).map_err(|e| e.in_file(path))?;
+            notes.extend(
+                auth_notes
+                    .into_iter()
+                    .map(|n| format!("--web-config-file {}: {n}", path.display())),
+            );
+            Some(Arc::new(auth))
         };
         Ok(Self {
             path: path.to_path_buf(),
@@ -448,13 +464,16 @@ mod tests {
 
     #[tokio::test]
     async fn basic_auth_checks_and_caches_only_successes() {
-        let auth = BasicAuth::new(BTreeMap::from([
-            ("prom".to_owned(), hash()),
-            (
-                "other".to_owned(),
-                bcrypt::hash("pw:with:colons", 4).unwrap(),
-            ),
-        ]))
+        let auth = BasicAuth::new(
+            BTreeMap::from([
+                ("prom".to_owned(), hash()),
+                (
+                    "other".to_owned(),
+                    bcrypt::hash("pw:with:colons", 4).unwrap(),
+                ),
+            ]),
+            &mut Vec::new(),
+        )
         .unwrap();
         assert!(auth.max_parallel_checks() >= 1);
         assert!(!auth.check(None).await);
@@ -472,12 +491,12 @@ mod tests {
         // The decoy is one of the real hashes: another user's password must not pass.
         assert!(!auth.check(Some(&header("nobody", "secret"))).await);
         assert!(!auth.check(Some(&header("other", "secret"))).await);
-        assert_eq!(auth.cache.lock().unwrap().len(), 0);
+        assert_eq!(auth.state.lock().unwrap().good.len(), 0);
         assert!(auth.check(Some(&header("prom", "secret"))).await);
         assert!(auth.check(Some(&header("other", "pw:with:colons"))).await);
-        assert_eq!(auth.cache.lock().unwrap().len(), 2);
+        assert_eq!(auth.state.lock().unwrap().good.len(), 2);
         assert!(auth.check(Some(&header("prom", "secret"))).await);
-        assert_eq!(auth.cache.lock().unwrap().len(), 2);
+        assert_eq!(auth.state.lock().unwrap().good.len(), 2);
         // The scheme name is case-insensitive.
         let lower = HeaderValue::from_str(
             &header("prom", "secret")
@@ -489,13 +508,105 @@ mod tests {
         assert!(auth.check(Some(&lower)).await);
     }
 
+    /// A cost this machine cannot verify within a scrape's timeout is refused from the
+    /// estimate, without hashing at that cost (which, at 31, would take days).
+    #[test]
+    fn a_cost_far_over_a_scrapes_budget_is_refused_from_the_estimate() {
+        let high = hash().replacen("$04$", "$31$", 1);
+        let e = error(&format!("basic_auth_users:\n  prom: \"{high}\"\n"));
+        assert!(
+            e.starts_with(
+                "/etc/web/web.yml: basic_auth_users.prom: a bcrypt hash of cost 31 takes about "
+            ) && e.contains("measured here at cost 6, doubled for each of the 25 steps above")
+                && e.contains("over the 10 s a scrape may take"),
+            "{e}"
+        );
+        assert!(!e.contains(&high), "{e}");
+        // Cost 4 is measured as it is, and is nothing to warn about.
+        let c = parse(&format!("basic_auth_users:\n  prom: {}\n", hash())).unwrap();
+        assert!(c.notes.is_empty(), "{:?}", c.notes);
+    }
+
+    #[test]
+    fn http2_true_is_a_note_not_silence() {
+        let c = parse("http_server_config:\n  http2: true\n").unwrap();
+        assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
+        assert!(
+            c.notes[0].starts_with(
+                "--web-config-file /etc/web/web.yml: http_server_config.http2: true is not \
+                 supported and has no effect"
+            ),
+            "{:?}",
+            c.notes
+        );
+        for text in [
+            "http_server_config:\n  http2: false\n",
+            "http_server_config: {}\n",
+        ] {
+            assert!(parse(text).unwrap().notes.is_empty(), "{text}");
+        }
+    }
+
+    /// A check whose caller goes away (a scraper at its timeout) still runs to its end, and
+    /// its success is cached; a check of the same credentials meanwhile waits for it instead
+    /// of starting another. A wrong password is not cached.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_abandoned_check_finishes_and_is_cached() {
+        use futures::FutureExt as _;
+        let auth = Arc::new(
+            BasicAuth::new(
+                BTreeMap::from([("prom".to_owned(), bcrypt::hash("secret", 8).unwrap())]),
+                &mut Vec::new(),
+            )
+            .unwrap(),
+        );
+        let right = header("prom", "secret");
+        // Polled once (the bcrypt check is started), then dropped.
+        let first = auth.check(Some(&right)).now_or_never();
+        let running = auth.state.lock().unwrap().running.len();
+        // Started, and still running (or, on a very fast machine, already done and cached).
+        assert!(
+            (first.is_none() && running == 1) || first == Some(true),
+            "{first:?} {running}"
+        );
+        // The same credentials meanwhile: no second bcrypt check.
+        let second = tokio::spawn({
+            let auth = Arc::clone(&auth);
+            let right = right.clone();
+            async move { auth.check(Some(&right)).await }
+        });
+        assert!(second.await.unwrap());
+        assert_eq!(auth.state.lock().unwrap().good.len(), 1);
+        assert!(auth.state.lock().unwrap().running.is_empty());
+        // Dropped before the end again, with a wrong password: finished, not cached.
+        assert_eq!(
+            auth.check(Some(&header("prom", "wrong"))).now_or_never(),
+            None
+        );
+        common_wait(|| auth.state.lock().unwrap().running.is_empty()).await;
+        assert_eq!(auth.state.lock().unwrap().good.len(), 1);
+        assert!(!auth.check(Some(&header("prom", "wrong"))).await);
+        assert_eq!(auth.gate.available_permits(), auth.max_parallel_checks());
+    }
+
+    /// Polls `cond` every 10 ms, for at most 60 s.
+    async fn common_wait(mut cond: impl FnMut() -> bool) {
+        for _ in 0..6000 {
+            if cond() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("condition never held");
+    }
+
     #[test]
     fn passwords_past_72_bytes_are_refused() {
         let long = "x".repeat(80);
-        let auth = BasicAuth::new(BTreeMap::from([(
-            "u".to_owned(),
-            bcrypt::hash(&long, 4).unwrap(),
-        )]))
+        let auth = BasicAuth::new(
+            BTreeMap::from([("u".to_owned(), bcrypt::hash(&long, 4).unwrap())]),
+            &mut Vec::new(),
+        )
         .unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()

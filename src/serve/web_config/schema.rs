@@ -162,6 +162,28 @@ pub enum KeyError {
         /// The cost read from the hash.
         cost: u32,
     },
+    /// A bcrypt hash whose verification would take longer here than a scrape's timeout.
+    #[error(
+        "basic_auth_users.{user}: a bcrypt hash of cost {cost} takes about {estimate} to verify on this machine ({how}), over the {limit} s a scrape may take: re-hash the password with cost 10 to 12, e.g. `htpasswd -nbBC 10 USER PASSWORD`"
+    )]
+    BcryptTooSlow {
+        /// The user (or users, comma-separated) with that cost.
+        user: String,
+        /// The cost read from the hash.
+        cost: u32,
+        /// The estimated time of one verification, with its unit.
+        estimate: String,
+        /// How the estimate was made (the time measured, at which cost).
+        how: String,
+        /// The limit, in seconds.
+        limit: u64,
+    },
+    /// bcrypt failed to hash the calibration password.
+    #[error("basic_auth_users: cannot time a bcrypt verification on this machine: {source}")]
+    Calibration {
+        /// bcrypt's reason.
+        source: bcrypt::BcryptError,
+    },
     /// A value that is not a bcrypt hash (not echoed).
     #[error(
         "basic_auth_users.{user}: the value is not a bcrypt hash ({source}); create one with e.g. `htpasswd -nbBC 10 USER PASSWORD`"
