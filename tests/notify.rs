@@ -1503,10 +1503,18 @@ fn a_storm_on_a_widely_shared_gpu_starves_no_other_pods_events() {
     };
     toml.push_str(&pod("train-1", "research", "gpus = [1]"));
     for r in 0..4 {
-        toml.push_str(&pod(&format!("mem-{r}"), "serving", &format!("shared = [\"2::{r}\"]")));
+        toml.push_str(&pod(
+            &format!("mem-{r}"),
+            "serving",
+            &format!("shared = [\"2::{r}\"]"),
+        ));
     }
     for gi in [7, 8, 9] {
-        toml.push_str(&pod(&format!("mig-{gi}"), "mig", &format!("mig = [\"3.{gi}\"]")));
+        toml.push_str(&pod(
+            &format!("mig-{gi}"),
+            "mig",
+            &format!("mig = [\"3.{gi}\"]"),
+        ));
     }
     toml.push_str(&pod("lost-4", "serving", "gpus = [4]"));
     toml.push_str(&pod("idle-5", "serving", "gpus = [5]"));
@@ -1559,7 +1567,10 @@ fn a_storm_on_a_widely_shared_gpu_starves_no_other_pods_events() {
     // One Event object per object and cause, never one per tick.
     let objects = event_objects(&events);
     let doubled: Vec<_> = objects.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(doubled.is_empty(), "more than one Event object: {doubled:?}");
+    assert!(
+        doubled.is_empty(),
+        "more than one Event object: {doubled:?}"
+    );
     let t = e.metrics();
     let written = sample(
         &t,
@@ -1576,7 +1587,10 @@ fn a_storm_on_a_widely_shared_gpu_starves_no_other_pods_events() {
         &t,
         "gpu_exporter_kube_writes_dropped_total{reason=\"queue_full\"}",
     );
-    assert!(full > 0.0, "the queue overflowed (the storm plans 1,501 a tick): {t}");
+    assert!(
+        full > 0.0,
+        "the queue overflowed (the storm plans 1,501 a tick): {t}"
+    );
     let log = e.log();
     assert_eq!(
         lines_with(&log, "Kubernetes Event queue is full").len(),
@@ -1636,7 +1650,11 @@ fn an_event_whose_answer_was_lost_is_written_once() {
     let doubled: Vec<_> = objects.iter().filter(|(_, n)| **n > 1).collect();
     assert!(doubled.is_empty(), "an Event made twice: {doubled:?}");
     for reason in ["XidHardware", "XidMemory"] {
-        assert_eq!(node_events(port, reason), 1, "{reason} on the Node: {objects:?}");
+        assert_eq!(
+            node_events(port, reason),
+            1,
+            "{reason} on the Node: {objects:?}"
+        );
     }
     e.sigterm();
 }

@@ -652,15 +652,28 @@ mod tests {
         for i in 1..=100 {
             now = t0 + tick * i;
             let p = q.push(plan(Some("a"), "XidApplication", 0, &i.to_string()), now);
-            assert_eq!(p, if i == 1 { Pushed::Repeat } else { Pushed::Merged });
+            assert_eq!(
+                p,
+                if i == 1 {
+                    Pushed::Repeat
+                } else {
+                    Pushed::Merged
+                }
+            );
             if now < t0 + SERIES_EVERY {
                 assert!(q.try_take(now).is_err(), "written before it was due");
             }
         }
         assert_eq!(q.len(), 0, "repeats take no place");
         // Two firsts of other pods fill the queue and are taken before the due repeat.
-        assert_eq!(q.push(plan(Some("b"), "XidMemory", 1, "b"), now), Pushed::Queued);
-        assert_eq!(q.push(plan(Some("c"), "XidMemory", 1, "c"), now), Pushed::Queued);
+        assert_eq!(
+            q.push(plan(Some("b"), "XidMemory", 1, "b"), now),
+            Pushed::Queued
+        );
+        assert_eq!(
+            q.push(plan(Some("c"), "XidMemory", 1, "c"), now),
+            Pushed::Queued
+        );
         let got = drain(&q, now);
         assert_eq!(notes(&got), ["b", "c", "100"]);
         let series = got[2].series.as_ref().expect("a series update");
@@ -682,7 +695,10 @@ mod tests {
         let q = EventQueue::new(4);
         let now = Instant::now();
         for p in ["s0", "s1", "s2", "s3"] {
-            assert_eq!(q.push(plan(Some(p), "XidApplication", 0, p), now), Pushed::Queued);
+            assert_eq!(
+                q.push(plan(Some(p), "XidApplication", 0, p), now),
+                Pushed::Queued
+            );
         }
         assert_eq!(
             q.push(plan(Some("s4"), "XidApplication", 0, "s4"), now),
@@ -705,7 +721,10 @@ mod tests {
             q.push(plan(None, "XidHardware", 1, "node"), now),
             Pushed::QueuedDroppingPodEvent
         );
-        assert_eq!(q.push(plan(Some("x"), "XidMemory", 2, "x2"), now), Pushed::Merged);
+        assert_eq!(
+            q.push(plan(Some("x"), "XidMemory", 2, "x2"), now),
+            Pushed::Merged
+        );
         assert_eq!(q.len(), 4);
         let got = drain(&q, now);
         // The Node's took the place of the newest of the two causes as crowded (y).
@@ -723,7 +742,10 @@ mod tests {
             q.push(plan(None, "XidHardware", 1, "n1"), now),
             Pushed::QueuedDroppingPodEvent
         );
-        assert_eq!(q.push(plan(None, "XidHardware", 2, "n2"), now), Pushed::Dropped);
+        assert_eq!(
+            q.push(plan(None, "XidHardware", 2, "n2"), now),
+            Pushed::Dropped
+        );
         assert_eq!(notes(&drain(&q, now)), ["n0", "n1"]);
     }
 
@@ -769,22 +791,38 @@ mod tests {
         let now = Instant::now();
         q.push(plan(Some("a"), "XidHardware", 0, "a"), now);
         let t = q.try_take(now).unwrap();
-        assert_eq!(q.push(plan(Some("a"), "XidHardware", 0, "a2"), now), Pushed::Repeat);
+        assert_eq!(
+            q.push(plan(Some("a"), "XidHardware", 0, "a2"), now),
+            Pushed::Repeat
+        );
         q.done(&t.key, Done::Dropped, now);
         assert_eq!(q.known(), 0);
-        assert_eq!(q.push(plan(Some("a"), "XidHardware", 0, "a3"), now), Pushed::Queued);
+        assert_eq!(
+            q.push(plan(Some("a"), "XidHardware", 0, "a3"), now),
+            Pushed::Queued
+        );
         let t = q.try_take(now).unwrap();
         assert!(t.series.is_none());
-        assert_eq!(q.push(plan(Some("a"), "XidHardware", 0, "a4"), now), Pushed::Repeat);
+        assert_eq!(
+            q.push(plan(Some("a"), "XidHardware", 0, "a4"), now),
+            Pushed::Repeat
+        );
         q.done(&t.key, written(&t, 1), now);
         let due = now + SERIES_EVERY;
         let t = q.try_take(due).unwrap();
         assert_eq!(t.waiting.plan.note, "a4");
         assert_eq!(t.series.as_ref().unwrap().count, 2);
         q.done(&t.key, Done::Dropped, due);
-        assert_eq!(q.push(plan(Some("a"), "XidHardware", 0, "a5"), due), Pushed::Repeat);
+        assert_eq!(
+            q.push(plan(Some("a"), "XidHardware", 0, "a5"), due),
+            Pushed::Repeat
+        );
         let t = q.try_take(due).unwrap();
-        assert_eq!(t.series.as_ref().unwrap().count, 2, "the dropped update not counted");
+        assert_eq!(
+            t.series.as_ref().unwrap().count,
+            2,
+            "the dropped update not counted"
+        );
     }
 
     /// An Event not seen for SERIES_TTL is forgotten: the next plan makes a new Event. The
@@ -796,7 +834,10 @@ mod tests {
         q.push(plan(Some("a"), "XidHardware", 0, "a"), t0);
         drain(&q, t0);
         let later = t0 + SERIES_TTL;
-        assert_eq!(q.push(plan(Some("a"), "XidHardware", 0, "a"), later), Pushed::Queued);
+        assert_eq!(
+            q.push(plan(Some("a"), "XidHardware", 0, "a"), later),
+            Pushed::Queued
+        );
         assert!(drain(&q, later)[0].series.is_none(), "a new Event");
         q.tick(later + SERIES_TTL);
         assert_eq!(q.known(), 0);
@@ -807,8 +848,14 @@ mod tests {
         }
         assert_eq!(q.known(), 4);
         let at = t0 + Duration::from_secs(10);
-        assert_eq!(q.push(plan(Some("p0"), "XidHardware", 0, "p0"), at), Pushed::Queued);
-        assert_eq!(q.push(plan(Some("p5"), "XidHardware", 0, "p5"), at), Pushed::Repeat);
+        assert_eq!(
+            q.push(plan(Some("p0"), "XidHardware", 0, "p0"), at),
+            Pushed::Queued
+        );
+        assert_eq!(
+            q.push(plan(Some("p5"), "XidHardware", 0, "p5"), at),
+            Pushed::Repeat
+        );
     }
 
     /// The writer waits for the next Event and gets one pushed while it waits; and it wakes

@@ -326,7 +326,7 @@ pub async fn events(
         let api: Api<K8sEvent> = Api::namespaced(client.clone(), &namespace);
         let create = |names: &mut Names, count: u32| {
             let now = Timestamp::now();
-            K8sEvent {
+            Box::new(K8sEvent {
                 metadata: ObjectMeta {
                     name: Some(names.next(regarding.name.as_deref().unwrap_or(CONTROLLER), now)),
                     namespace: Some(namespace.clone()),
@@ -346,7 +346,7 @@ pub async fn events(
                     last_observed_time: MicroTime(now),
                 }),
                 ..K8sEvent::default()
-            }
+            })
         };
         let mut write = match &taken.series {
             Some(s) => Write::Series(s.clone()),
@@ -360,8 +360,12 @@ pub async fn events(
             };
             // A series whose Event is gone from the server (expired, deleted): created anew,
             // with the whole count.
-            if let (Write::Series(s), Err(Failure::Error { code: Some(404), .. })) =
-                (&write, &result)
+            if let (
+                Write::Series(s),
+                Err(Failure::Error {
+                    code: Some(404), ..
+                }),
+            ) = (&write, &result)
             {
                 shared.count_kube_write(Kind::Event, WriteOutcome::Failure);
                 write = Write::Create(create(&mut names, s.count));
@@ -427,7 +431,7 @@ pub async fn events(
 /// One Event write.
 enum Write {
     /// A new Event object.
-    Create(K8sEvent),
+    Create(Box<K8sEvent>),
     /// The series of the Event written before.
     Series(Series),
 }
