@@ -1460,10 +1460,11 @@ fn event_objects(events: &Value) -> std::collections::BTreeMap<(String, String, 
 }
 
 /// A storm on one widely shared GPU (issue 50, T5-2 and T5-3): GPU 0 time-sliced between
-/// 1,500 pods gets an application Xid every 10 ms from 1 s, so every tick plans 1,501
-/// Events, six times what the queue holds. Meanwhile other faults hit few pods: Xid 79 on
-/// GPU 1, Xid 48 on GPU 2 (four pods), an application Xid 31 on one MIG instance of GPU 3,
-/// GPU 4 lost. Every pod hit by one of them gets its Event, and so does every storm pod (each
+/// 1,500 pods gets an application Xid every 10 ms from 5 s, so every tick plans 1,501
+/// Events, six times what the queue holds. While the queue is still full of them, other
+/// faults hit few pods (from 6 s: the pods are attributed by then, even on a loaded machine):
+/// Xid 79 on GPU 1, Xid 48 on GPU 2 (four pods), an application Xid 31 on one MIG instance of
+/// GPU 3, GPU 4 lost. Every pod hit by one of them gets its Event, and so does every storm pod (each
 /// tick plans it again until it is written); each object and cause has one Event object,
 /// the writes stay within one per object and cause (plus a series update each 30 s per
 /// Event), and the full queue is one line for the whole burst. Before, the queue was full of
@@ -1483,11 +1484,11 @@ fn a_storm_on_a_widely_shared_gpu_starves_no_other_pods_events() {
         }
     }
     toml.push_str(
-        "[[faults]]\nat = 1\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 10000\nevery = 0.01\n\
-         [[faults]]\nat = 2\ngpu = 1\nkind = \"xid\"\nxid = 79\n\
-         [[faults]]\nat = 2\ngpu = 2\nkind = \"xid\"\nxid = 48\n\
-         [[faults]]\nat = 2.5\ngpu = 3\nkind = \"xid\"\nxid = 31\ngi = 8\n\
-         [[faults]]\nat = 3\ngpu = 4\nkind = \"lost\"\n",
+        "[[faults]]\nat = 5\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 10000\nevery = 0.01\n\
+         [[faults]]\nat = 6\ngpu = 1\nkind = \"xid\"\nxid = 79\n\
+         [[faults]]\nat = 6\ngpu = 2\nkind = \"xid\"\nxid = 48\n\
+         [[faults]]\nat = 6.5\ngpu = 3\nkind = \"xid\"\nxid = 31\ngi = 8\n\
+         [[faults]]\nat = 7\ngpu = 4\nkind = \"lost\"\n",
     );
     for i in 0..STORM {
         toml.push_str(&format!(
