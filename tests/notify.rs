@@ -1105,6 +1105,55 @@ fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
     );
 }
 
+/// A write that timed out is made again under the same name, in process (issue 50, T5-4):
+/// while the API server answers Events 1 s late (past the 300 ms deadline) and makes them all
+/// the same, the first Event of the faults of 1 s times out again and again; once the server
+/// answers in time, the try finds the Event made (`409 AlreadyExists`) and counts it as
+/// written. Every object and cause has one Event object.
+#[test]
+fn an_event_that_timed_out_is_written_again_under_its_name() {
+    let mut p = InProcess::new();
+    p.api().set_write_faults(vec![fault(
+        "/apis/events.k8s.io/",
+        None,
+        Duration::from_secs(1),
+    )]);
+    let shared = p.shared();
+    p.start(&shared, false, 256, notify::EVENT_RETRY_FOR);
+    wait_until("an Event timed out twice (tried again)", || {
+        p.tick(&shared);
+        shared.kube_writes().unwrap().events_timed_out >= 2
+    });
+    // The late writes land (1 s after each try).
+    std::thread::sleep(Duration::from_millis(1200));
+    p.api().set_write_faults(Vec::new());
+    wait_until("the Events of the faults of 1 s reach the pods", || {
+        p.tick(&shared);
+        let got = p.pod_events();
+        [
+            ("inference/rerank-a", "XidHardware"),
+            ("media/render-farm-0", "XidApplication"),
+            ("sandbox/notebook-alice", "XidMemory"),
+        ]
+        .iter()
+        .all(|(p, r)| got.contains(&((*p).to_owned(), (*r).to_owned())))
+    });
+    let made_again = p
+        .api()
+        .writes()
+        .iter()
+        .filter(|w| w.starts_with("POST /apis/events.k8s.io/") && w.ends_with(" 409"))
+        .count();
+    assert!(
+        made_again >= 1,
+        "a try of an Event already made: {:#?}",
+        p.api().writes()
+    );
+    let objects = event_objects(&serde_json::json!({ "items": p.api().events() }));
+    let doubled: Vec<_> = objects.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "an Event made twice: {doubled:?}");
+}
+
 /// An API server that cannot be reached: every write fails and is counted, nothing else
 /// changes.
 #[test]
@@ -1388,6 +1437,227 @@ fn a_burst_keeps_the_node_informed_and_merges_repeats() {
         1,
         "the full queue logged once: {log}"
     );
+}
+
+/// (namespace/name or the Node's name, reason, action) of every Event, with how many Event
+/// objects each has.
+fn event_objects(events: &Value) -> std::collections::BTreeMap<(String, String, String), usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in events["items"].as_array().unwrap() {
+        let r = &e["regarding"];
+        let object = match r["namespace"].as_str() {
+            Some(ns) => format!("{ns}/{}", r["name"].as_str().unwrap_or("")),
+            None => r["name"].as_str().unwrap_or("").to_owned(),
+        };
+        let key = (
+            object,
+            e["reason"].as_str().unwrap_or("").to_owned(),
+            e["action"].as_str().unwrap_or("").to_owned(),
+        );
+        *out.entry(key).or_insert(0) += 1;
+    }
+    out
+}
+
+/// A storm on one widely shared GPU (issue 50, T5-2 and T5-3): GPU 0 time-sliced between
+/// 1,500 pods gets an application Xid every 10 ms from 5 s, so every tick plans 1,501
+/// Events, six times what the queue holds. While the queue is still full of them, other
+/// faults hit few pods (from 6 s: the pods are attributed by then, even on a loaded machine):
+/// Xid 79 on GPU 1, Xid 48 on GPU 2 (four pods), an application Xid 31 on one MIG instance of
+/// GPU 3, GPU 4 lost. Every pod hit by one of them gets its Event, and so does every storm pod (each
+/// tick plans it again until it is written); each object and cause has one Event object,
+/// the writes stay within one per object and cause (plus a series update each 30 s per
+/// Event), and the full queue is one line for the whole burst. Before, the queue was full of
+/// the storm's repeats at every tick: the other faults' pod Events were dropped, the first 255
+/// storm pods were written once per tick, and the log had two lines per tick.
+#[test]
+fn a_storm_on_a_widely_shared_gpu_starves_no_other_pods_events() {
+    const STORM: usize = 1500;
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = String::from("name = \"storm\"\nnode = \"sim-storm-node\"\n");
+    let gpu = "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\", level = 0.8, memory = 0.5 }\n";
+    for g in 0..6 {
+        if g == 3 {
+            toml.push_str("[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nmig = [{ profile = \"1g.10gb\" }, { profile = \"1g.10gb\" }, { profile = \"1g.10gb\" }]\n");
+        } else {
+            toml.push_str(gpu);
+        }
+    }
+    toml.push_str(
+        "[[faults]]\nat = 5\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 10000\nevery = 0.01\n\
+         [[faults]]\nat = 6\ngpu = 1\nkind = \"xid\"\nxid = 79\n\
+         [[faults]]\nat = 6\ngpu = 2\nkind = \"xid\"\nxid = 48\n\
+         [[faults]]\nat = 6.5\ngpu = 3\nkind = \"xid\"\nxid = 31\ngi = 8\n\
+         [[faults]]\nat = 7\ngpu = 4\nkind = \"lost\"\n",
+    );
+    for i in 0..STORM {
+        toml.push_str(&format!(
+            "[[pods]]\nname = \"storm-{i:04}\"\nnamespace = \"storm\"\n\
+             containers = [{{ name = \"c\", shared = [\"0::{i}\"] }}]\n"
+        ));
+    }
+    let pod = |name: &str, ns: &str, devices: &str| {
+        format!(
+            "[[pods]]\nname = \"{name}\"\nnamespace = \"{ns}\"\n\
+             containers = [{{ name = \"c\", {devices} }}]\n"
+        )
+    };
+    toml.push_str(&pod("train-1", "research", "gpus = [1]"));
+    for r in 0..4 {
+        toml.push_str(&pod(
+            &format!("mem-{r}"),
+            "serving",
+            &format!("shared = [\"2::{r}\"]"),
+        ));
+    }
+    for gi in [7, 8, 9] {
+        toml.push_str(&pod(
+            &format!("mig-{gi}"),
+            "mig",
+            &format!("mig = [\"3.{gi}\"]"),
+        ));
+    }
+    toml.push_str(&pod("lost-4", "serving", "gpus = [4]"));
+    toml.push_str(&pod("idle-5", "serving", "gpus = [5]"));
+    let path = scenario_file(dir.path(), "storm.toml", &toml);
+    let started = std::time::Instant::now();
+    let (e, port) = start(&path, "60s");
+
+    let mut want: BTreeSet<(String, String)> = [
+        ("research/train-1", "XidHardware"),
+        ("mig/mig-8", "XidApplication"),
+        ("serving/lost-4", "GpuLost"),
+    ]
+    .iter()
+    .map(|(p, r)| ((*p).to_owned(), (*r).to_owned()))
+    .collect();
+    for r in 0..4 {
+        want.insert((format!("serving/mem-{r}"), "XidMemory".into()));
+    }
+    for i in 0..STORM {
+        want.insert((format!("storm/storm-{i:04}"), "XidApplication".into()));
+    }
+    // Polled every 250 ms (a list of 1,500 Events), for at most 45 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(45);
+    let events = loop {
+        let events = api(port, "/apis/events.k8s.io/v1/events");
+        let got = pod_events(&events);
+        if got.is_superset(&want) {
+            break events;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pods hit without their Event: {:?} (of {} expected)\n{}",
+            want.difference(&got).take(20).collect::<Vec<_>>(),
+            want.len(),
+            e.metrics()
+                .lines()
+                .filter(|l| l.starts_with("gpu_exporter_kube"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let elapsed = started.elapsed();
+    // Only the pods that were hit (not the other MIG instances' pods, not GPU 5's).
+    let got = pod_events(&events);
+    let pods: BTreeSet<&String> = got.iter().map(|(p, _)| p).collect();
+    for quiet in ["mig/mig-7", "mig/mig-9", "serving/idle-5"] {
+        assert!(!pods.contains(&quiet.to_owned()), "an Event on {quiet}");
+    }
+    // One Event object per object and cause, never one per tick.
+    let objects = event_objects(&events);
+    let doubled: Vec<_> = objects.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        doubled.is_empty(),
+        "more than one Event object: {doubled:?}"
+    );
+    let t = e.metrics();
+    let written = sample(
+        &t,
+        "gpu_exporter_kube_writes_total{kind=\"event\",result=\"success\"}",
+    );
+    // At most a series update per Event each 30 s on top of its creation.
+    let bound = objects.len() as f64 * (1.0 + (elapsed.as_secs() / 30) as f64);
+    assert!(
+        written <= bound,
+        "{written} Event writes for {} Events in {elapsed:?}",
+        objects.len()
+    );
+    let full = sample(
+        &t,
+        "gpu_exporter_kube_writes_dropped_total{reason=\"queue_full\"}",
+    );
+    assert!(
+        full > 0.0,
+        "the queue overflowed (the storm plans 1,501 a tick): {t}"
+    );
+    let log = e.log();
+    assert_eq!(
+        lines_with(&log, "Kubernetes Event queue is full").len(),
+        1,
+        "the full queue logged once for the burst: {log}"
+    );
+    assert!(
+        lines_with(&log, "Kubernetes Event queue has room again").len() <= 1,
+        "{log}"
+    );
+}
+
+/// A write whose answer was lost is not made twice (issue 50, T5-4): from 0 to 5 s the API
+/// server answers Events 4 s late, and from 3 s to 6 s it closes every connection. The
+/// Node's first Event of the faults of 1 s is sent at about 1 s; its connection is closed at
+/// 3 s, before the answer, and the server makes the write at about 5 s all the same. The
+/// writer tries again once the server is back, under the same name: `409 AlreadyExists`,
+/// counted as written. Before, the retry was a new Event: two Node Events for one Xid.
+#[test]
+fn an_event_whose_answer_was_lost_is_written_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = with_api_faults(
+        dir.path(),
+        r#"  { at = 0, until = 5, path = "/apis/events.k8s.io/", delay = 4 },
+  { at = 3, until = 6, unreachable = true },"#,
+    );
+    let (mut e, port) = start(&scenario, "60s");
+    let want = [
+        ("inference/rerank-a", "XidHardware"),
+        ("inference/rerank-b", "XidHardware"),
+        ("media/render-farm-0", "XidApplication"),
+        ("sandbox/notebook-alice", "XidMemory"),
+    ];
+    let want: BTreeSet<(String, String)> = want
+        .iter()
+        .map(|(p, r)| ((*p).to_owned(), (*r).to_owned()))
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    // (The server answers no read while it is down.)
+    while !http_get(port, "/apis/events.k8s.io/v1/events", &[])
+        .and_then(|r| serde_json::from_str::<Value>(&r.text()).ok())
+        .is_some_and(|events| pod_events(&events).is_superset(&want))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pods' Events after the outage: {}",
+            e.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let t = e.metrics();
+    assert!(
+        writes(&t, "event", "failure") >= 1,
+        "the closed connection counted: {t}"
+    );
+    let objects = event_objects(&api(port, "/apis/events.k8s.io/v1/events"));
+    let doubled: Vec<_> = objects.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "an Event made twice: {doubled:?}");
+    for reason in ["XidHardware", "XidMemory"] {
+        assert_eq!(
+            node_events(port, reason),
+            1,
+            "{reason} on the Node: {objects:?}"
+        );
+    }
+    e.sigterm();
 }
 
 /// The label sets (without the value) of the series of `family`.

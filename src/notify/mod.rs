@@ -5,8 +5,10 @@
 //! A task on the runtime reads each published snapshot (never the sampler's tick, never a
 //! scrape), plans what it calls for (`plan`) and hands it to the writers (`writer`): the
 //! conditions as a latest-wins value, written by a task of their own (first in importance),
-//! the Events through a bounded queue (`queue`) that takes the Node's before the pods', merges
-//! a repeat for a waiting object and cause, and drops pod Events first when full, counted. An
+//! the Events through a bounded queue (`queue`) that takes the Node's before the pods' and a
+//! first Event for an object and cause before any repeat, merges repeats into one write per
+//! object and cause (then one series update each 30 s), and when full drops pod Events of the
+//! most crowded cause first, counted. An
 //! API server that refuses, errors, is slow or cannot be reached changes nothing but the
 //! `gpu_exporter_kube_*` self-metrics and one log line per change of state. It must not
 //! read NVML, the kubelet or the counters, or decide health (the `health` layer does).
@@ -26,8 +28,27 @@ use crate::snapshot::DropReason;
 use plan::Planner;
 use queue::{EventQueue, Overflow, Pushed};
 
-/// Events waiting to be written at most (a repeat for a waiting object and cause takes no
-/// place); beyond it pod Events are dropped first, and counted.
+/// Logs a change of the Event queue's overflow state (one line each way per burst).
+fn log_overflow(change: Option<Overflow>, capacity: usize) {
+    match change {
+        Some(Overflow::Started) => warn!(
+            "the Kubernetes Event queue is full ({capacity} new Events wait); new pod Events are \
+             dropped, those of the cause with the most waiting first, and counted in \
+             gpu_exporter_kube_writes_dropped_total{{reason=\"queue_full\"}} (logged again when \
+             none has been dropped for {} s)",
+            queue::QUIET.as_secs()
+        ),
+        Some(Overflow::Ended { dropped, lasted }) => info!(
+            "the Kubernetes Event queue has room again: {dropped} Events were dropped while it \
+             was full ({} s from the first drop to the last)",
+            lasted.as_secs()
+        ),
+        None => {}
+    }
+}
+
+/// First Events (an object and cause with no Event yet) waiting to be written at most; a
+/// repeat takes no place. Beyond it pod Events are dropped first, and counted.
 pub const QUEUE: usize = 256;
 
 /// How long one API call may take.
@@ -99,6 +120,9 @@ pub fn spawn(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            if opts.events {
+                log_overflow(queue.tick(tokio::time::Instant::now()), opts.queue);
+            }
             if !shared.has_published() {
                 continue;
             }
@@ -121,28 +145,16 @@ pub fn spawn(
             if opts.events {
                 let now = tokio::time::Instant::now();
                 for e in planner.events(snap) {
-                    let (pushed, change) = queue.push(e, now);
-                    match pushed {
+                    match queue.push(e, now) {
                         Pushed::Merged => shared.count_kube_event_merged(),
                         p if p.dropped_one() => {
                             shared.count_kube_write_dropped(DropReason::QueueFull)
                         }
                         _ => {}
                     }
-                    match change {
-                        Some(Overflow::Started) => warn!(
-                            "the Kubernetes Event queue is full ({} Events wait); pod Events \
-                             are dropped first and counted in \
-                             gpu_exporter_kube_writes_dropped_total{{reason=\"queue_full\"}} \
-                             (logged again only after the queue has emptied)",
-                            opts.queue
-                        ),
-                        Some(Overflow::Ended) => {
-                            info!("the Kubernetes Event queue has emptied since it was full")
-                        }
-                        None => {}
-                    }
                 }
+                // A burst that starts here is logged now, not an interval later.
+                log_overflow(queue.tick(now), opts.queue);
             }
         }
     });

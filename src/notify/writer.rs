@@ -1,11 +1,15 @@
 //! The API writes of the Kubernetes outputs, off the tick and scrape paths: the Node
 //! conditions (a strategic-merge patch of `nodes/<node>/status` that names only the
 //! exporter's own condition types, so another writer's are never touched) and the Events
-//! (kube's event `Recorder`, which aggregates a repeat into one Event's series).
+//! (`events.k8s.io/v1`: a new Event created under a name fixed before its first try, so that
+//! a retry whose first try was made is answered `409 AlreadyExists` and counts as written; a
+//! repeat is a merge patch of that Event's `series`).
 //!
-//! Bounded: the Events wait in a queue of fixed size (`super::queue`: the Node's first, pod
-//! Events dropped first when full, counted), one that failed in a way that may pass is
-//! retried in order for at most 10 minutes (then dropped and counted), one that can never be
+//! Bounded: the Events wait in a queue of fixed size (`super::queue`: the Node's first, a
+//! first Event before any repeat, repeats merged into one series update per Event each 30 s,
+//! pod Events dropped first when full, counted), one that failed in a way that may pass or
+//! whose answer was lost is retried in order for at most 10 minutes (then dropped and
+//! counted), one that can never be
 //! written (a request that cannot be built, a refusal for good) is dropped at once, counted
 //! with its reason and logged once per cause, each call has a deadline, and the conditions are a
 //! latest-wins value retried with backoff, never a queue, and written again for a while after
@@ -17,9 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -27,7 +32,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::plan::Condition;
-use super::queue::EventQueue;
+use super::queue::{Done, EventQueue, Series};
 use crate::base::backoff::Backoff;
 use crate::base::cause_log::{CauseLog, cause};
 use crate::exposition::publish::Shared;
@@ -65,8 +70,13 @@ impl LinkState {
 /// How one API call failed.
 enum Failure {
     /// The server refused or errored, or could not be reached, or the request could not be
-    /// made: the error in a line, and whether the same call may work later (see [`verdict`]).
-    Error { line: String, verdict: Verdict },
+    /// made: the error in a line, whether the same call may work later (see [`verdict`]),
+    /// and the server's status code, if it answered.
+    Error {
+        line: String,
+        verdict: Verdict,
+        code: Option<u16>,
+    },
     /// No answer within the deadline.
     TimedOut(Duration),
 }
@@ -121,6 +131,10 @@ async fn within<T>(
         Ok(Err(e)) => Err(Failure::Error {
             line: describe_kube_error(&e),
             verdict: verdict(&e),
+            code: match &e {
+                kube::Error::Api(s) => Some(s.code),
+                _ => None,
+            },
         }),
         Err(_) => Err(Failure::TimedOut(timeout)),
     }
@@ -262,13 +276,19 @@ pub async fn conditions(
     }
 }
 
-/// Publishes the queued Events one at a time, the Node's first (`super::queue`), each call
-/// within `timeout`. An Event whose write failed in a way that may pass is written again with
-/// backoff (0.5 s doubling to 30 s), holding the Events behind it, until it is written or has
-/// waited `retry_for` since it was queued (`super::EVENT_RETRY_FOR`); then it is given up and
-/// counted as dropped. One that can never be written (refused for good, or a request that
-/// cannot be built) is dropped at once, counted with its reason, and logged once per cause.
-/// One that timed out is not written again: the server may still make it.
+/// Publishes the queued Events one at a time (`super::queue`: the Node's first, a first Event
+/// for an object and cause before any repeat), each call within `timeout`: a new Event is
+/// created under a name of its own, fixed before its first try, and a repeat updates the
+/// `series` of the Event written before (one that is gone from the server, 404, is created
+/// again). A write that failed in a way that may pass, or whose answer was lost (it timed out,
+/// or the connection closed after the request was sent), is made again with backoff (0.5 s
+/// doubling to 30 s), holding the Events behind it, until it is written or has waited
+/// `retry_for` since it was queued (`super::EVENT_RETRY_FOR`); then it is given up and counted
+/// as dropped. Made again, a creation carries the same name, so one the server had made is
+/// answered `409 AlreadyExists` and counts as written: an Event is never made twice; a series
+/// update sets the count, so it may be made twice. One that can never be written (refused for
+/// good, or a request that cannot be built) is dropped at once, counted with its reason, and
+/// logged once per cause.
 pub async fn events(
     client: kube::Client,
     node: String,
@@ -277,22 +297,17 @@ pub async fn events(
     queue: Arc<EventQueue>,
     shared: Arc<Shared>,
 ) {
-    let recorder = Recorder::new(
-        client,
-        Reporter {
-            controller: CONTROLLER.into(),
-            instance: Some(format!("{CONTROLLER}-{node}")),
-        },
-    );
+    let instance = format!("{CONTROLLER}-{node}");
     let node = node_ref(&node);
+    let mut names = Names::default();
     let mut state = LinkState::default();
     // Whether the last Event given up has been logged (once per run of give-ups).
     let mut giving_up = false;
     // The causes of Events dropped for good that were logged (each once).
     let mut never_written: BTreeSet<String> = BTreeSet::new();
     loop {
-        let waiting = queue.pop().await;
-        let e = waiting.plan;
+        let taken = queue.take().await;
+        let e = &taken.waiting.plan;
         let regarding = match &e.pod {
             None => node.clone(),
             Some(p) => ObjectReference {
@@ -304,28 +319,68 @@ pub async fn events(
                 ..ObjectReference::default()
             },
         };
-        let event = Event {
-            type_: if e.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: e.reason.into(),
-            note: Some(e.note),
-            action: e.action,
-            secondary: e.pod.as_ref().map(|_| node.clone()),
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let api: Api<K8sEvent> = Api::namespaced(client.clone(), &namespace);
+        let create = |names: &mut Names, count: u32| {
+            let now = Timestamp::now();
+            Box::new(K8sEvent {
+                metadata: ObjectMeta {
+                    name: Some(names.next(regarding.name.as_deref().unwrap_or(CONTROLLER), now)),
+                    namespace: Some(namespace.clone()),
+                    ..ObjectMeta::default()
+                },
+                type_: Some(if e.warning { "Warning" } else { "Normal" }.into()),
+                reason: Some(e.reason.into()),
+                note: Some(e.note.clone()),
+                action: Some(e.action.clone()),
+                event_time: Some(MicroTime(now)),
+                regarding: Some(regarding.clone()),
+                related: e.pod.as_ref().map(|_| node.clone()),
+                reporting_controller: Some(CONTROLLER.into()),
+                reporting_instance: Some(instance.clone()),
+                series: (count >= 2).then(|| EventSeries {
+                    count: i32::try_from(count).unwrap_or(i32::MAX),
+                    last_observed_time: MicroTime(now),
+                }),
+                ..K8sEvent::default()
+            })
+        };
+        let mut write = match &taken.series {
+            Some(s) => Write::Series(s.clone()),
+            None => Write::Create(create(&mut names, taken.waiting.count)),
         };
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
-        loop {
-            let result = within(timeout, recorder.publish(&event, &regarding)).await;
+        let done = loop {
+            let result = match &write {
+                Write::Create(ev) => within(timeout, create_event(&api, ev)).await,
+                Write::Series(s) => within(timeout, update_series(&api, s)).await,
+            };
+            // A series whose Event is gone from the server (expired, deleted): created anew,
+            // with the whole count.
+            if let (
+                Write::Series(s),
+                Err(Failure::Error {
+                    code: Some(404), ..
+                }),
+            ) = (&write, &result)
+            {
+                shared.count_kube_write(Kind::Event, WriteOutcome::Failure);
+                write = Write::Create(create(&mut names, s.count));
+                continue;
+            }
             let never = match &result {
                 Err(Failure::Error {
                     verdict: Verdict::Rejected,
                     line,
+                    ..
                 }) => Some((DropReason::Rejected, line)),
                 Err(Failure::Error {
                     verdict: Verdict::Invalid,
                     line,
+                    ..
                 }) => Some((DropReason::Invalid, line)),
                 _ => None,
             };
@@ -343,23 +398,14 @@ pub async fn events(
                         reason.label()
                     );
                 }
-                break;
+                break Done::Dropped;
             }
-            let retry = matches!(
-                &result,
-                Err(Failure::Error {
-                    verdict: Verdict::Retry,
-                    ..
-                })
-            );
             if record(&shared, Kind::Event, &mut state, "Events", result) == WriteOutcome::Success {
                 giving_up = false;
-            }
-            if !retry {
-                break;
+                break Done::Written(write.written(taken.waiting.count));
             }
             let wait = backoff.next_delay();
-            if waiting.since.elapsed() + wait > retry_for {
+            if taken.waiting.since.elapsed() + wait > retry_for {
                 shared.count_kube_write_dropped(DropReason::RetriesExpired);
                 if !giving_up {
                     giving_up = true;
@@ -371,10 +417,100 @@ pub async fn events(
                         retry_for.as_secs()
                     );
                 }
-                break;
+                break Done::Dropped;
             }
             tokio::time::sleep(wait).await;
+        };
+        let forgotten = queue.done(&taken.key, done, tokio::time::Instant::now());
+        for _ in 0..forgotten {
+            shared.count_kube_write_dropped(DropReason::QueueFull);
         }
+    }
+}
+
+/// One Event write.
+enum Write {
+    /// A new Event object.
+    Create(Box<K8sEvent>),
+    /// The series of the Event written before.
+    Series(Series),
+}
+
+impl Write {
+    /// What is on the server once this write has worked; `count` plans were taken for it.
+    fn written(&self, count: u32) -> Series {
+        match self {
+            Self::Create(ev) => Series {
+                namespace: ev.metadata.namespace.clone().unwrap_or_default(),
+                name: ev.metadata.name.clone().unwrap_or_default(),
+                count: ev
+                    .series
+                    .as_ref()
+                    .and_then(|s| u32::try_from(s.count).ok())
+                    .unwrap_or(count),
+            },
+            Self::Series(s) => s.clone(),
+        }
+    }
+}
+
+/// Creates `ev`. `409 AlreadyExists` is success: the name is this Event's own, fixed before
+/// its first try, so the object is the one an earlier try made (its answer lost).
+async fn create_event(api: &Api<K8sEvent>, ev: &K8sEvent) -> Result<(), kube::Error> {
+    match api.create(&PostParams::default(), ev).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_already_exists() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The body of a series update: only the `series` (the rest of an `events.k8s.io/v1` Event
+/// is immutable).
+#[derive(Debug, serde::Serialize)]
+struct SeriesPatch {
+    series: EventSeries,
+}
+
+/// Sets the series of the Event `s` names to its count, observed now.
+async fn update_series(api: &Api<K8sEvent>, s: &Series) -> Result<(), kube::Error> {
+    let body = SeriesPatch {
+        series: EventSeries {
+            count: i32::try_from(s.count).unwrap_or(i32::MAX),
+            last_observed_time: MicroTime(Timestamp::now()),
+        },
+    };
+    api.patch(&s.name, &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .map(|_| ())
+}
+
+/// The names of new Events: `<object>.<hex nanoseconds>`, as kube's recorder and client-go
+/// name them, with the object's name reduced to what an object name may hold, and the time
+/// strictly rising within the process so that two Events never share a name.
+#[derive(Default)]
+struct Names {
+    last: i128,
+}
+
+impl Names {
+    /// The longest object name kept (the whole name stays within 253 characters).
+    const OBJECT_MAX: usize = 253 - 1 - 32;
+
+    fn next(&mut self, object: &str, now: Timestamp) -> String {
+        let nanos = now.as_nanosecond().max(self.last + 1);
+        self.last = nanos;
+        let lowered: String = object
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | '0'..='9' | '-' | '.' => c,
+                'A'..='Z' => c.to_ascii_lowercase(),
+                _ => '-',
+            })
+            .take(Self::OBJECT_MAX)
+            .collect();
+        let part = lowered.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        let part = if part.is_empty() { CONTROLLER } else { part };
+        format!("{part}.{nanos:x}")
     }
 }
 
