@@ -270,8 +270,8 @@ mod tests {
         for (text, want) in [
             (
                 "tls_server_config:\n  prefer_server_cipher_suites: maybe\n",
-                "line 2, column 32, key tls_server_config.prefer_server_cipher_suites: maybe is \
-                 not true or false",
+                "line 2, column 3, key tls_server_config.prefer_server_cipher_suites: expected \
+                 true or false, found the text \"maybe\"",
             ),
             (
                 "basic_auth_users:\n  a: x\n  prom: {hash: x}\n",
@@ -544,6 +544,28 @@ mod tests {
             "http_server_config: {}\n",
         ] {
             assert!(parse(text).unwrap().notes.is_empty(), "{text}");
+        }
+    }
+
+    /// A quoted value is a text, never a boolean: `"yes"` or `"true"` for a boolean key is
+    /// refused naming the key (it was read as true).
+    #[test]
+    fn a_quoted_boolean_is_refused_naming_the_key() {
+        for (text, key) in [
+            (
+                "http_server_config:\n  http2: \"yes\"\n",
+                "http_server_config.http2",
+            ),
+            (
+                "tls_server_config:\n  prefer_server_cipher_suites: \"true\"\n",
+                "tls_server_config.prefer_server_cipher_suites",
+            ),
+        ] {
+            let e = parse(text).err().expect(text).to_string();
+            assert!(
+                e.contains(key) && e.contains("expected true or false"),
+                "{e}"
+            );
         }
     }
 

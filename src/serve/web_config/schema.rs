@@ -239,6 +239,8 @@ pub(super) struct RawTls {
     pub(super) curve_preferences: Option<Vec<String>>,
     pub(super) min_version: Option<String>,
     pub(super) max_version: Option<String>,
+    /// A plain boolean only: a quoted `"yes"` is a text, refused naming the key.
+    #[serde(default, deserialize_with = "crate::base::yaml::boolean")]
     pub(super) prefer_server_cipher_suites: Option<bool>,
     pub(super) client_allowed_sans: Option<Vec<String>>,
 }
@@ -246,6 +248,8 @@ pub(super) struct RawTls {
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHttp {
+    /// A plain boolean only, as `prefer_server_cipher_suites`.
+    #[serde(default, deserialize_with = "crate::base::yaml::boolean")]
     pub(super) http2: Option<bool>,
     pub(super) headers: Option<BTreeMap<String, String>>,
 }
