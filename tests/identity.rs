@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Exporter, http_get, label, label_opt, series, value};
+use common::{Exporter, label, label_opt, series, sim_api as api, sim_api_port as api_port, value};
 use serde_json::Value;
 
 const NODE: &str = "sim-identity-node";
@@ -38,20 +38,6 @@ struct Plan {
     new_minor: Option<(usize, u32)>,
     /// When the last fault is over (seconds after start).
     end: f64,
-}
-
-fn api(port: u16, path: &str) -> Value {
-    serde_json::from_str(&http_get(port, path, &[]).expect("API answers").text()).unwrap()
-}
-
-fn api_port(e: &Exporter) -> u16 {
-    e.wait_log("api=http://127.0.0.1:", Duration::from_secs(10));
-    e.log()
-        .split("api=http://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|p| p.parse().ok())
-        .expect("the simulated API server's port in the log")
 }
 
 /// Every `GPU-…` UUID a text mentions.

@@ -15,18 +15,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Exporter, http_get, label, series, value, wait_until};
+use common::{
+    Exporter, http_get, label, series, sim_api as api, sim_api_port as api_port, value, wait_until,
+};
 use gpu_exporter::exposition::publish::{Shared, render};
 use gpu_exporter::notify::{self, NotifyOptions};
 use gpu_exporter::sim::api::WriteFault;
 use serde_json::Value;
 
 const SCENARIO: &str = "tests/fixtures/scenarios/notify.toml";
-
-/// GET `path` on the simulated API server at `port`, as JSON.
-fn api(port: u16, path: &str) -> Value {
-    serde_json::from_str(&http_get(port, path, &[]).expect("API answers").text()).unwrap()
-}
 
 /// The `status` of condition `ty`, if the Node has it.
 fn status(node: &Value, ty: &str) -> Option<String> {
@@ -139,17 +136,6 @@ fn start_with(scenario: &Path, hold: &str, extra: &[&str]) -> (Exporter, u16) {
         .start();
     let port = api_port(&e);
     (e, port)
-}
-
-/// The simulated API server's port, from the exporter's start-up log line.
-fn api_port(e: &Exporter) -> u16 {
-    e.wait_log("api=http://127.0.0.1:", Duration::from_secs(10));
-    e.log()
-        .split("api=http://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|p| p.parse().ok())
-        .expect("the simulated API server's port in the log")
 }
 
 const NODE_PATH: &str = "/api/v1/nodes/sim-notify-node";

@@ -18,16 +18,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{BIN, built_sim_lib, free_port, http_get};
-
-/// The signals the exporter handles (its own list, `daemon::signals`).
-const HANDLED: [libc::c_int; 6] = [
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-];
+use gpu_exporter::daemon::signals::HANDLED;
 
 /// The exporter on a simulated node on `port`, stderr to `log`; with `blocked`, started with
 /// [`HANDLED`] blocked, as a parent can do (the mask is kept across exec).

@@ -19,7 +19,7 @@ use tracing::{error, info, warn};
 use super::exit;
 
 /// The signals the daemon handles, all blocked by [`block_early`] until their handlers are in.
-const HANDLED: [libc::c_int; 6] = [
+pub const HANDLED: [libc::c_int; 6] = [
     libc::SIGHUP,
     libc::SIGINT,
     libc::SIGTERM,

@@ -805,3 +805,19 @@ pub fn tool(env: &str, name: &str) -> Option<PathBuf> {
         .map(|d| Path::new(d).join(name))
         .find(|p| p.is_file())
 }
+
+/// GET `path` on the simulated API server at `port` (`--simulate -k`), as JSON.
+pub fn sim_api(port: u16, path: &str) -> serde_json::Value {
+    serde_json::from_str(&http_get(port, path, &[]).expect("API answers").text()).unwrap()
+}
+
+/// The simulated API server's port, from the exporter's log (`api=http://127.0.0.1:PORT`).
+pub fn sim_api_port(e: &Exporter) -> u16 {
+    e.wait_log("api=http://127.0.0.1:", Duration::from_secs(10));
+    e.log()
+        .split("api=http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .expect("the simulated API server's port in the log")
+}

@@ -561,7 +561,10 @@ mod tests {
                 "tls_server_config.prefer_server_cipher_suites",
             ),
         ] {
-            let e = parse(text).err().expect(text).to_string();
+            let Err(e) = parse(text) else {
+                panic!("accepted: {text}")
+            };
+            let e = e.to_string();
             assert!(
                 e.contains(key) && e.contains("expected true or false"),
                 "{e}"
