@@ -1325,10 +1325,12 @@ fn a_burst_keeps_the_node_informed_and_merges_repeats() {
             "[[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\", level = 0.8, memory = 0.5 }\n",
         );
     }
-    toml.push_str("[[faults]]\nat = 1\ngpu = 0\nkind = \"xid\"\nxid = 48\n");
+    // From 4 s: NVML's event set must be registered first (the first tick, which a loaded
+    // machine may take past 1 s to reach with 2,000 pods), or the one Xid 48 is never seen.
+    toml.push_str("[[faults]]\nat = 4\ngpu = 0\nkind = \"xid\"\nxid = 48\n");
     for gpu in 1..7 {
         toml.push_str(&format!(
-            "[[faults]]\nat = 1\ngpu = {gpu}\nkind = \"xid\"\nxid = 13\nrepeat = 1000\nevery = 0.01\n"
+            "[[faults]]\nat = 4\ngpu = {gpu}\nkind = \"xid\"\nxid = 13\nrepeat = 1000\nevery = 0.01\n"
         ));
     }
     for i in 0..2000 {
