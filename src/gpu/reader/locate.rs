@@ -64,54 +64,11 @@ impl Gpus {
             };
             found.push((index, located));
         }
-        let verified: HashSet<&str> = found
-            .iter()
-            .filter_map(|(_, l)| match l {
-                Located::Up(_, uuid) => Some(uuid.as_str()),
-                Located::Down(..) => None,
-            })
-            .collect();
-        // Known GPUs that did not answer: asked by bus id only while an index did not answer
-        // (most ticks ask nothing more).
-        let any_down = found.iter().any(|(_, l)| matches!(l, Located::Down(..)));
-        let mut by_bus: Vec<(String, String, ByBus)> = Vec::new();
-        if any_down {
-            for (uuid, g) in self
-                .by_uuid
-                .iter()
-                .filter(|(u, _)| !verified.contains(u.as_str()))
-            {
-                let said = match nvml.device_by_pci_bus_id(g.ident.pci_bus_id.as_str()) {
-                    Err(NvmlError::GpuLost) => ByBus::Lost,
-                    Err(NvmlError::NotFound | NvmlError::InvalidArg) => ByBus::Elsewhere,
-                    Err(_) => ByBus::Unknown,
-                    Ok(dev) => match dev.uuid() {
-                        Ok(_) => ByBus::Elsewhere,
-                        Err(NvmlError::GpuLost) => ByBus::Lost,
-                        Err(_) => ByBus::Unknown,
-                    },
-                };
-                by_bus.push((uuid.clone(), g.ident.pci_bus_id.clone(), said));
-            }
-        }
-        let names = {
-            let seen: Vec<(u32, Seen)> = found
-                .iter()
-                .map(|(i, l)| match l {
-                    Located::Up(_, uuid) => (*i, Seen::Verified(uuid.clone())),
-                    Located::Down(..) => (*i, Seen::Unanswered),
-                })
-                .collect();
-            let bus_of: HashMap<String, String> = self
-                .by_uuid
-                .iter()
-                .map(|(u, g)| (u.clone(), g.ident.pci_bus_id.clone()))
-                .collect();
-            let known: Vec<(Known<'_>, ByBus)> = by_bus
-                .iter()
-                .map(|(uuid, bus_id, said)| (Known { uuid, bus_id }, *said))
-                .collect();
-            unanswered_names(&seen, &bus_of, &known)
+        // Most ticks every index answers: nothing more to ask or decide.
+        let (names, maybe_present) = if found.iter().any(|(_, l)| matches!(l, Located::Down(..))) {
+            self.name_unanswered(nvml, &found)
+        } else {
+            (BTreeMap::new(), Vec::new())
         };
         for (index, located) in &mut found {
             if let Located::Down(name, ..) = located {
@@ -141,12 +98,7 @@ impl Gpus {
                 Located::Down(None, ..) => None,
             })
             .collect();
-        keep.extend(
-            by_bus
-                .into_iter()
-                .filter(|(_, _, said)| *said != ByBus::Elsewhere)
-                .map(|(uuid, _, _)| uuid),
-        );
+        keep.extend(maybe_present);
         self.by_uuid.retain(|uuid, _| keep.contains(uuid));
         for (index, located) in &found {
             let uuid = match located {
@@ -167,6 +119,61 @@ impl Gpus {
             }
         }
         found
+    }
+
+    /// For the indices of `found` that answered no UUID, the GPU each is named by
+    /// ([`unanswered_names`]), after asking NVML by bus id about every known GPU that did not
+    /// answer; and those of them that may still be present (lost, or the lookup could not
+    /// tell), whose state is kept so that they can be named on a later tick.
+    fn name_unanswered(
+        &self,
+        nvml: &'static Nvml,
+        found: &[(u32, Located)],
+    ) -> (BTreeMap<u32, String>, Vec<String>) {
+        let seen: Vec<(u32, Seen)> = found
+            .iter()
+            .map(|(i, l)| match l {
+                Located::Up(_, uuid) => (*i, Seen::Verified(uuid.clone())),
+                Located::Down(..) => (*i, Seen::Unanswered),
+            })
+            .collect();
+        let bus_of: HashMap<String, String> = self
+            .by_uuid
+            .iter()
+            .map(|(u, g)| (u.clone(), g.ident.pci_bus_id.clone()))
+            .collect();
+        let answered: HashSet<&str> = seen
+            .iter()
+            .filter_map(|(_, s)| match s {
+                Seen::Verified(u) => Some(u.as_str()),
+                Seen::Unanswered => None,
+            })
+            .collect();
+        let known: Vec<(String, ByBus)> = self
+            .by_uuid
+            .iter()
+            .filter(|(u, _)| !answered.contains(u.as_str()))
+            .map(|(uuid, g)| {
+                let said = match nvml.device_by_pci_bus_id(g.ident.pci_bus_id.as_str()) {
+                    Err(NvmlError::GpuLost) => ByBus::Lost,
+                    Err(NvmlError::NotFound | NvmlError::InvalidArg) => ByBus::Elsewhere,
+                    Err(_) => ByBus::Unknown,
+                    Ok(dev) => match dev.uuid() {
+                        Ok(_) => ByBus::Elsewhere,
+                        Err(NvmlError::GpuLost) => ByBus::Lost,
+                        Err(_) => ByBus::Unknown,
+                    },
+                };
+                (uuid.clone(), said)
+            })
+            .collect();
+        let names = unanswered_names(&seen, &bus_of, &known);
+        let maybe_present = known
+            .into_iter()
+            .filter(|(_, said)| *said != ByBus::Elsewhere)
+            .map(|(uuid, _)| uuid)
+            .collect();
+        (names, maybe_present)
     }
 
     /// Records that the GPU behind `dev` answered with `uuid` this tick: its identity is read
@@ -209,21 +216,14 @@ pub(super) enum ByBus {
     Unknown,
 }
 
-/// A GPU known from an earlier tick: its UUID and PCI bus id.
-#[derive(Debug, Clone)]
-pub(super) struct Known<'a> {
-    pub(super) uuid: &'a str,
-    pub(super) bus_id: &'a str,
-}
-
 /// The UUID of the GPU at each unanswered index, where exactly one known GPU fits it (see the
 /// module docs). `seen` is every index enumerated this tick, in order; `bus_of` the PCI bus
-/// id of each UUID known (verified this tick or earlier); `known` the GPUs known from earlier
-/// ticks with what the lookup by bus id said of each.
+/// id of each UUID known (verified this tick or earlier); `known` the UUIDs of GPUs known from
+/// earlier ticks with what the lookup by bus id said of each.
 pub(super) fn unanswered_names(
     seen: &[(u32, Seen)],
     bus_of: &HashMap<String, String>,
-    known: &[(Known<'_>, ByBus)],
+    known: &[(String, ByBus)],
 ) -> BTreeMap<u32, String> {
     let verified: HashSet<&str> = seen
         .iter()
@@ -233,12 +233,13 @@ pub(super) fn unanswered_names(
         })
         .collect();
     // Known GPUs that do not answer this tick and may still be present.
-    let mut candidates: Vec<&Known<'_>> = known
+    // (bus key, UUID), in bus order; a GPU whose bus id is not known cannot be placed.
+    let mut candidates: Vec<(String, &str)> = known
         .iter()
-        .filter(|(k, by_bus)| !verified.contains(k.uuid) && *by_bus != ByBus::Elsewhere)
-        .map(|(k, _)| k)
+        .filter(|(u, by_bus)| !verified.contains(u.as_str()) && *by_bus != ByBus::Elsewhere)
+        .filter_map(|(u, _)| Some((bus_key(bus_of.get(u)?), u.as_str())))
         .collect();
-    candidates.sort_by_key(|k| bus_key(k.bus_id));
+    candidates.sort();
     let bus = |i: usize| -> Option<String> {
         match &seen[i].1 {
             Seen::Verified(u) => bus_of.get(u).map(|b| bus_key(b)),
@@ -256,11 +257,10 @@ pub(super) fn unanswered_names(
         let above = (pos + 1..seen.len()).find_map(bus);
         let here: Vec<&str> = candidates
             .iter()
-            .filter(|k| {
-                let b = bus_key(k.bus_id);
-                below.as_ref().is_none_or(|lo| *lo < b) && above.as_ref().is_none_or(|hi| b < *hi)
+            .filter(|(b, _)| {
+                below.as_ref().is_none_or(|lo| lo < b) && above.as_ref().is_none_or(|hi| b < hi)
             })
-            .map(|k| k.uuid)
+            .map(|(_, u)| *u)
             .collect();
         fits.insert(*index, here);
     }
@@ -270,7 +270,7 @@ pub(super) fn unanswered_names(
         let paired: Option<BTreeMap<u32, String>> = fits
             .iter()
             .zip(&candidates)
-            .map(|((i, here), k)| here.contains(&k.uuid).then(|| (*i, k.uuid.to_owned())))
+            .map(|((i, here), (_, u))| here.contains(u).then(|| (*i, (*u).to_owned())))
             .collect();
         if let Some(all) = paired {
             return all;
@@ -320,10 +320,10 @@ mod tests {
     fn run(seen: &[(u32, Seen)], by_bus: &[ByBus]) -> BTreeMap<u32, String> {
         let gpus = four();
         let bus_of: HashMap<String, String> = gpus.iter().cloned().collect();
-        let known: Vec<(Known<'_>, ByBus)> = gpus
+        let known: Vec<(String, ByBus)> = gpus
             .iter()
             .zip(by_bus)
-            .map(|((u, b), s)| (Known { uuid: u, bus_id: b }, *s))
+            .map(|((u, _), s)| (u.clone(), *s))
             .collect();
         unanswered_names(seen, &bus_of, &known)
     }
