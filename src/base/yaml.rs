@@ -237,20 +237,16 @@ fn what(e: &Error, value: Option<&str>, tagged: Option<&str>) -> String {
             unexpected,
             expected,
             ..
-        } if wanted(expected) == "true or false" => format!(
-            "expected true or false, found {}: write true or false, without quotes",
-            found(unexpected)
-        ),
-        Error::SerdeInvalidType {
-            unexpected,
-            expected,
-            ..
+        } => {
+            let wanted = wanted(expected);
+            // A boolean key given a text (a quoted value, or a word YAML 1.2 reads as text).
+            let hint = if wanted == "true or false" {
+                ": write true or false, without quotes"
+            } else {
+                ""
+            };
+            format!("expected {wanted}, found {}{hint}", found(unexpected))
         }
-        | Error::SerdeInvalidValue {
-            unexpected,
-            expected,
-            ..
-        } => format!("expected {}, found {}", wanted(expected), found(unexpected)),
         Error::Unexpected { expected, .. }
             if expected.starts_with("map") || expected.starts_with("sequence") =>
         {
