@@ -28,10 +28,9 @@ fn init_logging(cfg: &Config) {
     } else {
         "info,kube_client::client::builder=off"
     };
-    // A blank RUST_LOG counts as unset, as every blank variable does (config::go_flags).
-    let filter = std::env::var("RUST_LOG")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
+    // A blank RUST_LOG counts as unset, as every blank variable does.
+    let filter = gpu_exporter::config::env_value("RUST_LOG")
+        .and_then(|v| v.into_string().ok())
         .and_then(|v| tracing_subscriber::EnvFilter::try_new(v).ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
     // Colour codes only on a terminal: a DaemonSet's stderr is a pipe to a log file.

@@ -25,6 +25,12 @@ fn blank(v: &std::ffi::OsStr) -> bool {
     v.to_str().is_some_and(|v| v.trim().is_empty())
 }
 
+/// The value of environment variable `name` under the one rule: `None` when it is not set or
+/// set but blank. For the variables that are not a flag's (`RUST_LOG`).
+pub fn env_value(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !blank(v))
+}
+
 /// The environment variables of `cmd`'s flags that are set but blank, in the order of the flags.
 fn blank_variables(cmd: &clap::Command) -> Vec<String> {
     cmd.get_arguments()

@@ -42,6 +42,7 @@ pub mod values;
 pub use crate::serve::DEFAULT_MAX_CONCURRENT_SCRAPES;
 pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};
 pub use dcgm::DcgmConfig;
+pub use go_flags::env_value;
 pub use origin::Origin;
 
 use std::path::PathBuf;
