@@ -8,8 +8,8 @@
 //!
 //! Writes text only; it must not read NVML.
 
+use super::identity::{write_csv_labels, write_described};
 use super::text::{EncodeOptions, write_header};
-use super::{write_csv_labels, write_described};
 use crate::snapshot::{EntityId, Snapshot, device_node};
 
 /// Appends `gpu_device_info` for every entity of `snap` and every GPU that is down.

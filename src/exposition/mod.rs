@@ -9,6 +9,7 @@
 mod device_info;
 pub mod filter;
 mod health;
+mod identity;
 mod interconnect;
 pub mod publish;
 pub mod self_metrics;
@@ -24,62 +25,10 @@ use flate2::write::GzEncoder;
 
 use crate::catalogue::Level;
 use crate::catalogue::csv::CounterSet;
-use crate::catalogue::labels;
 use crate::gpu::xid_message;
 use crate::snapshot::{EntityId, Labels, Snapshot, Value};
 
-/// Writes the labels that name an entity on each of its series, in the compatibility-contract
-/// order: `gpu`, `UUID`, in the `full` shape the descriptions, then the MIG instance's labels
-/// and the host label.
-fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {
-    write_named(out, first, id, opts, opts.shape.full());
-}
-
-/// [`write_identity`] with the descriptions (`pci_bus_id`, `device`, `modelName`) whatever the
-/// shape, as `gpu_device_info` writes them.
-fn write_described(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {
-    write_named(out, first, id, opts, true);
-}
-
-fn write_named(
-    out: &mut String,
-    first: &mut bool,
-    id: &EntityId,
-    opts: &EncodeOptions,
-    described: bool,
-) {
-    let _ = write!(out, "{}=\"{}\"", labels::GPU.name, id.gpu);
-    *first = false;
-    write_label(
-        out,
-        first,
-        labels::UUID.spelt(opts.use_old_namespace),
-        &id.uuid,
-    );
-    if described {
-        write_label(out, first, labels::PCI_BUS_ID.name, &id.pci_bus_id);
-        write_label(out, first, labels::DEVICE.name, &id.device);
-        write_label(
-            out,
-            first,
-            labels::MODEL_NAME.name,
-            &labels::model_name(&id.model_name, opts.replace_blanks_in_model_name),
-        );
-    }
-    if let Some(mig) = &id.mig {
-        write_label(out, first, labels::GPU_I_PROFILE.name, &mig.profile);
-        let _ = write!(
-            out,
-            ",{}=\"{}\"",
-            labels::GPU_I_ID.name,
-            mig.gpu_instance_id
-        );
-        write_label(out, first, labels::MIG_UUID.name, &mig.uuid);
-    }
-    if let Some(h) = &opts.hostname {
-        write_label(out, first, opts.host_label, h);
-    }
-}
+use identity::{write_csv_labels, write_identity};
 
 /// Encodes the snapshot: GPU families in counter-set order, then self-metrics.
 pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> Vec<u8> {
@@ -219,21 +168,6 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
 
 /// One copy of each series, with no holder labels (the `lean` shape).
 const NO_HOLDER: &[Labels] = &[Labels::new()];
-
-/// The counters file's `label` rows of an entity (sorted by name), as the `full` shape puts
-/// them on every series and `gpu_device_info` in either shape.
-fn write_csv_labels(
-    out: &mut String,
-    first: &mut bool,
-    e: &crate::snapshot::EntitySample,
-    label_order: &[(usize, &str)],
-) {
-    for (i, name) in label_order {
-        if let Some(Some(v)) = e.labels.get(*i) {
-            write_label(out, first, name, v);
-        }
-    }
-}
 
 /// `gpu_xid_errors_total` and `gpu_xid_last_seen_timestamp_seconds`, per physical GPU and
 /// Xid code. They are ours (not CSV rows): always on while Xid events are watched.
