@@ -517,6 +517,7 @@ fn the_label_guard_leaves_pod_labels_the_room_left() {
             "dra_device_name",
             "dra_driver_name",
             "dra_pool_name",
+            "vgpu",
         ];
         let mut most_pod_labels = 0;
         for l in text.lines().filter(|l| !l.starts_with('#')) {
