@@ -432,7 +432,9 @@ fn the_label_shape_comes_from_flag_variable_and_config_file() {
             .iter()
             .all(|l| l.contains("pod=") && !l.contains("modelName="))
     );
-    let full_ways: [(&[&str], &[(&str, &str)], Option<&str>); 3] = [
+    // (flags, variables, configuration file): each asks for the full shape.
+    type Way<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], Option<&'a str>);
+    let full_ways: [Way; 3] = [
         (&["--series-labels", "full"], &[], None),
         (&[], &[("GPU_EXPORTER_SERIES_LABELS", "FULL")], None),
         (

@@ -344,7 +344,7 @@ mod tests {
             ])
         );
         for (name, _) in &got {
-            assert!(!reserved(&name), "{name}");
+            assert!(!reserved(name), "{name}");
         }
     }
 
