@@ -4,6 +4,7 @@
     bash benches/fleet.sh                        # 140 nodes, 1,000 GPUs, 10 min per configuration
     bash benches/fleet.sh --nodes 14 --duration 120 --configs default
     bash benches/fleet.sh --short --check        # CI: 3 nodes, 2 s scrapes, about a minute; asserts
+    bash benches/fleet.sh --before REV --duration 180   # rule evaluation: REV against the working tree
 
 For each configuration (`default`: no flag; `dcgm-4.8.2`: `--compatibility dcgm-4.8.2`;
 `per-link`: `--nvlink-links per-link`; `totals`: `--nvlink-links totals`) it starts, in a
@@ -31,6 +32,35 @@ With --check it fails (exit 1) when: a target is down; a metric name is in one e
 the other; a spot value differs by more than --tolerance; a dashboard or rule query errors in
 either engine; a query returns data in one engine and not the other; a panel of the fleet
 overview returns nothing; a dashboard returns no data at all. Results go to --json as well.
+
+Rule evaluation: during the run's last --rules-tail part (half by default) it reads every
+rule group's `prometheus_rule_group_last_duration_seconds` (with its last evaluation's
+timestamp, so each evaluation counts once) and every rule's `evaluationTime` from
+/api/v1/rules, and averages them; the sum over the groups evaluated every interval is the
+rules' cost per interval. At the end it asks each rule's expression once with query
+statistics: the series it returns and the samples it reads. It prints the costliest
+--top-rules rules.
+
+Before and after (the A/B mode), for a change to the rules or to the series they read:
+
+    python3 benches/fleet.py --before f4f9c5a --duration 180 --rounds 2 --json /tmp/rules-ab.json
+
+runs the fleet --rounds times with REV's exporter, scenarios and alerts/gpu-exporter.rules.yaml
+and --rounds times with the working tree's, alternating (before first in odd rounds, after
+first in even ones), Prometheus only, no dashboards or snapshot, and prints per group and for
+the sum per interval the min / median / max over the rounds of each side and after / before
+of the medians, the pairwise ratio of each round's sums, the load average and Prometheus's
+CPU while averaging, and the costliest rules of both sides. REV is extracted by `git archive`
+into target/fleet-ab/src/COMMIT and built with `cargo build --release --workspace` into the
+target folder target/fleet-ab/cargo (once per commit: the exporter and its simulated
+libraries are kept in target/fleet-ab/bin/COMMIT); the working tree is built the same way
+each time (an up-to-date build takes seconds), so both sides are release builds from one
+toolchain. --before-bin PATH (an exporter with its libnvml_sim.so beside it) and
+--before-rules PATH replace REV's build and rules file (without --before, both are needed,
+and the working tree's scenarios are used); --bin PATH replaces the working tree's build.
+The runs share the machine with whatever else runs on it: compare the sides of one A/B run,
+not figures of different runs.
+
 Standard library only; Linux (/proc) only.
 """
 
@@ -573,7 +603,9 @@ def run(args, config, side, full=True):
         ok = instant_values(f.prom_port, f'avg(avg_over_time(up{{job="gpu-exporter"}}[{int(end - start)}s]))', end)
         res["scrapes_succeeded"] = round(next(iter(ok.values()), 0), 3) if isinstance(ok, dict) else ok
         # Samples per second, after the first two scrape intervals (series creation).
-        steady = [s for s in samples if s[0] >= start + 2 * args.scrape_interval] or samples
+        steady = [s for s in samples if s[0] >= start + 2 * args.scrape_interval]
+        if len(steady) < 2:  # a run of two intervals or less: all of it
+            steady = samples
         if len(steady) >= 2 and steady[-1][0] > steady[0][0]:
             res["samples_per_second"] = round((steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0]), 1)
         res["samples_appended"] = int(samples[-1][1]) if samples else None
@@ -954,9 +986,10 @@ def rules_ab(args, configs):
 def rule_table(rules, top):
     """The costliest rules of one run: seconds per evaluation, series returned, samples read."""
     rows = sorted((r for r in rules if r["mean_s"] is not None), key=lambda r: -r["mean_s"])[:top]
-    lines = ["  | Group | Rule | Seconds per evaluation | Series out | Samples read |", "  |---|---|---|---|---|"]
+    lines = ["  | Group | Rule | Seconds per evaluation (mean, least) | Series out | Samples read |",
+             "  |---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"  | {r['group'].rpartition('.')[2]} | {r['name']} | {r['mean_s']:.4f} | "
+        lines.append(f"  | {r['group'].rpartition('.')[2]} | {r['name']} | {r['mean_s']:.4f}, {r['min_s']:.4f} | "
                      f"{r.get('series_out', r.get('query_error', '?'))} | {r.get('samples_read', '?')} |")
     return "\n".join(lines)
 
