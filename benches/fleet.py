@@ -934,8 +934,8 @@ def ab_report(summary, before, after, args, config):
     pc = summary["prometheus_cpu_cores_during_tail"]
     lines.append(f"Prometheus CPU while averaging (cores; scrapes, rules and appends): before {fmt(pc['before'])}, "
                  f"after {fmt(pc['after'])}")
-    lines.append(f"head series: before {hs['before']['median'] if hs['before'] else '–'}, "
-                 f"after {hs['after']['median'] if hs['after'] else '–'} (medians)")
+    lines.append(f"head series: before {hs['before']['median']:,.0f}, " if hs["before"] else "head series: before –, ")
+    lines[-1] += (f"after {hs['after']['median']:,.0f} (medians)" if hs["after"] else "after –")
     top = sorted(summary["rules"].items(), key=lambda kv: -max((kv[1].get(s) or {}).get("median", 0)
                                                                 for s in ("before", "after")))[:args.top_rules]
     lines += ["", f"The {len(top)} costliest rules (median of the runs' means, seconds per evaluation):", "",
