@@ -333,14 +333,16 @@ class RuleTimes:
 
     GROUP_METRICS = {"prometheus_rule_group_last_duration_seconds": "duration",
                      "prometheus_rule_group_last_evaluation_timestamp_seconds": "ts",
-                     "prometheus_rule_group_interval_seconds": "interval"}
+                     "prometheus_rule_group_interval_seconds": "interval",
+                     "prometheus_rule_group_iterations_missed_total": "missed"}
 
     def __init__(self):
         self.groups = {}  # group name: {evaluation time: seconds}
         self.intervals = {}  # group name: seconds
         self.rules = {}  # (group, index): {"name", "type", "query", "evals": {time: seconds}}
+        self.missed = {}  # group name: [(time read, iterations missed so far)]
 
-    def add_metrics(self, m):
+    def add_metrics(self, m, now=None):
         seen = {}
         for key, value in m.items():
             name, _, labels = key.partition("{")
@@ -353,6 +355,8 @@ class RuleTimes:
                 self.intervals[group] = v["interval"]
             if v.get("ts", 0) > 0 and "duration" in v:
                 self.groups.setdefault(group, {})[v["ts"]] = v["duration"]
+            if "missed" in v:
+                self.missed.setdefault(group, []).append((now or time.time(), v["missed"]))
 
     def add_rules_api(self, data):
         for g in data.get("groups", []):
@@ -376,8 +380,12 @@ class RuleTimes:
         groups = {}
         for g, evals in sorted(self.groups.items()):
             mean, n, least = self._within(evals, since, until)
+            # Iterations Prometheus skipped because the group's last one overran its interval:
+            # the machine (or the rules) cannot keep up, and the durations measure the queue.
+            seen = [v for t, v in self.missed.get(g, []) if since <= t <= until]
             groups[g] = {"interval_s": self.intervals.get(g), "mean_s": mean, "min_s": least,
-                         "evaluations": n, "evaluations_in_run": len(evals)}
+                         "evaluations": n, "evaluations_in_run": len(evals),
+                         "iterations_missed": int(seen[-1] - seen[0]) if seen else None}
         per_interval = [v["mean_s"] for v in groups.values()
                         if v["interval_s"] == interval and v["mean_s"] is not None]
         rules = []
@@ -567,7 +575,7 @@ def run(args, config, side, full=True):
             try:
                 m = metrics(f.prom_port)
                 samples.append((now, metric_sum(m, "prometheus_tsdb_head_samples_appended_total")))
-                times.add_metrics(m)
+                times.add_metrics(m, now)
             except OSError as e:  # an overloaded machine: skip this sample
                 log(f"{config}: Prometheus /metrics: {e}")
             if now >= tail_start:
@@ -643,6 +651,11 @@ def run(args, config, side, full=True):
         rt = times.summary(tail_start, end, args.scrape_interval)
         rule_series(f.prom_port, rt["rules"], end - args.scrape_interval)
         res["rule_evaluation"] = rt
+        for g, v in rt["groups"].items():
+            if v["iterations_missed"]:
+                problems.append(f"rule group {g} missed {v['iterations_missed']} evaluations while they were "
+                                "averaged (an evaluation overran its interval): the times measure a machine "
+                                "that cannot keep up")
 
         if full:
             # Every panel query in each engine.
