@@ -4,6 +4,7 @@
     bash benches/fleet.sh                        # 140 nodes, 1,000 GPUs, 10 min per configuration
     bash benches/fleet.sh --nodes 14 --duration 120 --configs default
     bash benches/fleet.sh --short --check        # CI: 3 nodes, 2 s scrapes, about a minute; asserts
+    bash benches/fleet.sh --before REV --duration 180   # rule evaluation: REV against the working tree
 
 For each configuration (`default`: no flag; `dcgm-4.8.2`: `--compatibility dcgm-4.8.2`;
 `per-link`: `--nvlink-links per-link`; `totals`: `--nvlink-links totals`) it starts, in a
@@ -31,10 +32,40 @@ With --check it fails (exit 1) when: a target is down; a metric name is in one e
 the other; a spot value differs by more than --tolerance; a dashboard or rule query errors in
 either engine; a query returns data in one engine and not the other; a panel of the fleet
 overview returns nothing; a dashboard returns no data at all. Results go to --json as well.
+
+Rule evaluation: during the run's last --rules-tail part (half by default) it reads every
+rule group's `prometheus_rule_group_last_duration_seconds` (with its last evaluation's
+timestamp, so each evaluation counts once) and every rule's `evaluationTime` from
+/api/v1/rules, and averages them; the sum over the groups evaluated every interval is the
+rules' cost per interval. At the end it asks each rule's expression once with query
+statistics: the series it returns and the samples it reads. It prints the costliest
+--top-rules rules.
+
+Before and after (the A/B mode), for a change to the rules or to the series they read:
+
+    python3 benches/fleet.py --before f4f9c5a --duration 180 --rounds 2 --json /tmp/rules-ab.json
+
+runs the fleet --rounds times with REV's exporter, scenarios and alerts/gpu-exporter.rules.yaml
+and --rounds times with the working tree's, alternating (before first in odd rounds, after
+first in even ones), Prometheus only, no dashboards or snapshot, and prints per group and for
+the sum per interval the min / median / max over the rounds of each side and after / before
+of the medians, the pairwise ratio of each round's sums, the load average and Prometheus's
+CPU while averaging, and the costliest rules of both sides. REV is extracted by `git archive`
+into target/fleet-ab/src/COMMIT and built with `cargo build --release --workspace` into the
+target folder target/fleet-ab/cargo (once per commit: the exporter and its simulated
+libraries are kept in target/fleet-ab/bin/COMMIT); the working tree is built the same way
+each time (an up-to-date build takes seconds), so both sides are release builds from one
+toolchain. --before-bin PATH (an exporter with its libnvml_sim.so beside it) and
+--before-rules PATH replace REV's build and rules file (without --before, both are needed,
+and the working tree's scenarios are used); --bin PATH replaces the working tree's build.
+The runs share the machine with whatever else runs on it: compare the sides of one A/B run,
+not figures of different runs.
+
 Standard library only; Linux (/proc) only.
 """
 
 import argparse
+import datetime
 import json
 import os
 import pathlib
@@ -279,14 +310,134 @@ def instant_values(port, expr, ts):
 
 
 # ---------------------------------------------------------------------------------------------
+# Rule evaluation times
+
+
+def rfc3339(text):
+    """Seconds since the epoch of Prometheus's RFC 3339 time (nanoseconds cut to micro)."""
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text or "")
+    if not m:
+        return None
+    frac = (m.group(2) or "0")[:6]
+    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+    return datetime.datetime.fromisoformat(f"{m.group(1)}.{frac:0<6}{tz}").timestamp()
+
+
+class RuleTimes:
+    """Every evaluation of every rule group and rule that a run saw, once each (keyed by its
+    evaluation time). Groups: Prometheus's own `prometheus_rule_group_last_duration_seconds`
+    with `prometheus_rule_group_last_evaluation_timestamp_seconds`, read from its /metrics;
+    rules: each rule's `evaluationTime` and `lastEvaluation` in /api/v1/rules (the time from
+    the start of the rule's query to the commit of its results, the same span that a group's
+    duration sums over its rules, which Prometheus runs one after another)."""
+
+    GROUP_METRICS = {"prometheus_rule_group_last_duration_seconds": "duration",
+                     "prometheus_rule_group_last_evaluation_timestamp_seconds": "ts",
+                     "prometheus_rule_group_interval_seconds": "interval",
+                     "prometheus_rule_group_iterations_missed_total": "missed"}
+
+    def __init__(self):
+        self.groups = {}  # group name: {evaluation time: seconds}
+        self.intervals = {}  # group name: seconds
+        self.rules = {}  # (group, index): {"name", "type", "query", "evals": {time: seconds}}
+        self.missed = {}  # group name: [(time read, iterations missed so far)]
+
+    def add_metrics(self, m, now=None):
+        seen = {}
+        for key, value in m.items():
+            name, _, labels = key.partition("{")
+            field = self.GROUP_METRICS.get(name)
+            g = re.search(r'rule_group="([^"]*)"', labels) if field else None
+            if g:
+                seen.setdefault(g.group(1).rpartition(";")[2], {})[field] = value
+        for group, v in seen.items():
+            if "interval" in v:
+                self.intervals[group] = v["interval"]
+            if v.get("ts", 0) > 0 and "duration" in v:
+                self.groups.setdefault(group, {})[v["ts"]] = v["duration"]
+            if "missed" in v:
+                self.missed.setdefault(group, []).append((now or time.time(), v["missed"]))
+
+    def add_rules_api(self, data):
+        for g in data.get("groups", []):
+            for i, r in enumerate(g.get("rules", [])):
+                row = self.rules.setdefault((g["name"], i), {
+                    "name": r.get("name", "?"), "type": r.get("type", "?"), "query": r.get("query", ""),
+                    "evals": {}})
+                ts = rfc3339(r.get("lastEvaluation"))
+                if ts and ts > 0:
+                    row["evals"][ts] = r.get("evaluationTime", 0.0)
+
+    @staticmethod
+    def _within(evals, since, until):
+        vals = [d for t, d in sorted(evals.items()) if since <= t <= until]
+        return (round(statistics.mean(vals), 5) if vals else None), len(vals), (round(min(vals), 5) if vals else None)
+
+    def summary(self, since, until, interval):
+        """Per group and per rule: the mean duration of the evaluations from `since` to
+        `until`; the sum over the groups evaluated every `interval` seconds (the global
+        evaluation_interval), the cost of one interval."""
+        groups = {}
+        for g, evals in sorted(self.groups.items()):
+            mean, n, least = self._within(evals, since, until)
+            # Iterations Prometheus skipped because the group's last one overran its interval:
+            # the machine (or the rules) cannot keep up, and the durations measure the queue.
+            seen = [v for t, v in self.missed.get(g, []) if since <= t <= until]
+            groups[g] = {"interval_s": self.intervals.get(g), "mean_s": mean, "min_s": least,
+                         "evaluations": n, "evaluations_in_run": len(evals),
+                         "iterations_missed": int(seen[-1] - seen[0]) if seen else None}
+        per_interval = [v["mean_s"] for v in groups.values()
+                        if v["interval_s"] == interval and v["mean_s"] is not None]
+        rules = []
+        for (g, i), r in sorted(self.rules.items()):
+            mean, n, least = self._within(r["evals"], since, until)
+            rules.append({"group": g, "index": i, "name": r["name"], "type": r["type"],
+                          "mean_s": mean, "min_s": least, "evaluations": n, "query": r["query"]})
+        return {"groups": groups, "sum_per_interval_s": round(sum(per_interval), 5), "rules": rules}
+
+
+def rule_series(port, rules, ts):
+    """Each rule's expression asked once at `ts` with query statistics: the series it returns
+    and the samples it reads (Prometheus's totalQueryableSamples)."""
+    for r in rules:
+        data, err, took = api(port, "/api/v1/query", {"query": r["query"], "time": f"{ts:.3f}",
+                                                      "stats": "all", "timeout": QUERY_TIMEOUT}, method="POST")
+        if err:
+            r["query_error"] = err
+            continue
+        res = data.get("result")
+        r["series_out"] = 1 if data.get("resultType") == "scalar" else len(res or [])
+        stats = data.get("stats") or {}
+        r["samples_read"] = (stats.get("samples") or {}).get("totalQueryableSamples")
+        r["query_eval_s"] = (stats.get("timings") or {}).get("evalTotalTime")
+
+
+# ---------------------------------------------------------------------------------------------
 # The fleet
 
 
+class Side:
+    """What one fleet runs: the exporter binary (its simulated libraries next to it), the rules
+    file Prometheus loads and the scenarios folder the nodes are copied from. `label` is its
+    role ("before", "after"; "" for a plain run), `name` what it is (a revision, "working
+    tree"), `rev` the full commit id where there is one."""
+
+    def __init__(self, label, bin, rules, scenarios, name="", rev=None):
+        self.label, self.bin, self.rules, self.scenarios = label, bin, rules, scenarios
+        self.name, self.rev = name, rev
+
+    def describe(self):
+        return {"label": self.label, "name": self.name, "bin": str(self.bin), "rules": str(self.rules),
+                "scenarios": str(self.scenarios), "rev": self.rev}
+
+
 class Fleet:
-    def __init__(self, args, config):
+    def __init__(self, args, config, side):
         self.args = args
         self.config = config
-        self.dir = pathlib.Path(tempfile.mkdtemp(prefix=f"fleet-{config}-"))
+        self.side = side
+        tag = f"{config}-{side.label}-" if side.label else f"{config}-"
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix=f"fleet-{tag}"))
         self.procs = []  # (name, Popen)
         self.nodes = []  # (name, cluster, scenario, port, gpus)
 
@@ -336,15 +487,19 @@ class Fleet:
             scenario = mix[i % len(mix)]
             cluster = f"fleet-{chr(ord('a') + i % self.args.clusters)}"
             name = f"{cluster}-{scenario}-{i:03d}"
-            text = (ROOT / "scenarios" / f"{scenario}.toml").read_text(encoding="utf-8")
+            src = pathlib.Path(self.side.scenarios) / f"{scenario}.toml"
+            try:
+                text = src.read_text(encoding="utf-8")
+            except OSError as e:
+                raise SystemExit(f"fleet: --mix: scenario {scenario!r}: {e}")
             text, n = re.subn(r'(?m)^node = ".*"$', f'node = "{name}"', text, count=1)
             if n != 1:
-                raise SystemExit(f"fleet: scenarios/{scenario}.toml has no top-level `node = \"…\"` line")
+                raise SystemExit(f"fleet: {src} has no top-level `node = \"…\"` line")
             gpus = len(re.findall(r"(?m)^\[\[gpus\]\]", text))
             path = scen_dir / f"{name}.toml"
             path.write_text(text, encoding="utf-8")
             port = free_port()
-            cmd = [self.args.bin, "--simulate", str(path), "--simulate-seed", str(i + 1),
+            cmd = [str(self.side.bin), "--simulate", str(path), "--simulate-seed", str(i + 1),
                    "-a", f"127.0.0.1:{port}"] + self.args.exporter_flags + CONFIG_FLAGS[self.config]
             p = self.spawn(name, cmd, dict(env, NODE_NAME=name))
             self.nodes.append((name, cluster, scenario, port, gpus))
@@ -373,7 +528,7 @@ class Fleet:
         config = (f"global:\n  scrape_interval: {a.scrape_interval}s\n"
                   f"  scrape_timeout: {min(a.scrape_interval, 10)}s\n"
                   f"  evaluation_interval: {a.scrape_interval}s\n"
-                  f"rule_files:\n  - {json.dumps(str(ROOT / 'alerts' / 'gpu-exporter.rules.yaml'))}\n"
+                  f"rule_files:\n  - {json.dumps(str(self.side.rules))}\n"
                   f"scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n{static}{remote}")
         (self.dir / "prometheus.yml").write_text(config)
         self.prom_port = free_port()
@@ -388,11 +543,14 @@ class Fleet:
         return sum(cpu_seconds(p.pid) for n, p in self.procs if n not in ("prometheus", "victoria-metrics"))
 
 
-def run(args, config):
-    f = Fleet(args, config)
-    res = {"config": config, "flags": CONFIG_FLAGS[config], "nodes": args.nodes,
+def run(args, config, side, full=True):
+    """One fleet run. `full`: also the dashboards, VictoriaMetrics and the snapshot; without it
+    (the A/B mode) only the scrape, series and rule figures."""
+    f = Fleet(args, config, side)
+    res = {"config": config, "side": side.describe(), "flags": CONFIG_FLAGS[config], "nodes": args.nodes,
            "scrape_interval_s": args.scrape_interval, "duration_s": args.duration}
     problems = []
+    times = RuleTimes()
     try:
         t0 = time.monotonic()
         f.start_exporters()
@@ -403,8 +561,13 @@ def run(args, config):
             f.start_vm()
         f.start_prometheus()
         start = time.time()
+        # Rule evaluations are averaged from here on (the run's last --rules-tail part).
+        tail_start = start + args.duration * (1 - args.rules_tail)
         cpu0, load0 = f.exporter_cpu(), os.getloadavg()
-        samples, peak = [], 0
+        samples, peak, loads, prom_cpu = [], 0, [], []
+        # Polled a few times per evaluation interval, so that every group's and every rule's
+        # evaluation is seen (each is kept once, by its timestamp).
+        poll = max(1.0, args.scrape_interval / 3)
         while True:
             now = time.time()
             rss, hwm = rss_bytes(f.prom.pid)
@@ -412,16 +575,31 @@ def run(args, config):
             try:
                 m = metrics(f.prom_port)
                 samples.append((now, metric_sum(m, "prometheus_tsdb_head_samples_appended_total")))
+                times.add_metrics(m, now)
             except OSError as e:  # an overloaded machine: skip this sample
                 log(f"{config}: Prometheus /metrics: {e}")
+            if now >= tail_start:
+                prom_cpu.append((now, cpu_seconds(f.prom.pid)))
+            if now >= tail_start - args.scrape_interval:
+                loads.append(os.getloadavg()[0])
+                data, err, _ = api(f.prom_port, "/api/v1/rules")
+                if not err:
+                    times.add_rules_api(data)
             left = start + args.duration - now
             if left <= 0:
                 break
-            time.sleep(min(args.scrape_interval, left))
+            time.sleep(min(poll, left))
             if f.prom.poll() is not None:
                 raise SystemExit("fleet: prometheus exited during the run")
         end = time.time()
         res["load_average_1m_5m_15m"] = [round(x, 2) for x in os.getloadavg()]
+        # The 1-minute load average over the part whose rule evaluations are averaged.
+        res["load_average_1m_during_tail"] = ({"min": round(min(loads), 2), "mean": round(statistics.mean(loads), 2),
+                                               "max": round(max(loads), 2)} if loads else None)
+        # Prometheus's CPU over the same part: scrapes, rules and appends together.
+        if len(prom_cpu) >= 2 and prom_cpu[-1][0] > prom_cpu[0][0]:
+            res["prometheus_cpu_cores_during_tail"] = round(
+                (prom_cpu[-1][1] - prom_cpu[0][1]) / (prom_cpu[-1][0] - prom_cpu[0][0]), 3)
         res["exporters_cpu_cores"] = round((f.exporter_cpu() - cpu0) / (end - start), 3)
         res["exporter_rss_mib_avg"] = round(statistics.mean(
             rss_bytes(p.pid)[0] for n, p in f.procs if n not in ("prometheus", "victoria-metrics")) / 2**20, 1)
@@ -433,7 +611,9 @@ def run(args, config):
         ok = instant_values(f.prom_port, f'avg(avg_over_time(up{{job="gpu-exporter"}}[{int(end - start)}s]))', end)
         res["scrapes_succeeded"] = round(next(iter(ok.values()), 0), 3) if isinstance(ok, dict) else ok
         # Samples per second, after the first two scrape intervals (series creation).
-        steady = [s for s in samples if s[0] >= start + 2 * args.scrape_interval] or samples
+        steady = [s for s in samples if s[0] >= start + 2 * args.scrape_interval]
+        if len(steady) < 2:  # a run of two intervals or less: all of it
+            steady = samples
         if len(steady) >= 2 and steady[-1][0] > steady[0][0]:
             res["samples_per_second"] = round((steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0]), 1)
         res["samples_appended"] = int(samples[-1][1]) if samples else None
@@ -466,49 +646,61 @@ def run(args, config):
                     elif r.get("health") != "ok":
                         problems.append(f"Prometheus rule {r.get('name')}: {r.get('health')} {r.get('lastError', '')}")
 
-        # Every panel query in each engine.
-        step = args.scrape_interval
-        queries = dashboard_queries(step, max(int(end - start), step))
-        engines = [("prometheus", f.prom_port)] + ([("victoriametrics", f.vm_port)] if args.vm else [])
-        if args.vm:
-            time.sleep(min(2 * args.scrape_interval, 30))  # remote_write catches up
-        res["dashboards"] = {}
-        per_query = []
-        for engine, port in engines:
-            log(f"{config}: {len(queries)} panel queries in {engine}")
-            for dash, title, ref, expr, is_range in queries:
-                n, err, took = run_query(port, expr, is_range, start, end, step)
-                per_query.append({"engine": engine, "dashboard": dash, "panel": title, "refId": ref,
-                                  "range": is_range, "series": n, "error": err, "seconds": round(took, 4)})
-                if err:
-                    problems.append(f"{engine}: {dash} «{title}» {ref}: {err}: {expr}")
-        for engine, _ in engines:
-            for dash in sorted({q[0] for q in queries}):
-                rows = [q for q in per_query if q["engine"] == engine and q["dashboard"] == dash]
-                times = [q["seconds"] for q in rows]
-                slowest = max(rows, key=lambda q: q["seconds"])
-                res["dashboards"].setdefault(dash, {})[engine] = {
-                    "queries": len(rows), "with_data": sum(1 for q in rows if q["series"]),
-                    "total_s": round(sum(times), 3), "median_s": round(statistics.median(times), 4),
-                    "max_s": slowest["seconds"], "slowest": f"{slowest['panel']} {slowest['refId']}"}
-                if not any(q["series"] for q in rows):
-                    problems.append(f"{engine}: {dash}: no panel query returns data")
-                if dash == FLEET_DASHBOARD:
-                    for q in rows:
-                        if not q["series"] and not q["error"]:
-                            problems.append(f"{engine}: {dash} «{q['panel']}» {q['refId']}: no data")
-        res["queries"] = per_query
-        if args.vm:
-            by_key = {}
-            for q in per_query:
-                by_key.setdefault((q["dashboard"], q["panel"], q["refId"]), {})[q["engine"]] = q
-            for (dash, title, ref), e in sorted(by_key.items()):
-                p, v = e["prometheus"], e["victoriametrics"]
-                if bool(p["series"]) != bool(v["series"]) and not p["error"] and not v["error"]:
-                    problems.append(f"{dash} «{title}» {ref}: {p['series']} series in Prometheus, "
-                                    f"{v['series']} in VictoriaMetrics")
-            check_vm(f, res, rules, end, problems)
-        snapshot_size(f, res, problems)
+        # Each group's and each rule's evaluation time over the run's last part, and what
+        # each rule's expression returns and reads at the run's end.
+        rt = times.summary(tail_start, end, args.scrape_interval)
+        rule_series(f.prom_port, rt["rules"], end - args.scrape_interval)
+        res["rule_evaluation"] = rt
+        for g, v in rt["groups"].items():
+            if v["iterations_missed"]:
+                problems.append(f"rule group {g} missed {v['iterations_missed']} evaluations while they were "
+                                "averaged (an evaluation overran its interval): the times measure a machine "
+                                "that cannot keep up")
+
+        if full:
+            # Every panel query in each engine.
+            step = args.scrape_interval
+            queries = dashboard_queries(step, max(int(end - start), step))
+            engines = [("prometheus", f.prom_port)] + ([("victoriametrics", f.vm_port)] if args.vm else [])
+            if args.vm:
+                time.sleep(min(2 * args.scrape_interval, 30))  # remote_write catches up
+            res["dashboards"] = {}
+            per_query = []
+            for engine, port in engines:
+                log(f"{config}: {len(queries)} panel queries in {engine}")
+                for dash, title, ref, expr, is_range in queries:
+                    n, err, took = run_query(port, expr, is_range, start, end, step)
+                    per_query.append({"engine": engine, "dashboard": dash, "panel": title, "refId": ref,
+                                      "range": is_range, "series": n, "error": err, "seconds": round(took, 4)})
+                    if err:
+                        problems.append(f"{engine}: {dash} «{title}» {ref}: {err}: {expr}")
+            for engine, _ in engines:
+                for dash in sorted({q[0] for q in queries}):
+                    rows = [q for q in per_query if q["engine"] == engine and q["dashboard"] == dash]
+                    times = [q["seconds"] for q in rows]
+                    slowest = max(rows, key=lambda q: q["seconds"])
+                    res["dashboards"].setdefault(dash, {})[engine] = {
+                        "queries": len(rows), "with_data": sum(1 for q in rows if q["series"]),
+                        "total_s": round(sum(times), 3), "median_s": round(statistics.median(times), 4),
+                        "max_s": slowest["seconds"], "slowest": f"{slowest['panel']} {slowest['refId']}"}
+                    if not any(q["series"] for q in rows):
+                        problems.append(f"{engine}: {dash}: no panel query returns data")
+                    if dash == FLEET_DASHBOARD:
+                        for q in rows:
+                            if not q["series"] and not q["error"]:
+                                problems.append(f"{engine}: {dash} «{q['panel']}» {q['refId']}: no data")
+            res["queries"] = per_query
+            if args.vm:
+                by_key = {}
+                for q in per_query:
+                    by_key.setdefault((q["dashboard"], q["panel"], q["refId"]), {})[q["engine"]] = q
+                for (dash, title, ref), e in sorted(by_key.items()):
+                    p, v = e["prometheus"], e["victoriametrics"]
+                    if bool(p["series"]) != bool(v["series"]) and not p["error"] and not v["error"]:
+                        problems.append(f"{dash} «{title}» {ref}: {p['series']} series in Prometheus, "
+                                        f"{v['series']} in VictoriaMetrics")
+                check_vm(f, res, rules, end, problems)
+            snapshot_size(f, res, problems)
     finally:
         f.stop()
     res["problems"] = problems
@@ -586,7 +778,233 @@ def snapshot_size(f, res, problems):
 
 
 # ---------------------------------------------------------------------------------------------
+# Before and after: the rules (and exporter) of a revision against the working tree's
+
+# The A/B mode's builds: the revision's sources (git archive), one cargo target folder for every
+# build (dependencies compiled once), and each build's exporter with its simulated libraries.
+AB_DIR = ROOT / "target" / "fleet-ab"
+BUILD_OUTPUTS = ("gpu-exporter", "libnvml_sim.so", "libdcgm_sim.so", "dcgm-sim-hostengine")
+
+
+def git(*argv):
+    r = subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(f"fleet: git {' '.join(argv)}: {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+def build_tree(src, out, what):
+    """`cargo build --release --workspace --lib --bins` in `src` (target folder AB_DIR/cargo),
+    then the exporter and its simulated libraries copied into `out`."""
+    env = dict(os.environ, CARGO_TARGET_DIR=str(AB_DIR / "cargo"))
+    log(f"building {what}: cargo build --release in {src}")
+    t0 = time.monotonic()
+    r = subprocess.run(["cargo", "build", "--release", "--workspace", "--lib", "--bins"], cwd=src, env=env,
+                       stdin=subprocess.DEVNULL)
+    if r.returncode:
+        raise SystemExit(f"fleet: building {what}: cargo build --release in {src} failed ({r.returncode})")
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in BUILD_OUTPUTS:
+        built = AB_DIR / "cargo" / "release" / name
+        if built.exists():
+            shutil.copy2(built, tmp / name)
+    if not (tmp / "gpu-exporter").exists():
+        raise SystemExit(f"fleet: building {what}: no gpu-exporter in {AB_DIR / 'cargo' / 'release'}")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    log(f"built {what} in {time.monotonic() - t0:.0f} s: {out / 'gpu-exporter'}")
+    return out / "gpu-exporter"
+
+
+def checkout(rev):
+    """(full commit id, folder with the revision's tracked files), extracted once by git archive."""
+    sha = git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    src = AB_DIR / "src" / sha
+    if not (src / "Cargo.toml").exists():
+        tmp = src.with_name(sha + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.Popen(["git", "archive", sha], cwd=ROOT, stdout=subprocess.PIPE)
+        untar = subprocess.run(["tar", "-x", "-C", str(tmp)], stdin=archive.stdout)
+        archive.stdout.close()
+        if archive.wait() or untar.returncode:
+            raise SystemExit(f"fleet: --before {rev}: git archive {sha} | tar -x failed")
+        tmp.rename(src)
+    return sha, src
+
+
+def ab_sides(args):
+    """The two sides of --before: (before, after) Side."""
+    rev = sha = None
+    scenarios, rules, before_bin = ROOT / "scenarios", args.before_rules, args.before_bin
+    if args.before:
+        sha, src = checkout(args.before)
+        rev = f"{args.before} ({sha[:7]})" if not sha.startswith(args.before) else sha[:7]
+        scenarios = src / "scenarios"
+        rules = rules or src / "alerts" / "gpu-exporter.rules.yaml"
+        if not before_bin:
+            out = AB_DIR / "bin" / sha
+            before_bin = out / "gpu-exporter" if (out / "gpu-exporter").exists() else build_tree(src, out, rev)
+    if not rules or not before_bin:
+        raise SystemExit("fleet: the A/B mode needs --before REV, or both --before-bin and --before-rules")
+    if args.bin:
+        after_bin = args.bin
+    else:
+        after_bin = build_tree(ROOT, AB_DIR / "bin" / "worktree", "the working tree")
+    for what, path in (("--before-rules", rules), ("--before-bin", before_bin), ("--bin", after_bin)):
+        if not pathlib.Path(path).is_file():
+            raise SystemExit(f"fleet: {what}: {path}: no such file")
+    before = Side("before", pathlib.Path(before_bin).resolve(), pathlib.Path(rules).resolve(), scenarios,
+                  rev or str(rules), sha)
+    after = Side("after", pathlib.Path(after_bin).resolve(), ROOT / "alerts" / "gpu-exporter.rules.yaml",
+                 ROOT / "scenarios", "working tree")
+    return before, after
+
+
+def spread(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {"min": round(min(vals), 4), "median": round(statistics.median(vals), 4), "max": round(max(vals), 4),
+            "n": len(vals)}
+
+
+def ab_summary(runs, interval):
+    """Per group, for the sum per interval and per rule: min / median / max over the rounds of
+    each side, and after / before of the medians (and of each round's pair, for the sum)."""
+    sides = ("before", "after")
+    by = {s: [r for r in runs if r["side"]["label"] == s] for s in sides}
+    ev = {s: [r.get("rule_evaluation", {}) for r in by[s]] for s in sides}
+    groups = sorted({g for s in sides for e in ev[s] for g in e.get("groups", {})})
+    out = {"groups": {}, "rules": {}}
+    for g in groups:
+        row = {"interval_s": next((e["groups"][g]["interval_s"] for s in sides for e in ev[s]
+                                   if g in e.get("groups", {})), None)}
+        for s in sides:
+            row[s] = spread([e.get("groups", {}).get(g, {}).get("mean_s") for e in ev[s]])
+        row["ratio"] = ratio(row["before"], row["after"])
+        out["groups"][g] = row
+    out["sum_per_interval"] = {s: spread([e.get("sum_per_interval_s") for e in ev[s]]) for s in sides}
+    out["sum_per_interval"]["ratio"] = ratio(out["sum_per_interval"]["before"], out["sum_per_interval"]["after"])
+    pairs = [a.get("sum_per_interval_s") / b.get("sum_per_interval_s")
+             for b, a in zip(ev["before"], ev["after"]) if b.get("sum_per_interval_s") and a.get("sum_per_interval_s")]
+    out["sum_per_interval"]["ratio_per_round"] = spread(pairs)
+    for s in sides:
+        per_rule = {}
+        for e in ev[s]:
+            seen = {}
+            for r in e.get("rules", []):
+                if r["mean_s"] is not None:
+                    key = f"{r['group']} {r['name']}"
+                    seen[key] = seen.get(key, 0) + r["mean_s"]
+            for k, v in seen.items():
+                per_rule.setdefault(k, []).append(v)
+        for k, vals in per_rule.items():
+            out["rules"].setdefault(k, {})[s] = spread(vals)
+    for k, row in out["rules"].items():
+        row["ratio"] = ratio(row.get("before"), row.get("after"))
+    for s in sides:
+        out.setdefault("load_average_1m_during_tail", {})[s] = spread(
+            [(r.get("load_average_1m_during_tail") or {}).get("mean") for r in by[s]])
+        out.setdefault("head_series", {})[s] = spread([r.get("head_series") for r in by[s]])
+        out.setdefault("prometheus_cpu_cores_during_tail", {})[s] = spread(
+            [r.get("prometheus_cpu_cores_during_tail") for r in by[s]])
+        out.setdefault("scrapes_succeeded", {})[s] = spread([r.get("scrapes_succeeded") for r in by[s]
+                                                             if isinstance(r.get("scrapes_succeeded"), (int, float))])
+    out["interval_s"] = interval
+    return out
+
+
+def ratio(before, after):
+    if not before or not after or not before["median"]:
+        return None
+    return round(after["median"] / before["median"], 3)
+
+
+def ab_report(summary, before, after, args, config):
+    def fmt(x):
+        return f"{x['min']:.3f} / {x['median']:.3f} / {x['max']:.3f}" if x else "–"
+    lines = [f"Rule evaluation, {config}: before = {before.name} (its exporter and rules), after = the working "
+             f"tree; {args.nodes} nodes, {args.duration} s per run, {args.rounds} runs each, alternating; "
+             f"each figure the mean of a group's evaluations in the run's last {args.rules_tail:.0%}, "
+             "then min / median / max over the runs (seconds):", "",
+             "| Group | Before | After | After / before (medians) |", "|---|---|---|---|"]
+    for g, row in summary["groups"].items():
+        every = "" if row["interval_s"] == summary["interval_s"] else f" (every {row['interval_s']:.0f} s, not in the sum)"
+        lines.append(f"| {g}{every} | {fmt(row['before'])} | {fmt(row['after'])} | {row['ratio'] if row['ratio'] is not None else '–'} |")
+    t = summary["sum_per_interval"]
+    lines.append(f"| **sum per {summary['interval_s']} s interval** | {fmt(t['before'])} | {fmt(t['after'])} | "
+                 f"{t['ratio'] if t['ratio'] is not None else '–'} |")
+    rr = t.get("ratio_per_round")
+    if rr:
+        lines.append(f"\nafter / before of each round's sums: min {rr['min']:.3f}, median {rr['median']:.3f}, max {rr['max']:.3f}")
+    la = summary["load_average_1m_during_tail"]
+    hs = summary["head_series"]
+    lines.append(f"1-minute load average while averaging (mean of each run; min / median / max): before {fmt(la['before'])}, "
+                 f"after {fmt(la['after'])}")
+    pc = summary["prometheus_cpu_cores_during_tail"]
+    lines.append(f"Prometheus CPU while averaging (cores; scrapes, rules and appends): before {fmt(pc['before'])}, "
+                 f"after {fmt(pc['after'])}")
+    lines.append(f"head series: before {hs['before']['median']:,.0f}, " if hs["before"] else "head series: before –, ")
+    lines[-1] += (f"after {hs['after']['median']:,.0f} (medians)" if hs["after"] else "after –")
+    top = sorted(summary["rules"].items(), key=lambda kv: -max((kv[1].get(s) or {}).get("median", 0)
+                                                                for s in ("before", "after")))[:args.top_rules]
+    lines += ["", f"The {len(top)} costliest rules (median of the runs' means, seconds per evaluation):", "",
+              "| Group, rule | Before | After | After / before |", "|---|---|---|---|"]
+    for k, row in top:
+        b, a = row.get("before"), row.get("after")
+        lines.append(f"| {k} | {b['median']:.4f} | " if b else f"| {k} | – | ")
+        lines[-1] += (f"{a['median']:.4f} | " if a else "– | ") + (f"{row['ratio']} |" if row["ratio"] is not None else "– |")
+    return "\n".join(lines)
+
+
+def rules_ab(args, configs):
+    before, after = ab_sides(args)
+    log(f"before: {before.bin} with {before.rules}; after: {after.bin} with {after.rules}")
+    out = {"mode": "rules-ab", "before": before.describe(), "after": after.describe(), "rounds": args.rounds, "nodes": args.nodes,
+           "duration_s": args.duration, "rules_tail": args.rules_tail, "configs": {}}
+    reports, failed = [], False
+    for c in configs:
+        runs = []
+        for i in range(args.rounds):
+            # Before first in even rounds, after first in odd ones: a drift of the machine's
+            # load over the session weighs on both sides alike.
+            for side in ((before, after) if i % 2 == 0 else (after, before)):
+                log(f"{c}: round {i + 1} of {args.rounds}, {side.label} ({side.name})")
+                r = run(args, c, side, full=False)
+                r["round"] = i + 1
+                runs.append(r)
+                ev = r.get("rule_evaluation", {})
+                log(f"{c}: {side.label}: rule groups {ev.get('sum_per_interval_s')} s per interval, "
+                    f"load {r.get('load_average_1m_during_tail')}, {len(r['problems'])} problems")
+                summary = ab_summary(runs, args.scrape_interval)
+                out["configs"][c] = {"summary": summary, "runs": runs}
+                if args.json:
+                    pathlib.Path(args.json).write_text(json.dumps(out, indent=1))
+        reports.append(ab_report(out["configs"][c]["summary"], before, after, args, c))
+        for r in runs:
+            for p in r["problems"]:
+                failed = True
+                reports.append(f"  PROBLEM ({r['side']['label']}, round {r['round']}): {p}")
+    print("\n\n".join(reports))
+    return 1 if args.check and failed else 0
+
+
+# ---------------------------------------------------------------------------------------------
 # Report
+
+
+def rule_table(rules, top):
+    """The costliest rules of one run: seconds per evaluation, series returned, samples read."""
+    rows = sorted((r for r in rules if r["mean_s"] is not None), key=lambda r: -r["mean_s"])[:top]
+    lines = ["  | Group | Rule | Seconds per evaluation (mean, least) | Series out | Samples read |",
+             "  |---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"  | {r['group'].rpartition('.')[2]} | {r['name']} | {r['mean_s']:.4f}, {r['min_s']:.4f} | "
+                     f"{r.get('series_out', r.get('query_error', '?'))} | {r.get('samples_read', '?')} |")
+    return "\n".join(lines)
 
 
 def table(results):
@@ -615,10 +1033,13 @@ def main(argv):
     ap.add_argument("--duration", type=int, default=int(os.environ.get("FLEET_DURATION", 600)),
                     help="seconds of scraping per configuration")
     ap.add_argument("--scrape-interval", type=int, default=int(os.environ.get("FLEET_SCRAPE_INTERVAL", 15)))
-    ap.add_argument("--configs", default=os.environ.get("FLEET_CONFIGS", "default,dcgm-4.8.2,per-link"))
+    ap.add_argument("--configs", default=os.environ.get("FLEET_CONFIGS"),
+                    help="comma-separated (default: default,dcgm-4.8.2,per-link; with --before: default)")
     ap.add_argument("--mix", default=os.environ.get("FLEET_MIX", DEFAULT_MIX))
     ap.add_argument("--clusters", type=int, default=4)
-    ap.add_argument("--bin", default=os.environ.get("FLEET_BIN", str(ROOT / "target" / "debug" / "gpu-exporter")))
+    ap.add_argument("--bin", default=os.environ.get("FLEET_BIN"),
+                    help="the exporter (default: target/debug/gpu-exporter; with --before: the working tree "
+                         "built by cargo build --release)")
     ap.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
     ap.add_argument("--victoria-metrics", default=shutil.which("victoria-metrics") or "victoria-metrics")
     ap.add_argument("--no-vm", dest="vm", action="store_false", help="Prometheus only")
@@ -630,23 +1051,49 @@ def main(argv):
     ap.add_argument("--check", action="store_true", help="exit 1 on any problem")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
+    ab = ap.add_argument_group("rule evaluation, before and after (the A/B mode)")
+    ab.add_argument("--before", metavar="REV",
+                    help="run the fleet alternately with REV's exporter and rules and with the working tree's, "
+                         "and compare the rule groups' evaluation times (Prometheus only, no dashboards)")
+    ab.add_argument("--before-bin", metavar="PATH",
+                    help="the before side's exporter (its libnvml_sim.so beside it) instead of building REV's")
+    ab.add_argument("--before-rules", metavar="PATH", help="the before side's rules file instead of REV's")
+    ab.add_argument("--rounds", type=int, default=2, help="runs of each side (default 2)")
+    ab.add_argument("--rules-tail", type=float, default=0.5,
+                    help="the last part of each run whose rule evaluations are averaged (default 0.5)")
+    ab.add_argument("--top-rules", type=int, default=15, help="rules listed, costliest first (default 15)")
     args = ap.parse_args(argv)
+    ab_mode = bool(args.before or args.before_bin or args.before_rules)
+    if args.configs is None:
+        args.configs = "default" if ab_mode else "default,dcgm-4.8.2,per-link"
+    if not 0 < args.rules_tail <= 1:
+        raise SystemExit(f"fleet: --rules-tail {args.rules_tail}: a fraction in (0, 1]")
+    if args.rounds < 1:
+        raise SystemExit(f"fleet: --rounds {args.rounds}: at least 1")
     if args.short:
         args.nodes, args.duration, args.scrape_interval, args.clusters = 3, 40, 2, 2
         args.configs = "default"
         args.mix = "h100-mig,hgx-h200,a100-mig-t4"
         args.exporter_flags += ["-c", "1000"]
-    for tool in (args.bin, args.prometheus) + ((args.victoria_metrics,) if args.vm else ()):
+    if ab_mode:
+        args.vm = False  # Prometheus's rule evaluation alone; no remote_write
+    elif not args.bin:
+        args.bin = str(ROOT / "target" / "debug" / "gpu-exporter")
+    for tool in ((args.bin,) if args.bin else ()) + (args.prometheus,) + ((args.victoria_metrics,) if args.vm else ()):
         if not shutil.which(tool):
             raise SystemExit(f"fleet: {tool}: not found or not executable (see --help)")
-    args.bin = os.path.abspath(shutil.which(args.bin))
+    if args.bin:
+        args.bin = os.path.abspath(shutil.which(args.bin))
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     for c in configs:
         if c not in CONFIG_FLAGS:
             raise SystemExit(f"fleet: --configs: unknown configuration {c!r} (known: {', '.join(CONFIG_FLAGS)})")
+    if ab_mode:
+        return rules_ab(args, configs)
+    side = Side("", pathlib.Path(args.bin), ROOT / "alerts" / "gpu-exporter.rules.yaml", ROOT / "scenarios")
     results = []
     for c in configs:
-        r = run(args, c)
+        r = run(args, c, side)
         results.append(r)
         log(f"{c}: {r.get('head_series')} head series, Prometheus RSS {r.get('prometheus_rss_mib')} MiB, "
             f"{r.get('samples_per_second')} samples/s, {r.get('bytes_per_sample')} bytes/sample, "
@@ -663,6 +1110,13 @@ def main(argv):
             for engine, s in e.items():
                 print(f"  {engine:16} {d:22} {s['queries']:3} queries, {s['with_data']:3} with data, "
                       f"total {s['total_s']:.3f} s, median {s['median_s']:.4f} s, max {s['max_s']:.3f} s ({s['slowest']})")
+        ev = r.get("rule_evaluation") or {}
+        if ev:
+            print(f"  rule groups, mean of the last {args.rules_tail:.0%}'s evaluations: "
+                  f"{ev['sum_per_interval_s']:.3f} s per {args.scrape_interval} s interval ("
+                  + ", ".join(f"{g.rpartition('.')[2]} {v['mean_s']}" for g, v in
+                              sorted(ev["groups"].items(), key=lambda kv: -(kv[1]["mean_s"] or 0))) + ")")
+            print(rule_table(ev["rules"], args.top_rules))
         for s in r.get("spot_values", []):
             print(f"  spot {s['query']}: Prometheus {s['prometheus']}, VictoriaMetrics {s['victoriametrics']}")
         for p in r["problems"]:
