@@ -20,6 +20,7 @@ use super::{
     ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, SamplingConfig, ServingConfig,
     Settings, SimulatorConfig, cardinality, dcgm, ignored, node_hostname,
 };
+use crate::catalogue::labels;
 use crate::gpu::collections::Collections;
 use crate::gpu::selection::DeviceSelection;
 use crate::serve::address;
@@ -112,13 +113,14 @@ impl Settings {
             labels.set_collision_prefix(profile.pod_label_collision_prefix());
             labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
             if profile.drops_pod_labels_named_like_the_pod() {
-                let mut names = if cli.exposition.use_old_namespace {
-                    vec!["pod_name", "pod_namespace", "container_name"]
-                } else {
-                    vec!["pod", "namespace", "container"]
-                };
+                let old = cli.exposition.use_old_namespace;
+                let mut names: Vec<&'static str> =
+                    [labels::POD, labels::NAMESPACE, labels::CONTAINER]
+                        .iter()
+                        .map(|l| l.spelt(old))
+                        .collect();
                 if cli.kubernetes.kubernetes_enable_pod_uid {
-                    names.push("pod_uid");
+                    names.push(labels::POD_UID.name);
                 }
                 labels.set_dropped(names);
             }

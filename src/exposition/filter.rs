@@ -13,30 +13,31 @@ use crate::catalogue::Getter;
 use crate::catalogue::Level;
 use crate::catalogue::WindowKind;
 use crate::catalogue::csv::{CounterRow, CounterSet};
+use crate::catalogue::labels;
 
 /// Mimir's default limit of labels per series, and ours.
 pub const DEFAULT_MAX_LABELS: usize = 30;
 
 /// Label names that tell series of one family apart: dropping one would make series collide.
 pub const NEVER_DROPPED: &[&str] = &[
-    "gpu",
-    "UUID",
+    labels::GPU.name,
+    labels::UUID.name,
     "uuid",
-    "GPU_I_ID",
+    labels::GPU_I_ID.name,
     "nvlink",
     "xid",
     "error",
     "err_code",
     "clock_event",
-    "resource",
-    "namespace",
-    "pod",
-    "container",
+    labels::RESOURCE.name,
+    labels::NAMESPACE.name,
+    labels::POD.name,
+    labels::CONTAINER.name,
     "pod_namespace",
     "pod_name",
     "container_name",
-    "vgpu",
-    "hpc_job",
+    labels::VGPU.name,
+    labels::HPC_JOB.name,
     "source",
     "le",
     "quantile",

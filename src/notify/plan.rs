@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::catalogue::labels;
 use crate::snapshot::{Action, EntityHealth, Labels, Reason, Snapshot, Verdict};
 
 /// The condition types the exporter owns on its Node (negative polarity, as
@@ -105,10 +106,10 @@ fn gpus(snap: &Snapshot) -> Vec<&EntityHealth> {
 fn pod_of(labels: &Labels, gi: Option<u32>) -> Option<PodRef> {
     let get = |k: &str| labels.get(k).map(str::to_owned);
     Some(PodRef {
-        namespace: get("namespace")?,
-        name: get("pod")?,
-        uid: get("pod_uid"),
-        container: get("container").unwrap_or_default(),
+        namespace: get(labels::NAMESPACE.name)?,
+        name: get(labels::POD.name)?,
+        uid: get(labels::POD_UID.name),
+        container: get(labels::CONTAINER.name).unwrap_or_default(),
         gpu_instance_id: gi,
     })
 }

@@ -17,6 +17,7 @@ use super::display::{
 };
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
+use crate::catalogue::labels;
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
 use crate::health::{SLOWDOWN, TEMP};
 use crate::snapshot::{Action, ActiveReason, EntitySample, Snapshot, Verdict};
@@ -62,7 +63,11 @@ impl Slots<'_> {
 /// `namespace/pod/container`, or the labels as `name=value` pairs when they name no pod (an
 /// HPC job).
 fn holder_text(l: &crate::snapshot::Labels) -> String {
-    match (l.get("namespace"), l.get("pod"), l.get("container")) {
+    match (
+        l.get(labels::NAMESPACE.name),
+        l.get(labels::POD.name),
+        l.get(labels::CONTAINER.name),
+    ) {
         (Some(ns), Some(pod), Some(c)) if !c.is_empty() => format!("{ns}/{pod}/{c}"),
         (Some(ns), Some(pod), _) => format!("{ns}/{pod}"),
         _ => l
