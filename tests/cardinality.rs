@@ -316,7 +316,7 @@ type Misuse<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
 #[test]
 fn misused_controls_stop_start_up_naming_the_flag_or_key() {
     let sim = ["--simulate", "a100-l4"];
-    let cases: [Misuse; 6] = [
+    let cases: [Misuse; 9] = [
         (
             &["--include-families", "DCGM_[x"],
             &[],
@@ -351,6 +351,21 @@ fn misused_controls_stop_start_up_naming_the_flag_or_key() {
                 "--max-labels-per-series 10",
             ],
         ),
+        (
+            &["--series-labels", "wide"],
+            &[],
+            &["--series-labels", "\"wide\"", "expected lean or full"],
+        ),
+        (
+            &["--compatibility", "dcgm-4.8.4", "--series-labels", "lean"],
+            &[],
+            &["--series-labels", "native's shape", "dcgm-4.8.4"],
+        ),
+        (
+            &["--compatibility", "dcgm-4.9"],
+            &[("GPU_EXPORTER_SERIES_LABELS", "lean")],
+            &["--series-labels", "native's shape", "dcgm-4.9"],
+        ),
     ];
     for (args, env, words) in cases {
         let mut all = sim.to_vec();
@@ -377,24 +392,150 @@ fn misused_controls_stop_start_up_naming_the_flag_or_key() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("metrics.dropLabels"), "{err}");
     assert!(err.contains("never dropped"), "{err}");
+    std::fs::write(&file, "version: 2\nmetrics:\n  seriesLabels: medium\n").unwrap();
+    let (code, err) = refused(
+        &[
+            "--simulate",
+            "a100-l4",
+            "--config-file",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("metrics.seriesLabels"), "{err}");
+    assert!(err.contains("expected lean or full"), "{err}");
+}
+
+/// `--series-labels`: lean by default (descriptions on `gpu_device_info`, holders on
+/// `gpu_allocation_info`), full from the flag, the variable or the configuration file.
+#[test]
+fn the_label_shape_comes_from_flag_variable_and_config_file() {
+    let lean = start(&["--simulate", "a100-l4", "-k"]);
+    let text = lean.metrics_until("pods attributed", |t| t.contains("gpu_allocation_info{"));
+    let temp = series(&text, "DCGM_FI_DEV_GPU_TEMP");
+    assert!(!temp.is_empty(), "{text}");
+    for l in text.lines().filter(|l| l.starts_with("DCGM_")) {
+        for label in ["modelName=", "pci_bus_id=", "device=", "pod=", "namespace="] {
+            assert!(!l.contains(label), "{label} in the lean shape: {l}");
+        }
+    }
+    let info = series(&text, "gpu_device_info");
+    assert_eq!(info.len(), 2, "{info:?}");
+    assert!(
+        info.iter().all(|l| l.contains("modelName=")
+            && l.contains("pci_bus_id=")
+            && l.contains("DCGM_FI_DRIVER_VERSION=")),
+        "{info:?}"
+    );
+    assert!(
+        series(&text, "gpu_allocation_info")
+            .iter()
+            .all(|l| l.contains("pod=") && !l.contains("modelName="))
+    );
+    let full_ways: [(&[&str], &[(&str, &str)], Option<&str>); 3] = [
+        (&["--series-labels", "full"], &[], None),
+        (&[], &[("GPU_EXPORTER_SERIES_LABELS", "FULL")], None),
+        (
+            &[],
+            &[],
+            Some("version: 2\nmetrics:\n  seriesLabels: full\n"),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (args, env, file) in full_ways {
+        let mut all = vec!["--simulate", "a100-l4", "-k"];
+        all.extend_from_slice(args);
+        let path = dir.path().join("config.yaml");
+        if let Some(yaml) = file {
+            std::fs::write(&path, yaml).unwrap();
+            all.extend(["--config-file", path.to_str().unwrap()]);
+        }
+        let mut b = Exporter::builder()
+            .args(["-c", "500"])
+            .args(&all)
+            .log_pipe();
+        for (k, v) in env {
+            b = b.env(k, v);
+        }
+        let e = b.start();
+        let text = e.metrics_until("pods attributed", |t| t.contains("pod=\""));
+        let temp = series(&text, "DCGM_FI_DEV_GPU_TEMP");
+        assert!(
+            temp.iter()
+                .all(|l| l.contains("modelName=") && l.contains("pci_bus_id=")),
+            "{args:?} {env:?} {file:?}: {temp:?}"
+        );
+        assert!(
+            series(&text, "DCGM_FI_DEV_FB_USED")
+                .iter()
+                .any(|l| l.contains("pod=\"")),
+            "{args:?} {env:?} {file:?}: no holder on the series"
+        );
+        assert_eq!(series(&text, "gpu_device_info").len(), 2);
+    }
 }
 
 #[test]
 fn the_label_guard_leaves_pod_labels_the_room_left() {
-    // The widest series without pod labels: gpu_allocation_info, identity (8) + Hostname +
-    // resource, namespace, pod, container, pod_uid, workload_kind, workload_name and the five
-    // dra_* labels = 21; a limit of 23 leaves two pod labels, kept in key order.
-    let e = start(&[
-        "--simulate",
-        "h100-mig",
-        "--kubernetes-enable-pod-labels",
-        "--max-labels-per-series",
-        "23",
-    ]);
-    let text = e.metrics_until("pods attributed", |t| t.contains("pod=\""));
-    for l in text.lines().filter(|l| !l.starts_with('#')) {
-        let n = l.matches("=\"").count();
-        assert!(n <= 23, "{n} labels: {l}");
+    // Lean: the widest series that carries pod labels is gpu_allocation_info, identity (5:
+    // gpu, UUID and the MIG labels) + Hostname + resource, namespace, pod, container, pod_uid,
+    // workload_kind, workload_name and the five dra_* labels = 18; a limit of 20 leaves two
+    // pod labels, kept in key order. Full: gpu_allocation_info also carries the three
+    // descriptions (21), so 23 leaves two.
+    for (shape, limit) in [("lean", "20"), ("full", "23")] {
+        let e = start(&[
+            "--simulate",
+            "h100-mig",
+            "--kubernetes-enable-pod-labels",
+            "--series-labels",
+            shape,
+            "--max-labels-per-series",
+            limit,
+        ]);
+        let text = e.metrics_until("pods attributed", |t| t.contains("pod=\""));
+        let limit: usize = limit.parse().unwrap();
+        // The exporter's own labels of an allocation row; the others are pod labels.
+        let own = [
+            "gpu",
+            "UUID",
+            "GPU_I_PROFILE",
+            "GPU_I_ID",
+            "mig_uuid",
+            "Hostname",
+            "pci_bus_id",
+            "device",
+            "modelName",
+            "resource",
+            "namespace",
+            "pod",
+            "container",
+            "pod_uid",
+            "workload_kind",
+            "workload_name",
+            "dra_claim_name",
+            "dra_claim_namespace",
+            "dra_device_name",
+            "dra_driver_name",
+            "dra_pool_name",
+            "vgpu",
+        ];
+        let mut most_pod_labels = 0;
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let n = l.matches("=\"").count();
+            assert!(n <= limit, "{shape}: {n} labels: {l}");
+            if l.starts_with("gpu_allocation_info{") {
+                let names = l
+                    .split(['{', ','])
+                    .filter_map(|p| p.split_once("=\"").map(|(k, _)| k));
+                most_pod_labels = most_pod_labels.max(names.filter(|k| !own.contains(k)).count());
+            }
+        }
+        // The room left is given: the two pod labels of the widest holder.
+        assert_eq!(
+            most_pod_labels, 2,
+            "{shape}: pod labels on an allocation row"
+        );
     }
 }
 

@@ -609,9 +609,10 @@ fn a_hung_nvml_init_fails_the_check_at_its_timeout() {
 
 #[test]
 fn a_counters_file_over_the_label_limit_fails_the_labels_check() {
-    // Under --simulate (Kubernetes on) the widest family is gpu_allocation_info with 21
-    // labels; a DCGM family has the identity (8), the host label and the holder's 8
-    // (container, namespace, pod and five DRA labels): 17, and five label-type rows make 22.
+    // In the full label shape under --simulate (Kubernetes on) the widest family is
+    // gpu_allocation_info with 21 labels; a DCGM family has the identity (5), the three
+    // descriptions, the host label and the holder's 8 (container, namespace, pod and five DRA
+    // labels): 17, and five label-type rows make 22.
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("wide.csv");
     std::fs::write(
@@ -624,7 +625,14 @@ fn a_counters_file_over_the_label_limit_fails_the_labels_check() {
          DCGM_FI_DEV_BRAND, label, Brand.\n",
     )
     .unwrap();
-    let args = ["--simulate", "a100-l4", "--max-labels-per-series", "21"];
+    let args = [
+        "--simulate",
+        "a100-l4",
+        "--series-labels",
+        "full",
+        "--max-labels-per-series",
+        "21",
+    ];
     let (code, out) = check(&[&args[..], &["-f", csv.to_str().unwrap()]].concat());
     assert_eq!(code, Some(1), "{out}");
     let l = line_with(&out, &["FAIL", "labels per series"]);

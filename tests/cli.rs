@@ -193,7 +193,13 @@ fn daemon_counts_every_xid_of_a_burst_in_real_time() {
 
 #[test]
 fn simulate_shows_pods_on_whole_gpus_mig_instances_and_time_sliced_gpus() {
-    let e = spawn_ready_with(None, "h100-mig", &["--kubernetes-enable-pod-labels"]);
+    // The full label shape: the holder on every series of its device, as dcgm-exporter
+    // writes it (the lean default has them on gpu_allocation_info only: tests/cardinality.rs).
+    let e = spawn_ready_with(
+        None,
+        "h100-mig",
+        &["--kubernetes-enable-pod-labels", "--series-labels", "full"],
+    );
     // The kubelet, the pod watch and the ResourceSlice watch each answer on their own time.
     let text = e.metrics_until("pods attributed", |t| {
         t.lines().any(|l| {
@@ -243,23 +249,46 @@ fn simulate_shows_pods_on_whole_gpus_mig_instances_and_time_sliced_gpus() {
 #[test]
 fn hpc_job_files_label_the_series_of_their_gpus() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hpc");
+    // File 0: one job; file 1: two jobs.
+    let want = [
+        ("0", "slurm-1001"),
+        ("1", "slurm-1002"),
+        ("1", "slurm-1003"),
+    ];
+    let jobs = |text: &str, family: &str| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = common::series(text, family)
+            .into_iter()
+            .filter_map(|l| {
+                Some((
+                    common::label(l, "gpu").to_owned(),
+                    common::label_opt(l, "hpc_job")?.to_owned(),
+                ))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let owned = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    // Lean (the default): one gpu_allocation_info row per job and GPU; the device series
+    // carry no job.
     let e = spawn_ready_with(None, "a100-l4", &["--hpc-job-mapping-dir", dir]);
     let text = e.metrics_until("jobs attributed", |t| t.contains("hpc_job="));
     drop(e);
-    let mut jobs: Vec<(&str, &str)> = common::series(&text, "DCGM_FI_DEV_GPU_UTIL")
-        .into_iter()
-        .map(|l| (common::label(l, "gpu"), common::label(l, "hpc_job")))
-        .collect();
-    jobs.sort();
-    // File 0: one job; file 1: two jobs, so GPU 1's series come twice.
-    assert_eq!(
-        jobs,
-        [
-            ("0", "slurm-1001"),
-            ("1", "slurm-1002"),
-            ("1", "slurm-1003")
-        ]
+    assert_eq!(jobs(&text, "gpu_allocation_info"), owned(&want));
+    assert!(jobs(&text, "DCGM_FI_DEV_GPU_UTIL").is_empty(), "{text}");
+    // Full: the job on the series, so GPU 1's series come twice.
+    let e = spawn_ready_with(
+        None,
+        "a100-l4",
+        &["--hpc-job-mapping-dir", dir, "--series-labels", "full"],
     );
+    let text = e.metrics_until("jobs attributed", |t| t.contains("hpc_job="));
+    drop(e);
+    assert_eq!(jobs(&text, "DCGM_FI_DEV_GPU_UTIL"), owned(&want));
 }
 
 /// Every flag dcgm-exporter 4.8.3 and 4.8.4 added starts the binary: the ones that mean
@@ -503,10 +532,17 @@ fn compatibility_profiles_change_what_dashboards_see() {
         } else {
             ("DCGM_FI_DEV_SM_CLOCK{", "DCGM_FI_DRIVER_VERSION=\"")
         };
+        // The driver label: on every series under a dcgm-* profile, on gpu_device_info in
+        // native's lean shape.
+        let described = if profile.is_some_and(|p| p.starts_with("dcgm-")) {
+            sm
+        } else {
+            "gpu_device_info{"
+        };
         assert!(
             text.lines()
-                .any(|l| l.starts_with(sm) && l.contains(driver)),
-            "{what}: {sm} with {driver}"
+                .any(|l| l.starts_with(described) && l.contains(driver)),
+            "{what}: {described} with {driver}"
         );
         assert_eq!(text.contains("DCGM_FI_DEV_GPU_TEMP{"), !v49, "{what}");
         assert_eq!(

@@ -34,7 +34,8 @@ fn spawn_big_page(extra: &[&str]) -> (Exporter, tempfile::TempDir) {
 }
 
 /// The exporter on `h100-mig` ticking every `interval_ms`, with `jobs` HPC jobs on each GPU
-/// (about 50 KiB of `/metrics` per job).
+/// (about 50 KiB of `/metrics` per job: the full label shape copies every series of a GPU per
+/// job).
 fn spawn_with_jobs(
     jobs: usize,
     interval_ms: &str,
@@ -51,6 +52,8 @@ fn spawn_with_jobs(
             "h100-mig",
             "-c",
             interval_ms,
+            "--series-labels",
+            "full",
             "--hpc-job-mapping-dir",
         ])
         .arg(dir.path())

@@ -196,8 +196,13 @@ fn run(dir: &Path, toml: &str, gpus: &BTreeMap<String, Gpu>, plan: &Plan) -> (Se
         if order.windows(2).any(|w| w[0].1 >= w[1].1) {
             problem(format!("indices out of bus order: {order:?}"));
         }
-        // Every series of a GPU: its own index, device node and pods.
-        for l in t.lines().filter(|l| l.starts_with("DCGM_FI_")) {
+        // Every series of a GPU: its own index, device node and pods (in the lean shape the
+        // device node is on gpu_device_info and the pods on gpu_allocation_info).
+        for l in t.lines().filter(|l| {
+            l.starts_with("DCGM_FI_")
+                || l.starts_with("gpu_device_info{")
+                || l.starts_with("gpu_allocation_info{")
+        }) {
             let Some(u) = label_opt(l, "UUID") else {
                 continue;
             };
@@ -208,20 +213,23 @@ fn run(dir: &Path, toml: &str, gpus: &BTreeMap<String, Gpu>, plan: &Plan) -> (Se
             if listed.get(u).map(String::as_str) != label_opt(l, "gpu") {
                 problem(format!("not at the index gpu_device_up gives: {l}"));
             }
-            if lost_uuids.contains(u) && up.iter().any(|d| label(d, "UUID") == u && value(d) == 0.0)
+            if l.starts_with("DCGM_FI_")
+                && lost_uuids.contains(u)
+                && up.iter().any(|d| label(d, "UUID") == u && value(d) == 0.0)
             {
                 problem(format!("a series of a lost GPU: {l}"));
             }
-            let device = label(l, "device");
-            let minors: Vec<u32> = std::iter::once(g.minor)
-                .chain(plan.new_minor.filter(|(i, _)| *i == g.at).map(|(_, m)| m))
-                .collect();
-            if !minors.iter().any(|m| device == format!("nvidia{m}")) {
-                problem(format!(
-                    "device is not the GPU's device node {minors:?}: {l}"
-                ));
+            if let Some(device) = label_opt(l, "device") {
+                let minors: Vec<u32> = std::iter::once(g.minor)
+                    .chain(plan.new_minor.filter(|(i, _)| *i == g.at).map(|(_, m)| m))
+                    .collect();
+                if !minors.iter().any(|m| device == format!("nvidia{m}")) {
+                    problem(format!(
+                        "device is not the GPU's device node {minors:?}: {l}"
+                    ));
+                }
+                seen.devices.insert((g.at, device.to_owned()));
             }
-            seen.devices.insert((g.at, device.to_owned()));
             let pod = label_opt(l, "pod");
             match label_opt(l, "GPU_I_ID") {
                 Some(gi) => {

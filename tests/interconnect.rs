@@ -181,6 +181,11 @@ fn dcgm_per_link_and_fabric_fields_from_a_counters_file() {
     assert_eq!(series(&text, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L17").len(), 8);
     for l in series(&text, "DCGM_FI_DEV_FABRIC_MANAGER_STATUS") {
         assert_eq!(value(l), 3.0, "registered: {l}");
+    }
+    // A label row describes the GPU: on gpu_device_info in the lean shape.
+    let info = series(&text, "gpu_device_info");
+    assert_eq!(info.len(), 8);
+    for l in info {
         assert!(
             !label(l, "DCGM_FI_DEV_FABRIC_CLUSTER_UUID").is_empty(),
             "{l}"
@@ -313,8 +318,15 @@ fn dcgm_link_entity_fields_one_series_per_link() {
         "{:?}",
         counters.warnings
     );
-    // --nvlink-links=totals: links are read for the link-entity rows all the same.
-    let mut run = run_with("hgx-h200", Some(DCGM_LINK_ENTITY_CSV), false);
+    // --nvlink-links=totals: links are read for the link-entity rows all the same. In the
+    // full label shape, with dcgm-exporter's link label set.
+    let cfg = common::config(&["--nvlink-links=totals", "--series-labels", "full"]);
+    let mut run = Run::new(
+        SimNode::new("hgx-h200", 7),
+        Arc::new(parse_counters("links.csv", DCGM_LINK_ENTITY_CSV).unwrap()),
+        cfg.reader_options(),
+        cfg.encode_options(),
+    );
     let first = run.at(5.0);
     assert!(series(&first, "gpu_nvlink_up").is_empty());
     let state = series(&first, "DCGM_FI_DEV_NVLINK_GET_STATE");

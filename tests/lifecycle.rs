@@ -356,7 +356,8 @@ fn gpu_that_appears_later_is_picked_up() {
     assert_eq!(series(&early, "gpu_device_up").len(), 3);
     let later = run.at(52.0);
     assert_eq!(series(&later, "gpu_device_up").len(), 4);
-    let l4 = one(&later, "DCGM_FI_DEV_GPU_TEMP", 3, &[]);
+    one(&later, "DCGM_FI_DEV_GPU_TEMP", 3, &[]);
+    let l4 = one(&later, "gpu_device_info", 3, &[]);
     assert!(l4.contains("modelName=\"NVIDIA L4\""), "{l4}");
     // Its Xid events are watched too.
     one(&later, "DCGM_FI_DEV_XID_ERRORS", 3, &[]);

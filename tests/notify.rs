@@ -1745,6 +1745,7 @@ fn a_gpu_unbound_and_bound_again_comes_back_whole() {
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
         "gpu_allocation_info",
         "gpu_health_status",
+        "gpu_device_info",
     ];
     let sets =
         |t: &str| -> Vec<BTreeSet<String>> { families.iter().map(|f| label_sets(t, f)).collect() };
@@ -1781,7 +1782,7 @@ fn a_gpu_unbound_and_bound_again_comes_back_whole() {
             }
         }
         assert!(
-            series(&gone, "DCGM_FI_DEV_FB_USED")
+            series(&gone, "gpu_allocation_info")
                 .iter()
                 .any(|l| label(l, "pod") == "p1"),
             "p1 still holds the GPU that stays: {gone}"

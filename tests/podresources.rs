@@ -72,9 +72,15 @@ impl Node {
         self.sampler.tick(self.t)
     }
 
+    /// One tick's exposition in the full label shape (`--series-labels full`, dcgm-exporter's):
+    /// each device's series carry its single holder, so the join shows on them.
     fn scrape(&mut self) -> String {
         let snap = self.tick();
-        String::from_utf8(encode(&snap, &self.counters, &EncodeOptions::default())).unwrap()
+        let opts = EncodeOptions {
+            shape: gpu_exporter::catalogue::labels::LabelShape::Full,
+            ..EncodeOptions::default()
+        };
+        String::from_utf8(encode(&snap, &self.counters, &opts)).unwrap()
     }
 
     /// Scrapes until `cond` holds on the exposition; returns that exposition.

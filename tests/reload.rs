@@ -563,10 +563,18 @@ fn a_new_version_over_the_label_limit_is_refused_and_the_old_set_stays() {
     std::fs::write(&csv, SET_A).unwrap();
     let exp = start(
         dir.path(),
-        &["-f", csv.to_str().unwrap(), "--max-labels-per-series", "21"],
+        &[
+            "-f",
+            csv.to_str().unwrap(),
+            "--series-labels",
+            "full",
+            "--max-labels-per-series",
+            "21",
+        ],
     );
-    // `--simulate` turns Kubernetes on: gpu_allocation_info has 21 labels, a DCGM family 17
-    // (identity, host, holder); five label-type rows put it at 22.
+    // `--simulate` turns Kubernetes on: in the full label shape gpu_allocation_info has 21
+    // labels, a DCGM family 17 (identity, descriptions, host, holder); five label-type rows
+    // put it at 22.
     let tmp = dir.path().join("c.tmp");
     std::fs::write(
         &tmp,

@@ -48,17 +48,28 @@ fn every_supported_default_field_appears_with_contract_labels() {
             .filter(|l| l.contains("{gpu=\"0\","))
             .collect();
         assert_eq!(gpu0.len(), 1, "{name} on GPU 0: {gpu0:?}");
+        // The lean shape: the identity and the node, nothing else (the full shape's order is
+        // tests/golden/h100-mig.pods.full.prom's).
+        let uuid = label(gpu0[0], "UUID");
         assert!(
-            gpu0[0].starts_with(&format!("{name}{{gpu=\"0\",UUID=\"GPU-")),
+            gpu0[0].starts_with(&format!(
+                "{name}{{gpu=\"0\",UUID=\"{uuid}\",Hostname=\"sim-node\""
+            )) && !gpu0[0].contains("modelName="),
             "label order: {}",
             gpu0[0]
         );
-        assert!(
-            gpu0[0].contains(",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"sim-node\",DCGM_FI_DRIVER_VERSION=\"550.90.07\""),
-            "{}",
-            gpu0[0]
-        );
     }
+    // The descriptions, in the contract's order, on the GPU's info series.
+    let info: Vec<&str> = series(&text, "gpu_device_info")
+        .into_iter()
+        .filter(|l| l.contains("{gpu=\"0\","))
+        .collect();
+    assert_eq!(info.len(), 1, "{info:?}");
+    assert!(
+        info[0].contains(",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"sim-node\",DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 1"),
+        "{}",
+        info[0]
+    );
     // One HELP and one TYPE per family.
     let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE ")).collect();
     let unique: HashSet<&&str> = types.iter().collect();
@@ -269,11 +280,12 @@ fn dcgm_format_csv_with_legacy_names_exports_them_verbatim() {
     assert!(
         text.contains("# HELP DCGM_FI_DEV_GPU_UTIL GPU busy, \"kernel running\" share, in %\n")
     );
-    // Both label rows, sorted by name, on every series.
-    let l = series(&text, "dcgm_sm_clock")[0];
+    // Both label rows, sorted by name, on the GPU's info series (the lean shape).
+    assert!(!series(&text, "dcgm_sm_clock")[0].contains("DCGM_FI_DRIVER_VERSION"));
+    let l = series(&text, "gpu_device_info")[0];
     assert!(
         l.contains(",DCGM_FI_DEV_SERIAL=\"")
-            && l.contains(",DCGM_FI_DRIVER_VERSION=\"550.90.07\"}"),
+            && l.contains(",DCGM_FI_DRIVER_VERSION=\"550.90.07\"} 1"),
         "{l}"
     );
     assert!(l.find("DCGM_FI_DEV_SERIAL").unwrap() < l.find("DCGM_FI_DRIVER_VERSION").unwrap());
@@ -361,9 +373,14 @@ fn dcgm_4_6_field_names_load_and_keep_the_written_name() {
     assert_eq!(new.len(), old.len());
     for (n, o) in new.iter().zip(&old) {
         assert_eq!(value(n), value(o), "same field, same value");
+    }
+    // The driver label describes the GPU: on its info series (the lean shape).
+    let info = series(&text, "gpu_device_info");
+    assert!(!info.is_empty(), "{text}");
+    for l in info {
         assert!(
-            label(n, "DCGM_FI_SYSTEM_DRIVER_VERSION").starts_with(char::is_numeric),
-            "{n}"
+            label(l, "DCGM_FI_SYSTEM_DRIVER_VERSION").starts_with(char::is_numeric),
+            "{l}"
         );
     }
     assert!(!series(&text, "DCGM_FI_DEV_BOARD_POWER_WATTS").is_empty());

@@ -6,8 +6,10 @@
 //! series. Metric names are the CSV names verbatim (no suffix added). Label values and help
 //! text are escaped; NaN and ±Inf are written as Prometheus expects. This module does no I/O.
 
+mod device_info;
 pub mod filter;
 mod health;
+mod identity;
 mod interconnect;
 pub mod publish;
 pub mod self_metrics;
@@ -26,36 +28,7 @@ use crate::catalogue::csv::CounterSet;
 use crate::gpu::xid_message;
 use crate::snapshot::{EntityId, Labels, Snapshot, Value};
 
-/// Writes the identity labels of an entity in the compatibility-contract order.
-fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {
-    let _ = write!(out, "gpu=\"{}\"", id.gpu);
-    *first = false;
-    write_label(
-        out,
-        first,
-        if opts.use_old_namespace {
-            "uuid"
-        } else {
-            "UUID"
-        },
-        &id.uuid,
-    );
-    write_label(out, first, "pci_bus_id", &id.pci_bus_id);
-    write_label(out, first, "device", &id.device);
-    if opts.replace_blanks_in_model_name {
-        write_label(out, first, "modelName", &id.model_name.replace(' ', "-"));
-    } else {
-        write_label(out, first, "modelName", &id.model_name);
-    }
-    if let Some(mig) = &id.mig {
-        write_label(out, first, "GPU_I_PROFILE", &mig.profile);
-        let _ = write!(out, ",GPU_I_ID=\"{}\"", mig.gpu_instance_id);
-        write_label(out, first, "mig_uuid", &mig.uuid);
-    }
-    if let Some(h) = &opts.hostname {
-        write_label(out, first, opts.host_label, h);
-    }
-}
+use identity::{write_csv_labels, write_identity};
 
 /// Encodes the snapshot: GPU families in counter-set order, then self-metrics.
 pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> Vec<u8> {
@@ -67,8 +40,9 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         .map(|(i, r)| (i, r.name.as_str()))
         .collect();
     label_order.sort_by(|a, b| a.1.cmp(b.1));
-    // Each entity's identity and CSV labels, written (and escaped) once per encode instead of
-    // once per series: every family of the entity repeats them.
+    // Each entity's identity (and in the `full` shape its descriptions and CSV labels),
+    // written (and escaped) once per encode instead of once per series: every family of the
+    // entity repeats them.
     let prefixes: Vec<String> = snap
         .entities
         .iter()
@@ -76,10 +50,8 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             let mut s = String::with_capacity(256);
             let mut first = true;
             write_identity(&mut s, &mut first, &e.id, opts);
-            for (i, name) in &label_order {
-                if let Some(Some(v)) = e.labels.get(*i) {
-                    write_label(&mut s, &mut first, name, v);
-                }
+            if opts.shape.full() {
+                write_csv_labels(&mut s, &mut first, e, &label_order);
             }
             s
         })
@@ -99,7 +71,11 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             let Some(Some(value)) = e.values.get(slot) else {
                 continue;
             };
-            let holders = snap.attribution.series_labels(ei);
+            let holders = if opts.shape.full() {
+                snap.attribution.series_labels(ei)
+            } else {
+                NO_HOLDER
+            };
             if !header {
                 // A windowed count goes up and down: it is a gauge whatever the CSV says (a
                 // count since start keeps the CSV's type), except where dcgm-exporter 4.8.2's
@@ -176,6 +152,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         }
     }
     if opts.own_families {
+        device_info::encode(&mut out, snap, &label_order, opts);
         encode_xid_totals(&mut out, snap, opts);
         interconnect::encode(&mut out, snap, opts, write_identity);
         health::encode(&mut out, snap, opts);
@@ -188,6 +165,9 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         opts.cardinality.apply(&out).into_bytes()
     }
 }
+
+/// One copy of each series, with no holder labels (the `lean` shape).
+const NO_HOLDER: &[Labels] = &[Labels::new()];
 
 /// `gpu_xid_errors_total` and `gpu_xid_last_seen_timestamp_seconds`, per physical GPU and
 /// Xid code. They are ours (not CSV rows): always on while Xid events are watched.
@@ -251,14 +231,20 @@ fn encode_attribution(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         out.push('\n');
     };
     if let Some(join) = &a.join {
-        if !join.allocations.is_empty() {
+        // The HPC jobs are holders too; the full shape has them on every series instead.
+        let jobs = if opts.shape.full() {
+            &[][..]
+        } else {
+            &join.jobs[..]
+        };
+        if !join.allocations.is_empty() || !jobs.is_empty() {
             write_header(
                 out,
                 "gpu_allocation_info",
-                "A container holding a GPU or MIG instance (one row per holder; value 1).",
+                "A container (or HPC job) holding a GPU or MIG instance (one row per holder; value 1).",
                 "gauge",
             );
-            for (entity, suffix) in &join.allocations {
+            for (entity, suffix) in join.allocations.iter().chain(jobs) {
                 entity_line(out, "gpu_allocation_info", *entity, suffix, 1.0);
             }
         }

@@ -145,8 +145,12 @@ done
 prof_s=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t0" "$(date +%s.%N)")
 grep -q '^gpu_exporter_dcgm_up 1$' "$work/remote.txt" \
   || { cat "$log"; grep '^gpu_exporter_dcgm' "$work/remote.txt" || true; fail "gpu_exporter_dcgm_up is not 1 in remote mode"; }
-mig=$(grep "$prof" "$work/remote.txt" | grep 'modelName="[^"]*A100' | grep -c 'GPU_I_ID=' || true)
-t4=$(grep "$prof" "$work/remote.txt" | grep -c 'modelName="[^"]*T4' || true)
+# The model is on gpu_device_info (native's lean label shape): each model's GPU by its UUID.
+uuid_of() { grep '^gpu_device_info{' "$work/remote.txt" | grep "modelName=\"[^\"]*$1" | sed -n 's/.*UUID="\([^"]*\)".*/\1/p' | head -1; }
+a100=$(uuid_of A100); t4_uuid=$(uuid_of T4)
+[ -n "$a100" ] && [ -n "$t4_uuid" ] || { grep '^gpu_device_info' "$work/remote.txt" || true; fail "no gpu_device_info naming the A100 and the T4"; }
+mig=$(grep "$prof" "$work/remote.txt" | grep "UUID=\"$a100\"" | grep -c 'GPU_I_ID=' || true)
+t4=$(grep "$prof" "$work/remote.txt" | grep -c "UUID=\"$t4_uuid\"" || true)
 prof_series=$(grep -c '^DCGM_FI_PROF_' "$work/remote.txt" || true)
 [ "$mig" -ge 1 ] || { grep "$prof" "$work/remote.txt" || true; cat "$log"; fail "no DCGM_FI_PROF_GR_ENGINE_ACTIVE for the A100's MIG instances"; }
 [ "$t4" -ge 1 ] || { grep "$prof" "$work/remote.txt" || true; fail "no DCGM_FI_PROF_GR_ENGINE_ACTIVE for the T4"; }

@@ -19,6 +19,7 @@ DaemonSet's flags and has no ports or probes. */}}
 {{- if .excludeFamilies }}{{ $args = append $args (printf "--exclude-families=%s" (join "," .excludeFamilies)) }}{{ end }}
 {{- if .dropLabels }}{{ $args = append $args (printf "--drop-labels=%s" (join "," .dropLabels)) }}{{ end }}
 {{- if and .maxLabelsPerSeries (ne (int64 .maxLabelsPerSeries) 30) }}{{ $args = append $args (printf "--max-labels-per-series=%d" (int64 .maxLabelsPerSeries)) }}{{ end }}
+{{- if .seriesLabels }}{{ $args = append $args (printf "--series-labels=%s" .seriesLabels) }}{{ end }}
 {{- end }}
 {{- with $root.Values.dcgm }}
 {{- if .mode }}{{ $args = append $args (printf "--dcgm-mode=%s" .mode) }}{{ end }}
