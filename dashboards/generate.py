@@ -40,15 +40,15 @@ def device_util(sel):
 
 # What a GPU is (accelerator_info: one series per GPU), for the panels that show it. The
 # device series carry only the identity labels (gpu-exporter's lean shape has the model on
-# gpu_device_info alone); readers join these in by (cluster, UUID).
+# gpu_device_info alone); readers join these in by (cluster, Hostname, UUID).
 DESCRIPTIONS = "modelName, pci_bus_id, DCGM_FI_DRIVER_VERSION"
 
 
 def described(expr, by="Hostname, gpu, UUID", labels=DESCRIPTIONS):
-    """`expr` (one series per GPU, with `cluster` and `UUID`) with the GPU's descriptions
+    """`expr` (one series per GPU, with `cluster`, `Hostname` and `UUID`) with the GPU's descriptions
     joined from accelerator_info, one series per (`by`, descriptions)."""
     return (f"max by ({by}, {labels}) ({expr}"
-            f" * on (cluster, UUID) group_left ({labels}) accelerator_info)")
+            f" * on (cluster, Hostname, UUID) group_left ({labels}) accelerator_info)")
 
 
 def per_gpu(metric, sel=GPU, agg="max"):
@@ -858,7 +858,7 @@ def cost():
             options={"sortBy": [{"displayName": "unallocated per hour", "desc": True}]})
     d.panel("bargauge", "Unallocated GPUs, by model",
             [(f"sum by (cluster, modelName) (gpu:accelerator_unallocated_gpus:ratio{{{cl}}}"
-              f" * on (cluster, UUID) group_left (modelName) accelerator_info{{{cl}}}) > 0.001",
+              f" * on (cluster, Hostname, UUID) group_left (modelName) accelerator_info{{{cl}}}) > 0.001",
               "{{cluster}} {{modelName}}")],
             "none", w=8, h=8,
             description="GPU-equivalents no container holds, per GPU model.",
@@ -868,7 +868,7 @@ def cost():
     rs_by = "cluster, namespace, pod, container, Hostname, gpu, modelName, fits"
     # The hints with their GPU's model (accelerator_info).
     hint = (f"allocation:accelerator_rightsizing:info{{{holder}}}"
-            f" * on (cluster, UUID) group_left (modelName) accelerator_info{{{cl}}}")
+            f" * on (cluster, Hostname, UUID) group_left (modelName) accelerator_info{{{cl}}}")
     joined_hint = f"max by (cluster, UUID, namespace, pod, container, fits, modelName) ({hint})"
 
     def per_hint(rule):

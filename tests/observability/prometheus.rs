@@ -586,18 +586,15 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         targets.push(port);
     }
     targets.push(common::free_port());
-    // The mixed fleet (mixed::MIXED): the incidents node under each dcgm-* profile.
+    // The mixed fleet (mixed::MIXED): the incidents node under each dcgm-* profile and in the
+    // native profile's full label shape.
     for m in &MIXED {
         let port = common::free_port();
         let idx = procs.spawn(
             &format!("exporter-{}", m.node),
             exporter_with(root, port, m.counters)
-                .args([
-                    "--simulate",
-                    INCIDENTS_SCENARIO,
-                    "--compatibility",
-                    m.profile,
-                ])
+                .args(["--simulate", INCIDENTS_SCENARIO])
+                .args(m.args)
                 .env("NODE_NAME", m.node),
         );
         waits.push((idx, port, "/ready"));
