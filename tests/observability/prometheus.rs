@@ -571,7 +571,13 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     for scenario in SIMULATED {
         let port = common::free_port();
         let name = format!("exporter-{}", scenario.replace('/', "_"));
-        let idx = procs.spawn(&name, exporter(root, port).args(["--simulate", scenario]));
+        let mut cmd = exporter(root, port);
+        cmd.args(["--simulate", scenario]);
+        if scenario == A100_MIG_SCENARIO {
+            // The full label shape, which OpenCost's usage query needs (cost::check_opencost).
+            cmd.args(OPENCOST_SHAPE);
+        }
+        let idx = procs.spawn(&name, &mut cmd);
         waits.push((idx, port, "/ready"));
         targets.push(port);
     }
