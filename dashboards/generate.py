@@ -38,6 +38,19 @@ def device_util(sel):
     return f"max by (cluster, UUID, GPU_I_ID) ({util(sel)})"
 
 
+# What a GPU is (accelerator_info: one series per GPU), for the panels that show it. The
+# device series carry only the identity labels (gpu-exporter's lean shape has the model on
+# gpu_device_info alone); readers join these in by (cluster, Hostname, UUID).
+DESCRIPTIONS = "modelName, pci_bus_id, DCGM_FI_DRIVER_VERSION"
+
+
+def described(expr, by="Hostname, gpu, UUID", labels=DESCRIPTIONS):
+    """`expr` (one series per GPU, with `cluster`, `Hostname` and `UUID`) with the GPU's descriptions
+    joined from accelerator_info, one series per (`by`, descriptions)."""
+    return (f"max by ({by}, {labels}) ({expr}"
+            f" * on (cluster, Hostname, UUID) group_left ({labels}) accelerator_info)")
+
+
 def per_gpu(metric, sel=GPU, agg="max"):
     """One series per physical GPU, whatever the MIG shape (instances repeating device
     fields, or pod labels, do not multiply it)."""
@@ -332,15 +345,16 @@ def nodes():
 
     d.row("GPUs")
     table_cols = [
-        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_temperature_celsius{{{GPU}}})", "temperature"),
-        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_power_watts{{{GPU}}})", "power"),
-        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_sm_clock_hertz{{{GPU}}})", "SM clock"),
-        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_utilization_ratio{{{GPU}, GPU_I_ID=\"\"}})", "utilization"),
-        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_up{{{GPU}}})", "up"),
-        (f"max by (Hostname, gpu, UUID, modelName) (accelerator_xid_last_code{{{GPU}}})", "last Xid"),
+        (described(f"accelerator_temperature_celsius{{{GPU}}}"), "temperature"),
+        (described(f"accelerator_power_watts{{{GPU}}}"), "power"),
+        (described(f"accelerator_sm_clock_hertz{{{GPU}}}"), "SM clock"),
+        (described(f"accelerator_utilization_ratio{{{GPU}, GPU_I_ID=\"\"}}"), "utilization"),
+        (described(f"accelerator_up{{{GPU}}}"), "up"),
+        (described(f"accelerator_xid_last_code{{{GPU}}}"), "last Xid"),
     ]
     d.panel("table", "GPUs", [c for c, _ in table_cols], "none", w=24, h=9,
-            description="One row per physical GPU. Utilization is empty on a GPU in MIG mode (see the MIG table).",
+            description="One row per physical GPU, with its model, PCI bus id and driver version (accelerator_info). "
+                        "Utilization is empty on a GPU in MIG mode (see the MIG table).",
             transformations=merged_table([n for _, n in table_cols]),
             overrides=unit_overrides([("temperature", "celsius"), ("power", "watt"), ("SM clock", "hertz"),
                                       ("utilization", "percentunit")]))
@@ -686,8 +700,9 @@ def fleet():
 # ---------------------------------------------------------------------------------------
 def cost():
     """What the GPUs cost and what is wasted, from the recording rules of the groups
-    `gpu-exporter.cost`, `gpu-exporter.namespace` and `gpu-exporter.rightsizing` only (like the
-    fleet overview, no query reads a raw per-GPU series). Needs GPU prices: the price rules
+    `gpu-exporter.cost`, `gpu-exporter.namespace` and `gpu-exporter.rightsizing` only, and the
+    GPUs' models from accelerator_info (like the fleet overview, no query reads a raw per-GPU
+    series). Needs GPU prices: the price rules
     (alerts/gpu-prices.example.rules.yaml) or OpenCost's node_gpu_hourly_cost."""
     d = Dashboard(
         "gpu-exporter-cost",
@@ -698,7 +713,7 @@ def cost():
         "share of the GPU, a shared GPU is split among its holders); waste is the idle part of "
         "held devices plus the GPUs no one holds. Reads only the recording rules of "
         "alerts/gpu-exporter.rules.yaml (groups gpu-exporter.cost, gpu-exporter.namespace and "
-        "gpu-exporter.rightsizing), which need GPU prices: price rules "
+        "gpu-exporter.rightsizing, and the GPUs' models from accelerator_info), which need GPU prices: price rules "
         "(alerts/gpu-prices.example.rules.yaml) or OpenCost's node_gpu_hourly_cost. "
         "Amounts are in the prices' currency.",
         [datasource_var(),
@@ -842,7 +857,8 @@ def cost():
             overrides=unit_overrides([("unallocated GPU-equivalents", "none")]),
             options={"sortBy": [{"displayName": "unallocated per hour", "desc": True}]})
     d.panel("bargauge", "Unallocated GPUs, by model",
-            [(f"sum by (cluster, modelName) (gpu:accelerator_unallocated_gpus:ratio{{{cl}}}) > 0.001",
+            [(f"sum by (cluster, modelName) (gpu:accelerator_unallocated_gpus:ratio{{{cl}}}"
+              f" * on (cluster, Hostname, UUID) group_left (modelName) accelerator_info{{{cl}}}) > 0.001",
               "{{cluster}} {{modelName}}")],
             "none", w=8, h=8,
             description="GPU-equivalents no container holds, per GPU model.",
@@ -850,12 +866,14 @@ def cost():
 
     d.row("Right-sizing hints")
     rs_by = "cluster, namespace, pod, container, Hostname, gpu, modelName, fits"
-    hint = f"allocation:accelerator_rightsizing:info{{{holder}}}"
-    joined_hint = f"max by (cluster, UUID, namespace, pod, container, fits) ({hint})"
+    # The hints with their GPU's model (accelerator_info).
+    hint = (f"allocation:accelerator_rightsizing:info{{{holder}}}"
+            f" * on (cluster, Hostname, UUID) group_left (modelName) accelerator_info{{{cl}}}")
+    joined_hint = f"max by (cluster, UUID, namespace, pod, container, fits, modelName) ({hint})"
 
     def per_hint(rule):
         return (f"sum by ({rs_by}) ({rule}{{{holder}}}"
-                f" * on (cluster, UUID, namespace, pod, container) group_left (fits) {joined_hint})")
+                f" * on (cluster, UUID, namespace, pod, container) group_left (fits, modelName) {joined_hint})")
 
     d.panel("table", "Whole GPUs a MIG instance would do for",
             [f"group by ({rs_by}) ({hint})",

@@ -1,49 +1,69 @@
 //! The mixed fleet: the `incidents` node once more under each `dcgm-*` compatibility profile
-//! (and under dcgm-4.9 with a counters file in dcgm-exporter 4.9's names), each with a node
-//! name of its own, scraped by the same Prometheus as the native nodes. Every dashboard's
-//! `$node` variable must list each of them. For the same faults,
-//! the same alerts must fire on every node, and every dashboard panel that has data for the
-//! native incidents node must have data for each of these nodes, except what the docs name as
-//! native-only: the alerts marked `no` in the table "Which nodes give which alerts" of
-//! alerts/README.md, and the panels of the table "Native-only panels" of docs/dashboards.md.
-//! The exceptions are read from those two tables, so a signal that stops working on one shape
-//! fails here unless the docs say so, with the reason.
+//! (and under dcgm-4.9 with a counters file in dcgm-exporter 4.9's names), and in the native
+//! profile's full label shape (`--series-labels full`: descriptions and holders on every
+//! series) beside the native incidents node's default lean shape, each with a node name of its
+//! own, scraped by the same Prometheus as the native nodes. Every dashboard's `$node` variable
+//! must list each of them. For the same faults, the same alerts must fire on every node, and
+//! every dashboard panel that has data for the native incidents node must have data for each
+//! of these nodes, except, on the DCGM-only nodes, what the docs name as native-only: the
+//! alerts marked `no` in the table "Which nodes give which alerts" of alerts/README.md, and the
+//! panels of the table "Native-only panels" of docs/dashboards.md. The exceptions are read
+//! from those two tables, so a signal that stops working on one shape fails here unless the
+//! docs say so, with the reason. The full-shape node has no exceptions: lean and full must
+//! give the same alerts and panels.
 //!
 //! It owns the fleet's description and the comparisons; starting the processes and asking
 //! Prometheus is `prometheus`'s.
 
 use super::*;
 
-/// A node of the mixed fleet: the incidents scenario under a profile and a counters file.
+/// A node of the mixed fleet: the incidents scenario with the exporter arguments that choose
+/// its shape, and a counters file.
 pub(crate) struct MixedNode {
     pub(crate) node: &'static str,
-    pub(crate) profile: &'static str,
+    /// The arguments that choose what the node serves (`--compatibility …`,
+    /// `--series-labels …`).
+    pub(crate) args: &'static [&'static str],
     pub(crate) counters: &'static str,
+    /// Whether the node serves only DCGM's families (a `dcgm-*` profile): the docs' native-only
+    /// alerts and panels are exempt there.
+    pub(crate) dcgm_only: bool,
 }
 
 /// The incidents scenario under every `dcgm-*` profile, with `counters/recommended.csv` (a
-/// file of our own keeps its 4.8 names under every profile), and once with the same fields
-/// under dcgm-exporter 4.9's names (what a dcgm-exporter 4.9 node serves).
-pub(crate) const MIXED: [MixedNode; 4] = [
+/// file of our own keeps its 4.8 names under every profile), once with the same fields under
+/// dcgm-exporter 4.9's names (what a dcgm-exporter 4.9 node serves), and once in the native
+/// profile's full label shape.
+pub(crate) const MIXED: [MixedNode; 5] = [
     MixedNode {
         node: "sim-incidents-dcgm-4-8-2",
-        profile: "dcgm-4.8.2",
+        args: &["--compatibility", "dcgm-4.8.2"],
         counters: "counters/recommended.csv",
+        dcgm_only: true,
     },
     MixedNode {
         node: "sim-incidents-dcgm-4-8-4",
-        profile: "dcgm-4.8.4",
+        args: &["--compatibility", "dcgm-4.8.4"],
         counters: "counters/recommended.csv",
+        dcgm_only: true,
     },
     MixedNode {
         node: "sim-incidents-dcgm-4-9",
-        profile: "dcgm-4.9",
+        args: &["--compatibility", "dcgm-4.9"],
         counters: "counters/recommended.csv",
+        dcgm_only: true,
     },
     MixedNode {
         node: "sim-incidents-dcgm-4-9-names",
-        profile: "dcgm-4.9",
+        args: &["--compatibility", "dcgm-4.9"],
         counters: "tests/fixtures/csv/recommended-dcgm-4.9-names.csv",
+        dcgm_only: true,
+    },
+    MixedNode {
+        node: "sim-incidents-full",
+        args: &["--series-labels", "full"],
+        counters: "counters/recommended.csv",
+        dcgm_only: false,
     },
 ];
 
@@ -125,8 +145,8 @@ pub(crate) fn native_only_panels(doc: &str) -> Result<BTreeSet<(String, String)>
         .collect()
 }
 
-/// The alert keys expected on each mixed node: the native incidents node's, less what the
-/// README says the shape cannot give.
+/// The alert keys expected on each mixed node: the native incidents node's, less, on the
+/// DCGM-only nodes, what the README says the shape cannot give.
 pub(crate) fn mixed_expected_alerts(
     native: &BTreeSet<String>,
     readme: &str,
@@ -153,10 +173,8 @@ pub(crate) fn mixed_expected_alerts(
             continue;
         };
         let name = rest.split(' ').next().unwrap_or("");
-        if no.contains(name) || PARTLY.iter().any(|(_, k)| *k == rest) {
-            continue;
-        }
-        for m in &MIXED {
+        let gap = no.contains(name) || PARTLY.iter().any(|(_, k)| *k == rest);
+        for m in MIXED.iter().filter(|m| !(gap && m.dcgm_only)) {
             want.insert(format!("{} {rest}", m.node));
         }
     }
@@ -205,8 +223,8 @@ fn panel_coverage(port: u16, dashboards: &[Dashboard], nodes: &[&str]) -> Covera
 }
 
 /// Every `$node` panel with data for the native incidents node has data for each mixed node
-/// and the other way round, except the panels docs/dashboards.md names native-only (those
-/// must have data for the native node). Asked until it holds or `within` has passed, since
+/// and the other way round, except, on the DCGM-only nodes, the panels docs/dashboards.md
+/// names native-only (those must have data for the native node and the full-shape one). Asked until it holds or `within` has passed, since
 /// nodes started a second apart may cross an event's window at different scrapes.
 pub(crate) fn check_mixed_panels(
     port: u16,
@@ -238,21 +256,18 @@ pub(crate) fn check_mixed_panels(
         for ((file, title, r), has) in &coverage {
             let exempt = native_only.contains(&(file.clone(), title.clone()));
             let native = has.contains(INCIDENTS_NODE);
-            if exempt {
-                if !native {
-                    problems.push(format!(
-                        "{file} «{title}» refId {r}: named native-only but has no data for {INCIDENTS_NODE}"
-                    ));
-                }
-                continue;
+            if exempt && !native {
+                problems.push(format!(
+                    "{file} «{title}» refId {r}: named native-only but has no data for {INCIDENTS_NODE}"
+                ));
             }
-            for m in &MIXED {
+            for m in MIXED.iter().filter(|m| !(exempt && m.dcgm_only)) {
                 if native != has.contains(m.node) {
                     problems.push(format!(
                         "{file} «{title}» refId {r}: data for {} but not for {} ({} with {})",
                         if native { INCIDENTS_NODE } else { m.node },
                         if native { m.node } else { INCIDENTS_NODE },
-                        m.profile,
+                        m.args.join(" "),
                         m.counters
                     ));
                 }

@@ -30,11 +30,23 @@ fn compared_node(host: &str) -> bool {
 /// the retired node with `GpuUnhealthy` left set.
 pub(crate) fn kube_state_metrics_text() -> String {
     let mut out = String::from("# TYPE kube_node_status_condition gauge\n");
-    for (node, condition) in [
+    // The incidents node in the full label shape (mixed::MIXED) has the same conditions: its
+    // exporter judges the same GPUs.
+    let full: Vec<&str> = MIXED
+        .iter()
+        .filter(|m| !m.dcgm_only)
+        .map(|m| m.node)
+        .collect();
+    let mut conditions = vec![
         (INCIDENTS_NODE, "GpuUnhealthy"),
         (INCIDENTS_NODE, "GpuRebootRequired"),
         (RETIRED_NODE, "GpuUnhealthy"),
-    ] {
+    ];
+    for node in &full {
+        conditions.push((node, "GpuUnhealthy"));
+        conditions.push((node, "GpuRebootRequired"));
+    }
+    for (node, condition) in conditions {
         for (status, v) in [("true", 1), ("false", 0), ("unknown", 0)] {
             out.push_str(&format!(
                 "kube_node_status_condition{{node=\"{node}\",condition=\"{condition}\",status=\"{status}\"}} {v}\n"
@@ -50,7 +62,7 @@ pub(crate) fn kube_state_metrics_text() -> String {
          node_gpu_hourly_cost{{node=\"{A100_MIG_NODE}\",instance_type=\"a2-ultragpu-1g\"}} {OPENCOST_PRICE}\n"
     ));
     out.push_str("# TYPE kube_node_spec_unschedulable gauge\n");
-    for node in [INCIDENTS_NODE, RETIRED_NODE] {
+    for node in [INCIDENTS_NODE, RETIRED_NODE].into_iter().chain(full) {
         out.push_str(&format!(
             "kube_node_spec_unschedulable{{node=\"{node}\"}} 0\n"
         ));

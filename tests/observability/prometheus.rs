@@ -571,7 +571,13 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
     for scenario in SIMULATED {
         let port = common::free_port();
         let name = format!("exporter-{}", scenario.replace('/', "_"));
-        let idx = procs.spawn(&name, exporter(root, port).args(["--simulate", scenario]));
+        let mut cmd = exporter(root, port);
+        cmd.args(["--simulate", scenario]);
+        if scenario == A100_MIG_SCENARIO {
+            // The full label shape, which OpenCost's usage query needs (cost::check_opencost).
+            cmd.args(OPENCOST_SHAPE);
+        }
+        let idx = procs.spawn(&name, &mut cmd);
         waits.push((idx, port, "/ready"));
         targets.push(port);
     }
@@ -586,18 +592,15 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
         targets.push(port);
     }
     targets.push(common::free_port());
-    // The mixed fleet (mixed::MIXED): the incidents node under each dcgm-* profile.
+    // The mixed fleet (mixed::MIXED): the incidents node under each dcgm-* profile and in the
+    // native profile's full label shape.
     for m in &MIXED {
         let port = common::free_port();
         let idx = procs.spawn(
             &format!("exporter-{}", m.node),
             exporter_with(root, port, m.counters)
-                .args([
-                    "--simulate",
-                    INCIDENTS_SCENARIO,
-                    "--compatibility",
-                    m.profile,
-                ])
+                .args(["--simulate", INCIDENTS_SCENARIO])
+                .args(m.args)
                 .env("NODE_NAME", m.node),
         );
         waits.push((idx, port, "/ready"));
