@@ -12,8 +12,9 @@ Two phases, each in a temporary directory of its own:
   --pod-resources-refresh-interval MS -a 127.0.0.1:PORT` process with NODE_NAME set to its node.
   FILE is --base (a built-in scenario, `hgx-h200` by default) renamed to the node (GPU UUIDs
   derive from it), its own `[[pods]]` removed, and one `[[jobs]]` table per GPU: a pod
-  `job-g<i>-<n>` in namespace `batch` holding GPU i starts every --job-every seconds and runs
-  --job-duration seconds (the simulator's job generator, scenarios/README.md). Two
+  `job-g<i>-<n>` in namespace `batch` holding GPU i, owned by a Job of its own, starts every
+  --job-every seconds and runs --job-duration seconds (the simulator's job generator,
+  scenarios/README.md), the GPUs' first starts spread over one period. Two
   Prometheus servers (Debian's `prometheus`), one per shape, each scrape their nodes every
   --scrape-interval with alerts/gpu-exporter.rules.yaml evaluated at the same interval.
 - steady: the same nodes with one pod per GPU that never changes (a `[[pods]]` table per GPU
@@ -109,7 +110,7 @@ def scenario(base_text, node, gpus, args, churn):
                 f'\n[[jobs]]\nname = "job-g{i}"\nnamespace = "{NAMESPACE}"\n'
                 f"every = {args.job_every}\nduration = {args.job_duration}\n"
                 f"start = {job_start(i, gpus, args)}\ngpus = [{i}]\ncontainer = \"job\"\n"
-                f'owner = "Job/job-g{i}"\nlabels = {{ team = "batch" }}\n')
+                f'labels = {{ team = "batch" }}\n')
         else:
             tables.append(
                 f'\n[[pods]]\nname = "steady-g{i}"\nnamespace = "{NAMESPACE}"\n'
@@ -486,8 +487,8 @@ def main(argv):
     args = ap.parse_args(argv)
     if args.short:
         args.nodes, args.duration, args.steady_duration, args.warmup, args.eval_window = 2, 60, 30, 15, 30
-    if args.job_duration >= args.job_every:
-        raise SystemExit("churn: --job-duration must be shorter than --job-every (one job per GPU at a time)")
+    if not 0 < args.job_duration <= args.job_every:
+        raise SystemExit("churn: --job-duration must be above 0 and at most --job-every (one job per GPU at a time)")
     if args.warmup < 2 * args.scrape_interval:
         raise SystemExit("churn: --warmup must be at least two scrape intervals")
     for tool in (args.bin, args.prometheus):
