@@ -30,7 +30,7 @@ fn exposition_on(scenario: &str, counters_file: Option<&str>, ticks: &[f64], pod
         Some(f) => common::counters_from(f),
         None => common::default_counters(),
     };
-    exposition_as(scenario, counters, ticks, pods, Profile::Native)
+    exposition_as(scenario, counters, ticks, pods, Profile::Native, &[])
 }
 
 /// As [`exposition_on`], shaped and named by a compatibility `profile` (counters included).
@@ -40,9 +40,12 @@ fn exposition_as(
     ticks: &[f64],
     pods: bool,
     profile: Profile,
+    args: &[&str],
 ) -> String {
     let node = common::SimNode::new(scenario, 7);
-    let cfg = common::config(&["--compatibility", profile.name()]);
+    let mut all = vec!["--compatibility", profile.name()];
+    all.extend(args);
+    let cfg = common::config(&all);
     let options = cfg.reader_options();
     let mut sampler = node.sampler_with(counters.clone(), options, EPOCH);
     let cluster = pods.then(|| common::Cluster::start(&node));
@@ -145,6 +148,23 @@ fn golden_h100_mig_with_pods() {
     );
 }
 
+/// The same node in the full label shape (`--series-labels full`): dcgm-exporter's way of
+/// putting descriptions and holders on every series, inside native.
+#[test]
+fn golden_h100_mig_with_pods_full_labels() {
+    check(
+        "h100-mig.pods.full",
+        &exposition_as(
+            "h100-mig",
+            common::default_counters(),
+            &[30.0, 35.0],
+            true,
+            Profile::Native,
+            &["--series-labels", "full"],
+        ),
+    );
+}
+
 #[test]
 fn golden_a100_l4_with_pods() {
     // The L4 is time-sliced under nvidia.com/gpu.shared between two pods.
@@ -165,7 +185,7 @@ fn golden_h100_mig_per_compatibility_profile() {
             std::sync::Arc::new(gpu_exporter::catalogue::csv::parse_counters(file, text).unwrap());
         check(
             &format!("h100-mig.{name}"),
-            &exposition_as("h100-mig", counters, &[30.0, 35.0], true, profile),
+            &exposition_as("h100-mig", counters, &[30.0, 35.0], true, profile, &[]),
         );
     }
 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::catalogue::labels;
 use crate::snapshot::Labels;
 use crate::sources::kube::meta::{PodIndex, PodMeta};
 use crate::sources::kube::pod_labels::pod_label_pairs;
@@ -27,12 +28,12 @@ pub(super) fn container_labels(
             .filter(|(p, _)| p.uid == pod.uid)
             .map(|(_, c)| c.to_owned());
         if let Some(c) = container {
-            s.push("container", c.clone());
+            s.push(labels::CONTAINER.name, c.clone());
         }
-        s.push("namespace", pod.namespace.clone());
-        s.push("pod", pod.name.clone());
+        s.push(labels::NAMESPACE.name, pod.namespace.clone());
+        s.push(labels::POD.name, pod.name.clone());
     }
-    s.push("pod_uid", uid);
+    s.push(labels::POD_UID.name, uid);
     s
 }
 
@@ -62,18 +63,10 @@ pub(super) struct LabelNames {
 
 impl LabelNames {
     pub(super) fn new(old: bool) -> Self {
-        if old {
-            Self {
-                container: "container_name",
-                namespace: "pod_namespace",
-                pod: "pod_name",
-            }
-        } else {
-            Self {
-                container: "container",
-                namespace: "namespace",
-                pod: "pod",
-            }
+        Self {
+            container: labels::CONTAINER.spelt(old),
+            namespace: labels::NAMESPACE.spelt(old),
+            pod: labels::POD.spelt(old),
         }
     }
 }
@@ -107,20 +100,21 @@ pub(super) fn series_suffix(
     if opts.pod_uid
         && let Some(m) = meta
     {
-        s.push("pod_uid", m.uid.clone());
+        s.push(labels::POD_UID.name, m.uid.clone());
     }
     if vgpu && let Some(r) = h.replica {
-        s.push("vgpu", r.to_string());
+        s.push(labels::VGPU.name, r.to_string());
     }
     s
 }
 
 pub(super) fn write_dra(s: &mut Labels, c: &ClaimDevice) {
-    s.push("dra_claim_name", c.claim_name.clone());
-    s.push("dra_claim_namespace", c.claim_namespace.clone());
-    s.push("dra_device_name", c.device.clone());
-    s.push("dra_driver_name", c.driver.clone());
-    s.push("dra_pool_name", c.pool.clone());
+    let [claim, namespace, device, driver, pool] = labels::DRA;
+    s.push(claim.name, c.claim_name.clone());
+    s.push(namespace.name, c.claim_namespace.clone());
+    s.push(device.name, c.device.clone());
+    s.push(driver.name, c.driver.clone());
+    s.push(pool.name, c.pool.clone());
 }
 
 /// The labels of one `gpu_allocation_info` row after the entity's identity.
@@ -130,21 +124,21 @@ pub(super) fn allocation_suffix(
     pods: Option<&PodIndex>,
 ) -> Labels {
     let mut s = Labels::with_capacity(8);
-    s.push("resource", h.resource);
-    s.push("namespace", h.namespace);
-    s.push("pod", h.pod);
-    s.push("container", h.container);
+    s.push(labels::RESOURCE.name, h.resource);
+    s.push(labels::NAMESPACE.name, h.namespace);
+    s.push(labels::POD.name, h.pod);
+    s.push(labels::CONTAINER.name, h.container);
     if let Some(r) = h.replica {
-        s.push("vgpu", r.to_string());
+        s.push(labels::VGPU.name, r.to_string());
     }
     if let Some(c) = h.claim {
         write_dra(&mut s, c);
     }
     if let Some(m) = meta(pods, h) {
-        s.push("pod_uid", m.uid.clone());
+        s.push(labels::POD_UID.name, m.uid.clone());
         if let Some(w) = &m.workload {
-            s.push("workload_kind", w.kind.clone());
-            s.push("workload_name", w.name.clone());
+            s.push(labels::WORKLOAD_KIND.name, w.kind.clone());
+            s.push(labels::WORKLOAD_NAME.name, w.name.clone());
         }
         if let Some(allow) = &opts.pod_labels {
             for (k, v) in pod_label_pairs(&m.labels, allow) {

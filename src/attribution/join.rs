@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use crate::catalogue::labels;
 use crate::snapshot::{EntitySample, HolderMap, Labels};
 use crate::sources::hpc::HpcJobs;
 use crate::sources::kube::dra::{DraIndex, DraKind};
@@ -205,11 +206,16 @@ pub fn build_join(
                 .flat_map(|v| {
                     jobs.iter().map(move |job| {
                         let mut s = v.clone();
-                        s.push("hpc_job", job.clone());
+                        s.push(labels::HPC_JOB.name, job.clone());
                         s
                     })
                 })
                 .collect();
+            for job in jobs {
+                let mut s = Labels::new();
+                s.push(labels::HPC_JOB.name, job.clone());
+                join.jobs.push((i, s));
+            }
         }
         join.series_labels.push(variants);
         for h in hs.iter() {

@@ -98,6 +98,7 @@ pub mod csv;
 mod csv_rows;
 mod csv_scan;
 mod field;
+pub mod labels;
 mod legacy;
 pub mod profile;
 mod tables;

@@ -14,9 +14,11 @@ use super::cli::Cli;
 use super::origin::FileMerge;
 use crate::base::shown::quoted;
 use crate::catalogue::csv::CounterSet;
+use crate::catalogue::labels::LabelShape;
 use crate::catalogue::profile::Profile;
 use crate::exposition::filter::{
-    Cardinality, DEFAULT_MAX_LABELS, NEVER_DROPPED, OWN_GPU_FAMILIES, SeriesLabels, widest_series,
+    Cardinality, DEFAULT_MAX_LABELS, NEVER_DROPPED, OWN_GPU_FAMILIES, SeriesLabels, Widest,
+    widest_series,
 };
 
 /// A cardinality control refused.
@@ -50,14 +52,17 @@ pub(super) struct Controls {
     pub(super) own_families: bool,
     /// Each family filter given, as messages name it with its value.
     pub(super) family_filters: Vec<String>,
+    /// `--series-labels`: where descriptions and holders go.
+    pub(super) shape: LabelShape,
 }
 
 /// (flag, configuration-file key) of each control.
-const KEYS: [(&str, &str); 4] = [
+const KEYS: [(&str, &str); 5] = [
     ("--include-families", "metrics.includeFamilies"),
     ("--exclude-families", "metrics.excludeFamilies"),
     ("--drop-labels", "metrics.dropLabels"),
     ("--max-labels-per-series", "metrics.maxLabelsPerSeries"),
+    ("--series-labels", "metrics.seriesLabels"),
 ];
 
 fn slot<'a>(cli: &'a mut Cli, flag: &str) -> Option<&'a mut Option<String>> {
@@ -66,6 +71,7 @@ fn slot<'a>(cli: &'a mut Cli, flag: &str) -> Option<&'a mut Option<String>> {
         "--exclude-families" => Some(&mut cli.cardinality.exclude_families),
         "--drop-labels" => Some(&mut cli.cardinality.drop_labels),
         "--max-labels-per-series" => Some(&mut cli.cardinality.max_labels_per_series),
+        "--series-labels" => Some(&mut cli.cardinality.series_labels),
         _ => None,
     }
 }
@@ -161,6 +167,7 @@ pub(super) fn controls(
             }
         },
     };
+    let shape = series_labels(cli, profile, origin)?;
     // A dcgm-exporter profile serves that version's families only, unless more are asked for.
     let own_families = profile == Profile::Native || !include.is_empty();
     let filter = Cardinality {
@@ -187,7 +194,44 @@ pub(super) fn controls(
         max_labels: max,
         own_families,
         family_filters,
+        shape,
     })
+}
+
+/// `--series-labels`: `lean` (native's default) or `full` (the `dcgm-*` profiles' only shape,
+/// dcgm-exporter's labels on every series).
+fn series_labels(
+    cli: &Cli,
+    profile: Profile,
+    origin: &dyn Fn(&'static str) -> String,
+) -> Result<LabelShape, CardinalityError> {
+    let given = cli.cardinality.series_labels.as_deref().map(str::trim);
+    let shape = match given.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("") if profile == Profile::Native => LabelShape::Lean,
+        None | Some("") => LabelShape::Full,
+        Some("lean") => LabelShape::Lean,
+        Some("full") => LabelShape::Full,
+        Some(_) => {
+            return Err(CardinalityError::Refused {
+                setting: origin("--series-labels"),
+                message: format!(
+                    "{}: expected lean or full",
+                    quoted(given.unwrap_or_default())
+                ),
+            });
+        }
+    };
+    if shape == LabelShape::Lean && profile != Profile::Native {
+        return Err(CardinalityError::Refused {
+            setting: origin("--series-labels"),
+            message: format!(
+                "\"lean\" is native's shape: --compatibility {} serves dcgm-exporter's labels \
+                 on every series (full)",
+                profile.name()
+            ),
+        });
+    }
+    Ok(shape)
 }
 
 /// Refuses a family filter under which none of the GPU families would be served: none of the
@@ -274,21 +318,30 @@ pub(super) fn fit_labels(
     pod_labels: bool,
 ) -> Result<usize, CardinalityError> {
     let widest = widest_series(counters, labels, filter);
-    let need = usize::from(pod_labels);
-    if let Some((family, names)) = widest.iter().max_by_key(|(_, n)| n.len())
-        && names.len() + need > limit
+    let need = |w: &Widest| w.names.len() + usize::from(pod_labels && w.pod_labels);
+    if let Some(w) = widest.iter().max_by_key(|w| need(w))
+        && need(w) > limit
     {
-        let pods = if pod_labels {
+        let pods = if pod_labels && w.pod_labels {
             " and at least one pod label (--kubernetes-enable-pod-labels)"
         } else {
             ""
         };
         return Err(CardinalityError::LabelLimit(format!(
-            "{family} would have {} labels ({}){pods}, over --max-labels-per-series {limit}: \
+            "{} would have {} labels ({}){pods}, over --max-labels-per-series {limit}: \
              drop some with --drop-labels, or raise the limit",
-            names.len(),
-            names.join(", ")
+            w.family,
+            w.names.len(),
+            w.names.join(", ")
         )));
     }
-    Ok(limit.saturating_sub(widest.iter().map(|(_, n)| n.len()).max().unwrap_or(0)))
+    // The pod labels get the room the widest family that carries them leaves.
+    Ok(limit.saturating_sub(
+        widest
+            .iter()
+            .filter(|w| w.pod_labels)
+            .map(|w| w.names.len())
+            .max()
+            .unwrap_or(0),
+    ))
 }

@@ -218,6 +218,18 @@ pub struct CardinalityArgs {
         allow_hyphen_values = true
     )]
     pub max_labels_per_series: Option<String>,
+    /// Where the labels that describe a device (`modelName`, `pci_bus_id`, `device`, the
+    /// counters file's label fields) and those of its holders (`pod`, `namespace`,
+    /// `container`, …) go: `lean` (native's default) puts them only on `gpu_device_info` and
+    /// `gpu_allocation_info`, so a job that starts creates no new series; `full` puts them on
+    /// every series, as dcgm-exporter does (the only shape of the dcgm-* profiles).
+    /// (`metrics.seriesLabels`.)
+    #[arg(
+        long = "series-labels",
+        env = "GPU_EXPORTER_SERIES_LABELS",
+        value_name = "lean|full"
+    )]
+    pub series_labels: Option<String>,
 }
 
 /// The listener and the HTTP serving limits.

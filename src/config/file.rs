@@ -134,6 +134,7 @@ struct RawMetrics {
     exclude_families: Option<Vec<String>>,
     drop_labels: Option<Vec<String>>,
     max_labels_per_series: Option<u64>,
+    series_labels: Option<String>,
     #[serde(flatten)]
     other: BTreeMap<String, IgnoredAny>,
 }
@@ -286,6 +287,9 @@ impl FileSettings {
             if let Some(n) = m.max_labels_per_series {
                 out.cardinality
                     .push(("metrics.maxLabelsPerSeries", n.to_string()));
+            }
+            if let Some(v) = m.series_labels {
+                out.cardinality.push(("metrics.seriesLabels", v));
             }
         }
         if let Some(c) = raw.collection {

@@ -8,6 +8,7 @@
 use super::cardinality;
 use super::{Config, ConfigError};
 use crate::catalogue::csv::CounterSet;
+use crate::catalogue::labels;
 use crate::exposition::filter::SeriesLabels;
 
 impl Config {
@@ -66,64 +67,59 @@ impl Config {
         }
     }
 
-    /// The labels the exporter itself may put on a series, as this configuration spells them.
+    /// The labels the exporter itself may put on a series, as this configuration spells them
+    /// (the names from `catalogue::labels`).
     fn series_labels(&self) -> SeriesLabels {
-        let mut identity: Vec<String> = [
-            "gpu",
-            if self.exposition.use_old_namespace {
-                "uuid"
-            } else {
-                "UUID"
-            },
-            "pci_bus_id",
-            "device",
-            "modelName",
-            "GPU_I_PROFILE",
-            "GPU_I_ID",
-            "mig_uuid",
-        ]
-        .map(String::from)
-        .to_vec();
+        let old = self.exposition.use_old_namespace;
+        let mut identity: Vec<String> = labels::IDENTITY
+            .iter()
+            .map(|l| l.spelt(old).to_owned())
+            .collect();
         if self.hostname.is_some() {
             identity.push(self.exposition.profile.host_label().into());
         }
-        let mut holder: Vec<String> = Vec::new();
-        let mut allocation: Vec<String> = Vec::new();
+        let description = labels::DESCRIPTION
+            .iter()
+            .map(|l| l.name.to_owned())
+            .collect();
+        let mut holder: Vec<&'static str> = Vec::new();
+        let mut allocation: Vec<&'static str> = Vec::new();
         if let Some(k) = &self.kubernetes {
-            let names: [&str; 3] = if self.exposition.use_old_namespace {
-                ["container_name", "pod_namespace", "pod_name"]
-            } else {
-                ["container", "namespace", "pod"]
-            };
-            holder.extend(names.map(String::from));
-            allocation
-                .extend(["resource", "namespace", "pod", "container", "pod_uid"].map(String::from));
-            allocation.extend(["workload_kind", "workload_name"].map(String::from));
-            let dra = [
-                "dra_claim_name",
-                "dra_claim_namespace",
-                "dra_device_name",
-                "dra_driver_name",
-                "dra_pool_name",
-            ];
+            holder
+                .extend([labels::CONTAINER, labels::NAMESPACE, labels::POD].map(|l| l.spelt(old)));
+            allocation.extend(
+                [
+                    labels::RESOURCE,
+                    labels::NAMESPACE,
+                    labels::POD,
+                    labels::CONTAINER,
+                    labels::POD_UID,
+                    labels::WORKLOAD_KIND,
+                    labels::WORKLOAD_NAME,
+                ]
+                .map(|l| l.name),
+            );
             // Counted whether or not DRA is on: `--simulate` turns it on after this check.
-            holder.extend(dra.map(String::from));
-            allocation.extend(dra.map(String::from));
+            holder.extend(labels::DRA.map(|l| l.name));
+            allocation.extend(labels::DRA.map(|l| l.name));
             if k.pod_uid {
-                holder.push("pod_uid".into());
+                holder.push(labels::POD_UID.name);
             }
             if k.virtual_gpus {
-                holder.push("vgpu".into());
-                allocation.push("vgpu".into());
+                holder.push(labels::VGPU.name);
+                allocation.push(labels::VGPU.name);
             }
         }
         if self.hpc_job_mapping_dir.is_some() {
-            holder.push("hpc_job".into());
+            holder.push(labels::HPC_JOB.name);
         }
+        let owned = |v: Vec<&str>| v.into_iter().map(String::from).collect();
         SeriesLabels {
             identity,
-            holder,
-            allocation,
+            description,
+            full: self.exposition.shape.full(),
+            holder: owned(holder),
+            allocation: owned(allocation),
         }
     }
 }

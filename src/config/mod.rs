@@ -238,6 +238,8 @@ pub struct ExpositionConfig {
     /// `--enable-exporter-metrics` (or `metrics.enableExporterMetrics`): the `process_*`
     /// families.
     pub enable_exporter_metrics: bool,
+    /// `--series-labels` (or `metrics.seriesLabels`): lean or full.
+    pub shape: crate::catalogue::labels::LabelShape,
 }
 
 /// The listener and the HTTP side (`serve::ServeOptions`, `serve::Limits`).

@@ -72,6 +72,7 @@ impl Config {
             nvlink_links: self.sampling.nvlink_links,
             own_families: e.own_families,
             cardinality: e.cardinality.clone(),
+            shape: e.shape,
         }
     }
 

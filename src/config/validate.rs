@@ -187,6 +187,7 @@ impl Settings {
                 max_labels_per_series: controls.max_labels,
                 own_families: controls.own_families,
                 family_filters: controls.family_filters,
+                shape: controls.shape,
                 enable_exporter_metrics: cli.exposition.enable_exporter_metrics.unwrap_or(false),
             },
             serving: ServingConfig {

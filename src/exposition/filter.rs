@@ -177,21 +177,39 @@ impl Cardinality {
 /// guard counts them.
 #[derive(Debug, Clone, Default)]
 pub struct SeriesLabels {
-    /// The entity's identity labels, MIG ones included (the widest entity).
+    /// The entity's identity labels, MIG ones included (the widest entity), and the host label.
     pub identity: Vec<String>,
+    /// The labels that describe an entity (`pci_bus_id`, `device`, `modelName`): on every
+    /// series in the `full` shape, on `gpu_device_info` alone in the `lean` one.
+    pub description: Vec<String>,
+    /// The `full` shape: descriptions, label rows and holders on every series.
+    pub full: bool,
     /// The labels a holder adds to its device's series, pod labels left out.
     pub holder: Vec<String>,
     /// The labels of one `gpu_allocation_info` row after the identity, pod labels left out.
     pub allocation: Vec<String>,
 }
 
-/// The widest series of each counters-file row and of `gpu_allocation_info`: (family, its
-/// label names), without the labels the controls drop. Pod labels are not counted here.
+/// The widest series of a family: its name, its label names (pod labels not counted), and
+/// whether pod labels go on it too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Widest {
+    /// The family.
+    pub family: String,
+    /// The label names of its widest series, without pod labels.
+    pub names: Vec<String>,
+    /// `--kubernetes-enable-pod-labels` adds the pod's labels to it.
+    pub pod_labels: bool,
+}
+
+/// The widest series of each counters-file row, of `gpu_device_info` and of
+/// `gpu_allocation_info`, without the labels the controls drop. Pod labels are not counted
+/// here.
 pub fn widest_series(
     counters: &CounterSet,
     labels: &SeriesLabels,
     controls: &Cardinality,
-) -> Vec<(String, Vec<String>)> {
+) -> Vec<Widest> {
     // Switch label rows label the switches' series, the others the GPUs'.
     let (switch_label_rows, label_rows): (Vec<&CounterRow>, Vec<&CounterRow>) = counters
         .labels()
@@ -224,7 +242,11 @@ pub fn widest_series(
                     .cloned(),
             );
             names.extend(switch_label_rows.iter().map(|r| r.name.clone()));
-            out.push((row.name.clone(), kept(names)));
+            out.push(Widest {
+                family: row.name.clone(),
+                names: kept(names),
+                pod_labels: labels.full,
+            });
             continue;
         }
         if row.field.level == Level::Link {
@@ -236,11 +258,19 @@ pub fn widest_series(
                     .filter(|n| !n.starts_with("GPU_I") && *n != "mig_uuid")
                     .cloned(),
             );
+            if labels.full {
+                names.extend(labels.description.iter().cloned());
+            }
         } else {
             names.extend(labels.identity.iter().cloned());
-            names.extend(label_rows.iter().map(|s| s.to_string()));
+            if labels.full {
+                names.extend(labels.description.iter().cloned());
+                names.extend(label_rows.iter().map(|s| s.to_string()));
+            }
         }
-        names.extend(labels.holder.iter().cloned());
+        if labels.full {
+            names.extend(labels.holder.iter().cloned());
+        }
         match row.field.getter {
             Getter::Total(WindowKind::Xid) | Getter::Window(WindowKind::Xid) => {
                 names.extend(["xid".into(), "window_size_in_ms".into()]);
@@ -251,12 +281,33 @@ pub fn widest_series(
             Getter::Xid => names.extend(["err_code".into(), "err_msg".into()]),
             _ => {}
         }
-        out.push((row.name.clone(), kept(names)));
+        out.push(Widest {
+            family: row.name.clone(),
+            names: kept(names),
+            pod_labels: labels.full,
+        });
+    }
+    if controls.serves("gpu_device_info") {
+        let mut names = labels.identity.clone();
+        names.extend(labels.description.iter().cloned());
+        names.extend(label_rows.iter().map(|s| s.to_string()));
+        out.push(Widest {
+            family: "gpu_device_info".into(),
+            names: kept(names),
+            pod_labels: false,
+        });
     }
     if controls.serves("gpu_allocation_info") {
         let mut names = labels.identity.clone();
+        if labels.full {
+            names.extend(labels.description.iter().cloned());
+        }
         names.extend(labels.allocation.iter().cloned());
-        out.push(("gpu_allocation_info".into(), kept(names)));
+        out.push(Widest {
+            family: "gpu_allocation_info".into(),
+            names: kept(names),
+            pod_labels: true,
+        });
     }
     out
 }
@@ -335,10 +386,18 @@ mod tests {
         .unwrap();
         let labels = SeriesLabels {
             identity: vec!["gpu".into(), "Hostname".into()],
+            full: true,
             ..SeriesLabels::default()
         };
         let widest = widest_series(&set, &labels, &controls(&[], &[], &[]));
-        let of = |name: &str| widest.iter().find(|(f, _)| f == name).unwrap().1.clone();
+        let of = |name: &str| {
+            widest
+                .iter()
+                .find(|w| w.family == name)
+                .unwrap()
+                .names
+                .clone()
+        };
         assert_eq!(
             of("DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX"),
             [

@@ -11,18 +11,28 @@
 use std::fmt::Write as _;
 
 use super::text::{EncodeOptions, write_header, write_label, write_value};
+use crate::catalogue::labels;
 use crate::snapshot::{DeviceStatus, EntityHealth, Snapshot};
 
-fn labels(out: &mut String, d: &DeviceStatus, opts: &EncodeOptions) {
-    let _ = write!(out, "{{gpu=\"{}\"", d.gpu);
+/// `{gpu, UUID, [modelName in the full shape], host label`: a physical GPU's labels on the
+/// families of its state (`gpu_device_up` too), which a lost GPU keeps.
+pub(super) fn labels(out: &mut String, d: &DeviceStatus, opts: &EncodeOptions) {
+    let _ = write!(out, "{{{}=\"{}\"", labels::GPU.name, d.gpu);
     let mut first = false;
-    let uuid = if opts.use_old_namespace {
-        "uuid"
-    } else {
-        "UUID"
-    };
-    write_label(out, &mut first, uuid, &d.uuid);
-    write_label(out, &mut first, "modelName", &d.model_name);
+    write_label(
+        out,
+        &mut first,
+        labels::UUID.spelt(opts.use_old_namespace),
+        &d.uuid,
+    );
+    if opts.shape.full() {
+        write_label(
+            out,
+            &mut first,
+            labels::MODEL_NAME.name,
+            &labels::model_name(&d.model_name, opts.replace_blanks_in_model_name),
+        );
+    }
     if let Some(h) = &opts.hostname {
         write_label(out, &mut first, opts.host_label, h);
     }

@@ -18,6 +18,7 @@ use super::text::{EncodeOptions, write_header, write_label, write_value};
 use crate::catalogue::Getter;
 use crate::catalogue::LinkPart;
 use crate::catalogue::csv::CounterRow;
+use crate::catalogue::labels;
 use crate::gpu::reader::NvlinkLinks;
 use crate::snapshot::{EntityId, Fabric, Interconnect, LinkSample, Snapshot, Value};
 
@@ -342,11 +343,13 @@ pub(super) fn encode_link_row(
     };
     let mut header = false;
     for g in &snap.interconnect {
-        // The physical GPU's own entity, for the pods that hold it (none in MIG mode).
+        // The physical GPU's own entity, for the pods that hold it (none in MIG mode; none in
+        // the lean shape, where holders are on `gpu_allocation_info` only).
         let holders = snap
             .entities
             .iter()
             .position(|e| e.id.mig.is_none() && e.id.uuid == g.id.uuid)
+            .filter(|_| opts.shape.full())
             .map(|i| snap.attribution.series_labels(i));
         for l in &g.links {
             let Some(v) = link_value(l, part) else {
@@ -360,10 +363,17 @@ pub(super) fn encode_link_row(
                 out.push_str(&row.name);
                 let _ = write!(out, "{{nvlink=\"{}\",gpu=\"{}\"", l.link, g.id.gpu);
                 let mut first = false;
-                write_label(out, &mut first, "gpu_uuid", &g.id.uuid);
-                write_label(out, &mut first, "pci_bus_id", &g.id.pci_bus_id);
-                write_label(out, &mut first, "device", &g.id.device);
-                write_label(out, &mut first, "model_name", &g.id.model_name);
+                write_label(out, &mut first, labels::LINK_GPU_UUID.name, &g.id.uuid);
+                if opts.shape.full() {
+                    write_label(out, &mut first, labels::PCI_BUS_ID.name, &g.id.pci_bus_id);
+                    write_label(out, &mut first, labels::DEVICE.name, &g.id.device);
+                    write_label(
+                        out,
+                        &mut first,
+                        labels::LINK_MODEL_NAME.name,
+                        &labels::model_name(&g.id.model_name, opts.replace_blanks_in_model_name),
+                    );
+                }
                 if let Some(h) = &opts.hostname {
                     write_label(out, &mut first, "hostname", h);
                 }

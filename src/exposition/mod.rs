@@ -6,6 +6,7 @@
 //! series. Metric names are the CSV names verbatim (no suffix added). Label values and help
 //! text are escaped; NaN and ±Inf are written as Prometheus expects. This module does no I/O.
 
+mod device_info;
 pub mod filter;
 mod health;
 mod interconnect;
@@ -23,34 +24,57 @@ use flate2::write::GzEncoder;
 
 use crate::catalogue::Level;
 use crate::catalogue::csv::CounterSet;
+use crate::catalogue::labels;
 use crate::gpu::xid_message;
 use crate::snapshot::{EntityId, Labels, Snapshot, Value};
 
-/// Writes the identity labels of an entity in the compatibility-contract order.
+/// Writes the labels that name an entity on each of its series, in the compatibility-contract
+/// order: `gpu`, `UUID`, in the `full` shape the descriptions, then the MIG instance's labels
+/// and the host label.
 fn write_identity(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {
-    let _ = write!(out, "gpu=\"{}\"", id.gpu);
+    write_named(out, first, id, opts, opts.shape.full());
+}
+
+/// [`write_identity`] with the descriptions (`pci_bus_id`, `device`, `modelName`) whatever the
+/// shape, as `gpu_device_info` writes them.
+fn write_described(out: &mut String, first: &mut bool, id: &EntityId, opts: &EncodeOptions) {
+    write_named(out, first, id, opts, true);
+}
+
+fn write_named(
+    out: &mut String,
+    first: &mut bool,
+    id: &EntityId,
+    opts: &EncodeOptions,
+    described: bool,
+) {
+    let _ = write!(out, "{}=\"{}\"", labels::GPU.name, id.gpu);
     *first = false;
     write_label(
         out,
         first,
-        if opts.use_old_namespace {
-            "uuid"
-        } else {
-            "UUID"
-        },
+        labels::UUID.spelt(opts.use_old_namespace),
         &id.uuid,
     );
-    write_label(out, first, "pci_bus_id", &id.pci_bus_id);
-    write_label(out, first, "device", &id.device);
-    if opts.replace_blanks_in_model_name {
-        write_label(out, first, "modelName", &id.model_name.replace(' ', "-"));
-    } else {
-        write_label(out, first, "modelName", &id.model_name);
+    if described {
+        write_label(out, first, labels::PCI_BUS_ID.name, &id.pci_bus_id);
+        write_label(out, first, labels::DEVICE.name, &id.device);
+        write_label(
+            out,
+            first,
+            labels::MODEL_NAME.name,
+            &labels::model_name(&id.model_name, opts.replace_blanks_in_model_name),
+        );
     }
     if let Some(mig) = &id.mig {
-        write_label(out, first, "GPU_I_PROFILE", &mig.profile);
-        let _ = write!(out, ",GPU_I_ID=\"{}\"", mig.gpu_instance_id);
-        write_label(out, first, "mig_uuid", &mig.uuid);
+        write_label(out, first, labels::GPU_I_PROFILE.name, &mig.profile);
+        let _ = write!(
+            out,
+            ",{}=\"{}\"",
+            labels::GPU_I_ID.name,
+            mig.gpu_instance_id
+        );
+        write_label(out, first, labels::MIG_UUID.name, &mig.uuid);
     }
     if let Some(h) = &opts.hostname {
         write_label(out, first, opts.host_label, h);
@@ -67,8 +91,9 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         .map(|(i, r)| (i, r.name.as_str()))
         .collect();
     label_order.sort_by(|a, b| a.1.cmp(b.1));
-    // Each entity's identity and CSV labels, written (and escaped) once per encode instead of
-    // once per series: every family of the entity repeats them.
+    // Each entity's identity (and in the `full` shape its descriptions and CSV labels),
+    // written (and escaped) once per encode instead of once per series: every family of the
+    // entity repeats them.
     let prefixes: Vec<String> = snap
         .entities
         .iter()
@@ -76,10 +101,8 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             let mut s = String::with_capacity(256);
             let mut first = true;
             write_identity(&mut s, &mut first, &e.id, opts);
-            for (i, name) in &label_order {
-                if let Some(Some(v)) = e.labels.get(*i) {
-                    write_label(&mut s, &mut first, name, v);
-                }
+            if opts.shape.full() {
+                write_csv_labels(&mut s, &mut first, e, &label_order);
             }
             s
         })
@@ -99,7 +122,11 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
             let Some(Some(value)) = e.values.get(slot) else {
                 continue;
             };
-            let holders = snap.attribution.series_labels(ei);
+            let holders = if opts.shape.full() {
+                snap.attribution.series_labels(ei)
+            } else {
+                NO_HOLDER
+            };
             if !header {
                 // A windowed count goes up and down: it is a gauge whatever the CSV says (a
                 // count since start keeps the CSV's type), except where dcgm-exporter 4.8.2's
@@ -176,6 +203,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         }
     }
     if opts.own_families {
+        device_info::encode(&mut out, snap, &label_order, opts);
         encode_xid_totals(&mut out, snap, opts);
         interconnect::encode(&mut out, snap, opts, write_identity);
         health::encode(&mut out, snap, opts);
@@ -186,6 +214,24 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         out.into_bytes()
     } else {
         opts.cardinality.apply(&out).into_bytes()
+    }
+}
+
+/// One copy of each series, with no holder labels (the `lean` shape).
+const NO_HOLDER: &[Labels] = &[Labels::new()];
+
+/// The counters file's `label` rows of an entity (sorted by name), as the `full` shape puts
+/// them on every series and `gpu_device_info` in either shape.
+fn write_csv_labels(
+    out: &mut String,
+    first: &mut bool,
+    e: &crate::snapshot::EntitySample,
+    label_order: &[(usize, &str)],
+) {
+    for (i, name) in label_order {
+        if let Some(Some(v)) = e.labels.get(*i) {
+            write_label(out, first, name, v);
+        }
     }
 }
 
@@ -251,14 +297,20 @@ fn encode_attribution(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         out.push('\n');
     };
     if let Some(join) = &a.join {
-        if !join.allocations.is_empty() {
+        // The HPC jobs are holders too; the full shape has them on every series instead.
+        let jobs = if opts.shape.full() {
+            &[][..]
+        } else {
+            &join.jobs[..]
+        };
+        if !join.allocations.is_empty() || !jobs.is_empty() {
             write_header(
                 out,
                 "gpu_allocation_info",
-                "A container holding a GPU or MIG instance (one row per holder; value 1).",
+                "A container (or HPC job) holding a GPU or MIG instance (one row per holder; value 1).",
                 "gauge",
             );
-            for (entity, suffix) in &join.allocations {
+            for (entity, suffix) in join.allocations.iter().chain(jobs) {
                 entity_line(out, "gpu_allocation_info", *entity, suffix, 1.0);
             }
         }

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::base::version::VERSION;
-use crate::exposition::text::{EncodeOptions, write_header, write_label, write_value};
+use crate::exposition::text::{EncodeOptions, write_header, write_value};
 use crate::snapshot::{DropReason, Snapshot};
 
 /// Appends the self-metrics of `snap` to `out`.
@@ -282,22 +282,8 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
             "gauge",
         );
         for d in &snap.devices {
-            let _ = write!(out, "gpu_device_up{{gpu=\"{}\"", d.gpu);
-            let mut first = false;
-            write_label(
-                out,
-                &mut first,
-                if opts.use_old_namespace {
-                    "uuid"
-                } else {
-                    "UUID"
-                },
-                &d.uuid,
-            );
-            write_label(out, &mut first, "modelName", &d.model_name);
-            if let Some(h) = &opts.hostname {
-                write_label(out, &mut first, opts.host_label, h);
-            }
+            out.push_str("gpu_device_up");
+            super::health::labels(out, d, opts);
             let _ = writeln!(out, "}} {}", u8::from(d.up));
         }
     }

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use crate::catalogue::labels::LabelShape;
 use crate::gpu::reader::NvlinkLinks;
 
 pub use crate::base::label_text::{escape_label, write_label};
@@ -35,6 +36,9 @@ pub struct EncodeOptions {
     pub own_families: bool,
     /// `--include-families`, `--exclude-families`, `--drop-labels`.
     pub cardinality: super::filter::Cardinality,
+    /// `--series-labels`: the descriptions and holders on every series (`full`) or on their
+    /// info series only (`lean`).
+    pub shape: LabelShape,
 }
 
 impl Default for EncodeOptions {
@@ -49,6 +53,7 @@ impl Default for EncodeOptions {
             nvlink_links: NvlinkLinks::Totals,
             own_families: true,
             cardinality: super::filter::Cardinality::default(),
+            shape: LabelShape::Lean,
         }
     }
 }

@@ -407,6 +407,7 @@ mod tests {
             gpu,
             uuid: format!("GPU-{gpu}"),
             model_name: "NVIDIA H100".into(),
+            pci_bus_id: String::new(),
             minor: None,
             up,
         }

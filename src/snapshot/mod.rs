@@ -52,6 +52,12 @@ pub struct EntityId {
     pub mig: Option<MigIdentity>,
 }
 
+/// The `device` label of the GPU at NVML index `gpu`: its device node `nvidia<minor>`, as
+/// dcgm-exporter's label names it (the index where the minor number is not known).
+pub fn device_node(minor: Option<u32>, gpu: u32) -> String {
+    format!("nvidia{}", minor.unwrap_or(gpu))
+}
+
 /// One metric value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -201,6 +207,8 @@ pub struct DeviceStatus {
     pub uuid: String,
     /// Model name, when it was ever read.
     pub model_name: String,
+    /// PCI bus id, when it was ever read.
+    pub pci_bus_id: String,
     /// The minor number of its device node (`/dev/nvidia<minor>`), when it was ever read: what
     /// Events and Node conditions name the GPU by (the index shifts while another GPU is
     /// unbound).
@@ -468,6 +476,10 @@ pub struct HolderMap {
     pub series_labels: Vec<Vec<Labels>>,
     /// `gpu_allocation_info` rows: (entity index, labels after the identity labels).
     pub allocations: Vec<(usize, Labels)>,
+    /// The HPC jobs holding each entity (`--hpc-job-mapping-dir`): (entity index, the
+    /// `hpc_job` label). The `lean` shape serves them as `gpu_allocation_info` rows; the
+    /// `full` one has them in [`HolderMap::series_labels`].
+    pub jobs: Vec<(usize, Labels)>,
     /// The device-plugin holders whose pod the kubelet lists while its metadata has not come
     /// from the API server yet (it is attributed once it has, or after a grace): (entity
     /// index, the labels its allocation row will have, without the metadata). Not served;

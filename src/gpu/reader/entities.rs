@@ -28,7 +28,7 @@ impl Ident {
             gpu,
             uuid: self.uuid.clone(),
             pci_bus_id: self.pci_bus_id.clone(),
-            device: format!("nvidia{}", self.minor.unwrap_or(gpu)),
+            device: crate::snapshot::device_node(self.minor, gpu),
             model_name: self.name.clone(),
             mig: None,
         }

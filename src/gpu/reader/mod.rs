@@ -313,6 +313,7 @@ impl Reader {
                     gpu: index,
                     uuid: name.clone().unwrap_or_default(),
                     model_name: known.map(|i| i.name.clone()).unwrap_or_default(),
+                    pci_bus_id: known.map(|i| i.pci_bus_id.clone()).unwrap_or_default(),
                     minor: known.and_then(|i| i.minor),
                     up: false,
                 });
@@ -328,6 +329,7 @@ impl Reader {
             gpu: index,
             uuid: ident.uuid.clone(),
             model_name: ident.name.clone(),
+            pci_bus_id: ident.pci_bus_id.clone(),
             minor: ident.minor,
             up: false,
         };

@@ -6,7 +6,7 @@
 //! replaced by `_`. Up to 4.8.2 it drops a pod label named like the pod, namespace and
 //! container labels it writes, and checks no other name, so a pod label `device` produces a
 //! duplicate label name and a broken scrape. Here a sanitized name that collides with one of
-//! [`RESERVED`] gets the prefix `label_` (or is left out, as 4.8.2 does, for the names the
+//! [`reserved`] gets the prefix `label_` (or is left out, as 4.8.2 does, for the names the
 //! caller says), and two pod
 //! labels that sanitize to the same name yield one label (the original key that sorts first),
 //! or, in dcgm-exporter 4.8.3's manner, one label each, named `<name>_conflict1`, `_conflict2`,
@@ -19,54 +19,15 @@ use regex::Regex;
 /// The flag the allow-list comes from, for error messages.
 pub const ALLOWLIST_FLAG: &str = "--kubernetes-pod-label-allowlist-regex";
 
-/// Prefix given to a sanitized pod-label name that collides with a [`RESERVED`] name.
+/// Prefix given to a sanitized pod-label name that collides with a [`reserved`] name.
 pub const COLLISION_PREFIX: &str = "label_";
 
-/// Label names the exporter itself writes (or Prometheus attaches at scrape time). A pod label
-/// whose sanitized name is one of these is written as `label_<name>`.
-///
-/// Both spellings are listed where dcgm-exporter has two (`UUID`/`uuid` with
-/// `--use-old-namespace`, `Hostname`/`hostname` after its rename, `pod`/`pod_name`, ...).
-pub const RESERVED: &[&str] = &[
-    "gpu",
-    "UUID",
-    "uuid",
-    "pci_bus_id",
-    "device",
-    "modelName",
-    "GPU_I_PROFILE",
-    "GPU_I_ID",
-    "mig_uuid",
-    "Hostname",
-    "hostname",
-    "container",
-    "namespace",
-    "pod",
-    "container_name",
-    "pod_namespace",
-    "pod_name",
-    "pod_uid",
-    "vgpu",
-    "hpc_job",
-    "err_code",
-    "err_msg",
-    "xid",
-    "clock_event",
-    "window_size_in_ms",
-    "resource",
-    "workload_kind",
-    "workload_name",
-    "dra_claim_name",
-    "dra_claim_namespace",
-    "dra_driver_name",
-    "dra_pool_name",
-    "dra_device_name",
-    "dra_mig_profile",
-    "dra_mig_device_uuid",
-    "__name__",
-    "job",
-    "instance",
-];
+/// Whether a label name is one the exporter itself writes (or Prometheus attaches at scrape
+/// time): the label table's names in both spellings (`catalogue::labels::reserved`). A pod
+/// label whose sanitized name is one of these is written as `label_<name>`.
+pub fn reserved(name: &str) -> bool {
+    crate::catalogue::labels::reserved().any(|r| r == name)
+}
 
 /// Turns any string into a valid Prometheus label name: every character outside
 /// `[a-zA-Z0-9_]` becomes `_`, a leading digit gets a `_` prefix, and the empty string
@@ -107,7 +68,7 @@ pub struct AllowlistError {
 #[derive(Debug, Clone)]
 pub struct LabelAllowlist {
     patterns: Vec<Regex>,
-    /// Put before a sanitized name that collides with one of [`RESERVED`].
+    /// Put before a sanitized name that collides with one of [`reserved`].
     collision_prefix: &'static str,
     /// Keys that end up with the same name each get `_conflictN` instead of the first
     /// winning.
@@ -200,7 +161,7 @@ impl LabelAllowlist {
 /// sanitized name, without duplicate names.
 ///
 /// - A sanitized name the allow-list drops (see [`LabelAllowlist::set_dropped`]) is left out.
-/// - A sanitized name in [`RESERVED`] becomes `label_<name>` (pod label `pod` → `label_pod`).
+/// - A sanitized name in [`reserved`] becomes `label_<name>` (pod label `pod` → `label_pod`).
 /// - So does a name starting with `__`, which Prometheus reserves for internal use.
 /// - When several keys end up with the same name (`app.kubernetes.io/name` and
 ///   `app_kubernetes_io/name`, or `pod` and `label_pod`), the key that sorts first wins and the
@@ -220,7 +181,7 @@ pub fn pod_label_pairs(
         if allow.dropped.contains(&name.as_str()) {
             continue;
         }
-        if RESERVED.contains(&name.as_str()) || name.starts_with("__") {
+        if reserved(&name) || name.starts_with("__") {
             name.insert_str(0, allow.collision_prefix);
         }
         claims.entry(name).or_default().push(value.as_str());
@@ -383,7 +344,7 @@ mod tests {
             ])
         );
         for (name, _) in &got {
-            assert!(!RESERVED.contains(&name.as_str()), "{name}");
+            assert!(!reserved(&name), "{name}");
         }
     }
 
