@@ -22,7 +22,7 @@ use std::process::Command;
 
 use common::{BIN, Exporter, built_sim_lib, free_port, http_get, label_opt, series, value};
 
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 9] = [
     "h100-mig",
     "a100-l4",
     "incidents",
@@ -31,6 +31,7 @@ const SCENARIOS: [&str; 8] = [
     "gb200-nvl72",
     "l40s",
     "a100-mig-t4",
+    "batch",
 ];
 
 const PROFILES: [&str; 4] = ["native", "dcgm-4.8.2", "dcgm-4.8.4", "dcgm-4.9"];

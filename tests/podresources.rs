@@ -11,6 +11,9 @@
 
 mod common;
 
+#[path = "podresources/churn.rs"]
+mod churn;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -29,6 +29,12 @@ pub struct LastHolders {
 }
 
 impl LastHolders {
+    /// How many GPUs have remembered holders.
+    #[cfg(feature = "sim")]
+    pub fn gpus(&self) -> usize {
+        self.by_gpu.len()
+    }
+
     /// Remembers this tick's holders of the GPUs that answer; returns the remembered holders
     /// of those NVML has lost. GPUs that left the device list are forgotten.
     pub fn update(&mut self, snap: &Snapshot, join: &Arc<HolderMap>) -> Vec<LostHolders> {

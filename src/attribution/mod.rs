@@ -143,6 +143,29 @@ impl UnmatchedIds {
     }
 }
 
+/// How many entries each map the attributor keeps over ticks holds (the simulator's tests
+/// check that none grows with the number of pods that came and went).
+#[cfg(feature = "sim")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateSizes {
+    /// Pods waiting for their metadata (`settle`).
+    pub settle_first_seen: usize,
+    /// Pods remembered with the metadata they were written with (`settle`).
+    pub settle_written: usize,
+    /// GPUs with remembered holders (`lost`).
+    pub lost_gpus: usize,
+    /// Unmatched kubelet device IDs remembered.
+    pub unmatched_ids: usize,
+    /// PIDs in the proc tree's cache.
+    pub proc_cache: usize,
+    /// Pods in the pod source's index (the API server's view of this node).
+    pub pod_index: usize,
+    /// Pods in the index the last join used (with the remembered ones).
+    pub join_pods: usize,
+    /// Rows of the last join's `gpu_allocation_info`.
+    pub allocations: usize,
+}
+
 /// Joins entities with their holders once per tick.
 pub struct Attributor {
     opts: AttributionOptions,
@@ -182,6 +205,22 @@ impl Attributor {
             .is_none_or(|k| k.view().is_some())
             && self.sources.pods.as_ref().is_none_or(|p| p.status().synced)
             && self.sources.dra.as_ref().is_none_or(|d| d.status().synced)
+    }
+
+    /// The sizes of the state kept over ticks (see [`StateSizes`]).
+    #[cfg(feature = "sim")]
+    pub fn state_sizes(&self) -> StateSizes {
+        let (first_seen, written) = self.settle.sizes();
+        StateSizes {
+            settle_first_seen: first_seen,
+            settle_written: written,
+            lost_gpus: self.lost.gpus(),
+            unmatched_ids: self.unmatched.0.len(),
+            proc_cache: self.sources.procs.as_ref().map_or(0, ProcTree::cached),
+            pod_index: self.sources.pods.as_ref().map_or(0, |p| p.index().len()),
+            join_pods: self.cache_pods().map_or(0, |p| p.len()),
+            allocations: self.cache.as_ref().map_or(0, |(_, j)| j.allocations.len()),
+        }
     }
 
     /// Whether the reader must list processes (a proc tree is configured).

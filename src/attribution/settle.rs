@@ -46,6 +46,12 @@ pub struct Settle {
 }
 
 impl Settle {
+    /// (pods waiting for metadata, pods remembered with their metadata).
+    #[cfg(feature = "sim")]
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.first_seen.len(), self.written.len())
+    }
+
     /// The index and pending pods for this tick at `now` (Unix seconds).
     pub fn apply(
         &mut self,

@@ -461,7 +461,7 @@ pub struct LogArgs {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Simulator")]
 pub struct SimulatorArgs {
-    /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4, a100-mig-t4, incidents, hgx-h200, hgx-b200, gb200-nvl72, l40s) or a TOML file.
+    /// Run on a simulated node: SCENARIO is a built-in name (h100-mig, a100-l4, a100-mig-t4, incidents, hgx-h200, hgx-b200, gb200-nvl72, l40s, batch) or a TOML file.
     #[arg(long = "simulate", env = "GPU_EXPORTER_SIMULATE", num_args = 0..=1, default_missing_value = "h100-mig", value_name = "SCENARIO")]
     pub simulate: Option<String>,
     /// Seed of the simulation (values are deterministic for a seed).

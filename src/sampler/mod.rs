@@ -140,6 +140,12 @@ impl Sampler {
         self
     }
 
+    /// The attributor, for the simulator's tests of what it keeps over ticks.
+    #[cfg(feature = "sim")]
+    pub fn attributor(&self) -> Option<&Attributor> {
+        self.attributor.as_ref()
+    }
+
     /// The counter set in use.
     pub fn counters(&self) -> &Arc<CounterSet> {
         &self.counters

@@ -1,4 +1,5 @@
-//! The simulated Kubernetes side of `--simulate`: the scenario's `[[pods]]` served by a
+//! The simulated Kubernetes side of `--simulate`: the scenario's `[[pods]]` and `[[jobs]]`
+//! (their pods over scenario time: `churn`) served by a
 //! simulated kubelet (pod-resources gRPC on a temporary unix socket), a simulated API server
 //! (the scenario's Node, its pods and the NVIDIA DRA driver's ResourceSlices on loopback; it
 //! takes the exporter's Node conditions and Events) and a simulated proc tree
@@ -22,14 +23,21 @@
 //! ids = [{ resource = "nvidia.com/gpu", id = "nvidia0" }]  # literal device IDs
 //! pids = [41001]       # this container's processes (they get its cgroup)
 //! resource = "nvidia.com/gpu.shared"   # optional: resource name for gpus/shared
+//!
+//! [[jobs]]             # a new pod ci-<n> on each slot every 10 s, for 8 s (`jobs`)
+//! name = "ci"
+//! every = 10
+//! duration = 8
+//! gpus = [0, 1]        # or mig = ["2.7"], shared = ["4::0"]
 //! ```
+//!
+//! A pod's optional `start` and `end` (scenario seconds) bound when it exists.
 //!
 //! Simulator only (behind the `sim` feature): it must not be reachable from the production
 //! build, and it feeds the exporter only through the interfaces a real node has (the socket,
 //! the API server's HTTP, the proc tree).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use nvml_wrapper::Nvml;
@@ -40,20 +48,20 @@ use crate::attribution::KubernetesConfig;
 use crate::gpu::LoadError;
 use crate::sim::api::FakeApi;
 use crate::sim::api::timeline::{self, ApiFaultError, RawKubernetes, TimedWriteFault};
+use crate::sim::churn::{ChurnError, Stage, Timeline};
+use crate::sim::jobs::{self, JobError, JobStream, RawJob};
 use crate::sim::kubelet::FakeKubelet;
 use crate::sim::library::{SimLib, SimLibError};
-use crate::sources::kubelet::client::{ClaimDevice, ContainerDevices, KubeletView, PodDevices};
-
-/// Replicas a time-sliced GPU is advertised as (the device plugin's `replicas`).
-pub const SHARED_REPLICAS: u32 = 4;
-
-/// The DRA driver name the simulated ResourceSlices use.
-pub const DRA_DRIVER: &str = "gpu.nvidia.com";
+pub use crate::sim::pods::{DRA_DRIVER, SHARED_REPLICAS};
+use crate::sim::pods::{PodError, RawPod};
+use crate::sources::kubelet::client::KubeletView;
 
 #[derive(Debug, Deserialize)]
 struct RawScenario {
     #[serde(default)]
     pods: Vec<RawPod>,
+    #[serde(default)]
+    jobs: Vec<RawJob>,
     /// Only counted here (the simulated library reads them).
     #[serde(default)]
     gpus: Vec<toml::Table>,
@@ -61,65 +69,20 @@ struct RawScenario {
     kubernetes: Option<RawKubernetes>,
 }
 
-/// One pod of the scenario.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawPod {
-    name: String,
-    #[serde(default = "default_namespace")]
-    namespace: String,
-    owner: Option<String>,
-    #[serde(default)]
-    labels: BTreeMap<String, String>,
-    #[serde(default)]
-    containers: Vec<RawContainer>,
-}
-
-fn default_namespace() -> String {
-    "default".into()
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawContainer {
-    name: String,
-    #[serde(default)]
-    gpus: Vec<u32>,
-    #[serde(default)]
-    mig: Vec<String>,
-    #[serde(default)]
-    shared: Vec<String>,
-    #[serde(default)]
-    claims: Vec<String>,
-    #[serde(default)]
-    ids: Vec<RawId>,
-    #[serde(default)]
-    pids: Vec<u32>,
-    resource: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawId {
-    resource: String,
-    id: String,
-}
-
 /// Why the simulated cluster cannot be built or started; each message names the scenario key,
 /// pod or part that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SimClusterError {
-    /// The scenario's `[[pods]]` or `[kubernetes]` do not parse.
-    #[error("scenario [[pods]] or [kubernetes]: {0}")]
+    /// The scenario's `[[pods]]`, `[[jobs]]` or `[kubernetes]` do not parse.
+    #[error("scenario [[pods]], [[jobs]] or [kubernetes]: {0}")]
     Scenario(#[source] toml::de::Error),
-    /// A pod or container of the scenario refers to something the node does not have.
-    #[error("scenario pod {pod}: {problem}")]
-    Pod {
-        /// `namespace/name`, with ` container NAME` when one container is at fault.
-        pod: String,
-        /// What is wrong.
-        problem: String,
-    },
+    /// A pod or container of the scenario refers to something the node does not have, or
+    /// NVML failed while the node's GPUs were listed.
+    #[error(transparent)]
+    Pod(#[from] PodError),
+    /// A `[[jobs]]` table is not valid.
+    #[error(transparent)]
+    Job(#[from] JobError),
     /// The scenario's `[kubernetes] api_faults` are not valid.
     #[error(transparent)]
     ApiFaults(#[from] ApiFaultError),
@@ -129,14 +92,6 @@ pub enum SimClusterError {
     /// NVML could not be loaded to resolve GPU indices.
     #[error(transparent)]
     Load(#[from] LoadError),
-    /// NVML failed while the node's GPUs were listed.
-    #[error("{what}: {source}")]
-    Nvml {
-        /// What was being read.
-        what: String,
-        /// NVML's error.
-        source: nvml_wrapper::error::NvmlError,
-    },
     /// A part of the simulated cluster could not be started.
     #[error("--simulate: {what}: {source}")]
     Start {
@@ -150,28 +105,40 @@ pub enum SimClusterError {
     Client(#[source] kube::Error),
 }
 
-/// The scenario's pods, parsed (not yet resolved against NVML).
+impl From<ChurnError> for SimClusterError {
+    fn from(e: ChurnError) -> Self {
+        match e {
+            ChurnError::Pod(e) => Self::Pod(e),
+            ChurnError::Job(e) => Self::Job(e),
+        }
+    }
+}
+
+/// The scenario's pods and jobs, parsed (not yet resolved against NVML).
 #[derive(Debug, Clone, Default)]
 pub struct ClusterSpec {
     pods: Vec<RawPod>,
+    jobs: Vec<JobStream>,
     gpus: usize,
     api_faults: Vec<TimedWriteFault>,
 }
 
 impl ClusterSpec {
-    /// Parses the `[[pods]]` of a scenario's TOML text; errors name the scenario key.
+    /// Parses the `[[pods]]`, `[[jobs]]` and `[kubernetes]` of a scenario's TOML text; errors
+    /// name the scenario key.
     pub fn parse(text: &str) -> Result<Self, SimClusterError> {
         let raw: RawScenario = toml::from_str(text).map_err(SimClusterError::Scenario)?;
         Ok(Self {
             pods: raw.pods,
+            jobs: jobs::parse(raw.jobs)?,
             gpus: raw.gpus.len(),
             api_faults: timeline::parse(raw.kubernetes)?,
         })
     }
 
-    /// Whether the scenario has any pod.
+    /// Whether the scenario has no pod and no job.
     pub fn is_empty(&self) -> bool {
-        self.pods.is_empty()
+        self.pods.is_empty() && self.jobs.is_empty()
     }
 
     /// The Node object the simulated API server holds for `node`: `nvidia.com/gpu` capacity for
@@ -220,237 +187,25 @@ impl ClusterSpec {
 }
 
 /// Everything the simulated cluster serves.
-#[derive(Debug, Clone, Default)]
 pub struct Resolved {
-    /// What the simulated kubelet answers.
-    pub view: KubeletView,
-    /// Pod objects for the simulated API server.
-    pub pods: Vec<serde_json::Value>,
+    /// The pods over time.
+    pub timeline: Timeline,
+    /// What `GetAllocatableResources` answers.
+    pub allocatable: Vec<(String, Vec<String>)>,
     /// ResourceSlices of the simulated DRA driver.
     pub slices: Vec<serde_json::Value>,
-    /// (PID, content of `/proc/<pid>/cgroup`).
-    pub cgroups: Vec<(u32, String)>,
     /// PIDs NVML lists that no scenario container owns (host processes).
     pub host_pids: Vec<u32>,
 }
 
-/// A GPU as NVML shows it: UUID, MIG instances (GI id → (MIG UUID, profile)) and the PIDs
-/// of its processes.
-struct GpuInfo {
-    uuid: String,
-    migs: BTreeMap<u32, (String, String)>,
-    pids: Vec<u32>,
-}
-
-fn gpus(nvml: &'static Nvml) -> Result<Vec<GpuInfo>, SimClusterError> {
-    let nvml_err = |what: String| move |source| SimClusterError::Nvml { what, source };
-    let n = nvml
-        .device_count()
-        .map_err(nvml_err("counting GPUs".into()))?;
-    let mut out = Vec::new();
-    for i in 0..n {
-        let dev = nvml
-            .device_by_index(i)
-            .map_err(nvml_err(format!("opening GPU {i}")))?;
-        let uuid = dev
-            .uuid()
-            .map_err(nvml_err(format!("the UUID of GPU {i}")))?;
-        let mut migs = BTreeMap::new();
-        let mut pids: Vec<u32> = dev
-            .running_compute_processes()
-            .map(|v| v.iter().map(|p| p.pid).collect())
-            .unwrap_or_default();
-        if dev.mig_mode().is_ok_and(|m| m.current == 1) {
-            let instances = crate::gpu::reader::enumerate_mig(nvml, &dev)
-                .map_err(nvml_err(format!("listing the MIG instances of GPU {i}")))?;
-            for (mig, id) in instances {
-                pids.extend(
-                    mig.running_compute_processes()
-                        .map(|v| v.iter().map(|p| p.pid).collect::<Vec<_>>())
-                        .unwrap_or_default(),
-                );
-                migs.insert(id.gpu_instance_id, (id.uuid, id.profile));
-            }
-        }
-        out.push(GpuInfo { uuid, migs, pids });
-    }
-    Ok(out)
-}
-
-/// A stable UUID-shaped id from a string (pod UIDs).
-fn stable_uuid(seed: &str) -> String {
-    let h = stable_hex(seed, 32);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// `len` hex digits derived from a string (FNV-1a, repeated).
-fn stable_hex(seed: &str, len: usize) -> String {
-    let mut out = String::with_capacity(len);
-    let mut round = 0u64;
-    while out.len() < len {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ round;
-        for b in seed.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        let _ = write!(out, "{h:016x}");
-        round += 1;
-    }
-    out.truncate(len);
-    out
-}
-
 impl ClusterSpec {
     /// Resolves GPU indices and MIG instances to NVML UUIDs and builds what each simulated
-    /// component serves. Errors name the pod and container.
+    /// component serves. Errors name the pod and container, or the job and key.
     pub fn resolve(&self, nvml: &'static Nvml, node: &str) -> Result<Resolved, SimClusterError> {
-        let gpus = gpus(nvml)?;
-        let mut out = Resolved::default();
-        let mut shared_gpus = std::collections::BTreeSet::new();
-        for pod in &self.pods {
-            let uid = stable_uuid(&format!("{}/{}", pod.namespace, pod.name));
-            let mut containers = Vec::new();
-            let mut statuses = Vec::new();
-            for c in &pod.containers {
-                let at = |what: &str| SimClusterError::Pod {
-                    pod: format!("{}/{} container {}", pod.namespace, pod.name, c.name),
-                    problem: what.to_owned(),
-                };
-                let gpu = |i: u32| {
-                    gpus.get(i as usize)
-                        .ok_or_else(|| at(&format!("no GPU {i} (the node has {})", gpus.len())))
-                };
-                let resource = c.resource.as_deref().unwrap_or("nvidia.com/gpu");
-                let mut devices: BTreeMap<String, Vec<String>> = BTreeMap::new();
-                for &i in &c.gpus {
-                    devices
-                        .entry(resource.into())
-                        .or_default()
-                        .push(gpu(i)?.uuid.clone());
-                }
-                for m in &c.mig {
-                    let (g, gi) = m
-                        .split_once('.')
-                        .and_then(|(g, gi)| Some((g.parse().ok()?, gi.parse().ok()?)))
-                        .ok_or_else(|| {
-                            at(&format!("mig {m:?}: expected <gpu>.<gpu instance id>"))
-                        })?;
-                    let (uuid, profile) = gpu(g)?.migs.get(&gi).ok_or_else(|| {
-                        at(&format!("mig {m:?}: GPU {g} has no GPU instance {gi}"))
-                    })?;
-                    devices
-                        .entry(format!("nvidia.com/mig-{profile}"))
-                        .or_default()
-                        .push(uuid.clone());
-                }
-                for s in &c.shared {
-                    let (g, r) = s
-                        .split_once("::")
-                        .and_then(|(g, r)| Some((g.parse::<u32>().ok()?, r.parse::<u32>().ok()?)))
-                        .ok_or_else(|| at(&format!("shared {s:?}: expected <gpu>::<replica>")))?;
-                    shared_gpus.insert((g, resource.to_owned()));
-                    devices
-                        .entry(resource.into())
-                        .or_default()
-                        .push(format!("{}::{r}", gpu(g)?.uuid));
-                }
-                for id in &c.ids {
-                    devices
-                        .entry(id.resource.clone())
-                        .or_default()
-                        .push(id.id.clone());
-                }
-                let claims = c
-                    .claims
-                    .iter()
-                    .map(|d| ClaimDevice {
-                        claim_name: format!("{}-{}", pod.name, c.name),
-                        claim_namespace: pod.namespace.clone(),
-                        driver: DRA_DRIVER.into(),
-                        pool: node.into(),
-                        device: d.clone(),
-                    })
-                    .collect();
-                containers.push(ContainerDevices {
-                    name: c.name.clone(),
-                    devices: devices.into_iter().collect(),
-                    claims,
-                });
-                let cid = stable_hex(&format!("{uid}/{}", c.name), 64);
-                statuses.push(json!({
-                    "name": c.name, "containerID": format!("containerd://{cid}"),
-                    "ready": true, "restartCount": 0, "image": "sim", "imageID": "sim"
-                }));
-                for pid in &c.pids {
-                    out.cgroups.push((
-                        *pid,
-                        format!(
-                            "0::/kubepods.slice/kubepods-burstable.slice/\
-                             kubepods-burstable-pod{}.slice/cri-containerd-{cid}.scope\n",
-                            uid.replace('-', "_")
-                        ),
-                    ));
-                }
-            }
-            out.view.pods.push(PodDevices {
-                namespace: pod.namespace.clone(),
-                name: pod.name.clone(),
-                containers,
-            });
-            let mut labels = pod.labels.clone();
-            let owner = match pod.owner.as_deref().map(|o| o.split_once('/')) {
-                None => None,
-                Some(Some((kind, name))) => {
-                    if kind == "ReplicaSet"
-                        && let Some((_, hash)) = name.rsplit_once('-')
-                    {
-                        labels
-                            .entry("pod-template-hash".into())
-                            .or_insert_with(|| hash.to_owned());
-                    }
-                    let api = match kind {
-                        "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Deployment" => "apps/v1",
-                        "Job" => "batch/v1",
-                        _ => "v1",
-                    };
-                    Some(json!([{
-                        "apiVersion": api, "kind": kind, "name": name,
-                        "uid": stable_uuid(&format!("{kind}/{name}")),
-                        "controller": true, "blockOwnerDeletion": true
-                    }]))
-                }
-                Some(None) => {
-                    return Err(SimClusterError::Pod {
-                        pod: format!("{}/{}", pod.namespace, pod.name),
-                        problem: format!(
-                            "owner {:?}: expected Kind/name",
-                            pod.owner.as_deref().unwrap_or_default()
-                        ),
-                    });
-                }
-            };
-            let mut meta = json!({
-                "name": pod.name, "namespace": pod.namespace, "uid": uid, "labels": labels,
-            });
-            if let (Some(o), Some(m)) = (owner, meta.as_object_mut()) {
-                m.insert("ownerReferences".into(), o);
-            }
-            out.pods.push(json!({
-                "apiVersion": "v1", "kind": "Pod", "metadata": meta,
-                "spec": {
-                    "nodeName": node,
-                    "containers": pod.containers.iter().map(|c| json!({"name": c.name, "image": "sim"})).collect::<Vec<_>>(),
-                },
-                "status": { "phase": "Running", "containerStatuses": statuses },
-            }));
-        }
+        let gpus = crate::sim::pods::gpus(nvml)?;
+        let timeline = Timeline::new(&self.pods, self.jobs.clone(), gpus, node)?;
+        let shared_gpus = timeline.shared_gpus()?;
+        let gpus = timeline.gpus();
 
         // What the device plugin advertises: every non-MIG GPU (as replicas when shared),
         // and every MIG instance under its profile's resource.
@@ -475,9 +230,8 @@ impl ClusterSpec {
                     .push(uuid.clone());
             }
         }
-        out.view.allocatable = Some(alloc.into_iter().collect());
-        let owned: std::collections::HashSet<u32> = out.cgroups.iter().map(|(p, _)| *p).collect();
-        out.host_pids = gpus
+        let owned = timeline.owned_pids();
+        let host_pids = gpus
             .iter()
             .flat_map(|g| g.pids.iter().copied())
             .filter(|p| !owned.contains(p))
@@ -496,28 +250,28 @@ impl ClusterSpec {
                 }}));
             }
         }
-        out.slices.push(json!({
+        let slices = vec![json!({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
             "metadata": {"name": format!("{node}-{DRA_DRIVER}")},
             "spec": {"driver": DRA_DRIVER, "nodeName": node,
                      "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
                      "devices": devices}
-        }));
-        Ok(out)
+        })];
+        Ok(Resolved {
+            timeline,
+            allocatable: alloc.into_iter().collect(),
+            slices,
+            host_pids,
+        })
     }
 }
 
-/// Writes the simulated proc tree under `root`: `<root>/<pid>/cgroup` for every container
-/// process, and a host cgroup for the scenario's other processes (`host_pids`).
-pub fn write_proc_tree(root: &Path, r: &Resolved, host_pids: &[u32]) -> std::io::Result<()> {
+/// Writes the base of the simulated proc tree under `root`: the directory, and a host cgroup
+/// for the scenario's processes that no pod owns (`host_pids`). The pods' processes are
+/// written (and removed) by the timeline's player as the pods start and end.
+pub fn write_proc_tree(root: &Path, host_pids: &[u32]) -> std::io::Result<()> {
     // Present even when the scenario runs no process, as a node's /proc always is.
     std::fs::create_dir_all(root)?;
-    for (pid, text) in &r.cgroups {
-        let dir = root.join(pid.to_string());
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("cgroup"), text)?;
-        std::fs::write(dir.join("comm"), "python3\n")?;
-    }
     for pid in host_pids {
         let dir = root.join(pid.to_string());
         if !dir.exists() {
@@ -549,8 +303,10 @@ pub struct SimCluster {
     pub node: String,
     /// Whether a pod holds a DRA claim.
     pub has_claims: bool,
-    /// Number of pods served.
+    /// Number of the scenario's `[[pods]]`.
     pub pods: usize,
+    /// Number of the scenario's `[[jobs]]` streams.
+    pub jobs: usize,
     _dir: tempfile::TempDir,
 }
 
@@ -563,14 +319,15 @@ impl SimCluster {
         // A scenario without pods needs no GPU indices resolved, and must not need NVML at
         // start (a scenario whose driver loads late is served before it answers).
         let resolved = if spec.is_empty() {
-            Resolved::default()
+            None
         } else {
             let nvml = crate::gpu::open(lib_path)?;
-            spec.resolve(nvml, &node)?
+            Some(spec.resolve(nvml, &node)?)
         };
         // The scenario clock reads the library, which must stay loaded while it plays: NVML
         // loaded from the same path never unloads.
-        let clock = if spec.api_faults.is_empty() {
+        let timed = resolved.as_ref().is_some_and(|r| !r.timeline.is_static());
+        let clock = if spec.api_faults.is_empty() && !timed {
             None
         } else {
             crate::gpu::open(lib_path)?;
@@ -584,14 +341,13 @@ impl SimCluster {
                 source,
             })?;
         let proc_root = dir.path().join("proc");
-        write_proc_tree(&proc_root, &resolved, &resolved.host_pids).map_err(|source| {
-            SimClusterError::Start {
-                what: "writing the simulated proc tree".into(),
-                source,
-            }
+        let host_pids = resolved.as_ref().map_or(&[][..], |r| &r.host_pids);
+        write_proc_tree(&proc_root, host_pids).map_err(|source| SimClusterError::Start {
+            what: "writing the simulated proc tree".into(),
+            source,
         })?;
         let socket = dir.path().join("kubelet.sock");
-        let kubelet = FakeKubelet::start(&socket, resolved.view.clone())
+        let kubelet = FakeKubelet::start(&socket, KubeletView::default())
             .await
             .map_err(|source| SimClusterError::Start {
                 what: format!("simulated kubelet on {}", socket.display()),
@@ -604,11 +360,19 @@ impl SimCluster {
                 source,
             })?;
         api.apply_node(spec.node_object(&node));
-        for p in &resolved.pods {
-            api.apply_pod(p.clone());
-        }
-        for s in &resolved.slices {
-            api.apply_slice(s.clone());
+        let pods = spec.pods.len();
+        if let Some(r) = resolved {
+            for s in &r.slices {
+                api.apply_slice(s.clone());
+            }
+            // The pods of now, before any client connects; then as the clock moves.
+            let stage = Stage {
+                kubelet: kubelet.views(),
+                api: api.pods_handle(),
+                proc_root: proc_root.clone(),
+                allocatable: Some(r.allocatable),
+            };
+            stage.play(r.timeline, clock.clone().filter(|_| timed));
         }
         if let Some(clock) = clock {
             api.play_write_faults(spec.api_faults.clone(), clock);
@@ -622,7 +386,8 @@ impl SimCluster {
             proc_root,
             node,
             has_claims: spec.has_claims(),
-            pods: resolved.pods.len(),
+            pods,
+            jobs: spec.jobs.len(),
             _dir: dir,
         })
     }
@@ -661,16 +426,5 @@ mod tests {
         assert_eq!(n["metadata"]["name"], "node-a");
         assert_eq!(n["status"]["capacity"]["nvidia.com/gpu"], "2");
         assert_eq!(n["status"]["conditions"][0]["type"], "Ready");
-    }
-
-    #[test]
-    fn stable_ids_have_the_right_shape() {
-        let u = stable_uuid("ns/pod");
-        assert_eq!(u.len(), 36);
-        assert_eq!(u, stable_uuid("ns/pod"));
-        assert_ne!(u, stable_uuid("ns/pod2"));
-        let h = stable_hex("x", 64);
-        assert_eq!(h.len(), 64);
-        assert!(h.chars().all(|c| c.is_ascii_hexdigit()));
     }
 }

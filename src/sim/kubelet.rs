@@ -116,6 +116,18 @@ impl PodResourcesLister for Service {
     }
 }
 
+/// A handle that replaces what a [`FakeKubelet`] answers, for a task that outlives a borrow of
+/// it (the scenario's pod timeline).
+#[derive(Clone)]
+pub struct KubeletViews(Service);
+
+impl KubeletViews {
+    /// Replaces what `List` and `GetAllocatableResources` answer.
+    pub fn set(&self, view: KubeletView) {
+        self.0.lock().view = view;
+    }
+}
+
 /// A running pod-resources server. Dropping it stops serving and removes the socket.
 pub struct FakeKubelet {
     socket: PathBuf,
@@ -174,6 +186,11 @@ impl FakeKubelet {
     /// Replaces what `List` and `GetAllocatableResources` answer.
     pub fn set_view(&self, view: KubeletView) {
         self.service.lock().view = view;
+    }
+
+    /// A handle that replaces the view from elsewhere (see [`KubeletViews`]).
+    pub fn views(&self) -> KubeletViews {
+        KubeletViews(self.service.clone())
     }
 
     /// Makes every answer wait `delay` first.

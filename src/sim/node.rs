@@ -98,6 +98,7 @@ impl Cluster {
         let c = rt.block_on(SimCluster::start(&node.lib, Some(&path)))?;
         info!(
             pods = c.pods,
+            jobs = c.jobs,
             socket = %c.socket.display(),
             api = %c.api.url(),
             proc_root = %c.proc_root.display(),

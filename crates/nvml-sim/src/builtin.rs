@@ -25,6 +25,7 @@ const BUILTINS: &[(&str, &str)] = &[
         "a100-mig-t4",
         include_str!("../../../scenarios/a100-mig-t4.toml"),
     ),
+    ("batch", include_str!("../../../scenarios/batch.toml")),
 ];
 
 /// The TOML text of a built-in scenario.

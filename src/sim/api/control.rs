@@ -1,26 +1,66 @@
 //! The fake API server's control surface, what `--simulate` and the tests call on a
 //! [`FakeApi`]: objects put, replaced and removed (each change wakes the watches), read back as
 //! served, failures set ([`FakeApi::set_fail`], [`FakeApi::set_write_faults`]), the logs of
-//! requests and writes, and the `resource.k8s.io` versions served.
+//! requests and writes, and the `resource.k8s.io` versions served; and [`ApiPods`], the handle
+//! through which the scenario's pod timeline adds and removes pods.
 //!
 //! It must not serve requests (the routes do) or decide what a fault does (`faults`).
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::FakeApi;
 use super::kinds::*;
-use super::store::WriteFault;
+use super::store::{Inner, WriteFault};
 
-impl FakeApi {
+impl Inner {
     fn put(&self, kind: Kind, obj: Value) {
-        self.inner.lock().put(kind, obj);
-        self.inner.notify();
+        self.lock().put(kind, obj);
+        self.notify();
     }
 
     fn remove(&self, kind: Kind, namespace: &str, name: &str) {
-        if self.inner.lock().remove(kind, namespace, name) {
-            self.inner.notify();
+        if self.lock().remove(kind, namespace, name) {
+            self.notify();
         }
+    }
+}
+
+/// A handle that adds and removes pods of a [`FakeApi`], for a task that outlives a borrow of
+/// it (the scenario's pod timeline); it does nothing once the server is dropped.
+#[derive(Clone)]
+pub struct ApiPods(Arc<Inner>);
+
+impl ApiPods {
+    /// As [`FakeApi::apply_pod`].
+    pub fn apply(&self, pod: Value) {
+        self.0.put(Kind::Pod, pod);
+    }
+
+    /// As [`FakeApi::delete_pod`].
+    pub fn delete(&self, namespace: &str, name: &str) {
+        self.0.remove(Kind::Pod, namespace, name);
+    }
+
+    /// Whether the server has been dropped.
+    pub fn closed(&self) -> bool {
+        self.0.lock().closed
+    }
+}
+
+impl FakeApi {
+    fn put(&self, kind: Kind, obj: Value) {
+        self.inner.put(kind, obj);
+    }
+
+    fn remove(&self, kind: Kind, namespace: &str, name: &str) {
+        self.inner.remove(kind, namespace, name);
+    }
+
+    /// A handle that adds and removes pods from elsewhere (see [`ApiPods`]).
+    pub fn pods_handle(&self) -> ApiPods {
+        ApiPods(Arc::clone(&self.inner))
     }
 
     fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Value> {

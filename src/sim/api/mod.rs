@@ -60,7 +60,7 @@ use std::sync::{Arc, Mutex};
 use axum::http::Uri;
 use tokio::sync::watch;
 
-mod control;
+pub mod control;
 mod events;
 mod faults;
 mod handlers;

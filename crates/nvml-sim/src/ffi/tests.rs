@@ -561,7 +561,7 @@ fn control_api() {
         assert_eq!(nvmlSimScenarioNames(buf.as_mut_ptr(), needed), needed);
         assert_eq!(
             CStr::from_ptr(buf.as_ptr()).to_str(),
-            Ok("h100-mig,a100-l4,incidents,hgx-h200,hgx-b200,gb200-nvl72,l40s,a100-mig-t4")
+            Ok("h100-mig,a100-l4,incidents,hgx-h200,hgx-b200,gb200-nvl72,l40s,a100-mig-t4,batch")
         );
         let needed = nvmlSimNodeName(ptr::null_mut(), 0);
         let mut buf = vec![0 as c_char; needed as usize];

@@ -27,6 +27,9 @@ pub(super) struct RawScenario {
     /// Reserved for the exporter's simulated kubelet; the library ignores it.
     #[allow(dead_code)]
     pub(super) pods: Option<toml::Value>,
+    /// The exporter's job streams (short-lived pods); the library ignores them.
+    #[allow(dead_code)]
+    pub(super) jobs: Option<toml::Value>,
     /// Reserved for the exporter's simulated Kubernetes side; the library ignores it.
     #[allow(dead_code)]
     pub(super) kubernetes: Option<toml::Value>,

@@ -385,6 +385,11 @@ fn load_reports_missing_files() {
 fn reserved_tables_are_ignored() {
     let s = parse_ok("[[gpus]]\nmodel = \"L4\"\n[[pods]]\nname = \"p\"\nnamespace = \"ns\"\n");
     assert_eq!(s.gpus.len(), 1);
+    let s = parse_ok(
+        "[[gpus]]\nmodel = \"L4\"\n[[pods]]\nname = \"p\"\nstart = 3\nend = 9\n\
+         [[jobs]]\nname = \"ci\"\nevery = 10\nduration = 8\ngpus = [0]\n",
+    );
+    assert_eq!(s.gpus.len(), 1);
 }
 
 #[test]
