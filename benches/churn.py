@@ -43,7 +43,9 @@ scrapes create each node's series) and at the end:
 - rule evaluation: `prometheus_rule_group_last_duration_seconds` summed over the groups,
   sampled every scrape interval and averaged over the run's last --eval-window seconds; and
   the share of wall time spent evaluating (the delta of
-  `prometheus_rule_group_duration_seconds_sum` over that window, over its length).
+  `prometheus_rule_group_duration_seconds_sum` over that window, over its length: above 1
+  when groups overlap, as they run concurrently), and the evaluations Prometheus skipped
+  because the one before had not finished (`prometheus_rule_group_iterations_missed_total`).
 
 The targets checked with --check: under churn, native creates at most a tenth of the series
 per job that dcgm-4.8.4 creates, and ends with at most a third of its head series; steady,
@@ -392,6 +394,8 @@ def run_phase(args, name, churn, duration):
             if len(recent) >= 2 and recent[-1][0] > recent[0][0]:
                 r["rule_eval_busy_share"] = round((recent[-1][2] - recent[0][2]) / (recent[-1][0] - recent[0][0]), 4)
             r["rule_eval_window_s"] = round(recent[-1][0] - recent[0][0])
+            # Evaluations skipped because the one before had not finished (the whole run).
+            r["rule_iterations_missed"] = int(fleet.metric_sum(m, "prometheus_rule_group_iterations_missed_total"))
             res["shapes"][s] = r
             if s not in SHAPES:
                 continue
@@ -417,6 +421,10 @@ def run_phase(args, name, churn, duration):
             growth = {k: fam_end.get(k, 0) - fam_warm.get(k, 0) for k in fam_end}
             r["families_grown"] = dict(sorted(((k, v) for k, v in growth.items() if v > 0),
                                               key=lambda kv: (-kv[1], kv[0])))
+            alerts_warm = query_rows(port, f"count by (alertname) (last_over_time(ALERTS[{int(warm_time - start) + 2}s]))", warm_time)
+            alerts_end = query_rows(port, f"count by (alertname) (last_over_time(ALERTS[{int(end - start) + 2}s]))", end)
+            r["alerts_grown"] = {dict(k).get("alertname", ""): int(v - alerts_warm.get(k, 0))
+                                 for k, v in alerts_end.items() if v > alerts_warm.get(k, 0)}
             if churn:
                 before = pods_in(port, start - 1, warm_time)
                 after = pods_in(port, warm_time, end)
@@ -491,6 +499,7 @@ CHURN_ROWS = [
     ("rule groups' last evaluation, summed, s (avg)", "rule_eval_last_s_avg"),
     ("rule groups' last evaluation, summed, s (max)", "rule_eval_last_s_max"),
     ("share of wall time evaluating rules", "rule_eval_busy_share"),
+    ("rule evaluations missed (whole run)", "rule_iterations_missed"),
     ("scrapes succeeded", "scrapes_succeeded"),
     ("exporters' CPU, cores (all nodes)", "exporters_cpu_cores"),
 ]
@@ -564,13 +573,16 @@ def main(argv):
                     help="an extra argument for every exporter (repeatable)")
     ap.add_argument("--families", type=int, default=15, help="families grown to print per shape (default 15)")
     ap.add_argument("--no-churn", action="store_true", help="the steady phase only")
-    ap.add_argument("--short", action="store_true", help="2 nodes per shape, 60 s churn, 30 s steady, 15 s warm-up")
+    ap.add_argument("--short", action="store_true", help="2 nodes per shape, 60 s churn, 30 s steady, 15 s warm-up (unless given)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     args = ap.parse_args(argv)
-    if args.short:
-        args.nodes, args.duration, args.steady_duration, args.warmup, args.eval_window = 2, 60, 30, 15, 30
+    if args.short:  # its values for the options not given
+        given = {x.split("=")[0] for x in argv}
+        for opt, v in (("nodes", 2), ("duration", 60), ("steady_duration", 30), ("warmup", 15), ("eval_window", 30)):
+            if "--" + opt.replace("_", "-") not in given:
+                setattr(args, opt, v)
     if args.warmup < 2 * args.scrape_interval:
         raise SystemExit("churn: --warmup must be at least two scrape intervals")
     for tool in (args.bin, args.prometheus):
@@ -603,6 +615,8 @@ def main(argv):
             top = ", ".join(f"{k} +{v}" + (f" ({v / jobs:.2f}/job)" if jobs else "")
                             for k, v in list(grown.items())[:args.families])
             print(f"  {s}: families grown after the warm-up: {top or 'none'}")
+            alerts = ", ".join(f"{k} +{v}" for k, v in sorted(r["shapes"][s]["alerts_grown"].items(), key=lambda kv: -kv[1]))
+            print(f"  {s}: ALERTS series grown, by alert: {alerts or 'none'}")
         for p in r["problems"]:
             print(f"  PROBLEM: {p}")
     targets = check(results)
