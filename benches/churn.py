@@ -69,6 +69,7 @@ import tempfile
 import time
 import tomllib
 
+sys.dont_write_bytecode = True  # no benches/__pycache__ from importing fleet.py
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import fleet  # noqa: E402  (benches/fleet.py: HTTP, ports, /proc helpers)
 
