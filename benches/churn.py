@@ -61,9 +61,7 @@ import os
 import pathlib
 import re
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -198,7 +196,9 @@ def jobs_started(jobs, t_from, t_to):
 # One phase: the exporters of both shapes and one Prometheus per shape
 
 
-class Phase:
+class Phase(fleet.Processes):
+    STOP_GRACE = 15
+
     def __init__(self, args, name, churn):
         self.args = args
         self.name = name
@@ -207,30 +207,6 @@ class Phase:
         self.procs = []  # (name, Popen)
         self.nodes = {s: [] for s in SHAPES}  # shape -> [(node, port, gpus, started_at)]
         self.prom = {}  # shape (or "idle") -> (Popen, port)
-
-    def spawn(self, name, cmd, env=None):
-        logf = open(self.dir / f"{name}.log", "wb")
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                             env=env, cwd=self.dir)
-        logf.close()
-        self.procs.append((name, p))
-        return p
-
-    def stop(self):
-        for _, p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for _, p in self.procs:
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        if not self.args.keep:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        else:
-            log(f"{self.name}: kept {self.dir}")
 
     def start_exporters(self):
         a = self.args

@@ -431,15 +431,12 @@ class Side:
                 "scenarios": str(self.scenarios), "rev": self.rev}
 
 
-class Fleet:
-    def __init__(self, args, config, side):
-        self.args = args
-        self.config = config
-        self.side = side
-        tag = f"{config}-{side.label}-" if side.label else f"{config}-"
-        self.dir = pathlib.Path(tempfile.mkdtemp(prefix=f"fleet-{tag}"))
-        self.procs = []  # (name, Popen)
-        self.nodes = []  # (name, cluster, scenario, port, gpus)
+class Processes:
+    """The processes of one run, each logging to `<dir>/<name>.log`: started by `spawn`, ended
+    by `stop` (SIGTERM, then SIGKILL after `STOP_GRACE` seconds), which also removes `dir`
+    unless `--keep`. A subclass sets `args`, `dir` and `procs`."""
+
+    STOP_GRACE = 10
 
     def spawn(self, name, cmd, env=None):
         logf = open(self.dir / f"{name}.log", "wb")
@@ -453,7 +450,7 @@ class Fleet:
         for _, p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + self.STOP_GRACE
         for _, p in self.procs:
             try:
                 p.wait(max(0.1, deadline - time.monotonic()))
@@ -462,6 +459,20 @@ class Fleet:
                 p.wait()
         if not self.args.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            log(f"kept {self.dir}")
+
+
+class Fleet(Processes):
+    def __init__(self, args, config, side):
+        self.args = args
+        self.config = config
+        self.side = side
+        tag = f"{config}-{side.label}-" if side.label else f"{config}-"
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix=f"fleet-{tag}"))
+        self.procs = []  # (name, Popen)
+        self.nodes = []  # (name, cluster, scenario, port, gpus)
+
 
     def stop_exporters(self):
         for name, p in self.procs:
