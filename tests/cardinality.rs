@@ -379,32 +379,28 @@ fn misused_controls_stop_start_up_naming_the_flag_or_key() {
     // The configuration file's key is named.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.yaml");
-    std::fs::write(&file, "version: 2\nmetrics:\n  dropLabels: [gpu]\n").unwrap();
-    let (code, err) = refused(
-        &[
-            "--simulate",
-            "a100-l4",
-            "--config-file",
-            file.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("metrics.dropLabels"), "{err}");
-    assert!(err.contains("never dropped"), "{err}");
-    std::fs::write(&file, "version: 2\nmetrics:\n  seriesLabels: medium\n").unwrap();
-    let (code, err) = refused(
-        &[
-            "--simulate",
-            "a100-l4",
-            "--config-file",
-            file.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("metrics.seriesLabels"), "{err}");
-    assert!(err.contains("expected lean or full"), "{err}");
+    for (yaml, words) in [
+        ("dropLabels: [gpu]", ["metrics.dropLabels", "never dropped"]),
+        (
+            "seriesLabels: medium",
+            ["metrics.seriesLabels", "expected lean or full"],
+        ),
+    ] {
+        std::fs::write(&file, format!("version: 2\nmetrics:\n  {yaml}\n")).unwrap();
+        let (code, err) = refused(
+            &[
+                "--simulate",
+                "a100-l4",
+                "--config-file",
+                file.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(code, Some(1), "{yaml}: {err}");
+        for w in words {
+            assert!(err.contains(w), "{yaml}: {w:?} missing in {err}");
+        }
+    }
 }
 
 /// `--series-labels`: lean by default (descriptions on `gpu_device_info`, holders on
