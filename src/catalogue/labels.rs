@@ -1,6 +1,6 @@
-//! The names of the labels the exporter writes on a device's series, in one table, by role:
-//! what identifies a device, what describes it, who holds it, and the labels a family adds
-//! of its own. The exposition spells every label from here, the labels-per-series budget
+//! The names of the labels the exporter writes on a device's series, in one table: what
+//! identifies a device ([`IDENTITY`], the host label), what describes it ([`DESCRIPTION`]),
+//! who holds it (the holder labels, [`DRA`]), and the labels a family adds of its own. The exposition spells every label from here, the labels-per-series budget
 //! counts from here, the pod labels' reserved names are these, and the one spelling of the
 //! model name (`--replace-blanks-in-model-name`) is [`model_name`].
 //!
@@ -11,22 +11,6 @@
 
 use std::borrow::Cow;
 
-/// What a label says of the device whose series carries it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Names the device: never changes while the device is there, and two devices never
-    /// share it. On every series of the device, whatever the shape.
-    Identity,
-    /// The node the device is in (the host label, named per profile).
-    Node,
-    /// Describes the device (model, bus, device node): fixed while the device is there. On
-    /// every series in the `full` shape, only on `gpu_device_info` in the `lean` one.
-    Description,
-    /// Who holds the device. On every series in the `full` shape, only on
-    /// `gpu_allocation_info` and the per-holder families in the `lean` one.
-    Holder,
-}
-
 /// One label the exporter writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Label {
@@ -34,18 +18,15 @@ pub struct Label {
     pub name: &'static str,
     /// Its name under `--use-old-namespace` (dcgm-exporter 1.x), where that differs.
     pub old_name: Option<&'static str>,
-    /// What it says of the device.
-    pub role: Role,
     /// Only on a MIG instance's series.
     pub mig: bool,
 }
 
 impl Label {
-    const fn of(name: &'static str, role: Role) -> Self {
+    const fn of(name: &'static str) -> Self {
         Self {
             name,
             old_name: None,
-            role,
             mig: false,
         }
     }
@@ -54,16 +35,14 @@ impl Label {
         Self {
             name,
             old_name: None,
-            role: Role::Identity,
             mig: true,
         }
     }
 
-    const fn renamed(name: &'static str, old: &'static str, role: Role) -> Self {
+    const fn renamed(name: &'static str, old: &'static str) -> Self {
         Self {
             name,
             old_name: Some(old),
-            role,
             mig: false,
         }
     }
@@ -78,15 +57,15 @@ impl Label {
 }
 
 /// NVML's index of the physical GPU.
-pub const GPU: Label = Label::of("gpu", Role::Identity);
+pub const GPU: Label = Label::of("gpu");
 /// The physical GPU's UUID.
-pub const UUID: Label = Label::renamed("UUID", "uuid", Role::Identity);
+pub const UUID: Label = Label::renamed("UUID", "uuid");
 /// The physical GPU's PCI bus id.
-pub const PCI_BUS_ID: Label = Label::of("pci_bus_id", Role::Description);
+pub const PCI_BUS_ID: Label = Label::of("pci_bus_id");
 /// The GPU's device node, `nvidia<minor>`.
-pub const DEVICE: Label = Label::of("device", Role::Description);
+pub const DEVICE: Label = Label::of("device");
 /// The GPU's marketing name (see [`model_name`]).
-pub const MODEL_NAME: Label = Label::of("modelName", Role::Description);
+pub const MODEL_NAME: Label = Label::of("modelName");
 /// A MIG instance's profile, e.g. `1g.10gb`.
 pub const GPU_I_PROFILE: Label = Label::mig("GPU_I_PROFILE");
 /// A MIG instance's GPU instance id.
@@ -94,46 +73,46 @@ pub const GPU_I_ID: Label = Label::mig("GPU_I_ID");
 /// A MIG instance's UUID.
 pub const MIG_UUID: Label = Label::mig("mig_uuid");
 /// The host label as native and dcgm-exporter 4.8.2 spell it.
-pub const HOSTNAME: Label = Label::of("Hostname", Role::Node);
+pub const HOSTNAME: Label = Label::of("Hostname");
 /// The host label as dcgm-exporter 4.8.3 and later spell it.
-pub const HOSTNAME_LOWER: Label = Label::of("hostname", Role::Node);
+pub const HOSTNAME_LOWER: Label = Label::of("hostname");
 /// The holding container.
-pub const CONTAINER: Label = Label::renamed("container", "container_name", Role::Holder);
+pub const CONTAINER: Label = Label::renamed("container", "container_name");
 /// The holding pod's namespace.
-pub const NAMESPACE: Label = Label::renamed("namespace", "pod_namespace", Role::Holder);
+pub const NAMESPACE: Label = Label::renamed("namespace", "pod_namespace");
 /// The holding pod.
-pub const POD: Label = Label::renamed("pod", "pod_name", Role::Holder);
+pub const POD: Label = Label::renamed("pod", "pod_name");
 /// The holding pod's UID.
-pub const POD_UID: Label = Label::of("pod_uid", Role::Holder);
+pub const POD_UID: Label = Label::of("pod_uid");
 /// The time-sliced replica a holder has (`--kubernetes-virtual-gpus`).
-pub const VGPU: Label = Label::of("vgpu", Role::Holder);
+pub const VGPU: Label = Label::of("vgpu");
 /// The HPC job holding the device (`--hpc-job-mapping-dir`).
-pub const HPC_JOB: Label = Label::of("hpc_job", Role::Holder);
+pub const HPC_JOB: Label = Label::of("hpc_job");
 /// The resource the kubelet allocated the device as (`gpu_allocation_info`).
-pub const RESOURCE: Label = Label::of("resource", Role::Holder);
+pub const RESOURCE: Label = Label::of("resource");
 /// The kind of the holding pod's controller (`gpu_allocation_info`).
-pub const WORKLOAD_KIND: Label = Label::of("workload_kind", Role::Holder);
+pub const WORKLOAD_KIND: Label = Label::of("workload_kind");
 /// The name of the holding pod's controller (`gpu_allocation_info`).
-pub const WORKLOAD_NAME: Label = Label::of("workload_name", Role::Holder);
+pub const WORKLOAD_NAME: Label = Label::of("workload_name");
 /// A DRA holder's claim.
-pub const DRA_CLAIM_NAME: Label = Label::of("dra_claim_name", Role::Holder);
+pub const DRA_CLAIM_NAME: Label = Label::of("dra_claim_name");
 /// A DRA holder's claim's namespace.
-pub const DRA_CLAIM_NAMESPACE: Label = Label::of("dra_claim_namespace", Role::Holder);
+pub const DRA_CLAIM_NAMESPACE: Label = Label::of("dra_claim_namespace");
 /// A DRA holder's device in the driver's pool.
-pub const DRA_DEVICE_NAME: Label = Label::of("dra_device_name", Role::Holder);
+pub const DRA_DEVICE_NAME: Label = Label::of("dra_device_name");
 /// A DRA holder's driver.
-pub const DRA_DRIVER_NAME: Label = Label::of("dra_driver_name", Role::Holder);
+pub const DRA_DRIVER_NAME: Label = Label::of("dra_driver_name");
 /// A DRA holder's pool.
-pub const DRA_POOL_NAME: Label = Label::of("dra_pool_name", Role::Holder);
+pub const DRA_POOL_NAME: Label = Label::of("dra_pool_name");
 /// dcgm-exporter's DRA MIG profile label (reserved: not written here).
-pub const DRA_MIG_PROFILE: Label = Label::of("dra_mig_profile", Role::Holder);
+pub const DRA_MIG_PROFILE: Label = Label::of("dra_mig_profile");
 /// dcgm-exporter's DRA MIG device label (reserved: not written here).
-pub const DRA_MIG_DEVICE_UUID: Label = Label::of("dra_mig_device_uuid", Role::Holder);
+pub const DRA_MIG_DEVICE_UUID: Label = Label::of("dra_mig_device_uuid");
 
 /// The GPU's UUID as dcgm-exporter's link-entity rows spell it.
-pub const LINK_GPU_UUID: Label = Label::of("gpu_uuid", Role::Identity);
+pub const LINK_GPU_UUID: Label = Label::of("gpu_uuid");
 /// The model name as dcgm-exporter's link-entity rows spell it.
-pub const LINK_MODEL_NAME: Label = Label::of("model_name", Role::Description);
+pub const LINK_MODEL_NAME: Label = Label::of("model_name");
 
 /// The identity labels in the order every series writes them (the host label comes after
 /// them, the descriptions of the `full` shape between `UUID` and the MIG labels).

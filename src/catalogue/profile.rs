@@ -95,8 +95,8 @@ impl Profile {
     /// `Hostname` to `hostname`).
     pub fn host_label(self) -> &'static str {
         match self {
-            Self::Native | Self::Dcgm482 => "Hostname",
-            Self::Dcgm484 | Self::Dcgm49 => "hostname",
+            Self::Native | Self::Dcgm482 => super::labels::HOSTNAME.name,
+            Self::Dcgm484 | Self::Dcgm49 => super::labels::HOSTNAME_LOWER.name,
         }
     }
 

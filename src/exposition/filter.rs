@@ -256,7 +256,11 @@ pub fn widest_series(
                 labels
                     .identity
                     .iter()
-                    .filter(|n| !n.starts_with("GPU_I") && *n != "mig_uuid")
+                    .filter(|n| {
+                        !labels::IDENTITY
+                            .iter()
+                            .any(|l| l.mig && l.name == n.as_str())
+                    })
                     .cloned(),
             );
             if labels.full {
