@@ -86,9 +86,10 @@ pub(crate) fn assert_refused(ex: &Exporter, socket: &Path, kubelet: &FakeKubelet
     );
     let temps = series(&text, "DCGM_FI_DEV_GPU_TEMP");
     assert_eq!(temps.len(), 2, "GPU metrics still served:\n{text}");
+    let holders = series(&text, "gpu_allocation_info");
     assert!(
-        temps.iter().all(|l| label_opt(l, "pod").is_none()),
-        "no pod label without the kubelet: {temps:?}"
+        holders.iter().all(|l| label_opt(l, "pod").is_none()),
+        "no pod holds a GPU without the kubelet: {holders:?}"
     );
     assert_eq!(kubelet.lists(), 0, "no List call got through");
     let sock = socket.display().to_string();
@@ -138,10 +139,10 @@ pub(crate) fn kubelet_socket_refuses_non_root_and_accepts_uid_0_without_capabili
         assert_refused(&ex, &socket, &kubelet);
     }
 
-    // uid 0 without any capability: connects, and the pod's labels reach GPU 0's series.
+    // uid 0 without any capability: connects, and the pod holds GPU 0 on its allocation series.
     let ex = sb.start(Identity::RootWithoutCapabilities, &args);
     let text = ex.metrics_until("the pod on GPU 0", |t| {
-        series(t, "DCGM_FI_DEV_GPU_TEMP")
+        series(t, "gpu_allocation_info")
             .iter()
             .any(|l| label_opt(l, "gpu") == Some("0") && label_opt(l, "pod") == Some("trainer-0"))
     });
