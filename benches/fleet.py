@@ -36,8 +36,9 @@ overview returns nothing; a dashboard returns no data at all. Results go to --js
 Rule evaluation: during the run's last --rules-tail part (half by default) it reads every
 rule group's `prometheus_rule_group_last_duration_seconds` (with its last evaluation's
 timestamp, so each evaluation counts once) and every rule's `evaluationTime` from
-/api/v1/rules, and averages them; the sum over the groups evaluated every interval is the
-rules' cost per interval. At the end it asks each rule's expression once with query
+/api/v1/rules, and averages them; the sum over the groups of their share of one interval
+(a group's mean times the interval over its own, for groups evaluated at least every minute;
+the 5-minute right-sizing group is listed apart) is the rules' cost per interval. At the end it asks each rule's expression once with query
 statistics: the series it returns and the samples it reads. It prints the costliest
 --top-rules rules.
 
@@ -91,6 +92,9 @@ CONFIG_FLAGS = {
 }
 # 2 x hgx-h200 + 2 x hgx-b200 + 2 x h100-mig (8 GPUs each) + 1 x a100-mig-t4 (2 GPUs): 50 GPUs
 # every 7 nodes, so 140 nodes are 1,000 GPUs.
+# Groups evaluated at most this often (seconds) count in the rules' cost per interval at their
+# share (mean × interval / their interval); slower ones are listed apart.
+SHARED_MAX_S = 60
 DEFAULT_MIX = "hgx-h200,hgx-b200,h100-mig,hgx-h200,hgx-b200,h100-mig,a100-mig-t4"
 FLEET_DASHBOARD = "gpu-fleet.json"
 # Each engine gives up on one query after this (an error in the results, a problem for --check).
@@ -375,19 +379,24 @@ class RuleTimes:
 
     def summary(self, since, until, interval):
         """Per group and per rule: the mean duration of the evaluations from `since` to
-        `until`; the sum over the groups evaluated every `interval` seconds (the global
-        evaluation_interval), the cost of one interval."""
+        `until`; per group its share of one `interval` (the global evaluation_interval): the
+        mean times interval / the group's own interval, for the groups evaluated at most every
+        SHARED_MAX_S seconds (a group run every minute costs a quarter of its evaluation per
+        15 s); their sum, the cost of one interval. Slower groups (right-sizing, every 5
+        minutes, reading a day) are listed apart."""
         groups = {}
         for g, evals in sorted(self.groups.items()):
             mean, n, least = self._within(evals, since, until)
             # Iterations Prometheus skipped because the group's last one overran its interval:
             # the machine (or the rules) cannot keep up, and the durations measure the queue.
             seen = [v for t, v in self.missed.get(g, []) if since <= t <= until]
-            groups[g] = {"interval_s": self.intervals.get(g), "mean_s": mean, "min_s": least,
+            every = self.intervals.get(g)
+            share = (round(mean * interval / every, 5)
+                     if mean is not None and every and every <= SHARED_MAX_S else None)
+            groups[g] = {"interval_s": every, "mean_s": mean, "min_s": least, "share_s": share,
                          "evaluations": n, "evaluations_in_run": len(evals),
                          "iterations_missed": int(seen[-1] - seen[0]) if seen else None}
-        per_interval = [v["mean_s"] for v in groups.values()
-                        if v["interval_s"] == interval and v["mean_s"] is not None]
+        per_interval = [v["share_s"] for v in groups.values() if v["share_s"] is not None]
         rules = []
         for (g, i), r in sorted(self.rules.items()):
             mean, n, least = self._within(r["evals"], since, until)
@@ -894,7 +903,11 @@ def ab_summary(runs, interval):
         row = {"interval_s": next((e["groups"][g]["interval_s"] for s in sides for e in ev[s]
                                    if g in e.get("groups", {})), None)}
         for s in sides:
-            row[s] = spread([e.get("groups", {}).get(g, {}).get("mean_s") for e in ev[s]])
+            # A group's share of one interval (its mean where it is not in the sum).
+            row[s] = spread([(lambda x: x.get("share_s") if x.get("share_s") is not None else x.get("mean_s"))(
+                e.get("groups", {}).get(g, {})) for e in ev[s]])
+            row[s + "_interval_s"] = next((e["groups"][g]["interval_s"] for e in ev[s]
+                                           if g in e.get("groups", {})), None)
         row["ratio"] = ratio(row["before"], row["after"])
         out["groups"][g] = row
     out["sum_per_interval"] = {s: spread([e.get("sum_per_interval_s") for e in ev[s]]) for s in sides}
@@ -943,7 +956,11 @@ def ab_report(summary, before, after, args, config):
              "then min / median / max over the runs (seconds):", "",
              "| Group | Before | After | After / before (medians) |", "|---|---|---|---|"]
     for g, row in summary["groups"].items():
-        every = "" if row["interval_s"] == summary["interval_s"] else f" (every {row['interval_s']:.0f} s, not in the sum)"
+        every = ""
+        for side in ("before", "after"):
+            i = row.get(side + "_interval_s")
+            if i and i != summary["interval_s"]:
+                every += (f" ({side}: every {i:.0f} s, {'its share of one interval' if i <= SHARED_MAX_S else 'not in the sum'})")
         lines.append(f"| {g}{every} | {fmt(row['before'])} | {fmt(row['after'])} | {row['ratio'] if row['ratio'] is not None else '–'} |")
     t = summary["sum_per_interval"]
     lines.append(f"| **sum per {summary['interval_s']} s interval** | {fmt(t['before'])} | {fmt(t['after'])} | "
@@ -1123,10 +1140,12 @@ def main(argv):
                       f"total {s['total_s']:.3f} s, median {s['median_s']:.4f} s, max {s['max_s']:.3f} s ({s['slowest']})")
         ev = r.get("rule_evaluation") or {}
         if ev:
-            print(f"  rule groups, mean of the last {args.rules_tail:.0%}'s evaluations: "
-                  f"{ev['sum_per_interval_s']:.3f} s per {args.scrape_interval} s interval ("
-                  + ", ".join(f"{g.rpartition('.')[2]} {v['mean_s']}" for g, v in
-                              sorted(ev["groups"].items(), key=lambda kv: -(kv[1]["mean_s"] or 0))) + ")")
+            print(f"  rule groups, mean of the last {args.rules_tail:.0%}'s evaluations, each group's share "
+                  f"of one interval: {ev['sum_per_interval_s']:.3f} s per {args.scrape_interval} s interval ("
+                  + ", ".join(f"{g.rpartition('.')[2]} {v['share_s'] if v.get('share_s') is not None else v['mean_s']}"
+                              + (f" (every {v['interval_s']:.0f} s, mean {v['mean_s']})"
+                                 if v.get("interval_s") and v["interval_s"] != args.scrape_interval else "")
+                              for g, v in sorted(ev["groups"].items(), key=lambda kv: -(kv[1].get("share_s") or kv[1]["mean_s"] or 0))) + ")")
             print(rule_table(ev["rules"], args.top_rules))
         for s in r.get("spot_values", []):
             print(f"  spot {s['query']}: Prometheus {s['prometheus']}, VictoriaMetrics {s['victoriametrics']}")

@@ -33,6 +33,12 @@ def util(sel):
     return f"accelerator_utilization_ratio{{{sel}}}"
 
 
+def device_busy(sel):
+    """How busy each device is (graphics engine activity where served, else utilization), one
+    value per device keyed by (cluster, UUID, GPU_I_ID), from device:accelerator_busy:ratio."""
+    return f"max by (cluster, UUID, GPU_I_ID) (device:accelerator_busy:ratio{{{sel}}})"
+
+
 def device_util(sel):
     """One utilization value per device, keyed by (cluster, UUID, GPU_I_ID)."""
     return f"max by (cluster, UUID, GPU_I_ID) ({util(sel)})"
@@ -426,7 +432,7 @@ def kubernetes():
     d.panel("table", "Workloads",
             [f"sum by (namespace, workload_kind, workload_name) (allocation:accelerator_allocated_gpus:ratio{{{K8S}}})",
              f"sum by (namespace, workload_kind, workload_name) (allocation:accelerator_allocated_gpus:ratio{{{K8S}}}"
-             f" * allocation:accelerator_utilization:ratio{{{K8S}}})"],
+             f" * on (cluster, UUID, GPU_I_ID) group_left () {device_busy(NODE)})"],
             "none", w=24, description="GPU-equivalents held and busy per owning workload (pods without an owner show an empty workload).",
             transformations=merged_table(["GPUs held", "GPUs busy"]))
     d.panel("table", "Pods and their devices",

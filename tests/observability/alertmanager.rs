@@ -172,9 +172,10 @@ fn alertmanager_config(example: &str, slack_url: &str) -> Result<String, String>
     Ok(config)
 }
 
-/// The shipped rules with GpuNodeIdle's `for: 30m` made a few seconds ([`IDLE_NODE_FOR`]),
-/// and nothing else changed: the test proves the chain from the rule to Slack, not the 30
-/// minutes, which the promtool unit tests (alerts/tests/) prove.
+/// The shipped rules with GpuNodeIdle's `for: 30m` made a few seconds ([`IDLE_NODE_FOR`])
+/// (and, by the caller, the groups' own intervals 1s), and nothing else changed: the test
+/// proves the chain from the rule to Slack, not the 30 minutes, which the promtool unit tests
+/// (alerts/tests/) prove.
 fn rules_with_short_idle_node_for(rules: &str) -> Result<String, String> {
     let lines: Vec<&str> = rules.lines().collect();
     let start = lines
@@ -246,6 +247,7 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
     let rules = match std::fs::read_to_string(alerts.join(RULES_FILE))
         .map_err(|e| format!("{RULES_FILE}: cannot read: {e}"))
         .and_then(|t| rules_with_short_idle_node_for(&t))
+        .and_then(|t| super::prometheus::with_test_intervals(&t))
     {
         Ok(r) => r,
         Err(e) => {
