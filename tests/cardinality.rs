@@ -34,7 +34,13 @@ const SCENARIOS: [&str; 9] = [
     "batch",
 ];
 
-const PROFILES: [&str; 4] = ["native", "dcgm-4.8.2", "dcgm-4.8.4", "dcgm-4.9"];
+const PROFILES: [&str; 5] = [
+    "native",
+    "dcgm-4.8.2",
+    "dcgm-4.8.4",
+    "dcgm-4.9",
+    "dcgm-4.10",
+];
 
 /// Series per family of one scrape (comment lines left out).
 fn families(text: &str) -> BTreeMap<String, usize> {

@@ -497,6 +497,7 @@ fn compatibility_profiles_change_what_dashboards_see() {
         (Some("dcgm-4.8.2"), "Hostname", true),
         (Some("dcgm-4.8.4"), "hostname", true),
         (Some("dcgm-4.9"), "hostname", true),
+        (Some("dcgm-4.10"), "hostname", true),
     ];
     for (profile, host, repeated) in cases {
         let mut args = vec!["-k"];
@@ -522,8 +523,10 @@ fn compatibility_profiles_change_what_dashboards_see() {
             !text.contains(&format!("{other}=\"")),
             "{what}: no {other} label"
         );
-        // dcgm-4.9's built-in set: DCGM 4.6/4.7 names in base units, the driver label renamed.
-        let v49 = profile == Some("dcgm-4.9");
+        // dcgm-4.9's built-in set (and 4.10's): DCGM 4.6/4.7 names in base units, the driver
+        // label renamed.
+        let v410 = profile == Some("dcgm-4.10");
+        let v49 = profile == Some("dcgm-4.9") || v410;
         let (sm, driver) = if v49 {
             (
                 "DCGM_FI_DEV_SM_CLOCK_HERTZ{",
@@ -550,6 +553,20 @@ fn compatibility_profiles_change_what_dashboards_see() {
             v49,
             "{what}"
         );
+        // dcgm-4.10's: the PCIe byte rates under their ..._BYTES_PER_SECOND names, typed
+        // gauge, the NVLink pair off (optional in 4.10's set).
+        for dir in ["TX", "RX"] {
+            let new = format!("DCGM_FI_PROF_PCIE_{dir}_BYTES_PER_SECOND");
+            assert_eq!(text.contains(&format!("{new}{{")), v410, "{what}: {new}");
+            assert_eq!(
+                text.contains(&format!("# TYPE {new} gauge\n")),
+                v410,
+                "{what}: {new}"
+            );
+            let old = format!("DCGM_FI_PROF_PCIE_{dir}_BYTES{{");
+            assert_eq!(text.contains(&old), !v410, "{what}: {old}");
+        }
+        assert!(!text.contains("DCGM_FI_PROF_NVLINK_TX_BYTES"), "{what}");
         // Dashboard 23382 lists MIG instances with their pods through a device field.
         let sm_on_mig = text
             .lines()
@@ -598,6 +615,11 @@ fn compatibility_profiles_change_what_dashboards_see() {
             profile == Some("dcgm-4.9"),
             "{what}: {log}"
         );
+        assert_eq!(
+            log.contains("--compatibility dcgm-4.10: unverified: "),
+            v410,
+            "{what}: {log}"
+        );
     }
     let out = Command::new(BIN)
         .args(["--compatibility", "4.8.4"])
@@ -608,35 +630,57 @@ fn compatibility_profiles_change_what_dashboards_see() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("invalid value '4.8.4' for '--compatibility <PROFILE>'")
-            && err.contains("[possible values: native, dcgm-4.8.2, dcgm-4.8.4, dcgm-4.9]"),
+            && err
+                .contains("[possible values: native, dcgm-4.8.2, dcgm-4.8.4, dcgm-4.9, dcgm-4.10]"),
         "{err}"
     );
 }
 
-/// dcgm-4.9 serves gpu-exporter's shipped 4.8-named sets, unmodified, as their 4.9 versions
-/// (dcgm-exporter 4.9's image holds its 4.9 sets at the same paths); a file of the user's own,
-/// even one byte away from a shipped set, is served as written.
+/// dcgm-4.9 and dcgm-4.10 serve gpu-exporter's shipped 4.8-named sets, unmodified, as their
+/// own versions (dcgm-exporter 4.9's and 4.10's images hold their sets at the same paths); a
+/// file of the user's own, even one byte away from a shipped set, is served as written, its
+/// 4.8 names (the PCIe byte rates' `DCGM_FI_PROF_PCIE_TX_BYTES` included) kept.
 #[test]
-fn dcgm_4_9_serves_the_shipped_sets_in_their_4_9_version() {
+fn dcgm_4_9_and_4_10_serve_the_shipped_sets_in_their_own_version() {
     let dir = tempfile::tempdir().unwrap();
     let shipped = include_str!("../counters/dcp-metrics-included.csv");
     let own = format!("{shipped}DCGM_FI_DEV_POWER_VIOLATION, counter, v\n");
-    for (text, swapped) in [(shipped.to_owned(), true), (own, false)] {
-        let f = dir.path().join("dcp-metrics-included.csv");
-        std::fs::write(&f, &text).unwrap();
-        let e = spawn_ready_with(
-            None,
-            "a100-l4",
-            &["--compatibility", "dcgm-4.9", "-f", f.to_str().unwrap()],
-        );
-        let m = e.metrics();
-        assert_eq!(m.contains("DCGM_FI_DEV_GPU_TEMP_CELSIUS{"), swapped, "{m}");
-        assert_eq!(m.contains("DCGM_FI_DEV_GPU_TEMP{"), !swapped, "{m}");
-        assert_eq!(
-            e.log()
-                .contains("served as dcgm-4.9-dcp-metrics-included.csv"),
-            swapped
-        );
+    for profile in ["dcgm-4.9", "dcgm-4.10"] {
+        for (text, swapped) in [(shipped.to_owned(), true), (own.clone(), false)] {
+            let f = dir.path().join("dcp-metrics-included.csv");
+            std::fs::write(&f, &text).unwrap();
+            let e = spawn_ready_with(
+                None,
+                "h100-mig",
+                &["--compatibility", profile, "-f", f.to_str().unwrap()],
+            );
+            // (The profiling byte rates are there from the second tick.)
+            let m = e.metrics_until("PCIe byte rates", |t| t.contains("DCGM_FI_PROF_PCIE_RX"));
+            let what = format!("{profile}, swapped {swapped}");
+            assert_eq!(
+                m.contains("DCGM_FI_DEV_GPU_TEMP_CELSIUS{"),
+                swapped,
+                "{what}"
+            );
+            assert_eq!(m.contains("DCGM_FI_DEV_GPU_TEMP{"), !swapped, "{what}");
+            let renamed = swapped && profile == "dcgm-4.10";
+            assert_eq!(
+                m.contains("DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND{"),
+                renamed,
+                "{what}"
+            );
+            assert_eq!(
+                m.contains("DCGM_FI_PROF_PCIE_RX_BYTES{"),
+                !renamed,
+                "{what}"
+            );
+            assert_eq!(
+                e.log()
+                    .contains(&format!("served as {profile}-dcp-metrics-included.csv")),
+                swapped,
+                "{what}"
+            );
+        }
     }
 }
 

@@ -178,7 +178,12 @@ fn golden_a100_l4_with_pods() {
 /// pod-label naming, on the MIG node with pods.
 #[test]
 fn golden_h100_mig_per_compatibility_profile() {
-    for profile in [Profile::Dcgm482, Profile::Dcgm484, Profile::Dcgm49] {
+    for profile in [
+        Profile::Dcgm482,
+        Profile::Dcgm484,
+        Profile::Dcgm49,
+        Profile::Dcgm410,
+    ] {
         let name = profile.name();
         let (file, text) = profile.builtin_counters();
         let counters =

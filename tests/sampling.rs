@@ -600,6 +600,78 @@ fn collection_fields_are_read_at_their_own_interval() {
     }
 }
 
+/// dcgm-exporter 4.10 fixed its Xid counters for a counters file that also has the Xid field as
+/// a `label` row. Here the counters never depended on that row: under every profile, with
+/// `DCGM_FI_DEV_XID_ERRORS` typed `label` (a number typed label: a load warning, and it labels
+/// nothing), `DCGM_EXP_XID_ERRORS_TOTAL` counts each Xid and the window counts it too.
+#[test]
+fn xid_counters_count_when_the_xid_field_is_also_a_label() {
+    use gpu_exporter::catalogue::profile::Profile;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("xid.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"xid\"\nnode = \"n\"\n\
+         [[gpus]]\nmodel = \"H100-SXM5-80GB\"\nworkload = { kind = \"training\", level = 0.5 }\n\
+         [[faults]]\nat = 20\ngpu = 0\nkind = \"xid\"\nxid = 13\nrepeat = 3\nevery = 1\n",
+    )
+    .unwrap();
+    let csv = "DCGM_FI_DEV_GPU_TEMP, gauge, t\n\
+               DCGM_FI_DEV_XID_ERRORS, label, x\n\
+               DCGM_EXP_XID_ERRORS_TOTAL, counter, n\n\
+               DCGM_EXP_XID_ERRORS_COUNT, gauge, w\n";
+    for profile in Profile::ALL {
+        let counters = std::sync::Arc::new(
+            gpu_exporter::catalogue::csv::parse_counters("xid.csv", csv).unwrap(),
+        );
+        assert!(
+            counters
+                .warnings
+                .iter()
+                .any(|w| w.contains("xid.csv:2:") && w.contains("a number typed label")),
+            "{:?}",
+            counters.warnings
+        );
+        let cfg = common::config(&["--compatibility", profile.name()]);
+        let mut run = Run::new(
+            common::SimNode::new(scenario.to_str().unwrap(), 1),
+            counters,
+            cfg.reader_options(),
+            cfg.encode_options(),
+        );
+        run.at(10.0);
+        let before = run.at(15.0);
+        assert!(
+            series(&before, "DCGM_EXP_XID_ERRORS_TOTAL")
+                .iter()
+                .all(|l| !l.contains("xid=\"13\"")),
+            "{}: {before}",
+            profile.name()
+        );
+        run.at(25.0);
+        let text = run.at(30.0);
+        let what = profile.name();
+        let total: Vec<&str> = series(&text, "DCGM_EXP_XID_ERRORS_TOTAL")
+            .into_iter()
+            .filter(|l| l.contains("xid=\"13\""))
+            .collect();
+        assert_eq!(total.len(), 1, "{what}: {text}");
+        assert_eq!(value(total[0]), 3.0, "{what}: {text}");
+        let window: Vec<&str> = series(&text, "DCGM_EXP_XID_ERRORS_COUNT")
+            .into_iter()
+            .filter(|l| l.contains("xid=\"13\""))
+            .collect();
+        assert_eq!(window.len(), 1, "{what}: {text}");
+        assert_eq!(value(window[0]), 3.0, "{what}: {text}");
+        // The other families keep their series; the label row adds no label.
+        assert!(!series(&text, "DCGM_FI_DEV_GPU_TEMP").is_empty(), "{what}");
+        assert!(
+            !text.contains("DCGM_FI_DEV_XID_ERRORS=\""),
+            "{what}: {text}"
+        );
+    }
+}
+
 /// `# TYPE` per profile, for a file that types a rate and a window count `counter` (as
 /// dcgm-exporter's own files do): dcgm-exporter 4.8.3+ types
 /// `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` gauge whatever the file says (its #658) and the
@@ -617,6 +689,7 @@ fn types_are_written_per_profile() {
         (Profile::Dcgm482, "counter", "counter"),
         (Profile::Dcgm484, "gauge", "gauge"),
         (Profile::Dcgm49, "gauge", "gauge"),
+        (Profile::Dcgm410, "gauge", "gauge"),
     ] {
         let counters = std::sync::Arc::new(
             gpu_exporter::catalogue::csv::parse_counters("n.csv", csv).unwrap(),

@@ -4,7 +4,8 @@
 //!
 //! - the lowercase names of DCGM 1.x (`dcgm_gpu_temp`), still used by counters files written
 //!   for `--use-old-namespace` (dcgm-exporter's `1.x-compatibility-metrics.csv`);
-//! - the DCGM 4.6 names (dcgm-exporter 4.9's files) of fields we list, same id;
+//! - the DCGM 4.6 names (dcgm-exporter 4.9's files) of fields we list, same id, and the four
+//!   profiling byte rates dcgm-exporter 4.10 renames (`…_BYTES_PER_SECOND`);
 //! - synonyms from `dcgm_fields.h`: a deprecated spelling of a field we list
 //!   (`DCGM_FI_DEV_CLOCK_THROTTLE_REASONS`), or the newer spelling of one
 //!   (`DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL`, the current name of id 449). Only synonyms that
@@ -254,6 +255,26 @@ pub(super) static ALIASES: &[(&str, &str)] = &[
         "DCGM_FI_PROF_FP16_UTIL_RATIO",
         "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
     ),
+    // The names dcgm-exporter 4.10 (DCGM 4.8) gives the profiling byte rates. Its release
+    // notes say the four are renamed and still in bytes per second; that they keep ids
+    // 1009-1012 (renamed in place, as DCGM 4.7 renamed 1001-1008) is our assumption: DCGM
+    // 4.8's dcgm_fields.h was not available to check.
+    (
+        "DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND",
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND",
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+    ),
+    (
+        "DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND",
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    ),
+    (
+        "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND",
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+    ),
 ];
 
 /// The canonical name an alias stands for (ASCII case-insensitive), if it is one.
@@ -404,6 +425,11 @@ mod tests {
             ("DCGM_FI_PROF_FP64_UTIL_RATIO", 1006),
             ("DCGM_FI_PROF_FP32_UTIL_RATIO", 1007),
             ("DCGM_FI_PROF_FP16_UTIL_RATIO", 1008),
+            // dcgm-exporter 4.10's names (ids assumed kept; see ALIASES).
+            ("DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND", 1009),
+            ("DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND", 1010),
+            ("DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND", 1011),
+            ("DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND", 1012),
         ];
         assert_eq!(expected.len(), ALIASES.len());
         for (alias, id) in expected {

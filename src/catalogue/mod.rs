@@ -67,8 +67,9 @@
 //! 8. **Shipped files and docs.** A row in `counters/default-counters.csv` and
 //!    `counters/dcp-metrics-included.csv`, commented out unless it should be on by default
 //!    (their active rows are dcgm-exporter 4.8's); `recommended.csv` when a shipped dashboard
-//!    or alert reads it. The `dcgm-4.8.2-*` and `dcgm-4.9-*` pairs stand for dcgm-exporter's
-//!    own files under `--compatibility` (the table atop `counters/README.md`) and follow those.
+//!    or alert reads it. The `dcgm-4.8.2-*`, `dcgm-4.9-*` and `dcgm-4.10-*` pairs stand for
+//!    dcgm-exporter's own files under `--compatibility` (the table atop `counters/README.md`)
+//!    and follow those.
 //!    `counters/README.md` ("Where names come from") says which kinds of names load: extend it
 //!    for a new kind.
 //! 9. **Tests.** The ordering test below (`every_table_is_ordered_by_id_and_no_name_or_id_repeats`)

@@ -172,8 +172,9 @@ pub struct ExpositionArgs {
     /// Replace spaces in `modelName` with `-`.
     #[arg(long = "replace-blanks-in-model-name", env = "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", action = ArgAction::SetTrue)]
     pub replace_blanks_in_model_name: bool,
-    /// Which dcgm-exporter this node replaces: native, dcgm-4.8.2, dcgm-4.8.4 (or 4.8.3) or
-    /// dcgm-4.9. Sets the host label's name, the MIG shape and the pod-label collision prefix.
+    /// Which dcgm-exporter this node replaces: native, dcgm-4.8.2, dcgm-4.8.4 (or 4.8.3),
+    /// dcgm-4.9 or dcgm-4.10. Sets the host label's name, the MIG shape and the pod-label
+    /// collision prefix.
     #[arg(
         long = "compatibility",
         env = "GPU_EXPORTER_COMPATIBILITY",

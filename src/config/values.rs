@@ -221,6 +221,8 @@ mod tests {
     fn enum_values_are_read_as_dcgm_exporter_spells_them() {
         assert_eq!(parse::<Profile>(" DCGM-v4.8.3 "), Ok(Profile::Dcgm484));
         assert_eq!(parse::<Profile>("dcgm-4.9.0"), Ok(Profile::Dcgm49));
+        assert_eq!(parse::<Profile>("dcgm-4.10.0"), Ok(Profile::Dcgm410));
+        assert_eq!(parse::<Profile>("DCGM-v4.10"), Ok(Profile::Dcgm410));
         assert_eq!(parse::<Profile>("Native"), Ok(Profile::Native));
         assert_eq!(parse::<Profile>("dcgm-4.8.3"), Ok(Profile::Dcgm484));
         for p in Profile::ALL {

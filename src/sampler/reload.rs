@@ -82,9 +82,9 @@ pub struct CountersFile {
 /// A check run on every parsed new version before it applies; `Err` holds why it is refused.
 pub type Validator = Box<dyn Fn(&CounterSet) -> Result<(), String> + Send>;
 
-/// Parses a counters file's text. Under `dcgm-4.9` one of gpu-exporter's shipped 4.8-named
-/// sets, unmodified, is served as its 4.9 version (see [`Profile::stand_in`]); the origin of
-/// every message says so.
+/// Parses a counters file's text. Under `dcgm-4.8.2`, `dcgm-4.9` and `dcgm-4.10` one of
+/// gpu-exporter's shipped 4.8-named sets, unmodified, is served as that version's set (see
+/// [`Profile::stand_in`]); the origin of every message says so.
 /// A set without any metric row (an empty, truncated or all-commented file) is refused: it
 /// would silently serve no GPU series at all.
 fn parse_as(profile: Profile, origin: &str, text: &str) -> Result<CounterSet, CsvError> {

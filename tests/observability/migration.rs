@@ -37,7 +37,7 @@ struct Names {
     dram: &'static str,
 }
 
-const PROFILES: [Names; 3] = [
+const PROFILES: [Names; 4] = [
     Names {
         profile: "dcgm-4.8.2",
         host: "Hostname",
@@ -66,6 +66,20 @@ const PROFILES: [Names; 3] = [
     },
     Names {
         profile: "dcgm-4.9",
+        host: "hostname",
+        temp: "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
+        power: "DCGM_FI_DEV_BOARD_POWER_WATTS",
+        sm_clock: "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+        mem_clock: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
+        util: "DCGM_FI_DEV_GPU_UTIL_RATIO",
+        fb_used: "DCGM_FI_DEV_FB_USED_BYTES",
+        tensor: "DCGM_FI_PROF_TENSOR_UTIL_RATIO",
+        gr_engine: "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",
+        dram: "DCGM_FI_PROF_DRAM_UTIL_RATIO",
+    },
+    // 4.10 renames only the profiling byte rates, which these dashboards do not chart.
+    Names {
+        profile: "dcgm-4.10",
         host: "hostname",
         temp: "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
         power: "DCGM_FI_DEV_BOARD_POWER_WATTS",
@@ -128,7 +142,7 @@ fn queries(n: &Names) -> Vec<(String, String)> {
         ),
     ];
     // The GPU Operator's recording rules (4.8 names: the operator ships them for those).
-    if p != "dcgm-4.9" {
+    if !matches!(p, "dcgm-4.9" | "dcgm-4.10") {
         for field in [
             "DCGM_FI_DEV_GPU_UTIL",
             "DCGM_FI_DEV_POWER_USAGE",

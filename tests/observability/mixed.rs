@@ -1,9 +1,9 @@
 //! The mixed fleet: the `incidents` node once more under each `dcgm-*` compatibility profile
-//! (and under dcgm-4.9 with a counters file in dcgm-exporter 4.9's names), and in the native
-//! profile's full label shape (`--series-labels full`: descriptions and holders on every
-//! series) beside the native incidents node's default lean shape, each with a node name of its
-//! own, scraped by the same Prometheus as the native nodes. Every dashboard's `$node` variable
-//! must list each of them. For the same faults, the same alerts must fire on every node, and
+//! (and under dcgm-4.9 and dcgm-4.10 with counters files in dcgm-exporter 4.9's and 4.10's
+//! names), and in the native profile's full label shape (`--series-labels full`: descriptions
+//! and holders on every series) beside the native incidents node's default lean shape, each
+//! with a node name of its own, scraped by the same Prometheus as the native nodes. Every
+//! dashboard's `$node` variable must list each of them. For the same faults, the same alerts must fire on every node, and
 //! every dashboard panel that has data for the native incidents node must have data for each
 //! of these nodes, except, on the DCGM-only nodes, what the docs name as native-only: the
 //! alerts marked `no` in the table "Which nodes give which alerts" of alerts/README.md, and the
@@ -32,9 +32,10 @@ pub(crate) struct MixedNode {
 
 /// The incidents scenario under every `dcgm-*` profile, with `counters/recommended.csv` (a
 /// file of our own keeps its 4.8 names under every profile), once with the same fields under
-/// dcgm-exporter 4.9's names (what a dcgm-exporter 4.9 node serves), and once in the native
-/// profile's full label shape.
-pub(crate) const MIXED: [MixedNode; 5] = [
+/// dcgm-exporter 4.9's names (what a dcgm-exporter 4.9 node serves), once under 4.10's (its
+/// PCIe and NVLink traffic only in the renamed `…_BYTES_PER_SECOND` profiling rates), and once
+/// in the native profile's full label shape.
+pub(crate) const MIXED: [MixedNode; 7] = [
     MixedNode {
         node: "sim-incidents-dcgm-4-8-2",
         args: &["--compatibility", "dcgm-4.8.2"],
@@ -57,6 +58,18 @@ pub(crate) const MIXED: [MixedNode; 5] = [
         node: "sim-incidents-dcgm-4-9-names",
         args: &["--compatibility", "dcgm-4.9"],
         counters: "tests/fixtures/csv/recommended-dcgm-4.9-names.csv",
+        dcgm_only: true,
+    },
+    MixedNode {
+        node: "sim-incidents-dcgm-4-10",
+        args: &["--compatibility", "dcgm-4.10"],
+        counters: "counters/recommended.csv",
+        dcgm_only: true,
+    },
+    MixedNode {
+        node: "sim-incidents-dcgm-4-10-names",
+        args: &["--compatibility", "dcgm-4.10"],
+        counters: "tests/fixtures/csv/recommended-dcgm-4.10-names.csv",
         dcgm_only: true,
     },
     MixedNode {
