@@ -106,7 +106,9 @@ const KUBE_VERSION: &str = "1.30.0";
 /// The runbook base the shipped rules file uses.
 const DEFAULT_RUNBOOK_BASE: &str =
     "https://github.com/gpu-exporter/gpu-exporter/blob/main/alerts/README.md#";
-const COUNTERS_FILE: &str = "/etc/dcgm-exporter/default-counters.csv";
+/// Where the chart mounts its counters ConfigMap and points `-f`: beside, not over, the
+/// image's own files in /etc/dcgm-exporter.
+const COUNTERS_FILE: &str = "/etc/gpu-exporter/counters/default-counters.csv";
 const COUNTERS_KEY: &str = "default-counters.csv";
 /// Where the chart mounts the TLS Secret.
 const TLS_DIR: &str = "/etc/gpu-exporter/tls";
