@@ -50,9 +50,21 @@
 //!   team's pod label into `team` on either monitor; bad prices fail rendering.
 //! - `rules_only_notes_say_that_no_exporter_runs`: NOTES.txt in that mode names no DaemonSet,
 //!   `helm test` or counters, and says how to turn the exporter on.
+//! - `operator_arguments_and_env_start_on_a_simulated_node`: the GPU Operator's dcgm-exporter
+//!   env (ClusterPolicy and GPUCluster DaemonSets) and args in `extraEnv` / `arguments`: the
+//!   rendered container, run here on a simulated node with the image's counters files and
+//!   the ConfigMap volumes laid out as the kubelet would, starts and serves the counters file
+//!   they name, and the chart adds no `-f` of its own.
+//! - `counters_file_in_arguments_or_env_replaces_the_charts`: the chart drops its `-f` for
+//!   exactly the argument lists in which the exporter's parser finds a counters file, and for
+//!   DCGM_EXPORTER_COLLECTORS; with a chart counters value too, rendering fails naming both;
+//!   no mount hides the image's /etc/dcgm-exporter.
+//! - `gpu_operator_modes_place_the_pods_and_scope_rbac`: `gpuOperator.mode` clusterPolicy and
+//!   gpuCluster select the operator's node labels; gpuCluster sets KUBERNETES_ENABLE_DRA and
+//!   a ClusterRole on ResourceSlices only (pods only for pod labels or UIDs).
 //!
 //! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
-//! `helm_test`, `web`, `values`, `cost` and `rules_only`; `checks`, `render` and `tools` hold what several of them use, and
+//! `helm_test`, `web`, `values`, `cost`, `rules_only` and `operator`; `checks`, `render` and `tools` hold what several of them use, and
 //! `tests/common` what other test crates use too.
 //!
 //! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
@@ -73,6 +85,7 @@ mod cost;
 mod daemonset;
 mod helm_test;
 mod monitoring;
+mod operator;
 mod render;
 mod rules_only;
 mod schemas;

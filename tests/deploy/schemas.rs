@@ -66,6 +66,20 @@ pub(crate) fn core_objects_pass_kubernetes_schemas() {
             ),
         ),
         (
+            "the GPU Operator's GPUCluster deployment, its env copied in",
+            template(
+                &helm,
+                &[],
+                &[json!({
+                    "gpuOperator": {"mode": "gpuCluster"},
+                    "extraEnv": [
+                        {"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcp-metrics-included.csv"},
+                        {"name": "KUBERNETES_ENABLE_DRA", "value": "true"},
+                    ],
+                })],
+            ),
+        ),
+        (
             "rules and dashboards only (exporter.enabled=false)",
             template(&helm, &[RULES_ONLY], &[]),
         ),
