@@ -62,9 +62,13 @@
 //! - `gpu_operator_modes_place_the_pods_and_scope_rbac`: `gpuOperator.mode` clusterPolicy and
 //!   gpuCluster select the operator's node labels; gpuCluster sets KUBERNETES_ENABLE_DRA and
 //!   a ClusterRole on ResourceSlices only (pods only for pod labels or UIDs).
+//! - `alerts_readme_says_which_preset_each_alert_needs`: the table of alerts/README.md
+//!   "Which counters preset each alert needs" is what the chart's rules and presets give
+//!   (each expression parsed for what it reads); with `recommended` every alert can fire.
+//! - `alert_expressions_parse_into_what_they_need`: that parser on small expressions.
 //!
 //! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
-//! `helm_test`, `web`, `values`, `cost`, `rules_only` and `operator`; `checks`, `render` and `tools` hold what several of them use, and
+//! `helm_test`, `web`, `values`, `cost`, `rules_only`, `operator` and `presets`; `checks`, `render` and `tools` hold what several of them use, and
 //! `tests/common` what other test crates use too.
 //!
 //! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
@@ -86,6 +90,7 @@ mod daemonset;
 mod helm_test;
 mod monitoring;
 mod operator;
+mod presets;
 mod render;
 mod rules_only;
 mod schemas;
