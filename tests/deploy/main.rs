@@ -3,7 +3,8 @@
 //! `kubernetes-validate` (strict, Kubernetes 1.30 schemas) and `promtool check rules`.
 //!
 //! - `helm_lint_passes`: `helm lint --strict` with the default values,
-//!   `ci/all-features-values.yaml` and `ci/rules-only-values.yaml`.
+//!   `ci/all-features-values.yaml`, `ci/rules-only-values.yaml` and the two
+//!   `examples/operator-mirror*.yaml`.
 //! - `core_objects_pass_kubernetes_schemas`: every core object (DaemonSet, Service,
 //!   ServiceAccount, ClusterRole(Binding), ConfigMap, Secret, Namespace) of several renders and
 //!   of the committed manifests, validated in strict mode; no rendered kind escapes a check.
@@ -66,9 +67,15 @@
 //!   "Which counters preset each alert needs" is what the chart's rules and presets give
 //!   (each expression parsed for what it reads); with `recommended` every alert can fire.
 //! - `alert_expressions_parse_into_what_they_need`: that parser on small expressions.
+//! - `gpu_operator_doc_values_render_as_this_page_says`: the example values files
+//!   (`examples/operator-mirror*.yaml`) are on docs/gpu-operator.md as they are, and their
+//!   render has what the page says (the operator's node label, kube-prometheus-stack's
+//!   default selector labels, a preset with which every alert fires, the GPUCluster RBAC);
+//!   the failure it quotes is the chart's; its helm commands of the chart render.
+//! - `migration_doc_values_render_as_it_says`: docs/migration.md's values, step by step.
 //!
 //! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
-//! `helm_test`, `web`, `values`, `cost`, `rules_only`, `operator` and `presets`; `checks`, `render` and `tools` hold what several of them use, and
+//! `helm_test`, `web`, `values`, `cost`, `rules_only`, `operator`, `presets` and `docs`; `checks`, `render` and `tools` hold what several of them use, and
 //! `tests/common` what other test crates use too.
 //!
 //! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
@@ -87,6 +94,7 @@ mod common;
 mod copies;
 mod cost;
 mod daemonset;
+mod docs;
 mod helm_test;
 mod monitoring;
 mod operator;

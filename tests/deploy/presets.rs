@@ -368,7 +368,7 @@ fn parse_expr(expr: &str) -> Result<Need, String> {
 
 /// The table derived from the chart's rules and presets: (alert, preset or "none", the
 /// families of the recommended preset it reads that the default preset lacks).
-fn derived_table() -> Vec<(String, String, Vec<String>)> {
+pub(crate) fn derived_table() -> Vec<(String, String, Vec<String>)> {
     let chart = repo().join(CHART);
     let rules: Value =
         serde_saphyr::from_str(&std::fs::read_to_string(chart.join(RULES)).unwrap()).unwrap();

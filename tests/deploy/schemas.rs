@@ -9,7 +9,19 @@ pub(crate) fn helm_lint_passes() {
         return;
     };
     let mut f = Failures::default();
-    for extra in [vec![], vec!["-f", ALL_FEATURES], vec!["-f", RULES_ONLY]] {
+    for extra in [
+        vec![],
+        vec!["-f", ALL_FEATURES],
+        vec!["-f", RULES_ONLY],
+        vec![
+            "-f",
+            "deploy/helm/gpu-exporter/examples/operator-mirror.yaml",
+        ],
+        vec![
+            "-f",
+            "deploy/helm/gpu-exporter/examples/operator-mirror-gpucluster.yaml",
+        ],
+    ] {
         let mut cmd = Command::new(&helm);
         cmd.current_dir(repo())
             .args(["lint", "--strict", CHART])

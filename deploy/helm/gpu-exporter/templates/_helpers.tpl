@@ -301,7 +301,7 @@ applies.
 {{- if $v.counters.existingConfigMap }}{{ $chartCounters = append $chartCounters (printf "counters.existingConfigMap=%s" $v.counters.existingConfigMap) }}{{ end }}
 {{- if ne (toString $v.counters.preset) "default" }}{{ $chartCounters = append $chartCounters (printf "counters.preset=%s" $v.counters.preset) }}{{ end }}
 {{- if $chartCounters }}
-{{- fail (printf "%s name(s) the counters file, and so does %s: the exporter reads one file. Keep one: drop the -f/--collectors or DCGM_EXPORTER_COLLECTORS to use the chart's counters values, or leave counters.preset (default), counters.custom and counters.existingConfigMap unset to use the file you named." (join ", " $userCounters) (join ", " $chartCounters)) }}
+{{- fail (printf "%s name(s) the counters file, and so does %s: the exporter reads one file. Keep one: drop the -f/--collectors or DCGM_EXPORTER_COLLECTORS to use the chart's counters values, or leave counters.preset at default and counters.custom and counters.existingConfigMap empty to use the file you named." (join ", " $userCounters) (join ", " $chartCounters)) }}
 {{- end }}
 {{- end }}
 {{- $mode := include "gpu-exporter.operatorMode" . }}
