@@ -63,6 +63,7 @@
 //! - `gpu_operator_modes_place_the_pods_and_scope_rbac`: `gpuOperator.mode` clusterPolicy and
 //!   gpuCluster select the operator's node labels; gpuCluster sets KUBERNETES_ENABLE_DRA and
 //!   a ClusterRole on ResourceSlices only (pods only for pod labels or UIDs).
+//! - `notes_name_the_operator_label_and_the_counters_file`: NOTES.txt under those settings.
 //! - `alerts_readme_says_which_preset_each_alert_needs`: the table of alerts/README.md
 //!   "Which counters preset each alert needs" is what the chart's rules and presets give
 //!   (each expression parsed for what it reads); with `recommended` every alert can fire.

@@ -745,3 +745,68 @@ pub(crate) fn gpu_operator_modes_place_the_pods_and_scope_rbac() {
     }
     f.finish("gpuOperator.mode");
 }
+
+/// NOTES.txt says where the pods run under `gpuOperator.mode`, what the GPUCluster exporter
+/// reads through the API, and which counters file a GPU Operator configuration named.
+#[test]
+pub(crate) fn notes_name_the_operator_label_and_the_counters_file() {
+    let Some(helm) = helm_or_skip("notes_name_the_operator_label_and_the_counters_file") else {
+        return;
+    };
+    let mut f = Failures::default();
+    let file = "/etc/dcgm-exporter/dcp-metrics-included.csv";
+    for (values, want, not) in [
+        (
+            json!({"gpuOperator": {"mode": "gpuCluster"}}),
+            vec![
+                "nvidia.com/gpu.deploy.dcgm-exporter-dra=true (gpuOperator.mode=gpuCluster",
+                "It reads ResourceSlices through the Kubernetes API",
+            ],
+            vec!["nvidia.com/gpu.present", "this node's pods"],
+        ),
+        (
+            json!({"gpuOperator": {"mode": "clusterPolicy"}}),
+            vec!["nvidia.com/gpu.deploy.dcgm-exporter=true (gpuOperator.mode=clusterPolicy"],
+            vec!["nvidia.com/gpu.present"],
+        ),
+        (
+            json!({"extraEnv": operator_env()}),
+            vec![
+                "on every node labelled\nnvidia.com/gpu.present=true",
+                &format!(
+                    "Counters: the file that extraEnv DCGM_EXPORTER_COLLECTORS={file} name(s)"
+                ),
+            ],
+            vec!["preset", "/etc/gpu-exporter/counters"],
+        ),
+        (
+            json!({}),
+            vec!["Counters: the \"default\" preset, mounted at /etc/gpu-exporter/counters."],
+            vec!["/etc/dcgm-exporter"],
+        ),
+    ] {
+        let notes = match notes(&helm, std::slice::from_ref(&values)) {
+            Ok(n) => n,
+            Err(e) => {
+                f.add(format!("{values}: {e}"));
+                continue;
+            }
+        };
+        for w in &want {
+            if !notes.contains(w) {
+                f.add(format!("{values}: NOTES.txt lacks {w:?}:\n{notes}"));
+            }
+        }
+        for n in &not {
+            if notes.contains(n) {
+                f.add(format!("{values}: NOTES.txt says {n:?}:\n{notes}"));
+            }
+        }
+        if notes.starts_with('\n') || notes.contains("\n\n\n") {
+            f.add(format!(
+                "{values}: NOTES.txt has stray blank lines:\n{notes}"
+            ));
+        }
+    }
+    f.finish("NOTES.txt with the GPU Operator's settings");
+}
