@@ -124,7 +124,7 @@ a value that is not blank (a blank one counts as not set, as in dcgm-exporter) o
 {{- if $stop }}
 {{- else if eq $s "--" }}
 {{- $stop = true }}
-{{- else if or (has $s (list "-f" "--collectors" "-collectors")) (and (regexMatch "^-[kno]+f$" $s) true) }}
+{{- else if or (has $s (list "-f" "--collectors" "-collectors")) (regexMatch "^-[kno]+f$" $s) }}
 {{- $value := "" }}
 {{- if lt (add1 $i) $n }}{{ $value = printf " %s" (toString (index $args (add1 $i))) }}{{ end }}
 {{- $found = append $found (printf "arguments[%d] %q%s" $i $s $value) }}
