@@ -91,7 +91,7 @@ pub(crate) fn check_common_security(f: &mut Failures, what: &str, ds: &Value) {
     }
 }
 
-/// The counters ConfigMap `name` mounted as a whole directory at /etc/dcgm-exporter.
+/// The counters ConfigMap `name` mounted as a whole directory, the directory of COUNTERS_FILE.
 pub(crate) fn check_counters_mount(f: &mut Failures, ds: &Value, name: &str) {
     let pod = &ds["spec"]["template"]["spec"];
     let c = &pod["containers"][0];

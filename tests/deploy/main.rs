@@ -3,7 +3,8 @@
 //! `kubernetes-validate` (strict, Kubernetes 1.30 schemas) and `promtool check rules`.
 //!
 //! - `helm_lint_passes`: `helm lint --strict` with the default values,
-//!   `ci/all-features-values.yaml` and `ci/rules-only-values.yaml`.
+//!   `ci/all-features-values.yaml`, `ci/rules-only-values.yaml` and the two
+//!   `examples/operator-mirror*.yaml`.
 //! - `core_objects_pass_kubernetes_schemas`: every core object (DaemonSet, Service,
 //!   ServiceAccount, ClusterRole(Binding), ConfigMap, Secret, Namespace) of several renders and
 //!   of the committed manifests, validated in strict mode; no rendered kind escapes a check.
@@ -50,9 +51,32 @@
 //!   team's pod label into `team` on either monitor; bad prices fail rendering.
 //! - `rules_only_notes_say_that_no_exporter_runs`: NOTES.txt in that mode names no DaemonSet,
 //!   `helm test` or counters, and says how to turn the exporter on.
+//! - `operator_arguments_and_env_start_on_a_simulated_node`: the GPU Operator's dcgm-exporter
+//!   env (ClusterPolicy and GPUCluster DaemonSets) and args in `extraEnv` / `arguments`: the
+//!   rendered container, run here on a simulated node with the image's counters files and
+//!   the ConfigMap volumes laid out as the kubelet would, starts and serves the counters file
+//!   they name, and the chart adds no `-f` of its own.
+//! - `counters_file_in_arguments_or_env_replaces_the_charts`: the chart drops its `-f` for
+//!   exactly the argument lists in which the exporter's parser finds a counters file, and for
+//!   DCGM_EXPORTER_COLLECTORS; with a chart counters value too, rendering fails naming both;
+//!   no mount hides the image's /etc/dcgm-exporter.
+//! - `gpu_operator_modes_place_the_pods_and_scope_rbac`: `gpuOperator.mode` clusterPolicy and
+//!   gpuCluster select the operator's node labels; gpuCluster sets KUBERNETES_ENABLE_DRA and
+//!   a ClusterRole on ResourceSlices only (pods only for pod labels or UIDs).
+//! - `notes_name_the_operator_label_and_the_counters_file`: NOTES.txt under those settings.
+//! - `alerts_readme_says_which_preset_each_alert_needs`: the table of alerts/README.md
+//!   "Which counters preset each alert needs" is what the chart's rules and presets give
+//!   (each expression parsed for what it reads); with `recommended` every alert can fire.
+//! - `alert_expressions_parse_into_what_they_need`: that parser on small expressions.
+//! - `gpu_operator_doc_values_render_as_this_page_says`: the example values files
+//!   (`examples/operator-mirror*.yaml`) are on docs/gpu-operator.md as they are, and their
+//!   render has what the page says (the operator's node label, kube-prometheus-stack's
+//!   default selector labels, a preset with which every alert fires, the GPUCluster RBAC);
+//!   the failure it quotes is the chart's; its helm commands of the chart render.
+//! - `migration_doc_values_render_as_it_says`: docs/migration.md's values, step by step.
 //!
 //! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
-//! `helm_test`, `web`, `values`, `cost` and `rules_only`; `checks`, `render` and `tools` hold what several of them use, and
+//! `helm_test`, `web`, `values`, `cost`, `rules_only`, `operator`, `presets` and `docs`; `checks`, `render` and `tools` hold what several of them use, and
 //! `tests/common` what other test crates use too.
 //!
 //! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
@@ -71,8 +95,11 @@ mod common;
 mod copies;
 mod cost;
 mod daemonset;
+mod docs;
 mod helm_test;
 mod monitoring;
+mod operator;
+mod presets;
 mod render;
 mod rules_only;
 mod schemas;
@@ -106,7 +133,9 @@ const KUBE_VERSION: &str = "1.30.0";
 /// The runbook base the shipped rules file uses.
 const DEFAULT_RUNBOOK_BASE: &str =
     "https://github.com/gpu-exporter/gpu-exporter/blob/main/alerts/README.md#";
-const COUNTERS_FILE: &str = "/etc/dcgm-exporter/default-counters.csv";
+/// Where the chart mounts its counters ConfigMap and points `-f`: beside, not over, the
+/// image's own files in /etc/dcgm-exporter.
+const COUNTERS_FILE: &str = "/etc/gpu-exporter/counters/default-counters.csv";
 const COUNTERS_KEY: &str = "default-counters.csv";
 /// Where the chart mounts the TLS Secret.
 const TLS_DIR: &str = "/etc/gpu-exporter/tls";

@@ -9,7 +9,19 @@ pub(crate) fn helm_lint_passes() {
         return;
     };
     let mut f = Failures::default();
-    for extra in [vec![], vec!["-f", ALL_FEATURES], vec!["-f", RULES_ONLY]] {
+    for extra in [
+        vec![],
+        vec!["-f", ALL_FEATURES],
+        vec!["-f", RULES_ONLY],
+        vec![
+            "-f",
+            "deploy/helm/gpu-exporter/examples/operator-mirror.yaml",
+        ],
+        vec![
+            "-f",
+            "deploy/helm/gpu-exporter/examples/operator-mirror-gpucluster.yaml",
+        ],
+    ] {
         let mut cmd = Command::new(&helm);
         cmd.current_dir(repo())
             .args(["lint", "--strict", CHART])
@@ -62,6 +74,20 @@ pub(crate) fn core_objects_pass_kubernetes_schemas() {
                     "counters": {"existingConfigMap": "my-counters"},
                     "service": {"enabled": false},
                     "serviceMonitor": {"enabled": false},
+                })],
+            ),
+        ),
+        (
+            "the GPU Operator's GPUCluster deployment, its env copied in",
+            template(
+                &helm,
+                &[],
+                &[json!({
+                    "gpuOperator": {"mode": "gpuCluster"},
+                    "extraEnv": [
+                        {"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcp-metrics-included.csv"},
+                        {"name": "KUBERNETES_ENABLE_DRA", "value": "true"},
+                    ],
                 })],
             ),
         ),

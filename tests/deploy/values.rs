@@ -125,6 +125,30 @@ pub(crate) fn contradictions_fail_rendering() {
             json!({"exporter": {"enabled": false}, "prometheusRule": {"enabled": false}, "dashboards": {"enabled": false}}),
             "exporter.enabled, prometheusRule.enabled and dashboards.enabled are all false",
         ),
+        (
+            json!({"gpuOperator": {"mode": "clusterpolicy"}}),
+            "gpuOperator.mode \"clusterpolicy\" is not a mode",
+        ),
+        (
+            json!({"gpuOperator": {"mode": "gpuCluster"}, "kubernetes": {"podMapping": false}}),
+            "gpuOperator.mode=gpuCluster attributes DRA-claimed devices",
+        ),
+        (
+            json!({"kubernetes": {"podMapping": false}, "extraEnv": [{"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"}]}),
+            "extraEnv DCGM_EXPORTER_KUBERNETES=true turns pod attribution (-k) on, but kubernetes.podMapping=false",
+        ),
+        (
+            json!({"kubernetes": {"podMapping": false}, "arguments": ["-c", "1000", "--kubernetes"]}),
+            "arguments[2] \"--kubernetes\" turns pod attribution (-k) on, but kubernetes.podMapping=false",
+        ),
+        (
+            json!({"arguments": "-f /x.csv"}),
+            "arguments must be a list of strings",
+        ),
+        (
+            json!({"extraEnv": {"RUST_LOG": "debug"}}),
+            "extraEnv must be a list of variables",
+        ),
     ];
     let mut f = Failures::default();
     for (values, message) in &cases {

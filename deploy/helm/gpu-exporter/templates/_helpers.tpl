@@ -65,11 +65,95 @@ everything only it needs are rendered. A missing key counts as true, as after an
 {{- end }}
 
 {{/* "true" when the exporter uses the Kubernetes API (the pod watch, ResourceSlices with
-DRA, the health writes). The API features work only with -k (kubernetes.podMapping). */}}
+DRA or gpuOperator.mode=gpuCluster, the health writes). The API features work only with -k
+(kubernetes.podMapping). */}}
 {{- define "gpu-exporter.apiEnabled" -}}
 {{- $k := .Values.kubernetes }}
 {{- $h := .Values.health | default dict }}
-{{- if and $k.podMapping (or $k.podMetadata $k.enablePodLabels $k.enablePodUID .Values.kubernetesDRA.enabled $h.nodeConditions $h.events) }}true{{ end }}
+{{- if and $k.podMapping (or $k.podMetadata $k.enablePodLabels $k.enablePodUID .Values.kubernetesDRA.enabled (include "gpu-exporter.gpuCluster" .) $h.nodeConditions $h.events) }}true{{ end }}
+{{- end }}
+
+{{/* gpuOperator.mode, "" when the value (or the whole block, as after an upgrade with
+--reuse-values from a chart version without it) is missing. */}}
+{{- define "gpu-exporter.operatorMode" -}}
+{{- $o := .Values.gpuOperator | default dict }}
+{{- toString ($o.mode | default "") }}
+{{- end }}
+
+{{/* "true" with gpuOperator.mode=gpuCluster: the GPU Operator's DRA deployment (GPUCluster),
+whose exporter reads ResourceSlices and no pods. */}}
+{{- define "gpu-exporter.gpuCluster" -}}
+{{- if eq (include "gpu-exporter.operatorMode" .) "gpuCluster" }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the pod watch is on (--kubernetes-pod-metadata and the pods rule): with
+kubernetes.podMetadata, except under gpuOperator.mode=gpuCluster, whose exporter reads no pods
+unless pod labels or pod UIDs are asked for. */}}
+{{- define "gpu-exporter.podWatch" -}}
+{{- $k := .Values.kubernetes }}
+{{- if include "gpu-exporter.gpuCluster" . }}
+{{- if or $k.enablePodLabels $k.enablePodUID }}true{{ end }}
+{{- else if $k.podMetadata }}true{{ end }}
+{{- end }}
+
+{{/* The node label that the GPU Operator's exporter DaemonSet of gpuOperator.mode selects
+nodes by ("" without a mode): the operator sets it to "true" on its GPU nodes, and its driver
+manager changes it to pause the exporter while it reloads the driver. */}}
+{{- define "gpu-exporter.operatorDeployLabel" -}}
+{{- $m := include "gpu-exporter.operatorMode" . }}
+{{- if eq $m "clusterPolicy" }}nvidia.com/gpu.deploy.dcgm-exporter
+{{- else if eq $m "gpuCluster" }}nvidia.com/gpu.deploy.dcgm-exporter-dra
+{{- end }}
+{{- end }}
+
+{{/* Where values.arguments and values.extraEnv name the counters file, as a JSON list of
+descriptions (empty: they do not, and the chart's -f names its ConfigMap's file). Every
+spelling the exporter accepts counts: `-f FILE`, `-fFILE`, `-f=FILE`, `--collectors FILE`,
+`--collectors=FILE`, Go's one-dash `-collectors[=]FILE`, `-f` at the end of a cluster of
+one-letter switches (`-kf FILE`), up to a `--`; and DCGM_EXPORTER_COLLECTORS in extraEnv with
+a value that is not blank (a blank one counts as not set, as in dcgm-exporter) or a valueFrom.
+`-fake-gpus` is a flag of its own. */}}
+{{- define "gpu-exporter.userCounters" -}}
+{{- $found := list }}
+{{- $args := .Values.arguments | default list }}
+{{- if kindIs "slice" $args }}
+{{- $n := len $args }}
+{{- $stop := false }}
+{{- range $i, $a := $args }}
+{{- $s := toString $a }}
+{{- if $stop }}
+{{- else if eq $s "--" }}
+{{- $stop = true }}
+{{- else if or (has $s (list "-f" "--collectors" "-collectors")) (regexMatch "^-[kno]+f$" $s) }}
+{{- $value := "" }}
+{{- if lt (add1 $i) $n }}{{ $value = printf " %s" (toString (index $args (add1 $i))) }}{{ end }}
+{{- $found = append $found (printf "arguments[%d] %q%s" $i $s $value) }}
+{{- else if or (regexMatch "^--?collectors=" $s) (and (regexMatch "^-[kno]*f." $s) (not (regexMatch "^-fake-gpus(=|$)" $s))) }}
+{{- $found = append $found (printf "arguments[%d] %q" $i $s) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range .Values.extraEnv }}
+{{- if and (kindIs "map" .) (eq (toString .name) "DCGM_EXPORTER_COLLECTORS") }}
+{{- if .valueFrom }}
+{{- $found = append $found "extraEnv DCGM_EXPORTER_COLLECTORS (valueFrom)" }}
+{{- else if trim (toString (.value | default "")) }}
+{{- $found = append $found (printf "extraEnv DCGM_EXPORTER_COLLECTORS=%s" (toString .value)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toJson $found }}
+{{- end }}
+
+{{/* The names of the variables that values.extraEnv sets, as a JSON list: the chart leaves
+out its own entry of the same name (NODE_NAME, NVIDIA_*, KUBERNETES_ENABLE_DRA), so a copy of
+the GPU Operator's env keeps its values and the container has no duplicate variable. */}}
+{{- define "gpu-exporter.extraEnvNames" -}}
+{{- $names := list }}
+{{- range .Values.extraEnv }}
+{{- if kindIs "map" . }}{{ $names = append $names (toString .name) }}{{ end }}
+{{- end }}
+{{- toJson $names }}
 {{- end }}
 
 {{/* "true" when the API token is mounted into the pod. */}}
@@ -116,7 +200,10 @@ present. */}}
 {{- end }}
 
 {{/* Paths inside the container. */}}
-{{- define "gpu-exporter.countersDir" -}}/etc/dcgm-exporter{{- end }}
+{{- /* The chart's counters ConfigMap, beside the image's own files in /etc/dcgm-exporter
+(default-counters.csv, dcp-metrics-included.csv, ...), which stay visible for the -f or
+DCGM_EXPORTER_COLLECTORS of a GPU Operator configuration. */ -}}
+{{- define "gpu-exporter.countersDir" -}}/etc/gpu-exporter/counters{{- end }}
 {{- define "gpu-exporter.webConfigDir" -}}/etc/gpu-exporter/web{{- end }}
 {{- define "gpu-exporter.tlsDir" -}}/etc/gpu-exporter/tls{{- end }}
 {{- define "gpu-exporter.clientCADir" -}}/etc/gpu-exporter/client-ca{{- end }}
@@ -201,10 +288,45 @@ applies.
 {{- if and $v.counters.custom $v.counters.existingConfigMap }}
 {{- fail "counters.custom and counters.existingConfigMap are both set: give the CSV in one place." }}
 {{- end }}
+{{- if not (kindIs "slice" $v.arguments) }}
+{{- fail "arguments must be a list of strings, e.g. [\"--debug\"]." }}
+{{- end }}
+{{- if not (kindIs "slice" ($v.extraEnv | default list)) }}
+{{- fail "extraEnv must be a list of variables as in a pod spec, e.g. [{name: RUST_LOG, value: debug}]." }}
+{{- end }}
+{{- $userCounters := include "gpu-exporter.userCounters" . | fromJsonArray }}
+{{- if $userCounters }}
+{{- $chartCounters := list }}
+{{- if $v.counters.custom }}{{ $chartCounters = append $chartCounters "counters.custom" }}{{ end }}
+{{- if $v.counters.existingConfigMap }}{{ $chartCounters = append $chartCounters (printf "counters.existingConfigMap=%s" $v.counters.existingConfigMap) }}{{ end }}
+{{- if ne (toString $v.counters.preset) "default" }}{{ $chartCounters = append $chartCounters (printf "counters.preset=%s" $v.counters.preset) }}{{ end }}
+{{- if $chartCounters }}
+{{- fail (printf "%s name(s) the counters file, and so does %s: the exporter reads one file. Keep one: drop the -f/--collectors or DCGM_EXPORTER_COLLECTORS to use the chart's counters values, or leave counters.preset at default and counters.custom and counters.existingConfigMap empty to use the file you named." (join ", " $userCounters) (join ", " $chartCounters)) }}
+{{- end }}
+{{- end }}
+{{- $mode := include "gpu-exporter.operatorMode" . }}
+{{- if not (has $mode (list "" "clusterPolicy" "gpuCluster")) }}
+{{- fail (printf "gpuOperator.mode %q is not a mode: use clusterPolicy (the ClusterPolicy's dcgm-exporter), gpuCluster (the GPUCluster DRA stack's) or leave it empty." $mode) }}
+{{- end }}
+{{- if and (eq $mode "gpuCluster") (not $k.podMapping) }}
+{{- fail "gpuOperator.mode=gpuCluster attributes DRA-claimed devices to pods through the kubelet's pod-resources socket, which needs kubernetes.podMapping=true (-k)." }}
+{{- end }}
+{{- if not $k.podMapping }}
+{{- range $v.extraEnv }}
+{{- if and (kindIs "map" .) (eq (toString .name) "DCGM_EXPORTER_KUBERNETES") (has (toString .value) (list "1" "t" "T" "true" "TRUE" "True")) }}
+{{- fail (printf "extraEnv DCGM_EXPORTER_KUBERNETES=%s turns pod attribution (-k) on, but kubernetes.podMapping=false leaves out the kubelet's socket mount and runs the exporter as uid 65532: set kubernetes.podMapping=true (what the GPU Operator's DaemonSet does), or drop the variable." (toString .value)) }}
+{{- end }}
+{{- end }}
+{{- range $i, $a := $v.arguments }}
+{{- if regexMatch "^--?k(ubernetes)?(=(1|t|T|true|TRUE|True))?$" (toString $a) }}
+{{- fail (printf "arguments[%d] %q turns pod attribution (-k) on, but kubernetes.podMapping=false leaves out the kubelet's socket mount and runs the exporter as uid 65532: set kubernetes.podMapping=true instead of the flag." $i (toString $a)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- $needMeta := list }}
 {{- if $k.enablePodLabels }}{{ $needMeta = append $needMeta "kubernetes.enablePodLabels" }}{{ end }}
 {{- if $k.enablePodUID }}{{ $needMeta = append $needMeta "kubernetes.enablePodUID" }}{{ end }}
-{{- if $v.kubernetesDRA.enabled }}{{ $needMeta = append $needMeta "kubernetesDRA.enabled" }}{{ end }}
+{{- if and $v.kubernetesDRA.enabled (ne $mode "gpuCluster") }}{{ $needMeta = append $needMeta "kubernetesDRA.enabled" }}{{ end }}
 {{- $needMapping := $needMeta }}
 {{- if $k.processMetrics }}{{ $needMapping = append $needMapping "kubernetes.processMetrics" }}{{ end }}
 {{- if $k.virtualGPUs }}{{ $needMapping = append $needMapping "kubernetes.virtualGPUs" }}{{ end }}
@@ -265,9 +387,6 @@ applies.
 {{- fail (printf "collectIntervalMs %v: must be a number of milliseconds (at least 100)." $ms) }}
 {{- else if lt (int64 $ms) 100 }}
 {{- fail (printf "collectIntervalMs %v: must be at least 100 (milliseconds)." $ms) }}
-{{- end }}
-{{- if not (kindIs "slice" $v.arguments) }}
-{{- fail "arguments must be a list of strings, e.g. [\"--debug\"]." }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -360,18 +479,26 @@ group gpu-exporter.prices; the same rules as alerts/gpu-prices.example.rules.yam
   {{- end }}
 {{- end }}
 
-{{/* Where the exporter pods run: nodeSelector, affinity (default: nodes labelled
-nvidia.com/gpu.present=true) and tolerations. The Helm test pod is placed the same way, so it
-lands on a node that has an exporter pod. */}}
+{{/* Where the exporter pods run: nodeSelector, affinity and tolerations. Without
+gpuOperator.mode the default affinity selects nodes labelled nvidia.com/gpu.present=true
+(GPU Feature Discovery); with a mode, the node label the GPU Operator's own exporter
+DaemonSet selects (gpu-exporter.operatorDeployLabel) goes into nodeSelector instead, so the
+operator's per-node switch and its driver manager's pause apply to these pods too. The Helm
+test pods are placed the same way, so they land on a node that has an exporter pod. */}}
 {{- define "gpu-exporter.placement" -}}
-{{- with .Values.nodeSelector }}
+{{- $deploy := include "gpu-exporter.operatorDeployLabel" . }}
+{{- $selector := dict }}
+{{- if $deploy }}{{ $_ := set $selector $deploy "true" }}{{ end }}
+{{- range $key, $val := .Values.nodeSelector }}{{ $_ := set $selector $key $val }}{{ end }}
+{{- with $selector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- if .Values.affinity }}
 affinity:
-  {{- if .Values.affinity }}
   {{- toYaml .Values.affinity | nindent 2 }}
-  {{- else }}
+{{- else if not $deploy }}
+affinity:
   nodeAffinity:
     requiredDuringSchedulingIgnoredDuringExecution:
       nodeSelectorTerms:
@@ -379,7 +506,7 @@ affinity:
             - key: nvidia.com/gpu.present
               operator: In
               values: ["true"]
-  {{- end }}
+{{- end }}
 {{- with .Values.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}

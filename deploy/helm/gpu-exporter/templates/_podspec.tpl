@@ -10,8 +10,15 @@ DaemonSet's flags and has no ports or probes. */}}
 {{- $web := include "gpu-exporter.webConfigEnabled" $root }}
 {{- $tls := $root.Values.tlsServerConfig }}
 {{- $countersFile := printf "%s/default-counters.csv" (include "gpu-exporter.countersDir" $root) }}
-{{- /* The chart's flags; values.arguments are appended after them. */ -}}
-{{- $args := list "-f" $countersFile "-c" ($root.Values.collectIntervalMs | int64 | toString) }}
+{{- $gpuCluster := include "gpu-exporter.gpuCluster" $root }}
+{{- $extraEnvNames := include "gpu-exporter.extraEnvNames" $root | fromJsonArray }}
+{{- /* The chart's flags; values.arguments are appended after them. The chart's -f only when
+arguments and extraEnv name no counters file: theirs wins, without a second -f. */ -}}
+{{- $args := list }}
+{{- if not (include "gpu-exporter.userCounters" $root | fromJsonArray) }}
+{{- $args = list "-f" $countersFile }}
+{{- end }}
+{{- $args = concat $args (list "-c" ($root.Values.collectIntervalMs | int64 | toString)) }}
 {{- if ne (toString $root.Values.compatibility) "native" }}{{ $args = append $args (printf "--compatibility=%s" $root.Values.compatibility) }}{{ end }}
 {{- with $root.Values.cardinality }}
 {{- if and .nvlinkLinks (ne (toString .nvlinkLinks) "totals") }}{{ $args = append $args (printf "--nvlink-links=%s" .nvlinkLinks) }}{{ end }}
@@ -26,12 +33,13 @@ DaemonSet's flags and has no ports or probes. */}}
 {{- if .hostengine }}{{ $args = append $args (printf "--remote-hostengine-info=%s" .hostengine) }}{{ end }}
 {{- end }}
 {{- if $k.podMapping }}
-{{- $args = concat $args (list "-k" (printf "--pod-resources-kubelet-socket=%s/kubelet.sock" (trimSuffix "/" $root.Values.kubeletPath)) (printf "--kubernetes-pod-metadata=%t" (and $k.podMetadata true)) (printf "--kubernetes-process-metrics=%t" (and $k.processMetrics true))) }}
+{{- $args = concat $args (list "-k" (printf "--pod-resources-kubelet-socket=%s/kubelet.sock" (trimSuffix "/" $root.Values.kubeletPath)) (printf "--kubernetes-pod-metadata=%t" (eq (include "gpu-exporter.podWatch" $root) "true")) (printf "--kubernetes-process-metrics=%t" (and $k.processMetrics true))) }}
 {{- if $k.enablePodLabels }}{{ $args = append $args "--kubernetes-enable-pod-labels" }}{{ end }}
 {{- if $k.podLabelAllowlistRegex }}{{ $args = append $args (printf "--kubernetes-pod-label-allowlist-regex=%s" (join "," $k.podLabelAllowlistRegex)) }}{{ end }}
 {{- if $k.enablePodUID }}{{ $args = append $args "--kubernetes-enable-pod-uid" }}{{ end }}
 {{- if $k.virtualGPUs }}{{ $args = append $args "--kubernetes-virtual-gpus" }}{{ end }}
-{{- if $root.Values.kubernetesDRA.enabled }}{{ $args = append $args "--kubernetes-enable-dra" }}{{ end }}
+{{- /* gpuOperator.mode=gpuCluster turns DRA on through KUBERNETES_ENABLE_DRA, as the operator's DaemonSet does. */ -}}
+{{- if and $root.Values.kubernetesDRA.enabled (not $gpuCluster) }}{{ $args = append $args "--kubernetes-enable-dra" }}{{ end }}
 {{- with $root.Values.health }}
 {{- if .nodeConditions }}{{ $args = append $args "--kubernetes-node-conditions" }}{{ end }}
 {{- if .events }}{{ $args = append $args "--kubernetes-events" }}{{ end }}
@@ -85,17 +93,29 @@ containers:
       {{- range $args }}
       - {{ . | toString | quote }}
       {{- end }}
+    # The chart's variables, each left out where extraEnv sets the same name (extraEnv's wins).
     env:
+      {{- if not (has "NODE_NAME" $extraEnvNames) }}
       - name: NODE_NAME
         valueFrom:
           fieldRef:
             fieldPath: spec.nodeName
+      {{- end }}
       # NVML needs only the driver's utility capability: the NVIDIA runtime then mounts
       # libnvidia-ml.so.1 and the /dev/nvidia* nodes of every GPU.
+      {{- if not (has "NVIDIA_VISIBLE_DEVICES" $extraEnvNames) }}
       - name: NVIDIA_VISIBLE_DEVICES
         value: all
+      {{- end }}
+      {{- if not (has "NVIDIA_DRIVER_CAPABILITIES" $extraEnvNames) }}
       - name: NVIDIA_DRIVER_CAPABILITIES
         value: utility
+      {{- end }}
+      {{- if and $gpuCluster (not (has "KUBERNETES_ENABLE_DRA" $extraEnvNames)) }}
+      # gpuOperator.mode=gpuCluster: DRA claims resolved through the ResourceSlices.
+      - name: KUBERNETES_ENABLE_DRA
+        value: "true"
+      {{- end }}
       {{- with $root.Values.extraEnv }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
@@ -141,7 +161,8 @@ containers:
       {{- toYaml $sc | nindent 6 }}
     volumeMounts:
       # The whole ConfigMap as a directory (never subPath), so that edits reach the file
-      # and the exporter reloads it without a restart.
+      # and the exporter reloads it without a restart; not over /etc/dcgm-exporter, whose
+      # files (the image's) stay visible.
       - name: counters
         mountPath: {{ include "gpu-exporter.countersDir" $root }}
         readOnly: true
