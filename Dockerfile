@@ -95,7 +95,7 @@ LABEL org.opencontainers.image.title="gpu-exporter" \
 COPY --from=builder /src/gpu-exporter /usr/bin/gpu-exporter
 # The counters files at dcgm-exporter's paths: -f defaults to default-counters.csv, and the GPU
 # Operator's DaemonSet points DCGM_EXPORTER_COLLECTORS at dcp-metrics-included.csv.
-COPY counters/default-counters.csv counters/dcp-metrics-included.csv counters/recommended.csv counters/dcgm-4.8.2-default-counters.csv counters/dcgm-4.8.2-dcp-metrics-included.csv counters/dcgm-4.9-default-counters.csv counters/dcgm-4.9-dcp-metrics-included.csv /etc/dcgm-exporter/
+COPY counters/default-counters.csv counters/dcp-metrics-included.csv counters/recommended.csv counters/dcgm-4.8.2-default-counters.csv counters/dcgm-4.8.2-dcp-metrics-included.csv counters/dcgm-4.9-default-counters.csv counters/dcgm-4.9-dcp-metrics-included.csv counters/dcgm-4.10-default-counters.csv counters/dcgm-4.10-dcp-metrics-included.csv /etc/dcgm-exporter/
 
 # NVML needs only the "utility" driver capability: the toolkit then mounts libnvidia-ml.so.1
 # and creates /dev/nvidiactl and /dev/nvidia<N> for the visible GPUs.

@@ -344,7 +344,7 @@ def nodes():
     d.panel("timeseries", "PCIe traffic",
             [(per_gpu('accelerator_pcie_transmit_bytes_per_second'), "{{Hostname}} GPU {{gpu}} sent"),
              (per_gpu('accelerator_pcie_receive_bytes_per_second'), "{{Hostname}} GPU {{gpu}} received")],
-            "Bps", description="From the driver's PCIe counters (KB/s; recommended counters).")
+            "Bps", description="From the driver's PCIe counters (KB/s; recommended counters), or on a dcgm-exporter 4.10 node its profiling PCIe bytes per second.")
     d.panel("timeseries", "NVLink traffic",
             [(per_gpu('accelerator_nvlink_bytes_per_second'), GPU_LEGEND)], "Bps",
             description="Sent plus received on all links.")

@@ -42,6 +42,10 @@ pub(crate) fn helm_test_pod_probes_its_nodes_exporter_through_the_service() {
             "compatibility dcgm-4.9",
             json!({"compatibility": "dcgm-4.9"}),
         ),
+        (
+            "compatibility dcgm-4.10",
+            json!({"compatibility": "dcgm-4.10"}),
+        ),
     ] {
         let r = template(&helm, &[], &[values]).unwrap();
         let pods = probe_pods(&r);

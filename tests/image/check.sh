@@ -18,8 +18,9 @@
 #    container's root, which creates the libnvidia-ml.so.1 link and /etc/ld.so.cache. The
 #    exporter, given no --nvml-lib, must load it, run as the image's user, become ready and
 #    serve every simulated GPU on /metrics.
-# 4. Each counters file the image ships loads: the exporter runs with -f on it (dcgm-4.9 files
-#    with --compatibility dcgm-4.9), becomes ready and serves its metrics.
+# 4. Each counters file the image ships loads: the exporter runs with -f on it (dcgm-4.9 and
+#    dcgm-4.10 files with --compatibility dcgm-4.9 / dcgm-4.10), becomes ready and serves its
+#    metrics.
 # 5. The measured facts (size, layers, user, entrypoint, contents) are printed; with
 #    --write-facts they replace the block between the image-facts markers of the given file,
 #    and without it the facts that do not depend on the toolchain (everything but sizes and
@@ -148,7 +149,7 @@ counters_checked=()
 for f in $counters; do
   step "-f /etc/dcgm-exporter/$f"
   args=(-f "/etc/dcgm-exporter/$f")
-  case "$f" in dcgm-4.9-*) args+=(--compatibility dcgm-4.9) ;; esac
+  case "$f" in dcgm-4.9-*) args+=(--compatibility dcgm-4.9) ;; dcgm-4.10-*) args+=(--compatibility dcgm-4.10) ;; esac
   port=$(free_port); log=$work/counters-$f.log
   start "$port" "$log" "${args[@]}"
   wait_code "$port" /ready 200 30 "$log"

@@ -270,8 +270,8 @@ applies.
 {{- if and $v.serviceMonitor.enabled (not $v.service.enabled) }}
 {{- fail "serviceMonitor.enabled needs service.enabled (a ServiceMonitor selects a Service); turn the Service on, or use podMonitor.enabled instead." }}
 {{- end }}
-{{- if not (has (toString $v.compatibility) (list "native" "dcgm-4.8.2" "dcgm-4.8.3" "dcgm-4.8.4" "dcgm-4.9")) }}
-{{- fail (printf "compatibility %q is not a profile: use native, dcgm-4.8.2, dcgm-4.8.4 (or dcgm-4.8.3) or dcgm-4.9." (toString $v.compatibility)) }}
+{{- if not (has (toString $v.compatibility) (list "native" "dcgm-4.8.2" "dcgm-4.8.3" "dcgm-4.8.4" "dcgm-4.9" "dcgm-4.10")) }}
+{{- fail (printf "compatibility %q is not a profile: use native, dcgm-4.8.2, dcgm-4.8.4 (or dcgm-4.8.3), dcgm-4.9 or dcgm-4.10." (toString $v.compatibility)) }}
 {{- end }}
 {{- if not (has (toString $v.dcgm.mode) (list "" "off" "remote" "embedded")) }}
 {{- fail (printf "dcgm.mode %q is not a mode: use off, remote or embedded (or leave it empty for the exporter's default)." (toString $v.dcgm.mode)) }}
