@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
@@ -34,7 +33,8 @@ use crate::base::backoff::Backoff;
 use crate::base::cause_log::cause;
 
 use super::api_error::{
-    access_hint, api_status, describe_kube_error, describe_watch_error, failure_kind, watch_phase,
+    access_hint, api_status, describe_kube_error, describe_watch_error, failure_kind, refused,
+    watch_phase,
 };
 use super::failure_log::FailureLog;
 use super::reflector::{LatestIndex, Recovery, Reflector};
@@ -279,7 +279,8 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<LatestI
                     cause(&msg, 2),
                     &format!("{msg}; retrying in {:.1} s", delay.as_secs_f64()),
                 );
-                shared.failed(msg);
+                let denied = matches!(&e, DiscoveryError::Api(kube::Error::Api(s)) if matches!(s.code, 401 | 403));
+                shared.failed(msg, denied);
                 tokio::time::sleep(delay).await;
             }
         }
@@ -366,7 +367,8 @@ async fn watch_slices(
     };
     let cfg = watcher::Config::default().fields(&fields);
     let probe = ListParams::default().fields(&fields).limit(1);
-    let mut events = pin!(watcher::watcher(api.clone(), cfg).default_backoff());
+    // Paced by `Recovery` (retry delay and probe), not by kube's backoff (see `reflector`).
+    let mut events = pin!(watcher::watcher(api.clone(), cfg));
     let mut recovery = Recovery::new();
     let mut failures = FailureLog::default();
     let mut slices: HashMap<String, Value> = HashMap::new();
@@ -380,9 +382,6 @@ async fn watch_slices(
     let key = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
     let value = |o: DynamicObject| serde_json::to_value(o).unwrap_or(Value::Null);
     while let Some(event) = recovery.next(&mut events, &api, &probe, shared).await {
-        if event.is_ok() {
-            recovery.ok();
-        }
         match event {
             Ok(Event::Init) => initial = Some(HashMap::new()),
             Ok(Event::InitApply(o)) => {
@@ -431,12 +430,14 @@ async fn watch_slices(
                     describe_watch_error(&err)
                 );
                 msg.push_str(access_hint(&err, "resourceslices"));
-                failures.note(
-                    failure_kind(&err),
-                    &format!("{msg}; retrying with backoff, DRA devices keep their last value"),
-                );
-                shared.failed(msg);
-                recovery.failed();
+                let meanwhile = if refused(&err) {
+                    "; retrying with backoff, and meanwhile the DRA claims on devices it has not \
+                     listed are not attributed"
+                } else {
+                    "; retrying with backoff, DRA devices keep their last value"
+                };
+                failures.note(failure_kind(&err), &format!("{msg}{meanwhile}"));
+                shared.failed(msg, refused(&err));
                 if code == Some(404) {
                     return synced;
                 }
