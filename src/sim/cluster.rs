@@ -400,13 +400,13 @@ impl SimCluster {
         })
     }
 
-    /// Points pod attribution at this cluster: its socket, proc tree, node, metadata on,
-    /// DRA on when a pod holds a claim.
+    /// Points pod attribution at this cluster: its socket, proc tree, node, DRA on when a pod
+    /// holds a claim. The pod watch stays as the flags set it (on by default; off with
+    /// `--kubernetes-pod-metadata=false`, as a node whose RBAC has no pods runs).
     pub fn configure(&self, k: &mut KubernetesConfig) {
         k.socket = self.socket.clone();
         k.proc_root = self.proc_root.clone();
         k.node_name = Some(self.node.clone());
-        k.pod_metadata = true;
         k.dra = k.dra || self.has_claims;
     }
 }
