@@ -201,9 +201,9 @@ impl Recovery {
                 }
                 () = tokio::time::sleep_until(self.at.unwrap_or(far)), if self.at.is_some() => {
                     if api.list(params).await.is_ok() {
-                        // The API answers again: clear the error, and retry now.
-                        self.at = None;
-                        self.wait = PROBE_MIN;
+                        // The API answers again: clear the error, and retry now (a failure
+                        // after this is a new one: its retry comes soon again).
+                        self.ok();
                         self.resume = None;
                         shared.ok(false);
                     } else {
