@@ -24,7 +24,7 @@ use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
-/// How long any expected change may take (covers kube's first retries: 0.8 s, 1.6 s, 3.2 s).
+/// How long any expected change may take (covers the first retries: 1 s, 2 s, 4 s, 8 s).
 const DEADLINE: Duration = Duration::from_secs(20);
 
 /// Polls `check` until it holds or the deadline passes.
