@@ -342,14 +342,16 @@ fn dra_holders_follow_a_replaced_set_of_slices_of_the_same_generation() {
 
 /// The DRA holder's pod UID (dcgm-exporter #718: missing on DRA-attributed series before
 /// 4.8.4): on `gpu_allocation_info` in the lean shape, and with `--kubernetes-enable-pod-uid`
-/// on every series of its GPU in the full shape and under the `dcgm-4.8.4` and `dcgm-4.9`
-/// profiles, beside the `dra_*` labels, as on a device-plugin holder's series.
+/// on every series of its GPU in the full shape and under the `dcgm-4.8.2`, `dcgm-4.8.4` and
+/// `dcgm-4.9` profiles, beside the `dra_*` labels, as on a device-plugin holder's series.
 #[test]
 fn the_pod_uid_is_on_dra_holders_in_every_shape() {
     for (args, pod_uid) in [
         (&[][..], false),
         (&["--series-labels", "full"][..], true),
         (&["--series-labels", "full"][..], false),
+        // dcgm-exporter 4.8.2 left it off DRA holders (its #718); written here all the same.
+        (&["--compatibility", "dcgm-4.8.2"][..], true),
         (&["--compatibility", "dcgm-4.8.4"][..], true),
         (&["--compatibility", "dcgm-4.9"][..], true),
     ] {
