@@ -20,13 +20,14 @@ use gpu_exporter::gpu::trial;
 use gpu_exporter::{check, probe};
 
 fn init_logging(cfg: &Config) {
-    // kube's client logs every failed API call at ERROR (`failed with status 500`); the
-    // exporter reports each failure itself, once per change of state (notify::writer,
-    // sources::kube), so that line is left out unless asked for (--debug or RUST_LOG).
+    // kube's client logs every failed API call at ERROR (`failed with status 500`), and its
+    // watcher every refused list or watch at WARN (`watch list error with 403`, each retry);
+    // the exporter reports each failure itself, once per change of state (notify::writer,
+    // sources::kube), so those lines are left out unless asked for (--debug or RUST_LOG).
     let default = if cfg.log.debug {
         "debug"
     } else {
-        "info,kube_client::client::builder=off"
+        "info,kube_client::client::builder=off,kube_runtime::watcher=error"
     };
     // A blank RUST_LOG counts as unset, as every blank variable does.
     let filter = gpu_exporter::config::env_value("RUST_LOG")

@@ -24,7 +24,7 @@ use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
-/// How long any expected change may take (covers kube's first retries: 0.8 s, 1.6 s, 3.2 s).
+/// How long any expected change may take (covers the first retries: 1 s, 2 s, 4 s, 8 s).
 const DEADLINE: Duration = Duration::from_secs(20);
 
 /// Polls `check` until it holds or the deadline passes.
@@ -285,6 +285,54 @@ async fn pod_reflector_counts_403_and_recovers() {
     eventually("recovery", || source.status().synced).await;
     assert!(source.index().get("ml", "a1").is_some());
     assert!(source.status().last_error.is_none());
+}
+
+/// Without RBAC on pods (the GPU Operator's GPUCluster grants ResourceSlices only) the pod
+/// watch is refused for good: it says so in its status and retries less and less often (kube's
+/// own backoff is reset by every new list and retried about once a second), and it syncs
+/// once the permission is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_pod_watch_retries_ever_less_often_and_syncs_once_granted() {
+    use gpu_exporter::sim::api::RbacRule;
+    let api = FakeApi::start().await.unwrap();
+    api.apply_pod(pod("ml", "a1", "node-a", "uid-a1", &[]));
+    api.set_rbac(Some(vec![RbacRule::new(
+        &["resource.k8s.io"],
+        &["resourceslices"],
+        &["get", "list", "watch"],
+    )]));
+    let source = PodSource::spawn(api.client().unwrap(), Some("node-a".into()), &handle());
+    let lists = || {
+        api.requests()
+            .iter()
+            .filter(|r| r.starts_with("/api/v1/pods?") && !r.contains("watch=true"))
+            // Not the recovery probe's one-object lists.
+            .filter(|r| !r.split(['?', '&']).any(|p| p == "limit=1"))
+            .count()
+    };
+    eventually("a refused list", || source.status().errors > 0).await;
+    let st = source.status();
+    assert!(st.refused && !st.synced, "{st:?}");
+    let err = st.last_error.unwrap();
+    assert!(err.contains("cannot list resource \"pods\""), "{err}");
+    // Retries after 1, 2 and 4 s: the fourth failure comes about 7 s in; the fifth not
+    // before 8 s later.
+    eventually("four refused lists", || source.status().errors >= 4).await;
+    let before = lists();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        lists(),
+        before,
+        "a retry within 4 s of the fourth: {:?}",
+        api.requests()
+    );
+    assert!(source.status().refused);
+
+    api.set_rbac(None);
+    eventually("the sync once granted", || source.status().synced).await;
+    let st = source.status();
+    assert!(!st.refused && st.last_error.is_none(), "{st:?}");
+    assert!(source.index().get("ml", "a1").is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,6 +42,7 @@ use crate::sources::health::Health;
 use crate::sources::hpc::{HpcJobs, HpcSource};
 use crate::sources::kube::dra::{DraIndex, DraSource};
 use crate::sources::kube::meta::{PodIndex, PodSource};
+use crate::sources::kube::reflector::ReflectorStatus;
 use crate::sources::kubelet::client::{KubeletOptions, KubeletView, PodResourcesSource};
 
 /// The background sources the join reads; each is optional.
@@ -197,14 +198,40 @@ impl Attributor {
     }
 
     /// Whether every configured source has answered at least once (the kubelet listed, the
-    /// API watches synced).
+    /// API watches synced or refused for want of RBAC).
     pub fn ready(&self) -> bool {
+        let answered = |st: ReflectorStatus| st.synced || st.refused;
         self.sources
             .kubelet
             .as_ref()
             .is_none_or(|k| k.view().is_some())
-            && self.sources.pods.as_ref().is_none_or(|p| p.status().synced)
-            && self.sources.dra.as_ref().is_none_or(|d| d.status().synced)
+            && self
+                .sources
+                .pods
+                .as_ref()
+                .is_none_or(|p| answered(p.status()))
+            && self
+                .sources
+                .dra
+                .as_ref()
+                .is_none_or(|d| answered(d.status()))
+    }
+
+    /// The pod index the join may read: none while the pod watch has never listed and the
+    /// API refuses it (no RBAC on pods, as under the GPU Operator's `GPUCluster`), so that no
+    /// pod waits in `settle` for metadata that cannot come.
+    fn pod_index(&self) -> Option<Arc<PodIndex>> {
+        let pods = self.sources.pods.as_ref()?;
+        let st = pods.status();
+        (st.synced || !st.refused).then(|| pods.index())
+    }
+
+    /// The ResourceSlice index the join may read: none before the first complete list, so that
+    /// the claims the kubelet lists are not taken for devices that match nothing while no slice
+    /// is known yet (or the API refuses the list).
+    fn dra_index(&self) -> Option<Arc<DraIndex>> {
+        let dra = self.sources.dra.as_ref()?;
+        dra.status().synced.then(|| dra.index())
     }
 
     /// The sizes of the state kept over ticks (see [`StateSizes`]).
@@ -231,16 +258,12 @@ impl Attributor {
     /// Fills `snap.attribution` from the sources' latest state and this tick's processes.
     pub fn attribute(&mut self, snap: &mut Snapshot, processes: &[EntityProcesses], now: f64) {
         let view = self.sources.kubelet.as_ref().and_then(|k| k.view());
-        let settled = self.settle.apply(
-            view.as_deref(),
-            self.sources.pods.as_ref().map(|p| p.index()),
-            now,
-        );
+        let settled = self.settle.apply(view.as_deref(), self.pod_index(), now);
         let inputs = Inputs {
             view,
             pods: settled.index,
             pending: settled.pending,
-            dra: self.sources.dra.as_ref().map(|d| d.index()),
+            dra: self.dra_index(),
             hpc: self.sources.hpc.as_ref().map(HpcSource::jobs),
             entities: snap
                 .entities

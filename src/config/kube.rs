@@ -96,10 +96,11 @@ impl Settings {
                 .then_some(allowlist),
             pod_uid: cli.kubernetes.kubernetes_enable_pod_uid,
             dra: cli.kubernetes.kubernetes_enable_dra,
+            // DRA needs the ResourceSlices, not the pods: under the GPU Operator's GPUCluster
+            // the exporter may read ResourceSlices only (`--kubernetes-pod-metadata=false`).
             pod_metadata: cli.kubernetes.kubernetes_pod_metadata
                 || cli.kubernetes.kubernetes_enable_pod_labels
-                || cli.kubernetes.kubernetes_enable_pod_uid
-                || cli.kubernetes.kubernetes_enable_dra,
+                || cli.kubernetes.kubernetes_enable_pod_uid,
             process_metrics: cli.kubernetes.kubernetes_process_metrics,
             proc_root: cli.kubernetes.proc_root.clone(),
             node_name,

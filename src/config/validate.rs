@@ -301,7 +301,7 @@ mod tests {
             "{:?}",
             cfg.warnings
         );
-        // Pod labels, UID and DRA need the pod watch even when metadata is turned off.
+        // Pod labels and UID need the pod watch even when metadata is turned off.
         let cfg = cli(&[
             "-k",
             "--kubernetes-pod-metadata=false",
@@ -314,6 +314,16 @@ mod tests {
         let k = cfg.kubernetes.unwrap();
         assert!(k.pod_metadata && k.pod_uid);
         assert_eq!(k.extra_resources, ["example.com/a100"]);
+        // DRA reads ResourceSlices and needs no pod watch (the GPUCluster RBAC has none).
+        let cfg = cli(&[
+            "-k",
+            "--kubernetes-pod-metadata=false",
+            "--kubernetes-enable-dra",
+        ])
+        .validate()
+        .unwrap();
+        let k = cfg.kubernetes.unwrap();
+        assert!(k.dra && !k.pod_metadata);
     }
 
     #[test]

@@ -29,6 +29,9 @@
 //! every = 10
 //! duration = 8
 //! gpus = [0, 1]        # or mig = ["2.7"], shared = ["4::0"]
+//!
+//! [kubernetes]         # optional: the API server's write faults (`timeline`) and the
+//! rbac = [{ apiGroups = [""], resources = ["pods"], verbs = ["list", "watch"] }]  # RBAC
 //! ```
 //!
 //! A pod's optional `start` and `end` (scenario seconds) bound when it exists.
@@ -46,8 +49,8 @@ use serde_json::json;
 
 use crate::attribution::KubernetesConfig;
 use crate::gpu::LoadError;
-use crate::sim::api::FakeApi;
 use crate::sim::api::timeline::{self, ApiFaultError, RawKubernetes, TimedWriteFault};
+use crate::sim::api::{FakeApi, RbacRule};
 use crate::sim::churn::{ChurnError, Stage, Timeline};
 use crate::sim::jobs::{self, JobError, JobStream, RawJob};
 use crate::sim::kubelet::FakeKubelet;
@@ -65,7 +68,7 @@ struct RawScenario {
     /// Only counted here (the simulated library reads them).
     #[serde(default)]
     gpus: Vec<toml::Table>,
-    /// The API server's fault timeline (`api_faults`).
+    /// The API server's fault timeline (`api_faults`) and RBAC rules (`rbac`).
     kubernetes: Option<RawKubernetes>,
 }
 
@@ -121,18 +124,22 @@ pub struct ClusterSpec {
     jobs: Vec<JobStream>,
     gpus: usize,
     api_faults: Vec<TimedWriteFault>,
+    /// `[kubernetes] rbac`: the exporter's RBAC rules; `None`: everything is allowed.
+    rbac: Option<Vec<RbacRule>>,
 }
 
 impl ClusterSpec {
     /// Parses the `[[pods]]`, `[[jobs]]` and `[kubernetes]` of a scenario's TOML text; errors
     /// name the scenario key.
     pub fn parse(text: &str) -> Result<Self, SimClusterError> {
-        let raw: RawScenario = toml::from_str(text).map_err(SimClusterError::Scenario)?;
+        let mut raw: RawScenario = toml::from_str(text).map_err(SimClusterError::Scenario)?;
+        let rbac = raw.kubernetes.as_mut().and_then(|k| k.rbac.take());
         Ok(Self {
             pods: raw.pods,
             jobs: jobs::parse(raw.jobs)?,
             gpus: raw.gpus.len(),
             api_faults: timeline::parse(raw.kubernetes)?,
+            rbac,
         })
     }
 
@@ -359,6 +366,7 @@ impl SimCluster {
                 what: "simulated API server".into(),
                 source,
             })?;
+        api.set_rbac(spec.rbac.clone());
         api.apply_node(spec.node_object(&node));
         let pods = spec.pods.len();
         if let Some(r) = resolved {
@@ -392,13 +400,13 @@ impl SimCluster {
         })
     }
 
-    /// Points pod attribution at this cluster: its socket, proc tree, node, metadata on,
-    /// DRA on when a pod holds a claim.
+    /// Points pod attribution at this cluster: its socket, proc tree, node, DRA on when a pod
+    /// holds a claim. The pod watch stays as the flags set it (on by default; off with
+    /// `--kubernetes-pod-metadata=false`, as a node whose RBAC has no pods runs).
     pub fn configure(&self, k: &mut KubernetesConfig) {
         k.socket = self.socket.clone();
         k.proc_root = self.proc_root.clone();
         k.node_name = Some(self.node.clone());
-        k.pod_metadata = true;
         k.dra = k.dra || self.has_claims;
     }
 }
@@ -417,6 +425,16 @@ mod tests {
         assert!(s.has_claims());
         let e = ClusterSpec::parse("[[pods]]\nname = \"p\"\nbogus = 1\n").unwrap_err();
         assert!(e.to_string().contains("bogus"), "{e}");
+        assert!(s.rbac.is_none(), "no [kubernetes] rbac: everything allowed");
+        let s = ClusterSpec::parse(
+            "[kubernetes]\nrbac = [{ apiGroups = [\"\"], resources = [\"pods\"], verbs = [\"list\"] }]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            s.rbac,
+            Some(vec![RbacRule::new(&[""], &["pods"], &["list"])])
+        );
+        assert!(s.api_faults.is_empty());
     }
 
     #[test]

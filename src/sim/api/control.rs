@@ -1,8 +1,9 @@
 //! The fake API server's control surface, what `--simulate` and the tests call on a
 //! [`FakeApi`]: objects put, replaced and removed (each change wakes the watches), read back as
 //! served, failures set ([`FakeApi::set_fail`], [`FakeApi::set_write_faults`]), the logs of
-//! requests and writes, and the `resource.k8s.io` versions served; and [`ApiPods`], the handle
-//! through which the scenario's pod timeline adds and removes pods.
+//! requests and writes, the RBAC rules ([`FakeApi::set_rbac`]) and the `resource.k8s.io`
+//! versions served; and [`ApiPods`], the handle through which the scenario's pod timeline adds
+//! and removes pods.
 //!
 //! It must not serve requests (the routes do) or decide what a fault does (`faults`).
 
@@ -12,6 +13,7 @@ use serde_json::Value;
 
 use super::FakeApi;
 use super::kinds::*;
+use super::rbac::RbacRule;
 use super::store::{Inner, WriteFault};
 
 impl Inner {
@@ -161,6 +163,15 @@ impl FakeApi {
             .filter_map(|w| w.split_once(' '))
             .filter(|(m, rest)| *m == method && rest.starts_with(path_prefix))
             .count()
+    }
+
+    /// The RBAC rules of the exporter's service account (a ClusterRole's `rules`): a request
+    /// on an object route whose verb no rule allows answers `403 Forbidden` worded as a real
+    /// API server words it, and access reviews answer from the rules. `None` (the default)
+    /// allows everything. Open watches are not closed, as on a real server. [`FakeApi::set_fail`]
+    /// takes precedence.
+    pub fn set_rbac(&self, rules: Option<Vec<RbacRule>>) {
+        self.inner.lock().rbac = rules;
     }
 
     /// Which `resource.k8s.io` versions discovery reports and the server serves, in the

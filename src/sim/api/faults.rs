@@ -1,8 +1,10 @@
 //! Fault injection, as the axum middleware [`inject`] around every route (the `404` and `405`
 //! answers included): it records each request for `FakeApi::requests`, answers the error status
-//! of `FakeApi::set_fail` (or `503` once the server is dropped) or of the first matching write
-//! fault, delays a write as a slow server does, and records each write with its status for
-//! `FakeApi::writes`. The `unreachable` fault is the accept loop's (`server`).
+//! of `FakeApi::set_fail` (or `503` once the server is dropped), the `403` of a request on an
+//! object route that the RBAC rules of `FakeApi::set_rbac` do not allow (`rbac`), or the status
+//! of the first matching write fault, delays a write as a slow server does, and records each
+//! write with its status for `FakeApi::writes`. The `unreachable` fault is the accept loop's
+//! (`server`).
 //!
 //! It must not serve a request itself (the routes do) or change the store's objects.
 
@@ -18,6 +20,7 @@ use serde::Deserialize;
 
 use super::http::error_response;
 use super::kinds::serves;
+use super::rbac::{self, Attributes};
 use super::store::Inner;
 use super::target::Resource;
 
@@ -45,7 +48,25 @@ pub(super) async fn inject(
     let method = req.method().clone();
     let uri = req.uri().clone();
     let write = is_write(&method);
-    let (fail, fault, versions) = {
+    // A route of a group or version not served now names no resource.
+    let served = {
+        let versions = inner.lock().resource_versions.clone();
+        resource.filter(|r| {
+            r.route.group.is_empty() || serves(r.route.group, Some(&r.version), &versions)
+        })
+    };
+    let attributes = served.as_ref().map(|r| Attributes {
+        group: r.route.group.to_owned(),
+        resource: if r.route.status {
+            format!("{}/status", r.route.kind.plural())
+        } else {
+            r.route.kind.plural().to_owned()
+        },
+        verb: rbac::verb(&method, r.route.one, &uri),
+        namespace: r.namespace.clone(),
+        name: Some(r.name.clone()).filter(|n| !n.is_empty()),
+    });
+    let (fail, denied, fault) = {
         let mut st = inner.lock();
         let seen = match uri.query() {
             Some(q) => format!("{}?{q}", uri.path()),
@@ -58,20 +79,25 @@ pub(super) async fn inject(
             .iter()
             .find(|f| write && uri.path().starts_with(&f.path_prefix))
             .cloned();
-        (fail, fault, st.resource_versions.clone())
+        let denied = attributes.filter(|a| fail.is_none() && !rbac::allowed(st.rbac.as_deref(), a));
+        (fail, denied, fault)
     };
-    let code = fail.or(fault.as_ref().and_then(|f| f.status));
+    // The server's failure first, then RBAC, then the write fault.
+    let code = fail.or_else(|| {
+        fault
+            .as_ref()
+            .and_then(|f| f.status)
+            .filter(|_| denied.is_none())
+    });
     let delay = fault
         .map(|f| f.delay)
-        .filter(|d| fail.is_none() && !d.is_zero());
-    // A route of a group or version not served now names no resource.
-    let what = resource
-        .filter(|r| r.route.group.is_empty() || serves(r.route.group, Some(&r.version), &versions))
-        .map(|r| r.what());
+        .filter(|d| fail.is_none() && denied.is_none() && !d.is_zero());
+    let what = served.map(|r| r.what());
     let answer = async move |req: Request| {
-        let response = match code {
-            Some(code) => failure(code, &method, &uri, what),
-            None => next.run(req).await,
+        let response = match (code, denied) {
+            (Some(code), _) => failure(code, &method, &uri, what),
+            (None, Some(a)) => rbac::forbidden(&a),
+            (None, None) => next.run(req).await,
         };
         if write {
             let line = format!("{method} {} {}", uri.path(), response.status().as_u16());

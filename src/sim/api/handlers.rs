@@ -126,13 +126,20 @@ pub(super) async fn version() -> Response {
     )
 }
 
-/// `POST selfsubjectaccessreviews`: everything is allowed (unless every request fails).
-pub(super) async fn access_review() -> Response {
+/// `POST selfsubjectaccessreviews`: answered from the RBAC rules (`rbac`; everything is
+/// allowed while none is set), the review's `spec` given back.
+pub(super) async fn access_review(State(inner): State<Arc<Inner>>, body: Bytes) -> Response {
+    let review: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let status = {
+        let st = inner.lock();
+        super::rbac::review_status(st.rbac.as_deref(), &review)
+    };
+    let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
     json_response(
         201,
         &json!({
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "spec": {}, "status": {"allowed": true, "reason": "the simulated API server allows everything"}
+            "spec": spec, "status": status
         }),
     )
 }

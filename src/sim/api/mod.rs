@@ -25,7 +25,7 @@
 //! | a `GET` with `Accept: ...;as=Table` (kubectl `get`) | a `meta.k8s.io/v1` `Table` |
 //! | `GET /api`, `/api/v1`, `/apis`, `/apis/<group>[/<v>]` | discovery (core, `events.k8s.io`, `resource.k8s.io`, `authorization.k8s.io`) |
 //! | `GET /apis/resource.k8s.io/<v>/resourceslices` (+ `watch=true`) | `ResourceSliceList` / events; versions from [`FakeApi::set_resource_api_versions`] |
-//! | `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` | allowed |
+//! | `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` | allowed, or from the RBAC rules of [`FakeApi::set_rbac`] |
 //! | `GET /version` | a version `Info` |
 //!
 //! PATCH takes `application/strategic-merge-patch+json` (Node conditions merge by `type`) and
@@ -52,7 +52,10 @@
 //! or delays only writes (POST, PUT, PATCH, DELETE), optionally only under a path prefix,
 //! or (`unreachable`) closes every connection without an answer while it is in force;
 //! [`FakeApi::play_write_faults`] (`timeline`) sets them from a scenario's `[kubernetes]
-//! api_faults` as scenario time passes.
+//! api_faults` as scenario time passes. [`FakeApi::set_rbac`] (`rbac`) grants the client only
+//! a ClusterRole's rules: a request on an object route that they do not allow answers `403
+//! Forbidden` as a real API server words it; discovery, `/version` and access reviews stay
+//! allowed.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -68,6 +71,7 @@ mod http;
 mod kinds;
 mod list;
 mod patch;
+mod rbac;
 mod routes;
 mod server;
 mod store;
@@ -76,6 +80,7 @@ mod target;
 pub mod timeline;
 mod write;
 
+pub use rbac::{RbacRule, SERVICE_ACCOUNT};
 use store::{Inner, Store};
 pub use store::{WriteFault, now_rfc3339};
 
@@ -652,5 +657,95 @@ mod tests {
         assert_eq!(requests.first().unwrap(), "/api/v1/pods?watch=true");
         assert_eq!(requests.iter().filter(|r| *r == "/no/such/path").count(), 2);
         assert_eq!(api.writes(), [format!("PATCH {pod} 403")]);
+    }
+
+    /// With RBAC rules set, only what they grant is served; the rest is refused with the
+    /// wording of a real API server, and access reviews answer from the same rules.
+    #[tokio::test]
+    async fn rbac_rules_allow_what_they_grant_and_refuse_the_rest() {
+        let api = FakeApi::start().await.unwrap();
+        api.apply_node(node());
+        api.set_rbac(Some(vec![
+            RbacRule::new(
+                &["resource.k8s.io"],
+                &["resourceslices"],
+                &["get", "list", "watch"],
+            ),
+            RbacRule::new(&[""], &["nodes/status"], &["patch"]),
+        ]));
+        let get = |path: &'static str| call(&api, "GET", path, "", Value::Null);
+        let (code, body) = get("/apis/resource.k8s.io/v1/resourceslices?watch=false").await;
+        assert_eq!(
+            (code, body["kind"].as_str()),
+            (200, Some("ResourceSliceList"))
+        );
+        let (code, body) = get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1").await;
+        assert_eq!(
+            (code, body["reason"].as_str(), message(&body)),
+            (
+                403,
+                Some("Forbidden"),
+                "pods is forbidden: User \"system:serviceaccount:fake:gpu-exporter\" cannot \
+                 list resource \"pods\" in API group \"\" at the cluster scope"
+            )
+        );
+        let (_, body) = get("/api/v1/pods?watch=true").await;
+        assert!(
+            message(&body).contains("cannot watch resource \"pods\""),
+            "{body}"
+        );
+        let (_, body) = get("/api/v1/namespaces/ml/pods/p").await;
+        assert_eq!(
+            message(&body),
+            "pods \"p\" is forbidden: User \"system:serviceaccount:fake:gpu-exporter\" cannot \
+             get resource \"pods\" in API group \"\" in the namespace \"ml\""
+        );
+        let (code, body) = get("/api/v1/nodes/n1").await;
+        assert_eq!(code, 403, "the Node itself is not granted: {body}");
+        let patch = json!({"status": {"conditions": [{"type": "GpuHealthy", "status": "True"}]}});
+        let (code, _) = call(&api, "PATCH", "/api/v1/nodes/n1/status", SMP, patch).await;
+        assert_eq!(code, 200, "nodes/status is");
+        let (code, body) = call(
+            &api,
+            "POST",
+            "/apis/events.k8s.io/v1/namespaces/default/events",
+            "application/json",
+            event("n1.1"),
+        )
+        .await;
+        assert_eq!(code, 403);
+        assert!(
+            message(&body).starts_with("events.events.k8s.io is forbidden")
+                && message(&body).contains("cannot create resource \"events\" in API group \"events.k8s.io\" in the namespace \"default\""),
+            "{body}"
+        );
+        assert!(api.events().is_empty(), "a refused create writes nothing");
+        // Discovery and access reviews stay allowed; the reviews answer from the rules.
+        assert_eq!(get("/apis/resource.k8s.io").await.0, 200);
+        assert_eq!(get("/api/v1").await.0, 200);
+        let review = |g: &str, r: &str, v: &str| {
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                   "spec": {"resourceAttributes": {"group": g, "resource": r, "verb": v}}})
+        };
+        let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+        let json = "application/json";
+        let (code, r) = call(
+            &api,
+            "POST",
+            path,
+            json,
+            review("resource.k8s.io", "resourceslices", "watch"),
+        )
+        .await;
+        assert_eq!((code, r["status"]["allowed"].as_bool()), (201, Some(true)));
+        let (_, r) = call(&api, "POST", path, json, review("", "pods", "list")).await;
+        assert_eq!(r["status"]["allowed"].as_bool(), Some(false));
+        assert_eq!(r["spec"]["resourceAttributes"]["resource"], "pods");
+        // set_fail takes precedence; no rules allow everything again.
+        api.set_fail(Some(500));
+        assert_eq!(get("/api/v1/pods").await.0, 500);
+        api.set_fail(None);
+        api.set_rbac(None);
+        assert_eq!(get("/api/v1/pods").await.0, 200);
     }
 }

@@ -1,6 +1,7 @@
 //! The fake API server's store: the objects by kind, namespace and name, the resource version,
-//! the change log that watches follow, the failure settings and the request logs; `put` and
-//! `remove` are the only ways objects change (they bump the version and log the change).
+//! the change log that watches follow, the failure and RBAC settings and the request logs;
+//! `put` and `remove` are the only ways objects change (they bump the version and log the
+//! change).
 //!
 //! It must not parse requests or write responses (beyond the `404` wording of `not_found`).
 
@@ -14,6 +15,7 @@ use tokio::sync::watch;
 
 use super::http::*;
 use super::kinds::*;
+use super::rbac::RbacRule;
 
 /// Watch events kept for watchers that resume from an older `resourceVersion`.
 const EVENT_LOG_CAPACITY: usize = 4096;
@@ -60,6 +62,8 @@ pub(super) struct Store {
     pub(super) requests: VecDeque<String>,
     pub(super) writes: VecDeque<String>,
     pub(super) resource_versions: Vec<String>,
+    /// The service account's RBAC rules; `None`: everything is allowed.
+    pub(super) rbac: Option<Vec<RbacRule>>,
     pub(super) closed: bool,
 }
 
@@ -76,6 +80,7 @@ impl Store {
             requests: VecDeque::new(),
             writes: VecDeque::new(),
             resource_versions: vec!["v1".to_owned()],
+            rbac: None,
             closed: false,
         }
     }

@@ -1,7 +1,8 @@
 //! The scenario's API server faults (`[kubernetes] api_faults`): write faults that begin and
 //! end at scenario times, validated here and played onto the fake API server as the scenario
 //! clock passes them, so `--simulate` (and the tests on the binary) can show an API server
-//! that refuses, errors, is slow or cannot be reached, and then recovers.
+//! that refuses, errors, is slow or cannot be reached, and then recovers; and the table's
+//! `rbac` rules, read here and applied for the whole run by the simulated cluster.
 //!
 //! It must not serve requests (the server does) or decide what a fault does to a write
 //! (`WriteFault` and the server's fault middleware, `faults`, do).
@@ -42,6 +43,8 @@ struct RawApiFault {
 pub struct RawKubernetes {
     #[serde(default)]
     api_faults: Vec<RawApiFault>,
+    /// The exporter's RBAC rules, for the whole run ([`FakeApi::set_rbac`]); none: all allowed.
+    pub rbac: Option<Vec<super::RbacRule>>,
 }
 
 /// Why `[kubernetes] api_faults` cannot be played; names the entry and key.
@@ -236,5 +239,27 @@ mod tests {
             assert!(e.contains(want), "{text}: {e}");
         }
         assert!(toml::from_str::<RawKubernetes>("api_fault = []").is_err());
+    }
+
+    #[test]
+    fn rbac_rules_are_a_cluster_roles_rules() {
+        let raw: RawKubernetes = toml::from_str(
+            "rbac = [{ apiGroups = [\"resource.k8s.io\"], resources = [\"resourceslices\"], \
+             verbs = [\"get\", \"list\", \"watch\"] }]",
+        )
+        .unwrap();
+        assert_eq!(
+            raw.rbac,
+            Some(vec![super::super::RbacRule::new(
+                &["resource.k8s.io"],
+                &["resourceslices"],
+                &["get", "list", "watch"]
+            )])
+        );
+        let e = toml::from_str::<RawKubernetes>("rbac = [{ apiGroups = [], verb = [] }]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("verb"), "{e}");
+        assert!(toml::from_str::<RawKubernetes>("").unwrap().rbac.is_none());
     }
 }

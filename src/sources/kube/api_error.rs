@@ -1,6 +1,7 @@
 //! What a failed Kubernetes API call says, in one line: the description of a watcher or
 //! client error (`403 Forbidden: <message>`, else the error chain), whether it happened while
-//! listing or watching, its cause for the failure log, and what to do about a 401 or 403.
+//! listing or watching, its cause for the failure log, whether it is a refusal (401 or 403),
+//! and what to do about one.
 //!
 //! Text only, shared by the reflectors, the access review of `gpu-exporter check`
 //! ([`super::access`]) and `notify`'s Node condition writer; it must not log, count or retry
@@ -27,6 +28,12 @@ pub(crate) fn access_hint(err: &watcher::Error, resource: &str) -> &'static str 
         }
         _ => "",
     }
+}
+
+/// Whether the API refused the exporter's credentials or permissions (401 or 403): RBAC or
+/// the token is missing, not the API.
+pub(crate) fn refused(err: &watcher::Error) -> bool {
+    api_status(err).is_some_and(|s| matches!(s.code, 401 | 403))
 }
 
 /// The API status inside a watcher error, if the server answered one.
@@ -122,5 +129,9 @@ mod tests {
         assert!(
             describe_watch_error(&watcher::Error::NoResourceVersion).contains("resourceVersion")
         );
+        assert!(refused(&err));
+        let gone = kube::core::Status::failure("too old", "Expired").with_code(410);
+        assert!(!refused(&watcher::Error::WatchError(gone.boxed())));
+        assert!(!refused(&watcher::Error::NoResourceVersion));
     }
 }

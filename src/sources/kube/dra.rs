@@ -18,7 +18,10 @@
 //! possibly qualified by a domain (`gpu.nvidia.com/uuid`), which is ignored. NVIDIA's driver
 //! publishes `type` (`gpu` or `mig`), `uuid`, and for MIG devices `parentUUID` and `profile`.
 //! When a pool's slices carry different `spec.pool.generation`s, only the newest generation
-//! counts, as for the scheduler.
+//! counts, as for the scheduler. The index is rebuilt from the whole set after every change
+//! and after every re-list, so a set replaced by new slices of the same generation (the driver
+//! re-created them, or a re-list after an expired watch found new objects) takes effect at
+//! once: nothing is cached by generation or by slice.
 
 use std::collections::HashMap;
 use std::pin::pin;
@@ -26,7 +29,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
@@ -34,7 +36,8 @@ use crate::base::backoff::Backoff;
 use crate::base::cause_log::cause;
 
 use super::api_error::{
-    access_hint, api_status, describe_kube_error, describe_watch_error, failure_kind, watch_phase,
+    access_hint, api_status, describe_kube_error, describe_watch_error, failure_kind, refused,
+    watch_phase,
 };
 use super::failure_log::FailureLog;
 use super::reflector::{LatestIndex, Recovery, Reflector};
@@ -110,12 +113,29 @@ impl DraIndex {
 
     /// Builds an index from ResourceSlice objects (JSON, any supported version). Slices of
     /// other drivers than [`NVIDIA_GPU_DRIVER`], devices without `type` `gpu`/`mig` or without
-    /// `uuid`, and slices of an older pool generation are skipped.
+    /// `uuid`, and slices of an older pool generation are skipped. Nothing is kept from one
+    /// index to the next: a set of slices replaced by new ones of the same generation (the
+    /// driver restarted, the slices re-created) gives the new devices at once. While old and
+    /// new slices of one generation both name a device (the new ones created before the old
+    /// ones are deleted), the slice created last wins (then the last by name), whatever order
+    /// the slices come in.
     pub fn from_slices(slices: impl IntoIterator<Item = Value>) -> Self {
-        let slices: Vec<Value> = slices
+        let mut slices: Vec<Value> = slices
             .into_iter()
             .filter(|s| spec_str(s, "driver") == Some(NVIDIA_GPU_DRIVER))
             .collect();
+        // RFC 3339 in UTC (`2026-01-01T00:00:00Z`), as the API server writes it: ordered as text.
+        let created = |s: &Value| {
+            let meta = s.get("metadata");
+            let at = |k: &str| {
+                meta.and_then(|m| m.get(k))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (at("creationTimestamp"), at("name"))
+        };
+        slices.sort_by_cached_key(created);
         let pool_of = |s: &Value| -> (String, i64) {
             let pool = s.get("spec").and_then(|sp| sp.get("pool"));
             let name = pool
@@ -279,7 +299,8 @@ async fn run_dra(client: kube::Client, node: Option<String>, shared: Arc<LatestI
                     cause(&msg, 2),
                     &format!("{msg}; retrying in {:.1} s", delay.as_secs_f64()),
                 );
-                shared.failed(msg);
+                let denied = matches!(&e, DiscoveryError::Api(kube::Error::Api(s)) if matches!(s.code, 401 | 403));
+                shared.failed(msg, denied);
                 tokio::time::sleep(delay).await;
             }
         }
@@ -366,7 +387,8 @@ async fn watch_slices(
     };
     let cfg = watcher::Config::default().fields(&fields);
     let probe = ListParams::default().fields(&fields).limit(1);
-    let mut events = pin!(watcher::watcher(api.clone(), cfg).default_backoff());
+    // Paced by `Recovery` (retry delay and probe), not by kube's backoff (see `reflector`).
+    let mut events = pin!(watcher::watcher(api.clone(), cfg));
     let mut recovery = Recovery::new();
     let mut failures = FailureLog::default();
     let mut slices: HashMap<String, Value> = HashMap::new();
@@ -380,9 +402,6 @@ async fn watch_slices(
     let key = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
     let value = |o: DynamicObject| serde_json::to_value(o).unwrap_or(Value::Null);
     while let Some(event) = recovery.next(&mut events, &api, &probe, shared).await {
-        if event.is_ok() {
-            recovery.ok();
-        }
         match event {
             Ok(Event::Init) => initial = Some(HashMap::new()),
             Ok(Event::InitApply(o)) => {
@@ -431,12 +450,14 @@ async fn watch_slices(
                     describe_watch_error(&err)
                 );
                 msg.push_str(access_hint(&err, "resourceslices"));
-                failures.note(
-                    failure_kind(&err),
-                    &format!("{msg}; retrying with backoff, DRA devices keep their last value"),
-                );
-                shared.failed(msg);
-                recovery.failed();
+                let meanwhile = if refused(&err) {
+                    "; retrying with backoff, and meanwhile the DRA claims on devices it has not \
+                     listed are not attributed"
+                } else {
+                    "; retrying with backoff, DRA devices keep their last value"
+                };
+                failures.note(failure_kind(&err), &format!("{msg}{meanwhile}"));
+                shared.failed(msg, refused(&err));
                 if code == Some(404) {
                     return synced;
                 }
@@ -591,6 +612,36 @@ mod tests {
         assert!(idx.get(NVIDIA_GPU_DRIVER, "node-a", "gpu-0").is_none());
         assert_eq!(
             idx.get(NVIDIA_GPU_DRIVER, "node-a", "gpu-1")
+                .map(|d| d.uuid.as_str()),
+            Some("GPU-new")
+        );
+    }
+
+    #[test]
+    fn a_device_named_by_old_and_new_slices_of_one_generation_is_the_newest_slices() {
+        let stamped = |name: &str, created: &str, uuid: &str| {
+            let mut s = slice(NVIDIA_GPU_DRIVER, "node-a", 3, vec![gpu_v1("gpu-0", uuid)]);
+            s["metadata"] = json!({"name": name, "creationTimestamp": created});
+            s
+        };
+        let old = stamped("node-a-gpu-x7k2p", "2026-11-30T10:00:00Z", "GPU-old");
+        let new = stamped("node-a-gpu-9qd4m", "2026-12-01T08:15:42Z", "GPU-new");
+        for slices in [
+            vec![old.clone(), new.clone()],
+            vec![new.clone(), old.clone()],
+        ] {
+            let idx = DraIndex::from_slices(slices);
+            assert_eq!(idx.len(), 1);
+            assert_eq!(
+                idx.get(NVIDIA_GPU_DRIVER, "node-a", "gpu-0")
+                    .map(|d| d.uuid.as_str()),
+                Some("GPU-new")
+            );
+        }
+        // The old slice deleted, the new one alone: the same answer.
+        let idx = DraIndex::from_slices([new]);
+        assert_eq!(
+            idx.get(NVIDIA_GPU_DRIVER, "node-a", "gpu-0")
                 .map(|d| d.uuid.as_str()),
             Some("GPU-new")
         );

@@ -23,9 +23,11 @@
 //! Failures (403 without RBAC, an unreachable API server, ...) are counted in the reflector's
 //! status ([`ReflectorStatus::errors`](super::reflector::ReflectorStatus::errors)), logged
 //! with what failed once per cause (`failure_log::FailureLog`: a long outage is one warning,
-//! not one per retry), and retried by the watcher with kube's default backoff; the index keeps
+//! not one per retry), and retried after a delay that doubles from 1 s to 30 s; the index keeps
 //! its last content meanwhile, and a recovery probe clears the last error once the API answers
-//! again (see [`super::reflector`]).
+//! again (see [`super::reflector`]). Refused (401 or 403: no RBAC on pods, as under the GPU
+//! Operator's `GPUCluster`), the pods are attributed from the kubelet alone, which the warning
+//! says.
 //!
 //! The pod model and the pod watch only: the publishing, status and probe machinery shared
 //! with the ResourceSlice reflector is [`super::reflector`], the wording of API failures
@@ -38,10 +40,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, ListParams};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 
-use super::api_error::{access_hint, describe_watch_error, failure_kind, watch_phase};
+use super::api_error::{access_hint, describe_watch_error, failure_kind, refused, watch_phase};
 use super::reflector::{LatestIndex, Recovery, Reflector};
 
 /// The label the Deployment controller puts on the pods (and in the name) of a ReplicaSet.
@@ -251,7 +252,7 @@ impl Reflector<PodIndex> {
     /// `spec.nodeName=<node>`); `None` watches the pods of every node, which is logged as a
     /// warning (set `NODE_NAME` from the downward API). The task stops when the returned value
     /// is dropped or the runtime shuts down; it never panics on API errors, it counts and logs
-    /// them and retries with kube's default backoff (0.8 s doubling to 30 s).
+    /// them and retries after a delay that doubles from 1 s to 30 s.
     pub fn spawn(
         client: kube::Client,
         node_name: Option<String>,
@@ -279,7 +280,8 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Latest
             "on all nodes".to_owned()
         }
     };
-    let mut events = pin!(watcher::watcher(api.clone(), cfg).default_backoff());
+    // Paced by `Recovery` (retry delay and probe), not by kube's backoff (see `reflector`).
+    let mut events = pin!(watcher::watcher(api.clone(), cfg));
     let mut recovery = Recovery::new();
     let mut failures = super::failure_log::FailureLog::default();
     let mut pods: HashMap<String, Arc<PodMeta>> = HashMap::new();
@@ -292,9 +294,6 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Latest
         );
     };
     while let Some(event) = recovery.next(&mut events, &api, &probe, &shared).await {
-        if event.is_ok() {
-            recovery.ok();
-        }
         match event {
             Ok(Event::Init) => initial = Some(HashMap::new()),
             Ok(Event::InitApply(pod)) => {
@@ -339,12 +338,14 @@ async fn run_pods(client: kube::Client, node: Option<String>, shared: Arc<Latest
                     describe_watch_error(&err)
                 );
                 msg.push_str(access_hint(&err, "pods"));
-                failures.note(
-                    failure_kind(&err),
-                    &format!("{msg}; retrying with backoff, pod metadata keeps its last value"),
-                );
-                shared.failed(msg);
-                recovery.failed();
+                let meanwhile = if refused(&err) {
+                    "; retrying with backoff, and meanwhile the pods it has not listed are \
+                     attributed from the kubelet alone, without pod_uid, workload or pod labels"
+                } else {
+                    "; retrying with backoff, pod metadata keeps its last value"
+                };
+                failures.note(failure_kind(&err), &format!("{msg}{meanwhile}"));
+                shared.failed(msg, refused(&err));
             }
         }
     }

@@ -1,13 +1,16 @@
 //! The machinery every Kubernetes API reflector shares: a background watch task
 //! ([`Reflector`]) that publishes an immutable index (`LatestIndex`) with an atomic swap, the
-//! reflector's state ([`ReflectorStatus`]), and the recovery probe that clears a failure once
-//! the API answers again (`Recovery`).
+//! reflector's state ([`ReflectorStatus`]), and the pacing of its watch (`Recovery`): the
+//! retry delay after a failure and the probe that clears a failure once the API answers again.
 //!
 //! Readers ([`Reflector::index`]) never wait on the API. Failures are counted in
-//! [`ReflectorStatus::errors`]; the index keeps its last content meanwhile. Because a re-watch
-//! that succeeds produces no event until an object changes, a one-object list with the same
-//! selector probes the API 2 s after a failure (then less often) to clear
-//! [`ReflectorStatus::last_error`] once it answers again.
+//! [`ReflectorStatus::errors`]; the index keeps its last content meanwhile. A failed list or
+//! watch is retried after a delay that doubles from 1 s to 30 s while the failures go on: kube's
+//! own backoff (`default_backoff`) is reset by the `Init` event that begins every new list, so
+//! against an API that keeps refusing (a 403 without RBAC) it retried about once a second for
+//! ever. Because a re-watch that succeeds produces no event until an object changes, a
+//! one-object list with the same selector probes the API 2 s after a failure (then less often)
+//! to clear [`ReflectorStatus::last_error`] once it answers again, and ends the retry delay.
 //!
 //! Generic over the index: it must not know pods or ResourceSlices (that is
 //! [`super::meta`] and [`super::dra`]), nor describe or log failures
@@ -19,6 +22,9 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use futures::StreamExt;
 use kube::api::{Api, ListParams};
+use kube::runtime::watcher::{self, Event};
+
+use crate::base::backoff::Backoff;
 
 /// The health of a background reflector, for self-metrics and the log.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +42,9 @@ pub struct ReflectorStatus {
     /// Wall time (seconds since the Unix epoch) of the last change to the index; 0 before the
     /// first.
     pub last_change_unix: f64,
+    /// The API refused the exporter's credentials or permissions (401 or 403) at the last
+    /// failure, and nothing has succeeded since: RBAC (or the token) is missing, not the API.
+    pub refused: bool,
 }
 
 /// The published index and status of a background reflector.
@@ -71,6 +80,7 @@ impl<T: Default> LatestIndex<T> {
         st.objects = objects;
         st.last_change_unix = crate::base::clock::unix_now();
         st.last_error = None;
+        st.refused = false;
         st.synced |= synced;
     }
 
@@ -78,13 +88,16 @@ impl<T: Default> LatestIndex<T> {
     pub(crate) fn ok(&self, synced: bool) {
         let mut st = self.lock();
         st.last_error = None;
+        st.refused = false;
         st.synced |= synced;
     }
 
-    pub(crate) fn failed(&self, msg: String) {
+    /// Counts a failed call; `refused`: the API answered 401 or 403.
+    pub(crate) fn failed(&self, msg: String, refused: bool) {
         let mut st = self.lock();
         st.errors += 1;
         st.last_error = Some(msg);
+        st.refused = refused;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ReflectorStatus> {
@@ -106,17 +119,28 @@ impl Drop for TaskGuard {
 const PROBE_MIN: Duration = Duration::from_secs(2);
 /// Longest delay of the recovery probe.
 const PROBE_MAX: Duration = Duration::from_secs(60);
+/// First wait before a failed list or watch is retried; it doubles up to [`RETRY_MAX`] while
+/// the failures go on.
+const RETRY_MIN: Duration = Duration::from_secs(1);
+/// Longest wait before a retry (kube's own backoff stops at the same).
+const RETRY_MAX: Duration = Duration::from_secs(30);
 
-/// Clears `last_error` once the API answers again.
+/// Paces a reflector's watch: the retry delay after a failure and the recovery probe.
 ///
-/// kube's watcher reports failures but not a silent recovery: after a failed re-watch, a
-/// successful one produces no event until an object changes, which on a quiet node can take
-/// hours. So after a failure the reflector lists one object (`limit=1`, same selector) a
-/// little later; when that succeeds the error is cleared. Probe failures are not counted
-/// (the watcher's own retries are).
+/// The watcher retries at once after an error (`Recovery::next` waits the retry delay before it
+/// polls the stream again, the delay doubling while failures go on and starting again after a
+/// complete list or a change). kube's watcher also reports failures but not a silent recovery:
+/// after a failed re-watch, a successful one produces no event until an object changes, which
+/// on a quiet node can take hours. So after a failure the reflector lists one object
+/// (`limit=1`, same selector) a little later; when that succeeds the error is cleared and the
+/// retry delay ends. Probe failures are not counted (the watcher's own are).
 pub(crate) struct Recovery {
+    /// When the probe is due.
     at: Option<tokio::time::Instant>,
     wait: Duration,
+    /// Until when the stream is left alone after a failure.
+    resume: Option<tokio::time::Instant>,
+    retry: Backoff,
 }
 
 impl Recovery {
@@ -124,21 +148,28 @@ impl Recovery {
         Self {
             at: None,
             wait: PROBE_MIN,
+            resume: None,
+            retry: Backoff::new(RETRY_MIN, RETRY_MAX),
         }
     }
 
-    /// A watcher failure: probe after the current delay.
-    pub(crate) fn failed(&mut self) {
-        self.at = Some(tokio::time::Instant::now() + self.wait);
+    /// A watcher failure: retry after the current delay, probe after the probe's.
+    fn failed(&mut self) {
+        let now = tokio::time::Instant::now();
+        self.resume = Some(now + self.retry.next_delay());
+        self.at = Some(now + self.wait);
     }
 
-    /// A successful list or event: no probe needed.
-    pub(crate) fn ok(&mut self) {
+    /// A complete list or a change: no probe needed, the next failure retries soon again.
+    fn ok(&mut self) {
         self.at = None;
         self.wait = PROBE_MIN;
+        self.retry.reset();
     }
 
-    /// The next item of `events`, probing `api` with `params` in the meantime when due.
+    /// The next item of `events`, not polled before the retry delay after a failure, probing
+    /// `api` with `params` in the meantime when due. The beginning of a list (`Init`, its
+    /// objects) is not progress: only a complete list (`InitDone`) or a change is.
     pub(crate) async fn next<S, K, T>(
         &mut self,
         events: &mut S,
@@ -147,19 +178,33 @@ impl Recovery {
         shared: &LatestIndex<T>,
     ) -> Option<S::Item>
     where
-        S: futures::Stream + Unpin,
+        S: futures::Stream<Item = Result<Event<K>, watcher::Error>> + Unpin,
         K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
         T: Default,
     {
         loop {
-            let Some(at) = self.at else {
-                return events.next().await;
-            };
+            let now = tokio::time::Instant::now();
+            let resume = self.resume.filter(|r| *r > now);
+            self.resume = resume;
+            let far = now + PROBE_MAX;
             tokio::select! {
-                item = events.next() => return item,
-                () = tokio::time::sleep_until(at) => {
+                item = events.next(), if resume.is_none() => {
+                    match &item {
+                        Some(Err(_)) => self.failed(),
+                        Some(Ok(Event::InitDone | Event::Apply(_) | Event::Delete(_))) => self.ok(),
+                        Some(Ok(Event::Init | Event::InitApply(_))) | None => {}
+                    }
+                    return item;
+                }
+                () = tokio::time::sleep_until(resume.unwrap_or(far)), if resume.is_some() => {
+                    self.resume = None;
+                }
+                () = tokio::time::sleep_until(self.at.unwrap_or(far)), if self.at.is_some() => {
                     if api.list(params).await.is_ok() {
+                        // The API answers again: clear the error, and retry now (a failure
+                        // after this is a new one: its retry comes soon again).
                         self.ok();
+                        self.resume = None;
                         shared.ok(false);
                     } else {
                         self.wait = (self.wait * 2).min(PROBE_MAX);
@@ -231,7 +276,7 @@ mod tests {
             let shared = Arc::clone(&shared);
             std::thread::spawn(move || {
                 for i in 1..=20_000u64 {
-                    shared.failed(i.to_string());
+                    shared.failed(i.to_string(), i % 2 == 0);
                     shared.publish(i, 1, true);
                 }
             })
@@ -257,6 +302,7 @@ mod tests {
             (*shared.load(), st.objects, st.last_error),
             (20_000, 1, None)
         );
+        assert!(!st.refused, "a publication clears the refusal");
         assert!(checked > 0);
     }
 }
