@@ -64,34 +64,28 @@ const PROFILES: [Names; 4] = [
         gr_engine: "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
         dram: "DCGM_FI_PROF_DRAM_ACTIVE",
     },
-    Names {
-        profile: "dcgm-4.9",
-        host: "hostname",
-        temp: "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
-        power: "DCGM_FI_DEV_BOARD_POWER_WATTS",
-        sm_clock: "DCGM_FI_DEV_SM_CLOCK_HERTZ",
-        mem_clock: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
-        util: "DCGM_FI_DEV_GPU_UTIL_RATIO",
-        fb_used: "DCGM_FI_DEV_FB_USED_BYTES",
-        tensor: "DCGM_FI_PROF_TENSOR_UTIL_RATIO",
-        gr_engine: "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",
-        dram: "DCGM_FI_PROF_DRAM_UTIL_RATIO",
-    },
+    DCGM_4_9,
     // 4.10 renames only the profiling byte rates, which these dashboards do not chart.
     Names {
         profile: "dcgm-4.10",
-        host: "hostname",
-        temp: "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
-        power: "DCGM_FI_DEV_BOARD_POWER_WATTS",
-        sm_clock: "DCGM_FI_DEV_SM_CLOCK_HERTZ",
-        mem_clock: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
-        util: "DCGM_FI_DEV_GPU_UTIL_RATIO",
-        fb_used: "DCGM_FI_DEV_FB_USED_BYTES",
-        tensor: "DCGM_FI_PROF_TENSOR_UTIL_RATIO",
-        gr_engine: "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",
-        dram: "DCGM_FI_PROF_DRAM_UTIL_RATIO",
+        ..DCGM_4_9
     },
 ];
+
+/// dcgm-exporter 4.9: DCGM 4.7's names in base units, `hostname`.
+const DCGM_4_9: Names = Names {
+    profile: "dcgm-4.9",
+    host: "hostname",
+    temp: "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
+    power: "DCGM_FI_DEV_BOARD_POWER_WATTS",
+    sm_clock: "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+    mem_clock: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
+    util: "DCGM_FI_DEV_GPU_UTIL_RATIO",
+    fb_used: "DCGM_FI_DEV_FB_USED_BYTES",
+    tensor: "DCGM_FI_PROF_TENSOR_UTIL_RATIO",
+    gr_engine: "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",
+    dram: "DCGM_FI_PROF_DRAM_UTIL_RATIO",
+};
 
 /// The queries one profile's users run, each restricted to that profile's exporters.
 fn queries(n: &Names) -> Vec<(String, String)> {
