@@ -17,7 +17,9 @@ temporary directory of its own:
   over --clusters clusters (a `cluster` target label);
 - VictoriaMetrics (Debian's `victoria-metrics`, `-search.latencyOffset=0s`);
 - Prometheus (Debian's `prometheus`) scraping every node every --scrape-interval with
-  alerts/gpu-exporter.rules.yaml, and sending everything (rule results included) to
+  alerts/gpu-exporter.rules.yaml (with --group-interval S, and with --short at the scrape
+  interval, a copy in which the groups that run every minute run every S seconds, so that a
+  40 s run evaluates them), and sending everything (rule results included) to
   VictoriaMetrics by `remote_write`.
 
 After --duration seconds it records: Prometheus's head series, RSS (last and peak), samples
@@ -97,6 +99,7 @@ CONFIG_FLAGS = {
 SHARED_MAX_S = 60
 DEFAULT_MIX = "hgx-h200,hgx-b200,h100-mig,hgx-h200,hgx-b200,h100-mig,a100-mig-t4"
 FLEET_DASHBOARD = "gpu-fleet.json"
+GROUP_INTERVAL = re.compile(r"^(\s*- name: (gpu-exporter\.\S+)\n\s*interval: )(\d+)([smh])$", re.M)
 # Each engine gives up on one query after this (an error in the results, a problem for --check).
 QUERY_TIMEOUT = "60s"
 # Spot values compared between the engines at one timestamp.
@@ -536,6 +539,25 @@ class Fleet(Processes):
         wait_http(self.vm_port, "/health", self.vm, "victoria-metrics", 60,
                   self.dir / "victoria-metrics.log")
 
+    def rules_file(self):
+        """The side's rules, or with --group-interval a copy whose groups that set their own
+        interval of at most SHARED_MAX_S run every --group-interval seconds instead."""
+        a = self.args
+        if not a.group_interval:
+            return self.side.rules
+        text = self.side.rules.read_text()
+        unit = {"s": 1, "m": 60, "h": 3600}
+
+        def shorten(m):
+            every = int(m.group(3)) * unit[m.group(4)]
+            return f"{m.group(1)}{a.group_interval}s" if every <= SHARED_MAX_S else m.group(0)
+        copy, n = GROUP_INTERVAL.subn(shorten, text)
+        if not n:
+            raise SystemExit(f"fleet: --group-interval: {self.side.rules}: no group sets its own `interval:`")
+        out = self.dir / "rules.yaml"
+        out.write_text(copy)
+        return out
+
     def start_prometheus(self):
         a = self.args
         groups = {}
@@ -548,7 +570,7 @@ class Fleet(Processes):
         config = (f"global:\n  scrape_interval: {a.scrape_interval}s\n"
                   f"  scrape_timeout: {min(a.scrape_interval, 10)}s\n"
                   f"  evaluation_interval: {a.scrape_interval}s\n"
-                  f"rule_files:\n  - {json.dumps(str(self.side.rules))}\n"
+                  f"rule_files:\n  - {json.dumps(str(self.rules_file()))}\n"
                   f"scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n{static}{remote}")
         (self.dir / "prometheus.yml").write_text(config)
         self.prom_port = free_port()
@@ -1076,6 +1098,9 @@ def main(argv):
     ap.add_argument("--tolerance", type=float, default=0.01, help="relative, for the spot values")
     ap.add_argument("--short", action="store_true",
                     help="CI: 3 nodes, 2 s scrapes, 40 s, the default configuration")
+    ap.add_argument("--group-interval", type=int, metavar="S",
+                    help="groups that set their own interval of at most a minute run every S seconds "
+                         "(a copy of the rules; --short: the scrape interval, so that a 40 s run sees them)")
     ap.add_argument("--check", action="store_true", help="exit 1 on any problem")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
@@ -1103,6 +1128,7 @@ def main(argv):
         args.configs = "default"
         args.mix = "h100-mig,hgx-h200,a100-mig-t4"
         args.exporter_flags += ["-c", "1000"]
+        args.group_interval = args.group_interval or args.scrape_interval
     if ab_mode:
         args.vm = False  # Prometheus's rule evaluation alone; no remote_write
     elif not args.bin:
