@@ -361,11 +361,12 @@ pub fn proc_root(report: &mut Report, root: &std::path::Path, own_pid: u32) {
     }
 }
 
-/// The API's answers: one item per reviewed verb, and the node-scoped pod list.
+/// The API's answers: one item per reviewed verb, and the node-scoped pod list where the
+/// exporter watches pods (`None`: the pod watch is off, so nothing is listed).
 pub fn api(
     report: &mut Report,
     reviews: &[crate::sources::kube::access::Access],
-    pods: Result<usize, String>,
+    pods: Option<Result<usize, String>>,
     node: Option<&str>,
 ) {
     let rbac_fix = "grant it to the exporter's service account: the chart's ClusterRole \
@@ -415,6 +416,9 @@ pub fn api(
     let scope = node
         .map(|n| format!("node {n}"))
         .unwrap_or_else(|| "every node (NODE_NAME is unset)".to_owned());
+    let Some(pods) = pods else {
+        return;
+    };
     match pods {
         Ok(0) => report.add(
             "kubernetes",

@@ -436,14 +436,22 @@ fn kubernetes(r: &mut Report, cfg: &Config, k: &KubernetesInUse, rt: &tokio::run
             let detail = format!("from {}", k.api_config);
             r.add("kubernetes", "API client", Severity::Ok, detail, None);
             let needs = access::needed(
+                kcfg.pod_metadata,
                 kcfg.dra,
                 writes.node_conditions,
                 writes.events,
             );
             let reviews = rt.block_on(access::review(client, &needs));
             let node = k.node_name.as_deref();
-            let pods = rt.block_on(access::pods_on_node(client, node));
-            findings::api(r, &reviews, pods.map_err(|e| e.to_string()), node);
+            // The pods on this node are listed only where the exporter watches them: without
+            // the pod watch it never lists pods, and a role without that verb is right.
+            let pods = if kcfg.pod_metadata {
+                let listed = rt.block_on(access::pods_on_node(client, node));
+                Some(listed.map_err(|e| e.to_string()))
+            } else {
+                None
+            };
+            findings::api(r, &reviews, pods, node);
         }
         None => r.add(
             "kubernetes",

@@ -50,14 +50,18 @@ pub struct Need {
 
 const READ: &[&str] = &["get", "list", "watch"];
 
-/// What the features need: reading pods always, ResourceSlices with DRA; patching
-/// `nodes/status` with the Node conditions; creating and patching Events with the Events.
-pub fn needed(dra: bool, conditions: bool, events: bool) -> Vec<Need> {
-    let mut v = vec![Need {
-        group: "",
-        resource: "pods",
-        verbs: READ,
-    }];
+/// What the features need: reading pods with the pod watch (pod metadata), ResourceSlices
+/// with DRA; patching `nodes/status` with the Node conditions; creating and patching Events
+/// with the Events.
+pub fn needed(pods: bool, dra: bool, conditions: bool, events: bool) -> Vec<Need> {
+    let mut v = Vec::new();
+    if pods {
+        v.push(Need {
+            group: "",
+            resource: "pods",
+            verbs: READ,
+        });
+    }
     if dra {
         v.push(Need {
             group: "resource.k8s.io",
@@ -159,9 +163,17 @@ mod tests {
 
     #[test]
     fn each_feature_adds_what_it_needs() {
-        assert_eq!(names(needed(false, false, false)), ["/pods:get,list,watch"]);
+        assert!(needed(false, false, false, false).is_empty());
         assert_eq!(
-            names(needed(true, true, true)),
+            names(needed(true, false, false, false)),
+            ["/pods:get,list,watch"]
+        );
+        assert_eq!(
+            names(needed(false, true, false, false)),
+            ["resource.k8s.io/resourceslices:get,list,watch"]
+        );
+        assert_eq!(
+            names(needed(true, true, true, true)),
             [
                 "/pods:get,list,watch",
                 "resource.k8s.io/resourceslices:get,list,watch",

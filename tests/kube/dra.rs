@@ -8,11 +8,6 @@
 //!
 //! Everything runs on the simulated cluster (`sim::cluster`): the kubelet's pod-resources
 //! socket, the loopback API server (real HTTP, real kube watcher) and its RBAC.
-#![cfg(feature = "sim")]
-// Integration-test crate: every function here is test code.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::process::Command;
 use std::time::Duration;
@@ -23,7 +18,7 @@ use gpu_exporter::sampler::Sampler;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::{Value, json};
 
-use common::{BIN, Exporter, label, label_opt, series};
+use crate::common::{self, BIN, Exporter, label, label_opt, series};
 
 /// The GPU Operator's GPUCluster scenario (tests/fixtures/scenarios/gpucluster.toml).
 const GPUCLUSTER: &str = concat!(
@@ -31,12 +26,12 @@ const GPUCLUSTER: &str = concat!(
     "/tests/fixtures/scenarios/gpucluster.toml"
 );
 
-/// `gpu-exporter check --simulate a100-l4 -k` with `KUBERNETES_ENABLE_DRA` set to `value`
+/// `gpu-exporter check --simulate SCENARIO -k` with `KUBERNETES_ENABLE_DRA` set to `value`
 /// (and `args`): (exit code, stdout and stderr).
-fn check_with_dra_env(value: &str, args: &[&str]) -> (Option<i32>, String) {
+fn check_with_dra_env(scenario: &str, value: &str, args: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(BIN)
         .args(["check", "-a", &format!("127.0.0.1:{}", common::free_port())])
-        .args(["--simulate", "a100-l4", "-k"])
+        .args(["--simulate", scenario, "-k"])
         .args(args)
         .env("KUBERNETES_ENABLE_DRA", value)
         .env_remove("NODE_NAME")
@@ -67,7 +62,9 @@ fn kubernetes_enable_dra_takes_go_booleans_and_names_the_variable() {
         .iter()
         .map(|v| (*v, true))
         .chain(off.iter().map(|v| (*v, false)))
-        .map(|(v, want)| std::thread::spawn(move || (v, want, check_with_dra_env(v, &[]))))
+        .map(|(v, want)| {
+            std::thread::spawn(move || (v, want, check_with_dra_env("a100-l4", v, &[])))
+        })
         .collect();
     for run in runs {
         let (v, want, (code, out)) = run.join().unwrap();
@@ -87,7 +84,7 @@ fn kubernetes_enable_dra_takes_go_booleans_and_names_the_variable() {
         }
     }
     for bad in ["yes", "on", "2", "tRUE"] {
-        let (code, out) = check_with_dra_env(bad, &[]);
+        let (code, out) = check_with_dra_env("a100-l4", bad, &[]);
         assert_eq!(code, Some(2), "{bad}: {out}");
         assert!(
             out.contains(&format!(
@@ -96,7 +93,7 @@ fn kubernetes_enable_dra_takes_go_booleans_and_names_the_variable() {
             "{bad}: {out}"
         );
     }
-    let (code, out) = check_with_dra_env("true", &["--kubernetes-enable-dra=false"]);
+    let (code, out) = check_with_dra_env("a100-l4", "true", &["--kubernetes-enable-dra=false"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(!out.contains("resourceslices"), "the flag wins: {out}");
 }
@@ -587,4 +584,46 @@ fn the_gpucluster_rbac_costs_one_warning_per_refused_permission() {
     assert!(!sources.contains(&"pods"), "{sources:?}");
     assert!(sources.contains(&"resourceslices"), "{sources:?}");
     assert_eq!(series(&later, "gpu_allocation_info").len(), 2, "{later}");
+}
+
+/// `check` on the GPUCluster node reviews what the exporter will do, no more: with the pod watch
+/// off (the GPUCluster mode) it neither reviews the pod verbs nor lists the node's pods, so the
+/// GPUCluster role passes with the ResourceSlices allowed; with the pod watch on, the same role
+/// fails on each pod verb and on the pod list, each naming the fix.
+#[test]
+fn check_reviews_the_pod_verbs_only_with_the_pod_watch() {
+    let kube_lines = |out: &str| -> Vec<String> {
+        out.lines()
+            .skip_while(|l| !l.starts_with("Kubernetes and attribution"))
+            .skip(1)
+            .take_while(|l| l.starts_with(' '))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (code, out) = check_with_dra_env(GPUCLUSTER, "true", &["--kubernetes-pod-metadata=false"]);
+    assert_eq!(code, Some(0), "{out}");
+    let lines = kube_lines(&out);
+    assert!(!lines.is_empty(), "no Kubernetes section: {out}");
+    for verb in ["get", "list", "watch"] {
+        let slice = format!("{verb} resourceslices.resource.k8s.io");
+        assert!(
+            lines.iter().any(|l| l.contains(&slice) && l.contains("ok")),
+            "{slice} reviewed and allowed: {lines:#?}"
+        );
+    }
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("FAIL") || l.contains("pods")),
+        "nothing about pods, no failure: {lines:#?}"
+    );
+
+    let (_, out) = check_with_dra_env(GPUCLUSTER, "true", &["--kubernetes-pod-metadata=true"]);
+    let lines = kube_lines(&out);
+    for what in ["get pods", "list pods", "watch pods", "pods on this node"] {
+        assert!(
+            lines.iter().any(|l| l.contains("FAIL") && l.contains(what)),
+            "{what} fails under the GPUCluster role: {lines:#?}"
+        );
+    }
 }

@@ -4,11 +4,6 @@
 //!
 //! Every wait polls the published index or status against a deadline; nothing asserts after a
 //! fixed sleep.
-#![cfg(feature = "sim")]
-// runs the simulated node: needs the default `sim` feature
-
-// Integration-test crate: every function here is test code.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::pin::pin;
 use std::sync::Arc;
