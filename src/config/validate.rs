@@ -314,7 +314,7 @@ mod tests {
         let k = cfg.kubernetes.unwrap();
         assert!(k.pod_metadata && k.pod_uid);
         assert_eq!(k.extra_resources, ["example.com/a100"]);
-        // DRA reads ResourceSlices and needs no pod watch (the GPUCluster RBAC has none).
+        // DRA reads ResourceSlices and needs no pod watch (the chart's gpuCluster role has none).
         let cfg = cli(&[
             "-k",
             "--kubernetes-pod-metadata=false",

@@ -127,7 +127,7 @@ fn check_helm_commands(helm: &Path, f: &mut Failures, doc: &str, text: &str) {
 /// the chart rendered with each gives what the page says: the operator's node label, the
 /// labels kube-prometheus-stack selects the PrometheusRule, the ServiceMonitor and the
 /// dashboards by, a preset with which every shipped alert can fire; for GPUCluster the DRA
-/// variable and the ResourceSlices-only ClusterRole. The failure the page quotes is the
+/// variable, the ResourceSlices-only ClusterRole and the admin-access GPU claim. The failure the page quotes is the
 /// chart's. Every helm command of the chart on the page renders.
 #[test]
 pub(crate) fn gpu_operator_doc_values_render_as_this_page_says() {
@@ -240,6 +240,15 @@ pub(crate) fn gpu_operator_doc_values_render_as_this_page_says() {
             let want = json!([{"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["get", "list", "watch"]}]);
             if *rules != want {
                 f.add(format!("{file}: ClusterRole rules {rules}"));
+            }
+            // "its admin-access GPU claim": the pods claim the node's GPUs as the operator's do.
+            let claim = r.all("ResourceClaimTemplate");
+            let claimed = pod["resourceClaims"][0]["resourceClaimTemplateName"].as_str();
+            if claim.len() != 1 || claimed != Some(claim[0].name()) {
+                f.add(format!(
+                    "{file}: {} ResourceClaimTemplates, the pods claim {claimed:?}",
+                    claim.len()
+                ));
             }
         } else if dra
             || *rules

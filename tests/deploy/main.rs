@@ -71,7 +71,7 @@
 //! - `gpu_operator_doc_values_render_as_this_page_says`: the example values files
 //!   (`examples/operator-mirror*.yaml`) are on docs/gpu-operator.md as they are, and their
 //!   render has what the page says (the operator's node label, kube-prometheus-stack's
-//!   default selector labels, a preset with which every alert fires, the GPUCluster RBAC);
+//!   default selector labels, a preset with which every alert fires, the chart's gpuCluster RBAC);
 //!   the failure it quotes is the chart's; its helm commands of the chart render.
 //! - `migration_doc_values_render_as_it_says`: docs/migration.md's values, step by step.
 //!
@@ -140,8 +140,11 @@ const COUNTERS_KEY: &str = "default-counters.csv";
 /// Where the chart mounts the TLS Secret.
 const TLS_DIR: &str = "/etc/gpu-exporter/tls";
 
+/// The Kubernetes version the GPUCluster renders are validated against: the first with
+/// `resource.k8s.io/v1`, whose ResourceClaimTemplate the admin-access claim is by default.
+const DRA_KUBE_VERSION: &str = "1.34.0";
 /// Kinds that kubernetes-validate has schemas for.
-const CORE_KINDS: [&str; 9] = [
+const CORE_KINDS: [&str; 10] = [
     "DaemonSet",
     "Pod",
     "Service",
@@ -151,6 +154,7 @@ const CORE_KINDS: [&str; 9] = [
     "ConfigMap",
     "Secret",
     "Namespace",
+    "ResourceClaimTemplate",
 ];
 /// Prometheus Operator kinds, checked structurally.
 const OPERATOR_KINDS: [&str; 3] = ["ServiceMonitor", "PodMonitor", "PrometheusRule"];

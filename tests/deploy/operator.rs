@@ -571,8 +571,9 @@ pub(crate) fn counters_file_in_arguments_or_env_replaces_the_charts() {
 
 /// `gpuOperator.mode`: the pods run on the nodes the GPU Operator's exporter DaemonSet of that
 /// deployment selects; `gpuCluster` also turns DRA on as that DaemonSet does
-/// (KUBERNETES_ENABLE_DRA) and grants its RBAC, get/list/watch on ResourceSlices only, with
-/// pods added only for pod labels or UIDs.
+/// (KUBERNETES_ENABLE_DRA) and grants get/list/watch on ResourceSlices only (the operator's
+/// own role also has pods, which gpu-exporter reads only for pod labels or UIDs), with pods
+/// added only for those.
 #[test]
 pub(crate) fn gpu_operator_modes_place_the_pods_and_scope_rbac() {
     let Some(helm) = helm_or_skip("gpu_operator_modes_place_the_pods_and_scope_rbac") else {
@@ -748,6 +749,108 @@ pub(crate) fn gpu_operator_modes_place_the_pods_and_scope_rbac() {
 
 /// NOTES.txt says where the pods run under `gpuOperator.mode`, what the GPUCluster exporter
 /// reads through the API, and which counters file a GPU Operator configuration named.
+/// Under `gpuOperator.mode=gpuCluster` each pod (the DaemonSet's and the `helm test` check
+/// pod) claims every GPU of its node through an admin-access ResourceClaimTemplate, as the
+/// GPUCluster's own exporter does (the operator's `nvidia-dcgm-exporter-admin`:
+/// `gpu.nvidia.com`, allocationMode All, adminAccess), in the shape of the API version asked
+/// for; `adminAccessClaim: false` and the other modes render no claim.
+#[test]
+pub(crate) fn gpu_cluster_pods_claim_the_nodes_gpus_with_admin_access() {
+    let Some(helm) = helm_or_skip("gpu_cluster_pods_claim_the_nodes_gpus_with_admin_access") else {
+        return;
+    };
+    let mut f = Failures::default();
+    let want_request =
+        json!({"deviceClassName": "gpu.nvidia.com", "allocationMode": "All", "adminAccess": true});
+    for (api, nested) in [
+        (None, true),
+        (Some("resource.k8s.io/v1beta2"), true),
+        (Some("resource.k8s.io/v1beta1"), false),
+    ] {
+        let mut op = json!({"mode": "gpuCluster"});
+        if let Some(api) = api {
+            op["resourceClaimAPIVersion"] = json!(api);
+        }
+        let what = format!("gpuCluster, {}", api.unwrap_or("the default API"));
+        let r = template(&helm, &[], &[json!({"gpuOperator": op})]).unwrap();
+        let templates = r.all("ResourceClaimTemplate");
+        let [t] = templates.as_slice() else {
+            f.add(format!(
+                "{what}: {} ResourceClaimTemplates, want one",
+                templates.len()
+            ));
+            continue;
+        };
+        let name = t.name().to_owned();
+        if t.value["apiVersion"] != api.unwrap_or("resource.k8s.io/v1") {
+            f.add(format!("{what}: apiVersion {}", t.value["apiVersion"]));
+        }
+        let requests = &t.value["spec"]["spec"]["devices"]["requests"];
+        let mut want = json!({"name": "admin-gpus"});
+        if nested {
+            want["exactly"] = want_request.clone();
+        } else {
+            for (k, v) in want_request.as_object().unwrap() {
+                want[k] = v.clone();
+            }
+        }
+        if *requests != json!([want]) {
+            f.add(format!("{what}: requests {requests}, want [{want}]"));
+        }
+        let specs = [
+            (
+                "DaemonSet",
+                r.one("DaemonSet").value["spec"]["template"]["spec"].clone(),
+            ),
+            ("helm test check pod", {
+                let check = r
+                    .all("Pod")
+                    .into_iter()
+                    .find(|p| p.value["spec"]["containers"][0]["name"] == "check")
+                    .map(|p| p.value["spec"].clone());
+                check.unwrap_or(Value::Null)
+            }),
+        ];
+        for (who, spec) in specs {
+            let claims = json!([{"name": "admin-gpus", "resourceClaimTemplateName": name}]);
+            if spec["resourceClaims"] != claims {
+                f.add(format!(
+                    "{what}: {who} resourceClaims {}, want {claims}",
+                    spec["resourceClaims"]
+                ));
+            }
+            let c = &spec["containers"][0];
+            if c["resources"]["claims"] != json!([{"name": "admin-gpus"}]) {
+                f.add(format!(
+                    "{what}: {who} container claims {}",
+                    c["resources"]["claims"]
+                ));
+            }
+            if c["resources"]["limits"]["memory"].is_null() {
+                f.add(format!(
+                    "{what}: {who} lost the chart's resources: {}",
+                    c["resources"]
+                ));
+            }
+        }
+    }
+    for values in [
+        json!({"gpuOperator": {"mode": "gpuCluster", "adminAccessClaim": false}}),
+        json!({"gpuOperator": {"mode": "clusterPolicy"}}),
+        json!({}),
+    ] {
+        let r = template(&helm, &[], std::slice::from_ref(&values)).unwrap();
+        let spec = &r.one("DaemonSet").value["spec"]["template"]["spec"];
+        if !r.all("ResourceClaimTemplate").is_empty()
+            || !spec["resourceClaims"].is_null()
+            || !spec["containers"][0]["resources"]["claims"].is_null()
+        {
+            f.add(format!("{values}: a claim is rendered"));
+        }
+    }
+    f.finish("admin-access claim");
+}
+
 #[test]
 pub(crate) fn notes_name_the_operator_label_and_the_counters_file() {
     let Some(helm) = helm_or_skip("notes_name_the_operator_label_and_the_counters_file") else {

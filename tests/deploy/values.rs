@@ -130,6 +130,10 @@ pub(crate) fn contradictions_fail_rendering() {
             "gpuOperator.mode \"clusterpolicy\" is not a mode",
         ),
         (
+            json!({"gpuOperator": {"mode": "gpuCluster", "resourceClaimAPIVersion": "resource.k8s.io/v1alpha3"}}),
+            "gpuOperator.resourceClaimAPIVersion \"resource.k8s.io/v1alpha3\": use resource.k8s.io/v1",
+        ),
+        (
             json!({"gpuOperator": {"mode": "gpuCluster"}, "kubernetes": {"podMapping": false}}),
             "gpuOperator.mode=gpuCluster attributes DRA-claimed devices",
         ),

@@ -3,7 +3,7 @@
 //! whole set of ResourceSlices is replaced by slices of the same pool generation (deleted and
 //! re-created, new ones made before the old ones go, or found by a re-list after an expired
 //! watch); the pod UID on DRA holders in the lean and full label shapes and under a `dcgm-*`
-//! profile; and the exporter under the GPUCluster RBAC (ResourceSlices only): what works, what
+//! profile; and the exporter under a ResourceSlices-only role (the chart's `gpuOperator.mode=gpuCluster`): what works, what
 //! is left out, one warning per refused permission.
 //!
 //! Everything runs on the simulated cluster (`sim::cluster`): the kubelet's pod-resources
@@ -429,7 +429,7 @@ fn the_pod_uid_is_on_dra_holders_in_every_shape() {
     }
 }
 
-/// Under the GPUCluster RBAC (get/list/watch on resourceslices, nothing on pods), with the pod
+/// Under a ResourceSlices-only role (get/list/watch on resourceslices, nothing on pods), with the pod
 /// watch on as by default: every holder is attributed from the first pages, the DRA one through
 /// the ResourceSlices with its `dra_*` labels, none held back waiting for pod metadata that
 /// cannot come; what needs the pods (pod_uid, the workload, pod labels) is left out; the pod

@@ -2,7 +2,7 @@
 //! reflectors against the loopback simulated API server (`reflectors`), and the exporter on the
 //! GPU Operator's DRA stack, `GPUCluster` (`dra`): `KUBERNETES_ENABLE_DRA`, DRA holders across
 //! replaced slices, the pod UID in every label shape, and what works, what `check` reviews and
-//! what warns under the GPUCluster RBAC.
+//! what warns under a ResourceSlices-only role.
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 

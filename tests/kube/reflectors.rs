@@ -282,7 +282,7 @@ async fn pod_reflector_counts_403_and_recovers() {
     assert!(source.status().last_error.is_none());
 }
 
-/// Without RBAC on pods (the GPU Operator's GPUCluster grants ResourceSlices only) the pod
+/// Without RBAC on pods (the chart's gpuCluster role grants ResourceSlices only) the pod
 /// watch is refused for good: it says so in its status and retries less and less often (kube's
 /// own backoff is reset by every new list and retried about once a second), and it syncs
 /// once the permission is granted.

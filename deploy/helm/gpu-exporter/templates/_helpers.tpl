@@ -86,6 +86,20 @@ whose exporter reads ResourceSlices and no pods. */}}
 {{- if eq (include "gpu-exporter.operatorMode" .) "gpuCluster" }}true{{ end }}
 {{- end }}
 
+{{/* "true" when the pods claim the node's GPUs through an admin-access ResourceClaimTemplate,
+as the GPUCluster's own exporter does: gpuOperator.mode=gpuCluster with
+gpuOperator.adminAccessClaim (on when the key is missing, as after an upgrade with
+--reuse-values). */}}
+{{- define "gpu-exporter.adminAccessClaim" -}}
+{{- $o := .Values.gpuOperator | default dict }}
+{{- if and (include "gpu-exporter.gpuCluster" .) (or (not (hasKey $o "adminAccessClaim")) $o.adminAccessClaim) }}true{{ end }}
+{{- end }}
+
+{{/* The admin-access ResourceClaimTemplate's name. */}}
+{{- define "gpu-exporter.adminClaimTemplateName" -}}
+{{- printf "%s-admin" (include "gpu-exporter.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* "true" when the pod watch is on (--kubernetes-pod-metadata and the pods rule): with
 kubernetes.podMetadata, except under gpuOperator.mode=gpuCluster, whose exporter reads no pods
 unless pod labels or pod UIDs are asked for. */}}
@@ -307,6 +321,10 @@ applies.
 {{- $mode := include "gpu-exporter.operatorMode" . }}
 {{- if not (has $mode (list "" "clusterPolicy" "gpuCluster")) }}
 {{- fail (printf "gpuOperator.mode %q is not a mode: use clusterPolicy (the ClusterPolicy's dcgm-exporter), gpuCluster (the GPUCluster DRA stack's) or leave it empty." $mode) }}
+{{- end }}
+{{- $claimAPI := toString ((.Values.gpuOperator | default dict).resourceClaimAPIVersion | default "resource.k8s.io/v1") }}
+{{- if and (include "gpu-exporter.adminAccessClaim" .) (not (has $claimAPI (list "resource.k8s.io/v1" "resource.k8s.io/v1beta2" "resource.k8s.io/v1beta1"))) }}
+{{- fail (printf "gpuOperator.resourceClaimAPIVersion %q: use resource.k8s.io/v1 (Kubernetes 1.34 and later), resource.k8s.io/v1beta2 (1.33) or resource.k8s.io/v1beta1 (1.32)." $claimAPI) }}
 {{- end }}
 {{- if and (eq $mode "gpuCluster") (not $k.podMapping) }}
 {{- fail "gpuOperator.mode=gpuCluster attributes DRA-claimed devices to pods through the kubelet's pod-resources socket, which needs kubernetes.podMapping=true (-k)." }}

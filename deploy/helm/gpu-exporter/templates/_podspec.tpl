@@ -11,6 +11,7 @@ DaemonSet's flags and has no ports or probes. */}}
 {{- $tls := $root.Values.tlsServerConfig }}
 {{- $countersFile := printf "%s/default-counters.csv" (include "gpu-exporter.countersDir" $root) }}
 {{- $gpuCluster := include "gpu-exporter.gpuCluster" $root }}
+{{- $adminClaim := include "gpu-exporter.adminAccessClaim" $root }}
 {{- $extraEnvNames := include "gpu-exporter.extraEnvNames" $root | fromJsonArray }}
 {{- /* The chart's flags; values.arguments are appended after them. The chart's -f only when
 arguments and extraEnv name no counters file: theirs wins, without a second -f. */ -}}
@@ -81,6 +82,12 @@ imagePullSecrets:
 {{- end }}
 securityContext:
   {{- toYaml $podSC | nindent 2 }}
+{{- if $adminClaim }}
+# gpuOperator.mode=gpuCluster: the node's GPUs through an admin-access claim (resourceclaimtemplate.yaml).
+resourceClaims:
+  - name: admin-gpus
+    resourceClaimTemplateName: {{ include "gpu-exporter.adminClaimTemplateName" $root }}
+{{- end }}
 {{- include "gpu-exporter.placement" $root | trim | nindent 0 }}
 containers:
   - name: {{ ternary "check" "gpu-exporter" $check }}
@@ -153,7 +160,9 @@ containers:
       timeoutSeconds: 3
       failureThreshold: 3
     {{- end }}
-    {{- with $root.Values.resources }}
+    {{- $resources := deepCopy ($root.Values.resources | default dict) }}
+    {{- if $adminClaim }}{{ $_ := set $resources "claims" (list (dict "name" "admin-gpus")) }}{{ end }}
+    {{- with $resources }}
     resources:
       {{- toYaml . | nindent 6 }}
     {{- end }}
