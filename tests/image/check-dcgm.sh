@@ -162,7 +162,9 @@ stop "$port" "$log"
 series() { # series FILE: the names and labels of every sample, and every TYPE line
   grep -v '^# HELP' "$1" | sed 's/^\([^#][^ ]*\) .*/\1/' | sort
 }
-run_opts=(-e "NVML_SIM_SCENARIO=$scenario")
+# One hostname for both runs: buildah gives each container its own (its ID), and the host
+# label carries it on every series.
+run_opts=(-e "NVML_SIM_SCENARIO=$scenario" --hostname image-check)
 for which in variant default; do
   step "$which image, no hostengine address: DCGM off"
   if [ "$which" = variant ]; then ctr=$variant_ctr; else ctr=$default_ctr; fi
