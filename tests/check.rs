@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::{BIN, built_sim_lib, free_port};
 
@@ -18,21 +18,13 @@ fn check(args: &[&str]) -> (Option<i32>, String) {
 
 /// `gpu-exporter check -a address args…`.
 fn check_at(address: &str, args: &[&str]) -> (Option<i32>, String) {
-    let out: Output = Command::new(BIN)
-        .arg("check")
-        .args(["-a", address])
-        .args(args)
-        .env_remove("NODE_NAME")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+    common::run_to_text(
+        Command::new(BIN)
+            .arg("check")
+            .args(["-a", address])
+            .args(args)
+            .env_remove("NODE_NAME")
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
     )
 }
 

@@ -253,6 +253,19 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Runs `cmd` to its end: (exit code, stdout then stderr as text).
+pub fn run_to_text(cmd: &mut Command) -> (Option<i32>, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
 /// A loopback port that was free a moment ago (bound, then released), taken below the
 /// kernel's ephemeral range (32768-60999 by default): the ports that servers binding port 0
 /// get (the simulated API server, Prometheus's clients) come from that range, so they cannot

@@ -29,22 +29,14 @@ const GPUCLUSTER: &str = concat!(
 /// `gpu-exporter check --simulate SCENARIO -k` with `KUBERNETES_ENABLE_DRA` set to `value`
 /// (and `args`): (exit code, stdout and stderr).
 fn check_with_dra_env(scenario: &str, value: &str, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(BIN)
-        .args(["check", "-a", &format!("127.0.0.1:{}", common::free_port())])
-        .args(["--simulate", scenario, "-k"])
-        .args(args)
-        .env("KUBERNETES_ENABLE_DRA", value)
-        .env_remove("NODE_NAME")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+    common::run_to_text(
+        Command::new(BIN)
+            .args(["check", "-a", &format!("127.0.0.1:{}", common::free_port())])
+            .args(["--simulate", scenario, "-k"])
+            .args(args)
+            .env("KUBERNETES_ENABLE_DRA", value)
+            .env_remove("NODE_NAME")
+            .env_remove("KUBERNETES_SERVICE_HOST"),
     )
 }
 
