@@ -864,13 +864,20 @@ pub(crate) fn notes_name_the_operator_label_and_the_counters_file() {
             vec![
                 "nvidia.com/gpu.deploy.dcgm-exporter-dra=true (gpuOperator.mode=gpuCluster",
                 "It reads ResourceSlices through the Kubernetes API",
+                "admin-access ResourceClaimTemplate\ngpu-exporter-admin",
+                "kubectl label namespace gpu-exporter resource.kubernetes.io/admin-access=true",
             ],
             vec!["nvidia.com/gpu.present", "this node's pods"],
         ),
         (
+            json!({"gpuOperator": {"mode": "gpuCluster", "adminAccessClaim": false}}),
+            vec!["It reads ResourceSlices through the Kubernetes API"],
+            vec!["admin-access"],
+        ),
+        (
             json!({"gpuOperator": {"mode": "clusterPolicy"}}),
             vec!["nvidia.com/gpu.deploy.dcgm-exporter=true (gpuOperator.mode=clusterPolicy"],
-            vec!["nvidia.com/gpu.present"],
+            vec!["nvidia.com/gpu.present", "admin-access"],
         ),
         (
             json!({"extraEnv": operator_env()}),
