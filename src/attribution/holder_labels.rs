@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::catalogue::labels;
 use crate::snapshot::Labels;
+use crate::sources::kube::dra::{DraDevice, DraKind};
 use crate::sources::kube::meta::{PodIndex, PodMeta};
 use crate::sources::kube::pod_labels::pod_label_pairs;
 use crate::sources::kubelet::client::ClaimDevice;
@@ -45,6 +46,8 @@ pub(super) struct Holder<'a> {
     pub(super) resource: &'a str,
     pub(super) replica: Option<u32>,
     pub(super) claim: Option<&'a ClaimDevice>,
+    /// The claimed device as the ResourceSlices describe it (DRA holders).
+    pub(super) dra_device: Option<&'a DraDevice>,
 }
 
 impl Holder<'_> {
@@ -93,7 +96,7 @@ pub(super) fn series_suffix(
     }
     s.push(names.container, h.container);
     if let Some(c) = h.claim {
-        write_dra(&mut s, c);
+        write_dra(&mut s, c, h.dra_device);
     }
     s.push(names.namespace, h.namespace);
     s.push(names.pod, h.pod);
@@ -108,12 +111,28 @@ pub(super) fn series_suffix(
     s
 }
 
-pub(super) fn write_dra(s: &mut Labels, c: &ClaimDevice) {
-    let [claim, namespace, device, driver, pool] = labels::DRA;
+/// A DRA holder's labels, in name order as dcgm-exporter writes them: for a MIG device also its
+/// profile and UUID as its ResourceSlice gives them (`dra_mig_profile`, `dra_mig_device_uuid`).
+pub(super) fn write_dra(s: &mut Labels, c: &ClaimDevice, device: Option<&DraDevice>) {
+    let [
+        claim,
+        namespace,
+        device_name,
+        driver,
+        mig_uuid,
+        mig_profile,
+        pool,
+    ] = labels::DRA;
     s.push(claim.name, c.claim_name.clone());
     s.push(namespace.name, c.claim_namespace.clone());
-    s.push(device.name, c.device.clone());
+    s.push(device_name.name, c.device.clone());
     s.push(driver.name, c.driver.clone());
+    if let Some(d) = device.filter(|d| d.kind == DraKind::Mig) {
+        s.push(mig_uuid.name, d.uuid.clone());
+        if let Some(profile) = &d.profile {
+            s.push(mig_profile.name, profile.clone());
+        }
+    }
     s.push(pool.name, c.pool.clone());
 }
 
@@ -132,7 +151,7 @@ pub(super) fn allocation_suffix(
         s.push(labels::VGPU.name, r.to_string());
     }
     if let Some(c) = h.claim {
-        write_dra(&mut s, c);
+        write_dra(&mut s, c, h.dra_device);
     }
     if let Some(m) = meta(pods, h) {
         s.push(labels::POD_UID.name, m.uid.clone());

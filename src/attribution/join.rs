@@ -117,6 +117,7 @@ pub fn build_join(
                         resource,
                         replica: parsed.replica,
                         claim: None,
+                        dra_device: None,
                     };
                     match (lookup.device(&parsed.device), waits) {
                         (Some(e), false) => holders[e].push(holder),
@@ -151,6 +152,7 @@ pub fn build_join(
                         resource: &claim.driver,
                         replica: None,
                         claim: Some(claim),
+                        dra_device: Some(dev),
                     }),
                     None => unmatched.push(dev.uuid.clone()),
                 }

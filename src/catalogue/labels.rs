@@ -104,9 +104,9 @@ pub const DRA_DEVICE_NAME: Label = Label::of("dra_device_name");
 pub const DRA_DRIVER_NAME: Label = Label::of("dra_driver_name");
 /// A DRA holder's pool.
 pub const DRA_POOL_NAME: Label = Label::of("dra_pool_name");
-/// dcgm-exporter's DRA MIG profile label (reserved: not written here).
+/// A DRA holder's MIG device's profile, from its ResourceSlice.
 pub const DRA_MIG_PROFILE: Label = Label::of("dra_mig_profile");
-/// dcgm-exporter's DRA MIG device label (reserved: not written here).
+/// A DRA holder's MIG device's UUID, from its ResourceSlice.
 pub const DRA_MIG_DEVICE_UUID: Label = Label::of("dra_mig_device_uuid");
 
 /// The GPU's UUID as dcgm-exporter's link-entity rows spell it.
@@ -121,12 +121,15 @@ pub const IDENTITY: [Label; 5] = [GPU, UUID, GPU_I_PROFILE, GPU_I_ID, MIG_UUID];
 /// The descriptions, in the order they are written.
 pub const DESCRIPTION: [Label; 3] = [PCI_BUS_ID, DEVICE, MODEL_NAME];
 
-/// The labels of a DRA holder, in the order they are written.
-pub const DRA: [Label; 5] = [
+/// The labels of a DRA holder, in the order they are written (name order, as dcgm-exporter
+/// writes them; the two MIG labels only for a MIG device).
+pub const DRA: [Label; 7] = [
     DRA_CLAIM_NAME,
     DRA_CLAIM_NAMESPACE,
     DRA_DEVICE_NAME,
     DRA_DRIVER_NAME,
+    DRA_MIG_DEVICE_UUID,
+    DRA_MIG_PROFILE,
     DRA_POOL_NAME,
 ];
 

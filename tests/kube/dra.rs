@@ -619,3 +619,67 @@ fn check_reviews_the_pod_verbs_only_with_the_pod_watch() {
         );
     }
 }
+
+/// A DRA claim on a MIG device: its holder carries `dra_mig_profile` and `dra_mig_device_uuid`
+/// from the device's ResourceSlice entry, as dcgm-exporter writes them, on `gpu_allocation_info`
+/// in the lean shape and on the instance's series under a `dcgm-*` profile; whole-GPU claims and
+/// device-plugin holders carry neither.
+#[test]
+fn a_dra_claim_on_a_mig_device_names_its_profile_and_uuid() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/a100-mig-t4.toml"
+    ))
+    .unwrap();
+    let claimed = r#"containers = [{ name = "trainer", mig = ["0.2"], pids = [61001] }]"#;
+    assert!(text.contains(claimed), "the scenario changed: {text}");
+    let path = dir.path().join("a100-mig-dra.toml");
+    std::fs::write(
+        &path,
+        text.replace(
+            claimed,
+            r#"containers = [{ name = "trainer", claims = ["gpu-0-mig-2"], pids = [61001] }]"#,
+        ),
+    )
+    .unwrap();
+    for args in [&[][..], &["--compatibility", "dcgm-4.8.4"][..]] {
+        let node = common::SimNode::new(path.to_str().unwrap(), 3);
+        let cluster = common::Cluster::start(&node);
+        let cfg = common::config(args);
+        let attributor = attributor(&cluster, &cfg, &cluster.config());
+        let mut pages = Pages::new(node, &cfg, attributor);
+        let family = if args.is_empty() {
+            "gpu_allocation_info"
+        } else {
+            "DCGM_FI_DEV_FB_USED"
+        };
+        let page = pages.until("the DRA holder of the MIG instance", |p| {
+            series(p, family)
+                .iter()
+                .any(|l| label_opt(l, "pod") == Some("finetune-0"))
+        });
+        let rows = series(&page, family);
+        let row = rows
+            .iter()
+            .find(|l| label_opt(l, "pod") == Some("finetune-0"))
+            .unwrap();
+        assert_eq!(label(row, "GPU_I_ID"), "2", "{args:?}: {row}");
+        assert_eq!(label(row, "dra_device_name"), "gpu-0-mig-2", "{row}");
+        assert_eq!(label(row, "dra_mig_profile"), "3g.40gb", "{row}");
+        let mig_uuid = label(row, "mig_uuid");
+        assert!(mig_uuid.starts_with("MIG-"), "{row}");
+        assert_eq!(
+            label(row, "dra_mig_device_uuid"),
+            mig_uuid,
+            "{args:?}: {row}"
+        );
+        for other in rows
+            .iter()
+            .filter(|l| label_opt(l, "pod").is_some_and(|p| p != "finetune-0"))
+        {
+            assert_eq!(label_opt(other, "dra_mig_profile"), None, "{other}");
+            assert_eq!(label_opt(other, "dra_mig_device_uuid"), None, "{other}");
+        }
+    }
+}
