@@ -484,10 +484,10 @@ fn the_label_shape_comes_from_flag_variable_and_config_file() {
 fn the_label_guard_leaves_pod_labels_the_room_left() {
     // Lean: the widest series that carries pod labels is gpu_allocation_info, identity (5:
     // gpu, UUID and the MIG labels) + Hostname + resource, namespace, pod, container, pod_uid,
-    // workload_kind, workload_name and the five dra_* labels = 18; a limit of 20 leaves two
-    // pod labels, kept in key order. Full: gpu_allocation_info also carries the three
-    // descriptions (21), so 23 leaves two.
-    for (shape, limit) in [("lean", "20"), ("full", "23")] {
+    // workload_kind, workload_name and the seven dra_* labels (a DRA claim on a MIG device has
+    // all seven) = 20; a limit of 22 leaves two pod labels, kept in key order. Full:
+    // gpu_allocation_info also carries the three descriptions (23), so 25 leaves two.
+    for (shape, limit) in [("lean", "22"), ("full", "25")] {
         let e = start(&[
             "--simulate",
             "h100-mig",
@@ -521,6 +521,8 @@ fn the_label_guard_leaves_pod_labels_the_room_left() {
             "dra_claim_namespace",
             "dra_device_name",
             "dra_driver_name",
+            "dra_mig_device_uuid",
+            "dra_mig_profile",
             "dra_pool_name",
             "vgpu",
         ];

@@ -602,9 +602,9 @@ fn a_hung_nvml_init_fails_the_check_at_its_timeout() {
 #[test]
 fn a_counters_file_over_the_label_limit_fails_the_labels_check() {
     // In the full label shape under --simulate (Kubernetes on) the widest family is
-    // gpu_allocation_info with 21 labels; a DCGM family has the identity (5), the three
-    // descriptions, the host label and the holder's 8 (container, namespace, pod and five DRA
-    // labels): 17, and five label-type rows make 22.
+    // gpu_allocation_info with 23 labels; a DCGM family has the identity (5), the three
+    // descriptions, the host label and the holder's 10 (container, namespace, pod and seven DRA
+    // labels): 19, and five label-type rows make 24.
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("wide.csv");
     std::fs::write(
@@ -623,14 +623,14 @@ fn a_counters_file_over_the_label_limit_fails_the_labels_check() {
         "--series-labels",
         "full",
         "--max-labels-per-series",
-        "21",
+        "23",
     ];
     let (code, out) = check(&[&args[..], &["-f", csv.to_str().unwrap()]].concat());
     assert_eq!(code, Some(1), "{out}");
     let l = line_with(&out, &["FAIL", "labels per series"]);
     assert!(
-        l.contains("DCGM_FI_DEV_GPU_TEMP would have 22 labels")
-            && l.contains("--max-labels-per-series 21"),
+        l.contains("DCGM_FI_DEV_GPU_TEMP would have 24 labels")
+            && l.contains("--max-labels-per-series 23"),
         "{l}"
     );
     line_with(&out, &["fix:", "--drop-labels"]);

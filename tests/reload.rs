@@ -569,12 +569,12 @@ fn a_new_version_over_the_label_limit_is_refused_and_the_old_set_stays() {
             "--series-labels",
             "full",
             "--max-labels-per-series",
-            "21",
+            "23",
         ],
     );
-    // `--simulate` turns Kubernetes on: in the full label shape gpu_allocation_info has 21
-    // labels, a DCGM family 17 (identity, descriptions, host, holder); five label-type rows
-    // put it at 22.
+    // `--simulate` turns Kubernetes on: in the full label shape gpu_allocation_info has 23
+    // labels, a DCGM family 19 (identity, descriptions, host, holder with the seven dra_*
+    // labels); five label-type rows put it at 24.
     let tmp = dir.path().join("c.tmp");
     std::fs::write(
         &tmp,
@@ -598,8 +598,8 @@ fn a_new_version_over_the_label_limit_is_refused_and_the_old_set_stays() {
     assert!(
         log.contains("counters reload failed")
             && log.contains(&csv.display().to_string())
-            && log.contains("would have 22 labels")
-            && log.contains("--max-labels-per-series 21"),
+            && log.contains("would have 24 labels")
+            && log.contains("--max-labels-per-series 23"),
         "{log}"
     );
     // Within the limit again: it applies.
