@@ -147,6 +147,35 @@ fn check_help_names_its_own_options() {
         out.contains("--output human|json") && out.contains("--hardware-report"),
         "{out}"
     );
+    assert!(
+        !out.contains("Subcommands"),
+        "the daemon's list is not check's: {out}"
+    );
+}
+
+/// The daemon's `--help` (and `-h`) lists the subcommands `main` dispatches on, each with the
+/// way to its own help, and each of those helps answers.
+#[test]
+fn the_daemons_help_lists_the_subcommands() {
+    for flag in ["--help", "-h"] {
+        let (code, out) = common::run_to_text(Command::new(BIN).arg(flag));
+        assert_eq!(code, Some(0), "{out}");
+        let tail = out
+            .split_once("Subcommands (the first argument):")
+            .map(|(_, t)| t)
+            .unwrap_or_else(|| panic!("{flag}: no subcommand list: {out}"));
+        for (sub, help) in [
+            ("check [FLAGS...]", "gpu-exporter check --help"),
+            ("probe <URL>", "gpu-exporter probe --help"),
+        ] {
+            assert!(tail.contains(sub) && tail.contains(help), "{flag}: {tail}");
+        }
+    }
+    for sub in ["check", "probe"] {
+        let (code, out) = common::run_to_text(Command::new(BIN).args([sub, "--help"]));
+        assert_eq!(code, Some(0), "{sub} --help: {out}");
+        assert!(out.contains("Usage:"), "{sub}: {out}");
+    }
 }
 
 #[test]

@@ -67,6 +67,7 @@ pub fn command() -> clap::Command {
         .name("gpu-exporter check")
         .bin_name("gpu-exporter check")
         .about(ABOUT)
+        .after_help(None::<&str>)
         .override_usage(
             "gpu-exporter check [--output human|json] [--hardware-report] [DAEMON FLAGS...]",
         )

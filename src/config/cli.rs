@@ -30,12 +30,21 @@ pub const BUILTIN_DEFAULT_COUNTERS: &str = include_str!("../../counters/default-
 /// Default sampling interval in milliseconds (see docs/flags.md "Sampling interval").
 pub const DEFAULT_INTERVAL_MS: u64 = 5000;
 
+/// The subcommands, which `main` dispatches on the first argument before these flags are
+/// parsed: listed at the end of the daemon's `--help` (and cleared from `check`'s).
+pub const SUBCOMMANDS: &str = "Subcommands (the first argument):
+  check [FLAGS...]  Diagnose this node as the daemon would see it, with the daemon's own flags
+                    and environment (gpu-exporter check --help)
+  probe <URL>       Check a running exporter over HTTP: /ready, then /metrics
+                    (gpu-exporter probe --help)";
+
 /// Raw command line, one field per group of flags.
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "gpu-exporter",
     version,
-    about = "Prometheus exporter for NVIDIA GPUs, compatible with dcgm-exporter"
+    about = "Prometheus exporter for NVIDIA GPUs, compatible with dcgm-exporter",
+    after_help = SUBCOMMANDS
 )]
 pub struct Cli {
     /// The counters, the configuration file, the GPUs and the sampling.
