@@ -216,7 +216,8 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<Observation> {
             reason,
             severity,
             action,
-            format!("NVML asks for a recovery action: {}", action.words()),
+            // The cause only: every surface appends the action's own words after it.
+            format!("NVML's recovery-action field is {a}"),
         );
     }
     if let Some(watches) = &s.dcgm {
@@ -327,6 +328,28 @@ mod tests {
             .into_iter()
             .map(|o| (o.reason, o.severity))
             .collect()
+    }
+
+    /// A recovery action's message names the field and its value, not the action, which every
+    /// surface appends (`message: action`): "reset the GPU" once, not twice.
+    #[test]
+    fn a_recovery_actions_message_does_not_repeat_the_action() {
+        for a in 1..=4 {
+            let o = observe(
+                &Signals {
+                    recovery_action: Some(a),
+                    ..healthy()
+                },
+                100.0,
+                60.0,
+            );
+            let [o] = o.as_slice() else {
+                panic!("{a}: {o:?}")
+            };
+            assert_eq!(o.message, format!("NVML's recovery-action field is {a}"));
+            let shown = format!("{}: {}", o.message, o.action.words());
+            assert_eq!(shown.matches(o.action.words()).count(), 1, "{shown}");
+        }
     }
 
     #[test]
