@@ -427,6 +427,12 @@ fn unknown_device_ids_are_logged_once_aggregated_and_escaped() {
         .collect();
     assert_eq!(warnings.len(), 1, "{log}");
     assert!(
+        warnings[0]
+            .contains("a GPU lost or no longer answering NVML, one left out by -d/--devices"),
+        "the causes, the lost GPU first: {}",
+        warnings[0]
+    );
+    assert!(
         warnings[0].contains("4901 GPU device ID(s)"),
         "{}",
         warnings[0]

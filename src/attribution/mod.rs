@@ -292,8 +292,9 @@ impl Attributor {
                         count = new.len(),
                         first = ?first,
                         "the kubelet lists {} GPU device ID(s) that match no exported GPU or \
-                         MIG instance (deselected with -d, or an unknown ID form); their pods \
-                         are not attributed",
+                         MIG instance: a GPU lost or no longer answering NVML, one left out by \
+                         -d/--devices, or an ID form the exporter does not know; their pods are \
+                         not attributed",
                         new.len()
                     );
                     for id in &new[1..] {
