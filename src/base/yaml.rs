@@ -37,6 +37,9 @@ pub struct YamlError {
     /// The key path, each key shown through `base::shown` (`server.maxConcurrentScrapes`,
     /// `collections[0]`), when the error is inside a key's value.
     pub key: Option<String>,
+    /// The error is in a key of `key`'s mapping that the parser could not name (a broken
+    /// indentation, say): shown as `under K`, not as a key of its own.
+    pub under: bool,
     /// What is wrong and how to fix it.
     pub what: String,
 }
@@ -50,8 +53,10 @@ impl fmt::Display for Place<'_> {
         if let Some((line, column)) = self.0.at {
             parts.push(format!("line {line}, column {column}"));
         }
-        if let Some(key) = &self.0.key {
-            parts.push(format!("key {key}"));
+        match (&self.0.key, self.0.under) {
+            (Some(key), true) => parts.push(format!("under {key}")),
+            (Some(key), false) => parts.push(format!("key {key}")),
+            (None, _) => {}
         }
         if parts.is_empty() {
             Ok(())
@@ -136,6 +141,9 @@ fn refusal(text: &str, e: &Error, path: Option<&KeyPath>) -> YamlError {
         Error::SerdeUnknownField { field, .. } => Some(field.as_str()),
         _ => None,
     };
+    // A last key the parser could not name: the error is shown under its mapping's key.
+    let under =
+        named.is_none() && path.is_some_and(|p| matches!(p.iter().last(), Some(Segment::Unknown)));
     let key = path
         .and_then(|p| key_path(p, named))
         .or_else(|| named.map(|k| shown(k).into_owned()));
@@ -155,6 +163,7 @@ fn refusal(text: &str, e: &Error, path: Option<&KeyPath>) -> YamlError {
     YamlError {
         at,
         key,
+        under,
         what: what(e, value.as_deref(), tagged),
     }
 }
@@ -168,7 +177,7 @@ fn key_path(path: &KeyPath, named: Option<&str>) -> Option<String> {
         (Some(Segment::Map { key }), Some(n)) => key == n,
         _ => false,
     };
-    if named.is_some() && matches!(segments.last(), Some(Segment::Unknown)) {
+    if matches!(segments.last(), Some(Segment::Unknown)) {
         segments.pop();
     }
     let mut out = String::new();

@@ -717,9 +717,15 @@ mod tests {
                 many.as_str(),
                 "line 3, column 499993, key metrics.x: the file is too large",
             ),
+            // A broken indentation: the parser names no key, so the place is its mapping's.
+            (
+                "version: 2\nmetrics:\n  file: /x.csv\n   enableExporterMetrics: true\n",
+                "line 4, column 25, under metrics: this is not valid YAML for the configuration \
+                 file here: check the indentation",
+            ),
         ] {
             let e = parse(text).unwrap_err();
-            if !e.contains(&format!("--config-file /etc/x.yaml: {want}")) {
+            if !e.contains(&format!("--config-file /etc/x.yaml: {want}")) || e.contains(".?") {
                 wrong.push(format!("{text:?}: {e}"));
             }
         }
