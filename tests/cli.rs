@@ -143,7 +143,11 @@ fn dcgm_environment_variables_are_read() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--collect-interval 10"));
+    // The message names the variable that gave the value, and its flag.
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("DCGM_EXPORTER_INTERVAL (-c/--collect-interval) 10: must be at least")
+    );
     let out = Command::new(BIN)
         .env("DCGM_EXPORTER_COLLECTORS", "/nonexistent/env.csv")
         .arg("--simulate")
@@ -1177,9 +1181,28 @@ fn negative_and_overflowing_numbers_name_the_flag() {
     let (code, err) = refused(&["-a", ":99999"]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("--address \":99999\": port 99999 is out of range (0 to 65535)"),
+        err.contains("-a/--address \":99999\": port 99999 is out of range (0 to 65535)"),
         "{err}"
     );
+    // The same value from the variable the GPU Operator sets names that variable; with both,
+    // the flag wins and is named.
+    for (args, named) in [
+        (&[][..], "DCGM_EXPORTER_LISTEN (-a/--address) \":99999\""),
+        (&["-a", ":99998"][..], "-a/--address \":99998\""),
+    ] {
+        let out = Command::new("timeout")
+            .args(["30", BIN, "--simulate", "a100-l4"])
+            .args(args)
+            .env("DCGM_EXPORTER_LISTEN", ":99999")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("{named}: port ")) && !err.contains("(-a/--address) \":99998"),
+            "{args:?}: {err}"
+        );
+    }
     let (code, err) = refused(&["-a", "127.0.0.1:0", "-d", "g:99999999999999999999"]);
     assert_eq!(code, Some(1), "{err}");
     assert!(

@@ -142,8 +142,8 @@ fn refusal(text: &str, e: &Error, path: Option<&KeyPath>) -> YamlError {
         _ => None,
     };
     // A last key the parser could not name: the error is shown under its mapping's key.
-    let under =
-        named.is_none() && path.is_some_and(|p| matches!(p.iter().last(), Some(Segment::Unknown)));
+    let under = named.is_none()
+        && path.is_some_and(|p| matches!(p.iter().next_back(), Some(Segment::Unknown)));
     let key = path
         .and_then(|p| key_path(p, named))
         .or_else(|| named.map(|k| shown(k).into_owned()));

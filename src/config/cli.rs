@@ -81,6 +81,10 @@ pub struct Cli {
     /// by `Cli::try_parse_go_style`; logged at debug).
     #[arg(skip)]
     pub blank_variables: Vec<String>,
+    /// The flags whose value came from their environment variable, as (`--long`, variable)
+    /// (filled in by `Cli::try_parse_go_style`; errors name the variable).
+    #[arg(skip)]
+    pub from_env: Vec<(String, String)>,
 }
 
 /// The counters, the configuration file, the GPUs read and how often, and the Xid and clock-event windows.

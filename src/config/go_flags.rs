@@ -71,6 +71,19 @@ impl Cli {
         let mut cli = Self::from_arg_matches(&matches)?;
         // Read from the flags' own definitions: `go_command` has taken the blank ones off.
         cli.blank_variables = blank_variables(&<Self as clap::CommandFactory>::command());
+        cli.from_env = cmd
+            .get_arguments()
+            .filter(|a| {
+                matches.value_source(a.get_id().as_str())
+                    == Some(clap::parser::ValueSource::EnvVariable)
+            })
+            .filter_map(|a| {
+                Some((
+                    format!("--{}", a.get_long()?),
+                    a.get_env()?.to_string_lossy().into_owned(),
+                ))
+            })
+            .collect();
         Ok((cli, matches))
     }
 

@@ -89,15 +89,27 @@ impl Cli {
 
 impl Settings {
     /// Where a flag's merged value came from: the configuration file's key, when the file gave
-    /// it, or the flag.
-    pub(super) fn origin_of(&self, flag: &'static str) -> Origin {
+    /// it; the flag's environment variable, when that gave it; or the flag. `flag` is written
+    /// as messages show it (`-a/--address`).
+    pub(crate) fn origin_of(&self, flag: &'static str) -> Origin {
         let key = self.from_file.iter().find(|(f, _)| *f == flag);
-        match (key, &self.config_file) {
-            (Some((_, key)), Some(file)) => Origin::File {
+        if let (Some((_, key)), Some(file)) = (key, &self.config_file) {
+            return Origin::File {
                 file: file.clone(),
                 key,
+            };
+        }
+        let env = self
+            .cli
+            .from_env
+            .iter()
+            .find(|(long, _)| flag.split('/').any(|f| f == long));
+        match env {
+            Some((_, var)) => Origin::Env {
+                var: var.clone(),
+                flag,
             },
-            _ => Origin::Flag(flag),
+            None => Origin::Flag(flag),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! `--config-file` give: the flag (or its variable) wins, the file fills what no flag gave, and
 //! a note says which of the file's keys a flag overrode ([`FileMerge::fill`], used for every
 //! such setting by `merge.rs`, `dcgm.rs` and `cardinality.rs`). [`Origin`] names a value's
-//! source the way error messages do: the flag, or the file and its key.
+//! source the way error messages do: the flag, its environment variable, or the file and its key.
 //!
 //! It must not read the file, parse values or look at [`super::cli::Cli`]'s fields: callers
 //! hand it the slot and the file's value.
@@ -14,8 +14,15 @@ use crate::base::shown::shown_path;
 /// Where a setting's value came from, as messages name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    /// A flag or its environment variable (`-c/--collect-interval`), or its default.
+    /// A flag (`-c/--collect-interval`), or its default.
     Flag(&'static str),
+    /// A flag's environment variable, which gave the value.
+    Env {
+        /// The variable, e.g. `DCGM_EXPORTER_LISTEN`.
+        var: String,
+        /// Its flag, e.g. `-a/--address`.
+        flag: &'static str,
+    },
     /// A key of the configuration file.
     File {
         /// The file.
@@ -29,6 +36,7 @@ impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Origin::Flag(flag) => f.write_str(flag),
+            Origin::Env { var, flag } => write!(f, "{var} ({flag})"),
             Origin::File { file, key } => write!(f, "--config-file {}: {key}", shown_path(file)),
         }
     }

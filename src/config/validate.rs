@@ -82,7 +82,10 @@ impl Settings {
                 min: MIN_INTERVAL_MS,
             });
         }
-        address::parse_address(&cli.web.address)?;
+        address::parse_address(
+            &self.origin_of("-a/--address").to_string(),
+            &cli.web.address,
+        )?;
         let devices = DeviceSelection::parse("-d/--devices", &cli.sampling.devices)?;
         DeviceSelection::check_syntax("-s/--switch-devices", &cli.dcgm.switch_devices)?;
         DeviceSelection::check_syntax("-p/--cpu-devices", &cli.ignored.cpu_devices)?;

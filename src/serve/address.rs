@@ -9,19 +9,28 @@ use std::net::{SocketAddr, ToSocketAddrs};
 #[derive(Debug, thiserror::Error)]
 pub enum ListenAddressError {
     /// Not `[HOST]:PORT`.
-    #[error("--address {0:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")]
-    Syntax(String),
+    #[error("{setting} {addr:?}: expected [HOST]:PORT, e.g. :9400, 127.0.0.1:9400 or [::]:9400")]
+    Syntax {
+        /// Where the value came from (`-a/--address`, its variable, or the file's key).
+        setting: String,
+        /// The value as given.
+        addr: String,
+    },
     /// The port is a number past 65535.
-    #[error("--address {addr:?}: port {port} is out of range (0 to 65535); e.g. :9400")]
+    #[error("{setting} {addr:?}: port {port} is out of range (0 to 65535); e.g. :9400")]
     PortRange {
+        /// Where the value came from.
+        setting: String,
         /// The value as given.
         addr: String,
         /// The port as written.
         port: String,
     },
     /// The host name does not resolve.
-    #[error("--address {addr:?}: {source}")]
+    #[error("{setting} {addr:?}: {source}")]
     Resolve {
+        /// Where the value came from.
+        setting: String,
         /// The value as given.
         addr: String,
         /// The resolver's answer.
@@ -30,12 +39,17 @@ pub enum ListenAddressError {
 }
 
 /// Resolves a dcgm-exporter style listen address: `:9400` (all interfaces), `host:port`,
-/// `[v6]:port`. Returns the candidates to try in order.
-pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, ListenAddressError> {
-    let bad = || ListenAddressError::Syntax(addr.to_owned());
+/// `[v6]:port`. Returns the candidates to try in order; an error names `setting`, where the
+/// value came from (`-a/--address`, `DCGM_EXPORTER_LISTEN (-a/--address)`, a file's key).
+pub fn parse_address(setting: &str, addr: &str) -> Result<Vec<SocketAddr>, ListenAddressError> {
+    let bad = || ListenAddressError::Syntax {
+        setting: setting.to_owned(),
+        addr: addr.to_owned(),
+    };
     let port_of = |p: &str| -> Result<u16, ListenAddressError> {
         if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) {
             p.parse().map_err(|_| ListenAddressError::PortRange {
+                setting: setting.to_owned(),
                 addr: addr.to_owned(),
                 port: p.to_owned(),
             })
@@ -58,6 +72,7 @@ pub fn parse_address(addr: &str) -> Result<Vec<SocketAddr>, ListenAddressError> 
     let v: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .map_err(|source| ListenAddressError::Resolve {
+            setting: setting.to_owned(),
             addr: addr.to_owned(),
             source,
         })?
@@ -71,17 +86,17 @@ mod tests {
 
     #[test]
     fn addresses() {
-        assert_eq!(parse_address(":9400").unwrap().len(), 2);
+        assert_eq!(parse_address("--address", ":9400").unwrap().len(), 2);
         assert_eq!(
-            parse_address("127.0.0.1:9400").unwrap(),
+            parse_address("--address", "127.0.0.1:9400").unwrap(),
             vec!["127.0.0.1:9400".parse().unwrap()]
         );
         assert_eq!(
-            parse_address("[::1]:9400").unwrap(),
+            parse_address("--address", "[::1]:9400").unwrap(),
             vec!["[::1]:9400".parse().unwrap()]
         );
-        assert!(parse_address("9400").is_err());
-        assert!(parse_address(":notaport").is_err());
+        assert!(parse_address("--address", "9400").is_err());
+        assert!(parse_address("--address", ":notaport").is_err());
     }
 
     #[test]
@@ -91,13 +106,13 @@ mod tests {
             ("127.0.0.1:65536", "65536"),
             ("[::1]:99999999999999999999", "99999999999999999999"),
         ] {
-            let e = parse_address(addr).unwrap_err().to_string();
+            let e = parse_address("--address", addr).unwrap_err().to_string();
             assert_eq!(
                 e,
                 format!("--address {addr:?}: port {port} is out of range (0 to 65535); e.g. :9400")
             );
         }
-        let e = parse_address(":-1").unwrap_err().to_string();
+        let e = parse_address("--address", ":-1").unwrap_err().to_string();
         assert!(e.contains("expected [HOST]:PORT"), "{e}");
     }
 }

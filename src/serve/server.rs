@@ -39,7 +39,7 @@ pub enum ServeError {
 /// Binds the first candidate that works (`[::]` may be unavailable where IPv6 is off).
 pub async fn bind(addr: &str) -> Result<Listener, ServeError> {
     let mut last = None;
-    for cand in crate::serve::address::parse_address(addr)? {
+    for cand in crate::serve::address::parse_address("-a/--address", addr)? {
         match tokio::net::TcpListener::bind(cand).await {
             Ok(l) => return Ok(with_nodelay(l)),
             Err(source) => {
@@ -53,7 +53,11 @@ pub async fn bind(addr: &str) -> Result<Listener, ServeError> {
     }
     // parse_address never returns an empty list, so `last` is set here.
     Err(last.unwrap_or_else(|| {
-        crate::serve::address::ListenAddressError::Syntax(addr.to_owned()).into()
+        crate::serve::address::ListenAddressError::Syntax {
+            setting: "-a/--address".to_owned(),
+            addr: addr.to_owned(),
+        }
+        .into()
     }))
 }
 
