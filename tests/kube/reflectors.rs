@@ -480,12 +480,19 @@ async fn dra_v1beta1_basic_slices_resolve_gpu_and_mig_devices() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dra_prefers_v1_then_v1beta2() {
+/// A simulated API server serving `versions` of `resource.k8s.io` with this node's slice of
+/// `v1_devices`, and a DRA source watching it.
+async fn dra_on(versions: &[&str]) -> (FakeApi, Arc<DraSource>) {
     let api = FakeApi::start().await.unwrap();
-    api.set_resource_api_versions(&["v1beta1", "v1beta2", "v1"]);
+    api.set_resource_api_versions(versions);
     api.apply_slice(slice_v1("node-a", NVIDIA_GPU_DRIVER, v1_devices()));
     let source = DraSource::spawn(api.client().unwrap(), Some("node-a".into()), &handle());
+    (api, source)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_prefers_v1_then_v1beta2() {
+    let (api, source) = dra_on(&["v1beta1", "v1beta2", "v1"]).await;
     eventually("the initial list", || source.status().synced).await;
     let slices: Vec<String> = api
         .requests()
@@ -500,10 +507,7 @@ async fn dra_prefers_v1_then_v1beta2() {
     );
     drop(source);
 
-    let api = FakeApi::start().await.unwrap();
-    api.set_resource_api_versions(&["v1beta1", "v1beta2"]);
-    api.apply_slice(slice_v1("node-a", NVIDIA_GPU_DRIVER, v1_devices()));
-    let source = DraSource::spawn(api.client().unwrap(), Some("node-a".into()), &handle());
+    let (api, source) = dra_on(&["v1beta1", "v1beta2"]).await;
     eventually("the initial list", || source.status().synced).await;
     assert_gpu_and_mig(&source);
     assert!(
@@ -518,10 +522,7 @@ async fn dra_prefers_v1_then_v1beta2() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dra_retries_discovery_until_the_group_is_served() {
-    let api = FakeApi::start().await.unwrap();
-    api.set_resource_api_versions(&[]);
-    api.apply_slice(slice_v1("node-a", NVIDIA_GPU_DRIVER, v1_devices()));
-    let source = DraSource::spawn(api.client().unwrap(), Some("node-a".into()), &handle());
+    let (api, source) = dra_on(&[]).await;
     eventually("a failed discovery", || source.status().errors > 0).await;
     let err = source.status().last_error.unwrap();
     assert!(err.contains("resource.k8s.io"), "{err}");
