@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, MIN_INTERVAL_MS, Origin, Settings};
+use super::{ConfigError, MIN_INTERVAL_MS, Settings};
 use crate::attribution::KubernetesConfig;
 
 impl Settings {
@@ -26,7 +26,7 @@ impl Settings {
         ] {
             if ms < 100 {
                 return Err(ConfigError::TooShort {
-                    setting: Origin::Flag(flag),
+                    setting: self.origin_of(flag),
                     value: ms.to_string(),
                     min: MIN_INTERVAL_MS,
                 });
