@@ -316,7 +316,8 @@ pub(crate) fn helm_test_command_passes_on_its_node_and_fails_elsewhere() {
 
 /// The `helm test` pod that runs `gpu-exporter check` has the DaemonSet's pod spec (flags,
 /// environment, mounts, user, placement), `check` in front of the flags, no ports or probes,
-/// and its rendered command passes on a working simulated node.
+/// stays after a pass (its log is the report), and its rendered command passes on a working
+/// simulated node.
 #[test]
 pub(crate) fn helm_test_check_pod_is_the_daemonset_pod_running_check() {
     let Some(helm) = helm_or_skip("helm_test_check_pod_is_the_daemonset_pod_running_check") else {
@@ -349,6 +350,13 @@ pub(crate) fn helm_test_check_pod_is_the_daemonset_pod_running_check() {
             f.add(format!("{what}: want one check pod, got {}", checks.len()));
             continue;
         };
+        // Its report stays readable after a pass: deleted only when the next test replaces it.
+        let policy = &pod["metadata"]["annotations"]["helm.sh/hook-delete-policy"];
+        if *policy != "before-hook-creation" {
+            f.add(format!(
+                "{what}: hook-delete-policy {policy}: the pod (and its report) must outlive a pass"
+            ));
+        }
         let ds = &r.one("DaemonSet").value["spec"]["template"]["spec"];
         let mut spec = pod["spec"].clone();
         if spec["restartPolicy"] != "Never" {
