@@ -891,8 +891,17 @@ pub(crate) fn notes_name_the_operator_label_and_the_counters_file() {
         ),
         (
             json!({}),
-            vec!["Counters: the \"default\" preset, mounted at /etc/gpu-exporter/counters."],
+            vec![
+                "Counters: the \"default\" preset, mounted at /etc/gpu-exporter/counters.",
+                "Per-process attribution is off",
+                "kubernetes.processMetrics=true\n  gives each its own SM use",
+            ],
             vec!["/etc/dcgm-exporter"],
+        ),
+        (
+            json!({"kubernetes": {"processMetrics": true}}),
+            vec!["Per-process attribution is on"],
+            vec!["Per-process attribution is off"],
         ),
     ] {
         let notes = match notes(&helm, std::slice::from_ref(&values)) {
