@@ -141,12 +141,10 @@ fn refusal(text: &str, e: &Error, path: Option<&KeyPath>) -> YamlError {
         Error::SerdeUnknownField { field, .. } => Some(field.as_str()),
         _ => None,
     };
-    // A last key the parser could not name: the error is shown under its mapping's key.
-    let under = named.is_none()
-        && path.is_some_and(|p| matches!(p.iter().next_back(), Some(Segment::Unknown)));
-    let key = path
-        .and_then(|p| key_path(p, named))
-        .or_else(|| named.map(|k| shown(k).into_owned()));
+    let (key, under) = match path.and_then(|p| key_path(p, named)) {
+        Some((key, under)) => (Some(key), under),
+        None => (named.map(|k| shown(k).into_owned()), false),
+    };
     let value = at
         .map(|(line, column)| value_at(text, line, column))
         .filter(|v| !v.is_empty());
@@ -170,15 +168,18 @@ fn refusal(text: &str, e: &Error, path: Option<&KeyPath>) -> YamlError {
 
 /// `path` as a message shows it (`a.b[2].c`, each key through `base::shown`), ending with
 /// `named` (the key the error is about) when serde stopped before taking it in; `None` for the
-/// document's root.
-fn key_path(path: &KeyPath, named: Option<&str>) -> Option<String> {
+/// document's root. With it, whether the error is under the path rather than at it: the last
+/// key is one the parser could not name (a broken indentation), so only its mapping is shown.
+fn key_path(path: &KeyPath, named: Option<&str>) -> Option<(String, bool)> {
     let mut segments: Vec<&Segment> = path.iter().collect();
     let last_is_named = match (segments.last(), named) {
         (Some(Segment::Map { key }), Some(n)) => key == n,
         _ => false,
     };
+    let mut under = false;
     if matches!(segments.last(), Some(Segment::Unknown)) {
         segments.pop();
+        under = named.is_none();
     }
     let mut out = String::new();
     let push_key = |out: &mut String, k: &str| {
@@ -197,7 +198,7 @@ fn key_path(path: &KeyPath, named: Option<&str>) -> Option<String> {
     if let (Some(n), false) = (named, last_is_named) {
         push_key(&mut out, n);
     }
-    (!out.is_empty()).then_some(out)
+    (!out.is_empty()).then_some((out, under))
 }
 
 /// What is wrong, and how to fix it; `value` is the scalar at the error's place, if any, and

@@ -413,12 +413,12 @@ pub fn api(
             }
         }
     }
-    let scope = node
-        .map(|n| format!("node {n}"))
-        .unwrap_or_else(|| "every node (NODE_NAME is unset)".to_owned());
     let Some(pods) = pods else {
         return;
     };
+    let scope = node
+        .map(|n| format!("node {n}"))
+        .unwrap_or_else(|| "every node (NODE_NAME is unset)".to_owned());
     match pods {
         Ok(0) => report.add(
             "kubernetes",
