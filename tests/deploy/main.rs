@@ -74,9 +74,14 @@
 //!   default selector labels, a preset with which every alert fires, the chart's gpuCluster RBAC);
 //!   the failure it quotes is the chart's; its helm commands of the chart render.
 //! - `migration_doc_values_render_as_it_says`: docs/migration.md's values, step by step.
+//! - `doc_commands_run_as_written`: the example commands of the README and every other page
+//!   (fenced `sh` blocks, inline `gpu-exporter …` spans) run where they can run here (simulated
+//!   nodes, curl, helm template, promtool, amtool, Prometheus); the others are skipped by a
+//!   named rule, and a command no rule knows fails (`doc_commands`).
 //!
 //! One module per subject holds its tests: `schemas`, `monitoring`, `copies`, `daemonset`,
-//! `helm_test`, `web`, `values`, `cost`, `rules_only`, `operator`, `presets` and `docs`; `checks`, `render` and `tools` hold what several of them use, and
+//! `helm_test`, `web`, `values`, `cost`, `rules_only`, `operator`, `presets`, `docs` and
+//! `doc_commands`; `checks`, `render` and `tools` hold what several of them use, and
 //! `tests/common` what other test crates use too.
 //!
 //! helm and kubernetes-validate come from `scripts/deploy-tools.sh` (`$HELM`,
@@ -95,6 +100,7 @@ mod common;
 mod copies;
 mod cost;
 mod daemonset;
+mod doc_commands;
 mod docs;
 mod helm_test;
 mod monitoring;
