@@ -1,12 +1,16 @@
-//! The cost alerts routed to Slack, end to end: an exporter on an idle node
-//! (tests/fixtures/scenarios/idle.toml: two H100s at 4.00 an hour in the example prices),
-//! scraped by a real Prometheus that evaluates the shipped rules and prices and sends its
-//! alerts to a real Alertmanager (Debian's `prometheus-alertmanager`) configured with
-//! alerts/alertmanager.example.yaml, which posts to a stand-in Slack webhook served here.
-//! GpuNodeIdle must arrive there in Slack's shape, in the example's channel, naming the node
-//! and its cost (8.00 an hour). `amtool` checks the example and where it routes each alert.
-//! GpuNodeIdle's `for: 30m` is cut to a few seconds (IDLE_NODE_FOR says why not 0s): the 30
-//! minutes are the promtool unit tests' to prove (alerts/tests/).
+//! The shipped alerts through a real Alertmanager, end to end: an exporter on an idle node
+//! (tests/fixtures/scenarios/idle.toml: two H100s at 4.00 an hour in the example prices) and
+//! one on the incidents node, scraped by a real Prometheus that evaluates the shipped rules
+//! and prices and sends its alerts to a real Alertmanager (Debian's `prometheus-alertmanager`)
+//! configured with alerts/alertmanager.example.yaml, which posts to stand-ins served here:
+//! Slack's webhook, and a webhook as each of the example's paging and ticket receivers.
+//! GpuNodeIdle must arrive in Slack's shape, in the example's channel, naming the node and its
+//! cost (8.00 an hour); the incidents node must give one notification group per fault, the
+//! inhibit rules silencing the rest (`inhibit`). `amtool` checks the example and where it
+//! routes each alert of the rules file, by its severity. Every alert's `for` is cut to a few
+//! seconds (SHORT_FOR says why not 0s; an alert without `for` keeps none, so no alert that
+//! came later in production comes earlier here): the durations are the promtool unit tests'
+//! to prove (alerts/tests/), their order `inhibit::check_for_order`'s.
 //! A failure says where the chain broke, with what Prometheus and Alertmanager hold and the
 //! processes' logs.
 
@@ -19,7 +23,7 @@ const IDLE_NODE: &str = "sim-idle-node";
 /// What its GPUs cost an hour with the example prices: 2 × 4.00.
 const IDLE_NODE_COST: &str = "8.00";
 
-const ALERTMANAGER_EXAMPLE: &str = "alertmanager.example.yaml";
+pub(crate) const ALERTMANAGER_EXAMPLE: &str = "alertmanager.example.yaml";
 const PRICES_FILE: &str = "gpu-prices.example.rules.yaml";
 /// The channel and receiver of the cost alerts in the example.
 const SLACK_CHANNEL: &str = "#gpu-costs";
@@ -27,7 +31,7 @@ const COST_ALERTS: [&str; 2] = ["GpuNodeIdle", "GpuAllocatedIdle"];
 /// The path the stand-in Slack webhook is given in the URL (any path is answered).
 const SLACK_PATH: &str = "/services/T000/B000/stand-in";
 
-/// GpuNodeIdle's `for` in the run, instead of 30m. Not 0s: the alert reads the node's price,
+/// Every alert's `for` in the run, when it has one (GpuNodeIdle's 30m, ...). Not 0s: the alert reads the node's price,
 /// which comes from the price rules (group gpu-exporter.prices), another group than its own,
 /// and groups evaluate at their own offsets, so on the first evaluations after Prometheus
 /// starts the alert can be true before a price is recorded (1 run in 10 here with 0s). Firing
@@ -35,14 +39,23 @@ const SLACK_PATH: &str = "/services/T000/B000/stand-in";
 /// (--rules.alert.resend-delay) and Alertmanager does not notify again for a changed
 /// annotation before repeat_interval, so the Slack message would stay without the cost. A few
 /// seconds of `for` let the prices be recorded (every second here) before the alert fires.
-const IDLE_NODE_FOR: &str = "10s";
+const SHORT_FOR: &str = "10s";
 
 /// How long, from Prometheus being ready, the alert may take to reach Slack (it takes a few
-/// seconds: scrape, three levels of rules, IDLE_NODE_FOR, Alertmanager's group_wait).
+/// seconds: scrape, three levels of rules, SHORT_FOR, Alertmanager's group_wait).
 const DELIVERY_DEADLINE: Duration = Duration::from_secs(90);
 
+/// How long, from Prometheus being ready, the incidents node's groups may take to settle (its
+/// last fault lands 16 s into the scenario; then SHORT_FOR, then group_wait).
+const INCIDENTS_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The example's group_wait in the run, instead of 30 s to a minute: long enough for the
+/// alerts of one rule evaluation (an inhibit rule's source and its targets) to reach
+/// Alertmanager before a group's first notification.
+const SHORT_GROUP_WAIT: &str = "5s";
+
 #[test]
-fn idle_node_alert_reaches_slack_through_alertmanager() {
+fn alertmanager_routes_each_fault_once() {
     check_alertmanager(&layout().alerts);
 }
 
@@ -51,13 +64,14 @@ fn idle_node_alert_reaches_slack_through_alertmanager() {
 
 /// One POST the stand-in received: its path, Content-Type and body.
 #[derive(Clone, Debug)]
-struct Post {
-    path: String,
-    content_type: String,
-    body: Vec<u8>,
+pub(crate) struct Post {
+    pub(crate) path: String,
+    pub(crate) content_type: String,
+    pub(crate) body: Vec<u8>,
 }
 
-/// An HTTP server on 127.0.0.1 standing in for Slack's incoming webhook: reads each request
+/// An HTTP server on 127.0.0.1 standing in for Slack's incoming webhook and the webhook
+/// receivers (`inhibit::WEBHOOK_RECEIVERS`, by path): reads each request
 /// whole (the body by its Content-Length), answers `200 ok` as Slack does, and keeps what was
 /// POSTed. Its threads live as long as the test process. Returns its port and the POSTs.
 fn slack_stand_in() -> (u16, Arc<Mutex<Vec<Post>>>) {
@@ -145,13 +159,20 @@ impl SlackMessage {
 // ---------------------------------------------------------------------------------------------
 // The configurations
 
-/// The example Alertmanager configuration as the test runs it. The one substitution: the
-/// Slack URL line (`api_url_file:` or `api_url:`, which must be there once) becomes
-/// `api_url: <the stand-in's URL>`. Besides, only the waits: the example's group_wait and
-/// group_interval (a minute and ten, for people) become 1 s, so that the message leaves as
-/// soon as Alertmanager has the alert. Routes, matchers, receivers, channel and templates are
-/// the example's own.
-fn alertmanager_config(example: &str, slack_url: &str) -> Result<String, String> {
+/// The example Alertmanager configuration as the test runs it. The substitutions: the Slack
+/// URL line (`api_url_file:` or `api_url:`, which must be there once) becomes
+/// `api_url: <the stand-in's URL>`, and each receiver of `inhibit::WEBHOOK_RECEIVERS` (which
+/// the example leaves without an integration, for the user's own) gets a webhook to the
+/// stand-in at its path under `webhook_base`. Besides, only the waits: the example's
+/// group_wait (30 s to a minute, for people) becomes SHORT_GROUP_WAIT and its group_interval
+/// 1 s, so that a message leaves soon after Alertmanager has the alert, and a second one as
+/// soon as a group changes. Routes, matchers, inhibit rules, channel and templates are the
+/// example's own.
+fn alertmanager_config(
+    example: &str,
+    slack_url: &str,
+    webhook_base: &str,
+) -> Result<String, String> {
     let url_re = regex::Regex::new(r"(?m)^(\s*(?:-\s+)?)api_url(?:_file)?:.*$").unwrap();
     let n = url_re.find_iter(example).count();
     if n != 1 {
@@ -163,38 +184,61 @@ fn alertmanager_config(example: &str, slack_url: &str) -> Result<String, String>
         format!("{}api_url: '{slack_url}'", &c[1])
     });
     let mut config = config.into_owned();
-    for key in ["group_wait", "group_interval"] {
+    for (key, value) in [("group_wait", SHORT_GROUP_WAIT), ("group_interval", "1s")] {
         let re = regex::Regex::new(&format!(r"(?m)^(\s*){key}:.*$")).unwrap();
         config = re
-            .replace_all(&config, format!("${{1}}{key}: 1s"))
+            .replace_all(&config, format!("${{1}}{key}: {value}"))
+            .into_owned();
+    }
+    for (receiver, path) in super::inhibit::WEBHOOK_RECEIVERS {
+        let re = regex::Regex::new(&format!(r"(?m)^(\s*)- name: {receiver}\s*$")).unwrap();
+        let n = re.find_iter(&config).count();
+        if n != 1 {
+            return Err(format!(
+                "{ALERTMANAGER_EXAMPLE}: expected one receiver `- name: {receiver}`, found {n}"
+            ));
+        }
+        config = re
+            .replace(&config, |c: &regex::Captures| {
+                format!(
+                    "{0}- name: {receiver}\n{0}  webhook_configs:\n{0}    - url: '{webhook_base}{path}'",
+                    &c[1]
+                )
+            })
             .into_owned();
     }
     Ok(config)
 }
 
-/// The shipped rules with GpuNodeIdle's `for: 30m` made a few seconds ([`IDLE_NODE_FOR`])
-/// (and, by the caller, the groups' own intervals 1s), and nothing else changed: the test
-/// proves the chain from the rule to Slack, not the 30 minutes, which the promtool unit tests
-/// (alerts/tests/) prove.
-fn rules_with_short_idle_node_for(rules: &str) -> Result<String, String> {
-    let lines: Vec<&str> = rules.lines().collect();
-    let start = lines
-        .iter()
-        .position(|l| l.trim() == "- alert: GpuNodeIdle")
-        .ok_or(format!("{RULES_FILE}: no `- alert: GpuNodeIdle`"))?;
-    let end = lines[start + 1..]
-        .iter()
-        .position(|l| {
-            let t = l.trim_start();
-            t.starts_with("- alert:") || t.starts_with("- record:") || t.starts_with("- name:")
-        })
-        .map_or(lines.len(), |i| start + 1 + i);
-    let at = (start..end)
-        .find(|&i| lines[i].trim() == "for: 30m")
-        .ok_or(format!("{RULES_FILE}: GpuNodeIdle has no `for: 30m` line"))?;
-    let indent = &lines[at][..lines[at].len() - lines[at].trim_start().len()];
-    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
-    out[at] = format!("{indent}for: {IDLE_NODE_FOR}");
+/// The shipped rules with every alert's `for` made SHORT_FOR (and, by the caller, the groups'
+/// own intervals 1s), and nothing else changed: the test proves the chain from the rules to
+/// the receivers, not the durations, which the promtool unit tests (alerts/tests/) prove.
+/// GpuNodeIdle, whose 30 minutes the Slack check waits for, must be among them.
+fn rules_with_short_fors(rules: &str) -> Result<String, String> {
+    let re = regex::Regex::new(r"^(\s+)for: (\S+)\s*$").unwrap();
+    let mut cut = 0;
+    let mut in_idle_node = false;
+    let mut idle_node_cut = false;
+    let mut out = Vec::new();
+    for line in rules.lines() {
+        let t = line.trim_start();
+        if t.starts_with("- alert:") || t.starts_with("- record:") || t.starts_with("- name:") {
+            in_idle_node = t == "- alert: GpuNodeIdle";
+        }
+        match re.captures(line) {
+            Some(c) if &c[2] != "0s" && &c[2] != "0" => {
+                out.push(format!("{}for: {SHORT_FOR}", &c[1]));
+                cut += 1;
+                idle_node_cut |= in_idle_node;
+            }
+            _ => out.push(line.to_owned()),
+        }
+    }
+    if !idle_node_cut {
+        return Err(format!(
+            "{RULES_FILE}: GpuNodeIdle has no `for:` line (cut {cut})"
+        ));
+    }
     Ok(out.join("\n") + "\n")
 }
 
@@ -202,7 +246,7 @@ fn rules_with_short_idle_node_for(rules: &str) -> Result<String, String> {
 // The check
 
 pub(crate) fn check_alertmanager(alerts: &Path) {
-    let test = "idle_node_alert_reaches_slack_through_alertmanager";
+    let test = "alertmanager_routes_each_fault_once";
     let Some(tools) = tools_or_skip(&["prometheus", "prometheus-alertmanager", "amtool"], test)
     else {
         return;
@@ -211,7 +255,7 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
     let started = Instant::now();
     let mut f = Failures::default();
     let heading = format!(
-        "GpuNodeIdle through Alertmanager ({}) to Slack",
+        "The shipped alerts through Alertmanager ({}): GpuNodeIdle to Slack, one notification per fault",
         alerts.join(ALERTMANAGER_EXAMPLE).display()
     );
 
@@ -224,10 +268,23 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
             return f.finish(&heading);
         }
     };
-    if let Err(e) = run_tool(Command::new(amtool).arg("check-config").arg(&example_path)) {
-        f.add(format!("amtool check-config: {e}"));
+    // amtool loads the inhibit rules: as many as the file has, and some.
+    let inhibit_rules = read_yaml(&example_path)
+        .map(|y| array(&y, "inhibit_rules").len())
+        .unwrap_or(0);
+    match run_tool(Command::new(amtool).arg("check-config").arg(&example_path)) {
+        Ok(out)
+            if inhibit_rules == 0 || !out.contains(&format!(" {inhibit_rules} inhibit rules")) =>
+        {
+            f.add(format!(
+                "amtool check-config does not report the example's {inhibit_rules} inhibit rules (there must be some): {out}"
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => f.add(format!("amtool check-config: {e}")),
     }
-    check_routes(amtool, &example_path, &mut f);
+    check_routes(amtool, &example_path, &alerts.join(RULES_FILE), &mut f);
+    super::inhibit::check_for_order(&example_path, &alerts.join(RULES_FILE), &mut f);
 
     // The files the run reads, in its temporary directory.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -237,7 +294,8 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
     };
     let (slack_port, posts) = slack_stand_in();
     let slack_url = format!("http://127.0.0.1:{slack_port}{SLACK_PATH}");
-    let am_config = match alertmanager_config(&example, &slack_url) {
+    let webhook_base = format!("http://127.0.0.1:{slack_port}");
+    let am_config = match alertmanager_config(&example, &slack_url, &webhook_base) {
         Ok(c) => c,
         Err(e) => {
             f.add(e);
@@ -246,7 +304,7 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
     };
     let rules = match std::fs::read_to_string(alerts.join(RULES_FILE))
         .map_err(|e| format!("{RULES_FILE}: cannot read: {e}"))
-        .and_then(|t| rules_with_short_idle_node_for(&t))
+        .and_then(|t| rules_with_short_fors(&t))
         .and_then(|t| super::prometheus::with_test_intervals(&t))
     {
         Ok(r) => r,
@@ -264,11 +322,17 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
         .canonicalize()
         .unwrap_or_else(|_| alerts.join(PRICES_FILE));
 
-    // The exporter on the idle node.
+    // The exporters on the idle node and on the incidents node (its faults from 9 s of
+    // scenario time, so started first).
     let exporter_port = common::free_port();
     let exporter_idx = procs.spawn(
         "exporter-idle",
         exporter(root, exporter_port).args(["--simulate", IDLE_SCENARIO]),
+    );
+    let incidents_port = common::free_port();
+    let incidents_idx = procs.spawn(
+        "exporter-incidents",
+        exporter(root, incidents_port).args(["--simulate", INCIDENTS_SCENARIO]),
     );
 
     // Alertmanager, alone (no cluster), its state in the run's directory.
@@ -291,16 +355,22 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
         "/ready",
         Duration::from_secs(60),
     );
+    procs.wait_http(
+        incidents_idx,
+        incidents_port,
+        "/ready",
+        Duration::from_secs(60),
+    );
     procs.wait_http(am_idx, am_port, "/-/ready", Duration::from_secs(60));
 
-    // Prometheus: the rules (GpuNodeIdle after IDLE_NODE_FOR) and the example prices, alerts to
-    // Alertmanager, the exporter scraped every second.
+    // Prometheus: the rules (every `for` SHORT_FOR) and the example prices, alerts to
+    // Alertmanager, the exporters scraped every second.
     let quoted = |p: &Path| serde_json::to_string(&p.to_string_lossy()).unwrap();
     let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
          rule_files:\n  - {}\n  - {}\n\
          alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [\"127.0.0.1:{am_port}\"]\n\
-         scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n      - targets: [\"127.0.0.1:{exporter_port}\"]\n",
+         scrape_configs:\n  - job_name: gpu-exporter\n    static_configs:\n      - targets: [\"127.0.0.1:{exporter_port}\", \"127.0.0.1:{incidents_port}\"]\n",
         quoted(&rules_path),
         quoted(&prices_path),
     );
@@ -375,9 +445,17 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
             where_it_broke(prom_port, am_port, &posts.lock().unwrap())
         )),
     }
-    // Only the cost alerts go to Slack (the idle node has no other alert, but say so if one
-    // arrives).
-    for p in posts.lock().unwrap().iter() {
+    // The incidents node: one notification group per fault; then each inhibit rule alone.
+    super::inhibit::check_incidents_groups(am_port, &posts, ready + INCIDENTS_DEADLINE, &mut f);
+    super::inhibit::check_inhibit_rules(am_port, &mut f);
+
+    // Only the cost alerts go to Slack.
+    for p in posts
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| p.path == SLACK_PATH)
+    {
         let text = String::from_utf8_lossy(&p.body);
         match SlackMessage::parse(&p.body) {
             Err(e) => f.add(format!(
@@ -395,7 +473,12 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
         }
     }
     if !f.0.is_empty() {
-        for name in ["prometheus", "alertmanager", "exporter-idle"] {
+        for name in [
+            "prometheus",
+            "alertmanager",
+            "exporter-idle",
+            "exporter-incidents",
+        ] {
             f.add(format!(
                 "{name}'s log (last lines):\n{}",
                 procs.log_tail(name)
@@ -419,9 +502,11 @@ pub(crate) fn check_alertmanager(alerts: &Path) {
     f.finish(&heading);
 }
 
-/// Where each alert goes in the example, as `amtool config routes test` says: the cost
-/// alerts to a receiver with `slack_configs`, a few others to one without.
-fn check_routes(amtool: &Path, example: &Path, f: &mut Failures) {
+/// Where each alert of the rules file goes in the example, as `amtool config routes test`
+/// says, given its `severity`: the cost alerts to a receiver with `slack_configs`, the critical
+/// ones to the paging receiver (`default`), warnings and info to the ticket queue
+/// (`gpu-tickets`).
+fn check_routes(amtool: &Path, example: &Path, rules: &Path, f: &mut Failures) {
     let slack: BTreeSet<String> = match read_yaml(example) {
         Ok(y) => array(&y, "receivers")
             .iter()
@@ -438,29 +523,51 @@ fn check_routes(amtool: &Path, example: &Path, f: &mut Failures) {
             "{ALERTMANAGER_EXAMPLE}: no receiver has slack_configs"
         ));
     }
-    let receiver = |alert: &str| -> Result<String, String> {
+    let alerts: Vec<(String, String)> = match read_yaml(rules) {
+        Ok(y) => array(&y, "groups")
+            .iter()
+            .flat_map(|g| array(g, "rules"))
+            .filter_map(|r| {
+                let name = str_of(r, "alert")?.to_owned();
+                let severity = r.get("labels").and_then(|l| str_of(l, "severity"))?;
+                Some((name, severity.to_owned()))
+            })
+            .collect(),
+        Err(e) => return f.add(e),
+    };
+    let receiver = |alert: &str, severity: &str| -> Result<String, String> {
         run_tool(
             Command::new(amtool)
                 .args(["config", "routes", "test"])
                 .arg(format!("--config.file={}", example.display()))
                 .arg(format!("alertname={alert}"))
+                .arg(format!("severity={severity}"))
                 .arg(format!("Hostname={IDLE_NODE}"))
                 // amtool warns on stderr that the file overrides --alertmanager.url.
                 .stderr(Stdio::null()),
         )
         .map(|out| out.trim().to_owned())
     };
-    let others = ["GpuLost", "GpuExporterDown", "GpuUnderutilized"];
-    for alert in COST_ALERTS.iter().chain(&others) {
-        let to_slack = COST_ALERTS.contains(alert);
-        match receiver(alert) {
-            Ok(r) if slack.contains(&r) != to_slack => f.add(format!(
-                "{ALERTMANAGER_EXAMPLE}: {alert} goes to receiver {r:?}; it should go to {} (those with slack_configs: {slack:?})",
-                if to_slack {
-                    "Slack"
-                } else {
-                    "the default receiver, not Slack"
-                }
+    if alerts.len() < 20 {
+        f.add(format!(
+            "{RULES_FILE}: only {} alerts with a severity found",
+            alerts.len()
+        ));
+    }
+    for (alert, severity) in &alerts {
+        let want = if COST_ALERTS.contains(&alert.as_str()) {
+            "Slack"
+        } else if severity == "critical" {
+            "default"
+        } else {
+            "gpu-tickets"
+        };
+        match receiver(alert, severity) {
+            Ok(r) if want == "Slack" && !slack.contains(&r) => f.add(format!(
+                "{ALERTMANAGER_EXAMPLE}: {alert} goes to receiver {r:?}; it should go to Slack (those with slack_configs: {slack:?})"
+            )),
+            Ok(r) if want != "Slack" && r != want => f.add(format!(
+                "{ALERTMANAGER_EXAMPLE}: {alert} (severity {severity}) goes to receiver {r:?}; it should go to {want:?}"
             )),
             Ok(_) => {}
             Err(e) => f.add(format!("amtool config routes test: {e}")),

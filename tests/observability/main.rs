@@ -58,6 +58,7 @@ mod cost;
 mod dashboards;
 mod files;
 mod fleet;
+mod inhibit;
 mod migration;
 mod mixed;
 mod placement;
