@@ -139,7 +139,7 @@ fn a100_pipeline(
     for _ in 0..50 {
         let snap = p.sampler.tick(gpu_exporter::base::clock::unix_now());
         assert_eq!(snap.entities.len(), 8 + 56, "8 GPUs + 56 MIG instances");
-        if mode == "off" || snap.stats.dcgm_up == Some(true) {
+        if mode == "off" || snap.stats.dcgm.up() == Some(true) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));

@@ -2,7 +2,8 @@
 //! (`crates/dcgm-sim`, built by `cargo build --workspace`) on GPUs without GPM and their MIG
 //! instances, in the same shape as the GPM path; fields DCGM will not watch together reported
 //! with DCGM's reason; no library; a library that is not DCGM 4; remote mode against
-//! `dcgm-sim-hostengine` on a unix socket that is killed and restarted.
+//! `dcgm-sim-hostengine` on a unix socket that is killed and restarted, and what the landing
+//! page, `/status` and `check` say of DCGM meanwhile (down, up, killed, back).
 
 #![cfg(feature = "sim")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -507,6 +508,277 @@ fn remote_hostengine_that_leaves_and_returns() {
     let log = e.log();
     assert_eq!(count("DCGM is unavailable"), 1, "{log}");
     assert_eq!(count("DCGM answers"), 2, "start, and back:\n{log}");
+    he.kill().unwrap();
+    he.wait().unwrap();
+}
+
+/// `/status` of `e`, parsed.
+fn status_of(e: &Exporter) -> serde_json::Value {
+    let r = common::http_get(e.port, "/status", &[]).expect("/status");
+    assert_eq!(r.status, 200, "{}", r.text());
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+/// The `dcgm` entry of `/status`'s sources, once `state` is `want` (a deadline of 60 s: the
+/// reconnection backoff grows to 8 s and more while the hostengine is away).
+fn dcgm_until(e: &Exporter, want: &str) -> (serde_json::Value, serde_json::Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let st = status_of(e);
+        let entry = st["sources"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["source"] == "dcgm"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no dcgm entry among the sources: {st}"));
+        if entry["state"] == want {
+            return (st, entry);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "DCGM never {want}: {entry}\nlog:\n{}",
+            e.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The landing page of `e`.
+fn page_of(e: &Exporter) -> String {
+    let r = common::http_get(e.port, "/", &[]).expect("/");
+    assert_eq!(r.status, 200);
+    r.text()
+}
+
+/// `gpu-exporter check` with the GPU Operator's environment of [`operator_env`] and `-r`
+/// `remote`: (exit code, report).
+fn operator_check(remote: &str) -> (Option<i32>, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["check", "--simulate", "a100-mig-t4"])
+        .args(["-a", &format!("127.0.0.1:{}", common::free_port())])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    for (k, v) in operator_env(remote) {
+        cmd.env(k, v);
+    }
+    common::run_to_text(&mut cmd)
+}
+
+/// What the GPU Operator sets on dcgm-exporter's container, with the hostengine at `remote`.
+fn operator_env(remote: &str) -> [(&'static str, String); 4] {
+    [
+        ("DCGM_EXPORTER_KUBERNETES", "true".into()),
+        ("DCGM_EXPORTER_COLLECTORS", DCP.into()),
+        ("DCGM_REMOTE_HOSTENGINE_INFO", remote.into()),
+        ("NODE_NAME", "n1".into()),
+    ]
+}
+
+/// What every surface says while DCGM is down at `remote`, after `entry` (`/status`'s dcgm
+/// source) was seen down with `st`: the source with its mode, address, error and since when;
+/// each profiling value it should serve in `unavailable` with that error; the MIG instances'
+/// utilization saying why it is missing; the page's status line ("Ready, degraded") and DCGM's
+/// row; `/ready` 200.
+fn says_dcgm_down(e: &Exporter, st: &serde_json::Value, entry: &serde_json::Value, remote: &str) {
+    assert_eq!(entry["mode"], "remote", "{entry}");
+    assert_eq!(entry["address"], remote, "{entry}");
+    assert_eq!(entry["up"], false, "{entry}");
+    let error = entry["last_error"].as_str().unwrap_or_default().to_owned();
+    assert!(!error.is_empty(), "{entry}");
+    assert!(entry["since_unix"].as_f64().unwrap() > 0.0, "{entry}");
+    assert!(entry["since_seconds"].as_f64().unwrap() >= 0.0, "{entry}");
+    // Every profiling row of the file on the A100's four instances and the T4 (not the A100
+    // itself: in MIG mode profiling is per instance), with DCGM's error.
+    let unavailable = st["unavailable"].as_array().unwrap();
+    assert_eq!(unavailable.len(), 5 * 5, "{st}");
+    for u in unavailable {
+        assert_eq!(
+            u["reason"].as_str(),
+            Some(format!("DCGM is down: {error}").as_str()),
+            "{u}"
+        );
+    }
+    assert!(
+        unavailable
+            .iter()
+            .any(|u| u["field"] == "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+                && u["gpu"] == 0
+                && u["gpu_instance_id"] == 2),
+        "{st}"
+    );
+    for i in st["gpus"][0]["instances"].as_array().unwrap() {
+        let r = &i["reading"];
+        assert!(r["util_percent"].is_null(), "{i}");
+        assert_eq!(r["util_missing"]["why"], "DCGM down", "{i}");
+    }
+    let page = page_of(e);
+    assert!(
+        page.contains("<b class=\"warning\">Ready, degraded</b>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(" · DCGM <b class=\"critical\">down</b>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<b class=\"critical\">DCGM is down</b> since "),
+        "{page}"
+    );
+    assert!(
+        page.contains("<tr id=\"dcgm\"><td>dcgm<br><small>remote, "),
+        "{page}"
+    );
+    // The instances' utilization cells: why, linked to DCGM's row, not a bare dash.
+    assert!(
+        page.matches(">DCGM down</a>").count() == 4,
+        "one per A100 instance:\n{page}"
+    );
+    assert!(page.contains("Values DCGM did not serve"), "{page}");
+    assert_eq!(common::http_get(e.port, "/ready", &[]).unwrap().status, 200);
+}
+
+/// `check`'s report while DCGM is down at `remote`: the hostengine fails with its fix about that
+/// address, no profiling field is `ok` (served on 0 of 6 entities fails), and the GPM lines'
+/// hints are about the hostengine at that address, not about giving `-r`.
+fn check_says_dcgm_down(remote: &str) {
+    let (code, out) = operator_check(remote);
+    assert_eq!(code, Some(1), "{out}");
+    let line = |words: &[&str]| {
+        out.lines()
+            .position(|l| words.iter().all(|w| l.contains(w)))
+            .unwrap_or_else(|| panic!("no line with {words:?}:\n{out}"))
+    };
+    line(&[
+        "FAIL",
+        "hostengine",
+        "does not answer",
+        "down for",
+        "tick(s) without an answer",
+    ]);
+    line(&[
+        "fix:",
+        &format!("start nv-hostengine at {remote}"),
+        "address it listens on",
+    ]);
+    line(&[
+        "FAIL",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "served on 0/6",
+        "DCGM down",
+    ]);
+    assert!(
+        !out.lines()
+            .any(|l| l.contains("ok ") && l.contains("DCGM_FI_PROF_")),
+        "a profiling field served nowhere is ok:\n{out}"
+    );
+    let gpm = line(&["WARN", "GPU 0 GPM", "is down"]);
+    let fix = out.lines().nth(gpm + 1).unwrap();
+    assert!(
+        fix.contains(&format!("once the hostengine at {remote} answers")),
+        "{out}"
+    );
+    assert!(
+        !out.contains("give the hostengine's address with -r"),
+        "{out}"
+    );
+}
+
+/// DCGM on every surface, as the GPU Operator runs the exporter (its environment, a remote
+/// hostengine) on an A100 in MIG mode and a T4: the hostengine not started yet, then started,
+/// then killed mid-run, then started again. Down, the page, `/status` and `check` each say
+/// so, with the error and since when, and list the profiling values it does not serve; up,
+/// none of that, and the values are there.
+#[test]
+fn dcgm_down_up_killed_and_back_on_the_page_status_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("he.sock");
+    let remote = format!("unix://{}", sock.display());
+    let mut builder = Exporter::builder()
+        .args(["--simulate", "a100-mig-t4", "-c", "300"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .log_pipe();
+    for (k, v) in operator_env(&remote) {
+        builder = builder.env(k, v);
+    }
+    let e = builder.start();
+
+    // Never started.
+    let (st, down) = dcgm_until(&e, "down");
+    assert!(
+        down["last_error"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("the hostengine at {remote} does not answer"))),
+        "{down}"
+    );
+    assert!(down["age_seconds"].is_null(), "never answered: {down}");
+    says_dcgm_down(&e, &st, &down, &remote);
+    check_says_dcgm_down(&remote);
+
+    // Started: up, nothing unavailable, the values on the page, check clean.
+    let mut he = hostengine("a100-mig-t4", &sock);
+    let (st, up) = dcgm_until(&e, "up");
+    assert_eq!(up["up"], true, "{up}");
+    assert!(up["last_error"].is_null(), "{up}");
+    assert!(
+        up["since_unix"].as_f64() > down["since_unix"].as_f64(),
+        "{up} after {down}"
+    );
+    let st = if st["unavailable"].as_array().unwrap().is_empty() {
+        st
+    } else {
+        // The first tick after connecting makes the watches; values follow.
+        std::thread::sleep(Duration::from_secs(1));
+        status_of(&e)
+    };
+    assert_eq!(st["unavailable"], serde_json::json!([]), "{st}");
+    for i in st["gpus"][0]["instances"].as_array().unwrap() {
+        assert!(i["reading"]["util_percent"].as_f64().is_some(), "{i}");
+        assert!(i["reading"].get("util_missing").is_none(), "{i}");
+    }
+    let page = page_of(&e);
+    assert!(page.contains("<b class=\"ok\">Ready</b>"), "{page}");
+    assert!(
+        page.contains(" · DCGM <span class=\"ok\">up</span>"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("DCGM is down") && !page.contains(">DCGM down</a>"),
+        "{page}"
+    );
+    let (code, out) = operator_check(&remote);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().any(|l| l.contains("ok ")
+            && l.contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+            && l.contains("served on 5/6")),
+        "{out}"
+    );
+
+    // Killed mid-run: down again, since the kill, with the error.
+    he.kill().unwrap();
+    he.wait().unwrap();
+    let (st, lost) = dcgm_until(&e, "down");
+    assert!(
+        lost["since_unix"].as_f64() > up["since_unix"].as_f64(),
+        "{lost} after {up}"
+    );
+    assert!(
+        lost["age_seconds"].as_f64().is_some(),
+        "it answered before: {lost}"
+    );
+    says_dcgm_down(&e, &st, &lost, &remote);
+    check_says_dcgm_down(&remote);
+
+    // Back.
+    he = hostengine("a100-mig-t4", &sock);
+    let (_, back) = dcgm_until(&e, "up");
+    assert!(back["last_error"].is_null(), "{back}");
+    assert!(
+        back["since_unix"].as_f64() > lost["since_unix"].as_f64(),
+        "{back} after {lost}"
+    );
+    e.metrics_until("profiling back", |t| {
+        t.contains("gpu_exporter_dcgm_up 1")
+            && at(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0", Some("2")).is_some()
+    });
     he.kill().unwrap();
     he.wait().unwrap();
 }

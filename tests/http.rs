@@ -1,5 +1,6 @@
 //! HTTP endpoints driven through the router (no socket): `/metrics` plain and gzip,
-//! `/health`, `/ready` before and after the first sample, and the landing page.
+//! `/health`, `/ready` before and after the first sample, and the landing page and `/status`
+//! (DCGM among the sources, off here).
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -126,6 +127,25 @@ async fn endpoints_before_and_after_the_first_sample() {
     for link in ["/metrics", "/health", "/ready"] {
         assert!(page.contains(&format!("href=\"{link}\"")));
     }
+    // No DCGM client (`--dcgm-mode off`): DCGM is a source all the same, off, on the page too.
+    assert!(
+        page.contains("<tr id=\"dcgm\"><td>dcgm</td><td><span class=\"na\">off</span>"),
+        "{page}"
+    );
+    let (s, _, body) = get(&shared, "/status", false).await;
+    assert_eq!(s, StatusCode::OK);
+    let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let dcgm = status["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["source"] == "dcgm"))
+        .unwrap_or_else(|| panic!("no dcgm source: {status}"));
+    assert_eq!(
+        (&dcgm["mode"], &dcgm["state"], &dcgm["up"]),
+        (&"off".into(), &"off".into(), &false.into()),
+        "{dcgm}"
+    );
+    assert!(dcgm["since_unix"].is_null(), "{dcgm}");
+    assert_eq!(status["unavailable"], serde_json::json!([]), "{status}");
 
     let (s, _, _) = get(&shared, "/nope", false).await;
     assert_eq!(s, StatusCode::NOT_FOUND);

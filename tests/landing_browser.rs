@@ -8,7 +8,8 @@
 //!
 //! The layout is measured too, at 1,280 and 1,920 px wide: no horizontal scrolling, and every
 //! Health cell at least 18 em wide (a probe script, added to a copy of the page, reports what
-//! Chromium laid out); screenshots of both widths are kept next to the first.
+//! Chromium laid out); screenshots of both widths are kept next to the first. A second page,
+//! with the DCGM hostengine away, must say DCGM is down where a person looks and fit 1,280 px.
 //!
 //! Chromium comes from `$CHROMIUM`, else `chromium` on PATH; without it the test fails unless
 //! `GPU_EXPORTER_SKIP_BROWSER=1` says to skip it.
@@ -199,8 +200,64 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
     // The layout at the widths people use: one exporter, both widths.
     let html = http_get(e.port, "/", &[]).unwrap().text();
     for width in [1280, 1920] {
-        check_layout(&bin, &html, &url, width, &dir);
+        check_layout(&bin, &html, &url, (width, "landing"), 8, &dir);
     }
+}
+
+/// A hostengine that is not there, with the GPU Operator's profiling counters on an A100 in
+/// MIG mode and a T4: the page shows, in a real browser, that DCGM is down (the status line,
+/// why each MIG instance's utilization is missing, DCGM's row with its error, the values it
+/// did not serve), and still fits 1,280 px without scrolling sideways.
+#[test]
+fn dcgm_down_is_visible_and_the_page_still_fits() {
+    let Some(bin) = chromium() else {
+        if std::env::var_os("GPU_EXPORTER_SKIP_BROWSER").is_some() {
+            eprintln!("skipped: no chromium (GPU_EXPORTER_SKIP_BROWSER is set)");
+            return;
+        }
+        panic!("no chromium: install Debian's chromium or set GPU_EXPORTER_SKIP_BROWSER=1");
+    };
+    let e = Exporter::builder()
+        .args(["--simulate", "a100-mig-t4", "-k", "-c", "500"])
+        .args(["-f", "counters/dcp-metrics-included.csv"])
+        .args(["-r", "unix:///nonexistent/nv-hostengine.sock"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NODE_NAME")
+        .start();
+    common::wait_until("DCGM down on /status", || {
+        let status: serde_json::Value =
+            serde_json::from_str(&http_get(e.port, "/status", &[]).unwrap().text()).unwrap();
+        status["sources"].as_array().is_some_and(|s| {
+            s.iter()
+                .any(|s| s["source"] == "dcgm" && s["state"] == "down")
+        })
+    });
+    let url = format!("http://127.0.0.1:{}/", e.port);
+    let text = visible_text(&run_chromium(&bin, &url, "--dump-dom"));
+    let mut missing = Vec::new();
+    for want in [
+        "Ready, degraded · NVML up · DCGM down",
+        "DCGM is down since ",
+        "the hostengine at unix:///nonexistent/nv-hostengine.sock does not answer",
+        "/ready still answers 200",
+        "research/finetune-0/trainer DCGM down",
+        "dcgm remote, unix:///nonexistent/nv-hostengine.sock down since",
+        "Values DCGM did not serve",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "GPU 0 GI 2, GPU 0 GI 3, GPU 0 GI 7, GPU 0 GI 8, GPU 1",
+    ] {
+        if !text.contains(want) {
+            missing.push(want);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not visible on the page: {missing:?}\npage text:\n{text}"
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = http_get(e.port, "/", &[]).unwrap().text();
+    check_layout(&bin, &html, &url, (1280, "landing-dcgm-down"), 2, &dir);
 }
 
 /// The probe added to a copy of the page: what Chromium laid out, as JSON in a `<pre>` that
@@ -224,9 +281,17 @@ const LAYOUT_PROBE: &str = r#"<script>(function () {
 })();</script>"#;
 
 /// At `width` px (900 high): the page does not scroll sideways, no cell runs past the right
-/// edge, and every Health cell is at least 18 em wide, so its reasons read as sentences and
-/// are not squeezed to a few words a line. Keeps a screenshot `landing-{width}.png` in `dir`.
-fn check_layout(bin: &Path, html: &str, url: &str, width: u32, dir: &Path) {
+/// edge, and every Health cell (at least `cells` of them) is at least 18 em wide, so its
+/// reasons read as sentences and are not squeezed to a few words a line. Keeps a screenshot
+/// `{name}-{width}.png` in `dir`.
+fn check_layout(
+    bin: &Path,
+    html: &str,
+    url: &str,
+    (width, name): (u32, &str),
+    cells: usize,
+    dir: &Path,
+) {
     let size = format!("{width},900");
     let tmp = tempfile::tempdir().unwrap();
     let probe = tmp.path().join("landing-probe.html");
@@ -267,7 +332,7 @@ fn check_layout(bin: &Path, html: &str, url: &str, width: u32, dir: &Path) {
         "a cell runs off the right edge at {width} px: {m}"
     );
     let health = m["health"].as_array().unwrap();
-    assert!(health.len() >= 8, "a Health cell per GPU expected: {m}");
+    assert!(health.len() >= cells, "a Health cell per GPU expected: {m}");
     for cell in health {
         let (w, em) = (
             cell["width"].as_f64().unwrap(),
@@ -281,7 +346,7 @@ fn check_layout(bin: &Path, html: &str, url: &str, width: u32, dir: &Path) {
     }
     eprintln!("layout at {width} px: {m}");
 
-    let png = dir.join(format!("landing-{width}.png"));
+    let png = dir.join(format!("{name}-{width}.png"));
     let _ = std::fs::remove_file(&png);
     run_chromium_sized(bin, url, &format!("--screenshot={}", png.display()), &size);
     check_screenshot(&png, &format!("landing page screenshot at {width} px"));

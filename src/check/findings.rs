@@ -11,6 +11,11 @@ use super::report::{Report, Severity};
 use crate::catalogue::csv::CounterSet;
 use crate::snapshot::Snapshot;
 
+/// What to do for a `DCGM_FI_PROF_*` field on GPUs without GPM while DCGM is off.
+pub(super) const DCGM_FIX: &str = "NVML serves it only on GPUs with GPM (Hopper and later); \
+     DCGM serves it on the others: give the hostengine's address with -r (the GPU Operator's \
+     nv-hostengine), or --dcgm-mode embedded where DCGM is installed";
+
 /// The series of GPU 0 (and its MIG instances) in an exposition, at most `max` lines.
 pub fn excerpt(exposition: &str, max: usize) -> Vec<String> {
     exposition
@@ -154,6 +159,18 @@ pub fn from_snapshot(
                 None => format!("GPU {}", u.gpu),
             })
             .collect();
+        // Entities DCGM should have served it on this tick and did not.
+        let unserved: Vec<String> = snap
+            .stats
+            .dcgm
+            .unserved
+            .iter()
+            .filter(|u| u.field == field)
+            .map(|u| match u.gpu_instance_id {
+                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
+                None => format!("GPU {}", u.gpu),
+            })
+            .collect();
         let failed: Vec<String> = snap
             .stats
             .field_errors
@@ -181,11 +198,58 @@ pub fn from_snapshot(
                 "not read: no GPU or MIG instance was sampled (see the nvml rows)".to_owned(),
                 None,
             )
-        } else if entities > 0 && served == 0 && !unsupported.is_empty() {
+        } else if !unserved.is_empty() {
+            // Configured, and DCGM does not serve it: never ok, a failure where nothing does.
+            let also = if unsupported.is_empty() {
+                String::new()
+            } else {
+                format!("; unsupported on {}", unsupported.join(", "))
+            };
+            (
+                if served == 0 {
+                    Severity::Fail
+                } else {
+                    Severity::Warn
+                },
+                format!(
+                    "served on {served}/{entities}; not on {} ({}, see the DCGM section){also}",
+                    unserved.join(", "),
+                    snap.stats.dcgm.missing().0
+                ),
+                Some(
+                    "DCGM serves it on GPUs without GPM: the DCGM section says why it does not and what to do",
+                ),
+            )
+        } else if served == 0 && !unsupported.is_empty() {
+            // A profiling field DCGM would serve: the fix is DCGM's, after the flags given.
+            let fix = match snap.stats.dcgm.up() {
+                _ if !crate::dcgm::serves(row.field) => {
+                    "NVML does not offer it on these GPUs; remove it from the counters file"
+                }
+                None => DCGM_FIX,
+                Some(false) => {
+                    "NVML does not offer it on these GPUs, and DCGM, which would, \
+                                does not answer: see the DCGM section"
+                }
+                Some(true) => {
+                    "neither NVML nor DCGM offers it on these GPUs; remove it from \
+                               the counters file"
+                }
+            };
             (
                 Severity::Info,
                 format!("unsupported on every entity ({})", unsupported.join(", ")),
-                Some("NVML does not offer it on these GPUs; remove it from the counters file"),
+                Some(fix),
+            )
+        } else if served == 0 {
+            (
+                Severity::Warn,
+                format!(
+                    "served on 0/{entities}: no GPU or MIG instance gave a value in the last tick"
+                ),
+                Some(
+                    "the exporter's log says why a field is left out; a field of another entity level (a MIG instance's on GPUs without MIG) has no series here",
+                ),
             )
         } else if !unsupported.is_empty() {
             (

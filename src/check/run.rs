@@ -68,9 +68,9 @@ pub fn run(cli: Cli) -> Report {
         None => Vec::new(),
     };
     findings::from_snapshot(&mut r, &snap, &counters, &timings);
-    dcgm(&mut r, &mut pipeline, &cfg, &snap);
+    let gpm_hint = dcgm(&mut r, &mut pipeline, &cfg, &snap);
     if let Some(nvml) = nvml_handle {
-        gpus(&mut r, nvml, &snap);
+        gpus(&mut r, nvml, &snap, &gpm_hint);
     }
     if let Some(k) = pipeline.kubernetes.as_ref() {
         kubernetes(&mut r, &cfg, k, &rt);
@@ -265,20 +265,29 @@ fn ticks(
     snap
 }
 
-/// DCGM: the mode, the library (where, which version), whether the hostengine answers, each
-/// GPU's profiling metric groups, and the fields DCGM refused, each problem with its fix.
-fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) {
+/// What to do for the `DCGM_FI_PROF_*` fields of a GPU without GPM while DCGM is off.
+const TURN_DCGM_ON: &str = "give the hostengine's address with -r (the GPU Operator's \
+                            nv-hostengine), or --dcgm-mode embedded where DCGM is installed";
+
+/// DCGM: the mode, the library (where, which version), whether the hostengine answers (and
+/// how long the ticks saw it down), each GPU's profiling metric groups, and the fields DCGM
+/// refused, each problem with its fix. Returns what to do for the profiling fields of GPUs
+/// without GPM, after the flags given.
+fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) -> String {
     let Some(client) = pipeline.sampler.dcgm() else {
         r.add(
             "dcgm",
             "mode",
             Severity::Info,
             "off: DCGM_FI_PROF_* fields are exported only for GPUs with GPM (Hopper and later)",
-            Some("give the hostengine's address with -r (the GPU Operator's nv-hostengine), or --dcgm-mode embedded where DCGM is installed"),
+            Some(TURN_DCGM_ON),
         );
-        return;
+        return TURN_DCGM_ON.to_owned();
     };
-    let remote = matches!(client.mode(), crate::dcgm::Mode::Remote(_));
+    let address = match client.mode() {
+        crate::dcgm::Mode::Remote(a) => Some(a.to_string()),
+        _ => None,
+    };
     let mode = match client.mode() {
         crate::dcgm::Mode::Remote(a) => format!("remote, hostengine {a}"),
         m if cfg.simulator.scenario.is_some() => format!("{} (on the simulated libdcgm)", m.name()),
@@ -286,34 +295,67 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
     };
     r.add("dcgm", "mode", Severity::Ok, mode, None);
     let support = client.support(Duration::from_secs(5));
+    let mut gpm_hint = String::new();
     match support.library {
         Some(Ok((place, version))) => {
             let detail = format!("{place}, DCGM {version}");
             r.add("dcgm", "library", Severity::Ok, detail, None);
         }
-        Some(Err(why)) => r.add(
-            "dcgm",
-            "library",
-            Severity::Warn,
-            why,
-            Some("install DCGM 4 (datacenter-gpu-manager-4-core) or use the image with libdcgm; or --dcgm-lib PATH; or --dcgm-mode off"),
-        ),
+        Some(Err(why)) => {
+            let fix = "install DCGM 4 (datacenter-gpu-manager-4-core) or use the image with \
+                       libdcgm; or --dcgm-lib PATH; or --dcgm-mode off";
+            r.add("dcgm", "library", Severity::Warn, why, Some(fix));
+            gpm_hint = format!("the DCGM library cannot be used (see the DCGM section): {fix}");
+        }
         None => {}
     }
-    let fix = match remote {
-        true => {
-            "start nv-hostengine (the GPU Operator's dcgm.enabled=true) and check that -r names \
-             its address and that it is reachable from this pod"
-        }
-        false => {
-            "embedded mode loads DCGM's modules in this process: it needs DCGM 4 installed, the \
-             profiling module, and the privileges profiling needs (or use -r with a hostengine)"
-        }
+    let fix = match &address {
+        Some(a) => format!(
+            "start nv-hostengine at {a} (the GPU Operator's dcgm.enabled=true), or check the \
+             address it listens on (nv-hostengine --port, --domain-socket) against -r \
+             (DCGM_REMOTE_HOSTENGINE_INFO), and that it is reachable from this pod"
+        ),
+        None => "embedded mode loads DCGM's modules in this process: it needs DCGM 4 \
+                 installed, the profiling module, and the privileges profiling needs (or use \
+                 -r with a hostengine)"
+            .to_owned(),
+    };
+    // How the ticks saw it: since when it has not answered.
+    let st = &snap.stats.dcgm;
+    let seen = match st.state {
+        crate::snapshot::DcgmState::Down => format!(
+            "; down for {:.1} s in the ticks ({} tick(s) without an answer)",
+            (snap.taken_at_unix - st.since_unix).max(0.0),
+            st.failed_ticks
+        ),
+        _ => String::new(),
     };
     match support.connected {
         Some(Ok(())) => r.add("dcgm", "hostengine", Severity::Ok, "answers", None),
-        Some(Err(why)) => r.add("dcgm", "hostengine", Severity::Fail, why, Some(fix)),
+        Some(Err(why)) => {
+            r.add(
+                "dcgm",
+                "hostengine",
+                Severity::Fail,
+                format!("{why}{seen}"),
+                Some(&fix),
+            );
+            if gpm_hint.is_empty() {
+                gpm_hint = match &address {
+                    Some(a) => format!(
+                        "DCGM serves them once the hostengine at {a} answers: start it, or \
+                         point -r at the address it listens on (the DCGM section has more)"
+                    ),
+                    None => "DCGM serves them once the embedded hostengine starts (the DCGM \
+                             section says why it did not)"
+                        .to_owned(),
+                };
+            }
+        }
         None => {}
+    }
+    if gpm_hint.is_empty() {
+        gpm_hint = "DCGM answers now but did not in the ticks: see the DCGM section".to_owned();
     }
     for g in &support.gpus {
         let gpu = snap
@@ -355,10 +397,12 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
             Some("DCGM watches one metric group per major id: keep one of the conflicting fields in the counters file"),
         );
     }
+    gpm_hint
 }
 
-/// MIG mode and GPM (the source of `DCGM_FI_PROF_*` here), per GPU.
-fn gpus(r: &mut Report, nvml: &'static Nvml, snap: &Snapshot) {
+/// MIG mode and GPM (the source of `DCGM_FI_PROF_*` here), per GPU; `gpm_hint` is what to do
+/// for a GPU without GPM while DCGM does not serve it (from [`dcgm`], after the flags given).
+fn gpus(r: &mut Report, nvml: &'static Nvml, snap: &Snapshot, gpm_hint: &str) {
     for d in snap.devices.iter().filter(|d| d.up) {
         let subject = format!("GPU {} MIG mode", d.gpu);
         let word = |on: u32| if on == 1 { "enabled" } else { "disabled" };
@@ -394,20 +438,31 @@ fn gpus(r: &mut Report, nvml: &'static Nvml, snap: &Snapshot) {
                 "supported: the DCGM_FI_PROF_* fields come from it",
                 None,
             ),
-            Ok(false) if snap.stats.dcgm_up == Some(true) => r.add(
+            Ok(false) if snap.stats.dcgm.up() == Some(true) => r.add(
                 "gpus",
                 subject,
                 Severity::Ok,
                 "not supported (GPM needs Hopper or later): DCGM serves the DCGM_FI_PROF_* fields \
-                 of this GPU (see the dcgm section)",
+                 of this GPU (see the DCGM section)",
                 None,
             ),
-            Ok(false) => r.add(
+            Ok(false) if snap.stats.dcgm.up().is_none() => r.add(
                 "gpus",
                 subject,
                 Severity::Info,
                 "not supported (GPM needs Hopper or later): DCGM_FI_PROF_* fields are not exported for this GPU",
-                Some("give the hostengine's address with -r (the GPU Operator's nv-hostengine), or --dcgm-mode embedded where DCGM is installed"),
+                Some(gpm_hint),
+            ),
+            Ok(false) => r.add(
+                "gpus",
+                subject,
+                Severity::Warn,
+                format!(
+                    "not supported (GPM needs Hopper or later), and DCGM, which would serve the \
+                     DCGM_FI_PROF_* fields of this GPU, is {}: they are not exported for it",
+                    snap.stats.dcgm.state.as_str()
+                ),
+                Some(gpm_hint),
             ),
             Err(e) => {
                 let detail = format!("NVML could not say: {e}");

@@ -5,7 +5,9 @@
 //! ([`Outcome`]). A call that hangs (a hostengine that stopped answering) holds only that
 //! thread: the tick goes on without DCGM values, and while the call has not returned no new
 //! request is sent. A lost hostengine is reconnected with backoff. Each change of state
-//! (DCGM down, DCGM back) and each field DCGM refuses is logged once, here.
+//! (DCGM down, DCGM back) and each field DCGM refuses is logged once, here; the state itself
+//! (connecting, up, down, since when, the last error) is kept in a `state::StateBook` for the
+//! surfaces ([`Client::status`]).
 //!
 //! It must not read NVML, encode or serve.
 
@@ -20,9 +22,10 @@ use tracing::{error, info, warn};
 use super::library::{self, Api, LibraryError};
 use super::options::{DcgmOptions, Mode, Target, Wanted};
 use super::session::{self, GpuGroups, Session};
+use super::state::StateBook;
 use super::switches::SwitchReading;
 use crate::base::backoff::Backoff;
-use crate::snapshot::HealthWatch;
+use crate::snapshot::{DcgmState, DcgmStatus, HealthWatch};
 
 /// Reconnecting waits 1 s, 2 s, 4 s, … up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -82,8 +85,10 @@ pub struct Client {
     /// The DCGM thread is loading the library, connecting or making watches: slow calls
     /// that a late answer does not make a change of state.
     setup: Arc<AtomicBool>,
-    /// Up at the last tick (`None` before the first answer).
-    up: Option<bool>,
+    /// DCGM's state over the ticks (connecting until the first answer).
+    book: StateBook,
+    /// The time of the tick being asked for (a late answer is taken in at the next tick).
+    now_unix: f64,
     /// Fields DCGM refused, per entity, with the reason (logged once each).
     refused: BTreeMap<(Target, u16), String>,
     /// What was last logged about the switch fields: `Some(None)` served, `Some(Some(why))`
@@ -118,7 +123,8 @@ impl Client {
             deadline,
             library,
             setup,
-            up: None,
+            book: StateBook::default(),
+            now_unix: 0.0,
             refused: BTreeMap::new(),
             switch_gap: None,
             switch_note: None,
@@ -136,6 +142,12 @@ impl Client {
     /// The mode it runs in.
     pub fn mode(&self) -> &Mode {
         &self.mode
+    }
+
+    /// DCGM's state after the last tick, as the snapshot carries it (without the values it
+    /// left unserved: the sampler knows those).
+    pub fn status(&self) -> DcgmStatus {
+        self.book.status(&self.mode)
     }
 
     /// Fields DCGM refused, per entity, with the reason.
@@ -189,8 +201,10 @@ impl Client {
         }
     }
 
-    /// This tick's DCGM values for `wanted`, waiting at most the deadline.
-    pub fn tick(&mut self, wanted: &Wanted) -> Outcome {
+    /// This tick's DCGM values for `wanted`, waiting at most the deadline; `now_unix` is the
+    /// tick's time, what the state's "since" is measured in.
+    pub fn tick(&mut self, wanted: &Wanted, now_unix: f64) -> Outcome {
+        self.now_unix = now_unix;
         let w = wanted.clone();
         let out = match self.ask(|s| Request::Tick(s, w), self.deadline) {
             Ok(Answer::Tick(out, refused)) => {
@@ -199,7 +213,7 @@ impl Client {
                     self.note_switches(&out);
                 }
                 self.note_state(&out);
-                return *out;
+                *out
             }
             Ok(Answer::Support(_)) => Outcome::default(),
             // Still loading, connecting or making watches: no values yet, and no change of
@@ -208,18 +222,25 @@ impl Client {
                 if self.setup.load(Ordering::Acquire)
                     || self.library.load(Ordering::Acquire) == LIB_PENDING =>
             {
-                return Outcome {
-                    up: self.up.unwrap_or(false),
+                self.book.waiting(now_unix, why.clone());
+                Outcome {
+                    up: self.book.state() == DcgmState::Up,
+                    why: Some(why),
+                    ..Outcome::default()
+                }
+            }
+            Err(why) => {
+                let out = Outcome {
                     why: Some(why),
                     ..Outcome::default()
                 };
+                self.note_state(&out);
+                out
             }
-            Err(why) => Outcome {
-                why: Some(why),
-                ..Outcome::default()
-            },
         };
-        self.note_state(&out);
+        if !out.up {
+            self.book.failed_tick();
+        }
         out
     }
 
@@ -297,19 +318,20 @@ impl Client {
     }
 
     fn note_state(&mut self, out: &Outcome) {
+        let was = self.book.state();
+        self.book.answer(self.now_unix, out.up, out.why.clone());
         // A library that cannot be used was said once by the DCGM thread.
         if self.library.load(Ordering::Acquire) == LIB_FAILED {
-            self.up = Some(false);
             return;
         }
         let mode = self.mode.name();
-        match (self.up, out.up) {
-            (None | Some(false), true) => info!(
+        match (was, out.up) {
+            (DcgmState::Connecting | DcgmState::Down | DcgmState::Off, true) => info!(
                 mode,
                 "DCGM answers: profiling fields on GPUs without GPM are served by DCGM; \
                  gpu_exporter_dcgm_up is 1"
             ),
-            (None | Some(true), false) => warn!(
+            (DcgmState::Connecting | DcgmState::Up | DcgmState::Off, false) => warn!(
                 mode,
                 "DCGM is unavailable: {}; DCGM-served series are left out and \
                  gpu_exporter_dcgm_up is 0 until it answers again (NVML series go on)",
@@ -317,7 +339,6 @@ impl Client {
             ),
             _ => {}
         }
-        self.up = Some(out.up);
     }
 }
 

@@ -11,8 +11,9 @@
 //! the connected handle's calls `session`, the GPUs' watches `watches`, the groups, field groups
 //! and watches made on a handle (unwatched and destroyed together) `objects`, the profiling
 //! metric groups [`groups`], the health watches (`DCGM_EXP_GPU_HEALTH_STATUS`) `health`, the
-//! NVSwitch chips and their switch-level fields `switches`, the settings `options`, and which
-//! rows DCGM fills and how `select`.
+//! NVSwitch chips and their switch-level fields `switches`, the settings `options`, which
+//! rows DCGM fills and how, and which it should have filled and did not, `select`; DCGM's
+//! state over the ticks (connecting, up, down, since when, the last error) `state`.
 //!
 //! It must not encode, serve, or read NVML; it never sees `Config` (its options are
 //! [`DcgmOptions`]).
@@ -25,6 +26,7 @@ mod objects;
 mod options;
 mod select;
 mod session;
+mod state;
 mod switches;
 mod watches;
 
@@ -35,7 +37,8 @@ pub use options::{
     parse_hostengine_address, parse_log_level,
 };
 pub use select::{
-    merge, merge_health, serves, switch_label_fields, switch_samples, switches_not_served, wanted,
+    merge, merge_health, serves, switch_label_fields, switch_samples, switches_not_served,
+    unserved, wanted,
 };
 pub use session::GpuGroups;
 pub use switches::{SwitchTexts, SwitchValues};

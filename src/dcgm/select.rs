@@ -1,11 +1,11 @@
 //! Which rows and entities DCGM serves, and the merge of its values into the tick's entities:
 //! NVML first, DCGM only for the empty profiling rows of GPUs without GPM, and for the
 //! health rows and the NVSwitch rows (DCGM's alone; switches and their ports are their own
-//! entities).
+//! entities); and which profiling values it should have filled and did not ([`unserved`]).
 //!
 //! Pure functions on the snapshot's entities; it must not call DCGM or log.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use super::options::{Target, Wanted};
@@ -13,7 +13,7 @@ use super::switches::{SwitchTexts, SwitchValues};
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{FieldDef, Getter, Level};
 use crate::gpu::collections::Collections;
-use crate::snapshot::{EntitySample, HealthWatch, PortSample, SwitchSample, Value};
+use crate::snapshot::{EntitySample, HealthWatch, PortSample, SwitchSample, Unserved, Value};
 
 /// Whether DCGM may serve this field in place of NVML: a GPM (profiling) field per entity
 /// whose DCGM value is already in the exposition's unit (a ratio, or bytes per second).
@@ -243,6 +243,39 @@ pub fn merge(
     }
 }
 
+/// The profiling values DCGM should have filled this tick (after [`merge`]) and did not: each
+/// DCGM-servable row still empty on an entity DCGM serves, except the fields DCGM refused on
+/// that entity (`refused`: those are unsupported there), sorted.
+pub fn unserved(
+    entities: &[EntitySample],
+    rows: &[&CounterRow],
+    no_gpm: &HashSet<String>,
+    refused: &BTreeMap<(Target, u16), String>,
+) -> Vec<Unserved> {
+    let mut out = Vec::new();
+    for (i, target) in served(entities, no_gpm) {
+        let Some(e) = entities.get(i) else {
+            continue;
+        };
+        for (slot, row) in rows.iter().enumerate() {
+            let Ok(id) = u16::try_from(row.field.id) else {
+                continue;
+            };
+            let empty = e.values.get(slot).is_some_and(Option::is_none);
+            if serves(row.field) && empty && !refused.contains_key(&(target.clone(), id)) {
+                out.push(Unserved {
+                    gpu: e.id.gpu,
+                    gpu_instance_id: target.gi,
+                    field: row.field.name,
+                });
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,6 +393,26 @@ mod tests {
         .into();
         merge(&mut ents, &rows, &values, &no_gpm);
         assert_eq!(ents[1].values, vec![None, Some(Value::Num(0.25)), None]);
+        // The instance's PCIe rate is the one value DCGM should have given and did not; once
+        // DCGM refused it there, it is no longer "unserved" (it is unsupported).
+        let gap = Unserved {
+            gpu: 0,
+            gpu_instance_id: Some(1),
+            field: "DCGM_FI_PROF_PCIE_RX_BYTES",
+        };
+        assert_eq!(unserved(&ents, &rows, &no_gpm, &BTreeMap::new()), [gap]);
+        let refused: BTreeMap<(Target, u16), String> = [(
+            (
+                Target {
+                    uuid: "GPU-a".into(),
+                    gi: Some(1),
+                },
+                1010,
+            ),
+            "conflicts".to_owned(),
+        )]
+        .into();
+        assert!(unserved(&ents, &rows, &no_gpm, &refused).is_empty());
         assert_eq!(ents[0].values, vec![Some(Value::Num(40.0)), None, None]);
         assert_eq!(ents[2].values[1], Some(Value::Num(0.7)));
     }

@@ -30,7 +30,7 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     );
     let _ = writeln!(out, "gpu_exporter_nvml_up {}", u8::from(st.nvml_up));
 
-    if let Some(up) = st.dcgm_up {
+    if let Some(up) = st.dcgm.up() {
         write_header(
             out,
             "gpu_exporter_dcgm_up",

@@ -4,7 +4,8 @@
 //! [`Snapshot`], joins the attribution sources' latest state onto it, applies a changed
 //! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. With a DCGM
 //! client ([`Sampler::with_dcgm`]) it asks DCGM for the profiling rows NVML left empty on GPUs
-//! without GPM and for the health checks, waiting at most the client's deadline. It feeds the
+//! without GPM and for the health checks, waiting at most the client's deadline, and carries
+//! DCGM's state (with the profiling values it left unserved) into the snapshot. It feeds the
 //! health model (`health`) every tick, reading the fields the model watches even when the
 //! counters file does not export them. Its thread is the
 //! only one that reads NVML values after start-up; the Xid thread (`gpu::xid`) also calls NVML,
@@ -34,7 +35,7 @@ use crate::exposition::publish::{Shared, render};
 use crate::gpu::LoadError;
 use crate::gpu::reader::{Reader, ReaderOptions};
 use crate::health::{self, HealthModel, HealthOptions};
-use crate::snapshot::{SampleStats, Snapshot};
+use crate::snapshot::{DcgmStatus, SampleStats, Snapshot};
 use reload::CountersFile;
 
 /// Opens NVML; the error displays as an operator-facing description.
@@ -220,7 +221,7 @@ impl Sampler {
                 }
             }
         }
-        let dcgm_up = self.dcgm_values(&mut snap, &no_gpm);
+        let dcgm = self.dcgm_values(&mut snap, &no_gpm, now_unix);
         // The verdict from everything read, watched fields included, with what /status shows
         // of it (the exported fields only); then the entities keep only the exported slots,
         // and an empty DCGM health row gets the computed watches.
@@ -251,7 +252,7 @@ impl Sampler {
             ticks: self.ticks,
             unsupported: self.unsupported(&snap),
             nvml_up,
-            dcgm_up,
+            dcgm,
             counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),
             process: self.exporter_metrics.then(read_process).flatten(),
             stalled_responses_cut: 0,
@@ -263,13 +264,15 @@ impl Sampler {
 
 impl Sampler {
     /// Asks DCGM for this tick's values of the entities of GPUs without GPM and each GPU's
-    /// health checks, and fills them in (waiting at most the DCGM deadline); `None` without
-    /// DCGM, else whether it answered.
+    /// health checks, and fills them in (waiting at most the DCGM deadline); DCGM's state
+    /// after it (off without DCGM), with the profiling values it should have filled and did
+    /// not.
     fn dcgm_values(
         &mut self,
         snap: &mut Snapshot,
         no_gpm: &std::collections::HashSet<String>,
-    ) -> Option<bool> {
+        now_unix: f64,
+    ) -> DcgmStatus {
         let rows: Vec<&CounterRow> = self.counters.metrics().collect();
         let switch_rows = rows.iter().any(|r| r.field.level == Level::Switch);
         let Some(client) = self.dcgm.as_mut() else {
@@ -277,14 +280,16 @@ impl Sampler {
                 "DCGM is off (--dcgm-mode off), and only DCGM serves NVSwitch fields".to_owned()
             });
             self.switch_gap_lasting = true;
-            return None;
+            return DcgmStatus::default();
         };
         let label_rows: Vec<&CounterRow> = self.counters.labels().collect();
         let mut wanted = dcgm::wanted(&snap.entities, &rows, no_gpm, &self.options.collections);
         wanted.switch_fields =
             dcgm::switch_label_fields(wanted.switch_fields, &label_rows, &self.options.collections);
-        let out = client.tick(&wanted);
+        let out = client.tick(&wanted, now_unix);
         dcgm::merge(&mut snap.entities, &rows, &out.values, no_gpm);
+        let mut status = client.status();
+        status.unserved = dcgm::unserved(&snap.entities, &rows, no_gpm, client.refused());
         dcgm::merge_health(&mut snap.entities, &rows, &out.health);
         let sw = &out.switch;
         if let Some(Ok(list)) = &sw.switches {
@@ -307,7 +312,7 @@ impl Sampler {
             )),
         };
         self.switch_gap_lasting = sw.switches.is_some() || !client.may_serve();
-        Some(out.up)
+        status
     }
 
     /// The fields found unsupported: the reader's, and those DCGM refused on entities of

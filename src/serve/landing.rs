@@ -1,7 +1,8 @@
 //! The landing page at `/`: the node as an operator wants to see it first, rendered from
 //! [`status::NodeStatus`](super::status::NodeStatus) — per GPU and MIG instance the pods
 //! holding it, utilization and memory as bars, temperature, power against its limit, health
-//! at a glance; then the exporter's own state.
+//! at a glance, and why a value DCGM serves is missing; then the exporter's own state, DCGM
+//! among its sources (its state also on the status line).
 //!
 //! Owns the HTML only. One self-contained page: no external assets, no JavaScript, bars drawn
 //! with text so that a terminal browser shows them too. It must not compute a value the
@@ -22,7 +23,9 @@ use std::collections::BTreeMap;
 
 use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 
-use super::status::{CurrentValues, GpuStatus, NodeStatus, ProcessStatus};
+use super::status::{
+    CurrentValues, DcgmSource, GpuStatus, NodeStatus, ProcessStatus, SourceStatus,
+};
 
 /// A string from outside the exporter: escaped as every value is, its control characters
 /// replaced with U+FFFD.
@@ -91,9 +94,13 @@ fn dash() -> Markup {
 }
 
 fn util_cell(r: &CurrentValues) -> Markup {
-    match r.util_percent {
-        Some(u) => bar(u / 100.0, &format!("{} %", num(u))),
-        None => dash(),
+    match (r.util_percent, &r.util_missing) {
+        (Some(u), _) => bar(u / 100.0, &format!("{} %", num(u))),
+        // Why, in a few words linked to DCGM's row (its error is there and on the status line).
+        (None, Some(m)) => html! {
+            a.warning href="#dcgm" title=(Text(&m.detail)) { (m.why) }
+        },
+        (None, None) => dash(),
     }
 }
 
@@ -218,17 +225,68 @@ const STYLE: &str = "body{font-family:sans-serif;margin:1em}table{border-collaps
 td,th{border:1px solid #ccc;padding:4px 6px;text-align:left;vertical-align:top}th{background:#eee}\
 .bar{font-family:monospace;white-space:nowrap}.bar.lo{color:#2a7}.bar.mid{color:#c80}.bar.hi{color:#c22}\
 .ok{color:#2a7}.warning{color:#c80}.critical{color:#c22}.na{color:#999}\
-.why{min-width:18em;max-width:28em}.who{min-width:10em;overflow-wrap:anywhere}\
+.why{min-width:18em;max-width:28em}.long{max-width:28em}.who{min-width:10em;overflow-wrap:anywhere}\
 tr.mig td{background:#fafafa}small{color:#666}.nw{white-space:nowrap}";
+
+/// DCGM's entry among the sources, if the status has one.
+fn dcgm_of(s: &NodeStatus) -> Option<(&SourceStatus, &DcgmSource)> {
+    s.sources
+        .iter()
+        .find_map(|src| src.dcgm.as_ref().map(|d| (src, d)))
+}
+
+/// A DCGM state word in its colour.
+fn dcgm_state(state: &str) -> Markup {
+    html! {
+        @match state {
+            "up" => span.ok { "up" },
+            "down" => b.critical { "down" },
+            "connecting" => span.warning { "connecting" },
+            other => span.na { (Text(other)) },
+        }
+    }
+}
+
+/// `since HH:MM:SS UTC (N s)`, when the state has a start.
+fn since(d: &DcgmSource) -> Markup {
+    html! {
+        @if let (Some(at), Some(secs)) = (d.since_unix, d.since_seconds) {
+            "since " (utc_time(at)) " UTC (" (format!("{secs:.0}")) " s)"
+        }
+    }
+}
+
+/// The line under the status line while DCGM is down or has not answered yet: since when,
+/// its error, and what it means for the series and `/ready`.
+fn dcgm_note(src: &SourceStatus, d: &DcgmSource) -> Markup {
+    let error = src.health.last_error.as_deref().unwrap_or("no answer");
+    html! {
+        @match d.state {
+            "down" => p {
+                b.critical { "DCGM is down" } " " (since(d)) ": " (Text(error)) ". "
+                "The profiling values it serves are missing (listed below); NVML's series go on, "
+                "and /ready still answers 200."
+            },
+            "connecting" => p {
+                span.warning { "DCGM has not answered yet" } " (" (since(d)) "): " (Text(error)) "."
+            },
+            _ => {},
+        }
+    }
+}
 
 /// The title, the node's state in one line, and the links.
 fn header(s: &NodeStatus, node: &str) -> Markup {
     let lost = s.gpus.iter().filter(|g| !g.up).count();
     let instances: usize = s.gpus.iter().map(|g| g.instances.len()).sum();
+    let dcgm = dcgm_of(s);
+    let degraded = dcgm.is_some_and(|(_, d)| d.state == "down");
     html! {
         h1 { "gpu-exporter " (Text(s.version)) " on " (Text(node)) }
         p {
-            @if s.ready {
+            @if s.ready && degraded {
+                b.warning { "Ready, degraded" }
+            } @else if s.ready {
                 b.ok { "Ready" }
             } @else {
                 b.critical { "Not ready" }
@@ -236,11 +294,13 @@ fn header(s: &NodeStatus, node: &str) -> Markup {
             }
             " · NVML "
             @if s.nvml_up { span.ok { "up" } } @else { b.critical { "down" } }
+            @if let Some((_, d)) = dcgm { " · DCGM " (dcgm_state(d.state)) }
             " · " (s.gpus.len()) " GPU(s)"
             @if lost > 0 { " (" b.critical { (lost) " lost" } ")" }
             " · " (instances) " MIG instance(s) · last tick at " (utc_time(s.taken_at_unix))
             " UTC, took " (format!("{:.1}", s.tick_ms)) " ms · " (s.ticks) " ticks"
         }
+        @if let Some((src, d)) = dcgm { (dcgm_note(src, d)) }
         @if let Some(st) = s.stalled_seconds {
             p {
                 b.critical { "The sampler is stalled" }
@@ -277,8 +337,57 @@ fn gpus(s: &NodeStatus) -> Markup {
     }
 }
 
-/// The exporter's own state: attribution sources, the counters file, fields not shown,
-/// unsupported fields and read errors.
+/// One source's row of the Exporter table; DCGM's with its mode, address and since when
+/// (anchored `#dcgm`, where the cells of the values it did not serve link to).
+fn source_row(src: &SourceStatus) -> Markup {
+    let h = &src.health;
+    html! {
+        @match &src.dcgm {
+            Some(d) if d.state == "off" => tr id="dcgm" {
+                td { "dcgm" }
+                td { (dcgm_state(d.state)) }
+                td colspan="2" class="na" {
+                    "--dcgm-mode off: DCGM_FI_PROF_* fields only on GPUs with GPM (Hopper and later)"
+                }
+            },
+            Some(d) => tr id="dcgm" {
+                td {
+                    "dcgm" br;
+                    small { (d.mode) @if let Some(a) = &d.address { ", " (Text(a)) } }
+                }
+                td { (dcgm_state(d.state)) br; small { (since(d)) } }
+                td {
+                    @match h.age_seconds {
+                        Some(a) => { (format!("{a:.0}")) " s ago" },
+                        None => "never",
+                    }
+                }
+                td.long {
+                    (h.errors) " tick(s) without an answer"
+                    @if let Some(e) = &h.last_error { " (last: " (Text(e)) ")" }
+                }
+            },
+            None => tr {
+                td { (Text(h.source)) }
+                td { @if h.up { span.ok { "up" } } @else { b.critical { "down" } } }
+                td {
+                    @match (h.age_seconds, h.up) {
+                        (Some(a), _) => { (format!("{a:.0}")) " s ago" },
+                        (None, true) => (dash()),
+                        (None, false) => "never",
+                    }
+                }
+                td {
+                    (h.errors)
+                    @if let Some(e) = &h.last_error { " (last: " (Text(e)) ")" }
+                }
+            },
+        }
+    }
+}
+
+/// The exporter's own state: attribution sources and DCGM, the counters file, fields not
+/// shown, values DCGM did not serve, unsupported fields and read errors.
 fn exporter(s: &NodeStatus) -> Markup {
     let mut unsupported: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for u in &s.unsupported {
@@ -290,30 +399,34 @@ fn exporter(s: &NodeStatus) -> Markup {
                 None => format!("GPU {}", u.gpu),
             });
     }
+    // The values DCGM did not serve: per reason, the entities, and per entity list the fields
+    // (one DCGM outage is one row, not one per field).
+    let mut on: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    for u in &s.unavailable {
+        on.entry((u.reason.as_str(), u.field))
+            .or_default()
+            .push(match u.gpu_instance_id {
+                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
+                None => format!("GPU {}", u.gpu),
+            });
+    }
+    let mut unavailable: BTreeMap<(&str, String), Vec<&str>> = BTreeMap::new();
+    for ((reason, field), entities) in on {
+        unavailable
+            .entry((reason, entities.join(", ")))
+            .or_default()
+            .push(field);
+    }
     let c = &s.counters;
     html! {
         h2 { "Exporter" }
         table {
             tr { th { "Source" } th { "State" } th { "Last answer" } th { "Errors" } }
-            @if s.sources.is_empty() {
+            @if s.sources.iter().all(|src| src.dcgm.is_some()) {
                 tr { td colspan="4" class="na" { "no attribution source (-k is off)" } }
             }
             @for src in &s.sources {
-                tr {
-                    td { (Text(src.source)) }
-                    td { @if src.up { span.ok { "up" } } @else { b.critical { "down" } } }
-                    td {
-                        @match (src.age_seconds, src.up) {
-                            (Some(a), _) => { (format!("{a:.0}")) " s ago" },
-                            (None, true) => (dash()),
-                            (None, false) => "never",
-                        }
-                    }
-                    td {
-                        (src.errors)
-                        @if let Some(e) = &src.last_error { " (last: " (Text(e)) ")" }
-                    }
-                }
+                (source_row(src))
             }
         }
         p {
@@ -336,6 +449,24 @@ fn exporter(s: &NodeStatus) -> Markup {
                     (Text(what)) " (" code { (Text(field)) } ")"
                 }
                 "."
+            }
+        }
+        @if !unavailable.is_empty() {
+            h3 { "Values DCGM did not serve" }
+            table {
+                tr { th { "Fields" } th { "Missing on" } th { "Why" } }
+                @for ((why, on), fields) in &unavailable {
+                    tr {
+                        td {
+                            @for (i, f) in fields.iter().enumerate() {
+                                @if i > 0 { br; }
+                                code { (Text(f)) }
+                            }
+                        }
+                        td { (Text(on)) }
+                        td.long { (Text(why)) }
+                    }
+                }
             }
         }
         h3 { "Unsupported fields" }
@@ -387,7 +518,8 @@ pub fn render(s: &NodeStatus) -> String {
 mod tests {
     use super::*;
     use crate::serve::status::{
-        CountersStatus, FieldErrors, InstanceStatus, ShownHealth, UnsupportedField,
+        CountersStatus, FieldErrors, InstanceStatus, Missing, ShownHealth, UnavailableField,
+        UnsupportedField,
     };
     use crate::snapshot::SourceHealth;
 
@@ -422,11 +554,14 @@ mod tests {
     }
 
     /// A node whose every string from outside is `s`: a GPU held by a pod with a process
-    /// outside it, a GPU with only a process outside pods, a MIG instance likewise, a source
-    /// with an error, a field not configured, an unsupported field and a read error.
+    /// outside it, a GPU with only a process outside pods, a MIG instance likewise (whose
+    /// utilization DCGM did not serve), a source with an error, DCGM down at an address with
+    /// an error, a field not configured, a value DCGM did not serve, an unsupported field and
+    /// a read error.
     fn node_with_strings(s: &'static str) -> NodeStatus {
         let reading = CurrentValues {
             util_percent: Some(61.0),
+            util_missing: None,
             fb_used_mib: Some(2048.0),
             fb_total_mib: Some(81_920.0),
             temp_c: Some(88.0),
@@ -457,7 +592,14 @@ mod tests {
             uuid: s.to_owned(),
             holders: vec![s.to_owned()],
             outside_pods: vec![process(300, s)],
-            reading: reading.clone(),
+            reading: CurrentValues {
+                util_percent: None,
+                util_missing: Some(Missing {
+                    why: "DCGM down",
+                    detail: s.to_owned(),
+                }),
+                ..reading.clone()
+            },
             verdict: "warning",
         }];
         NodeStatus {
@@ -471,12 +613,39 @@ mod tests {
             tick_ms: 3.25,
             stalled_seconds: None,
             gpus: vec![gpu(0, vec![s.to_owned()]), gpu(1, vec![]), mig],
-            sources: vec![SourceHealth {
-                source: s,
-                up: false,
-                age_seconds: Some(12.0),
-                errors: 3,
-                last_error: Some(s.to_owned()),
+            sources: vec![
+                SourceStatus {
+                    health: SourceHealth {
+                        source: s,
+                        up: false,
+                        age_seconds: Some(12.0),
+                        errors: 3,
+                        last_error: Some(s.to_owned()),
+                    },
+                    dcgm: None,
+                },
+                SourceStatus {
+                    health: SourceHealth {
+                        source: "dcgm",
+                        up: false,
+                        age_seconds: None,
+                        errors: 4,
+                        last_error: Some(s.to_owned()),
+                    },
+                    dcgm: Some(DcgmSource {
+                        mode: "remote",
+                        address: Some(s.to_owned()),
+                        state: "down",
+                        since_unix: Some(1_795_578_820.0),
+                        since_seconds: Some(4.2),
+                    }),
+                },
+            ],
+            unavailable: vec![UnavailableField {
+                gpu: 2,
+                gpu_instance_id: Some(1),
+                field: s,
+                reason: s.to_owned(),
             }],
             unsupported: vec![UnsupportedField {
                 gpu: 1,
@@ -516,9 +685,11 @@ mod tests {
         // The places: the title and heading (node, and version in the heading); per GPU its
         // model, UUID, holder, process and reason (GPU 1: no holder; GPU 2: MIG, so no
         // holder or process on its row); the instance's profile, UUID, holder and process;
-        // the source and its error; the field not configured and its signal; the
-        // unsupported field; the read error's field and kind.
-        let places = 3 + 5 + 4 + 3 + 4 + 2 + 2 + 1 + 2;
+        // the instance's DCGM reason (a title); the source and its error; DCGM's error on the
+        // status line, its address and error in its row; the field not configured and its
+        // signal; the value DCGM did not serve and why; the unsupported field; the read
+        // error's field and kind.
+        let places = 3 + 5 + 4 + 3 + 4 + 1 + 2 + 3 + 2 + 2 + 1 + 2;
         assert_eq!(page.matches(SHOWN).count(), places, "{page}");
         // Everything else is the same page as with a harmless name.
         let plain = render(&node_with_strings("pod-a"));

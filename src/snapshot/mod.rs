@@ -3,9 +3,10 @@
 //! A [`Snapshot`] holds every value the exporter will serve until the next tick: one
 //! [`EntitySample`] per physical GPU and per MIG instance, the up/down state of every device,
 //! the Xid totals, the attribution join, the health verdicts (`health`: the plain types; the
-//! model that fills them is the `health` layer) and the sampler's own statistics. Its parts are filled
-//! during one tick by `gpu` (entities, values, devices, Xids), `attribution` (the join) and
-//! `sampler` (statistics, reload state); `exposition` and the landing page only read it, and
+//! model that fills them is the `health` layer), DCGM's state (`dcgm`) and the sampler's own
+//! statistics. Its parts are filled during one tick by `gpu` (entities, values, devices,
+//! Xids), `attribution` (the join) and `sampler` (statistics, reload state, DCGM's state from
+//! its client); `exposition` and the landing page only read it, and
 //! nothing mutates it after it is published. It must not do I/O or import any layer above
 //! `catalogue`.
 
@@ -16,7 +17,9 @@ use std::time::Duration;
 
 use crate::base::label_text::escape_label;
 
+mod dcgm;
 mod health;
+pub use dcgm::{DcgmState, DcgmStatus, Unserved};
 pub use health::{
     Action, ActiveReason, EntityHealth, Reason, ReasonWords, RecoveryAction, ShownSignals, Verdict,
 };
@@ -271,8 +274,10 @@ pub struct SampleStats {
     pub unsupported: Vec<Unsupported>,
     /// `false` while NVML itself is unavailable.
     pub nvml_up: bool,
-    /// Whether DCGM answered this tick; `None` with `--dcgm-mode off`.
-    pub dcgm_up: Option<bool>,
+    /// DCGM's state this tick (`DcgmState::Off` with `--dcgm-mode off`): whether it answered
+    /// (`gpu_exporter_dcgm_up`, [`DcgmStatus::up`]), since when, why not, and the profiling
+    /// values it did not fill.
+    pub dcgm: DcgmStatus,
     /// Counters hot-reload state, when the counters come from a watched file.
     pub counters_reload: Option<ReloadStats>,
     /// The exporter's own process figures (`--enable-exporter-metrics`).

@@ -1,7 +1,9 @@
 //! How each value of the node's diagnosis ([`NodeStatus`]) is derived from the last published
 //! snapshot and the counter set it was encoded with: use and limits from the exported fields'
-//! slots, holders from the attribution join, and the health block from the health model's
-//! verdict and shown signals (`Snapshot::health`).
+//! slots, holders from the attribution join, the health block from the health model's
+//! verdict and shown signals (`Snapshot::health`), and DCGM's entry among the sources, its
+//! unserved values and why a value it serves is missing, from DCGM's state in the snapshot
+//! (`snapshot::DcgmStatus`).
 //!
 //! Owns the choice of what an operator sees first and how each value is derived from the
 //! configured fields. It must not read NVML, the kubelet or the API (a page view must cost no
@@ -12,15 +14,18 @@
 //! computed once per tick), and a reason's word is `snapshot::Reason::words`'s.
 
 use super::display::{
-    Cause, CountersStatus, CurrentValues, FieldErrors, GpuStatus, InstanceStatus, NodeStatus,
-    ProcessStatus, ShownHealth, UnsupportedField,
+    Cause, CountersStatus, CurrentValues, DcgmSource, FieldErrors, GpuStatus, InstanceStatus,
+    Missing, NodeStatus, ProcessStatus, ShownHealth, SourceStatus, UnavailableField,
+    UnsupportedField,
 };
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
 use crate::catalogue::labels;
 use crate::gpu::reader::CLOCK_EVENT_REASONS;
 use crate::health::{SLOWDOWN, TEMP};
-use crate::snapshot::{Action, ActiveReason, EntitySample, Snapshot, Verdict};
+use crate::snapshot::{
+    Action, ActiveReason, DcgmState, DcgmStatus, EntitySample, Snapshot, SourceHealth, Verdict,
+};
 
 /// How far back "recent" Xids reach.
 pub const XID_RECENT_SECONDS: f64 = 3600.0;
@@ -126,13 +131,25 @@ fn outside_pods(snap: &Snapshot, index: usize) -> Vec<ProcessStatus> {
         .collect()
 }
 
-fn reading(s: &Slots<'_>, e: &EntitySample) -> CurrentValues {
+fn reading(s: &Slots<'_>, e: &EntitySample, dcgm: &DcgmStatus) -> CurrentValues {
     let used = s.num(e, FB_USED);
     let free = s.num(e, FB_FREE);
+    let util_percent = s
+        .num(e, UTIL)
+        .or_else(|| s.num(e, GR_ACTIVE).map(|r| r * 100.0));
+    // Missing because DCGM did not serve the engine activity it stands for: say why.
+    let gi = e.id.mig.as_ref().map(|m| m.gpu_instance_id);
+    let unserved = dcgm
+        .unserved
+        .iter()
+        .any(|u| u.gpu == e.id.gpu && u.gpu_instance_id == gi && u.field == GR_ACTIVE);
+    let util_missing = (util_percent.is_none() && unserved).then(|| {
+        let (why, detail) = dcgm.missing();
+        Missing { why, detail }
+    });
     CurrentValues {
-        util_percent: s
-            .num(e, UTIL)
-            .or_else(|| s.num(e, GR_ACTIVE).map(|r| r * 100.0)),
+        util_percent,
+        util_missing,
         fb_used_mib: used,
         fb_total_mib: used.zip(free).map(|(u, f)| u + f),
         temp_c: s.num(e, TEMP),
@@ -214,6 +231,28 @@ fn words(r: &ActiveReason) -> String {
     format!("{}: {}{held}", r.message, r.action.words())
 }
 
+/// DCGM's entry among the sources: its health in the form every source has, and its mode,
+/// address, state and since when (times against the snapshot's).
+fn dcgm_source(d: &DcgmStatus, taken_at_unix: f64) -> SourceStatus {
+    let on = d.state != DcgmState::Off;
+    SourceStatus {
+        health: SourceHealth {
+            source: "dcgm",
+            up: d.state == DcgmState::Up,
+            age_seconds: d.last_answer_unix.map(|t| (taken_at_unix - t).max(0.0)),
+            errors: d.failed_ticks,
+            last_error: d.last_error.clone(),
+        },
+        dcgm: Some(DcgmSource {
+            mode: d.mode,
+            address: d.address.clone(),
+            state: d.state.as_str(),
+            since_unix: on.then_some(d.since_unix),
+            since_seconds: on.then(|| (taken_at_unix - d.since_unix).max(0.0)),
+        }),
+    }
+}
+
 /// Builds the status from the last snapshot. `now_unix` is the time of the request;
 /// `stalled` is the watchdog's answer.
 pub fn build(
@@ -247,7 +286,7 @@ pub fn build(
                         uuid: m.uuid.clone(),
                         holders: holders(snap, i),
                         outside_pods: outside_pods(snap, i),
-                        reading: reading(&s, e),
+                        reading: reading(&s, e, &snap.stats.dcgm),
                         verdict: snap
                             .health
                             .iter()
@@ -268,7 +307,9 @@ pub fn build(
                     _ => Vec::new(),
                 },
                 outside_pods: whole.map(|i| outside_pods(snap, i)).unwrap_or_default(),
-                reading: whole_e.filter(|_| d.up).map(|e| reading(&s, e)),
+                reading: whole_e
+                    .filter(|_| d.up)
+                    .map(|e| reading(&s, e, &snap.stats.dcgm)),
                 health: health(snap, d.gpu),
                 instances,
             }
@@ -286,7 +327,16 @@ pub fn build(
         tick_ms: st.duration.as_secs_f64() * 1000.0,
         stalled_seconds: stalled.map(|d| d.as_secs_f64()),
         gpus,
-        sources: snap.attribution.sources.clone(),
+        sources: snap
+            .attribution
+            .sources
+            .iter()
+            .map(|h| SourceStatus {
+                health: h.clone(),
+                dcgm: None,
+            })
+            .chain(std::iter::once(dcgm_source(&st.dcgm, snap.taken_at_unix)))
+            .collect(),
         unsupported: st
             .unsupported
             .iter()
@@ -296,6 +346,19 @@ pub fn build(
                 field: u.field,
             })
             .collect(),
+        unavailable: {
+            let reason = st.dcgm.missing().1;
+            st.dcgm
+                .unserved
+                .iter()
+                .map(|u| UnavailableField {
+                    gpu: u.gpu,
+                    gpu_instance_id: u.gpu_instance_id,
+                    field: u.field,
+                    reason: reason.clone(),
+                })
+                .collect()
+        },
         field_errors: st
             .field_errors
             .iter()

@@ -1,8 +1,9 @@
 //! The display types of the node's diagnosis, what `/status` serializes and the landing page
 //! (`landing.rs`) renders: per GPU and MIG instance the pods that hold it, use, limits and
-//! health ([`GpuStatus`], [`InstanceStatus`], [`CurrentValues`], [`ShownHealth`]); and the
-//! exporter's own state (sources, unsupported fields, ticks, counters reloads) in
-//! [`NodeStatus`].
+//! health ([`GpuStatus`], [`InstanceStatus`], [`CurrentValues`], [`ShownHealth`]), and why a
+//! value is missing where the cause may pass ([`Missing`]); and the exporter's own state
+//! (sources, DCGM among them, [`SourceStatus`]; unsupported fields; the values DCGM did not
+//! serve, [`UnavailableField`]; ticks, counters reloads) in [`NodeStatus`].
 //!
 //! Types only: their names and fields are `/status`'s JSON, so a change here is an API change.
 //! Nothing here is computed (that is `derive`'s), judges health or spells a reason: the
@@ -37,10 +38,14 @@ pub struct NodeStatus {
     pub stalled_seconds: Option<f64>,
     /// Every physical GPU, up or lost.
     pub gpus: Vec<GpuStatus>,
-    /// Attribution sources (kubelet, pods, processes, …).
-    pub sources: Vec<SourceHealth>,
+    /// Attribution sources (kubelet, pods, processes, …), then DCGM (`dcgm`, with its
+    /// mode, address, state and since when).
+    pub sources: Vec<SourceStatus>,
     /// Fields NVML reported unsupported, per entity.
     pub unsupported: Vec<UnsupportedField>,
+    /// Profiling values DCGM should have served this tick and did not, per entity, with why
+    /// (DCGM down, connecting, or no value).
+    pub unavailable: Vec<UnavailableField>,
     /// Fields whose reads failed, with the error kind and count.
     pub field_errors: Vec<FieldErrors>,
     /// The counters file in use.
@@ -109,6 +114,9 @@ pub struct CurrentValues {
     /// GPU utilization, percent (`DCGM_FI_DEV_GPU_UTIL`, or graphics engine active × 100 on
     /// a MIG instance).
     pub util_percent: Option<f64>,
+    /// Why the utilization is missing, when DCGM should have served it (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub util_missing: Option<Missing>,
     /// Framebuffer used, MiB.
     pub fb_used_mib: Option<f64>,
     /// Framebuffer usable (used + free), MiB.
@@ -187,6 +195,55 @@ pub struct Cause {
     pub present: bool,
     /// Seconds since the cause was first seen in this episode.
     pub since_seconds: f64,
+}
+
+/// Why a value that DCGM serves is missing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Missing {
+    /// A few words for a table cell: `DCGM down`, `DCGM connecting`, `no DCGM value`.
+    pub why: &'static str,
+    /// The sentence, with DCGM's own error.
+    pub detail: String,
+}
+
+/// One entry of `sources`: a source's health, and for DCGM its own fields beside it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceStatus {
+    /// The health every source reports (for DCGM: `up` when it answered the last tick,
+    /// `age_seconds` since its last answer, `errors` the ticks without one).
+    #[serde(flatten)]
+    pub health: SourceHealth,
+    /// DCGM's mode, address, state and since when (on the `dcgm` entry only).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub dcgm: Option<DcgmSource>,
+}
+
+/// What the `dcgm` entry of `sources` adds to a source's health.
+#[derive(Debug, Clone, Serialize)]
+pub struct DcgmSource {
+    /// `off`, `embedded` or `remote`.
+    pub mode: &'static str,
+    /// The hostengine's address, in remote mode.
+    pub address: Option<String>,
+    /// `off`, `connecting`, `up` or `down`.
+    pub state: &'static str,
+    /// Unix time at which the state began (absent with DCGM off).
+    pub since_unix: Option<f64>,
+    /// Seconds from then to the snapshot (absent with DCGM off).
+    pub since_seconds: Option<f64>,
+}
+
+/// A profiling value DCGM should have served on an entity this tick and did not.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnavailableField {
+    /// GPU index.
+    pub gpu: u32,
+    /// GPU instance id on a MIG instance.
+    pub gpu_instance_id: Option<u32>,
+    /// Field name.
+    pub field: &'static str,
+    /// Why, in a sentence with DCGM's own error.
+    pub reason: String,
 }
 
 /// A field NVML does not support on an entity.

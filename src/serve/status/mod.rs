@@ -9,6 +9,7 @@ mod display;
 
 pub use derive::{XID_RECENT_SECONDS, build};
 pub use display::{
-    Cause, CountersStatus, CurrentValues, FieldErrors, GpuStatus, InstanceStatus, NodeStatus,
-    ProcessStatus, ShownHealth, UnsupportedField,
+    Cause, CountersStatus, CurrentValues, DcgmSource, FieldErrors, GpuStatus, InstanceStatus,
+    Missing, NodeStatus, ProcessStatus, ShownHealth, SourceStatus, UnavailableField,
+    UnsupportedField,
 };
