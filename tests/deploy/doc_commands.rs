@@ -3,8 +3,11 @@
 //!
 //! Every Markdown page of the repository (`*.md` outside `target/` and hidden folders) is
 //! read. Its commands are the lines of its fenced ```sh / ```bash / ```shell blocks (the
-//! `$ ` lines of ```console blocks), and its inline code spans that are an exporter command
-//! line: `gpu-exporter …`, or a `--simulate …` fragment, run as `gpu-exporter --simulate …`.
+//! `$ ` lines of ```console blocks), and its inline code spans that are a command of a tool
+//! that can run here: `gpu-exporter …` (or a `--simulate …` fragment, run as
+//! `gpu-exporter --simulate …`), and `promtool`, `amtool`, `helm` or `curl` with an argument
+//! (a span such as `promtool test rules` only names a subcommand). Inline commands run each on
+//! its own.
 //! A fence with a language this file does not know fails, and so does a command-looking line
 //! in a ```text or unlabelled block (label it `sh` to have it run).
 //!
@@ -149,10 +152,16 @@ fn inline_commands(prose: &str) -> Vec<(usize, String)> {
         let span: String = chars[start..end].iter().collect();
         let span = span.split_whitespace().collect::<Vec<_>>().join(" ");
         let first = span.split(' ').next().unwrap_or("");
-        // `gpu-exporter check` alone names the subcommand; with arguments it is a command.
-        let second = span.split(' ').nth(1).unwrap_or("");
-        let words = span.split(' ').count();
-        if exporter_name(first) && (words > 2 || second.starts_with('-')) {
+        // `gpu-exporter check` or `promtool test rules` alone names a subcommand; with an
+        // argument (a flag, a path, a value) it is a command.
+        let args: Vec<&str> = span.split(' ').skip(1).collect();
+        let exporter =
+            exporter_name(first) && (args.len() > 1 || args.iter().any(|a| a.starts_with('-')));
+        let tool = INLINE_TOOLS.contains(&first)
+            && args
+                .iter()
+                .any(|a| a.starts_with('-') || a.contains(['/', '.', '=', ':']));
+        if exporter || tool {
             out.push((line, span));
         } else if let Some(rest) = span.strip_prefix("--simulate ") {
             out.push((line, format!("gpu-exporter --simulate {rest}")));
@@ -162,6 +171,10 @@ fn inline_commands(prose: &str) -> Vec<(usize, String)> {
     }
     out
 }
+
+/// Besides the exporter, the tools whose inline spans are commands (the ones that can run here;
+/// a `kubectl …` span is never collected, as it would only be skipped).
+const INLINE_TOOLS: [&str; 4] = ["promtool", "amtool", "helm", "curl"];
 
 /// A command of a block: its first line, its text (continuation lines joined), the here
 /// document that follows it, and the comment lines right above it.
@@ -1253,11 +1266,14 @@ fn script(plan: &[Planned], env: &Env) -> String {
             .map(|h| format!("\n{}{}", substitute(&h.body, env), h.delim));
         let body = body.unwrap_or_default();
         s.push_str(&format!("__cur {n}\n"));
+        // A failure ends the page, whose later commands may need what failed; inline commands
+        // stand alone.
+        let on_fail = if p.inline { "true" } else { "exit 0" };
         match &p.verdict {
             Verdict::Daemon { port, ready } => {
                 let port = env.ports.get(port).copied().unwrap_or(*port);
                 s.push_str(&format!(
-                    "__take {port}\n{exec} >\"$S/out.{n}\" 2>&1{body} &\n__add {n} $! {port}\n__ready {n} $! {port} {ready} || exit 0\n"
+                    "__take {port}\n{exec} >\"$S/out.{n}\" 2>&1 &{body}\n__add {n} $! {port}\n__ready {n} $! {port} {ready} || {on_fail}\n"
                 ));
                 if p.inline {
                     s.push_str(&format!("__take {port}\n"));
@@ -1266,7 +1282,7 @@ fn script(plan: &[Planned], env: &Env) -> String {
             _ => {
                 let ok = if p.expect_fail { "-ne" } else { "-eq" };
                 s.push_str(&format!(
-                    "{{ {exec}{body}\n}} >\"$S/out.{n}\" 2>&1 </dev/null\n__rc=$?; echo \"{n} rc $__rc\" >&3; [ \"$__rc\" {ok} 0 ] || exit 0\n"
+                    "{{ {exec}{body}\n}} >\"$S/out.{n}\" 2>&1 </dev/null\n__rc=$?; echo \"{n} rc $__rc\" >&3; [ \"$__rc\" {ok} 0 ] || {on_fail}\n"
                 ));
             }
         }
@@ -1515,7 +1531,7 @@ fn run_page(
         };
         match problem {
             Some(problem) => {
-                failed = true;
+                failed = !p.inline;
                 lines.push(format!("  FAIL {kind}{}: {shown}", p.at));
                 f.add(format!(
                     "{}: `{}`: {problem}; its output:\n    {tail}",
