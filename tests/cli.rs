@@ -806,6 +806,31 @@ fn config_file_sets_counters_and_switches_and_env_wins() {
         )),
         "{err}"
     );
+    // A key that is nearly a known one stops start-up too, naming the key it looks like (a
+    // key far from every known one, as `telemetry` above, is only logged).
+    std::fs::write(&yaml, "version: 2\nserver:\n  maxConcurentScrapes: 2\n").unwrap();
+    let out = Command::new("timeout")
+        .args([
+            "30",
+            BIN,
+            "-a",
+            "127.0.0.1:0",
+            "--simulate",
+            "a100-l4",
+            "--config-file",
+        ])
+        .arg(&yaml)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--config-file {}: server.maxConcurentScrapes: unknown key (did you mean server.maxConcurrentScrapes?)",
+            yaml.display()
+        )),
+        "{err}"
+    );
 }
 
 /// Bad numbers name their flag, or the environment variable they came from, and the range.

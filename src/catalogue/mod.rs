@@ -171,7 +171,12 @@ pub fn nearest(name: &str) -> Option<&'static str> {
         .map(|f| f.name)
         .chain(legacy::ALIASES.iter().map(|(alias, _)| *alias))
         .filter(|cand| lower_case(cand) == lower_case(name))
-        .map(|cand| (edit_distance(&upper, &cand.to_ascii_uppercase()), cand))
+        .map(|cand| {
+            (
+                strsim::levenshtein(&upper, &cand.to_ascii_uppercase()),
+                cand,
+            )
+        })
         .min_by_key(|(d, _)| *d)
         .filter(|(d, _)| *d <= distinct_part(name).len().max(4) / 2)
         .map(|(_, c)| c)
@@ -192,22 +197,6 @@ fn distinct_part(name: &str) -> &str {
     .iter()
     .find_map(|p| name.strip_prefix(p))
     .unwrap_or(name)
-}
-
-/// Levenshtein distance over bytes (field names are ASCII).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
@@ -310,12 +299,5 @@ mod tests {
     fn nearest_suggests_a_close_name() {
         assert_eq!(nearest("DCGM_FI_DEV_GPU_TMP"), Some("DCGM_FI_DEV_GPU_TEMP"));
         assert_eq!(nearest("completely-unrelated-text-here"), None);
-    }
-
-    #[test]
-    fn edit_distance_basics() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("same", "same"), 0);
     }
 }

@@ -184,6 +184,43 @@ struct RawServer {
     other: BTreeMap<String, IgnoredAny>,
 }
 
+/// The keys of each level of the file, as serde reads them (the `Raw*` structs above); a
+/// test holds each list to its struct.
+const KEYS_ROOT: &[&str] = &[
+    "version",
+    "metrics",
+    "collection",
+    "collections",
+    "server",
+    "sources",
+];
+const KEYS_METRICS: &[&str] = &[
+    "file",
+    "fields",
+    "enableExporterMetrics",
+    "includeFamilies",
+    "excludeFamilies",
+    "dropLabels",
+    "maxLabelsPerSeries",
+    "seriesLabels",
+];
+const KEYS_COLLECTION: &[&str] = &["interval", "watchGroups"];
+const KEYS_SERVER: &[&str] = &["maxConcurrentScrapes"];
+const KEYS_SOURCES: &[&str] = &["dcgm"];
+const KEYS_WATCH: &[&str] = &["maxKeepAge", "maxKeepSamples"];
+
+/// The known key `key` is nearly (case aside, one or two letters wrong, missing, extra or
+/// swapped; at most one for a key of under eight letters), if any.
+fn near_key(key: &str, known: &[&'static str]) -> Option<&'static str> {
+    let key = key.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|k| (strsim::osa_distance(&key, &k.to_ascii_lowercase()), *k))
+        .filter(|(d, k)| *d <= (k.len() / 4).clamp(1, 2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
 impl FileSettings {
     /// Reads and checks `path`.
     pub fn load(path: &Path) -> Result<Self, ConfigFileError> {
@@ -249,17 +286,25 @@ impl FileSettings {
                 .collect()
         };
         let mut out = Self::default();
+        // An unknown key is a warning (a file written for a later version still loads), but one
+        // that is nearly a known key of its level is a mistake: start-up stops, naming both.
         let mut unknown: Vec<String> = Vec::new();
-        let mut note_unknown = |at: &str, other: BTreeMap<String, IgnoredAny>| {
-            unknown.extend(
-                other
-                    .into_keys()
-                    .map(|k| format!("{at}{}: unknown key, ignored", shown(&k))),
-            );
-        };
-        note_unknown("", raw.other);
+        let mut misspelt: Vec<String> = Vec::new();
+        let mut note_unknown =
+            |at: &str, known: &[&'static str], other: BTreeMap<String, IgnoredAny>| {
+                for k in other.into_keys() {
+                    match near_key(&k, known) {
+                        Some(n) => misspelt.push(format!(
+                            "{at}{}: unknown key (did you mean {at}{n}?)",
+                            shown(&k)
+                        )),
+                        None => unknown.push(format!("{at}{}: unknown key, ignored", shown(&k))),
+                    }
+                }
+            };
+        note_unknown("", KEYS_ROOT, raw.other);
         if let Some(m) = raw.metrics {
-            note_unknown("metrics.", m.other);
+            note_unknown("metrics.", KEYS_METRICS, m.other);
             match (m.file, m.fields) {
                 (Some(_), Some(_)) => {
                     return Err(bad("metrics: give either file or fields, not both".into()));
@@ -293,7 +338,7 @@ impl FileSettings {
             }
         }
         if let Some(c) = raw.collection {
-            note_unknown("collection.", c.other);
+            note_unknown("collection.", KEYS_COLLECTION, c.other);
             if let Some(i) = c.interval {
                 out.interval = Some(duration("collection.interval".into(), &i)?);
             }
@@ -322,7 +367,7 @@ impl FileSettings {
             ));
         }
         if let Some(s) = raw.server {
-            note_unknown("server.", s.other);
+            note_unknown("server.", KEYS_SERVER, s.other);
             if s.max_concurrent_scrapes == Some(0) {
                 return Err(bad(
                     "server.maxConcurrentScrapes: 0 (must be at least 1)".into()
@@ -331,7 +376,7 @@ impl FileSettings {
             out.max_concurrent_scrapes = s.max_concurrent_scrapes;
         }
         if let Some(src) = raw.sources {
-            note_unknown("sources.", src.other);
+            note_unknown("sources.", KEYS_SOURCES, src.other);
             let dcgm = src.dcgm.map(|d| (d.watch, d.other));
             let (watch, other) = dcgm.unwrap_or_default();
             out.notes.extend(other.into_keys().map(|k| {
@@ -342,7 +387,7 @@ impl FileSettings {
                 )
             }));
             if let Some(w) = watch {
-                note_unknown("sources.dcgm.watch.", w.other);
+                note_unknown("sources.dcgm.watch.", KEYS_WATCH, w.other);
                 if let Some(v) = w.max_keep_age {
                     let key = "sources.dcgm.watch.maxKeepAge";
                     let d = crate::base::duration::parse_go(&v).map_err(|_| {
@@ -362,6 +407,9 @@ impl FileSettings {
                     out.watch_max_keep_samples = Some(n);
                 }
             }
+        }
+        if !misspelt.is_empty() {
+            return Err(bad(misspelt.join("; ")));
         }
         out.notes.append(&mut unknown);
         let mut names: Vec<&str> = out.groups.iter().map(|g| g.name.as_str()).collect();
@@ -439,6 +487,89 @@ mod tests {
         );
         assert_eq!(c.tick(), Duration::from_secs(5));
         assert!(f.notes.is_empty(), "{:?}", f.notes);
+    }
+
+    /// A key that is nearly a known one of its level stops the load, naming both; one that is
+    /// far from every key is a warning and the rest of the file loads.
+    #[test]
+    fn a_misspelt_key_is_an_error_naming_the_key_meant() {
+        for (text, want) in [
+            (
+                "metrics:\n  fiel: a.csv\n",
+                "metrics.fiel: unknown key (did you mean metrics.file?)",
+            ),
+            (
+                "Metrics:\n  file: a.csv\n",
+                "yaml: Metrics: unknown key (did you mean metrics?)",
+            ),
+            (
+                "server:\n  maxConcurentScrapes: 2\n",
+                "server.maxConcurentScrapes: unknown key (did you mean server.maxConcurrentScrapes?)",
+            ),
+            (
+                "collection:\n  intervall: 10s\n",
+                "collection.intervall: unknown key (did you mean collection.interval?)",
+            ),
+            (
+                "sources:\n  dcgm:\n    watch: {maxKeepAges: 5m}\n",
+                "sources.dcgm.watch.maxKeepAges: unknown key (did you mean sources.dcgm.watch.maxKeepAge?)",
+            ),
+        ] {
+            let e = parse(&format!("version: 2\n{text}"))
+                .err()
+                .unwrap_or_default();
+            assert!(
+                e.contains("/etc/x.yaml") && e.contains(want),
+                "{text:?}: {e}"
+            );
+        }
+        let f =
+            parse("version: 2\nmetrics:\n  file: a.csv\nfuture: 1\nserver:\n  tls: x\n").unwrap();
+        assert_eq!(f.metrics_file, Some(PathBuf::from("a.csv")));
+        let notes = f.notes.join("\n");
+        assert!(notes.contains("future: unknown key, ignored"), "{notes}");
+        assert!(
+            notes.contains("server.tls: unknown key, ignored"),
+            "{notes}"
+        );
+    }
+
+    /// Each level's list of keys is what its struct reads: a file with every listed key has no
+    /// unknown key (a listed key the struct lacks would be reported).
+    #[test]
+    fn the_key_lists_are_the_structs_keys() {
+        let yaml_level = |keys: &[&str], indent: &str| -> String {
+            keys.iter()
+                .map(|k| format!("{indent}{k}: ~\n"))
+                .collect::<String>()
+        };
+        let text = format!(
+            "version: 2\n{}metrics:\n{}collection:\n{}server:\n{}sources:\n  dcgm:\n    watch:\n{}",
+            yaml_level(
+                &KEYS_ROOT
+                    .iter()
+                    .copied()
+                    .filter(|k| {
+                        !matches!(
+                            *k,
+                            "version" | "metrics" | "collection" | "server" | "sources"
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+                ""
+            ),
+            yaml_level(KEYS_METRICS, "  "),
+            yaml_level(KEYS_COLLECTION, "  "),
+            yaml_level(KEYS_SERVER, "  "),
+            yaml_level(KEYS_WATCH, "      "),
+        );
+        assert!(KEYS_SOURCES == ["dcgm"], "{KEYS_SOURCES:?}");
+        let f = parse(&text).unwrap();
+        assert!(
+            !f.notes.iter().any(|n| n.contains("unknown key")),
+            "{text}\n{:?}",
+            f.notes
+        );
     }
 
     #[test]
