@@ -585,7 +585,7 @@ const SHELL_UTILS: [&str; 19] = [
 ];
 /// Built-ins: not looked up on PATH.
 const BUILTINS: [&str; 6] = ["cd", "printf", "echo", "true", "export", "sleep"];
-/// Tools whose commands all need a machine this test does not have.
+/// Tools never run here, each with the reason (a cluster, a container engine, a build…).
 const SKIPPED_TOOLS: [(&str, &str); 8] = [
     ("kubectl", "needs a Kubernetes cluster"),
     (
