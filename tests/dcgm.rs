@@ -607,8 +607,15 @@ fn says_dcgm_down(e: &Exporter, st: &serde_json::Value, entry: &serde_json::Valu
     for i in st["gpus"][0]["instances"].as_array().unwrap() {
         let r = &i["reading"];
         assert!(r["util_percent"].is_null(), "{i}");
+        assert_eq!(r["util_missing"]["source"], "dcgm", "{i}");
         assert_eq!(r["util_missing"]["why"], "DCGM down", "{i}");
+        assert_eq!(
+            r["util_missing"]["detail"].as_str(),
+            Some(format!("DCGM is down: {error}").as_str()),
+            "{i}"
+        );
     }
+    a100_says_per_instance(st);
     let page = page_of(e);
     assert!(
         page.contains("<b class=\"warning\">Ready, degraded</b>"),
@@ -633,6 +640,17 @@ fn says_dcgm_down(e: &Exporter, st: &serde_json::Value, entry: &serde_json::Valu
     );
     assert!(page.contains("Values DCGM did not serve"), "{page}");
     assert_eq!(common::http_get(e.port, "/ready", &[]).unwrap().status, 200);
+}
+
+/// The A100 in MIG mode, whose utilization NVML does not give as a whole, says so (DCGM up or
+/// down).
+fn a100_says_per_instance(st: &serde_json::Value) {
+    let missing = &st["gpus"][0]["reading"]["util_missing"];
+    assert_eq!(
+        (&missing["source"], &missing["why"]),
+        (&"nvml".into(), &"per MIG instance".into()),
+        "{st}"
+    );
 }
 
 /// `check`'s report while DCGM is down at `remote`: the hostengine fails with its fix about that
@@ -729,6 +747,7 @@ fn dcgm_down_up_killed_and_back_on_the_page_status_and_check() {
         status_of(&e)
     };
     assert_eq!(st["unavailable"], serde_json::json!([]), "{st}");
+    a100_says_per_instance(&st);
     for i in st["gpus"][0]["instances"].as_array().unwrap() {
         assert!(i["reading"]["util_percent"].as_f64().is_some(), "{i}");
         assert!(i["reading"].get("util_missing").is_none(), "{i}");

@@ -241,6 +241,8 @@ fn dcgm_down_is_visible_and_the_page_still_fits() {
         "the hostengine at unix:///nonexistent/nv-hostengine.sock does not answer",
         "/ready still answers 200",
         "research/finetune-0/trainer DCGM down",
+        // the A100 itself: NVML gives no utilization for a GPU in MIG mode as a whole
+        "ok MIG per MIG instance",
         "dcgm remote, unix:///nonexistent/nv-hostengine.sock down since",
         "Values DCGM did not serve",
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",

@@ -357,12 +357,12 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
     if gpm_hint.is_empty() {
         gpm_hint = "DCGM answers now but did not in the ticks: see the DCGM section".to_owned();
     }
-    for g in &support.gpus {
-        let gpu = snap
-            .devices
-            .iter()
-            .find(|d| d.uuid == g.uuid)
-            .map_or_else(|| g.uuid.clone(), |d| format!("GPU {}", d.gpu));
+    // In NVML's order (DCGM lists them by UUID); a GPU NVML does not show, last.
+    let index = |uuid: &str| snap.devices.iter().find(|d| d.uuid == uuid).map(|d| d.gpu);
+    let mut listed: Vec<_> = support.gpus.iter().collect();
+    listed.sort_by_key(|g| index(&g.uuid).unwrap_or(u32::MAX));
+    for g in listed {
+        let gpu = index(&g.uuid).map_or_else(|| g.uuid.clone(), |i| format!("GPU {i}"));
         let subject = format!("{gpu} profiling groups");
         match &g.groups {
             Ok(groups) if groups.is_empty() => {

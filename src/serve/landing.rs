@@ -96,10 +96,12 @@ fn dash() -> Markup {
 fn util_cell(r: &CurrentValues) -> Markup {
     match (r.util_percent, &r.util_missing) {
         (Some(u), _) => bar(u / 100.0, &format!("{} %", num(u))),
-        // Why, in a few words linked to DCGM's row (its error is there and on the status line).
-        (None, Some(m)) => html! {
+        // Why, in a few words: DCGM's linked to its row (its error is there and on the
+        // status line), the sentence as the tooltip.
+        (None, Some(m)) if m.source == "dcgm" => html! {
             a.warning href="#dcgm" title=(Text(&m.detail)) { (m.why) }
         },
+        (None, Some(m)) => html! { span.na title=(Text(&m.detail)) { (m.why) } },
         (None, None) => dash(),
     }
 }
@@ -595,6 +597,7 @@ mod tests {
             reading: CurrentValues {
                 util_percent: None,
                 util_missing: Some(Missing {
+                    source: "dcgm",
                     why: "DCGM down",
                     detail: s.to_owned(),
                 }),

@@ -3,7 +3,7 @@
 //! slots, holders from the attribution join, the health block from the health model's
 //! verdict and shown signals (`Snapshot::health`), and DCGM's entry among the sources, its
 //! unserved values and why a value it serves is missing, from DCGM's state in the snapshot
-//! (`snapshot::DcgmStatus`).
+//! (`snapshot::DcgmStatus`) (and why a GPU in MIG mode has no utilization as a whole).
 //!
 //! Owns the choice of what an operator sees first and how each value is derived from the
 //! configured fields. It must not read NVML, the kubelet or the API (a page view must cost no
@@ -145,7 +145,11 @@ fn reading(s: &Slots<'_>, e: &EntitySample, dcgm: &DcgmStatus) -> CurrentValues 
         .any(|u| u.gpu == e.id.gpu && u.gpu_instance_id == gi && u.field == GR_ACTIVE);
     let util_missing = (util_percent.is_none() && unserved).then(|| {
         let (why, detail) = dcgm.missing();
-        Missing { why, detail }
+        Missing {
+            source: "dcgm",
+            why,
+            detail,
+        }
     });
     CurrentValues {
         util_percent,
@@ -231,6 +235,33 @@ fn words(r: &ActiveReason) -> String {
     format!("{}: {}{held}", r.message, r.action.words())
 }
 
+/// A whole GPU's use and limits; in MIG mode, where NVML gives no utilization for the GPU as
+/// a whole (its utilization field unsupported there), it says so: each instance has its own.
+fn whole_reading(snap: &Snapshot, s: &Slots<'_>, e: &EntitySample) -> CurrentValues {
+    let mut r = reading(s, e, &snap.stats.dcgm);
+    let gpu = e.id.gpu;
+    let mig = snap
+        .entities
+        .iter()
+        .any(|i| i.id.gpu == gpu && i.id.mig.is_some());
+    let unsupported = snap
+        .stats
+        .unsupported
+        .iter()
+        .any(|u| u.gpu == gpu && u.gpu_instance_id.is_none() && u.field == UTIL);
+    if mig && unsupported && r.util_percent.is_none() && r.util_missing.is_none() {
+        r.util_missing = Some(Missing {
+            source: "nvml",
+            why: "per MIG instance",
+            detail: format!(
+                "NVML gives no {UTIL} for a GPU in MIG mode as a whole: each MIG instance's row \
+                 shows its own"
+            ),
+        });
+    }
+    r
+}
+
 /// DCGM's entry among the sources: its health in the form every source has, and its mode,
 /// address, state and since when (times against the snapshot's).
 fn dcgm_source(d: &DcgmStatus, taken_at_unix: f64) -> SourceStatus {
@@ -307,9 +338,7 @@ pub fn build(
                     _ => Vec::new(),
                 },
                 outside_pods: whole.map(|i| outside_pods(snap, i)).unwrap_or_default(),
-                reading: whole_e
-                    .filter(|_| d.up)
-                    .map(|e| reading(&s, e, &snap.stats.dcgm)),
+                reading: whole_e.filter(|_| d.up).map(|e| whole_reading(snap, &s, e)),
                 health: health(snap, d.gpu),
                 instances,
             }

@@ -114,7 +114,8 @@ pub struct CurrentValues {
     /// GPU utilization, percent (`DCGM_FI_DEV_GPU_UTIL`, or graphics engine active × 100 on
     /// a MIG instance).
     pub util_percent: Option<f64>,
-    /// Why the utilization is missing, when DCGM should have served it (absent otherwise).
+    /// Why the utilization is missing, when DCGM should have served it, or NVML gives none
+    /// for a GPU in MIG mode as a whole (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub util_missing: Option<Missing>,
     /// Framebuffer used, MiB.
@@ -197,12 +198,15 @@ pub struct Cause {
     pub since_seconds: f64,
 }
 
-/// Why a value that DCGM serves is missing.
+/// Why a value is missing where the page would show it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Missing {
-    /// A few words for a table cell: `DCGM down`, `DCGM connecting`, `no DCGM value`.
+    /// Whose value it is: `dcgm` (DCGM should serve it and does not) or `nvml`.
+    pub source: &'static str,
+    /// A few words for a table cell: `DCGM down`, `DCGM connecting`, `no DCGM value`,
+    /// `per MIG instance`.
     pub why: &'static str,
-    /// The sentence, with DCGM's own error.
+    /// The sentence, with DCGM's own error where it is DCGM's.
     pub detail: String,
 }
 
