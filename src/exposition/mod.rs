@@ -25,7 +25,7 @@ use flate2::write::GzEncoder;
 
 use crate::catalogue::Level;
 use crate::catalogue::csv::CounterSet;
-use crate::gpu::xid_message;
+use crate::health::xid::err_msg as xid_err_msg;
 use crate::snapshot::{EntityId, Labels, Snapshot, Value};
 
 use identity::{write_csv_labels, write_identity};
@@ -110,7 +110,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
                     &mut out,
                     &|out, first| {
                         let _ = write!(out, ",err_code=\"{code}\"");
-                        write_label(out, first, "err_msg", xid_message(*code));
+                        write_label(out, first, "err_msg", xid_err_msg(*code));
                     },
                     *code as f64,
                 ),

@@ -18,8 +18,6 @@ mod text;
 pub mod trial;
 pub mod xid;
 
-pub use text::xid_message;
-
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 

@@ -1,10 +1,11 @@
-//! The Xid catalogue as the health model uses it: each code NVIDIA's Xid catalogue lists that
-//! a datacenter GPU reports in practice, with its class (application, driver, hardware,
-//! NVLink, memory), how serious one occurrence is, and the catalogue's recommended
-//! resolution. A code not in the table is class `unknown`, a warning, with "watch whether it
-//! repeats" as its action.
+//! The one Xid table: each code NVIDIA's Xid catalogue lists that a datacenter GPU reports in
+//! practice, with the text dcgm-exporter's `err_msg` label gives it (the exposition writes it
+//! through [`err_msg`]), its class (application, driver, hardware, NVLink, memory), how
+//! serious one occurrence is, and the catalogue's recommended resolution (the health model's
+//! use). A code not in the table is class `unknown`, a warning, with "watch whether it
+//! repeats" as its action, and `Unknown Error` as its text.
 //!
-//! Data and one lookup only: it must not read NVML or keep state.
+//! Data and two lookups only: it must not read NVML or keep state.
 
 use crate::snapshot::{Action, Reason, Verdict};
 
@@ -44,6 +45,9 @@ impl XidClass {
 pub struct XidInfo {
     /// The Xid code.
     pub code: u64,
+    /// dcgm-exporter's text for it: the `err_msg` label of `DCGM_FI_DEV_XID_ERRORS`, in the
+    /// words of NVIDIA's Xid catalogue.
+    pub err_msg: &'static str,
     /// Its class.
     pub class: XidClass,
     /// How serious one occurrence is.
@@ -56,6 +60,7 @@ pub struct XidInfo {
 
 const fn row(
     code: u64,
+    err_msg: &'static str,
     class: XidClass,
     severity: Verdict,
     action: Action,
@@ -63,6 +68,7 @@ const fn row(
 ) -> XidInfo {
     XidInfo {
         code,
+        err_msg,
         class,
         severity,
         action,
@@ -76,9 +82,17 @@ use XidClass::{Application, Driver, Hardware, Memory, Nvlink};
 
 /// The table, by code.
 pub const XID_TABLE: &[XidInfo] = &[
-    row(8, Driver, Warning, RestartJob, "GPU stopped processing"),
+    row(
+        8,
+        "GPU stopped processing",
+        Driver,
+        Warning,
+        RestartJob,
+        "GPU stopped processing",
+    ),
     row(
         13,
+        "Graphics Engine Exception",
         Application,
         Warning,
         RestartJob,
@@ -86,6 +100,7 @@ pub const XID_TABLE: &[XidInfo] = &[
     ),
     row(
         31,
+        "GPU memory page fault",
         Application,
         Warning,
         RestartJob,
@@ -93,14 +108,23 @@ pub const XID_TABLE: &[XidInfo] = &[
     ),
     row(
         32,
+        "Invalid or corrupted push buffer stream",
         Driver,
         Warning,
         RestartJob,
         "invalid or corrupted push buffer stream",
     ),
-    row(38, Driver, Warning, ResetGpu, "driver firmware error"),
+    row(
+        38,
+        "Driver firmware error",
+        Driver,
+        Warning,
+        ResetGpu,
+        "driver firmware error",
+    ),
     row(
         43,
+        "GPU stopped processing",
         Application,
         Warning,
         RestartJob,
@@ -108,14 +132,23 @@ pub const XID_TABLE: &[XidInfo] = &[
     ),
     row(
         45,
+        "Preemptive cleanup, due to previous errors",
         Application,
         Warning,
         Watch,
         "preemptive cleanup after earlier errors",
     ),
-    row(48, Memory, Critical, ResetGpu, "double-bit ECC error"),
+    row(
+        48,
+        "Double Bit ECC Error",
+        Memory,
+        Critical,
+        ResetGpu,
+        "double-bit ECC error",
+    ),
     row(
         61,
+        "Internal micro-controller breakpoint/warning",
         Driver,
         Warning,
         ResetGpu,
@@ -123,6 +156,7 @@ pub const XID_TABLE: &[XidInfo] = &[
     ),
     row(
         62,
+        "Internal micro-controller halt",
         Driver,
         Critical,
         ResetGpu,
@@ -130,6 +164,7 @@ pub const XID_TABLE: &[XidInfo] = &[
     ),
     row(
         63,
+        "ECC page retirement or row remapping recording event",
         Memory,
         Warning,
         ResetGpu,
@@ -137,6 +172,7 @@ pub const XID_TABLE: &[XidInfo] = &[
     ),
     row(
         64,
+        "ECC page retirement or row remapper recording failure",
         Memory,
         Critical,
         ResetGpu,
@@ -144,6 +180,7 @@ pub const XID_TABLE: &[XidInfo] = &[
     ),
     row(
         68,
+        "NVDEC0 Exception",
         Application,
         Warning,
         RestartJob,
@@ -151,35 +188,103 @@ pub const XID_TABLE: &[XidInfo] = &[
     ),
     row(
         69,
+        "Graphics Engine class error",
         Application,
         Warning,
         RestartJob,
         "graphics engine class error",
     ),
-    row(74, Nvlink, Critical, CheckNvlink, "NVLink error"),
+    row(
+        74,
+        "NVLINK Error",
+        Nvlink,
+        Critical,
+        CheckNvlink,
+        "NVLink error",
+    ),
     row(
         79,
+        "GPU has fallen off the bus",
         Hardware,
         Critical,
         RebootNode,
         "GPU has fallen off the bus",
     ),
-    row(92, Memory, Warning, Watch, "high single-bit ECC error rate"),
-    row(94, Memory, Warning, RestartJob, "contained ECC error"),
-    row(95, Memory, Critical, ResetGpu, "uncontained ECC error"),
+    row(
+        92,
+        "High single-bit ECC error rate",
+        Memory,
+        Warning,
+        Watch,
+        "high single-bit ECC error rate",
+    ),
+    row(
+        94,
+        "Contained ECC error",
+        Memory,
+        Warning,
+        RestartJob,
+        "contained ECC error",
+    ),
+    row(
+        95,
+        "Uncontained ECC error",
+        Memory,
+        Critical,
+        ResetGpu,
+        "uncontained ECC error",
+    ),
     row(
         109,
+        "Context Switch Timeout Error",
         Application,
         Warning,
         RestartJob,
         "context switch timeout",
     ),
-    row(119, Driver, Critical, ResetGpu, "GSP RPC timeout"),
-    row(120, Driver, Critical, ResetGpu, "GSP error"),
-    row(121, Nvlink, Critical, ResetGpu, "C2C link error"),
-    row(140, Memory, Critical, ResetGpu, "unrecovered ECC error"),
-    row(154, Driver, Warning, Watch, "GPU recovery action changed"),
+    row(
+        119,
+        "GSP RPC Timeout",
+        Driver,
+        Critical,
+        ResetGpu,
+        "GSP RPC timeout",
+    ),
+    row(120, "GSP Error", Driver, Critical, ResetGpu, "GSP error"),
+    row(
+        121,
+        "C2C Link Error",
+        Nvlink,
+        Critical,
+        ResetGpu,
+        "C2C link error",
+    ),
+    row(
+        140,
+        "Unrecovered ECC Error",
+        Memory,
+        Critical,
+        ResetGpu,
+        "unrecovered ECC error",
+    ),
+    row(
+        154,
+        "GPU Recovery Action Changed",
+        Driver,
+        Warning,
+        Watch,
+        "GPU recovery action changed",
+    ),
 ];
+
+/// The `err_msg` label of `DCGM_FI_DEV_XID_ERRORS` for `code` (the last Xid; 0 for none yet).
+pub fn err_msg(code: u64) -> &'static str {
+    if code == 0 {
+        "No Error"
+    } else {
+        classify(code).err_msg
+    }
+}
 
 /// What the catalogue says about `code`.
 pub fn classify(code: u64) -> XidInfo {
@@ -187,6 +292,7 @@ pub fn classify(code: u64) -> XidInfo {
         Ok(i) => XID_TABLE[i],
         Err(_) => row(
             code,
+            "Unknown Error",
             XidClass::Unknown,
             Warning,
             Watch,
@@ -225,5 +331,16 @@ mod tests {
         assert_eq!(c(92), (Memory, Warning, Watch));
         assert_eq!(c(4242), (XidClass::Unknown, Warning, Watch));
         assert_eq!(classify(4242).class.reason(), Reason::XidUnknown);
+    }
+
+    /// The `err_msg` label: dcgm-exporter's words for every code of the table (38 among
+    /// them, which had none before the two tables were one), "No Error" for 0.
+    #[test]
+    fn err_msg_is_dcgm_exporters_text() {
+        assert_eq!(err_msg(79), "GPU has fallen off the bus");
+        assert_eq!(err_msg(38), "Driver firmware error");
+        assert_eq!(err_msg(0), "No Error");
+        assert_eq!(err_msg(9999), "Unknown Error");
+        assert!(XID_TABLE.iter().all(|r| !r.err_msg.is_empty()));
     }
 }
