@@ -388,6 +388,32 @@ fn no_libdcgm_is_one_clear_line_and_the_nvml_page_as_before() {
                 && l.contains("gpu=\"0\"")),
         "{text}"
     );
+    // `/status`: DCGM down with the library's error; its fields listed once, unsupported,
+    // not also as values DCGM did not serve.
+    let st = status_of(&e);
+    let dcgm = st["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["source"] == "dcgm"))
+        .unwrap();
+    assert_eq!(
+        (&dcgm["mode"], &dcgm["state"]),
+        (&"embedded".into(), &"down".into())
+    );
+    assert!(
+        dcgm["last_error"]
+            .as_str()
+            .is_some_and(|m| m.contains("the DCGM library was not found") && m.contains(missing)),
+        "{dcgm}"
+    );
+    assert_eq!(st["unavailable"], serde_json::json!([]), "{st}");
+    assert!(
+        st["unsupported"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["field"] == "DCGM_FI_PROF_GR_ENGINE_ACTIVE" && u["gpu"] == 0),
+        "{st}"
+    );
 }
 
 #[test]

@@ -221,7 +221,7 @@ impl Sampler {
                 }
             }
         }
-        let dcgm = self.dcgm_values(&mut snap, &no_gpm, now_unix);
+        let mut dcgm = self.dcgm_values(&mut snap, &no_gpm, now_unix);
         // The verdict from everything read, watched fields included, with what /status shows
         // of it (the exported fields only); then the entities keep only the exported slots,
         // and an empty DCGM health row gets the computed watches.
@@ -244,13 +244,21 @@ impl Sampler {
             );
             field_errors.sort();
         }
+        // A value that is unsupported on its entity (DCGM refused it there, or its library
+        // cannot be used and NVML decided) is listed there, not also as unserved.
+        let unsupported = self.unsupported(&snap);
+        dcgm.unserved.retain(|u| {
+            !unsupported.iter().any(|x| {
+                x.gpu == u.gpu && x.gpu_instance_id == u.gpu_instance_id && x.field == u.field
+            })
+        });
         snap.stats = SampleStats {
             // NVML reading time: the wait for the Xid thread to catch up is not included.
             duration: started.elapsed().saturating_sub(event_wait),
             field_errors,
             last_success_unix: self.last_success_unix,
             ticks: self.ticks,
-            unsupported: self.unsupported(&snap),
+            unsupported,
             nvml_up,
             dcgm,
             counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),

@@ -60,8 +60,9 @@ pub struct DcgmStatus {
     pub failed_ticks: u64,
     /// Why its last tick gave nothing (or failed in part), while that lasts.
     pub last_error: Option<String>,
-    /// The profiling values it should have filled this tick and did not (the fields it refused
-    /// for good are unsupported fields instead), sorted.
+    /// The profiling values it should have filled this tick and did not, sorted. A value
+    /// listed unsupported on its entity is not here (DCGM refused it there, or its library
+    /// cannot be used and NVML's verdict stands).
     pub unserved: Vec<Unserved>,
 }
 

@@ -131,19 +131,28 @@ fn outside_pods(snap: &Snapshot, index: usize) -> Vec<ProcessStatus> {
         .collect()
 }
 
-fn reading(s: &Slots<'_>, e: &EntitySample, dcgm: &DcgmStatus) -> CurrentValues {
+fn reading(s: &Slots<'_>, e: &EntitySample, snap: &Snapshot) -> CurrentValues {
+    let (dcgm, unsupported) = (&snap.stats.dcgm, &snap.stats.unsupported);
     let used = s.num(e, FB_USED);
     let free = s.num(e, FB_FREE);
     let util_percent = s
         .num(e, UTIL)
         .or_else(|| s.num(e, GR_ACTIVE).map(|r| r * 100.0));
-    // Missing because DCGM did not serve the engine activity it stands for: say why.
+    // Missing because DCGM did not serve the engine activity it stands for: say why. So too
+    // where NVML left it unsupported while DCGM, which would serve it, is down (its library
+    // cannot be used).
     let gi = e.id.mig.as_ref().map(|m| m.gpu_instance_id);
+    let here =
+        |gpu: u32, at: Option<u32>, field: &str| gpu == e.id.gpu && at == gi && field == GR_ACTIVE;
     let unserved = dcgm
         .unserved
         .iter()
-        .any(|u| u.gpu == e.id.gpu && u.gpu_instance_id == gi && u.field == GR_ACTIVE);
-    let util_missing = (util_percent.is_none() && unserved).then(|| {
+        .any(|u| here(u.gpu, u.gpu_instance_id, u.field));
+    let unusable = dcgm.state == DcgmState::Down
+        && unsupported
+            .iter()
+            .any(|u| here(u.gpu, u.gpu_instance_id, u.field));
+    let util_missing = (util_percent.is_none() && (unserved || unusable)).then(|| {
         let (why, detail) = dcgm.missing();
         Missing {
             source: "dcgm",
@@ -238,7 +247,7 @@ fn words(r: &ActiveReason) -> String {
 /// A whole GPU's use and limits; in MIG mode, where NVML gives no utilization for the GPU as
 /// a whole (its utilization field unsupported there), it says so: each instance has its own.
 fn whole_reading(snap: &Snapshot, s: &Slots<'_>, e: &EntitySample) -> CurrentValues {
-    let mut r = reading(s, e, &snap.stats.dcgm);
+    let mut r = reading(s, e, snap);
     let gpu = e.id.gpu;
     let mig = snap
         .entities
@@ -317,7 +326,7 @@ pub fn build(
                         uuid: m.uuid.clone(),
                         holders: holders(snap, i),
                         outside_pods: outside_pods(snap, i),
-                        reading: reading(&s, e, &snap.stats.dcgm),
+                        reading: reading(&s, e, snap),
                         verdict: snap
                             .health
                             .iter()
