@@ -8,17 +8,10 @@ use dcgm_abi::{DCGM_HEALTH_RESULT_FAIL, DCGM_HEALTH_RESULT_WARN};
 
 use super::xid::classify;
 use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
-use crate::gpu::reader::CLOCK_EVENT_REASONS;
+use crate::gpu::reader::{
+    CLOCK_EVENT_REASONS, HW_POWER_BRAKE, HW_SLOWDOWN, HW_THERMAL, SW_THERMAL,
+};
 use crate::snapshot::{Action, HealthWatch, Reason, Verdict, XidCounts};
-
-/// Clock-event bits the rules look at (`nvmlClocksEventReasons`).
-pub const HW_SLOWDOWN: u64 = 0x8;
-/// Software thermal slowdown.
-pub const SW_THERMAL: u64 = 0x20;
-/// Hardware thermal slowdown.
-pub const HW_THERMAL: u64 = 0x40;
-/// The external power brake.
-pub const HW_POWER_BRAKE: u64 = 0x80;
 
 /// What the model knows about one physical GPU in one tick; `None` where the signal was not
 /// read (not supported, or the GPU is lost).

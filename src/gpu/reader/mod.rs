@@ -29,7 +29,10 @@ mod values;
 
 pub use book::reason as read_error_reason;
 pub use entities::enumerate_mig;
-pub use options::{CLOCK_EVENT_REASONS, DEFAULT_XID_INITIALIZED, NvlinkLinks, ReaderOptions};
+pub use options::{
+    CLOCK_EVENT_REASONS, DEFAULT_XID_INITIALIZED, HW_POWER_BRAKE, HW_SLOWDOWN, HW_THERMAL,
+    NvlinkLinks, ReaderOptions, SW_THERMAL,
+};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};

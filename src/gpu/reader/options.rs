@@ -13,22 +13,33 @@ use crate::gpu::xid::{self};
 
 pub(super) const MIB: f64 = 1024.0 * 1024.0;
 
-/// Xid codes whose `gpu_xid_errors_total` series exist at 0 from the start, so that the first
-/// occurrence is an increase Prometheus can see: the codes that mean a GPU needs attention
-/// (see alerts/README.md).
+/// `--xid-initialized-codes`' default: none. A code listed there has its
+/// `gpu_xid_errors_total` series at 0 from the start, so that its first occurrence is an
+/// increase Prometheus can see; by default a code's series appears at its first occurrence
+/// (the shipped GpuXidCritical catches that one through its `unless … offset` arm).
 pub const DEFAULT_XID_INITIALIZED: &[u64] = &[];
 
+/// Clock-event bit: hardware slowdown (`nvmlClocksEventReasonHwSlowdown`).
+pub const HW_SLOWDOWN: u64 = 0x8;
+/// Clock-event bit: software thermal slowdown.
+pub const SW_THERMAL: u64 = 0x20;
+/// Clock-event bit: hardware thermal slowdown.
+pub const HW_THERMAL: u64 = 0x40;
+/// Clock-event bit: the external power brake.
+pub const HW_POWER_BRAKE: u64 = 0x80;
+
 /// Clock-event reason bits (NVML `nvmlClocksEventReason*`, the same values as DCGM's) and the
-/// `clock_event` label dcgm-exporter gives each in `DCGM_EXP_CLOCK_EVENTS_COUNT`.
+/// `clock_event` label dcgm-exporter gives each in `DCGM_EXP_CLOCK_EVENTS_COUNT`: the one
+/// table of them (the health rules name the bits they judge by the constants above).
 pub const CLOCK_EVENT_REASONS: &[(u64, &str)] = &[
     (0x1, "gpu_idle"),
     (0x2, "clocks_setting"),
     (0x4, "power_cap"),
-    (0x8, "hw_slowdown"),
+    (HW_SLOWDOWN, "hw_slowdown"),
     (0x10, "sync_boost"),
-    (0x20, "sw_thermal"),
-    (0x40, "hw_thermal"),
-    (0x80, "hw_power_brake"),
+    (SW_THERMAL, "sw_thermal"),
+    (HW_THERMAL, "hw_thermal"),
+    (HW_POWER_BRAKE, "hw_power_brake"),
     (0x100, "display_clocks"),
 ];
 
