@@ -578,7 +578,24 @@ fn the_dcgm_section_names_the_library_the_hostengine_and_the_profiling_groups() 
         &out,
         &["FAIL", "hostengine", "does not answer", "return code -21"],
     );
-    line_with(&out, &["fix:", "start nv-hostengine"]);
+    line_with(
+        &out,
+        &["fix:", "start nv-hostengine at unix:///nonexistent/he.sock"],
+    );
+    // The GPUs without GPM: DCGM is why, and the hint is about that hostengine, not about
+    // giving -r (it was given).
+    line_with(&out, &["WARN", "GPU 0 GPM", "DCGM", "is down"]);
+    line_with(
+        &out,
+        &[
+            "fix:",
+            "once the hostengine at unix:///nonexistent/he.sock answers",
+        ],
+    );
+    assert!(
+        !out.contains("give the hostengine's address with -r"),
+        "{out}"
+    );
 
     // DCGM off: said, with how to turn it on.
     let (_, out) = check(&["--simulate", "a100-l4", "--dcgm-mode", "off"]);
