@@ -4,7 +4,7 @@
 //!
 //! The kubelet, pod and ResourceSlice sources refresh in the background; here the sampler
 //! thread only reads their latest published state (the HPC job directory too: its own thread
-//! checks it every second). The join itself is in `join`, its label text in `labels`; `settle`
+//! checks it every second). The join itself is in `join`, its label text in `holder_labels`; `settle`
 //! holds a pod back until its metadata is known, so that its labels never change between ticks. The device-to-holder [`HolderMap`] is rebuilt only when an input changed (a new
 //! kubelet answer, a pod or slice change, a job file change, or a different set of entities),
 //! so an idle node pays a few pointer comparisons per tick. Per-container process use is

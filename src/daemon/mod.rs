@@ -2,8 +2,7 @@
 //! sampler, attribution; [`pipeline`]), the sampler thread, the HTTP server, and the shutdown.
 //!
 //! `main.rs` parses the flags, sets up logging and calls [`run`]; the options of each component
-//! come from the validated configuration (`config::options`, or already in it, as the DCGM
-//! client's); [`run`] also starts the Kubernetes outputs when asked (`notify`). The shutdown is
+//! come from the validated configuration (`config::options` derives them from it); [`run`] also starts the Kubernetes outputs when asked (`notify`). The shutdown is
 //! bounded by one grace from the signal (`serve::SHUTDOWN_GRACE`), whatever NVML is doing: a
 //! sampler still inside it after the drain (`serve::SHUTDOWN_DRAIN`) is left behind, and
 //! [`Exit::Now`] tells `main` to end with [`leave_now`] rather than through exit handlers that

@@ -5,8 +5,9 @@
 //! (deploy/helm/gpu-exporter/templates/tests/).
 //!
 //! Owns the probe's flags, its HTTP(S) client requests and its verdict. It must not start an
-//! exporter, touch NVML or the kubelet, or import any other layer: it only speaks HTTP to a
-//! server, so it checks the served contract and nothing behind it.
+//! exporter, touch NVML or the kubelet, or import any layer but `base` (whose Go-duration
+//! reader it shares with the daemon's flags): it only speaks HTTP to a server, so it checks
+//! the served contract and nothing behind it.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -97,7 +97,6 @@ pub struct KubeletOptions {
 pub struct PodResourcesSource {
     latest: ArcSwapOption<KubeletView>,
     status: Mutex<KubeletStatus>,
-    refreshed: tokio::sync::Notify,
 }
 
 impl PodResourcesSource {
@@ -106,7 +105,6 @@ impl PodResourcesSource {
         let me = Arc::new(Self {
             latest: ArcSwapOption::empty(),
             status: Mutex::new(KubeletStatus::default()),
-            refreshed: tokio::sync::Notify::new(),
         });
         let weak = Arc::downgrade(&me);
         runtime.spawn(async move {
@@ -158,7 +156,6 @@ impl PodResourcesSource {
                         d
                     }
                 };
-                me.refreshed.notify_waiters();
                 drop(me);
                 tokio::time::sleep(delay).await;
             }
@@ -189,11 +186,6 @@ impl PodResourcesSource {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-    }
-
-    /// Waits until the next refresh attempt has finished (tests and start-up).
-    pub async fn next_refresh(&self) {
-        self.refreshed.notified().await;
     }
 }
 
