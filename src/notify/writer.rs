@@ -70,11 +70,11 @@ impl LinkState {
 /// How one API call failed.
 enum Failure {
     /// The server refused or errored, or could not be reached, or the request could not be
-    /// made: the error in a line, whether the same call may work later (see [`verdict`]),
+    /// made: the error in a line, whether the same call may work later (see [`retryable()`]),
     /// and the server's status code, if it answered.
     Error {
         line: String,
-        verdict: Verdict,
+        retryable: Retryable,
         code: Option<u16>,
     },
     /// No answer within the deadline.
@@ -83,7 +83,7 @@ enum Failure {
 
 /// Whether a failed call may work when made again unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+enum Retryable {
     /// It may: try again.
     Retry,
     /// The server refused it for good.
@@ -107,16 +107,16 @@ impl Failure {
 /// refusals (400, 404: the pod's namespace is gone; 409; 422: an invalid object) never will,
 /// nor a request that could not be built (a pod name or namespace with characters a URI
 /// cannot carry) or encoded.
-fn verdict(e: &kube::Error) -> Verdict {
+fn retryable(e: &kube::Error) -> Retryable {
     match e {
         kube::Error::Api(s) if matches!(s.code, 401 | 403 | 408 | 429) || s.code >= 500 => {
-            Verdict::Retry
+            Retryable::Retry
         }
-        kube::Error::Api(_) => Verdict::Rejected,
+        kube::Error::Api(_) => Retryable::Rejected,
         kube::Error::BuildRequest(_) | kube::Error::HttpError(_) | kube::Error::SerdeError(_) => {
-            Verdict::Invalid
+            Retryable::Invalid
         }
-        _ => Verdict::Retry,
+        _ => Retryable::Retry,
     }
 }
 
@@ -130,7 +130,7 @@ async fn within<T>(
         // `403 Forbidden: <the server's message>`, or the client's error chain.
         Ok(Err(e)) => Err(Failure::Error {
             line: describe_kube_error(&e),
-            verdict: verdict(&e),
+            retryable: retryable(&e),
             code: match &e {
                 kube::Error::Api(s) => Some(s.code),
                 _ => None,
@@ -373,12 +373,12 @@ pub async fn events(
             }
             let never = match &result {
                 Err(Failure::Error {
-                    verdict: Verdict::Rejected,
+                    retryable: Retryable::Rejected,
                     line,
                     ..
                 }) => Some((DropReason::Rejected, line)),
                 Err(Failure::Error {
-                    verdict: Verdict::Invalid,
+                    retryable: Retryable::Invalid,
                     line,
                     ..
                 }) => Some((DropReason::Invalid, line)),
@@ -541,22 +541,22 @@ mod tests {
     #[test]
     fn only_failures_that_may_pass_are_retried() {
         for code in [401, 403, 408, 429, 500, 503] {
-            assert_eq!(verdict(&api(code)), Verdict::Retry, "{code}");
+            assert_eq!(retryable(&api(code)), Retryable::Retry, "{code}");
         }
         for code in [400, 404, 409, 422] {
-            assert_eq!(verdict(&api(code)), Verdict::Rejected, "{code}");
+            assert_eq!(retryable(&api(code)), Retryable::Rejected, "{code}");
         }
         let io = kube::Error::Service(Box::new(std::io::Error::from(
             std::io::ErrorKind::ConnectionRefused,
         )));
-        assert_eq!(verdict(&io), Verdict::Retry);
+        assert_eq!(retryable(&io), Retryable::Retry);
         // What kube's client says for a namespace with characters a URI cannot carry.
         let bad_uri = kube::core::Request::new("/apis/events.k8s.io/v1/namespaces/a\"b\n<script>")
             .create(&kube::api::PostParams::default(), Vec::new())
             .unwrap_err();
         assert_eq!(
-            verdict(&kube::Error::BuildRequest(bad_uri)),
-            Verdict::Invalid
+            retryable(&kube::Error::BuildRequest(bad_uri)),
+            Retryable::Invalid
         );
     }
 }
