@@ -777,59 +777,38 @@ fn config_file_sets_counters_and_switches_and_env_wins() {
         "{log}"
     );
     drop(e);
-    // A collection that matches no field of the counters set stops start-up, naming both.
-    std::fs::write(
-        &yaml,
+    // A file that stops start-up: exit 1, its message naming the file and what is wrong. (Under
+    // `timeout`, so that a start-up that wrongly succeeds fails the test, not hangs it.)
+    let refused = |text: &str, want: &str| {
+        std::fs::write(&yaml, text).unwrap();
+        let out = Command::new("timeout")
+            .args([
+                "30",
+                BIN,
+                "-a",
+                "127.0.0.1:0",
+                "--simulate",
+                "a100-l4",
+                "--config-file",
+            ])
+            .arg(&yaml)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        let want = format!("--config-file {}: {want}", yaml.display());
+        assert!(err.contains(&want), "{want}: {err}");
+    };
+    // A collection that matches no field of the counters set, naming both.
+    refused(
         "version: 1\ncollection:\n  watchGroups: [{name: nv, interval: 5s, fields: [\"DCGM_FI_DEV_NVSWITCH_*\"]}]\n",
-    )
-    .unwrap();
-    // (Under `timeout`, so that a start-up that wrongly succeeds fails the test, not hangs it.)
-    let out = Command::new("timeout")
-        .args([
-            "30",
-            BIN,
-            "-a",
-            "127.0.0.1:0",
-            "--simulate",
-            "a100-l4",
-            "--config-file",
-        ])
-        .arg(&yaml)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
-            "--config-file {}: collection \"nv\" matches no field",
-            yaml.display()
-        )),
-        "{err}"
+        "collection \"nv\" matches no field",
     );
-    // A key that is nearly a known one stops start-up too, naming the key it looks like (a
-    // key far from every known one, as `telemetry` above, is only logged).
-    std::fs::write(&yaml, "version: 2\nserver:\n  maxConcurentScrapes: 2\n").unwrap();
-    let out = Command::new("timeout")
-        .args([
-            "30",
-            BIN,
-            "-a",
-            "127.0.0.1:0",
-            "--simulate",
-            "a100-l4",
-            "--config-file",
-        ])
-        .arg(&yaml)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
-            "--config-file {}: server.maxConcurentScrapes: unknown key (did you mean server.maxConcurrentScrapes?)",
-            yaml.display()
-        )),
-        "{err}"
+    // A key that is nearly a known one, naming the key it looks like (a key far from every
+    // known one, as `telemetry` above, is only logged).
+    refused(
+        "version: 2\nserver:\n  maxConcurentScrapes: 2\n",
+        "server.maxConcurentScrapes: unknown key (did you mean server.maxConcurrentScrapes?)",
     );
 }
 

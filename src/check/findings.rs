@@ -154,10 +154,7 @@ pub fn from_snapshot(
             .unsupported
             .iter()
             .filter(|u| u.field == field)
-            .map(|u| match u.gpu_instance_id {
-                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
-                None => format!("GPU {}", u.gpu),
-            })
+            .map(|u| entity_name(u.gpu, u.gpu_instance_id))
             .collect();
         // Entities DCGM should have served it on this tick and did not.
         let unserved: Vec<String> = snap
@@ -166,10 +163,7 @@ pub fn from_snapshot(
             .unserved
             .iter()
             .filter(|u| u.field == field)
-            .map(|u| match u.gpu_instance_id {
-                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
-                None => format!("GPU {}", u.gpu),
-            })
+            .map(|u| entity_name(u.gpu, u.gpu_instance_id))
             .collect();
         let failed: Vec<String> = snap
             .stats
@@ -509,6 +503,14 @@ pub fn api(
 }
 
 /// The fix to try when an attribution source is down.
+/// `GPU 0`, or `GPU 0 GI 2` for a MIG instance.
+fn entity_name(gpu: u32, gpu_instance_id: Option<u32>) -> String {
+    match gpu_instance_id {
+        Some(gi) => format!("GPU {gpu} GI {gi}"),
+        None => format!("GPU {gpu}"),
+    }
+}
+
 fn source_fix(source: &str) -> &'static str {
     match source {
         "kubelet" => {
