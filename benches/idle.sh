@@ -22,6 +22,9 @@
 # change, measured in the same minutes).
 # OLD_SIM=PATH adds a row: the exporter against another build of the simulated library
 # (e.g. one whose event wait polled), to show what the simulator itself costs.
+# LOAD=N then scrapes every exporter N times more (one after the other, half of them with gzip,
+# as Prometheus asks), and prints a second table: each process's VmRSS and VmHWM after the
+# load, i.e. the memory it settles at once it has served, beside the idle figures.
 set -euo pipefail
 bin=$1
 duration=${2:-120}
@@ -93,3 +96,17 @@ awk -F'|' '{ split($3, t, " "); cpu[NR] = t[1]; rss[NR] = $5; med[NR] = $6; name
   $2 ~ /nvitop/ { n = NR }
   END { for (i = 1; i <= NR; i++) if (i != n && cpu[i] > 0)
     printf "nvitop-exporter /%s: CPU %.1f×, RSS %.1f× (at the end), %.1f× (medians)\n", name[i], cpu[n] / cpu[i], rss[n] / rss[i], med[n] / med[i] }' "$work/rows"
+if [ "${LOAD:-0}" -gt 0 ]; then
+  for p in "${ports[@]}"; do
+    for _ in $(seq 1 $((LOAD / 2))); do
+      curl -s -o /dev/null "http://127.0.0.1:$p/metrics"
+      curl -s -o /dev/null -H 'Accept-Encoding: gzip' "http://127.0.0.1:$p/metrics"
+    done
+  done
+  sleep 2
+  printf '\nAfter %d scrapes each:\n\n| Exporter | VmRSS (KiB) | VmHWM (KiB) |\n|---|---|---|\n' "$LOAD"
+  for i in "${!pids[@]}"; do
+    awk -v n="${names[$i]}" '/VmRSS/ { r = $2 } /VmHWM/ { h = $2 } END { printf "| %s | %d | %d |\n", n, r, h }' \
+      "/proc/${pids[$i]}/status"
+  done
+fi
