@@ -14,8 +14,7 @@
 # tests/privileges/ checks its structure (COPY sources, the user, the entrypoint, the Rust
 # version). The release build uses the bases below unchanged.
 
-# 1.90 or later: rustc links with its own lld on x86_64 Linux from 1.90, and the build step
-# below gives lld a symbol ordering file (GNU ld has no such option before binutils 2.43).
+# At least Cargo.toml's rust-version.
 ARG RUST_VERSION=1.90
 # The two bases, as build arguments so that a build without registry access can name local
 # equivalents: a Debian 12 (bookworm) Rust toolchain at least RUST_VERSION, and a Debian 12
@@ -38,11 +37,9 @@ WORKDIR /src
 # kilobytes of them at start instead of about 0.9 MB of RELA entries, which takes about 1.6 MB
 # off the process's resident memory (BENCHMARKS.md, issue 27). It needs glibc 2.36 or later at
 # run time, which the runtime image has; tests/image/check.sh fails if the binary lacks it.
-# v0 symbol names (as .cargo/config.toml, which RUSTFLAGS replaces): the link order below
-# tells the instances of a generic function apart by them.
 ENV CARGO_PROFILE_RELEASE_DEBUG=0 \
     CARGO_PROFILE_RELEASE_STRIP=debuginfo \
-    RUSTFLAGS="-C link-arg=-Wl,-z,pack-relative-relocs -C symbol-mangling-version=v0"
+    RUSTFLAGS="-C link-arg=-Wl,-z,pack-relative-relocs"
 
 # Dependencies first, in their own layer: editing the sources does not download them again.
 # Cargo needs every file the manifests name to read the workspace: the declared benches and
@@ -65,19 +62,10 @@ COPY proto proto
 COPY counters counters
 COPY crates/dcgm-abi/src crates/dcgm-abi/src
 COPY src src
-COPY scripts/link-order.sh scripts/link-order.txt scripts/
-# Built, then linked again with the functions the exporter runs laid out together at the start
-# of its code (scripts/link-order.sh resolves scripts/link-order.txt, a profile, against the
-# first link's symbols; only the binary's own crate is compiled again): the kernel maps code in
-# 64 kB windows around each page it touches, and with the default layout those windows kept
-# about 6 MB of code resident instead of about 1.5 MB (BENCHMARKS.md, issue 27). The step
-# fails if the profile no longer matches the sources.
 # The binary is moved out of target/ and target/ removed in the same step, so that the layer
 # holds one file instead of about 1 GB of build output: a builder that keeps its layer cache
 # (buildah --layers, docker's build cache) would otherwise keep a copy of target/ per build.
 RUN cargo build --release --locked --offline --no-default-features -p gpu-exporter --bin gpu-exporter \
- && bash scripts/link-order.sh resolve target/release/gpu-exporter /src/target/link-order \
- && cargo rustc --release --locked --offline --no-default-features -p gpu-exporter --bin gpu-exporter -- -C link-arg=-Wl,--symbol-ordering-file=/src/target/link-order \
  && mv target/release/gpu-exporter /src/gpu-exporter \
  && rm -rf target
 

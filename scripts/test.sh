@@ -10,7 +10,7 @@
 # API server), promtool against the
 # live output of --simulate, a short simulated fleet through Prometheus and VictoriaMetrics
 # (benches/fleet.sh --short --check: the same series, dashboard queries with data and spot
-# values in both), the link-order profiler under valgrind (scripts/link-order.sh), and the
+# values in both), and the
 # container image and its DCGM variant: built from the Dockerfile with buildah on bases
 # mmdebstrap bootstraps, then run and checked (scripts/image.sh --dcgm, tests/image/).
 set -euo pipefail
@@ -50,7 +50,6 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> installing ${need_apt[*]} (Debian packages)"
   as_root apt-get update -qq
@@ -80,10 +79,6 @@ step "production feature set (no simulator): clippy, build, and no simulator cod
 cargo clippy --no-default-features --all-targets -- -D warnings
 cargo build --no-default-features --bin gpu-exporter
 bash scripts/check-production-binary.sh target/debug/gpu-exporter production
-# Kept for the link-order profiler's check below (the next builds replace this binary).
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp target/debug/gpu-exporter "$work/gpu-exporter-production"
 
 step "dashboards are what dashboards/generate.py builds"
 python3 dashboards/generate.py --check
@@ -95,18 +90,6 @@ step "cargo build --workspace (exporter + simulated NVML library)"
 cargo build --workspace
 # The check above must be able to fail: the default build does carry the simulator.
 bash scripts/check-production-binary.sh target/debug/gpu-exporter default
-
-step "the link-order profiler on the production build, under valgrind (scripts/link-order.sh profile, then resolve)"
-# The image is linked in the order of scripts/link-order.txt, which this profiler writes (the
-# image build itself checks that the committed profile still matches): here it profiles the
-# debug production build for 10 s on the simulated node, and what it wrote must name the
-# encoder and the HTTP server and resolve against the same binary.
-LINK_ORDER_PROFILE=$work/profile.txt NVML_SIM_LIB=target/debug/libnvml_sim.so STEADY=10 \
-  bash scripts/link-order.sh profile "$work/gpu-exporter-production"
-grep -q '12gpu_exporter10exposition6encode' "$work/profile.txt" || { echo "the profile lacks the encoder" >&2; exit 1; }
-grep -q '12gpu_exporter5serve' "$work/profile.txt" || { echo "the profile lacks the HTTP server" >&2; exit 1; }
-LINK_ORDER_PROFILE=$work/profile.txt MIN_MATCH=95 \
-  bash scripts/link-order.sh resolve "$work/gpu-exporter-production" "$work/order"
 
 step "cargo test --workspace"
 log=$(mktemp)

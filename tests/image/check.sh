@@ -7,8 +7,7 @@
 #
 # 1. The image's configuration: numeric non-root USER, the ENTRYPOINT, port 9400, no shell and
 #    no package manager in its file system; the binary without debug info or simulator, with
-#    packed relative relocations (DT_RELR), its code laid out in scripts/link-order.txt's
-#    order; with EXPECT_REVISION set, the revision label equals it.
+#    packed relative relocations (DT_RELR); with EXPECT_REVISION set, the revision label equals it.
 # 2. Without NVML: the exporter stays up, /ready answers 503, /metrics answers, and the log says
 #    where libnvidia-ml.so.1 was looked for; SIGTERM ends it with status 0.
 # 3. With libnvidia-ml.so.1 injected as the NVIDIA container toolkit does it on a Debian-based
@@ -90,19 +89,6 @@ fi
 # reading and the process from holding about 0.9 MB of RELA entries (BENCHMARKS.md, issue 27).
 readelf -d "$mnt/usr/bin/gpu-exporter" | grep -q '(RELR)' \
   || fail "/usr/bin/gpu-exporter has no packed relative relocations (DT_RELR): was the Dockerfile's RUSTFLAGS lost?"
-# The Dockerfile links the functions the exporter runs together at the start of .text
-# (scripts/link-order.sh; about 4.5 MB less resident code, BENCHMARKS.md, issue 27): the profile
-# must still match the image's binary, and the 50 hottest profiled functions must lie in the
-# first MiB of .text, where the linker's own order spreads them over all of its 13 MB.
-bash scripts/link-order.sh resolve "$mnt/usr/bin/gpu-exporter" "$work/link-order" 2>"$work/link-order.log" \
-  || { cat "$work/link-order.log"; fail "scripts/link-order.txt does not match the image's binary"; }
-link_order_found=$(grep -o '[0-9]* of [0-9]* profiled functions' "$work/link-order.log")
-outside=$(nm --defined-only "$mnt/usr/bin/gpu-exporter" | awk -v start="$(readelf -SW "$mnt/usr/bin/gpu-exporter" | awk '$2 == ".text" { print $4 }')" '
-  function hex(s,  i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
-  NR == FNR { if (FNR <= 50) hot[$1] = 1; next }
-  ($3 in hot) && hex($1) - hex(start) >= 1048576 { printf "%s at +%d kB\n", $3, (hex($1) - hex(start)) / 1024 }
-' "$work/link-order" -)
-[ -z "$outside" ] || fail "the hottest profiled functions are not at the start of .text (was the link order lost?): $(echo "$outside" | head -3)"
 counters=$(cd "$mnt/etc/dcgm-exporter" && ls ./*.csv | sed 's,^\./,,' | tr '\n' ' ')
 [ -n "$counters" ] || fail "no counters files in /etc/dcgm-exporter"
 if strings "$mnt/usr/bin/gpu-exporter" | grep -q 'nvmlSimConfigure'; then
@@ -190,7 +176,7 @@ EOF
   echo "| files | $files |"
   echo "| unpacked size | $(mib "$rootfs_bytes") |"
   echo "| compressed layers (what a pull downloads) | $(mib "$compressed") |"
-  echo "| /usr/bin/gpu-exporter | $(mib "$binary_bytes"), no debug info, no simulator, relative relocations packed (DT_RELR), code in profiled order ($link_order_found found) |"
+  echo "| /usr/bin/gpu-exporter | $(mib "$binary_bytes"), no debug info, no simulator, relative relocations packed (DT_RELR), |"
   echo "| without NVML | /ready 503, /metrics 200; log: \`${no_nvml_line//|/\\|}\` |"
   echo "| with libnvidia-ml.so.1 injected | ready after ${ready_s} s, $gpus GPUs, $series DCGM_FI_* series |"
   echo "| counters files loaded | ${counters_checked[*]} |"

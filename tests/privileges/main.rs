@@ -14,8 +14,7 @@
 //! Dockerfile and linking checks need neither.
 //!
 //! Modules: `sandbox` (running the exporter with fewer privileges), `runtime` (the privilege
-//! and linking tests), `dockerfile` (the Dockerfile's structure) and `link_order` (the script
-//! that lays out the image's binary).
+//! and linking tests) and `dockerfile` (the Dockerfile's structure).
 #![cfg(feature = "sim")]
 // runs the simulated node: needs the default `sim` feature
 
@@ -26,7 +25,6 @@ mod check;
 #[path = "../common/mod.rs"]
 mod common;
 mod dockerfile;
-mod link_order;
 mod runtime;
 mod sandbox;
 
