@@ -100,6 +100,14 @@ impl CounterSet {
     pub fn labels(&self) -> impl Iterator<Item = &CounterRow> {
         self.rows.iter().filter(|r| r.kind.is_label())
     }
+
+    /// The value slot of the row that reads the canonical field `field` (its index among
+    /// [`CounterSet::metrics`], as each entity's values are kept), if the set has one: a row
+    /// configured under another name of the same field (a DCGM 4.7 name) resolves to it too.
+    /// The one lookup of a field's slot (the health model's and the status page's).
+    pub fn slot(&self, field: &str) -> Option<usize> {
+        self.metrics().position(|r| r.field.name == field)
+    }
 }
 
 /// Why a counters file was rejected. Every message starts with `origin:line: ` (or

@@ -170,12 +170,12 @@ struct Slots<'a>(&'a CounterSet);
 
 impl Slots<'_> {
     fn num(&self, e: &EntitySample, field: &str) -> Option<f64> {
-        let slot = self.0.metrics().position(|r| r.field.name == field)?;
+        let slot = self.0.slot(field)?;
         Some(e.values.get(slot)?.as_ref()?.as_f64())
     }
 
     fn xid(&self, e: &EntitySample) -> Option<u64> {
-        let slot = self.0.metrics().position(|r| r.field.name == XID)?;
+        let slot = self.0.slot(XID)?;
         match e.values.get(slot)?.as_ref()? {
             Value::Xid(x) => Some(*x),
             other => Some(other.as_f64() as u64),

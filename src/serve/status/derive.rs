@@ -55,9 +55,7 @@ struct Slots<'a> {
 
 impl Slots<'_> {
     fn slot(&self, field: &str) -> Option<usize> {
-        // A field can be configured under a DCGM 4.7 name whose canonical field is the one
-        // asked for; the catalogue resolves both to the same definition.
-        self.counters.metrics().position(|r| r.field.name == field)
+        self.counters.slot(field)
     }
     fn num(&self, e: &EntitySample, field: &str) -> Option<f64> {
         let v = e.values.get(self.slot(field)?)?.as_ref()?;

@@ -86,7 +86,7 @@ fn extrapolate(measured: Duration, at: u32, cost: u32) -> Duration {
 
 /// What start-up makes of a hash whose verification takes `time` here.
 #[derive(Debug, PartialEq, Eq)]
-enum Verdict {
+enum HashCost {
     Fine,
     /// Over [`BCRYPT_NOTE_OVER`]: a warning.
     Note,
@@ -94,13 +94,13 @@ enum Verdict {
     Refuse,
 }
 
-fn verdict(time: Duration) -> Verdict {
+fn hash_cost(time: Duration) -> HashCost {
     if time > BCRYPT_REFUSE_OVER {
-        Verdict::Refuse
+        HashCost::Refuse
     } else if time > BCRYPT_NOTE_OVER {
-        Verdict::Note
+        HashCost::Note
     } else {
-        Verdict::Fine
+        HashCost::Fine
     }
 }
 
@@ -152,9 +152,9 @@ impl BasicAuth {
                     cost - at
                 )
             };
-            match verdict(time) {
-                Verdict::Fine => {}
-                Verdict::Refuse => {
+            match hash_cost(time) {
+                HashCost::Fine => {}
+                HashCost::Refuse => {
                     return Err(KeyError::BcryptTooSlow {
                         user: names.join(", "),
                         cost,
@@ -163,7 +163,7 @@ impl BasicAuth {
                         limit: BCRYPT_REFUSE_OVER.as_secs(),
                     });
                 }
-                Verdict::Note => notes.push(format!(
+                HashCost::Note => notes.push(format!(
                     "basic_auth_users.{}: a bcrypt hash of cost {cost} takes about {} to verify \
                      on this machine ({how}): the first scrape after each restart waits that \
                      long (the success is then cached); a hash of cost 10 to 12 is plenty",
@@ -347,12 +347,12 @@ mod tests {
         assert_eq!(extrapolate(ms(4), 6, 10), ms(64));
         // Cost 18 from 4 ms at cost 6: about 16 s, over the limit.
         assert_eq!(extrapolate(ms(4), 6, 18), ms(16_384));
-        assert_eq!(verdict(extrapolate(ms(4), 6, 18)), Verdict::Refuse);
-        assert_eq!(verdict(extrapolate(ms(4), 6, 15)), Verdict::Note);
-        assert_eq!(verdict(extrapolate(ms(4), 6, 12)), Verdict::Fine);
-        assert_eq!(verdict(BCRYPT_NOTE_OVER), Verdict::Fine);
-        assert_eq!(verdict(BCRYPT_REFUSE_OVER), Verdict::Note);
+        assert_eq!(hash_cost(extrapolate(ms(4), 6, 18)), HashCost::Refuse);
+        assert_eq!(hash_cost(extrapolate(ms(4), 6, 15)), HashCost::Note);
+        assert_eq!(hash_cost(extrapolate(ms(4), 6, 12)), HashCost::Fine);
+        assert_eq!(hash_cost(BCRYPT_NOTE_OVER), HashCost::Fine);
+        assert_eq!(hash_cost(BCRYPT_REFUSE_OVER), HashCost::Note);
         // Cost 31 does not overflow.
-        assert_eq!(verdict(extrapolate(ms(1), 4, 31)), Verdict::Refuse);
+        assert_eq!(hash_cost(extrapolate(ms(1), 4, 31)), HashCost::Refuse);
     }
 }
