@@ -88,6 +88,15 @@ fn visible_text(dom: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Fails naming every text of `wants` that the page's visible `text` lacks.
+fn assert_visible(text: &str, wants: &[&str]) {
+    let missing: Vec<&&str> = wants.iter().filter(|w| !text.contains(**w)).collect();
+    assert!(
+        missing.is_empty(),
+        "not visible on the page: {missing:?}\npage text:\n{text}"
+    );
+}
+
 #[test]
 fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
     let Some(bin) = chromium() else {
@@ -148,45 +157,39 @@ fn landing_page_shows_pods_and_health_per_gpu_in_a_real_browser() {
     let url = format!("http://127.0.0.1:{}/", e.port);
     let text = visible_text(&run_chromium(&bin, &url, "--dump-dom"));
 
-    let mut missing = Vec::new();
-    for want in [
-        "gpu-exporter 0.1.0 on sim-incidents-node",
-        "Ready",
-        "1 lost",
-        // pods holding GPUs and MIG instances
-        "research/llm-train-0/trainer",
-        "sandbox/notebook-carol/notebook",
-        // the lost GPU, and the pod that held it
-        "GPU 4",
-        "LOST",
-        "batch/batch-embed-28811600-4kx7w/worker",
-        "lost: NVML no longer answers for this GPU",
-        // the overheating GPU 0 and the power-braked GPU 3
-        "throttled: sw_thermal, hw_thermal",
-        "at or above the slowdown temperature (87 °C)",
-        "/ 87 °C",
-        "hw_power_brake",
-        // GPU 2: Xid 48, ECC, row remap
-        "critical",
-        "row remap failed: the GPU needs service",
-        "Xid 48",
-        // GPU 7's NVLink link 3, down from 10 s
-        "NVLink link(s) down: 3",
-        // bars and limits
-        "/ 700 W",
-        "GiB",
-        // the exporter's own state
-        "kubelet",
-        "Unsupported fields",
-        "DCGM_FI_DEV_GPU_UTIL GPU 6",
-    ] {
-        if !text.contains(want) {
-            missing.push(want);
-        }
-    }
-    assert!(
-        missing.is_empty(),
-        "not visible on the page: {missing:?}\npage text:\n{text}"
+    assert_visible(
+        &text,
+        &[
+            "gpu-exporter 0.1.0 on sim-incidents-node",
+            "Ready",
+            "1 lost",
+            // pods holding GPUs and MIG instances
+            "research/llm-train-0/trainer",
+            "sandbox/notebook-carol/notebook",
+            // the lost GPU, and the pod that held it
+            "GPU 4",
+            "LOST",
+            "batch/batch-embed-28811600-4kx7w/worker",
+            "lost: NVML no longer answers for this GPU",
+            // the overheating GPU 0 and the power-braked GPU 3
+            "throttled: sw_thermal, hw_thermal",
+            "at or above the slowdown temperature (87 °C)",
+            "/ 87 °C",
+            "hw_power_brake",
+            // GPU 2: Xid 48, ECC, row remap
+            "critical",
+            "row remap failed: the GPU needs service",
+            "Xid 48",
+            // GPU 7's NVLink link 3, down from 10 s
+            "NVLink link(s) down: 3",
+            // bars and limits
+            "/ 700 W",
+            "GiB",
+            // the exporter's own state
+            "kubelet",
+            "Unsupported fields",
+            "DCGM_FI_DEV_GPU_UTIL GPU 6",
+        ],
     );
 
     // The screenshot, kept for people (and the README's picture).
@@ -234,27 +237,21 @@ fn dcgm_down_is_visible_and_the_page_still_fits() {
     });
     let url = format!("http://127.0.0.1:{}/", e.port);
     let text = visible_text(&run_chromium(&bin, &url, "--dump-dom"));
-    let mut missing = Vec::new();
-    for want in [
-        "Ready, degraded · NVML up · DCGM down",
-        "DCGM is down since ",
-        "the hostengine at unix:///nonexistent/nv-hostengine.sock does not answer",
-        "/ready still answers 200",
-        "research/finetune-0/trainer DCGM down",
-        // the A100 itself: NVML gives no utilization for a GPU in MIG mode as a whole
-        "ok MIG per MIG instance",
-        "dcgm remote, unix:///nonexistent/nv-hostengine.sock down since",
-        "Values DCGM did not serve",
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        "GPU 0 GI 2, GPU 0 GI 3, GPU 0 GI 7, GPU 0 GI 8, GPU 1",
-    ] {
-        if !text.contains(want) {
-            missing.push(want);
-        }
-    }
-    assert!(
-        missing.is_empty(),
-        "not visible on the page: {missing:?}\npage text:\n{text}"
+    assert_visible(
+        &text,
+        &[
+            "Ready, degraded · NVML up · DCGM down",
+            "DCGM is down since ",
+            "the hostengine at unix:///nonexistent/nv-hostengine.sock does not answer",
+            "/ready still answers 200",
+            "research/finetune-0/trainer DCGM down",
+            // the A100 itself: NVML gives no utilization for a GPU in MIG mode as a whole
+            "ok MIG per MIG instance",
+            "dcgm remote, unix:///nonexistent/nv-hostengine.sock down since",
+            "Values DCGM did not serve",
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "GPU 0 GI 2, GPU 0 GI 3, GPU 0 GI 7, GPU 0 GI 8, GPU 1",
+        ],
     );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
     std::fs::create_dir_all(&dir).unwrap();
