@@ -68,22 +68,6 @@ fn incident_inhibited() -> BTreeMap<String, &'static str> {
 /// notification too many.
 const SETTLE: Duration = Duration::from_secs(5);
 
-/// `alertname gpu[/GI][ xid=N]`, or `alertname -` for an alert about no GPU, as in
-/// `placement`.
-fn alert_key(labels: &Value) -> String {
-    let l = |k: &str| str_of(labels, k).unwrap_or("");
-    let mut k = format!("{} ", l("alertname"));
-    k.push_str(&match (l("gpu"), l("GPU_I_ID")) {
-        ("", _) => "-".to_owned(),
-        (g, "") => g.to_owned(),
-        (g, gi) => format!("{g}/{gi}"),
-    });
-    if !l("xid").is_empty() {
-        k.push_str(&format!(" xid={}", l("xid")));
-    }
-    k
-}
-
 /// What Alertmanager holds for `host` (no `cluster` label), from `/api/v2/alerts/groups`: each
 /// group with an active alert as (receiver, its active alert keys, sorted), and every
 /// suppressed alert's key with what suppressed it (`inhibited` or `silenced`).
@@ -115,14 +99,14 @@ fn held(am_port: u16, host: &str) -> Result<Held, String> {
             }
             let status = a.get("status").cloned().unwrap_or(Value::Null);
             match str_of(&status, "state") {
-                Some("active") => active.push(alert_key(&labels)),
+                Some("active") => active.push(device_key(&labels)),
                 Some("suppressed") => {
                     let by = if array(&status, "inhibitedBy").is_empty() {
                         "silenced"
                     } else {
                         "inhibited"
                     };
-                    out.suppressed.insert(alert_key(&labels), by);
+                    out.suppressed.insert(device_key(&labels), by);
                 }
                 _ => {}
             }
@@ -159,7 +143,7 @@ fn webhook_notifications(
         let mut keys: Vec<String> = array(&json, "alerts")
             .iter()
             .filter(|a| str_of(a, "status") == Some("firing"))
-            .map(|a| alert_key(a.get("labels").unwrap_or(&Value::Null)))
+            .map(|a| device_key(a.get("labels").unwrap_or(&Value::Null)))
             .collect();
         keys.sort();
         let key = str_of(&json, "groupKey").unwrap_or("").to_owned();
@@ -727,34 +711,14 @@ fn alert_fors(rules: &Value) -> BTreeMap<String, Duration> {
     for g in array(rules, "groups") {
         for r in array(g, "rules") {
             if let Some(name) = str_of(r, "alert") {
-                let d = str_of(r, "for").map_or(Ok(Duration::ZERO), parse_go_duration);
+                // The rules' durations are Go's (`5m`, `1h30m`), as the exporter's flags read them.
+                let d = str_of(r, "for")
+                    .map_or(Ok(Duration::ZERO), gpu_exporter::base::duration::parse_go);
                 out.insert(name.to_owned(), d.unwrap_or(Duration::MAX));
             }
         }
     }
     out
-}
-
-/// A Prometheus duration (`5m`, `1h30m`, `10s`).
-fn parse_go_duration(s: &str) -> Result<Duration, String> {
-    let re = regex::Regex::new(r"(\d+)(ms|s|m|h|d)").unwrap();
-    let mut total = Duration::ZERO;
-    let mut seen = 0;
-    for c in re.captures_iter(s) {
-        let n: u64 = c[1].parse().map_err(|e| format!("{s}: {e}"))?;
-        total += match &c[2] {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n * 60),
-            "h" => Duration::from_secs(n * 3600),
-            _ => Duration::from_secs(n * 86400),
-        };
-        seen += c[0].len();
-    }
-    if seen != s.len() || s.is_empty() {
-        return Err(format!("{s:?} is not a duration"));
-    }
-    Ok(total)
 }
 
 /// The alert names a matcher list selects among `names`: `alertname` matchers (`=`, `!=`,

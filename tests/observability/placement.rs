@@ -149,6 +149,22 @@ pub(crate) fn expected_alerts(no_driver: u16, down: u16) -> BTreeSet<String> {
     want
 }
 
+/// An alert as `alertname gpu[/GI][ xid=N]`, or `alertname -` for an alert about no GPU
+/// (the keys of [`expected_alerts`] after the node, and of `inhibit`'s groups).
+pub(crate) fn device_key(labels: &Value) -> String {
+    let l = |k: &str| str_of(labels, k).unwrap_or("");
+    let mut k = format!("{} ", l("alertname"));
+    k.push_str(&match (l("gpu"), l("GPU_I_ID")) {
+        ("", _) => "-".to_owned(),
+        (g, "") => g.to_owned(),
+        (g, gi) => format!("{g}/{gi}"),
+    });
+    if !l("xid").is_empty() {
+        k.push_str(&format!(" xid={}", l("xid")));
+    }
+    k
+}
+
 /// Compares the `ALERTS` of the incidents node and of the two broken exporters with `want`.
 pub(crate) fn alert_placement(port: u16, want: &BTreeSet<String>) -> Result<(), String> {
     let data = prom_api(port, "/api/v1/query", &[("query", "ALERTS")]).map_err(|e| match e {
@@ -171,16 +187,7 @@ pub(crate) fn alert_placement(port: u16, want: &BTreeSet<String>) -> Result<(), 
             h => h,
         };
         let key = if compared_node(&host) {
-            let mut k = format!("{host} {name} ");
-            k.push_str(&match (label("gpu"), label("GPU_I_ID")) {
-                (g, _) if g.is_empty() => "-".to_owned(),
-                (g, gi) if gi.is_empty() => g,
-                (g, gi) => format!("{g}/{gi}"),
-            });
-            if !label("xid").is_empty() {
-                k.push_str(&format!(" xid={}", label("xid")));
-            }
-            k
+            format!("{host} {}", device_key(&m))
         } else if exporters.contains(&label("instance")) {
             format!("{} {name}", label("instance"))
         } else {
