@@ -13,7 +13,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use gpu_exporter::catalogue::csv::CounterSet;
-use gpu_exporter::config::Config;
+use gpu_exporter::config::{Cli, Config};
+use gpu_exporter::daemon::pipeline::{Pipeline, Simulated};
 use gpu_exporter::exposition::{EncodeOptions, encode, gzip};
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::snapshot::Snapshot;
@@ -118,7 +119,8 @@ fn a100_pipeline(
         "/counters/dcp-metrics-included.csv"
     );
     let nvml = common::built_sim_lib();
-    let mut cfg = Config::from_args(&[
+    let argv = [
+        "gpu-exporter",
         "--simulate",
         scenario,
         "--nvml-lib",
@@ -129,12 +131,20 @@ fn a100_pipeline(
         mode,
         "-c",
         "1000",
-    ])
-    .expect("flags");
-    let counters = Arc::new(cfg.load_counters().expect("counters").set);
+    ];
+    // As the daemon starts: the merged flags, the simulated node, then the configuration
+    // validated for it.
+    let settings = Cli::try_parse_go_style(argv.into_iter().map(Into::into))
+        .expect("flags")
+        .merge_config_file()
+        .expect("flags");
     let rt = gpu_exporter::daemon::runtime().expect("runtime");
-    let mut p = gpu_exporter::daemon::pipeline::Pipeline::build(&mut cfg, &counters, &rt)
-        .expect("pipeline");
+    let (simulated, site) =
+        Simulated::start(settings.simulation().expect("flags").as_ref(), &rt).expect("simulate");
+    let cfg = settings.validate(&site).expect("flags");
+    let counters = Arc::new(cfg.load_counters().expect("counters").set);
+    let room = cfg.fit_labels(&counters).expect("labels");
+    let mut p = Pipeline::build(&cfg, &counters, room, &rt, simulated).expect("pipeline");
     // Until DCGM serves (watches made, first values cached), or a few ticks without it.
     for _ in 0..50 {
         let snap = p.sampler.tick(gpu_exporter::base::clock::unix_now());

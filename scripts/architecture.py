@@ -33,6 +33,12 @@ removed; see `strip_comments`):
      variant, a field) is not checked, nor is a path whose first segment is not a module
      (`Config::from_args`). Each failure names the doc's line.
 
+8. The validated `Config` is not changed after validation: in the layers above `config` (the
+   only ones that may hold one: sim, daemon, check, probe) and the binary, no production code
+   takes `&mut Config`, binds a `Config` mutably (`mut x: Config`, `let mut x =
+   ….validate(…)`, `Config::from_args`), assigns to a field of one (`cfg.… =`, `config.… =`) or
+   borrows one's field mutably (`cfg.….as_mut()`, `&mut cfg.…`).
+
 An import is any `crate::a::b` path, a `super::` path, or a child module named by its parent
 (`child::item`, `use child::…`); a `mod child;` declaration alone is not one. Test code is not
 checked: it may use any layer.
@@ -508,11 +514,40 @@ def check_doc(root, layers):
     return errors
 
 
+FROZEN = [
+    (re.compile(r"&\s*mut\s+(crate::config::)?Config\b"), "takes `&mut Config`"),
+    (re.compile(r"\bmut\s+\w+\s*:\s*(crate::config::)?Config\b"), "binds a `Config` mutably"),
+    (re.compile(r"\blet\s+mut\s+\w+\s*=[^;]*(\.validate\(|Config::from_args\()"), "binds a `Config` mutably"),
+    (re.compile(r"\b(cfg|config)(\.\w+)+\s*(=[^=]|\+=|-=)"), "assigns to a field of the `Config`"),
+    (re.compile(r"\b(cfg|config)(\.\w+)+\.as_mut\(\)|&\s*mut\s+(cfg|config)\."), "borrows a field of the `Config` mutably"),
+]
+
+
+def check_config_frozen(root):
+    """Rule 8: above `config` (which the layer rule keeps every lower layer from importing),
+    production code never changes a validated `Config`."""
+    errors = []
+    above = LAYERS[LAYERS.index("config") + 1:]
+    files = {rel: text for rel, text in load_tree(root).items() if rel.split("/")[1].removesuffix(".rs") in above}
+    main = os.path.join(root, "src", "main.rs")
+    if os.path.isfile(main):
+        with open(main, encoding="utf-8") as f:
+            files["src/main.rs"] = f.read()
+    for rel, text in sorted(files.items()):
+        code = strip_comments("\n".join(production_part(text)))
+        for n, line in enumerate(code.split("\n"), 1):
+            for pattern, what in FROZEN:
+                if pattern.search(line):
+                    errors.append(f"{rel}:{n}: {what}: the configuration is settled by validation and never changed after")
+    return errors
+
+
 def check(root, tracked=None):
     errors = []
     for src in crate_sources(root):
         errors += check_crate(root, src, LAYERS if src == "src" else None)
     errors += check_main(root)
+    errors += check_config_frozen(root)
     errors += check_doc(root, LAYERS)
     if tracked is None:
         tracked = [
@@ -591,6 +626,11 @@ def self_test():
         "doc: no such module": {DOC: doc_text(LAYERS, "`gpu::nothing::X`")},
         "doc: no such item": {DOC: doc_text(LAYERS, "`gpu::reader::Text`")},
         "doc: a module named as a function": {DOC: doc_text(LAYERS, "`gpu::text()`")},
+        "config changed after validation (a field)": {"src/main.rs": "//! x\nfn main() { gpu::f(); cfg.hostname = None; }\n"},
+        "config changed after validation (in daemon)": {"src/lib.rs": "//! x\npub mod base;\npub mod gpu;\npub mod daemon;\n", "src/daemon/mod.rs": "//! x\npub fn run(c: &mut Config) {}\n"},
+        "config changed after validation (&mut)": {"src/main.rs": "//! x\nfn main(c: &mut Config) { gpu::f() }\n"},
+        "config changed after validation (mut binding)": {"src/main.rs": "//! x\nfn main() { let mut c = s.validate(&site); }\n"},
+        "config changed after validation (as_mut)": {"src/main.rs": "//! x\nfn main() { cfg.kubernetes.as_mut(); }\n"},
     }
     with tempfile.TemporaryDirectory() as d:
         for rel, text in clean.items():

@@ -11,7 +11,7 @@
 use std::ffi::{OsStr, OsString};
 use std::process::ExitCode;
 
-use gpu_exporter::config::{Cli, Config};
+use gpu_exporter::config::{Cli, LogConfig};
 use gpu_exporter::daemon::{
     self,
     signals::{self, EarlySignals},
@@ -19,12 +19,12 @@ use gpu_exporter::daemon::{
 use gpu_exporter::gpu::trial;
 use gpu_exporter::{check, probe};
 
-fn init_logging(cfg: &Config) {
+fn init_logging(log: LogConfig) {
     // kube's client logs every failed API call at ERROR (`failed with status 500`), and its
     // watcher every refused list or watch at WARN (`watch list error with 403`, each retry);
     // the exporter reports each failure itself, once per change of state (notify::writer,
     // sources::kube), so those lines are left out unless asked for (--debug or RUST_LOG).
-    let default = if cfg.log.debug {
+    let default = if log.debug {
         "debug"
     } else {
         "info,kube_client::client::builder=off,kube_runtime::watcher=error"
@@ -40,7 +40,7 @@ fn init_logging(cfg: &Config) {
         .with_env_filter(filter)
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
-    if cfg.log.json {
+    if log.json {
         builder.json().init();
     } else {
         builder.init();
@@ -91,16 +91,16 @@ fn main() -> ExitCode {
         }
     };
     let early = EarlySignals::register(rt.handle(), blocked);
-    let cfg = match Cli::try_parse_go_style(args).map(|cli| cli.validate()) {
+    let settings = match Cli::try_parse_go_style(args).map(Cli::merge_config_file) {
         Err(e) => e.exit(),
         Ok(Err(e)) => {
             eprintln!("gpu-exporter: error: {e}");
             return ExitCode::FAILURE;
         }
-        Ok(Ok(cfg)) => cfg,
+        Ok(Ok(settings)) => settings,
     };
-    init_logging(&cfg);
-    match daemon::run(cfg, rt, early) {
+    init_logging(settings.log());
+    match daemon::run(settings, rt, early) {
         Ok(daemon::Exit::Return) => ExitCode::SUCCESS,
         Ok(daemon::Exit::Now) => daemon::leave_now(0),
         Err(e) => {

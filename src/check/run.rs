@@ -16,7 +16,7 @@ use super::report::{Report, Severity};
 use crate::base::clock::unix_now;
 use crate::catalogue::csv::CounterSet;
 use crate::config::{Cli, Config};
-use crate::daemon::pipeline::{KubernetesInUse, Pipeline};
+use crate::daemon::pipeline::{KubernetesInUse, Pipeline, Simulated};
 use crate::gpu;
 use crate::serve;
 use crate::snapshot::Snapshot;
@@ -31,9 +31,6 @@ pub fn run(cli: Cli) -> Report {
         .with_ansi(false)
         .with_writer(std::io::stderr)
         .try_init();
-    let Some((mut cfg, counters)) = files(&mut r, cli) else {
-        return r;
-    };
     let rt = match crate::daemon::runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -42,8 +39,11 @@ pub fn run(cli: Cli) -> Report {
             return r;
         }
     };
+    let Some((cfg, counters, pod_label_room, simulated)) = files(&mut r, cli, &rt) else {
+        return r;
+    };
     address(&mut r, &cfg, &rt);
-    let mut pipeline = match Pipeline::build(&mut cfg, &counters, &rt) {
+    let mut pipeline = match Pipeline::build(&cfg, &counters, pod_label_room, &rt, simulated) {
         Ok(p) => p,
         Err(e) => {
             r.add(
@@ -78,10 +78,16 @@ pub fn run(cli: Cli) -> Report {
     r
 }
 
-/// Flags, the configuration file, `--web-config-file` and the counters file. A broken counters
-/// file is reported, and the rest of the node is still checked with the profile's built-in
-/// set, so one bad line does not hide what NVML and the cluster say.
-fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
+/// What the checks run on: the validated configuration, the counter set, the pod labels' room
+/// under the labels-per-series guard, and the simulated node (if any) the configuration was
+/// validated for.
+type Checked = (Config, Arc<CounterSet>, Option<usize>, Simulated);
+
+/// Flags, the configuration file, `--web-config-file` and the counters file (with `--simulate`,
+/// the simulated node is started first, as the daemon does). A broken counters file is
+/// reported, and the rest of the node is still checked with the profile's built-in set, so one
+/// bad line does not hide what NVML and the cluster say.
+fn files(r: &mut Report, cli: Cli, rt: &tokio::runtime::Runtime) -> Option<Checked> {
     let settings = match cli.merge_config_file() {
         Ok(s) => s,
         Err(e) => {
@@ -90,7 +96,28 @@ fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
             return None;
         }
     };
-    let mut cfg = match settings.validate() {
+    let simulation = match settings.simulation() {
+        Ok(s) => s,
+        Err(e) => {
+            let fix = Some("fix the flag or variable named");
+            r.add("files", "flags", Severity::Fail, e.to_string(), fix);
+            return None;
+        }
+    };
+    let (simulated, site) = match Simulated::start(simulation.as_ref(), rt) {
+        Ok(s) => s,
+        Err(e) => {
+            r.add(
+                "kubernetes",
+                "attribution",
+                Severity::Fail,
+                e.to_string(),
+                None,
+            );
+            return None;
+        }
+    };
+    let cfg = match settings.validate(&site) {
         Ok(c) => c,
         Err(e) => {
             let fix = Some("fix the flag or variable named");
@@ -161,18 +188,23 @@ fn files(r: &mut Report, cli: Cli) -> Option<(Config, Arc<CounterSet>)> {
     for w in &counters.warnings {
         r.add("files", "counters file", Severity::Warn, w.clone(), None);
     }
-    // The daemon refuses to start on this; check says so (and goes on, for the other checks).
-    if let Err(e) = cfg.fit_labels(&counters) {
-        let fix = Some("drop labels with --drop-labels, or raise --max-labels-per-series");
-        r.add(
-            "files",
-            "labels per series",
-            Severity::Fail,
-            e.to_string(),
-            fix,
-        );
-    }
-    Some((cfg, counters))
+    // The daemon refuses to start on this; check says so (and goes on, for the other checks,
+    // with the pod labels unbounded).
+    let pod_label_room = match cfg.fit_labels(&counters) {
+        Ok(room) => room,
+        Err(e) => {
+            let fix = Some("drop labels with --drop-labels, or raise --max-labels-per-series");
+            r.add(
+                "files",
+                "labels per series",
+                Severity::Fail,
+                e.to_string(),
+                fix,
+            );
+            None
+        }
+    };
+    Some((cfg, counters, pod_label_room, simulated))
 }
 
 /// Whether the listen address can be bound.

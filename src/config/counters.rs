@@ -172,11 +172,12 @@ mod tests {
     /// the start-up message (the set in use stays); one with a matching family passes.
     #[test]
     fn a_reload_that_leaves_no_family_is_refused() {
-        let mut cfg = Config::from_args(&["--include-families", "DCGM_FI_DEV_GPU_*"]).unwrap();
+        let cfg = Config::from_args(&["--include-families", "DCGM_FI_DEV_GPU_*"]).unwrap();
         let set = |text: &str| parse_counters("new.csv", text).unwrap();
-        cfg.fit_labels(&set("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"))
+        let room = cfg
+            .fit_labels(&set("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"))
             .unwrap();
-        let guard = cfg.counters_guard();
+        let guard = cfg.counters_guard(room);
         assert_eq!(guard(&set("DCGM_FI_DEV_GPU_TEMP, gauge, t\n")), Ok(()));
         let e = guard(&set("DCGM_FI_DEV_POWER_USAGE, gauge, p\n")).unwrap_err();
         assert!(

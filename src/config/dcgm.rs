@@ -64,8 +64,6 @@ pub enum DcgmConfigError {
 pub struct DcgmConfig {
     /// `--dcgm-mode`, or what `-r` implies.
     pub mode: crate::dcgm::Mode,
-    /// `--dcgm-mode` was given (else `--simulate` picks embedded on the simulated library).
-    pub mode_given: bool,
     /// `--dcgm-lib`.
     pub lib: Option<PathBuf>,
     /// `--watch-max-keep-age`.
@@ -85,7 +83,6 @@ pub struct DcgmConfig {
 fn log_severity(
     cli: &Cli,
     mode: &crate::dcgm::Mode,
-    mode_given: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Option<i32>, DcgmConfigError> {
     use crate::dcgm::{LOG_NONE, Mode, parse_log_level};
@@ -99,13 +96,7 @@ fn log_severity(
         }
         return Ok(None);
     }
-    // With --simulate and no --dcgm-mode, the simulated library runs embedded.
-    let embedded = match mode {
-        Mode::Embedded => true,
-        Mode::Off => cli.simulator.simulate.is_some() && !mode_given,
-        Mode::Remote(_) => false,
-    };
-    if !embedded {
+    if *mode != Mode::Embedded {
         warnings.push(match mode {
             Mode::Remote(a) => format!(
                 "--enable-dcgm-log has no effect with the remote hostengine {a}: its log is \
@@ -158,11 +149,12 @@ pub(super) fn merge_file(
     );
 }
 
-/// The DCGM client's settings, checked: `--dcgm-mode`, `-r`, `--dcgm-lib`,
-/// `--watch-max-keep-*`, `-s`, the log; and whether `--dcgm-mode` was given (with `--simulate`,
-/// an unset mode becomes embedded on the simulated library).
+/// The DCGM client's settings on `site`, checked: `--dcgm-mode`, `-r`, `--dcgm-lib`,
+/// `--watch-max-keep-*`, `-s`, the log. On a simulated node with its DCGM library, an unset
+/// mode is embedded and an unset library is the simulated one.
 pub(super) fn settings(
     cli: &Cli,
+    site: &super::site::Site,
     warnings: &mut Vec<String>,
 ) -> Result<DcgmConfig, DcgmConfigError> {
     use crate::dcgm::{Mode, parse_hostengine_address};
@@ -200,6 +192,12 @@ pub(super) fn settings(
         }
         (Some(DcgmMode::Embedded), None) => Mode::Embedded,
     };
+    let simulated = site.simulated.as_ref().and_then(|s| s.dcgm_lib.clone());
+    let mode = match (&mode, given, &simulated) {
+        (Mode::Off, None, Some(_)) => Mode::Embedded,
+        _ => mode,
+    };
+    let lib = dcgm_lib(cli.dcgm.dcgm_lib.as_ref())?.or(simulated);
     let max_keep_age = match cli.dcgm.watch_max_keep_age.as_deref().map(str::trim) {
         Some(v) if !v.is_empty() => match v.parse::<u64>() {
             Ok(secs) => Duration::from_secs(secs),
@@ -216,11 +214,10 @@ pub(super) fn settings(
             .ok_or_else(|| DcgmConfigError::KeepSamples(v.to_owned()))?,
         _ => 0,
     };
-    let log_severity = log_severity(cli, &mode, given.is_some(), warnings)?;
+    let log_severity = log_severity(cli, &mode, warnings)?;
     Ok(DcgmConfig {
         mode,
-        mode_given: given.is_some(),
-        lib: dcgm_lib(cli.dcgm.dcgm_lib.as_ref())?,
+        lib,
         max_keep_age,
         max_keep_samples,
         switches: crate::gpu::switch_selection::SwitchSelection::parse(
@@ -329,9 +326,35 @@ mod tests {
         let mode = c.as_ref().map(|c| c.dcgm.mode.clone());
         assert!(matches!(mode, Some(Mode::Remote(a)) if a.unix && a.target == "/run/he.sock"));
         let c = Config::from_args(&[]).ok();
+        assert_eq!(c.map(|c| c.dcgm.mode), Some(Mode::Off));
+        // On a simulated node with its DCGM library, an unset mode is embedded on it; a mode
+        // or a library given is kept.
+        let site = crate::config::Site {
+            simulated: Some(crate::config::SimulatedNode {
+                node_name: "sim".into(),
+                nvml_lib: "/sim/libnvml.so".into(),
+                dcgm_lib: Some("/sim/libdcgm.so.4".into()),
+                kubelet_socket: "/sim/kubelet.sock".into(),
+                proc_root: "/sim/proc".into(),
+                dra_claims: false,
+            }),
+        };
+        let on_site = |args: &[&str]| {
+            let c = crate::config::test_support::cli(args)
+                .merge_config_file()
+                .and_then(|s| s.validate(&site))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            (c.dcgm.mode, c.dcgm.lib)
+        };
+        let sim_lib = Some(std::path::PathBuf::from("/sim/libdcgm.so.4"));
+        assert_eq!(on_site(&[]), (Mode::Embedded, sim_lib.clone()));
+        assert_eq!(on_site(&["--dcgm-mode", "off"]), (Mode::Off, sim_lib));
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("libdcgm.so.4");
+        std::fs::write(&own, "").unwrap();
         assert_eq!(
-            c.map(|c| (c.dcgm.mode, c.dcgm.mode_given)),
-            Some((Mode::Off, false))
+            on_site(&["--dcgm-lib", own.to_str().unwrap()]),
+            (Mode::Embedded, Some(own))
         );
         let c = Config::from_args(&["--dcgm-mode", "embedded", "-c", "1000"]).ok();
         assert_eq!(

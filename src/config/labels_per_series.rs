@@ -1,7 +1,8 @@
 //! The labels-per-series guard on a validated [`Config`]: which labels the exporter itself may
 //! put on a series under this configuration, checked against `--max-labels-per-series` once
-//! the counters are loaded (the arithmetic is `cardinality.rs`'s), and the room left handed to
-//! the pod-label allowlist; and the guard a reloaded counters file must pass
+//! the counters are loaded (the arithmetic is `cardinality.rs`'s), giving the room left for
+//! the pod labels ([`Config::fit_labels`], run by [`Config::load_counters`]; the room travels
+//! with the loaded set, never into `Config`); and the guard a reloaded counters file must pass
 //! ([`Config::counters_guard`]: the same checks, the family filter's included). It must not
 //! read files or touch NVML.
 
@@ -12,10 +13,11 @@ use crate::catalogue::labels;
 use crate::exposition::filter::SeriesLabels;
 
 impl Config {
-    /// The labels-per-series guard, once the counters are known: refuses when a family's
-    /// widest series would have more than `--max-labels-per-series` labels, and gives the pod
-    /// labels (`--kubernetes-enable-pod-labels`) the room left, refusing when none is.
-    pub fn fit_labels(&mut self, counters: &CounterSet) -> Result<(), ConfigError> {
+    /// The labels-per-series guard for `counters`: refuses when a family's widest series would
+    /// have more than `--max-labels-per-series` labels, and gives the pod labels
+    /// (`--kubernetes-enable-pod-labels`) the room left, refusing when none is. `Some(room)`
+    /// with pod labels on, `None` otherwise.
+    pub fn fit_labels(&self, counters: &CounterSet) -> Result<Option<usize>, ConfigError> {
         let pod_labels = self
             .kubernetes
             .as_ref()
@@ -27,28 +29,23 @@ impl Config {
             self.exposition.max_labels_per_series,
             pod_labels,
         )?;
-        if let Some(allow) = self.kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
-            allow.set_max(room);
-        }
-        Ok(())
+        Ok(pod_labels.then_some(room))
     }
 
     /// The start-up checks for a new version of the counters file while running (its hot
-    /// reload), once [`Config::fit_labels`] has run: refuses a version under which the family
-    /// filter would serve no GPU family (as start-up does), whose widest family would break
-    /// `--max-labels-per-series`, or that would leave the pod labels less room than they were
-    /// given at start (the allowlist's limit is fixed then).
-    pub fn counters_guard(&self) -> impl Fn(&CounterSet) -> Result<(), String> + Send + 'static {
+    /// reload), the pod labels given `pod_room` at start ([`Config::fit_labels`]): refuses a
+    /// version under which the family filter would serve no GPU family (as start-up does),
+    /// whose widest family would break `--max-labels-per-series`, or that would leave the pod
+    /// labels less room than they were given at start (the allowlist's limit is fixed then).
+    pub fn counters_guard(
+        &self,
+        pod_room: Option<usize>,
+    ) -> impl Fn(&CounterSet) -> Result<(), String> + Send + 'static {
         let labels = self.series_labels();
         let filter = self.exposition.cardinality.clone();
         let own_families = self.exposition.own_families;
         let family_filters = self.exposition.family_filters.clone();
         let limit = self.exposition.max_labels_per_series;
-        let pod_room = self
-            .kubernetes
-            .as_ref()
-            .and_then(|k| k.pod_labels.as_ref())
-            .and_then(|allow| allow.max());
         move |counters: &CounterSet| {
             cardinality::check_families(counters, &filter, own_families, &family_filters)
                 .map_err(|e| e.to_string())?;
@@ -99,7 +96,7 @@ impl Config {
                 ]
                 .map(|l| l.name),
             );
-            // Counted whether or not DRA is on: `--simulate` turns it on after this check.
+            // Counted whether or not DRA is on: the budget is the same with and without claims.
             holder.extend(labels::DRA.map(|l| l.name));
             allocation.extend(labels::DRA.map(|l| l.name));
             if k.pod_uid {

@@ -137,7 +137,10 @@ mod tests {
             args.extend_from_slice(extra);
             let c = Cli::try_parse_go_style(args.into_iter().map(Into::into)).unwrap();
             let merged = c.merge_config_file().unwrap();
-            let notes = merged.validate().unwrap().warnings;
+            let notes = merged
+                .validate(&crate::config::Site::host())
+                .unwrap()
+                .warnings;
             (merged.cli, notes)
         };
         let (c, notes) = parse(&[]);

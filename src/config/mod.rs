@@ -36,6 +36,7 @@ mod labels_per_series;
 mod merge;
 pub mod options;
 mod origin;
+mod site;
 mod validate;
 pub mod values;
 
@@ -44,6 +45,7 @@ pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVA
 pub use dcgm::DcgmConfig;
 pub use go_flags::env_value;
 pub use origin::Origin;
+pub use site::{SimulatedNode, Simulation, Site};
 
 use std::path::PathBuf;
 use std::time::Duration;

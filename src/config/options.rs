@@ -109,7 +109,7 @@ impl Config {
     }
 
     /// The kubelet pod-resources source's options for the pod-attribution settings `k` in
-    /// force (`self.kubernetes`, as the simulated cluster, if any, set it).
+    /// force (`self.kubernetes`).
     pub fn kubelet_options(&self, k: &KubernetesConfig) -> KubeletOptions {
         KubeletOptions {
             socket: k.socket.clone(),
@@ -119,12 +119,20 @@ impl Config {
     }
 
     /// What the attribution join writes on the series, for the pod-attribution settings `k`
-    /// in force.
-    pub fn attribution_options(&self, k: &KubernetesConfig) -> AttributionOptions {
+    /// in force, the pod labels kept to `pod_label_room` per series ([`Config::fit_labels`]).
+    pub fn attribution_options(
+        &self,
+        k: &KubernetesConfig,
+        pod_label_room: Option<usize>,
+    ) -> AttributionOptions {
+        let mut pod_labels = k.pod_labels.clone();
+        if let (Some(allow), Some(room)) = (pod_labels.as_mut(), pod_label_room) {
+            allow.set_max(room);
+        }
         AttributionOptions {
             extra_resources: k.extra_resources.clone(),
             virtual_gpus: k.virtual_gpus,
-            pod_labels: k.pod_labels.clone(),
+            pod_labels,
             pod_uid: k.pod_uid,
             use_old_namespace: self.exposition.use_old_namespace,
         }

@@ -18,7 +18,7 @@ use super::{
     Cli, Config, ConfigError, CountersChoice, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
     DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
     ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, SamplingConfig, ServingConfig,
-    Settings, SimulatorConfig, cardinality, dcgm, ignored, node_hostname,
+    Settings, Simulation, SimulatorConfig, Site, cardinality, dcgm, ignored, node_hostname,
 };
 use crate::catalogue::labels;
 use crate::gpu::collections::Collections;
@@ -53,6 +53,15 @@ fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
     Ok(out)
 }
 
+/// The host label's value on `site`: `NODE_NAME`, else the simulated node's name, else the
+/// kernel host name.
+fn hostname(site: &Site) -> String {
+    match &site.simulated {
+        Some(sim) if std::env::var_os("NODE_NAME").is_none() => sim.node_name.clone(),
+        _ => node_hostname(),
+    }
+}
+
 /// Checks a Go duration (`10s`, `1m30s`, `500ms`).
 fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, ConfigError> {
     crate::base::duration::parse_go(value).map_err(|why| ConfigError::Duration {
@@ -63,16 +72,39 @@ fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, C
 }
 
 impl Cli {
-    /// Merges `--config-file` (when given) and validates: the one way from flags to a
-    /// [`Config`].
+    /// Merges `--config-file` (when given) and validates for a real node ([`Site::host`]):
+    /// how tests and benchmarks get a [`Config`] from flags. The daemon and `check` merge
+    /// first, start what `--simulate` asks for, then validate for that [`Site`].
     pub fn validate(&self) -> Result<Config, ConfigError> {
-        self.clone().merge_config_file()?.validate()
+        self.clone().merge_config_file()?.validate(&Site::host())
     }
 }
 
 impl Settings {
-    /// Validates the merged settings into a [`Config`].
-    pub fn validate(&self) -> Result<Config, ConfigError> {
+    /// The simulated node `--simulate` asks for; `None` without it.
+    pub fn simulation(&self) -> Result<Option<Simulation>, ConfigError> {
+        let Some(scenario) = self.cli.simulator.simulate.clone() else {
+            return Ok(None);
+        };
+        Ok(Some(Simulation {
+            scenario,
+            seed: self.cli.simulator.simulate_seed,
+            nvml_lib: nvml_lib(self.cli.sampling.nvml_lib.as_ref())?,
+        }))
+    }
+
+    /// The exporter's own log, as the flags set it (read before validation, so that what
+    /// starts before it can log).
+    pub fn log(&self) -> LogConfig {
+        LogConfig {
+            debug: self.cli.log.debug,
+            json: self.cli.log.log_format == LogFormat::Json,
+        }
+    }
+
+    /// Validates the merged settings into the [`Config`] the exporter runs with on `site`:
+    /// nothing changes it afterwards.
+    pub fn validate(&self, site: &Site) -> Result<Config, ConfigError> {
         let cli = &self.cli;
         let collect_ms = cli.sampling.collect_interval.unwrap_or(DEFAULT_INTERVAL_MS);
         if collect_ms < MIN_INTERVAL_MS {
@@ -109,6 +141,16 @@ impl Settings {
             cardinality::controls(cli, profile, &|flag| self.origin_of(flag).to_string())?;
         let mut warnings = self.notes.clone();
         let mut kubernetes = self.kubernetes_config(&mut warnings)?;
+        if let (Some(k), Some(sim)) = (kubernetes.as_mut(), &site.simulated) {
+            // Attribution reads the simulated cluster: its socket, proc tree and node, DRA on
+            // when a pod holds a claim. The pod watch stays as the flags set it (on by
+            // default; off with `--kubernetes-pod-metadata=false`, as a node whose RBAC has
+            // no pods runs).
+            k.socket = sim.kubelet_socket.clone();
+            k.proc_root = sim.proc_root.clone();
+            k.node_name = Some(sim.node_name.clone());
+            k.dra = k.dra || sim.dra_claims;
+        }
         let node_known = cli.simulator.simulate.is_some()
             || kubernetes.as_ref().is_some_and(|k| k.node_name.is_some());
         cli.health.check(kubernetes.is_some(), node_known)?;
@@ -166,10 +208,10 @@ impl Settings {
                 CountersChoice::File(default.exists().then(|| default.to_path_buf()))
             }
         };
-        let dcgm = dcgm::settings(cli, &mut warnings)?;
+        let dcgm = dcgm::settings(cli, site, &mut warnings)?;
         let tick_interval = collections.tick();
         Ok(Config {
-            hostname: (!cli.exposition.no_hostname).then(node_hostname),
+            hostname: (!cli.exposition.no_hostname).then(|| hostname(site)),
             sampling: SamplingConfig {
                 collect_interval: collections.base,
                 tick_interval,
@@ -219,15 +261,15 @@ impl Settings {
             dcgm,
             kubernetes,
             hpc_job_mapping_dir: cli.kubernetes.hpc_job_mapping_dir.clone(),
-            nvml_lib: nvml_lib(cli.sampling.nvml_lib.as_ref())?,
+            nvml_lib: match &site.simulated {
+                Some(sim) => Some(sim.nvml_lib.clone()),
+                None => nvml_lib(cli.sampling.nvml_lib.as_ref())?,
+            },
             simulator: SimulatorConfig {
                 scenario: cli.simulator.simulate.clone(),
                 seed: cli.simulator.simulate_seed,
             },
-            log: LogConfig {
-                debug: cli.log.debug,
-                json: cli.log.log_format == LogFormat::Json,
-            },
+            log: self.log(),
             counters,
             config_file: self.config_file.clone(),
             warnings,

@@ -1,8 +1,12 @@
-//! The daemon's wiring: a validated [`Config`] → the counters file, the pipeline (NVML loader,
-//! sampler, attribution; [`pipeline`]), the sampler thread, the HTTP server, and the shutdown.
+//! The daemon's wiring: the merged settings → the simulated node when `--simulate` asks for one
+//! ([`pipeline::Simulated`]) → one validated [`Config`], never changed after → the counters
+//! file, the pipeline (NVML loader, sampler, attribution; [`pipeline`]), the sampler thread,
+//! the HTTP server, and the shutdown.
 //!
-//! `main.rs` parses the flags, sets up logging and calls [`run`]; the options of each component
-//! come from the validated configuration (`config::options` derives them from it); [`run`] also starts the Kubernetes outputs when asked (`notify`). The shutdown is
+//! `main.rs` parses the flags, merges the configuration file, sets up logging and calls
+//! [`run`]; the options of each component come from the validated configuration
+//! (`config::options` derives them from it); [`run`] also starts the Kubernetes outputs when
+//! asked (`notify`). The shutdown is
 //! bounded by one grace from the signal (`serve::SHUTDOWN_GRACE`), whatever NVML is doing: a
 //! sampler still inside it after the drain (`serve::SHUTDOWN_DRAIN`) is left behind, and
 //! [`Exit::Now`] tells `main` to end with [`leave_now`] rather than through exit handlers that
@@ -24,7 +28,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
 use crate::catalogue::csv::CounterSet;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Settings};
 use crate::exposition::publish::{Shared, render};
 use crate::notify;
 use crate::sampler::{self, reload};
@@ -70,10 +74,12 @@ pub fn stall_limit(tick_interval: Duration) -> Duration {
 /// Runs the exporter until SIGTERM or Ctrl-C, and says how the process is to end. Logging must
 /// be set up. An error is returned only before the sampler starts.
 pub fn run(
-    mut cfg: Config,
+    settings: Settings,
     rt: tokio::runtime::Runtime,
     mut early: EarlySignals,
 ) -> Result<Exit, DaemonError> {
+    let (simulated, site) = pipeline::Simulated::start(settings.simulation()?.as_ref(), &rt)?;
+    let cfg = settings.validate(&site)?;
     let web_config = match cfg.serving.config_file.as_ref() {
         Some(p) => Some(Arc::new(
             WebConfig::load(p).map_err(DaemonError::WebConfig)?,
@@ -88,7 +94,7 @@ pub fn run(
         debug!("{n}");
     }
     let loaded = cfg.load_counters()?;
-    cfg.fit_labels(&loaded.set)?;
+    let pod_label_room = cfg.fit_labels(&loaded.set)?;
     info!(
         "{} ({} metrics, {} labels)",
         loaded.origin,
@@ -100,7 +106,7 @@ pub fn run(
     }
     let counters: Arc<CounterSet> = Arc::new(loaded.set);
     // `simulated` keeps the simulated node and cluster (if any) alive until the end of `run`.
-    let pipeline = Pipeline::build(&mut cfg, &counters, &rt)?;
+    let pipeline = Pipeline::build(&cfg, &counters, pod_label_room, &rt, simulated)?;
     let kube = pipeline
         .kubernetes
         .as_ref()
@@ -128,7 +134,8 @@ pub fn run(
     }
     if let Some(f) = loaded.file {
         info!(file = %f.shown_path(), "counters reload on file change and on SIGHUP");
-        sampler = sampler.with_counters_file(f.with_validator(Box::new(cfg.counters_guard())));
+        sampler = sampler
+            .with_counters_file(f.with_validator(Box::new(cfg.counters_guard(pod_label_room))));
     }
     sampler = sampler.with_exporter_metrics(cfg.exposition.enable_exporter_metrics);
     // Bound before the sampler starts: nothing after this point stops the daemon with an error.

@@ -12,7 +12,7 @@ use tracing::{info, warn};
 
 use crate::attribution::{self, AttributionOptions, Attributor, SourceHandles};
 use crate::catalogue::csv::CounterSet;
-use crate::config::Config;
+use crate::config::{Config, SimulatedNode, Simulation, Site};
 use crate::dcgm;
 use crate::gpu;
 use crate::sampler::{self, Sampler};
@@ -64,10 +64,43 @@ pub struct Pipeline {
 /// kubelet socket, API server and proc tree live as long as this value.
 pub struct Simulated {
     node: Option<sim::Node>,
-    _cluster: Option<sim::Cluster>,
+    cluster: Option<sim::Cluster>,
 }
 
 impl Simulated {
+    /// A real node: nothing simulated.
+    pub fn none() -> Self {
+        Self {
+            node: None,
+            cluster: None,
+        }
+    }
+
+    /// Starts the simulated node and cluster `--simulate` asks for (`sim`, from the raw
+    /// settings: [`crate::config::Settings::simulation`]; `None`: a real node), and returns
+    /// them with the [`Site`] that validation points the components at.
+    pub fn start(
+        sim: Option<&Simulation>,
+        rt: &tokio::runtime::Runtime,
+    ) -> Result<(Self, Site), PipelineError> {
+        let Some(s) = sim else {
+            return Ok((Self::none(), Site::host()));
+        };
+        let node = sim::Node::open(&s.scenario, s.seed, s.nvml_lib.as_deref())?;
+        let cluster = sim::Cluster::start(&node, rt)?;
+        let simulated: SimulatedNode = cluster.site(&node);
+        let site = Site {
+            simulated: Some(simulated),
+        };
+        Ok((
+            Self {
+                node: Some(node),
+                cluster: Some(cluster),
+            },
+            site,
+        ))
+    }
+
     /// Stops the simulated cluster and unloads the simulated library (once NVML no longer
     /// needs it).
     pub fn stop(self) {}
@@ -75,29 +108,23 @@ impl Simulated {
     /// Stops the simulated cluster but never unloads the simulated library: unloading takes
     /// the dynamic loader's lock, which a thread stuck loading NVML may hold.
     pub fn abandon(self) {
-        let Self { node, _cluster } = self;
+        let Self { node, cluster: _ } = self;
         let _ = std::mem::ManuallyDrop::new(node);
     }
 }
 
 impl Pipeline {
-    /// Builds the sampler for `cfg` (with `--simulate`, configures the simulated node first;
-    /// its name then stands in for the host name unless `NODE_NAME` is set).
+    /// Builds the sampler for `cfg`, validated for the site `simulated` makes (with
+    /// `--simulate`, its simulated node and cluster; [`Simulated::start`]), reading the
+    /// `counters` with the pod labels' room `pod_label_room` (from the labels-per-series guard).
     pub fn build(
-        cfg: &mut Config,
+        cfg: &Config,
         counters: &Arc<CounterSet>,
+        pod_label_room: Option<usize>,
         rt: &tokio::runtime::Runtime,
+        simulated: Simulated,
     ) -> Result<Self, PipelineError> {
-        let (lib_path, node) = match cfg.simulator.scenario.clone() {
-            Some(scenario) => {
-                let node = sim::Node::open(&scenario, cfg.simulator.seed, cfg.nvml_lib.as_deref())?;
-                if cfg.hostname.is_some() && std::env::var_os("NODE_NAME").is_none() {
-                    cfg.hostname = Some(node.node_name()?);
-                }
-                (Some(node.lib_path()), Some(node))
-            }
-            None => (cfg.nvml_lib.clone(), None),
-        };
+        let lib_path = cfg.nvml_lib.clone();
         info!(
             profile = cfg.exposition.profile.name(),
             host_label = cfg.exposition.profile.host_label(),
@@ -109,10 +136,11 @@ impl Pipeline {
             Box::new(move || gpu::open_after_trial(loader_path.as_deref()));
         let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader_options())
             .with_health(cfg.health_options());
-        if let Some(client) = start_dcgm(cfg, node.as_ref()).map_err(PipelineError::Dcgm)? {
+        if let Some(client) = start_dcgm(cfg).map_err(PipelineError::Dcgm)? {
             sampler = sampler.with_dcgm(client);
         }
-        let (attributor, cluster, kubernetes) = start_attribution(cfg, rt, node.as_ref())?;
+        let cluster = simulated.cluster.as_ref().map(sim::Cluster::client);
+        let (attributor, kubernetes) = start_attribution(cfg, pod_label_room, rt, cluster)?;
         if let Some(a) = attributor {
             sampler = sampler.with_attribution(a);
         }
@@ -120,10 +148,7 @@ impl Pipeline {
             sampler,
             lib_path,
             kubernetes,
-            simulated: Simulated {
-                node,
-                _cluster: cluster,
-            },
+            simulated,
         })
     }
 
@@ -134,17 +159,9 @@ impl Pipeline {
 }
 
 /// The DCGM client for `cfg` (with `--simulate`, on the simulated DCGM library, embedded
-/// unless `--dcgm-mode` says otherwise); `None` with DCGM off.
-fn start_dcgm(cfg: &Config, node: Option<&sim::Node>) -> std::io::Result<Option<dcgm::Client>> {
-    let mut opts = cfg.dcgm_options();
-    if let Some(path) = node.and_then(sim::Node::dcgm_lib_path) {
-        if !cfg.dcgm.mode_given && opts.mode == dcgm::Mode::Off {
-            opts.mode = dcgm::Mode::Embedded;
-        }
-        if opts.lib.is_none() {
-            opts.lib = Some(path);
-        }
-    }
+/// unless `--dcgm-mode` says otherwise, as validation settled); `None` with DCGM off.
+fn start_dcgm(cfg: &Config) -> std::io::Result<Option<dcgm::Client>> {
+    let opts = cfg.dcgm_options();
     if opts.mode == dcgm::Mode::Off {
         return Ok(None);
     }
@@ -175,19 +192,17 @@ async fn api_client() -> Result<(kube::Client, String), String> {
     Ok((client, line))
 }
 
-/// What attribution started: the attributor, the simulated cluster it reads, and what it uses.
-type Started = (
-    Option<Attributor>,
-    Option<sim::Cluster>,
-    Option<KubernetesInUse>,
-);
+/// What attribution started: the attributor and what it uses.
+type Started = (Option<Attributor>, Option<KubernetesInUse>);
 
 /// Starts the attribution sources that the flags ask for (with `--simulate`: against a
-/// simulated kubelet, API server and proc tree built from the scenario's `[[pods]]`).
+/// simulated kubelet, API server and proc tree built from the scenario's `[[pods]]`, whose
+/// API client is `simulated_api`), the pod labels given `pod_label_room` per series.
 fn start_attribution(
-    cfg: &mut Config,
+    cfg: &Config,
+    pod_label_room: Option<usize>,
     rt: &tokio::runtime::Runtime,
-    node: Option<&sim::Node>,
+    simulated_api: Option<kube::Client>,
 ) -> Result<Started, PipelineError> {
     let hpc = match cfg.hpc_job_mapping_dir.clone() {
         Some(d) => {
@@ -196,7 +211,7 @@ fn start_attribution(
         }
         None => None,
     };
-    let Some(k) = cfg.kubernetes.as_mut() else {
+    let Some(k) = cfg.kubernetes.as_ref() else {
         let attributor = hpc.map(|h| {
             let sources = SourceHandles {
                 hpc: Some(h),
@@ -204,15 +219,12 @@ fn start_attribution(
             };
             Attributor::new(AttributionOptions::default(), sources)
         });
-        return Ok((attributor, None, None));
+        return Ok((attributor, None));
     };
-    let mut cluster = None;
     let mut client = None;
     let mut api_config = String::new();
-    if let Some(node) = node {
-        let c = sim::Cluster::start(node, rt, k)?;
-        client = Some(c.client());
-        cluster = Some(c);
+    if let Some(c) = simulated_api {
+        client = Some(c);
         api_config = "the simulated API server".to_owned();
     } else if k.pod_metadata || cfg.health.writes() {
         client = match rt.block_on(api_client()) {
@@ -237,10 +249,8 @@ fn start_attribution(
         proc_root: k.process_metrics.then(|| k.proc_root.clone()),
         api_config,
     };
-    // The options come from the configuration, as the simulated cluster (if any) set it.
-    let k = k.clone();
-    let kubelet = cfg.kubelet_options(&k);
-    let opts = cfg.attribution_options(&k);
-    let a = attribution::start(&k, kubelet, opts, client, hpc, rt.handle());
-    Ok((Some(a), cluster, Some(in_use)))
+    let kubelet = cfg.kubelet_options(k);
+    let opts = cfg.attribution_options(k, pod_label_room);
+    let a = attribution::start(k, kubelet, opts, client, hpc, rt.handle());
+    Ok((Some(a), Some(in_use)))
 }

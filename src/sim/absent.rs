@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::attribution::KubernetesConfig;
+use crate::config::SimulatedNode;
 
 /// Why the simulated node cannot run: in this build, always.
 #[derive(Debug, thiserror::Error)]
@@ -39,11 +39,6 @@ impl Node {
     pub fn dcgm_lib_path(&self) -> Option<PathBuf> {
         match *self {}
     }
-
-    /// Never called: there is no node.
-    pub fn node_name(&self) -> Result<String, SimError> {
-        match *self {}
-    }
 }
 
 /// No simulated cluster can exist in this build.
@@ -51,12 +46,13 @@ pub enum Cluster {}
 
 impl Cluster {
     /// Never called: there is no node to start it for.
-    pub fn start(
-        node: &Node,
-        _rt: &tokio::runtime::Runtime,
-        _k: &mut KubernetesConfig,
-    ) -> Result<Self, SimError> {
+    pub fn start(node: &Node, _rt: &tokio::runtime::Runtime) -> Result<Self, SimError> {
         match *node {}
+    }
+
+    /// Never called: there is no cluster.
+    pub fn site(&self, _node: &Node) -> SimulatedNode {
+        match *self {}
     }
 
     /// Never called: there is no cluster.

@@ -47,7 +47,7 @@ use nvml_wrapper::Nvml;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::attribution::KubernetesConfig;
+use crate::config::SimulatedNode;
 use crate::gpu::LoadError;
 use crate::sim::api::timeline::{self, ApiFaultError, RawKubernetes, TimedWriteFault};
 use crate::sim::api::{FakeApi, RbacRule};
@@ -318,6 +318,20 @@ pub struct SimCluster {
 }
 
 impl SimCluster {
+    /// The simulated node as validation points the components at it: this cluster's node name,
+    /// kubelet socket, proc tree and DRA claims, with the simulated libraries at `nvml_lib` and
+    /// `dcgm_lib`.
+    pub fn simulated_node(&self, nvml_lib: PathBuf, dcgm_lib: Option<PathBuf>) -> SimulatedNode {
+        SimulatedNode {
+            node_name: self.node.clone(),
+            nvml_lib,
+            dcgm_lib,
+            kubelet_socket: self.socket.clone(),
+            proc_root: self.proc_root.clone(),
+            dra_claims: self.has_claims,
+        }
+    }
+
     /// Builds and starts everything from the configured scenario of `sim` (NVML loaded from
     /// `lib_path` resolves GPU indices to UUIDs). Call inside a tokio runtime.
     pub async fn start(sim: &SimLib, lib_path: Option<&Path>) -> Result<Self, SimClusterError> {
@@ -398,16 +412,6 @@ impl SimCluster {
             jobs: spec.jobs.len(),
             _dir: dir,
         })
-    }
-
-    /// Points pod attribution at this cluster: its socket, proc tree, node, DRA on when a pod
-    /// holds a claim. The pod watch stays as the flags set it (on by default; off with
-    /// `--kubernetes-pod-metadata=false`, as a node whose RBAC has no pods runs).
-    pub fn configure(&self, k: &mut KubernetesConfig) {
-        k.socket = self.socket.clone();
-        k.proc_root = self.proc_root.clone();
-        k.node_name = Some(self.node.clone());
-        k.dra = k.dra || self.has_claims;
     }
 }
 

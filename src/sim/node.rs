@@ -13,7 +13,7 @@ use tracing::info;
 
 use super::cluster::{SimCluster, SimClusterError};
 use super::library::{SimLib, SimLibError, find_library};
-use crate::attribution::KubernetesConfig;
+use crate::config::SimulatedNode;
 
 /// Why the simulated node cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -74,11 +74,6 @@ impl Node {
     pub fn lib_path(&self) -> PathBuf {
         self.lib.path().to_path_buf()
     }
-
-    /// The scenario's node name (stands in for the host name).
-    pub fn node_name(&self) -> Result<String, SimError> {
-        Ok(self.lib.node_name()?)
-    }
 }
 
 /// The simulated kubelet, API server and proc tree of a scenario's `[[pods]]`; they run while
@@ -88,12 +83,8 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Starts the cluster of `node`'s scenario (on `rt`) and points `k` at it.
-    pub fn start(
-        node: &Node,
-        rt: &tokio::runtime::Runtime,
-        k: &mut KubernetesConfig,
-    ) -> Result<Self, SimError> {
+    /// Starts the cluster of `node`'s scenario (on `rt`).
+    pub fn start(node: &Node, rt: &tokio::runtime::Runtime) -> Result<Self, SimError> {
         let path = node.lib_path();
         let c = rt.block_on(SimCluster::start(&node.lib, Some(&path)))?;
         info!(
@@ -104,8 +95,14 @@ impl Cluster {
             proc_root = %c.proc_root.display(),
             "simulated kubelet, API server and proc tree started"
         );
-        c.configure(k);
         Ok(Self { inner: c })
+    }
+
+    /// What validation points the components at on `node` with this cluster: the libraries,
+    /// the node name, the kubelet socket, the proc tree and whether DRA is in use.
+    pub fn site(&self, node: &Node) -> SimulatedNode {
+        self.inner
+            .simulated_node(node.lib_path(), node.dcgm_lib_path())
     }
 
     /// A Kubernetes API client for the simulated API server.

@@ -201,12 +201,20 @@ impl Cluster {
         Self { rt, sim }
     }
 
-    /// Attribution settings pointed at this cluster.
+    /// The site validation points the components at on this cluster (its simulated libraries
+    /// are the test's own, loaded by path).
+    pub fn site(&self) -> gpu_exporter::config::Site {
+        gpu_exporter::config::Site {
+            simulated: Some(self.sim.simulated_node(PathBuf::new(), None)),
+        }
+    }
+
+    /// Attribution settings pointed at this cluster: `-k` validated on [`Cluster::site`], as
+    /// the daemon validates it with `--simulate`.
     pub fn config(&self) -> gpu_exporter::attribution::KubernetesConfig {
-        let mut k =
-            gpu_exporter::attribution::KubernetesConfig::with_socket(self.sim.socket.clone());
-        self.sim.configure(&mut k);
-        k
+        config_on(&["-k"], &self.site())
+            .kubernetes
+            .expect("-k enables pod attribution")
     }
 
     /// An attributor over this cluster with `k`, once every source has answered.
@@ -238,7 +246,21 @@ pub fn attribution_options(
     gpu_exporter::attribution::AttributionOptions,
 ) {
     let cfg = gpu_exporter::config::Config::from_args(&["-k"]).expect("valid flags");
-    (cfg.kubelet_options(k), cfg.attribution_options(k))
+    (cfg.kubelet_options(k), cfg.attribution_options(k, None))
+}
+
+/// The configuration of `args` (after the program name) validated on `site`, as the daemon
+/// validates it.
+#[allow(dead_code)]
+pub fn config_on(args: &[&str], site: &gpu_exporter::config::Site) -> gpu_exporter::config::Config {
+    let argv = std::iter::once("gpu-exporter")
+        .chain(args.iter().copied())
+        .map(std::ffi::OsString::from);
+    gpu_exporter::config::Cli::try_parse_go_style(argv)
+        .expect("flags parse")
+        .merge_config_file()
+        .and_then(|s| s.validate(site))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
 /// Polls `cond` every 20 ms for up to 20 s (a deadline, not a timing assertion).

@@ -95,7 +95,7 @@ fn attributor(cluster: &common::Cluster, cfg: &Config, k: &KubernetesConfig) -> 
     let a = gpu_exporter::attribution::start(
         k,
         cfg.kubelet_options(k),
-        cfg.attribution_options(k),
+        cfg.attribution_options(k, None),
         Some(cluster.sim.client.clone()),
         None,
         cluster.rt.handle(),

@@ -43,8 +43,9 @@ impl Churn {
         let cluster = Cluster::start(&node);
         let counters = common::default_counters();
         let cfg = common::config(args);
-        let mut k = cfg.kubernetes.clone().expect("-k");
-        cluster.sim.configure(&mut k);
+        let mut k = common::config_on(args, &cluster.site())
+            .kubernetes
+            .expect("-k");
         k.refresh = Duration::from_millis(50);
         let sampler = node
             .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
