@@ -8,8 +8,8 @@
 //! is wrong (`rules` does) or read the snapshot.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
-use super::rules::Observation;
 use crate::snapshot::{ActiveReason, Reason};
 
 /// A GPU (by UUID, or `#<index>` before its UUID was read), a reason, an Xid code.
@@ -22,12 +22,14 @@ pub struct Damper {
 }
 
 impl Damper {
-    /// Records this tick's observations of `gpu` at `now`, and returns the reasons that are
-    /// present or held (their cause gone for less than `hold` seconds), worst first.
+    /// Records this tick's observations of `gpu` at `now` (the rules' reasons, each seen at
+    /// its `last_seen_unix`), and returns the reasons that are present or held (their cause
+    /// gone for less than `hold` seconds), worst first. A reason already held keeps the start
+    /// of its episode and takes the observation's severity, action and words.
     pub fn update(
         &mut self,
         gpu: &str,
-        observed: Vec<Observation>,
+        observed: Vec<ActiveReason>,
         now: f64,
         hold: f64,
     ) -> Vec<ActiveReason> {
@@ -35,21 +37,18 @@ impl Damper {
         for o in observed {
             let key = (gpu.to_owned(), o.reason, o.xid, o.gpu_instance_id);
             seen.push(key.clone());
-            let entry = self.held.entry(key).or_insert_with(|| ActiveReason {
-                reason: o.reason,
-                severity: o.severity,
-                xid: o.xid,
-                gpu_instance_id: o.gpu_instance_id,
-                message: String::new(),
-                action: o.action,
-                since_unix: o.seen_at,
-                last_seen_unix: o.seen_at,
-                present: true,
-            });
-            entry.severity = o.severity;
-            entry.action = o.action;
-            entry.message = o.message;
-            entry.last_seen_unix = entry.last_seen_unix.max(o.seen_at);
+            match self.held.entry(key) {
+                Entry::Vacant(v) => {
+                    v.insert(o);
+                }
+                Entry::Occupied(mut held) => {
+                    let r = held.get_mut();
+                    r.severity = o.severity;
+                    r.action = o.action;
+                    r.message = o.message;
+                    r.last_seen_unix = r.last_seen_unix.max(o.last_seen_unix);
+                }
+            }
         }
         let mut out = Vec::new();
         self.held.retain(|k, r| {
@@ -84,15 +83,17 @@ mod tests {
     use super::*;
     use crate::snapshot::{Action, Verdict};
 
-    fn obs(reason: Reason, at: f64) -> Observation {
-        Observation {
+    fn obs(reason: Reason, at: f64) -> ActiveReason {
+        ActiveReason {
             reason,
             severity: Verdict::Warning,
             xid: None,
             gpu_instance_id: None,
             message: "m".into(),
             action: Action::Watch,
-            seen_at: at,
+            since_unix: at,
+            last_seen_unix: at,
+            present: true,
         }
     }
 

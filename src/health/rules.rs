@@ -1,5 +1,6 @@
 //! The health rules: one GPU's signals in one tick ([`Signals`]) to what is wrong with it
-//! now ([`Observation`]s), each with its reason, severity, message and recommended action.
+//! now, each a `snapshot::ActiveReason` with its reason, severity, message and recommended
+//! action, present and seen at the tick's time (or an Xid's own), for `damping` to hold.
 //!
 //! Pure: no state, no time but the tick's; the flap damping is `damping`'s. It must not read
 //! NVML or the snapshot (`signals` gathers what it needs).
@@ -11,7 +12,7 @@ use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
 use crate::gpu::reader::{
     CLOCK_EVENT_REASONS, HW_POWER_BRAKE, HW_SLOWDOWN, HW_THERMAL, SW_THERMAL,
 };
-use crate::snapshot::{Action, HealthWatch, Reason, Verdict, XidCounts};
+use crate::snapshot::{Action, ActiveReason, HealthWatch, Reason, Verdict, XidCounts};
 
 /// What the model knows about one physical GPU in one tick; `None` where the signal was not
 /// read (not supported, or the GPU is lost).
@@ -55,24 +56,27 @@ pub struct Signals {
     pub dcgm: Option<Vec<HealthWatch>>,
 }
 
-/// One thing wrong with a GPU in one tick.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observation {
-    /// Why.
-    pub reason: Reason,
-    /// How serious.
-    pub severity: Verdict,
-    /// The Xid code for the `xid_*` reasons (each code is held on its own).
-    pub xid: Option<u64>,
-    /// The MIG GPU instance the cause belongs to (an application Xid NVML reported with
-    /// one); `None`: the whole GPU.
-    pub gpu_instance_id: Option<u32>,
-    /// In words.
-    pub message: String,
-    /// What to do.
-    pub action: Action,
-    /// When it was seen: the tick's time, or an Xid's own time.
-    pub seen_at: f64,
+/// One thing wrong with a GPU in one tick, seen at `seen_at` (the tick's time, or an Xid's
+/// own): present, its episode starting and last seen then (`damping` keeps the start of an
+/// episode that goes on).
+fn seen(
+    reason: Reason,
+    severity: Verdict,
+    action: Action,
+    message: String,
+    seen_at: f64,
+) -> ActiveReason {
+    ActiveReason {
+        reason,
+        severity,
+        xid: None,
+        gpu_instance_id: None,
+        message,
+        action,
+        since_unix: seen_at,
+        last_seen_unix: seen_at,
+        present: true,
+    }
 }
 
 fn links(l: &[u32]) -> String {
@@ -80,18 +84,10 @@ fn links(l: &[u32]) -> String {
 }
 
 /// What is wrong with the GPU at `now`; Xids count when seen within `xid_window` seconds.
-pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<Observation> {
+pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
     let mut out = Vec::new();
     let mut add = |reason, severity, action, message: String| {
-        out.push(Observation {
-            reason,
-            severity,
-            xid: None,
-            gpu_instance_id: None,
-            message,
-            action,
-            seen_at: now,
-        })
+        out.push(seen(reason, severity, action, message, now))
     };
     use Verdict::{Critical, Warning};
     if !s.up {
@@ -252,7 +248,7 @@ fn xid_observations(
     gi: Option<u32>,
     now: f64,
     xid_window: f64,
-    out: &mut Vec<Observation>,
+    out: &mut Vec<ActiveReason>,
 ) {
     for (code, n, last) in codes {
         if *n == 0 || now - last > xid_window {
@@ -262,18 +258,21 @@ fn xid_observations(
         let on = gi
             .map(|gi| format!(" on MIG instance {gi}"))
             .unwrap_or_default();
-        out.push(Observation {
-            reason: info.class.reason(),
-            severity: info.severity,
+        let message = format!(
+            "Xid {code}{on}: {} (×{n}, last {:.0} s ago)",
+            info.meaning,
+            (now - last).max(0.0)
+        );
+        out.push(ActiveReason {
             xid: Some(*code),
             gpu_instance_id: gi,
-            message: format!(
-                "Xid {code}{on}: {} (×{n}, last {:.0} s ago)",
-                info.meaning,
-                (now - last).max(0.0)
-            ),
-            action: info.action,
-            seen_at: *last,
+            ..seen(
+                info.class.reason(),
+                info.severity,
+                info.action,
+                message,
+                *last,
+            )
         });
     }
 }
@@ -502,7 +501,7 @@ mod tests {
         };
         assert!(observe(&s, 100.0, 60.0).is_empty());
         let o = observe(&s, 100.0, 120.0);
-        assert_eq!(o[0].seen_at, 10.0, "an Xid is seen at its own time");
+        assert_eq!(o[0].last_seen_unix, 10.0, "an Xid is seen at its own time");
         assert_eq!(o[0].xid, Some(48));
         assert!(
             o[0].message.starts_with("Xid 48: double-bit ECC error (×3"),

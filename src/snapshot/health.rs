@@ -265,7 +265,9 @@ impl Action {
     }
 }
 
-/// One reason of a verdict, while it is active or held.
+/// One reason of a verdict, while it is active or held; also what the health rules observe
+/// in one tick (present, first and last seen when it was seen), before the flap damping holds
+/// it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActiveReason {
     /// The reason.
