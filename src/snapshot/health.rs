@@ -1,7 +1,8 @@
 //! The plain data of a health verdict, so that every layer from the snapshot up can hold it:
-//! [`Verdict`], the bounded [`Reason`] set with its one table of words ([`Reason::words`]),
-//! the recommended [`Action`], and one entity's [`EntityHealth`] with the signals it was
-//! judged from as `/status` shows them ([`ShownSignals`]). The words of `as_str` are label
+//! [`Verdict`], the bounded [`Reason`] set (every one in [`Reason::ALL`]) with its one table
+//! of words ([`Reason::words`]), the recommended [`Action`], and one entity's
+//! [`EntityHealth`] with the signals it was judged from as `/status` shows them
+//! ([`ShownSignals`]). The words of `as_str` are label
 //! values and API: they are documented in docs/health.md, and a change to one is a breaking
 //! change.
 //!
@@ -35,10 +36,27 @@ impl Verdict {
     }
 }
 
-/// Why a verdict is not `ok`: a bounded set, used as a label value (`gpu_health_reason`) and
-/// by the Kubernetes outputs as a key. The words are documented in docs/health.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Reason {
+/// Declares [`Reason`] and [`Reason::ALL`] from one list of variants, so that a new reason
+/// is in `ALL` by construction (and `Reason::words`' match fails to compile until it has its
+/// words).
+macro_rules! reasons {
+    ($($(#[doc = $doc:literal])* $variant:ident,)*) => {
+        /// Why a verdict is not `ok`: a bounded set, used as a label value
+        /// (`gpu_health_reason`) and by the Kubernetes outputs as a key. The words are
+        /// documented in docs/health.md.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Reason {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Reason {
+            /// Every reason, in the order of its declaration (the order verdicts sort by).
+            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
+        }
+    };
+}
+
+reasons! {
     /// The GPU fell off the bus, or NVML no longer answers for it.
     GpuLost,
     /// An Xid of the catalogue's hardware class.
@@ -367,34 +385,7 @@ mod tests {
     #[test]
     fn a_reasons_text_is_its_label_in_words_but_for_a_lost_gpu() {
         use Reason::*;
-        let all = [
-            GpuLost,
-            XidHardware,
-            XidMemory,
-            XidNvlink,
-            XidDriver,
-            XidApplication,
-            XidUnknown,
-            EccDbe,
-            RowRemapPending,
-            RowRemapFailed,
-            ThermalSlowdown,
-            PowerBrake,
-            HwSlowdown,
-            OverSlowdownTemp,
-            NvlinkDown,
-            NvlinkBer,
-            FabricUnhealthy,
-            FabricDegraded,
-            RecoveryReset,
-            RecoveryReboot,
-            RecoveryDrainP2p,
-            RecoveryDrainAndReset,
-            RecoveryOther,
-            DcgmWatchWarning,
-            DcgmWatchFailure,
-        ];
-        for r in all.into_iter().filter(|r| *r != GpuLost) {
+        for r in Reason::ALL.iter().copied().filter(|r| *r != GpuLost) {
             assert_eq!(r.text(None), r.as_str().replace('_', " "), "{r:?}");
         }
         assert_eq!(EccDbe.event_reason(), "EccDoubleBitError");
@@ -403,5 +394,20 @@ mod tests {
             GpuLost.text(None),
             "lost (fell off the bus or NVML no longer answers)"
         );
+    }
+
+    #[test]
+    fn every_reason_is_listed_once_in_order_with_words_of_its_own() {
+        for (i, r) in Reason::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i, "{r:?}");
+        }
+        let mut labels: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        let mut events: Vec<&str> = Reason::ALL.iter().map(|r| r.event_reason()).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        events.sort_unstable();
+        events.dedup();
+        assert_eq!(labels.len(), Reason::ALL.len());
+        assert_eq!(events.len(), Reason::ALL.len());
     }
 }
