@@ -21,8 +21,9 @@
 //! (the read set: exported and watched fields), but *shows* a field's value only when the
 //! counters file exports that field ([`shown`]); a watched-only field is judged and shown as
 //! not configured ([`not_exported`] names those of [`SHOWN_FIELDS`]), so that `/status`
-//! never shows a value the metrics do not carry. The NVLink and fabric signals need no field
-//! and are always shown.
+//! never shows a value the metrics do not carry. The recent Xids, NVLink and fabric signals
+//! need no field and are always shown. The shown signals are gathered in their one shape, `snapshot::ShownSignals`
+//! (`Signals::shown`), which `/status` serializes as the model leaves it.
 //!
 //! Owns the reasons, their severity, messages and actions (`rules`, the Xid table in `xid`),
 //! the hold, and the NVML-to-DCGM watch mapping (`watches`). It must not read NVML or DCGM,
@@ -38,6 +39,7 @@ use std::time::Duration;
 use crate::catalogue::Getter;
 use crate::catalogue::csv::{CounterRow, CounterSet, MetricType};
 use crate::gpu::nvlink::{FABRIC_COMPLETED, errors_past_fec};
+use crate::gpu::reader::CLOCK_EVENT_REASONS;
 use crate::snapshot::{
     ActiveReason, EntityHealth, EntitySample, ShownSignals, Snapshot, Value, Verdict, XidCounts,
     XidTotals,
@@ -80,6 +82,9 @@ pub const RECOVERY: &str = "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION";
 /// The last Xid (shown, not judged: the model reads the Xid totals).
 pub const XID: &str = "DCGM_FI_DEV_XID_ERRORS";
 
+/// How far back the recent Xids `/status` shows reach (`ShownSignals::recent_xids`).
+pub const XID_RECENT_SECONDS: f64 = 3600.0;
+
 /// The fields the model reads whatever the counters file exports.
 pub const WATCHED_FIELDS: [&str; 7] = [
     ECC_DBE,
@@ -117,21 +122,41 @@ pub fn not_exported(
         .filter(|(_, field)| !exports(exported, field))
 }
 
-/// `sig` as `/status` shows it: each field-backed value only where `exported` exports its
-/// field (the module's rule), the NVLink and fabric signals as they are.
+/// `sig`'s shown signals as `/status` shows them: each field-backed value only where
+/// `exported` exports its field (the module's rule), the rest as they are.
 pub fn shown(sig: &Signals, exported: &CounterSet) -> ShownSignals {
     let only = |field: &str| exports(exported, field);
+    let s = &sig.shown;
     ShownSignals {
-        last_xid: sig.last_xid.filter(|_| only(XID)),
-        ecc_dbe: sig.ecc_dbe.filter(|_| only(ECC_DBE)),
-        remapped_rows: sig.remapped_rows.filter(|_| only(REMAPPED)),
-        remap_failure: sig.remap_failure.filter(|_| only(REMAP_FAILURE)),
-        remap_pending: sig.remap_pending.filter(|_| only(REMAP_PENDING)),
-        clock_events: sig.clock_events.filter(|_| only(CLOCK_EVENTS)),
-        nvlink_down: sig.nvlink_down.clone(),
-        nvlink_ber_high: sig.nvlink_ber_high.clone(),
-        fabric_health: sig.fabric_health,
+        last_xid: s.last_xid.filter(|_| only(XID)),
+        ecc_dbe: s.ecc_dbe.filter(|_| only(ECC_DBE)),
+        remapped_rows: s.remapped_rows.filter(|_| only(REMAPPED)),
+        remap_failure: s.remap_failure.filter(|_| only(REMAP_FAILURE)),
+        remap_pending: s.remap_pending.filter(|_| only(REMAP_PENDING)),
+        clock_events: s.clock_events.clone().filter(|_| only(CLOCK_EVENTS)),
+        ..s.clone()
     }
+}
+
+/// The names of the active clock-event reasons of `bits` other than idle (dcgm-exporter's).
+fn throttle_names(bits: u64) -> Vec<&'static str> {
+    CLOCK_EVENT_REASONS
+        .iter()
+        .filter(|(bit, name)| bits & bit != 0 && *name != "gpu_idle")
+        .map(|(_, name)| *name)
+        .collect()
+}
+
+/// The Xids of `x` seen within [`XID_RECENT_SECONDS`] of `now`: (code, occurrences, seconds
+/// ago).
+fn recent_xids(x: &XidTotals, now: f64) -> Vec<(u64, u64, f64)> {
+    x.codes
+        .iter()
+        .filter_map(|(code, n, last)| {
+            let ago = (now - (*last)?).max(0.0);
+            (*n > 0 && ago <= XID_RECENT_SECONDS).then_some((*code, *n, ago))
+        })
+        .collect()
 }
 
 /// `counters` with a gauge row appended for each watched field it lacks, so that the reader
@@ -212,12 +237,13 @@ pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signal
         ..Signals::default()
     };
     if let Some(e) = e {
-        out.ecc_dbe = s.num(e, ECC_DBE);
-        out.remap_pending = s.num(e, REMAP_PENDING);
-        out.remap_failure = s.num(e, REMAP_FAILURE);
-        out.remapped_rows = s.num(e, REMAPPED);
-        out.last_xid = s.xid(e);
+        out.shown.ecc_dbe = s.num(e, ECC_DBE);
+        out.shown.remap_pending = s.num(e, REMAP_PENDING);
+        out.shown.remap_failure = s.num(e, REMAP_FAILURE);
+        out.shown.remapped_rows = s.num(e, REMAPPED);
+        out.shown.last_xid = s.xid(e);
         out.clock_events = s.num(e, CLOCK_EVENTS).map(|b| b as u64);
+        out.shown.clock_events = out.clock_events.map(throttle_names);
         out.temp = s.num(e, TEMP);
         out.slowdown_temp = s.num(e, SLOWDOWN);
         out.recovery_action = s.num(e, RECOVERY).map(|a| a as u32);
@@ -225,10 +251,11 @@ pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signal
     }
     if let Some(x) = snap.xids.iter().find(|x| x.id.gpu == gpu) {
         (out.xids, out.instance_xids) = split_xids(x);
+        out.shown.recent_xids = recent_xids(x, snap.taken_at_unix);
     }
     if let Some(g) = snap.interconnect.iter().find(|g| g.id.gpu == gpu) {
-        out.nvlink_down = g.links.iter().filter(|l| !l.up).map(|l| l.link).collect();
-        out.nvlink_ber_high = g
+        out.shown.nvlink_down = g.links.iter().filter(|l| !l.up).map(|l| l.link).collect();
+        out.shown.nvlink_ber_high = g
             .links
             .iter()
             .filter(|l| errors_past_fec(l))
@@ -236,7 +263,7 @@ pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signal
             .collect();
         if let Some(f) = &g.fabric {
             out.fabric_failed = f.state == FABRIC_COMPLETED && f.status != 0;
-            out.fabric_health = f.health_summary;
+            out.shown.fabric_health = f.health_summary;
         }
     }
     out
@@ -488,12 +515,16 @@ mod tests {
     fn a_signal_is_shown_only_where_the_file_exports_its_field() {
         let sig = Signals {
             up: true,
-            ecc_dbe: Some(2.0),
-            remap_pending: Some(1.0),
-            last_xid: Some(48),
+            shown: ShownSignals {
+                ecc_dbe: Some(2.0),
+                remap_pending: Some(1.0),
+                last_xid: Some(48),
+                clock_events: Some(throttle_names(0x40)),
+                nvlink_down: vec![3],
+                fabric_health: Some(1),
+                ..ShownSignals::default()
+            },
             clock_events: Some(0x40),
-            nvlink_down: vec![3],
-            fabric_health: Some(1),
             ..Signals::default()
         };
         let file = parse_counters(
@@ -511,8 +542,17 @@ mod tests {
         let all = shown(&sig, &watched_set(&file));
         assert_eq!(
             (all.remap_pending, all.clock_events),
-            (Some(1.0), Some(0x40))
+            (Some(1.0), Some(vec!["hw_thermal"]))
         );
+    }
+
+    #[test]
+    fn the_throttle_reasons_are_the_active_bits_by_name_but_idle() {
+        assert_eq!(
+            throttle_names(0x1 | 0x20 | 0x40),
+            ["sw_thermal", "hw_thermal"]
+        );
+        assert!(throttle_names(0x1).is_empty());
     }
 
     #[test]

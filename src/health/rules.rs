@@ -12,7 +12,9 @@ use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
 use crate::gpu::reader::{
     CLOCK_EVENT_REASONS, HW_POWER_BRAKE, HW_SLOWDOWN, HW_THERMAL, SW_THERMAL,
 };
-use crate::snapshot::{Action, ActiveReason, HealthWatch, Reason, Verdict, XidCounts};
+use crate::snapshot::{
+    Action, ActiveReason, HealthWatch, Reason, ShownSignals, Verdict, XidCounts,
+};
 
 /// What the model knows about one physical GPU in one tick; `None` where the signal was not
 /// read (not supported, or the GPU is lost).
@@ -26,30 +28,20 @@ pub struct Signals {
     /// Application Xids NVML reported with a MIG GPU instance, per GPU instance id: they
     /// are that instance's (docs/health.md, "MIG instances").
     pub instance_xids: Vec<(u32, XidCounts)>,
-    /// Volatile double-bit ECC errors.
-    pub ecc_dbe: Option<f64>,
-    /// A row remap waits for a reset (non-zero).
-    pub remap_pending: Option<f64>,
-    /// A row remap failed (non-zero).
-    pub remap_failure: Option<f64>,
-    /// Rows remapped for uncorrectable errors (shown by `/status`; no rule judges it).
-    pub remapped_rows: Option<f64>,
-    /// The last Xid NVML reported, 0 for none (shown by `/status`; the rules judge `xids`).
-    pub last_xid: Option<u64>,
+    /// The signals `/status` shows, as read (whether the counters file exports their fields
+    /// or not; `health::shown` keeps what it exports). The rules judge the ECC errors, row
+    /// remaps, NVLink and fabric health here; the last Xid, the recent Xids and the remapped
+    /// rows are only shown (the rules judge `xids`), and the throttle reasons are
+    /// `clock_events`' bits by name.
+    pub shown: ShownSignals,
     /// The clock-event reasons bit mask.
     pub clock_events: Option<u64>,
     /// Temperature, °C.
     pub temp: Option<f64>,
     /// Slowdown temperature, °C.
     pub slowdown_temp: Option<f64>,
-    /// NVLink links down.
-    pub nvlink_down: Vec<u32>,
-    /// NVLink links whose errors get past FEC.
-    pub nvlink_ber_high: Vec<u32>,
     /// The fabric registration completed with an error.
     pub fabric_failed: bool,
-    /// Fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity).
-    pub fabric_health: Option<u8>,
     /// NVML's recovery action.
     pub recovery_action: Option<u32>,
     /// DCGM's health watches, when DCGM answered for the GPU.
@@ -98,8 +90,8 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
             "lost: NVML no longer answers for this GPU (fallen off the bus)".into(),
         );
     }
-    if s.ecc_dbe.is_some_and(|v| v > 0.0) {
-        let n = s.ecc_dbe.unwrap_or_default();
+    if s.shown.ecc_dbe.is_some_and(|v| v > 0.0) {
+        let n = s.shown.ecc_dbe.unwrap_or_default();
         add(
             Reason::EccDbe,
             Critical,
@@ -107,7 +99,7 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
             format!("{n} double-bit ECC error(s) since the driver loaded"),
         );
     }
-    if s.remap_failure.is_some_and(|v| v > 0.0) {
+    if s.shown.remap_failure.is_some_and(|v| v > 0.0) {
         add(
             Reason::RowRemapFailed,
             Critical,
@@ -115,7 +107,7 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
             "row remap failed: the GPU needs service".into(),
         );
     }
-    if s.remap_pending.is_some_and(|v| v > 0.0) {
+    if s.shown.remap_pending.is_some_and(|v| v > 0.0) {
         add(
             Reason::RowRemapPending,
             Warning,
@@ -157,22 +149,22 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
             format!("{t:.0} °C: at or above the slowdown temperature ({limit:.0} °C)"),
         );
     }
-    if !s.nvlink_down.is_empty() {
+    if !s.shown.nvlink_down.is_empty() {
         add(
             Reason::NvlinkDown,
             Warning,
             Action::CheckNvlink,
-            format!("NVLink link(s) down: {}", links(&s.nvlink_down)),
+            format!("NVLink link(s) down: {}", links(&s.shown.nvlink_down)),
         );
     }
-    if !s.nvlink_ber_high.is_empty() {
+    if !s.shown.nvlink_ber_high.is_empty() {
         add(
             Reason::NvlinkBer,
             Warning,
             Action::CheckNvlink,
             format!(
                 "NVLink errors get past FEC (bit error rate above {EFFECTIVE_BER_LIMIT:e}) on link(s): {}",
-                links(&s.nvlink_ber_high)
+                links(&s.shown.nvlink_ber_high)
             ),
         );
     }
@@ -184,7 +176,7 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
             "NVSwitch fabric registration failed".into(),
         );
     }
-    match s.fabric_health {
+    match s.shown.fabric_health {
         Some(2) => add(
             Reason::FabricUnhealthy,
             Critical,
@@ -315,6 +307,10 @@ mod tests {
         }
     }
 
+    fn showing(shown: ShownSignals) -> Signals {
+        Signals { shown, ..healthy() }
+    }
+
     fn reasons(s: &Signals) -> Vec<(Reason, Verdict)> {
         observe(s, 100.0, 60.0)
             .into_iter()
@@ -348,13 +344,16 @@ mod tests {
     fn a_healthy_gpu_has_nothing_to_say() {
         assert!(observe(&healthy(), 100.0, 60.0).is_empty());
         let s = Signals {
-            ecc_dbe: Some(0.0),
-            remap_pending: Some(0.0),
-            remap_failure: Some(0.0),
+            shown: ShownSignals {
+                ecc_dbe: Some(0.0),
+                remap_pending: Some(0.0),
+                remap_failure: Some(0.0),
+                fabric_health: Some(1),
+                ..ShownSignals::default()
+            },
             clock_events: Some(0x1 | 0x4),
             temp: Some(40.0),
             slowdown_temp: Some(87.0),
-            fabric_health: Some(1),
             recovery_action: Some(0),
             ..healthy()
         };
@@ -368,24 +367,24 @@ mod tests {
         let cases: Vec<(Signals, Vec<(Reason, Verdict)>)> = vec![
             (Signals::default(), vec![(GpuLost, Critical)]),
             (
-                Signals {
+                showing(ShownSignals {
                     ecc_dbe: Some(1.0),
-                    ..healthy()
-                },
+                    ..ShownSignals::default()
+                }),
                 vec![(EccDbe, Critical)],
             ),
             (
-                Signals {
+                showing(ShownSignals {
                     remap_pending: Some(1.0),
-                    ..healthy()
-                },
+                    ..ShownSignals::default()
+                }),
                 vec![(RowRemapPending, Warning)],
             ),
             (
-                Signals {
+                showing(ShownSignals {
                     remap_failure: Some(1.0),
-                    ..healthy()
-                },
+                    ..ShownSignals::default()
+                }),
                 vec![(RowRemapFailed, Critical)],
             ),
             (
@@ -418,17 +417,17 @@ mod tests {
                 vec![(OverSlowdownTemp, Warning)],
             ),
             (
-                Signals {
+                showing(ShownSignals {
                     nvlink_down: vec![3],
-                    ..healthy()
-                },
+                    ..ShownSignals::default()
+                }),
                 vec![(NvlinkDown, Warning)],
             ),
             (
-                Signals {
+                showing(ShownSignals {
                     nvlink_ber_high: vec![4],
-                    ..healthy()
-                },
+                    ..ShownSignals::default()
+                }),
                 vec![(NvlinkBer, Warning)],
             ),
             (
@@ -439,17 +438,17 @@ mod tests {
                 vec![(FabricUnhealthy, Critical)],
             ),
             (
-                Signals {
+                showing(ShownSignals {
                     fabric_health: Some(2),
-                    ..healthy()
-                },
+                    ..ShownSignals::default()
+                }),
                 vec![(FabricUnhealthy, Critical)],
             ),
             (
-                Signals {
+                showing(ShownSignals {
                     fabric_health: Some(3),
-                    ..healthy()
-                },
+                    ..ShownSignals::default()
+                }),
                 vec![(FabricDegraded, Warning)],
             ),
             (

@@ -312,29 +312,41 @@ pub struct ActiveReason {
 /// NVML's recovery action (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, `gpu_recovery_action`).
 pub type RecoveryAction = u32;
 
-/// A GPU's health signals as `/status` and the landing page show them: the values the health
-/// model judged, each `None` where its field is not exported (the counters file lacks it: the
-/// model may still watch it, but the page says "not configured" rather than show a value the
-/// metrics do not carry) or was not read. The NVLink and fabric signals need no field.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A GPU's health signals as `/status` shows them, and the one shape of them from the health
+/// model to `/status`'s `health` object, whose first keys they are (serialized as they are;
+/// where `/status`'s key differs from the field's name, the `rename` here is the one place
+/// that says so). The model gathers them once per GPU and tick (`health::signals`) and keeps
+/// each field-backed value only where the counters file exports its field
+/// (`health::SHOWN_FIELDS`): `None` where the file lacks it (the model may still watch it,
+/// but the page says "not configured" rather than show a value the metrics do not carry) or
+/// it was not read. The recent Xids, NVLink and fabric signals need no field.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct ShownSignals {
     /// The last Xid NVML reported (`DCGM_FI_DEV_XID_ERRORS`), 0 for none.
     pub last_xid: Option<u64>,
+    /// Xid codes seen in the last hour (`health::XID_RECENT_SECONDS`): (code, occurrences
+    /// since start, seconds ago).
+    pub recent_xids: Vec<(u64, u64, f64)>,
     /// Volatile double-bit ECC errors.
     pub ecc_dbe: Option<f64>,
     /// Rows remapped for uncorrectable errors.
+    #[serde(rename = "remapped_rows_uncorrectable")]
     pub remapped_rows: Option<f64>,
-    /// A row remap failed (non-zero).
+    /// A row remap failed (1) or not (0).
+    #[serde(rename = "row_remap_failure")]
     pub remap_failure: Option<f64>,
-    /// A row remap waits for a reset (non-zero).
+    /// A row remap is pending a GPU reset (non-zero).
+    #[serde(rename = "row_remap_pending")]
     pub remap_pending: Option<f64>,
-    /// The clock-event reasons bit mask.
-    pub clock_events: Option<u64>,
-    /// NVLink links down.
+    /// The active clock-event (throttle) reasons other than idle, by dcgm-exporter's names.
+    #[serde(rename = "throttle")]
+    pub clock_events: Option<Vec<&'static str>>,
+    /// NVLink links NVML reports down (every link is read, whatever `--nvlink-links` says).
     pub nvlink_down: Vec<u32>,
-    /// NVLink links whose errors get past FEC.
+    /// NVLink 5 links whose bit error rate after FEC is above DCGM's limit (1e-12).
     pub nvlink_ber_high: Vec<u32>,
-    /// Fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity).
+    /// NVSwitch fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity), on GPUs
+    /// attached to a fabric that report it.
     pub fabric_health: Option<u8>,
 }
 

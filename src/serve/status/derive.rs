@@ -21,14 +21,10 @@ use super::display::{
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
 use crate::catalogue::labels;
-use crate::gpu::reader::CLOCK_EVENT_REASONS;
 use crate::health::{SLOWDOWN, TEMP};
 use crate::snapshot::{
     Action, ActiveReason, DcgmState, DcgmStatus, EntitySample, Snapshot, SourceHealth, Verdict,
 };
-
-/// How far back "recent" Xids reach.
-pub const XID_RECENT_SECONDS: f64 = 3600.0;
 
 const UTIL: &str = "DCGM_FI_DEV_GPU_UTIL";
 const GR_ACTIVE: &str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
@@ -172,64 +168,40 @@ fn reading(s: &Slots<'_>, e: &EntitySample, snap: &Snapshot) -> CurrentValues {
 
 /// The health block of GPU `gpu`: the health model's verdict of it and the signals it judged,
 /// as the model shows them (a field the counters file does not export is `None`, as on the
-/// metrics), with the Xid totals' recent codes.
+/// metrics).
 fn health(snap: &Snapshot, gpu: u32) -> ShownHealth {
     // The verdict is the health model's (`Snapshot::health`): displayed, never judged here.
-    let verdict = snap
+    let Some(v) = snap
         .health
         .iter()
-        .find(|v| v.gpu == gpu && v.gpu_instance_id.is_none());
-    let mut h = ShownHealth {
-        verdict: verdict.map_or(Verdict::Ok, |v| v.verdict).as_str(),
-        ..ShownHealth::default()
+        .find(|v| v.gpu == gpu && v.gpu_instance_id.is_none())
+    else {
+        return ShownHealth {
+            verdict: Verdict::Ok.as_str(),
+            ..ShownHealth::default()
+        };
     };
-    if let Some(x) = snap.xids.iter().find(|x| x.id.gpu == gpu) {
-        h.recent_xids = x
-            .codes
+    ShownHealth {
+        signals: v.shown.clone(),
+        verdict: v.verdict.as_str(),
+        reasons: v.reasons.iter().map(words).collect(),
+        causes: v
+            .reasons
             .iter()
-            .filter_map(|(code, n, last)| {
-                let ago = (snap.taken_at_unix - (*last)?).max(0.0);
-                (*n > 0 && ago <= XID_RECENT_SECONDS).then_some((*code, *n, ago))
+            .map(|r| Cause {
+                reason: r.reason.as_str(),
+                severity: r.severity.as_str(),
+                xid: r.xid,
+                gpu_instance_id: r.gpu_instance_id,
+                message: r.message.clone(),
+                action: r.action.as_str(),
+                present: r.present,
+                since_seconds: (snap.taken_at_unix - r.since_unix).max(0.0),
             })
-            .collect();
+            .collect(),
+        action: v.action().map(Action::as_str),
+        recovery_action: v.recovery_action,
     }
-    let Some(v) = verdict else {
-        return h;
-    };
-    let sig = &v.shown;
-    h.last_xid = sig.last_xid;
-    h.ecc_dbe = sig.ecc_dbe;
-    h.remapped_rows_uncorrectable = sig.remapped_rows;
-    h.row_remap_failure = sig.remap_failure;
-    h.row_remap_pending = sig.remap_pending;
-    h.throttle = sig.clock_events.map(|bits| {
-        CLOCK_EVENT_REASONS
-            .iter()
-            .filter(|(bit, name)| bits & bit != 0 && *name != "gpu_idle")
-            .map(|(_, name)| *name)
-            .collect()
-    });
-    h.nvlink_down = sig.nvlink_down.clone();
-    h.nvlink_ber_high = sig.nvlink_ber_high.clone();
-    h.fabric_health = sig.fabric_health;
-    h.reasons = v.reasons.iter().map(words).collect();
-    h.causes = v
-        .reasons
-        .iter()
-        .map(|r| Cause {
-            reason: r.reason.as_str(),
-            severity: r.severity.as_str(),
-            xid: r.xid,
-            gpu_instance_id: r.gpu_instance_id,
-            message: r.message.clone(),
-            action: r.action.as_str(),
-            present: r.present,
-            since_seconds: (snap.taken_at_unix - r.since_unix).max(0.0),
-        })
-        .collect();
-    h.action = v.action().map(Action::as_str);
-    h.recovery_action = v.recovery_action;
-    h
 }
 
 /// A reason in words: what was seen, what to do, and whether the cause is gone.
@@ -556,10 +528,14 @@ mod tests {
         assert_eq!(h.verdict, "critical", "the model watches ECC anyway");
         assert_eq!(h.causes[0].reason, "ecc_dbe");
         assert_eq!(
-            (h.ecc_dbe, h.row_remap_pending, h.last_xid),
+            (
+                h.signals.ecc_dbe,
+                h.signals.remap_pending,
+                h.signals.last_xid
+            ),
             (None, None, None)
         );
-        assert!(h.throttle.is_none());
+        assert!(h.signals.clock_events.is_none());
         assert_eq!(st.gpus[0].reading.as_ref().unwrap().temp_c, Some(50.0));
         assert!(
             st.not_configured

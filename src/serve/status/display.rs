@@ -5,14 +5,15 @@
 //! (sources, DCGM among them, [`SourceStatus`]; unsupported fields; the values DCGM did not
 //! serve, [`UnavailableField`]; ticks, counters reloads) in [`NodeStatus`].
 //!
-//! Types only: their names and fields are `/status`'s JSON, so a change here is an API change.
+//! Types only: their names and fields are `/status`'s JSON, so a change here is an API change
+//! (so is one to `snapshot::ShownSignals`, whose fields are the health block's first keys).
 //! Nothing here is computed (that is `derive`'s), judges health or spells a reason: the
 //! verdict and its signals are the health model's (`snapshot::EntityHealth`), a reason's word
 //! is `snapshot::Reason::words`'s.
 
 use serde::Serialize;
 
-use crate::snapshot::SourceHealth;
+use crate::snapshot::{ShownSignals, SourceHealth};
 
 /// The whole diagnosis.
 #[derive(Debug, Clone, Serialize)]
@@ -132,32 +133,15 @@ pub struct CurrentValues {
     pub power_limit_w: Option<f64>,
 }
 
-/// Health signals of one GPU as the health model shows them (`snapshot::ShownSignals`: a
-/// field the counters file does not export is `None`, though the model watches it), and its
-/// verdict.
+/// Health at a glance of one GPU: the signals the health model judged it from, as the model
+/// shows them, and its verdict.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ShownHealth {
-    /// The last Xid NVML reported (`DCGM_FI_DEV_XID_ERRORS`), 0 for none.
-    pub last_xid: Option<u64>,
-    /// Xid codes seen in the last hour: (code, occurrences since start, seconds ago).
-    pub recent_xids: Vec<(u64, u64, f64)>,
-    /// Volatile double-bit ECC errors.
-    pub ecc_dbe: Option<f64>,
-    /// Rows remapped for uncorrectable errors.
-    pub remapped_rows_uncorrectable: Option<f64>,
-    /// A row remap failed (1) or not (0).
-    pub row_remap_failure: Option<f64>,
-    /// A row remap is pending a GPU reset.
-    pub row_remap_pending: Option<f64>,
-    /// Active clock-event (throttle) reasons other than idle, by dcgm-exporter's names.
-    pub throttle: Option<Vec<&'static str>>,
-    /// NVLink links NVML reports down (every link is read, whatever `--nvlink-links` says).
-    pub nvlink_down: Vec<u32>,
-    /// NVLink 5 links whose bit error rate after FEC is above DCGM's limit (1e-12).
-    pub nvlink_ber_high: Vec<u32>,
-    /// NVSwitch fabric health summary (1 healthy, 2 unhealthy, 3 limited capacity), on GPUs
-    /// attached to a fabric that report it.
-    pub fabric_health: Option<u8>,
+    /// The signals, the object's first keys: the model's `snapshot::ShownSignals` as they
+    /// are (a field the counters file does not export is `None`, though the model watches
+    /// it; their keys are that type's).
+    #[serde(flatten)]
+    pub signals: ShownSignals,
     /// The health model's verdict: `ok`, `warning` or `critical`.
     pub verdict: &'static str,
     /// Why the verdict is not `ok`, in words, worst first (empty when `ok`).

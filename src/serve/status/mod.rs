@@ -7,7 +7,7 @@
 mod derive;
 mod display;
 
-pub use derive::{XID_RECENT_SECONDS, build};
+pub use derive::build;
 pub use display::{
     Cause, CountersStatus, CurrentValues, DcgmSource, FieldErrors, GpuStatus, InstanceStatus,
     Missing, NodeStatus, ProcessStatus, ShownHealth, SourceStatus, UnavailableField,
