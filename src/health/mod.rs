@@ -22,7 +22,9 @@
 //! counters file exports that field ([`shown`]); a watched-only field is judged and shown as
 //! not configured ([`not_exported`] names those of [`SHOWN_FIELDS`]), so that `/status`
 //! never shows a value the metrics do not carry. The recent Xids, NVLink and fabric signals
-//! need no field and are always shown. The shown signals are gathered in their one shape, `snapshot::ShownSignals`
+//! need no field and are always shown. [`SHOWN_FIELDS`] is the one list of the shown signals'
+//! fields; [`WATCHED_FIELDS`] is made from its judged ones and those judged but not shown.
+//! The shown signals are gathered in their one shape, `snapshot::ShownSignals`
 //! (`Signals::shown`), which `/status` serializes as the model leaves it.
 //!
 //! Owns the reasons, their severity, messages and actions (`rules`, the Xid table in `xid`),
@@ -85,27 +87,95 @@ pub const XID: &str = "DCGM_FI_DEV_XID_ERRORS";
 /// How far back the recent Xids `/status` shows reach (`ShownSignals::recent_xids`).
 pub const XID_RECENT_SECONDS: f64 = 3600.0;
 
-/// The fields the model reads whatever the counters file exports.
-pub const WATCHED_FIELDS: [&str; 7] = [
-    ECC_DBE,
-    REMAP_PENDING,
-    REMAP_FAILURE,
-    CLOCK_EVENTS,
-    TEMP,
-    SLOWDOWN,
-    RECOVERY,
+/// A signal that `/status` shows only where the counters file exports its field.
+#[derive(Debug, Clone, Copy)]
+pub struct ShownField {
+    /// The field.
+    pub field: &'static str,
+    /// The signal in words, for `/status`'s not-configured list when the file lacks the
+    /// field; `None`: not listed there (the uncorrectable remapped rows).
+    pub words: Option<&'static str>,
+    /// The rules judge it, so the model reads the field whatever the file exports
+    /// ([`WATCHED_FIELDS`]).
+    pub judged: bool,
+    /// Takes the signal's value off a [`ShownSignals`].
+    pub blank: fn(&mut ShownSignals),
+}
+
+/// Every field-backed signal of [`ShownSignals`], in the page's order: the one list of which
+/// field backs which shown signal, what `/status` calls it when the file lacks the field
+/// ([`not_exported`]) and whether the model watches it anyway.
+pub const SHOWN_FIELDS: [ShownField; 6] = [
+    ShownField {
+        field: XID,
+        words: Some("last Xid"),
+        judged: false,
+        blank: |s| s.last_xid = None,
+    },
+    ShownField {
+        field: ECC_DBE,
+        words: Some("ECC double-bit errors"),
+        judged: true,
+        blank: |s| s.ecc_dbe = None,
+    },
+    ShownField {
+        field: REMAPPED,
+        words: None,
+        judged: false,
+        blank: |s| s.remapped_rows = None,
+    },
+    ShownField {
+        field: REMAP_FAILURE,
+        words: Some("row remap failure"),
+        judged: true,
+        blank: |s| s.remap_failure = None,
+    },
+    ShownField {
+        field: REMAP_PENDING,
+        words: Some("row remap pending"),
+        judged: true,
+        blank: |s| s.remap_pending = None,
+    },
+    ShownField {
+        field: CLOCK_EVENTS,
+        words: Some("throttle reasons"),
+        judged: true,
+        blank: |s| s.clock_events = None,
+    },
 ];
 
-/// The fields whose values `/status` shows only when the counters file exports them, with the
-/// signal's name in words, in the page's order. (The uncorrectable remapped rows,
-/// [`REMAPPED`], are shown the same way but not listed as not configured.)
-pub const SHOWN_FIELDS: [(&str, &str); 5] = [
-    ("last Xid", XID),
-    ("ECC double-bit errors", ECC_DBE),
-    ("row remap failure", REMAP_FAILURE),
-    ("row remap pending", REMAP_PENDING),
-    ("throttle reasons", CLOCK_EVENTS),
-];
+/// The fields the rules judge whose values `/status` does not show among the health signals.
+const JUDGED_ONLY: [&str; 3] = [TEMP, SLOWDOWN, RECOVERY];
+
+/// The fields the model reads whatever the counters file exports: the judged
+/// [`SHOWN_FIELDS`], then the judged-only ones.
+pub const WATCHED_FIELDS: [&str; 7] = watched_fields();
+
+/// [`WATCHED_FIELDS`], from [`SHOWN_FIELDS`] and `JUDGED_ONLY` (its length is checked when
+/// it compiles).
+const fn watched_fields() -> [&'static str; 7] {
+    let mut out = [""; 7];
+    let mut n = 0;
+    let mut i = 0;
+    while i < SHOWN_FIELDS.len() {
+        if SHOWN_FIELDS[i].judged {
+            out[n] = SHOWN_FIELDS[i].field;
+            n += 1;
+        }
+        i += 1;
+    }
+    let mut j = 0;
+    while j < JUDGED_ONLY.len() {
+        out[n] = JUDGED_ONLY[j];
+        n += 1;
+        j += 1;
+    }
+    assert!(
+        n == out.len(),
+        "WATCHED_FIELDS' length is the judged fields'"
+    );
+    out
+}
 
 /// Whether `counters` has a row for `field` (by its canonical name: a DCGM 4.7 alias in the
 /// file resolves to the same definition).
@@ -113,29 +183,25 @@ fn exports(counters: &CounterSet, field: &str) -> bool {
     counters.metrics().any(|r| r.field.name == field)
 }
 
-/// The [`SHOWN_FIELDS`] that `exported` lacks: (signal in words, field to add).
+/// The [`SHOWN_FIELDS`] listed as not configured that `exported` lacks: (signal in words,
+/// field to add).
 pub fn not_exported(
     exported: &CounterSet,
 ) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
     SHOWN_FIELDS
         .into_iter()
-        .filter(|(_, field)| !exports(exported, field))
+        .filter(|f| !exports(exported, f.field))
+        .filter_map(|f| Some((f.words?, f.field)))
 }
 
 /// `sig`'s shown signals as `/status` shows them: each field-backed value only where
-/// `exported` exports its field (the module's rule), the rest as they are.
+/// `exported` exports its field ([`SHOWN_FIELDS`], the module's rule), the rest as they are.
 pub fn shown(sig: &Signals, exported: &CounterSet) -> ShownSignals {
-    let only = |field: &str| exports(exported, field);
-    let s = &sig.shown;
-    ShownSignals {
-        last_xid: s.last_xid.filter(|_| only(XID)),
-        ecc_dbe: s.ecc_dbe.filter(|_| only(ECC_DBE)),
-        remapped_rows: s.remapped_rows.filter(|_| only(REMAPPED)),
-        remap_failure: s.remap_failure.filter(|_| only(REMAP_FAILURE)),
-        remap_pending: s.remap_pending.filter(|_| only(REMAP_PENDING)),
-        clock_events: s.clock_events.clone().filter(|_| only(CLOCK_EVENTS)),
-        ..s.clone()
+    let mut out = sig.shown.clone();
+    for f in SHOWN_FIELDS.iter().filter(|f| !exports(exported, f.field)) {
+        (f.blank)(&mut out);
     }
+    out
 }
 
 /// The names of the active clock-event reasons of `bits` other than idle (dcgm-exporter's).
@@ -553,6 +619,33 @@ mod tests {
             ["sw_thermal", "hw_thermal"]
         );
         assert!(throttle_names(0x1).is_empty());
+    }
+
+    #[test]
+    fn each_shown_field_blanks_a_signal_of_its_own() {
+        let full = ShownSignals {
+            last_xid: Some(1),
+            ecc_dbe: Some(1.0),
+            remapped_rows: Some(1.0),
+            remap_failure: Some(1.0),
+            remap_pending: Some(1.0),
+            clock_events: Some(vec!["hw_thermal"]),
+            ..ShownSignals::default()
+        };
+        let mut blanked = Vec::new();
+        for f in SHOWN_FIELDS {
+            let mut s = full.clone();
+            (f.blank)(&mut s);
+            assert_ne!(s, full, "{}", f.field);
+            blanked.push(s);
+        }
+        for (i, a) in blanked.iter().enumerate() {
+            assert!(
+                blanked[i + 1..].iter().all(|b| b != a),
+                "{}",
+                SHOWN_FIELDS[i].field
+            );
+        }
     }
 
     #[test]
