@@ -78,7 +78,15 @@ pub fn run(
     rt: tokio::runtime::Runtime,
     mut early: EarlySignals,
 ) -> Result<Exit, DaemonError> {
-    let (simulated, site) = pipeline::Simulated::start(settings.simulation()?.as_ref(), &rt)?;
+    // A flag, file or counters file that validation refuses stops start-up before anything is
+    // started (the simulated node logs as it starts): the site changes paths, never whether a
+    // value is valid.
+    let simulation = settings.simulation()?;
+    if simulation.is_some() {
+        let early = settings.validate(&crate::config::Site::host())?;
+        early.fit_labels(&early.load_counters()?.set)?;
+    }
+    let (simulated, site) = pipeline::Simulated::start(simulation.as_ref(), &rt)?;
     let cfg = settings.validate(&site)?;
     let web_config = match cfg.serving.config_file.as_ref() {
         Some(p) => Some(Arc::new(
