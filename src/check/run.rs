@@ -46,13 +46,7 @@ pub fn run(cli: Cli) -> Report {
     let mut pipeline = match Pipeline::build(&cfg, &counters, pod_label_room, &rt, simulated) {
         Ok(p) => p,
         Err(e) => {
-            r.add(
-                "kubernetes",
-                "attribution",
-                Severity::Fail,
-                e.to_string(),
-                None,
-            );
+            pipeline_failed(&mut r, &e);
             return r;
         }
     };
@@ -76,6 +70,18 @@ pub fn run(cli: Cli) -> Report {
         kubernetes(&mut r, &cfg, k, &rt);
     }
     r
+}
+
+/// A pipeline that cannot start (the simulated node, the DCGM or HPC thread), reported where
+/// the daemon's start-up would stop.
+fn pipeline_failed(r: &mut Report, e: &crate::daemon::pipeline::PipelineError) {
+    r.add(
+        "kubernetes",
+        "attribution",
+        Severity::Fail,
+        e.to_string(),
+        None,
+    );
 }
 
 /// What the checks run on: the validated configuration, the counter set, the pod labels' room
@@ -107,13 +113,7 @@ fn files(r: &mut Report, cli: Cli, rt: &tokio::runtime::Runtime) -> Option<Check
     let (simulated, site) = match Simulated::start(simulation.as_ref(), rt) {
         Ok(s) => s,
         Err(e) => {
-            r.add(
-                "kubernetes",
-                "attribution",
-                Severity::Fail,
-                e.to_string(),
-                None,
-            );
+            pipeline_failed(r, &e);
             return None;
         }
     };
