@@ -29,9 +29,15 @@ removed; see `strip_comments`):
      the module file reached so far (`struct|enum|fn|trait|type|const|static|mod|union <Name>`)
      or re-exported there (`pub use … <Name>`, `… as <Name>`, or a `pub use m::*` glob whose
      module defines it). A path followed by `()` names a function: its last segment must be a
-     `fn` (or re-exported), never a module. What follows the first item (`Type::method`, a
-     variant, a field) is not checked, nor is a path whose first segment is not a module
-     (`Config::from_args`). Each failure names the doc's line.
+     `fn` (or re-exported), never a module. What follows the first item of such a path is not
+     checked;
+   - every backticked `Type::member` whose type is defined in src/ (`Config::reader`,
+     `FileMerge::fill`): a file that defines the type or has an `impl` of it has the member as
+     a `fn`, a field, a variant or an associated const (a type src/ does not define, such as
+     one a derive makes, is not checked);
+   - every backticked file path with a folder and a known extension (`config/cli.rs`,
+     `deploy/helm/gpu-exporter/values.yaml`) exists, from the repository's root or from src/.
+   Each failure names the doc's line.
 
 8. The validated `Config` is not changed after validation: in the layers above `config` (the
    only ones that may hold one: sim, daemon, check, probe) and the binary, no production code
@@ -510,8 +516,50 @@ def check_doc(root, layers):
                     f"{DOC}:{line}: `{span}`: no {kind} `{seg}` in {os.path.relpath(module_file(root, mod), root)}"
                 )
             break  # what follows an item (a method, a variant, a field) is not checked
+    # Backticked files (`config/cli.rs`, `deploy/helm/gpu-exporter/values.yaml`): from the
+    # repository's root, or from src/.
+    for m in re.finditer(r"`([^`\n]+)`", body):
+        span = m.group(1)
+        if not DOC_FILE_RE.match(span):
+            continue
+        checked += 1
+        if not any(os.path.exists(os.path.join(root, d, span)) for d in ("", "src")):
+            line = body.count("\n", 0, m.start()) + 1
+            errors.append(f"{DOC}:{line}: `{span}`: no such file (from the root or src/)")
+    # Backticked `Type::member` (`Config::reader`, `Settings::validate`, `FileMerge::fill`):
+    # the type is defined in src/, and a file that defines it or has an `impl` of it has the
+    # member as a `fn`, a field, a variant or an associated const.
+    sources = rust_sources(root)
+    for m in re.finditer(r"`([A-Z][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)(\(\))?`", body):
+        ty, member = m.group(1), m.group(2)
+        homes = [c for c in sources.values() if re.search(
+            r"\b(?:(?:struct|enum|trait|type)\s+" + ty + r"\b|impl(?:<[^>]*>)?\s+(?:[\w:]+\s+for\s+)?" + ty + r"\b)", c)]
+        if not homes:
+            continue  # not a type of ours (`Cli::command` comes from clap's derive, say)
+        checked += 1
+        member_re = re.compile(
+            r"\bfn\s+" + member + r"\b|\bpub(?:\([^)]*\))?\s+" + member + r"\s*:|^\s*" + member
+            + r"\s*(?:[,({]|=\s*\d)|\bconst\s+" + member + r"\b", re.M)
+        if not any(member_re.search(c) for c in homes):
+            line = body.count("\n", 0, m.start()) + 1
+            errors.append(f"{DOC}:{line}: `{ty}::{member}`: {ty} has no fn, field, variant or const `{member}`")
     DOC_NAMES_CHECKED[0] = checked
     return errors
+
+
+# A backticked file path: at least one folder and a known extension.
+DOC_FILE_RE = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+\.(?:rs|yaml|yml|tpl|md|py|sh|toml|json|csv|txt)$")
+
+
+def rust_sources(root):
+    """Every .rs file under src/, its text without comments, by path."""
+    out = {}
+    for dirpath, _, files in os.walk(os.path.join(root, "src")):
+        for n in files:
+            if n.endswith(".rs"):
+                with open(os.path.join(dirpath, n), encoding="utf-8") as fh:
+                    out[os.path.join(dirpath, n)] = strip_comments(fh.read())
+    return out
 
 
 FROZEN = [
@@ -598,10 +646,10 @@ def self_test():
         "src/main.rs": "//! x\nfn main() { gpu::f() }\n",
         "crates/sim/src/lib.rs": "//! x\npub mod a;\n",
         "crates/sim/src/a.rs": "//! x\npub fn f() {}\n",
-        DOC: doc_text(LAYERS, "`gpu::text` `gpu::f()` `crate::gpu::reader` `base::clock::now` `gpu::Text`"),
+        DOC: doc_text(LAYERS, "`gpu::text` `gpu::f()` `crate::gpu::reader` `base::clock::now` `gpu::Text` `gpu/text.rs` `Text::new`"),
     }
     clean["src/gpu/mod.rs"] += "pub use text::Text;\n"
-    clean["src/gpu/text.rs"] += "pub struct Text;\n"
+    clean["src/gpu/text.rs"] += "pub struct Text;\nimpl Text { pub fn new() -> Self { Text } }\n"
     broken = {
         "file cycle": {"src/gpu/text.rs": "//! x\nuse crate::gpu::reader::g;\n", "src/gpu/reader.rs": "//! x\nuse super::text::f;\npub fn g() {}\n"},
         "parent/child cycle": {"src/gpu/text.rs": "//! x\nuse crate::gpu::f;\n"},
@@ -626,6 +674,8 @@ def self_test():
         "doc: no such module": {DOC: doc_text(LAYERS, "`gpu::nothing::X`")},
         "doc: no such item": {DOC: doc_text(LAYERS, "`gpu::reader::Text`")},
         "doc: a module named as a function": {DOC: doc_text(LAYERS, "`gpu::text()`")},
+        "doc: no such file": {DOC: doc_text(LAYERS, "`gpu/none.rs`")},
+        "doc: no such member of a type": {DOC: doc_text(LAYERS, "`Text::old`")},
         "config changed after validation (a field)": {"src/main.rs": "//! x\nfn main() { gpu::f(); cfg.hostname = None; }\n"},
         "config changed after validation (in daemon)": {"src/lib.rs": "//! x\npub mod base;\npub mod gpu;\npub mod daemon;\n", "src/daemon/mod.rs": "//! x\npub fn run(c: &mut Config) {}\n"},
         "config changed after validation (&mut)": {"src/main.rs": "//! x\nfn main(c: &mut Config) { gpu::f() }\n"},

@@ -671,11 +671,11 @@ fn label_values_hold_still_over_a_pod_restart() {
     let cfg = common::config(&[]);
     let cluster = common::Cluster::start(&node);
     let mut k = cluster.config();
-    k.pod_labels = Some(LabelAllowlist::default());
-    k.pod_uid = true;
-    k.refresh = std::time::Duration::from_millis(50);
+    k.join.pod_labels = Some(LabelAllowlist::default());
+    k.join.pod_uid = true;
+    k.kubelet.interval = std::time::Duration::from_millis(50);
     let mut sampler = node
-        .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+        .sampler_with(counters.clone(), cfg.reader.clone(), 0.0)
         .with_attribution(cluster.attributor(&k));
     let opts = cfg.encode_options();
     let sim = &cluster.sim;

@@ -46,7 +46,7 @@ fn exposition_as(
     let mut all = vec!["--compatibility", profile.name()];
     all.extend(args);
     let cfg = common::config(&all);
-    let options = cfg.reader_options();
+    let options = cfg.reader.clone();
     let mut sampler = node.sampler_with(counters.clone(), options, EPOCH);
     let cluster = pods.then(|| common::Cluster::start(&node));
     if let Some(c) = &cluster {
@@ -57,7 +57,7 @@ fn exposition_as(
         if profile.drops_pod_labels_named_like_the_pod() {
             allow.set_dropped(vec!["pod", "namespace", "container"]);
         }
-        k.pod_labels = Some(allow);
+        k.join.pod_labels = Some(allow);
         sampler = sampler.with_attribution(c.attributor(&k));
     }
     let mut snap = Default::default();

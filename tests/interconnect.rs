@@ -41,7 +41,7 @@ fn run_with(scenario: &str, csv: Option<&str>, per_link: bool) -> Run {
     Run::new(
         SimNode::new(scenario, 7),
         counters,
-        cfg.reader_options(),
+        cfg.reader.clone(),
         cfg.encode_options(),
     )
 }
@@ -324,7 +324,7 @@ fn dcgm_link_entity_fields_one_series_per_link() {
     let mut run = Run::new(
         SimNode::new("hgx-h200", 7),
         Arc::new(parse_counters("links.csv", DCGM_LINK_ENTITY_CSV).unwrap()),
-        cfg.reader_options(),
+        cfg.reader.clone(),
         cfg.encode_options(),
     );
     let first = run.at(5.0);

@@ -193,7 +193,7 @@ fn burst_of_repeated_xids_is_counted_in_full() {
 
 #[test]
 fn xid_window_counts_then_empties() {
-    let mut run = run(common::config(&["-x", "10000"]).reader_options());
+    let mut run = run(common::config(&["-x", "10000"]).reader.clone());
     run.at(30.0);
     let text = run.at(45.0);
     assert!(text.contains("# TYPE DCGM_EXP_XID_ERRORS_COUNT gauge\n"));
@@ -221,8 +221,11 @@ fn xid_window_counts_then_empties() {
 
 #[test]
 fn clock_event_window_counts_samples_per_reason() {
-    let mut run =
-        run(common::config(&["--clock-events-count-window-size", "12000"]).reader_options());
+    let mut run = run(
+        common::config(&["--clock-events-count-window-size", "12000"])
+            .reader
+            .clone(),
+    );
     // The L4 (GPU 3, from 50 s) is idle: every sample has the gpu_idle reason.
     run.at(50.0);
     run.at(55.0);
@@ -410,7 +413,9 @@ fn cumulative_xid_and_clock_event_counters() {
     let mut run = Run::new(
         common::SimNode::new(scenario.to_str().unwrap(), 5),
         Arc::new(counters),
-        common::config(&["--xid-initialized-codes", "79"]).reader_options(),
+        common::config(&["--xid-initialized-codes", "79"])
+            .reader
+            .clone(),
         EncodeOptions::default(),
     );
     let reason = |text: &str, r: &str| {

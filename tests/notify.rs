@@ -889,7 +889,7 @@ impl InProcess {
         let cfg = common::config(&["--health-hold", "30s"]);
         let k = cluster.config();
         let sampler = node
-            .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+            .sampler_with(counters.clone(), cfg.reader.clone(), 0.0)
             .with_attribution(cluster.attributor(&k))
             .with_health(cfg.health_options());
         Self {
@@ -1159,7 +1159,7 @@ fn an_unreachable_api_server_is_counted() {
     let counters = common::default_counters();
     let cfg = common::config(&[]);
     let mut sampler = node
-        .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+        .sampler_with(counters.clone(), cfg.reader.clone(), 0.0)
         .with_health(cfg.health_options());
     let opts = cfg.encode_options();
     let shared = Arc::new(Shared::new(render(Default::default(), &counters, &opts)));

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{SimNode, label, label_opt, series, value, wait_until};
-use gpu_exporter::attribution::KubernetesConfig;
+use gpu_exporter::attribution::KubernetesOptions;
 use gpu_exporter::catalogue::csv::CounterSet;
 use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::sampler::Sampler;
@@ -46,13 +46,12 @@ impl Node {
             .build()
             .unwrap();
         let socket = node.dir.path().join("kubelet.sock");
-        let mut k = KubernetesConfig::with_socket(socket.clone());
-        k.refresh = Duration::from_millis(100);
-        k.timeout = timeout;
+        let mut k = KubernetesOptions::with_socket(socket.clone());
+        k.kubelet.interval = Duration::from_millis(100);
+        k.kubelet.timeout = timeout;
         k.pod_metadata = false;
         k.process_metrics = false;
-        let (kubelet, opts) = common::attribution_options(&k);
-        let a = gpu_exporter::attribution::start(&k, kubelet, opts, None, None, rt.handle());
+        let a = gpu_exporter::attribution::start(&k, None, None, None, rt.handle());
         let sampler = node
             .sampler_with(counters.clone(), Default::default(), 0.0)
             .with_attribution(a);

@@ -20,7 +20,7 @@ fn run(scenario: &str) -> Run {
     Run::new(
         common::SimNode::new(scenario, 3),
         common::default_counters(),
-        common::config(&[]).reader_options(),
+        common::config(&[]).reader.clone(),
         common::config(&[]).encode_options(),
     )
 }
@@ -319,8 +319,9 @@ fn xid_fields_are_zero_from_the_first_tick() {
     let counters = common::default_counters();
     let path = node.lib_path().to_path_buf();
     // The zero series for critical codes are opt-in (the series budget): asked for here.
-    let options =
-        common::config(&["--xid-initialized-codes", "48,62,64,74,79,95,119,120"]).reader_options();
+    let options = common::config(&["--xid-initialized-codes", "48,62,64,74,79,95,119,120"])
+        .reader
+        .clone();
     assert!(!options.xid_sync, "the daemon's default");
     let mut sampler = gpu_exporter::sampler::Sampler::with_options(
         Box::new(move || gpu_exporter::gpu::open(Some(&path))),
@@ -564,7 +565,7 @@ fn collection_fields_are_read_at_their_own_interval() {
             counters.clone(),
             ReaderOptions {
                 collections: std::sync::Arc::new(collections),
-                ..common::config(&[]).reader_options()
+                ..common::config(&[]).reader.clone()
             },
             EncodeOptions::default(),
         );
@@ -636,7 +637,7 @@ fn xid_counters_count_when_the_xid_field_is_also_a_label() {
         let mut run = Run::new(
             common::SimNode::new(scenario.to_str().unwrap(), 1),
             counters,
-            cfg.reader_options(),
+            cfg.reader.clone(),
             cfg.encode_options(),
         );
         run.at(10.0);
@@ -698,7 +699,7 @@ fn types_are_written_per_profile() {
         let mut run = Run::new(
             common::SimNode::new("h100-mig", 1),
             counters,
-            cfg.reader_options(),
+            cfg.reader.clone(),
             cfg.encode_options(),
         );
         run.at(10.0);
@@ -822,7 +823,7 @@ fn error_counts_reason_times_and_xid_window_are_there_from_the_first_tick() {
         } else {
             &codes
         };
-        let options = common::config(flags).reader_options();
+        let options = common::config(flags).reader.clone();
         assert!(!options.xid_sync, "the daemon's default");
         let mut sampler = gpu_exporter::sampler::Sampler::with_options(
             Box::new(move || gpu_exporter::gpu::open(Some(&path))),

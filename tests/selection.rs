@@ -28,7 +28,11 @@ fn exposition(options: ReaderOptions) -> String {
 
 fn select(devices: &str) -> String {
     // With the Xid zero series (opt-in) every selected GPU has a `gpu_xid_errors_total`.
-    exposition(common::config(&["-d", devices, "--xid-initialized-codes", "79"]).reader_options())
+    exposition(
+        common::config(&["-d", devices, "--xid-initialized-codes", "79"])
+            .reader
+            .clone(),
+    )
 }
 
 /// Entities (`gpu` or `gpu.gi`) that carry series of `name`.
@@ -111,7 +115,11 @@ fn several_ranges_at_once() {
 
 #[test]
 fn repeat_flag_puts_device_fields_on_each_instance() {
-    let text = exposition(common::config(&["--mig-repeat-device-fields"]).reader_options());
+    let text = exposition(
+        common::config(&["--mig-repeat-device-fields"])
+            .reader
+            .clone(),
+    );
     let temp = entities(&text, "DCGM_FI_DEV_GPU_TEMP");
     // MIG-enabled GPUs 2 and 5 are represented only by their instances, as in dcgm-exporter.
     assert!(!temp.contains("2") && !temp.contains("5"), "{temp:?}");

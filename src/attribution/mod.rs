@@ -31,7 +31,7 @@ mod settle;
 
 use holder_labels::container_labels;
 pub use join::build_join;
-pub use options::{AttributionOptions, KubernetesConfig, NVIDIA_DRA_DRIVER};
+pub use options::{AttributionOptions, KubernetesOptions, NVIDIA_DRA_DRIVER};
 
 use crate::gpu::processes::EntityProcesses;
 use crate::snapshot::{
@@ -43,7 +43,7 @@ use crate::sources::hpc::{HpcJobs, HpcSource};
 use crate::sources::kube::dra::{DraIndex, DraSource};
 use crate::sources::kube::meta::{PodIndex, PodSource};
 use crate::sources::kube::reflector::ReflectorStatus;
-use crate::sources::kubelet::client::{KubeletOptions, KubeletView, PodResourcesSource};
+use crate::sources::kubelet::client::{KubeletView, PodResourcesSource};
 
 /// The background sources the join reads; each is optional.
 #[derive(Default)]
@@ -89,19 +89,22 @@ impl Inputs {
     }
 }
 
-/// Starts the background sources that `k` asks for on `runtime` (the kubelet source with
-/// `kubelet`, its options from `config::options` as the join's `opts` are) and returns the
-/// attributor over them. `client` is the Kubernetes API client (`None`: no pod metadata, no
-/// DRA); `hpc` the job directory watcher, if any.
+/// Starts the background sources that `k` asks for on `runtime` and returns the attributor
+/// over them, its pod labels kept to `pod_label_room` per series (the labels-per-series room
+/// of the loaded counter set; `None`: no limit). `client` is the Kubernetes API client
+/// (`None`: no pod metadata, no DRA); `hpc` the job directory watcher, if any.
 pub fn start(
-    k: &KubernetesConfig,
-    kubelet: KubeletOptions,
-    opts: AttributionOptions,
+    k: &KubernetesOptions,
+    pod_label_room: Option<usize>,
     client: Option<kube::Client>,
     hpc: Option<HpcSource>,
     runtime: &tokio::runtime::Handle,
 ) -> Attributor {
-    let kubelet = PodResourcesSource::spawn(kubelet, runtime);
+    let kubelet = PodResourcesSource::spawn(k.kubelet.clone(), runtime);
+    let mut opts = k.join.clone();
+    if let (Some(allow), Some(room)) = (opts.pod_labels.as_mut(), pod_label_room) {
+        allow.set_max(room);
+    }
     let pods = client
         .clone()
         .filter(|_| k.pod_metadata)

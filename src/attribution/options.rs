@@ -1,4 +1,4 @@
-//! What attribution is asked to do: which sources run and how ([`KubernetesConfig`]), and what
+//! What attribution is asked to do: which sources run and how ([`KubernetesOptions`]), and what
 //! the join writes: label names and switches chosen by the flags ([`AttributionOptions`]).
 //!
 //! Plain data; it must not read sources or build the join.
@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::sources::kube::pod_labels::LabelAllowlist;
+use crate::sources::kubelet::client::KubeletOptions;
 
 /// The NVIDIA DRA driver's name: its claims that match no ResourceSlice device are reported.
 pub const NVIDIA_DRA_DRIVER: &str = "gpu.nvidia.com";
@@ -26,24 +27,18 @@ pub struct AttributionOptions {
     pub use_old_namespace: bool,
 }
 
-/// Pod attribution settings (from the `--kubernetes-*` and pod-resources flags).
+/// Pod attribution as `-k` (and the `--kubernetes-*`, `--pod-resources-*` flags) asks for it,
+/// as [`super::start`] takes it: the kubelet source's options, the join's, and which other
+/// sources run.
 #[derive(Debug, Clone)]
-pub struct KubernetesConfig {
-    /// `--pod-resources-kubelet-socket`.
-    pub socket: PathBuf,
-    /// `--pod-resources-refresh-interval`.
-    pub refresh: Duration,
-    /// `--pod-resources-timeout`.
-    pub timeout: Duration,
-    /// `--nvidia-resource-names`.
-    pub extra_resources: Vec<String>,
-    /// `--kubernetes-virtual-gpus`.
-    pub virtual_gpus: bool,
-    /// `--kubernetes-enable-pod-labels` with its parsed allow-list; `None` when off.
-    pub pod_labels: Option<LabelAllowlist>,
-    /// `--kubernetes-enable-pod-uid`.
-    pub pod_uid: bool,
-    /// `--kubernetes-enable-dra`.
+pub struct KubernetesOptions {
+    /// The kubelet pod-resources source: `--pod-resources-kubelet-socket`,
+    /// `--pod-resources-refresh-interval`, `--pod-resources-timeout`.
+    pub kubelet: KubeletOptions,
+    /// What the join writes on the series. Its pod-label allow-list is the flags'; the
+    /// labels-per-series room of the loaded counter set is applied when attribution starts.
+    pub join: AttributionOptions,
+    /// `--kubernetes-enable-dra`: watch the node's ResourceSlices.
     pub dra: bool,
     /// Whether to watch pods in the Kubernetes API.
     pub pod_metadata: bool,
@@ -55,17 +50,16 @@ pub struct KubernetesConfig {
     pub node_name: Option<String>,
 }
 
-impl KubernetesConfig {
+impl KubernetesOptions {
     /// The flags' defaults with the given socket (tests and embedding).
     pub fn with_socket(socket: PathBuf) -> Self {
         Self {
-            socket,
-            refresh: Duration::from_secs(5),
-            timeout: Duration::from_secs(10),
-            extra_resources: Vec::new(),
-            virtual_gpus: false,
-            pod_labels: None,
-            pod_uid: false,
+            kubelet: KubeletOptions {
+                socket,
+                interval: Duration::from_secs(5),
+                timeout: Duration::from_secs(10),
+            },
+            join: AttributionOptions::default(),
             dra: false,
             pod_metadata: true,
             process_metrics: true,

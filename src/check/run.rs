@@ -57,7 +57,7 @@ pub fn run(cli: Cli) -> Report {
     // daemon's reader has settled which fields are unsupported).
     let timings = match nvml_handle {
         Some(nvml) => {
-            gpu::reader::timing::time_fields(nvml, cfg.reader_options(), &counters, unix_now())
+            gpu::reader::timing::time_fields(nvml, cfg.reader.clone(), &counters, unix_now())
         }
         None => Vec::new(),
     };

@@ -11,7 +11,7 @@
 //! filtering itself is `exposition::filter`'s. It must not read files or touch NVML.
 
 use super::cli::Cli;
-use super::origin::FileMerge;
+use super::origin::{FileMerge, Setting};
 use crate::base::shown::quoted;
 use crate::catalogue::csv::CounterSet;
 use crate::catalogue::labels::LabelShape;
@@ -57,34 +57,26 @@ pub(super) struct Controls {
 }
 
 /// (flag, configuration-file key) of each control.
-const KEYS: [(&str, &str); 5] = [
-    ("--include-families", "metrics.includeFamilies"),
-    ("--exclude-families", "metrics.excludeFamilies"),
-    ("--drop-labels", "metrics.dropLabels"),
-    ("--max-labels-per-series", "metrics.maxLabelsPerSeries"),
-    ("--series-labels", "metrics.seriesLabels"),
-];
-
-fn slot<'a>(cli: &'a mut Cli, flag: &str) -> Option<&'a mut Option<String>> {
-    match flag {
-        "--include-families" => Some(&mut cli.cardinality.include_families),
-        "--exclude-families" => Some(&mut cli.cardinality.exclude_families),
-        "--drop-labels" => Some(&mut cli.cardinality.drop_labels),
-        "--max-labels-per-series" => Some(&mut cli.cardinality.max_labels_per_series),
-        "--series-labels" => Some(&mut cli.cardinality.series_labels),
+/// The flag's own slot of each cardinality control the file may set.
+fn slot(cli: &mut Cli, setting: Setting) -> Option<&mut Option<String>> {
+    match setting {
+        Setting::IncludeFamilies => Some(&mut cli.cardinality.include_families),
+        Setting::ExcludeFamilies => Some(&mut cli.cardinality.exclude_families),
+        Setting::DropLabels => Some(&mut cli.cardinality.drop_labels),
+        Setting::MaxLabelsPerSeries => Some(&mut cli.cardinality.max_labels_per_series),
+        Setting::SeriesLabels => Some(&mut cli.cardinality.series_labels),
         _ => None,
     }
 }
 
 /// Merges the file's `metrics.*` controls into the flags no flag or variable gave, by the
 /// merge's rule (which records each value taken from the file, for [`controls`]' `origin`).
-pub(super) fn merge_file(cli: &mut Cli, entries: Vec<(&'static str, String)>, m: &mut FileMerge) {
-    for (key, value) in entries {
-        let Some(&(flag, _)) = KEYS.iter().find(|(_, k)| *k == key) else {
+pub(super) fn merge_file(cli: &mut Cli, entries: Vec<(Setting, String)>, m: &mut FileMerge) {
+    for (setting, value) in entries {
+        let Some(s) = slot(cli, setting) else {
             continue;
         };
-        let Some(s) = slot(cli, flag) else { continue };
-        m.fill(s, Some(value), key, flag);
+        m.fill(s, Some(value), setting);
     }
 }
 
@@ -93,7 +85,7 @@ pub(super) fn merge_file(cli: &mut Cli, entries: Vec<(&'static str, String)>, m:
 pub(super) fn controls(
     cli: &Cli,
     profile: Profile,
-    origin: &dyn Fn(&'static str) -> String,
+    origin: &dyn Fn(Setting) -> String,
 ) -> Result<Controls, CardinalityError> {
     let items = |v: &Option<String>| -> Vec<String> {
         v.as_deref()
@@ -104,12 +96,12 @@ pub(super) fn controls(
             .map(str::to_owned)
             .collect()
     };
-    let globs = |flag: &'static str, v: &Option<String>| {
+    let globs = |setting: Setting, v: &Option<String>| {
         items(v)
             .into_iter()
             .map(|g| {
                 let bad = |why: String| CardinalityError::Refused {
-                    setting: origin(flag),
+                    setting: origin(setting),
                     message: format!("{}: {why}", quoted(&g)),
                 };
                 if !g.chars().all(|c| {
@@ -124,12 +116,12 @@ pub(super) fn controls(
             })
             .collect::<Result<Vec<_>, _>>()
     };
-    let include = globs("--include-families", &cli.cardinality.include_families)?;
-    let exclude = globs("--exclude-families", &cli.cardinality.exclude_families)?;
+    let include = globs(Setting::IncludeFamilies, &cli.cardinality.include_families)?;
+    let exclude = globs(Setting::ExcludeFamilies, &cli.cardinality.exclude_families)?;
     let drop_labels = items(&cli.cardinality.drop_labels);
     for name in &drop_labels {
         let bad = |why: &str| CardinalityError::Refused {
-            setting: origin("--drop-labels"),
+            setting: origin(Setting::DropLabels),
             message: format!("{}: {why}", quoted(name)),
         };
         let valid = name
@@ -158,7 +150,7 @@ pub(super) fn controls(
             Ok(n) if n >= 10 => n,
             _ => {
                 return Err(CardinalityError::Refused {
-                    setting: origin("--max-labels-per-series"),
+                    setting: origin(Setting::MaxLabelsPerSeries),
                     message: format!(
                         "{}: expected a number of labels, at least 10 (an entity's identity)",
                         quoted(v)
@@ -176,15 +168,15 @@ pub(super) fn controls(
         drop_labels,
     };
     let family_filters = [
-        ("--include-families", &cli.cardinality.include_families),
-        ("--exclude-families", &cli.cardinality.exclude_families),
+        (Setting::IncludeFamilies, &cli.cardinality.include_families),
+        (Setting::ExcludeFamilies, &cli.cardinality.exclude_families),
     ]
     .into_iter()
     .filter(|(_, v)| !items(v).is_empty())
-    .map(|(flag, v)| {
+    .map(|(setting, v)| {
         format!(
             "{} {}",
-            origin(flag),
+            origin(setting),
             quoted(v.as_deref().unwrap_or_default())
         )
     })
@@ -203,7 +195,7 @@ pub(super) fn controls(
 fn series_labels(
     cli: &Cli,
     profile: Profile,
-    origin: &dyn Fn(&'static str) -> String,
+    origin: &dyn Fn(Setting) -> String,
 ) -> Result<LabelShape, CardinalityError> {
     let given = cli.cardinality.series_labels.as_deref().map(str::trim);
     let shape = match given.map(str::to_ascii_lowercase).as_deref() {
@@ -213,7 +205,7 @@ fn series_labels(
         Some("full") => LabelShape::Full,
         Some(_) => {
             return Err(CardinalityError::Refused {
-                setting: origin("--series-labels"),
+                setting: origin(Setting::SeriesLabels),
                 message: format!(
                     "{}: expected lean or full",
                     quoted(given.unwrap_or_default())
@@ -223,7 +215,7 @@ fn series_labels(
     };
     if shape == LabelShape::Lean && profile != Profile::Native {
         return Err(CardinalityError::Refused {
-            setting: origin("--series-labels"),
+            setting: origin(Setting::SeriesLabels),
             message: format!(
                 "\"lean\" is native's shape: --compatibility {} serves dcgm-exporter's labels \
                  on every series (full)",

@@ -37,7 +37,7 @@ impl Config {
         };
         // The config file's collections must each match a field, and no field two of them.
         if let Some(path) = &self.config_file {
-            self.sampling
+            self.reader
                 .collections
                 .check(loaded.set.metrics().map(|r| (r.name.as_str(), r.field)))
                 .map_err(|message| file::ConfigFileError::Invalid {

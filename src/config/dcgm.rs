@@ -1,8 +1,9 @@
 //! The DCGM client's settings from the flags: `--dcgm-mode`, `-r/--remote-hostengine-info`,
 //! `--dcgm-lib`, `--enable-dcgm-log`/`--dcgm-log-level`, and
 //! `--watch-max-keep-age`/`--watch-max-keep-samples` (or the configuration
-//! file's `sources.dcgm.watch`, merged in first), validated once into the [`DcgmConfig`] that
-//! `options.rs` turns into `dcgm::DcgmOptions`; errors name the flag.
+//! file's `sources.dcgm.watch`, merged in first), validated once into the client's own
+//! options, `dcgm::DcgmOptions`, with the per-tick deadline the tick interval sets; errors
+//! name the flag.
 //!
 //! It must not load the library or connect.
 
@@ -10,10 +11,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cli::Cli;
-use super::origin::FileMerge;
+use super::origin::{FileMerge, Setting};
 use super::values::{DcgmLogLevel, DcgmMode};
 use crate::base::bounded_read::{ReadError, refuse_not_regular};
 use crate::base::shown::quoted;
+use crate::dcgm::DcgmOptions;
 
 /// A DCGM setting that cannot be used; each names its flag.
 #[derive(Debug, thiserror::Error)]
@@ -56,24 +58,6 @@ pub enum DcgmConfigError {
          (expected NONE, FATAL, ERROR, WARN, INFO, DEBUG or VERB)"
     )]
     LogLevel(String),
-}
-
-/// The DCGM client's settings, checked (`dcgm::DcgmOptions`, with the deadline that the tick
-/// interval sets).
-#[derive(Debug, Clone)]
-pub struct DcgmConfig {
-    /// `--dcgm-mode`, or what `-r` implies.
-    pub mode: crate::dcgm::Mode,
-    /// `--dcgm-lib`.
-    pub lib: Option<PathBuf>,
-    /// `--watch-max-keep-age`.
-    pub max_keep_age: Duration,
-    /// `--watch-max-keep-samples` (0: no limit).
-    pub max_keep_samples: i32,
-    /// `-s/--switch-devices`.
-    pub switches: crate::gpu::switch_selection::SwitchSelection,
-    /// `--enable-dcgm-log` at `--dcgm-log-level`: an embedded hostengine's log severity.
-    pub log_severity: Option<i32>,
 }
 
 /// `--enable-dcgm-log` and `--dcgm-log-level`, as dcgm-exporter takes them: with the log
@@ -128,35 +112,48 @@ fn dcgm_lib(path: Option<&PathBuf>) -> Result<Option<PathBuf>, DcgmConfigError> 
     Ok(Some(p.clone()))
 }
 
-/// The file's `sources.dcgm.watch` limits (keep age, keep samples) into the flags no flag or
-/// variable gave, by the merge's rule (a given flag wins, and a note says so).
-pub(super) fn merge_file(
-    cli: &mut Cli,
-    (keep_age, keep_samples): (Option<Duration>, Option<u32>),
-    m: &mut FileMerge,
-) {
-    m.fill(
-        &mut cli.dcgm.watch_max_keep_age,
-        keep_age.map(|age| format!("{}ms", age.as_millis())),
-        "sources.dcgm.watch.maxKeepAge",
-        "--watch-max-keep-age",
-    );
-    m.fill(
-        &mut cli.dcgm.watch_max_keep_samples,
-        keep_samples.map(|n| n.to_string()),
-        "sources.dcgm.watch.maxKeepSamples",
-        "--watch-max-keep-samples",
-    );
+/// The configuration file's `sources.dcgm.watch` limits that no flag or variable overrode, as
+/// the file typed them (`config::file` checked them).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct FileWatch {
+    /// `maxKeepAge`.
+    keep_age: Option<Duration>,
+    /// `maxKeepSamples`.
+    keep_samples: Option<i32>,
 }
 
-/// The DCGM client's settings on `site`, checked: `--dcgm-mode`, `-r`, `--dcgm-lib`,
-/// `--watch-max-keep-*`, `-s`, the log. On a simulated node with its DCGM library, an unset
-/// mode is embedded and an unset library is the simulated one.
-pub(super) fn settings(
+/// The file's `sources.dcgm.watch` limits (keep age, keep samples) that no flag or variable
+/// gave, by the merge's rule (a given flag wins, and a note says so).
+pub(super) fn merge_file(
     cli: &Cli,
+    (keep_age, keep_samples): (Option<Duration>, Option<i32>),
+    m: &mut FileMerge,
+) -> FileWatch {
+    FileWatch {
+        keep_age: m.given(
+            cli.dcgm.watch_max_keep_age.is_some(),
+            keep_age,
+            Setting::WatchMaxKeepAge,
+        ),
+        keep_samples: m.given(
+            cli.dcgm.watch_max_keep_samples.is_some(),
+            keep_samples,
+            Setting::WatchMaxKeepSamples,
+        ),
+    }
+}
+
+/// The DCGM client's options on `site` for a sampler ticking every `tick_interval`, checked:
+/// `--dcgm-mode`, `-r`, `--dcgm-lib`, `--watch-max-keep-*` (else the file's `file`), `-s`,
+/// the log. On a simulated node with its DCGM library, an unset mode is embedded and an unset
+/// library is the simulated one.
+pub(super) fn options(
+    cli: &Cli,
+    file: FileWatch,
     site: &super::site::Site,
+    tick_interval: Duration,
     warnings: &mut Vec<String>,
-) -> Result<DcgmConfig, DcgmConfigError> {
+) -> Result<DcgmOptions, DcgmConfigError> {
     use crate::dcgm::{Mode, parse_hostengine_address};
     let remote = match cli.dcgm.remote_hostengine_info.as_deref().map(str::trim) {
         Some(r) if !r.is_empty() => {
@@ -204,7 +201,7 @@ pub(super) fn settings(
             Err(_) => crate::base::duration::parse_go(v)
                 .map_err(|e| DcgmConfigError::KeepAge(v.to_owned(), e))?,
         },
-        _ => crate::dcgm::DEFAULT_MAX_KEEP_AGE,
+        _ => file.keep_age.unwrap_or(crate::dcgm::DEFAULT_MAX_KEEP_AGE),
     };
     let max_keep_samples = match cli.dcgm.watch_max_keep_samples.as_deref().map(str::trim) {
         Some(v) if !v.is_empty() => v
@@ -212,14 +209,15 @@ pub(super) fn settings(
             .ok()
             .filter(|n| *n >= 0)
             .ok_or_else(|| DcgmConfigError::KeepSamples(v.to_owned()))?,
-        _ => 0,
+        _ => file.keep_samples.unwrap_or(0),
     };
     let log_severity = log_severity(cli, &mode, warnings)?;
-    Ok(DcgmConfig {
+    Ok(DcgmOptions {
         mode,
         lib,
         max_keep_age,
         max_keep_samples,
+        deadline: crate::dcgm::deadline_for(tick_interval),
         switches: crate::gpu::switch_selection::SwitchSelection::parse(
             "-s/--switch-devices",
             &cli.dcgm.switch_devices,
@@ -358,8 +356,7 @@ mod tests {
         );
         let c = Config::from_args(&["--dcgm-mode", "embedded", "-c", "1000"]).ok();
         assert_eq!(
-            c.as_ref()
-                .map(|c| (c.dcgm.mode.clone(), c.dcgm_options().deadline)),
+            c.as_ref().map(|c| (c.dcgm.mode.clone(), c.dcgm.deadline)),
             Some((Mode::Embedded, Duration::from_millis(250)))
         );
         let c = Config::from_args(&[
@@ -417,5 +414,26 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("maxKeepSamples overridden by --watch-max-keep-samples"))
         );
+    }
+
+    /// The file's keep age reaches the client as the file wrote it: no text in between that
+    /// would round it (it went through whole milliseconds, `1500us` became 1 ms), and an error
+    /// about a file value names the file's key.
+    #[test]
+    fn the_config_files_keep_age_arrives_as_typed() {
+        let Ok(dir) = tempfile::tempdir() else {
+            panic!("no temporary directory");
+        };
+        let file = dir.path().join("config.yaml");
+        let yaml = "version: 2\nsources:\n  dcgm:\n    watch: {maxKeepAge: 1500us}\n";
+        assert!(std::fs::write(&file, yaml).is_ok());
+        let path = file.to_str().unwrap_or_default();
+        let c = Config::from_args(&["--config-file", path]).ok();
+        assert_eq!(
+            c.map(|c| c.dcgm.max_keep_age),
+            Some(Duration::from_micros(1500))
+        );
+        let c = Config::from_args(&["--config-file", path, "--watch-max-keep-age", "7"]).ok();
+        assert_eq!(c.map(|c| c.dcgm.max_keep_age), Some(Duration::from_secs(7)));
     }
 }

@@ -33,6 +33,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use super::origin::Setting;
 use crate::base::shown::{quoted, shown, shown_path};
 use crate::base::yaml;
 use crate::gpu::collections::{Collection, MIN_INTERVAL_MS};
@@ -75,12 +76,12 @@ pub struct FileSettings {
     pub enable_exporter_metrics: Option<bool>,
     /// The cardinality controls: `metrics.includeFamilies`, `metrics.excludeFamilies`,
     /// `metrics.dropLabels` (each a list, joined with commas as the flags take them) and
-    /// `metrics.maxLabelsPerSeries`, as (key, value).
-    pub cardinality: Vec<(&'static str, String)>,
+    /// `metrics.maxLabelsPerSeries`, as (setting, value).
+    pub cardinality: Vec<(Setting, String)>,
     /// `sources.dcgm.watch.maxKeepAge`.
     pub watch_max_keep_age: Option<Duration>,
-    /// `sources.dcgm.watch.maxKeepSamples`.
-    pub watch_max_keep_samples: Option<u32>,
+    /// `sources.dcgm.watch.maxKeepSamples` (0 or more, as `--watch-max-keep-samples`).
+    pub watch_max_keep_samples: Option<i32>,
     /// Keys accepted but not acted on, and unknown keys, one message each.
     pub notes: Vec<String>,
 }
@@ -320,21 +321,21 @@ impl FileSettings {
             }
             out.enable_exporter_metrics = m.enable_exporter_metrics;
             let lists = [
-                ("metrics.includeFamilies", m.include_families),
-                ("metrics.excludeFamilies", m.exclude_families),
-                ("metrics.dropLabels", m.drop_labels),
+                (Setting::IncludeFamilies, m.include_families),
+                (Setting::ExcludeFamilies, m.exclude_families),
+                (Setting::DropLabels, m.drop_labels),
             ];
-            for (key, list) in lists {
+            for (setting, list) in lists {
                 if let Some(l) = list {
-                    out.cardinality.push((key, l.join(",")));
+                    out.cardinality.push((setting, l.join(",")));
                 }
             }
             if let Some(n) = m.max_labels_per_series {
                 out.cardinality
-                    .push(("metrics.maxLabelsPerSeries", n.to_string()));
+                    .push((Setting::MaxLabelsPerSeries, n.to_string()));
             }
             if let Some(v) = m.series_labels {
-                out.cardinality.push(("metrics.seriesLabels", v));
+                out.cardinality.push((Setting::SeriesLabels, v));
             }
         }
         if let Some(c) = raw.collection {
@@ -400,9 +401,9 @@ impl FileSettings {
                 }
                 if let Some(n) = w.max_keep_samples {
                     let key = "sources.dcgm.watch.maxKeepSamples";
-                    let n = u32::try_from(n)
+                    let n = i32::try_from(n)
                         .ok()
-                        .filter(|n| i32::try_from(*n).is_ok())
+                        .filter(|n| *n >= 0)
                         .ok_or_else(|| bad(format!("{key}: {n} (must be 0 or more)")))?;
                     out.watch_max_keep_samples = Some(n);
                 }

@@ -1,26 +1,27 @@
 //! The pod attribution settings (`-k` and the `--kubernetes-*`, `--pod-resources-*` and
-//! `--nvidia-resource-names` flags) checked into a [`KubernetesConfig`], with a warning for each
+//! `--nvidia-resource-names` flags) checked into attribution's options, a [`KubernetesOptions`], with a warning for each
 //! such flag given without `-k`. It must not contact the kubelet or the API server.
 
 use std::time::Duration;
 
-use super::{ConfigError, MIN_INTERVAL_MS, Settings};
-use crate::attribution::KubernetesConfig;
+use super::{ConfigError, MIN_INTERVAL_MS, Setting, Settings};
+use crate::attribution::{AttributionOptions, KubernetesOptions};
+use crate::sources::kubelet::client::KubeletOptions;
 
 impl Settings {
     /// The pod attribution settings; `None` without `-k` and `--simulate`.
-    pub(super) fn kubernetes_config(
+    pub(super) fn kubernetes_options(
         &self,
         warnings: &mut Vec<String>,
-    ) -> Result<Option<KubernetesConfig>, ConfigError> {
+    ) -> Result<Option<KubernetesOptions>, ConfigError> {
         let cli = &self.cli;
         for (flag, ms) in [
             (
-                "--pod-resources-refresh-interval",
+                Setting::PodResourcesRefreshInterval,
                 cli.kubernetes.pod_resources_refresh_interval,
             ),
             (
-                "--pod-resources-timeout",
+                Setting::PodResourcesTimeout,
                 cli.kubernetes.pod_resources_timeout,
             ),
         ] {
@@ -78,23 +79,28 @@ impl Settings {
             .ok()
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty());
-        Ok(Some(KubernetesConfig {
-            socket: cli.kubernetes.pod_resources_kubelet_socket.clone(),
-            refresh: Duration::from_millis(cli.kubernetes.pod_resources_refresh_interval),
-            timeout: Duration::from_millis(cli.kubernetes.pod_resources_timeout),
-            extra_resources: cli
-                .kubernetes
-                .nvidia_resource_names
-                .iter()
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-                .collect(),
-            virtual_gpus: cli.kubernetes.kubernetes_virtual_gpus,
-            pod_labels: cli
-                .kubernetes
-                .kubernetes_enable_pod_labels
-                .then_some(allowlist),
-            pod_uid: cli.kubernetes.kubernetes_enable_pod_uid,
+        Ok(Some(KubernetesOptions {
+            kubelet: KubeletOptions {
+                socket: cli.kubernetes.pod_resources_kubelet_socket.clone(),
+                interval: Duration::from_millis(cli.kubernetes.pod_resources_refresh_interval),
+                timeout: Duration::from_millis(cli.kubernetes.pod_resources_timeout),
+            },
+            join: AttributionOptions {
+                extra_resources: cli
+                    .kubernetes
+                    .nvidia_resource_names
+                    .iter()
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+                virtual_gpus: cli.kubernetes.kubernetes_virtual_gpus,
+                pod_labels: cli
+                    .kubernetes
+                    .kubernetes_enable_pod_labels
+                    .then_some(allowlist),
+                pod_uid: cli.kubernetes.kubernetes_enable_pod_uid,
+                use_old_namespace: cli.exposition.use_old_namespace,
+            },
             dra: cli.kubernetes.kubernetes_enable_dra,
             // DRA needs the ResourceSlices, not the pods: under the GPU Operator's GPUCluster
             // the exporter may read ResourceSlices only (`--kubernetes-pod-metadata=false`).

@@ -21,7 +21,7 @@ impl Config {
         let pod_labels = self
             .kubernetes
             .as_ref()
-            .is_some_and(|k| k.pod_labels.is_some());
+            .is_some_and(|k| k.join.pod_labels.is_some());
         let room = cardinality::fit_labels(
             counters,
             &self.series_labels(),
@@ -99,10 +99,10 @@ impl Config {
             // Counted whether or not DRA is on: the budget is the same with and without claims.
             holder.extend(labels::DRA.map(|l| l.name));
             allocation.extend(labels::DRA.map(|l| l.name));
-            if k.pod_uid {
+            if k.join.pod_uid {
                 holder.push(labels::POD_UID.name);
             }
-            if k.virtual_gpus {
+            if k.join.virtual_gpus {
                 holder.push(labels::VGPU.name);
                 allocation.push(labels::VGPU.name);
             }

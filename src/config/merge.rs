@@ -7,7 +7,7 @@
 //! It must not validate values (the file's own checks are `file.rs`'s, the rest
 //! `validate.rs`'s), read the counters or touch NVML.
 
-use super::origin::{FileMerge, Origin};
+use super::origin::{FileMerge, Origin, Setting};
 use super::{Cli, ConfigError, CountersChoice, Settings, cardinality, dcgm, file};
 
 impl Cli {
@@ -20,6 +20,7 @@ impl Cli {
             config_file: None,
             from_file: Vec::new(),
             notes: Vec::new(),
+            dcgm_watch: dcgm::FileWatch::default(),
             cli: self,
         };
         let Some(path) = s
@@ -48,8 +49,7 @@ impl Cli {
         match m.take(
             cli.sampling.counters_file.is_some(),
             metrics,
-            "metrics",
-            "-f/--collectors",
+            Setting::Collectors,
         ) {
             Some(CountersChoice::File(p)) => cli.sampling.counters_file = p,
             Some(CountersChoice::Inline(origin, csv)) => s.inline_counters = Some((origin, csv)),
@@ -61,22 +61,19 @@ impl Cli {
         m.fill(
             &mut cli.sampling.collect_interval,
             interval,
-            "collection.interval",
-            "-c/--collect-interval",
+            Setting::CollectInterval,
         );
         m.fill(
             &mut cli.web.max_concurrent_scrapes,
             f.max_concurrent_scrapes,
-            "server.maxConcurrentScrapes",
-            "--max-concurrent-scrapes",
+            Setting::MaxConcurrentScrapes,
         );
         let watch = (f.watch_max_keep_age, f.watch_max_keep_samples);
-        dcgm::merge_file(cli, watch, &mut m);
+        s.dcgm_watch = dcgm::merge_file(cli, watch, &mut m);
         m.fill(
             &mut cli.exposition.enable_exporter_metrics,
             f.enable_exporter_metrics,
-            "metrics.enableExporterMetrics",
-            "--enable-exporter-metrics",
+            Setting::EnableExporterMetrics,
         );
         cardinality::merge_file(cli, f.cardinality, &mut m);
         s.notes = m.notes;
@@ -88,12 +85,14 @@ impl Cli {
 }
 
 impl Settings {
-    /// Where a flag's merged value came from: the configuration file's key, when the file gave
-    /// it; the flag's environment variable, when that gave it; or the flag. `flag` is written
-    /// as messages show it (`-a/--address`).
-    pub(crate) fn origin_of(&self, flag: &'static str) -> Origin {
-        let key = self.from_file.iter().find(|(f, _)| *f == flag);
-        if let (Some((_, key)), Some(file)) = (key, &self.config_file) {
+    /// Where a setting's merged value came from: the configuration file's key, when the file
+    /// gave it; the flag's environment variable, when that gave it; or the flag.
+    pub(crate) fn origin_of(&self, setting: Setting) -> Origin {
+        if let (true, Some(file), Some(key)) = (
+            self.from_file.contains(&setting),
+            &self.config_file,
+            setting.file_key(),
+        ) {
             return Origin::File {
                 file: file.clone(),
                 key,
@@ -103,13 +102,13 @@ impl Settings {
             .cli
             .from_env
             .iter()
-            .find(|(long, _)| flag.split('/').any(|f| f == long));
+            .find(|(long, _)| long == setting.long());
         match env {
             Some((_, var)) => Origin::Env {
                 var: var.clone(),
-                flag,
+                flag: setting.flag(),
             },
-            None => Origin::Flag(flag),
+            None => Origin::Flag(setting.flag()),
         }
     }
 }
@@ -155,9 +154,8 @@ mod tests {
         let cfg = c.validate().unwrap();
         // The sampler ticks as fast as the fastest collection; fields in no collection are
         // read at the collect interval.
-        assert_eq!(cfg.sampling.tick_interval, Duration::from_millis(500));
-        assert_eq!(cfg.sampling.collect_interval, Duration::from_secs(2));
-        assert_eq!(cfg.sampling.collections.base, Duration::from_secs(2));
+        assert_eq!(cfg.tick_interval, Duration::from_millis(500));
+        assert_eq!(cfg.reader.collections.base, Duration::from_secs(2));
         assert!(cfg.exposition.enable_exporter_metrics);
         assert_eq!(cfg.serving.max_concurrent_scrapes, 3);
         // Given on the command line (Go style too), the flag wins and the log says so.

@@ -42,9 +42,8 @@ pub mod values;
 
 pub use crate::serve::DEFAULT_MAX_CONCURRENT_SCRAPES;
 pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};
-pub use dcgm::DcgmConfig;
 pub use go_flags::env_value;
-pub use origin::Origin;
+pub use origin::{Origin, Setting};
 pub use site::{SimulatedNode, Simulation, Site};
 
 use std::path::PathBuf;
@@ -52,12 +51,12 @@ use std::time::Duration;
 
 use crate::base::shown::quoted;
 
-use crate::attribution::KubernetesConfig;
+use crate::attribution::KubernetesOptions;
 use crate::catalogue::csv::{CounterSet, CsvError};
 use crate::catalogue::profile::Profile;
-use crate::gpu::collections::{Collection, Collections};
-use crate::gpu::reader::NvlinkLinks;
-use crate::gpu::selection::{self as devices, DeviceSelection};
+use crate::gpu::collections::Collection;
+use crate::gpu::reader::{NvlinkLinks, ReaderOptions};
+use crate::gpu::selection as devices;
 use crate::sampler::reload::CountersFile;
 use crate::serve::address;
 
@@ -154,15 +153,24 @@ pub enum CountersChoice {
     Inline(String, String),
 }
 
-/// Validated configuration, grouped as the components take their options: each group is
-/// converted into one component's options by `options.rs` ([`options`]), and nothing else.
+/// Validated configuration, as the components take their options: the NVML reader's, the DCGM
+/// client's and attribution's are here as those components take them; the groups that several
+/// components read are converted into each one's options by `options.rs` ([`options`]), and
+/// nothing else. Nothing changes a `Config` once validation made it.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// The host label's value (`NODE_NAME`, else the host name); `None` with `--no-hostname`.
     /// The encoder's and the HTTP handlers' (the page's node name).
     pub hostname: Option<String>,
-    /// What the NVML reader reads, and how often: [`Config::reader_options`].
-    pub sampling: SamplingConfig,
+    /// What the NVML reader reads, as the reader takes it: the devices, the collection plan
+    /// (whose base is `-c/--collect-interval`), the Xid and clock-event windows, the Xid
+    /// codes at 0 and whether the NVLink links' data counters are read. The pipeline adds
+    /// what it decides when it builds the sampler (processes with attribution, GPM left to
+    /// DCGM).
+    pub reader: ReaderOptions,
+    /// How often the sampler ticks: the shortest read interval of all (the collect interval,
+    /// or a shorter collection's). The DCGM deadline and the Kubernetes writes follow it.
+    pub tick_interval: Duration,
     /// How the series are named, labelled and filtered: [`Config::encode_options`].
     pub exposition: ExpositionConfig,
     /// The listener and the HTTP side: [`Config::serve_options`], [`Config::limits`].
@@ -170,11 +178,12 @@ pub struct Config {
     /// The health model and its Kubernetes writes: [`Config::health_options`],
     /// [`Config::notify_options`].
     pub health: HealthConfig,
-    /// The DCGM client: [`Config::dcgm_options`].
-    pub dcgm: DcgmConfig,
-    /// Pod attribution, with `-k` (or `--simulate`): [`Config::kubelet_options`],
-    /// [`Config::attribution_options`].
-    pub kubernetes: Option<KubernetesConfig>,
+    /// The DCGM client's options (mode, library, watch limits, switches, log, and the per-tick
+    /// deadline the tick interval sets).
+    pub dcgm: crate::dcgm::DcgmOptions,
+    /// Pod attribution, with `-k` (or `--simulate`), as `attribution::start` takes it: the
+    /// kubelet source's options, the join's, and which other sources run.
+    pub kubernetes: Option<KubernetesOptions>,
     /// `--hpc-job-mapping-dir`.
     pub hpc_job_mapping_dir: Option<PathBuf>,
     /// `--nvml-lib`: the NVML library path instead of the dynamic loader's search.
@@ -194,31 +203,6 @@ pub struct Config {
     pub debug_notes: Vec<String>,
 }
 
-/// What the NVML reader reads and how often (`gpu::reader::ReaderOptions`).
-#[derive(Debug, Clone)]
-pub struct SamplingConfig {
-    /// `-c/--collect-interval` (or `collection.interval`): how often a field in no collection
-    /// is read.
-    pub collect_interval: Duration,
-    /// How often the sampler ticks: the shortest read interval of all (the collect interval,
-    /// or a shorter collection's).
-    pub tick_interval: Duration,
-    /// The collection plan: per-field read intervals (`--config-file` collections).
-    pub collections: std::sync::Arc<Collections>,
-    /// `-d/--devices`: the GPUs and MIG instances to export.
-    pub devices: DeviceSelection,
-    /// `--mig-repeat-device-fields`; on for every dcgm-exporter profile.
-    pub mig_repeat_device_fields: bool,
-    /// `--nvlink-links` (the encoder reads it too).
-    pub nvlink_links: NvlinkLinks,
-    /// `-x/--xid-count-window-size`: the window of `DCGM_EXP_XID_ERRORS_COUNT`.
-    pub xid_count_window: Duration,
-    /// `--clock-events-count-window-size`: the window of `DCGM_EXP_CLOCK_EVENTS_COUNT`.
-    pub clock_events_count_window: Duration,
-    /// `--xid-initialized-codes`: Xid codes exported at 0 before they occur.
-    pub xid_initialized_codes: Vec<u64>,
-}
-
 /// How the series are named, labelled and filtered (`exposition::EncodeOptions`).
 #[derive(Debug, Clone)]
 pub struct ExpositionConfig {
@@ -228,6 +212,9 @@ pub struct ExpositionConfig {
     pub use_old_namespace: bool,
     /// `--replace-blanks-in-model-name`.
     pub replace_blanks_in_model_name: bool,
+    /// `--nvlink-links`: totals per GPU, or per link (the reader reads the links' data
+    /// counters then: [`ReaderOptions::nvlink_throughput`]).
+    pub nvlink_links: NvlinkLinks,
     /// `--include-families`, `--exclude-families`, `--drop-labels`.
     pub cardinality: crate::exposition::filter::Cardinality,
     /// `--max-labels-per-series`.
@@ -350,11 +337,12 @@ pub struct Settings {
     inline_counters: Option<(String, String)>,
     /// The file's collections.
     collections: Vec<Collection>,
+    /// The file's DCGM watch limits that no flag gave, as the file typed them.
+    dcgm_watch: dcgm::FileWatch,
     /// The file read, if any.
     config_file: Option<PathBuf>,
-    /// The settings the file gave: (flag, the file's key), for their error messages
-    /// ([`Settings::origin_of`]).
-    from_file: Vec<(&'static str, &'static str)>,
+    /// The settings the file gave, for their error messages ([`Settings::origin_of`]).
+    from_file: Vec<Setting>,
     /// What to log about the merge (settings the flags overrode, keys ignored).
     notes: Vec<String>,
 }

@@ -1,8 +1,10 @@
 //! Where a setting's value comes from, and the one rule that settles a setting both a flag and
 //! `--config-file` give: the flag (or its variable) wins, the file fills what no flag gave, and
 //! a note says which of the file's keys a flag overrode ([`FileMerge::fill`], used for every
-//! such setting by `merge.rs`, `dcgm.rs` and `cardinality.rs`). [`Origin`] names a value's
-//! source the way error messages do: the flag, its environment variable, or the file and its key.
+//! such setting by `merge.rs`, `dcgm.rs` and `cardinality.rs`). [`Setting`] names each setting
+//! whose errors name its source, once: its flag as messages write it and its file key.
+//! [`Origin`] names a value's source the way error messages do: the flag, its environment
+//! variable, or the file and its key.
 //!
 //! It must not read the file, parse values or look at [`super::cli::Cli`]'s fields: callers
 //! hand it the slot and the file's value.
@@ -10,6 +12,108 @@
 use std::path::{Path, PathBuf};
 
 use crate::base::shown::shown_path;
+
+/// A setting whose value may come from more than one place (a flag, its environment
+/// variable, a key of `--config-file`), so that its errors name the one it came from
+/// (`Settings::origin_of`). Its names are written here and nowhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// `-f/--collectors`, or the file's `metrics` (a file or inline fields).
+    Collectors,
+    /// `-c/--collect-interval`, or `collection.interval`.
+    CollectInterval,
+    /// `-a/--address`.
+    Address,
+    /// `--max-concurrent-scrapes`, or `server.maxConcurrentScrapes`.
+    MaxConcurrentScrapes,
+    /// `--enable-exporter-metrics`, or `metrics.enableExporterMetrics`.
+    EnableExporterMetrics,
+    /// `--watch-max-keep-age`, or `sources.dcgm.watch.maxKeepAge`.
+    WatchMaxKeepAge,
+    /// `--watch-max-keep-samples`, or `sources.dcgm.watch.maxKeepSamples`.
+    WatchMaxKeepSamples,
+    /// `--include-families`, or `metrics.includeFamilies`.
+    IncludeFamilies,
+    /// `--exclude-families`, or `metrics.excludeFamilies`.
+    ExcludeFamilies,
+    /// `--drop-labels`, or `metrics.dropLabels`.
+    DropLabels,
+    /// `--max-labels-per-series`, or `metrics.maxLabelsPerSeries`.
+    MaxLabelsPerSeries,
+    /// `--series-labels`, or `metrics.seriesLabels`.
+    SeriesLabels,
+    /// `--pod-resources-refresh-interval`.
+    PodResourcesRefreshInterval,
+    /// `--pod-resources-timeout`.
+    PodResourcesTimeout,
+}
+
+impl Setting {
+    /// Every setting (the tests check each against the flags' definitions).
+    pub const ALL: [Setting; 14] = [
+        Setting::Collectors,
+        Setting::CollectInterval,
+        Setting::Address,
+        Setting::MaxConcurrentScrapes,
+        Setting::EnableExporterMetrics,
+        Setting::WatchMaxKeepAge,
+        Setting::WatchMaxKeepSamples,
+        Setting::IncludeFamilies,
+        Setting::ExcludeFamilies,
+        Setting::DropLabels,
+        Setting::MaxLabelsPerSeries,
+        Setting::SeriesLabels,
+        Setting::PodResourcesRefreshInterval,
+        Setting::PodResourcesTimeout,
+    ];
+
+    /// The flag as messages write it: the short form first when there is one
+    /// (`-c/--collect-interval`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            Setting::Collectors => "-f/--collectors",
+            Setting::CollectInterval => "-c/--collect-interval",
+            Setting::Address => "-a/--address",
+            Setting::MaxConcurrentScrapes => "--max-concurrent-scrapes",
+            Setting::EnableExporterMetrics => "--enable-exporter-metrics",
+            Setting::WatchMaxKeepAge => "--watch-max-keep-age",
+            Setting::WatchMaxKeepSamples => "--watch-max-keep-samples",
+            Setting::IncludeFamilies => "--include-families",
+            Setting::ExcludeFamilies => "--exclude-families",
+            Setting::DropLabels => "--drop-labels",
+            Setting::MaxLabelsPerSeries => "--max-labels-per-series",
+            Setting::SeriesLabels => "--series-labels",
+            Setting::PodResourcesRefreshInterval => "--pod-resources-refresh-interval",
+            Setting::PodResourcesTimeout => "--pod-resources-timeout",
+        }
+    }
+
+    /// The long flag (`--collect-interval`), as clap names the argument.
+    pub fn long(self) -> &'static str {
+        let flag = self.flag();
+        flag.rsplit_once('/').map_or(flag, |(_, long)| long)
+    }
+
+    /// The configuration file's key for it; `None` when the file cannot set it.
+    pub fn file_key(self) -> Option<&'static str> {
+        Some(match self {
+            Setting::Collectors => "metrics",
+            Setting::CollectInterval => "collection.interval",
+            Setting::MaxConcurrentScrapes => "server.maxConcurrentScrapes",
+            Setting::EnableExporterMetrics => "metrics.enableExporterMetrics",
+            Setting::WatchMaxKeepAge => "sources.dcgm.watch.maxKeepAge",
+            Setting::WatchMaxKeepSamples => "sources.dcgm.watch.maxKeepSamples",
+            Setting::IncludeFamilies => "metrics.includeFamilies",
+            Setting::ExcludeFamilies => "metrics.excludeFamilies",
+            Setting::DropLabels => "metrics.dropLabels",
+            Setting::MaxLabelsPerSeries => "metrics.maxLabelsPerSeries",
+            Setting::SeriesLabels => "metrics.seriesLabels",
+            Setting::Address
+            | Setting::PodResourcesRefreshInterval
+            | Setting::PodResourcesTimeout => return None,
+        })
+    }
+}
 
 /// Where a setting's value came from, as messages name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,8 +154,8 @@ pub(super) struct FileMerge {
     at: String,
     /// What to log about the merge, in order.
     pub(super) notes: Vec<String>,
-    /// The settings the file gave: (flag, the file's key).
-    pub(super) from_file: Vec<(&'static str, &'static str)>,
+    /// The settings the file gave.
+    pub(super) from_file: Vec<Setting>,
 }
 
 impl FileMerge {
@@ -75,35 +179,69 @@ impl FileMerge {
         self.notes.push(note);
     }
 
-    /// The rule: the flag given (`flag_given`)? It wins, and a note says that `flag` overrode
-    /// the file's `key`; else the file's value, when it has one. `None`: nothing to take.
+    /// The rule: the flag given (`flag_given`)? It wins, and a note says that its flag
+    /// overrode the file's key; else the file's value, when it has one. `None`: nothing to
+    /// take.
     pub(super) fn take<T>(
         &mut self,
         flag_given: bool,
         value: Option<T>,
-        key: &str,
-        flag: &str,
+        setting: Setting,
     ) -> Option<T> {
         let value = value?;
         if flag_given {
-            self.note(&format!("{key} overridden by {flag}"));
+            let key = setting.file_key().unwrap_or("?");
+            self.note(&format!("{key} overridden by {}", setting.flag()));
             return None;
         }
         Some(value)
     }
 
-    /// [`FileMerge::take`] into the flag's own setting, `slot` (`None` when no flag or variable
-    /// gave it), recording that the file gave it (in [`FileMerge::from_file`]).
-    pub(super) fn fill<T>(
+    /// [`FileMerge::take`], recording that the file gave the setting when it did (in
+    /// [`FileMerge::from_file`]): for a file value kept as the file typed it, beside the flag's
+    /// text.
+    pub(super) fn given<T>(
         &mut self,
-        slot: &mut Option<T>,
+        flag_given: bool,
         value: Option<T>,
-        key: &'static str,
-        flag: &'static str,
-    ) {
-        if let Some(v) = self.take(slot.is_some(), value, key, flag) {
+        setting: Setting,
+    ) -> Option<T> {
+        let v = self.take(flag_given, value, setting)?;
+        self.from_file.push(setting);
+        Some(v)
+    }
+
+    /// [`FileMerge::given`] into the flag's own setting, `slot` (`None` when no flag or
+    /// variable gave it).
+    pub(super) fn fill<T>(&mut self, slot: &mut Option<T>, value: Option<T>, setting: Setting) {
+        if let Some(v) = self.given(slot.is_some(), value, setting) {
             *slot = Some(v);
-            self.from_file.push((flag, key));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Setting;
+    use clap::CommandFactory;
+
+    /// Each setting's flag is one the command line defines, with the short form it names, so
+    /// that its messages name a flag that exists and its variable is found.
+    #[test]
+    fn every_setting_names_a_defined_flag() {
+        let cmd = super::super::Cli::command();
+        for s in Setting::ALL {
+            let long = s.long().trim_start_matches("--");
+            let arg = cmd
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .unwrap_or_else(|| panic!("{s:?}: no flag --{long}"));
+            let short = arg.get_short().map(|c| format!("-{c}/--{long}"));
+            assert_eq!(
+                s.flag(),
+                short.unwrap_or_else(|| format!("--{long}")),
+                "{s:?}"
+            );
         }
     }
 }

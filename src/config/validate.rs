@@ -17,11 +17,12 @@ use super::values::LogFormat;
 use super::{
     Cli, Config, ConfigError, CountersChoice, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
     DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
-    ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, SamplingConfig, ServingConfig,
-    Settings, Simulation, SimulatorConfig, Site, cardinality, dcgm, ignored, node_hostname,
+    ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, ServingConfig, Setting, Settings,
+    Simulation, SimulatorConfig, Site, cardinality, dcgm, ignored, node_hostname,
 };
 use crate::catalogue::labels;
 use crate::gpu::collections::Collections;
+use crate::gpu::reader::{NvlinkLinks, ReaderOptions};
 use crate::gpu::selection::DeviceSelection;
 use crate::serve::address;
 
@@ -109,13 +110,13 @@ impl Settings {
         let collect_ms = cli.sampling.collect_interval.unwrap_or(DEFAULT_INTERVAL_MS);
         if collect_ms < MIN_INTERVAL_MS {
             return Err(ConfigError::TooShort {
-                setting: self.origin_of("-c/--collect-interval"),
+                setting: self.origin_of(Setting::CollectInterval),
                 value: collect_ms.to_string(),
                 min: MIN_INTERVAL_MS,
             });
         }
         address::parse_address(
-            &self.origin_of("-a/--address").to_string(),
+            &self.origin_of(Setting::Address).to_string(),
             &cli.web.address,
         )?;
         let devices = DeviceSelection::parse("-d/--devices", &cli.sampling.devices)?;
@@ -137,16 +138,15 @@ impl Settings {
         }
         let profile = cli.exposition.compatibility;
         let xid_initialized_codes = parse_xid_codes(&cli.sampling.xid_initialized_codes)?;
-        let controls =
-            cardinality::controls(cli, profile, &|flag| self.origin_of(flag).to_string())?;
+        let controls = cardinality::controls(cli, profile, &|s| self.origin_of(s).to_string())?;
         let mut warnings = self.notes.clone();
-        let mut kubernetes = self.kubernetes_config(&mut warnings)?;
+        let mut kubernetes = self.kubernetes_options(&mut warnings)?;
         if let (Some(k), Some(sim)) = (kubernetes.as_mut(), &site.simulated) {
             // Attribution reads the simulated cluster: its socket, proc tree and node, DRA on
             // when a pod holds a claim. The pod watch stays as the flags set it (on by
             // default; off with `--kubernetes-pod-metadata=false`, as a node whose RBAC has
             // no pods runs).
-            k.socket = sim.kubelet_socket.clone();
+            k.kubelet.socket = sim.kubelet_socket.clone();
             k.proc_root = sim.proc_root.clone();
             k.node_name = Some(sim.node_name.clone());
             k.dra = k.dra || sim.dra_claims;
@@ -154,7 +154,7 @@ impl Settings {
         let node_known = cli.simulator.simulate.is_some()
             || kubernetes.as_ref().is_some_and(|k| k.node_name.is_some());
         cli.health.check(kubernetes.is_some(), node_known)?;
-        if let Some(labels) = kubernetes.as_mut().and_then(|k| k.pod_labels.as_mut()) {
+        if let Some(labels) = kubernetes.as_mut().and_then(|k| k.join.pod_labels.as_mut()) {
             labels.set_collision_prefix(profile.pod_label_collision_prefix());
             labels.set_conflict_suffix(profile.pod_label_conflict_suffix());
             if profile.drops_pod_labels_named_like_the_pod() {
@@ -208,28 +208,29 @@ impl Settings {
                 CountersChoice::File(default.exists().then(|| default.to_path_buf()))
             }
         };
-        let dcgm = dcgm::settings(cli, site, &mut warnings)?;
         let tick_interval = collections.tick();
+        let dcgm = dcgm::options(cli, self.dcgm_watch, site, tick_interval, &mut warnings)?;
         Ok(Config {
             hostname: (!cli.exposition.no_hostname).then(|| hostname(site)),
-            sampling: SamplingConfig {
-                collect_interval: collections.base,
-                tick_interval,
+            reader: ReaderOptions {
                 collections: std::sync::Arc::new(collections),
                 devices,
                 mig_repeat_device_fields: cli.sampling.mig_repeat_device_fields
                     || profile.repeats_device_fields(),
-                nvlink_links: cli.sampling.nvlink_links,
+                nvlink_throughput: cli.sampling.nvlink_links == NvlinkLinks::PerLink,
                 xid_count_window: Duration::from_millis(cli.sampling.xid_count_window_size),
                 clock_events_count_window: Duration::from_millis(
                     cli.sampling.clock_events_count_window_size,
                 ),
                 xid_initialized_codes,
+                ..ReaderOptions::default()
             },
+            tick_interval,
             exposition: ExpositionConfig {
                 profile,
                 use_old_namespace: cli.exposition.use_old_namespace,
                 replace_blanks_in_model_name: cli.exposition.replace_blanks_in_model_name,
+                nvlink_links: cli.sampling.nvlink_links,
                 cardinality: controls.filter,
                 max_labels_per_series: controls.max_labels,
                 own_families: controls.own_families,
@@ -305,10 +306,10 @@ mod tests {
         assert!(cfg.hostname.is_none());
         let k = cfg.kubernetes.expect("-k enables pod attribution");
         assert_eq!(
-            k.socket,
+            k.kubelet.socket,
             PathBuf::from("/var/lib/kubelet/pod-resources/kubelet.sock")
         );
-        assert!(k.pod_metadata && k.process_metrics && !k.dra && k.pod_labels.is_none());
+        assert!(k.pod_metadata && k.process_metrics && !k.dra && k.join.pod_labels.is_none());
         assert!(!cfg.warnings.iter().any(|w| w.contains("--kubernetes")));
     }
 
@@ -357,8 +358,8 @@ mod tests {
         .validate()
         .unwrap();
         let k = cfg.kubernetes.unwrap();
-        assert!(k.pod_metadata && k.pod_uid);
-        assert_eq!(k.extra_resources, ["example.com/a100"]);
+        assert!(k.pod_metadata && k.join.pod_uid);
+        assert_eq!(k.join.extra_resources, ["example.com/a100"]);
         // DRA reads ResourceSlices and needs no pod watch (the chart's gpuCluster role has none).
         let cfg = cli(&[
             "-k",
@@ -446,7 +447,7 @@ mod tests {
             ];
             args.extend_from_slice(extra);
             let cfg = cli(&args).validate().unwrap();
-            let allow = cfg.kubernetes.unwrap().pod_labels.unwrap();
+            let allow = cfg.kubernetes.unwrap().join.pod_labels.unwrap();
             let want: Vec<_> = want
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -503,9 +504,9 @@ mod tests {
     fn xid_and_mig_options() {
         let cfg = cli(&[]).validate().unwrap();
         // No zero series by default (the series budget); the alerts see a first Xid without.
-        assert!(cfg.sampling.xid_initialized_codes.is_empty());
-        assert_eq!(cfg.sampling.xid_count_window, Duration::from_secs(300));
-        assert!(!cfg.sampling.mig_repeat_device_fields);
+        assert!(cfg.reader.xid_initialized_codes.is_empty());
+        assert_eq!(cfg.reader.xid_count_window, Duration::from_secs(300));
+        assert!(!cfg.reader.mig_repeat_device_fields);
         let cfg = cli(&[
             "--xid-initialized-codes",
             " 79, 48,79 ",
@@ -517,27 +518,22 @@ mod tests {
         ])
         .validate()
         .unwrap();
-        assert_eq!(cfg.sampling.xid_initialized_codes, vec![48, 79]);
-        assert_eq!(cfg.sampling.xid_count_window, Duration::from_secs(60));
-        assert_eq!(
-            cfg.sampling.clock_events_count_window,
-            Duration::from_secs(1)
-        );
-        assert!(cfg.sampling.mig_repeat_device_fields);
+        assert_eq!(cfg.reader.xid_initialized_codes, vec![48, 79]);
+        assert_eq!(cfg.reader.xid_count_window, Duration::from_secs(60));
+        assert_eq!(cfg.reader.clock_events_count_window, Duration::from_secs(1));
+        assert!(cfg.reader.mig_repeat_device_fields);
         let cfg = cli(&["--xid-initialized-codes", ""]).validate().unwrap();
-        assert!(cfg.sampling.xid_initialized_codes.is_empty());
+        assert!(cfg.reader.xid_initialized_codes.is_empty());
     }
 
     #[test]
     fn devices_flag_selects() {
-        assert!(cli(&[]).validate().unwrap().sampling.devices.is_all());
+        assert!(cli(&[]).validate().unwrap().reader.devices.is_all());
         let cfg = cli(&["-d", "g:0,1,i:2.7-9,3"]).validate().unwrap();
-        assert!(cfg.sampling.devices.wants_gpu(1) && !cfg.sampling.devices.wants_gpu(2));
-        assert!(
-            cfg.sampling.devices.wants_instance(2, 8) && cfg.sampling.devices.wants_instance(3, 1)
-        );
+        assert!(cfg.reader.devices.wants_gpu(1) && !cfg.reader.devices.wants_gpu(2));
+        assert!(cfg.reader.devices.wants_instance(2, 8) && cfg.reader.devices.wants_instance(3, 1));
         assert_eq!(
-            cfg.sampling.devices.describe(),
+            cfg.reader.devices.describe(),
             "GPUs 0,1; MIG instances 2.7-9, all on GPU 3"
         );
         // The CPU list is syntax-checked only (its entities are not GPUs) and warned; the switch

@@ -150,13 +150,13 @@ pub fn run(
     let listener = rt.block_on(serve::bind(&cfg.serving.address))?;
     match axum::serve::Listener::local_addr(&listener) {
         Ok(local) => {
-            info!(address = %local, interval_ms = cfg.sampling.tick_interval.as_millis() as u64, "serving /metrics")
+            info!(address = %local, interval_ms = cfg.tick_interval.as_millis() as u64, "serving /metrics")
         }
         Err(e) => warn!("cannot read the bound address back: {e}"),
     }
     // Armed before the first tick: a first tick that never ends (NVML's load or init hung) is
     // a stall too.
-    shared.set_stall_after(stall_limit(cfg.sampling.tick_interval));
+    shared.set_stall_after(stall_limit(cfg.tick_interval));
     if let Some(guard) = early.guard.take()
         && let Err(e) = guard.start(serve::SHUTDOWN_GRACE, cfg.log.json)
     {
@@ -165,7 +165,7 @@ pub fn run(
     let stop = Arc::new(AtomicBool::new(false));
     let handle = sampler::spawn(
         sampler,
-        cfg.sampling.tick_interval,
+        cfg.tick_interval,
         opts,
         Arc::clone(&shared),
         Arc::clone(&stop),
@@ -223,7 +223,7 @@ async fn serve_until_signal(
     let published = Arc::clone(&shared);
     tokio::spawn(trim::after_start_up(
         move || published.has_published(),
-        cfg.sampling.tick_interval,
+        cfg.tick_interval,
     ));
     let app = serve::app_with(shared, cfg.serve_options());
     let shutdown = async move {

@@ -130,11 +130,11 @@ impl Pipeline {
             host_label = cfg.exposition.profile.host_label(),
             "compatibility profile"
         );
-        info!(devices = %cfg.sampling.devices.describe(), mig_repeat_device_fields = cfg.sampling.mig_repeat_device_fields, "device selection");
+        info!(devices = %cfg.reader.devices.describe(), mig_repeat_device_fields = cfg.reader.mig_repeat_device_fields, "device selection");
         let loader_path = lib_path.clone();
         let loader: sampler::Loader =
             Box::new(move || gpu::open_after_trial(loader_path.as_deref()));
-        let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader_options())
+        let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader.clone())
             .with_health(cfg.health_options());
         if let Some(client) = start_dcgm(cfg).map_err(PipelineError::Dcgm)? {
             sampler = sampler.with_dcgm(client);
@@ -161,7 +161,7 @@ impl Pipeline {
 /// The DCGM client for `cfg` (with `--simulate`, on the simulated DCGM library, embedded
 /// unless `--dcgm-mode` says otherwise, as validation settled); `None` with DCGM off.
 fn start_dcgm(cfg: &Config) -> std::io::Result<Option<dcgm::Client>> {
-    let opts = cfg.dcgm_options();
+    let opts = cfg.dcgm.clone();
     if opts.mode == dcgm::Mode::Off {
         return Ok(None);
     }
@@ -241,16 +241,14 @@ fn start_attribution(
             }
         };
     }
-    info!(socket = %k.socket.display(), refresh_ms = k.refresh.as_millis() as u64, "pod attribution enabled");
+    info!(socket = %k.kubelet.socket.display(), refresh_ms = k.kubelet.interval.as_millis() as u64, "pod attribution enabled");
     let in_use = KubernetesInUse {
-        socket: k.socket.clone(),
+        socket: k.kubelet.socket.clone(),
         client: client.clone(),
         node_name: k.node_name.clone(),
         proc_root: k.process_metrics.then(|| k.proc_root.clone()),
         api_config,
     };
-    let kubelet = cfg.kubelet_options(k);
-    let opts = cfg.attribution_options(k, pod_label_room);
-    let a = attribution::start(k, kubelet, opts, client, hpc, rt.handle());
+    let a = attribution::start(k, pod_label_room, client, hpc, rt.handle());
     Ok((Some(a), Some(in_use)))
 }

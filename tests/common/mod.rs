@@ -99,7 +99,7 @@ impl SimNode {
 
 /// The configuration a node started with `args` runs with (the daemon's flags, read as the
 /// daemon reads them), its host label `sim-node`: tests build their reader and encoder options
-/// from it (`reader_options()`, `encode_options()`), as the daemon does.
+/// from it (`Config::reader`, `encode_options()`), as the daemon does.
 pub fn config(args: &[&str]) -> gpu_exporter::config::Config {
     let mut cfg = gpu_exporter::config::Config::from_args(args).expect("valid flags");
     cfg.hostname = Some("sim-node".into());
@@ -211,7 +211,7 @@ impl Cluster {
 
     /// Attribution settings pointed at this cluster: `-k` validated on [`Cluster::site`], as
     /// the daemon validates it with `--simulate`.
-    pub fn config(&self) -> gpu_exporter::attribution::KubernetesConfig {
+    pub fn config(&self) -> gpu_exporter::attribution::KubernetesOptions {
         config_on(&["-k"], &self.site())
             .kubernetes
             .expect("-k enables pod attribution")
@@ -220,13 +220,11 @@ impl Cluster {
     /// An attributor over this cluster with `k`, once every source has answered.
     pub fn attributor(
         &self,
-        k: &gpu_exporter::attribution::KubernetesConfig,
+        k: &gpu_exporter::attribution::KubernetesOptions,
     ) -> gpu_exporter::attribution::Attributor {
-        let (kubelet, opts) = attribution_options(k);
         let a = gpu_exporter::attribution::start(
             k,
-            kubelet,
-            opts,
+            None,
             Some(self.sim.client.clone()),
             None,
             self.rt.handle(),
@@ -234,19 +232,6 @@ impl Cluster {
         wait_until("attribution sources ready", || a.ready());
         a
     }
-}
-
-/// The kubelet source's and the join's options for `k`, as `config::options` makes them for a
-/// node with the default flags (`-k`) and `k`'s attribution settings.
-#[allow(dead_code)]
-pub fn attribution_options(
-    k: &gpu_exporter::attribution::KubernetesConfig,
-) -> (
-    gpu_exporter::sources::kubelet::client::KubeletOptions,
-    gpu_exporter::attribution::AttributionOptions,
-) {
-    let cfg = gpu_exporter::config::Config::from_args(&["-k"]).expect("valid flags");
-    (cfg.kubelet_options(k), cfg.attribution_options(k, None))
 }
 
 /// The configuration of `args` (after the program name) validated on `site`, as the daemon

@@ -12,7 +12,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use gpu_exporter::attribution::{Attributor, KubernetesConfig};
+use gpu_exporter::attribution::{Attributor, KubernetesOptions};
 use gpu_exporter::config::Config;
 use gpu_exporter::sampler::Sampler;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
@@ -90,12 +90,14 @@ fn kubernetes_enable_dra_takes_go_booleans_and_names_the_variable() {
     assert!(!out.contains("resourceslices"), "the flag wins: {out}");
 }
 
-/// An attributor over `cluster` with `cfg`'s options for `k`, once its sources answered.
-fn attributor(cluster: &common::Cluster, cfg: &Config, k: &KubernetesConfig) -> Attributor {
+/// An attributor over `cluster` with `k`, its label names as `cfg` spells them, once its
+/// sources answered.
+fn attributor(cluster: &common::Cluster, cfg: &Config, k: &KubernetesOptions) -> Attributor {
+    let mut k = k.clone();
+    k.join.use_old_namespace = cfg.exposition.use_old_namespace;
     let a = gpu_exporter::attribution::start(
-        k,
-        cfg.kubelet_options(k),
-        cfg.attribution_options(k, None),
+        &k,
+        None,
         Some(cluster.sim.client.clone()),
         None,
         cluster.rt.handle(),
@@ -117,7 +119,7 @@ impl Pages {
     fn new(node: common::SimNode, cfg: &Config, attributor: Attributor) -> Self {
         let counters = common::default_counters();
         let sampler = node
-            .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+            .sampler_with(counters.clone(), cfg.reader.clone(), 0.0)
             .with_attribution(attributor);
         Self {
             node,
@@ -209,7 +211,7 @@ fn dra_holders_follow_a_replaced_set_of_slices_of_the_same_generation() {
     let cluster = common::Cluster::start(&node);
     let cfg = common::config(&[]);
     let mut k = cluster.config();
-    k.refresh = Duration::from_millis(50);
+    k.kubelet.interval = Duration::from_millis(50);
     let attributor = attributor(&cluster, &cfg, &k);
     let mut pages = Pages::new(node, &cfg, attributor);
     let gpu = |p: &str| {
@@ -349,7 +351,7 @@ fn the_pod_uid_is_on_dra_holders_in_every_shape() {
         let cluster = common::Cluster::start(&node);
         let cfg = common::config(args);
         let mut k = cluster.config();
-        k.pod_uid = pod_uid;
+        k.join.pod_uid = pod_uid;
         let attributor = attributor(&cluster, &cfg, &k);
         let mut pages = Pages::new(node, &cfg, attributor);
         let lean = args.is_empty();
@@ -432,8 +434,8 @@ fn under_the_gpucluster_rbac_holders_are_attributed_without_pod_metadata() {
     let cluster = common::Cluster::start(&node);
     let cfg = common::config(&[]);
     let mut k = cluster.config();
-    k.refresh = Duration::from_millis(50);
-    k.pod_uid = true;
+    k.kubelet.interval = Duration::from_millis(50);
+    k.join.pod_uid = true;
     assert!(
         k.dra && k.pod_metadata,
         "the claims turn DRA on; pods as by default"

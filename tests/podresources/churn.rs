@@ -46,9 +46,9 @@ impl Churn {
         let mut k = common::config_on(args, &cluster.site())
             .kubernetes
             .expect("-k");
-        k.refresh = Duration::from_millis(50);
+        k.kubelet.interval = Duration::from_millis(50);
         let sampler = node
-            .sampler_with(counters.clone(), cfg.reader_options(), 0.0)
+            .sampler_with(counters.clone(), cfg.reader.clone(), 0.0)
             .with_attribution(cluster.attributor(&k))
             .with_health(cfg.health_options());
         Self {
