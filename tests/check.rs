@@ -558,6 +558,26 @@ fn the_dcgm_section_names_the_library_the_hostengine_and_the_profiling_groups() 
     line_with(&out, &["ok", "library", "libdcgm_sim.so", "DCGM 4."]);
     line_with(&out, &["ok", "hostengine", "answers"]);
     line_with(&out, &["ok", "GPU 0 profiling groups", "(1001)"]);
+
+    // A library of the user's own, named with --dcgm-lib on a simulated node, is not called
+    // the simulated one (here a copy of it at another path).
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("libdcgm.so.4");
+    let sim_lib = std::path::Path::new(BIN).with_file_name("libdcgm_sim.so");
+    std::fs::copy(&sim_lib, &own).unwrap();
+    let own = own.to_str().unwrap();
+    let (code, out) = check(&[
+        "--simulate",
+        "a100-l4",
+        "--dcgm-mode",
+        "embedded",
+        "--dcgm-lib",
+        own,
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let mode = line_with(&out, &["ok", "mode", "embedded"]);
+    assert!(!mode.contains("simulated"), "{mode}");
+    line_with(&out, &["ok", "library", own]);
     line_with(
         &out,
         &["ok", "GPU 1 GPM", "DCGM serves the DCGM_FI_PROF_* fields"],

@@ -306,6 +306,7 @@ const TURN_DCGM_ON: &str = "give the hostengine's address with -r (the GPU Opera
 /// refused, each problem with its fix. Returns what to do for the profiling fields of GPUs
 /// without GPM, after the flags given.
 fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) -> String {
+    let on_simulated = cfg.dcgm.lib.is_some() && cfg.dcgm.lib == pipeline.simulated_dcgm_lib();
     let Some(client) = pipeline.sampler.dcgm() else {
         r.add(
             "dcgm",
@@ -322,7 +323,7 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
     };
     let mode = match client.mode() {
         crate::dcgm::Mode::Remote(a) => format!("remote, hostengine {a}"),
-        m if cfg.simulator.scenario.is_some() => format!("{} (on the simulated libdcgm)", m.name()),
+        m if on_simulated => format!("{} (on the simulated libdcgm)", m.name()),
         m => m.name().to_owned(),
     };
     r.add("dcgm", "mode", Severity::Ok, mode, None);

@@ -25,7 +25,7 @@ impl Settings {
                 cli.kubernetes.pod_resources_timeout,
             ),
         ] {
-            if ms < 100 {
+            if ms < MIN_INTERVAL_MS {
                 return Err(ConfigError::TooShort {
                     setting: self.origin_of(flag),
                     value: ms.to_string(),

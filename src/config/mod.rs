@@ -188,8 +188,6 @@ pub struct Config {
     pub hpc_job_mapping_dir: Option<PathBuf>,
     /// `--nvml-lib`: the NVML library path instead of the dynamic loader's search.
     pub nvml_lib: Option<PathBuf>,
-    /// `--simulate` and its seed.
-    pub simulator: SimulatorConfig,
     /// The exporter's own log.
     pub log: LogConfig,
     /// The counters: `-f`, the configuration file's, the default path or the built-in set.
@@ -267,15 +265,6 @@ impl HealthConfig {
     pub fn writes(&self) -> bool {
         self.node_conditions || self.events
     }
-}
-
-/// `--simulate` and `--simulate-seed`.
-#[derive(Debug, Clone)]
-pub struct SimulatorConfig {
-    /// `--simulate`: the scenario.
-    pub scenario: Option<String>,
-    /// `--simulate-seed`.
-    pub seed: u64,
 }
 
 /// The exporter's own log.

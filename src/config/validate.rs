@@ -18,7 +18,7 @@ use super::{
     Cli, Config, ConfigError, CountersChoice, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
     DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
     ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, ServingConfig, Setting, Settings,
-    Simulation, SimulatorConfig, Site, cardinality, dcgm, ignored, node_hostname,
+    Simulation, Site, cardinality, dcgm, ignored, node_hostname,
 };
 use crate::catalogue::labels;
 use crate::gpu::collections::Collections;
@@ -265,10 +265,6 @@ impl Settings {
             nvml_lib: match &site.simulated {
                 Some(sim) => Some(sim.nvml_lib.clone()),
                 None => nvml_lib(cli.sampling.nvml_lib.as_ref())?,
-            },
-            simulator: SimulatorConfig {
-                scenario: cli.simulator.simulate.clone(),
-                seed: cli.simulator.simulate_seed,
             },
             log: self.log(),
             counters,

@@ -152,6 +152,15 @@ impl Pipeline {
         })
     }
 
+    /// The simulated DCGM library this pipeline's simulated node carries; `None` on a real node
+    /// or without one.
+    pub fn simulated_dcgm_lib(&self) -> Option<PathBuf> {
+        self.simulated
+            .node
+            .as_ref()
+            .and_then(sim::Node::dcgm_lib_path)
+    }
+
     /// The sampler, and what it reads that must be kept alive as long as it runs.
     pub fn into_sampler(self) -> (Sampler, Simulated) {
         (self.sampler, self.simulated)
