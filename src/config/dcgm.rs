@@ -189,12 +189,7 @@ pub(super) fn options(
         }
         (Some(DcgmMode::Embedded), None) => Mode::Embedded,
     };
-    let simulated = site.simulated.as_ref().and_then(|s| s.dcgm_lib.clone());
-    let mode = match (&mode, given, &simulated) {
-        (Mode::Off, None, Some(_)) => Mode::Embedded,
-        _ => mode,
-    };
-    let lib = dcgm_lib(cli.dcgm.dcgm_lib.as_ref())?.or(simulated);
+    let (mode, lib) = site.dcgm(mode, given.is_some(), dcgm_lib(cli.dcgm.dcgm_lib.as_ref())?);
     let max_keep_age = match cli.dcgm.watch_max_keep_age.as_deref().map(str::trim) {
         Some(v) if !v.is_empty() => match v.parse::<u64>() {
             Ok(secs) => Duration::from_secs(secs),

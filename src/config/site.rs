@@ -4,10 +4,16 @@
 //! name, kubelet socket, proc tree and DRA claims the validated [`super::Config`] then holds
 //! from the start, so that nothing changes it afterwards.
 //!
-//! Plain data; it must not start the simulator (`daemon::pipeline` does, through `sim`, which
-//! sits above this layer) or read anything.
+//! The rules by which a site overrides what the flags say are here too, one method per
+//! component, which validation applies as it builds each component's options.
+//!
+//! Plain data and those rules; it must not start the simulator (`daemon::pipeline` does,
+//! through `sim`, which sits above this layer) or read anything.
 
 use std::path::PathBuf;
+
+use crate::attribution::KubernetesOptions;
+use crate::dcgm::Mode;
 
 /// Where the exporter runs, as validation needs to know it.
 #[derive(Debug, Clone, Default)]
@@ -20,6 +26,51 @@ impl Site {
     /// A real node: everything comes from the flags and the environment.
     pub fn host() -> Self {
         Self::default()
+    }
+
+    /// The host label's value: `NODE_NAME` when it is set (`node_name_set`), else the
+    /// simulated node's name, else the kernel's host name (`host`).
+    pub(super) fn hostname(&self, node_name_set: bool, host: impl FnOnce() -> String) -> String {
+        match &self.simulated {
+            Some(sim) if !node_name_set => sim.node_name.clone(),
+            _ => host(),
+        }
+    }
+
+    /// The NVML library to load when the site has its own (the simulated one); `None`: the
+    /// flags decide.
+    pub(super) fn nvml_lib(&self) -> Option<PathBuf> {
+        self.simulated.as_ref().map(|sim| sim.nvml_lib.clone())
+    }
+
+    /// DCGM's mode and library, from the flags' `mode` (`mode_given` when `--dcgm-mode` was
+    /// given) and `lib`: on a simulated node with its DCGM library, an unset mode that would
+    /// be off is embedded, and an unset library is the simulated one.
+    pub(super) fn dcgm(
+        &self,
+        mode: Mode,
+        mode_given: bool,
+        lib: Option<PathBuf>,
+    ) -> (Mode, Option<PathBuf>) {
+        let simulated = self.simulated.as_ref().and_then(|s| s.dcgm_lib.clone());
+        let mode = match (&mode, mode_given, &simulated) {
+            (Mode::Off, false, Some(_)) => Mode::Embedded,
+            _ => mode,
+        };
+        (mode, lib.or(simulated))
+    }
+
+    /// Attribution on the simulated cluster: its socket, proc tree and node, DRA on when a pod
+    /// holds a claim. The pod watch stays as the flags set it (on by default; off with
+    /// `--kubernetes-pod-metadata=false`, as a node whose RBAC has no pods runs).
+    pub(super) fn kubernetes(&self, mut k: KubernetesOptions) -> KubernetesOptions {
+        if let Some(sim) = &self.simulated {
+            k.kubelet.socket = sim.kubelet_socket.clone();
+            k.proc_root = sim.proc_root.clone();
+            k.node_name = Some(sim.node_name.clone());
+            k.dra = k.dra || sim.dra_claims;
+        }
+        k
     }
 }
 

@@ -54,15 +54,6 @@ fn parse_xid_codes(v: &str) -> Result<Vec<u64>, ConfigError> {
     Ok(out)
 }
 
-/// The host label's value on `site`: `NODE_NAME`, else the simulated node's name, else the
-/// kernel host name.
-fn hostname(site: &Site) -> String {
-    match &site.simulated {
-        Some(sim) if std::env::var_os("NODE_NAME").is_none() => sim.node_name.clone(),
-        _ => node_hostname(),
-    }
-}
-
 /// Checks a Go duration (`10s`, `1m30s`, `500ms`).
 fn go_duration(flag: &'static str, value: &str) -> Result<std::time::Duration, ConfigError> {
     crate::base::duration::parse_go(value).map_err(|why| ConfigError::Duration {
@@ -140,17 +131,9 @@ impl Settings {
         let xid_initialized_codes = parse_xid_codes(&cli.sampling.xid_initialized_codes)?;
         let controls = cardinality::controls(cli, profile, &|s| self.origin_of(s).to_string())?;
         let mut warnings = self.notes.clone();
-        let mut kubernetes = self.kubernetes_options(&mut warnings)?;
-        if let (Some(k), Some(sim)) = (kubernetes.as_mut(), &site.simulated) {
-            // Attribution reads the simulated cluster: its socket, proc tree and node, DRA on
-            // when a pod holds a claim. The pod watch stays as the flags set it (on by
-            // default; off with `--kubernetes-pod-metadata=false`, as a node whose RBAC has
-            // no pods runs).
-            k.kubelet.socket = sim.kubelet_socket.clone();
-            k.proc_root = sim.proc_root.clone();
-            k.node_name = Some(sim.node_name.clone());
-            k.dra = k.dra || sim.dra_claims;
-        }
+        let mut kubernetes = self
+            .kubernetes_options(&mut warnings)?
+            .map(|k| site.kubernetes(k));
         let node_known = cli.simulator.simulate.is_some()
             || kubernetes.as_ref().is_some_and(|k| k.node_name.is_some());
         cli.health.check(kubernetes.is_some(), node_known)?;
@@ -211,7 +194,8 @@ impl Settings {
         let tick_interval = collections.tick();
         let dcgm = dcgm::options(cli, self.dcgm_watch, site, tick_interval, &mut warnings)?;
         Ok(Config {
-            hostname: (!cli.exposition.no_hostname).then(|| hostname(site)),
+            hostname: (!cli.exposition.no_hostname)
+                .then(|| site.hostname(std::env::var_os("NODE_NAME").is_some(), node_hostname)),
             reader: ReaderOptions {
                 collections: std::sync::Arc::new(collections),
                 devices,
@@ -262,8 +246,8 @@ impl Settings {
             dcgm,
             kubernetes,
             hpc_job_mapping_dir: cli.kubernetes.hpc_job_mapping_dir.clone(),
-            nvml_lib: match &site.simulated {
-                Some(sim) => Some(sim.nvml_lib.clone()),
+            nvml_lib: match site.nvml_lib() {
+                Some(p) => Some(p),
                 None => nvml_lib(cli.sampling.nvml_lib.as_ref())?,
             },
             log: self.log(),
