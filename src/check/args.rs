@@ -21,6 +21,20 @@ pub enum Output {
     HardwareReport,
 }
 
+/// A value of check's own flags that clap refuses (clap prints it as a usage error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    /// `--timeout` is not a Go duration.
+    #[error("--timeout takes a duration such as 60s or 2m, not {0}")]
+    TimeoutSyntax(String),
+    /// `--timeout` is shorter than 1 s or longer than 1 h.
+    #[error("--timeout {0}: must be between 1s and 1h")]
+    TimeoutRange(String),
+    /// `--output` is neither `human` nor `json`.
+    #[error("--output takes human or json, not {0}")]
+    Output(String),
+}
+
 /// What `gpu-exporter check` was asked.
 #[derive(Debug, Clone)]
 pub struct CheckArgs {
@@ -37,11 +51,11 @@ pub struct CheckArgs {
 pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// `--timeout`'s values: a Go duration (`90s`, `2m`) from 1 s to 1 h.
-fn timeout(v: &str) -> Result<std::time::Duration, String> {
-    let d = crate::base::duration::parse_go(v)
-        .map_err(|_| format!("--timeout takes a duration such as 60s or 2m, not {v}"))?;
+fn timeout(v: &str) -> Result<std::time::Duration, ArgsError> {
+    let d =
+        crate::base::duration::parse_go(v).map_err(|_| ArgsError::TimeoutSyntax(v.to_owned()))?;
     if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(3600) {
-        return Err(format!("--timeout {v}: must be between 1s and 1h"));
+        return Err(ArgsError::TimeoutRange(v.to_owned()));
     }
     Ok(d)
 }
@@ -53,11 +67,11 @@ unchanged). Exit status: 0 everything configured works, 1 something configured d
 usage.";
 
 /// `--output`'s values.
-fn output(v: &str) -> Result<bool, String> {
+fn output(v: &str) -> Result<bool, ArgsError> {
     match v {
         "json" => Ok(true),
         "human" => Ok(false),
-        other => Err(format!("--output takes human or json, not {other}")),
+        other => Err(ArgsError::Output(other.to_owned())),
     }
 }
 

@@ -424,7 +424,7 @@ pub fn proc_root(report: &mut Report, root: &std::path::Path, own_pid: u32) {
 pub fn api(
     report: &mut Report,
     reviews: &[crate::sources::kube::access::Access],
-    pods: Option<Result<usize, String>>,
+    pods: Option<Result<usize, crate::sources::kube::access::AccessError>>,
     node: Option<&str>,
 ) {
     let rbac_fix = "grant it to the exporter's service account: the chart's ClusterRole \
@@ -456,7 +456,7 @@ pub fn api(
                 Some(rbac_fix),
             ),
             Err(e) => {
-                let refused = e.starts_with("401") || e.starts_with("403");
+                let refused = e.refused();
                 report.add(
                     "kubernetes",
                     what,

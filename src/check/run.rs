@@ -337,7 +337,13 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
         Some(Err(why)) => {
             let fix = "install DCGM 4 (datacenter-gpu-manager-4-core) or use the image with \
                        libdcgm; or --dcgm-lib PATH; or --dcgm-mode off";
-            r.add("dcgm", "library", Severity::Warn, why, Some(fix));
+            r.add(
+                "dcgm",
+                "library",
+                Severity::Warn,
+                why.to_string(),
+                Some(fix),
+            );
             gpm_hint = format!("the DCGM library cannot be used (see the DCGM section): {fix}");
         }
         None => {}
@@ -534,8 +540,7 @@ fn kubernetes(r: &mut Report, cfg: &Config, k: &KubernetesInUse, rt: &tokio::run
             // The pods on this node are listed only where the exporter watches them: without
             // the pod watch it never lists pods, and a role without that verb is right.
             let pods = if kcfg.pod_metadata {
-                let listed = rt.block_on(access::pods_on_node(client, node));
-                Some(listed.map_err(|e| e.to_string()))
+                Some(rt.block_on(access::pods_on_node(client, node)))
             } else {
                 None
             };

@@ -19,7 +19,7 @@ use crate::sampler::{self, Sampler};
 use crate::sim;
 use crate::sources::hpc::{CHECK_INTERVAL, HpcSource};
 
-/// Why the pipeline cannot be built.
+/// Why the pipeline cannot be built, or why it runs without the Kubernetes API.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     /// `--simulate` cannot run.
@@ -31,6 +31,20 @@ pub enum PipelineError {
     /// The HPC job thread cannot be started.
     #[error("cannot start the HPC job thread: {0}")]
     Hpc(#[source] std::io::Error),
+    /// Neither a kubeconfig nor the in-cluster service account gives an API configuration
+    /// (not fatal: attribution goes on without the API, and says so).
+    #[error("no kubeconfig ({from_file}) and no in-cluster service account ({in_cluster})")]
+    NoApiConfig {
+        /// Why no kubeconfig could be read.
+        from_file: kube::config::KubeconfigError,
+        /// Why the in-cluster configuration could not be read.
+        #[source]
+        in_cluster: kube::config::InClusterError,
+    },
+    /// The API configuration was found but no client could be made from it (not fatal, as
+    /// [`PipelineError::NoApiConfig`]).
+    #[error("{0}")]
+    ApiClient(#[source] kube::Error),
 }
 
 /// The kubelet socket and API client attribution actually uses (with `--simulate`, the
@@ -180,24 +194,22 @@ fn start_dcgm(cfg: &Config) -> std::io::Result<Option<dcgm::Client>> {
 
 /// The Kubernetes API client as `kube::Client::try_default` makes it (a kubeconfig first,
 /// then the in-cluster service account), with a line saying which one was used.
-async fn api_client() -> Result<(kube::Client, String), String> {
-    let (config, source) = match kube::Config::from_kubeconfig(
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    {
-        Ok(c) => (c, "a kubeconfig (KUBECONFIG or ~/.kube/config)"),
-        Err(from_file) => match kube::Config::incluster() {
-            Ok(c) => (c, "the in-cluster service account"),
-            Err(in_cluster) => {
-                return Err(format!(
-                    "no kubeconfig ({from_file}) and no in-cluster service account ({in_cluster})"
-                ));
-            }
-        },
-    };
+async fn api_client() -> Result<(kube::Client, String), PipelineError> {
+    let (config, source) =
+        match kube::Config::from_kubeconfig(&kube::config::KubeConfigOptions::default()).await {
+            Ok(c) => (c, "a kubeconfig (KUBECONFIG or ~/.kube/config)"),
+            Err(from_file) => match kube::Config::incluster() {
+                Ok(c) => (c, "the in-cluster service account"),
+                Err(in_cluster) => {
+                    return Err(PipelineError::NoApiConfig {
+                        from_file,
+                        in_cluster,
+                    });
+                }
+            },
+        };
     let line = format!("{source}, server {}", config.cluster_url);
-    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    let client = kube::Client::try_from(config).map_err(PipelineError::ApiClient)?;
     Ok((client, line))
 }
 

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
 use super::library::{self, Api, LibraryError};
-use super::options::{DcgmOptions, Mode, Target, Wanted};
+use super::options::{DcgmOptions, HostengineAddress, Mode, Target, Wanted};
+use super::session::SessionError;
 use super::session::{self, GpuGroups, Session};
 use super::state::StateBook;
 use super::switches::SwitchReading;
@@ -33,6 +34,50 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const LIB_PENDING: u8 = 0;
 const LIB_LOADED: u8 = 1;
 const LIB_FAILED: u8 = 2;
+
+/// Why the DCGM thread gave no answer, or DCGM cannot be used: what a tick records as the
+/// reason DCGM is down (in the state the surfaces show) and `check` reports.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientError {
+    /// The library cannot be loaded (said once, when it was tried).
+    #[error(transparent)]
+    Library(Arc<LibraryError>),
+    /// The library loaded but `dcgmInit` failed.
+    #[error(transparent)]
+    Init(SessionError),
+    /// An earlier request is still in a DCGM call.
+    #[error("a DCGM call has not returned for {secs:.1} s (a hostengine that stopped answering?)")]
+    Stuck {
+        /// How long it has been in the call.
+        secs: f64,
+    },
+    /// The DCGM thread has a request it has not taken yet.
+    #[error("the DCGM thread is busy")]
+    Busy,
+    /// The DCGM thread is gone.
+    #[error("the DCGM thread has ended")]
+    Ended,
+    /// No answer within the deadline.
+    #[error("DCGM did not answer within the {ms} ms deadline")]
+    Deadline {
+        /// The deadline, in milliseconds.
+        ms: u128,
+    },
+    /// There is no session, and no connection failed yet.
+    #[error("not connected")]
+    NotConnected,
+    /// The remote hostengine did not answer the connection.
+    #[error("the hostengine at {addr} does not answer: {source}")]
+    Remote {
+        /// The hostengine's address, as given.
+        addr: HostengineAddress,
+        /// The failed connect call.
+        source: SessionError,
+    },
+    /// The embedded hostengine did not start.
+    #[error("the embedded hostengine did not start: {0}")]
+    Embedded(#[source] SessionError),
+}
 
 /// What one tick got from DCGM.
 #[derive(Debug, Default, Clone)]
@@ -56,9 +101,9 @@ pub struct Outcome {
 #[derive(Debug, Clone, Default)]
 pub struct DcgmSupport {
     /// The library (place and version), or why it cannot be used.
-    pub library: Option<Result<(String, String), String>>,
+    pub library: Option<Result<(String, String), ClientError>>,
     /// Whether the hostengine answered, or why not.
-    pub connected: Option<Result<(), String>>,
+    pub connected: Option<Result<(), ClientError>>,
     /// Each GPU's profiling metric groups.
     pub gpus: Vec<GpuGroups>,
 }
@@ -156,7 +201,11 @@ impl Client {
     }
 
     /// Sends `req` and waits at most `wait` for its answer.
-    fn ask(&mut self, make: impl FnOnce(u64) -> Request, wait: Duration) -> Result<Answer, String> {
+    fn ask(
+        &mut self,
+        make: impl FnOnce(u64) -> Request,
+        wait: Duration,
+    ) -> Result<Answer, ClientError> {
         // Answers that came too late for their tick: their values are stale, their state is
         // not (a connection that failed after the deadline is still news).
         while let Ok((seq, a)) = self.rx.try_recv() {
@@ -166,17 +215,16 @@ impl Client {
             self.absorb(a);
         }
         if let Some((_, since)) = self.pending {
-            return Err(format!(
-                "a DCGM call has not returned for {:.1} s (a hostengine that stopped answering?)",
-                since.elapsed().as_secs_f64()
-            ));
+            return Err(ClientError::Stuck {
+                secs: since.elapsed().as_secs_f64(),
+            });
         }
         self.seq += 1;
         let seq = self.seq;
         match self.tx.try_send(make(seq)) {
             Ok(()) => {}
-            Err(TrySendError::Full(_)) => return Err("the DCGM thread is busy".into()),
-            Err(TrySendError::Disconnected(_)) => return Err("the DCGM thread has ended".into()),
+            Err(TrySendError::Full(_)) => return Err(ClientError::Busy),
+            Err(TrySendError::Disconnected(_)) => return Err(ClientError::Ended),
         }
         self.pending = Some((seq, Instant::now()));
         let end = Instant::now() + wait;
@@ -189,14 +237,11 @@ impl Client {
                 }
                 Ok((_, late)) => self.absorb(late),
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!(
-                        "DCGM did not answer within the {} ms deadline",
-                        wait.as_millis()
-                    ));
+                    return Err(ClientError::Deadline {
+                        ms: wait.as_millis(),
+                    });
                 }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err("the DCGM thread has ended".into());
-                }
+                Err(RecvTimeoutError::Disconnected) => return Err(ClientError::Ended),
             }
         }
     }
@@ -222,6 +267,7 @@ impl Client {
                 if self.setup.load(Ordering::Acquire)
                     || self.library.load(Ordering::Acquire) == LIB_PENDING =>
             {
+                let why = why.to_string();
                 self.book.waiting(now_unix, why.clone());
                 Outcome {
                     up: self.book.state() == DcgmState::Up,
@@ -231,7 +277,7 @@ impl Client {
             }
             Err(why) => {
                 let out = Outcome {
-                    why: Some(why),
+                    why: Some(why.to_string()),
                     ..Outcome::default()
                 };
                 self.note_state(&out);
@@ -347,12 +393,12 @@ struct Worker {
     /// Set while connecting or making watches (see [`Client`]).
     setup: Arc<AtomicBool>,
     opts: DcgmOptions,
-    api: Option<&'static Api>,
-    lib_error: Option<String>,
+    /// The loaded library, or why it cannot be used.
+    api: Result<&'static Api, ClientError>,
     session: Option<Session>,
     backoff: Backoff,
     next_attempt: Instant,
-    last_connect_error: Option<String>,
+    last_connect_error: Option<ClientError>,
 }
 
 fn run(
@@ -362,30 +408,20 @@ fn run(
     lib_state: Arc<AtomicU8>,
     setup: Arc<AtomicBool>,
 ) {
-    let mut w = Worker {
-        setup,
-        api: None,
-        lib_error: None,
-        session: None,
-        backoff: Backoff::new(Duration::from_secs(1), MAX_BACKOFF),
-        next_attempt: Instant::now(),
-        last_connect_error: None,
-        opts,
-    };
-    match library::load(w.opts.lib.as_deref()) {
+    let api = match library::load(opts.lib.as_deref()) {
         Ok(api) => {
-            info!(library = %api.place, version = %api.version, mode = w.opts.mode.name(), "DCGM library loaded");
+            info!(library = %api.place, version = %api.version, mode = opts.mode.name(), "DCGM library loaded");
             match session::init(api) {
                 Ok(()) => {
-                    w.api = Some(api);
                     lib_state.store(LIB_LOADED, Ordering::Release);
+                    Ok(api)
                 }
                 Err(e) => {
                     error!(
                         "DCGM cannot be initialised: {e}; profiling fields on GPUs without GPM are not exported"
                     );
-                    w.lib_error = Some(e.to_string());
                     lib_state.store(LIB_FAILED, Ordering::Release);
+                    Err(ClientError::Init(e))
                 }
             }
         }
@@ -394,10 +430,19 @@ fn run(
                 LibraryError::NotFound { .. } => warn!("{e}"),
                 _ => error!("{e}"),
             }
-            w.lib_error = Some(e.to_string());
             lib_state.store(LIB_FAILED, Ordering::Release);
+            Err(ClientError::Library(Arc::new(e)))
         }
-    }
+    };
+    let mut w = Worker {
+        setup,
+        api,
+        session: None,
+        backoff: Backoff::new(Duration::from_secs(1), MAX_BACKOFF),
+        next_attempt: Instant::now(),
+        last_connect_error: None,
+        opts,
+    };
     while let Ok(req) = rx.recv() {
         let (seq, answer) = match req {
             Request::Tick(seq, wanted) => (seq, w.tick(&wanted)),
@@ -424,7 +469,7 @@ impl Worker {
     }
 
     /// Connects when there is no session and the backoff allows it.
-    fn ensure_session(&mut self, api: &'static Api) -> Result<(), String> {
+    fn ensure_session(&mut self, api: &'static Api) -> Result<(), ClientError> {
         if self.session.is_some() {
             return Ok(());
         }
@@ -432,7 +477,7 @@ impl Worker {
             return Err(self
                 .last_connect_error
                 .clone()
-                .unwrap_or_else(|| "not connected".into()));
+                .unwrap_or(ClientError::NotConnected));
         }
         let timeout = self.opts.deadline;
         let opened = Session::open(
@@ -451,8 +496,11 @@ impl Worker {
             }
             Err(e) => {
                 let what = match &self.opts.mode {
-                    Mode::Remote(a) => format!("the hostengine at {a} does not answer: {e}"),
-                    _ => format!("the embedded hostengine did not start: {e}"),
+                    Mode::Remote(a) => ClientError::Remote {
+                        addr: a.clone(),
+                        source: e,
+                    },
+                    _ => ClientError::Embedded(e),
                 };
                 self.next_attempt = Instant::now() + self.backoff.next_delay();
                 self.last_connect_error = Some(what.clone());
@@ -462,8 +510,9 @@ impl Worker {
     }
 
     fn tick(&mut self, wanted: &Wanted) -> Answer {
-        let Some(api) = self.api else {
-            return Self::down(self.lib_error.clone().unwrap_or_default());
+        let api = match &self.api {
+            Ok(api) => *api,
+            Err(why) => return Self::down(why.to_string()),
         };
         let fresh = self
             .session
@@ -478,10 +527,10 @@ impl Worker {
     /// Connects if needed, then reads `wanted` (making the watches when they changed).
     fn read(&mut self, api: &'static Api, wanted: &Wanted) -> Answer {
         if let Err(why) = self.ensure_session(api) {
-            return Self::down(why);
+            return Self::down(why.to_string());
         }
         let Some(s) = self.session.as_mut() else {
-            return Self::down("not connected".into());
+            return Self::down(ClientError::NotConnected.to_string());
         };
         let read = s
             .read(wanted, self.opts.max_keep_age, self.opts.max_keep_samples)
@@ -532,11 +581,14 @@ impl Worker {
     }
 
     fn support(&mut self) -> DcgmSupport {
-        let Some(api) = self.api else {
-            return DcgmSupport {
-                library: Some(Err(self.lib_error.clone().unwrap_or_default())),
-                ..DcgmSupport::default()
-            };
+        let api = match &self.api {
+            Ok(api) => *api,
+            Err(why) => {
+                return DcgmSupport {
+                    library: Some(Err(why.clone())),
+                    ..DcgmSupport::default()
+                };
+            }
         };
         let mut r = DcgmSupport {
             library: Some(Ok((api.place.clone(), api.version.clone()))),

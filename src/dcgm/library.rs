@@ -55,7 +55,7 @@ pub enum LibraryError {
         /// Where it was looked for.
         place: String,
         /// How the child ended.
-        why: String,
+        why: crate::gpu::trial::TrialError,
     },
     /// The library is not DCGM `MAJOR`.x.
     #[error(

@@ -30,7 +30,7 @@ mod state;
 mod switches;
 mod watches;
 
-pub use client::{Client, DcgmSupport, Outcome};
+pub use client::{Client, ClientError, DcgmSupport, Outcome};
 pub use options::{
     DEFAULT_MAX_KEEP_AGE, DEFAULT_PORT, DcgmOptions, HostengineAddress, HostengineAddressError,
     LOG_NONE, MAX_DEADLINE, MIN_DEADLINE, Mode, Target, Wanted, deadline_for,

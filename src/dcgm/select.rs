@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use super::options::{Target, Wanted};
-use super::switches::{SwitchTexts, SwitchValues};
+use super::switches::{SwitchError, SwitchTexts, SwitchValues};
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{FieldDef, Getter, Level};
 use crate::gpu::collections::Collections;
@@ -112,7 +112,7 @@ pub fn switch_label_fields(
 
 /// Why the switch-level rows have no series, from what DCGM said of the switches (`None`:
 /// served, or not asked for).
-pub fn switches_not_served(switches: Option<&Result<SwitchValues, String>>) -> Option<String> {
+pub fn switches_not_served(switches: Option<&Result<SwitchValues, SwitchError>>) -> Option<String> {
     match switches? {
         Ok(list) if list.is_empty() => Some(
             "the DCGM hostengine lists no NVSwitch (a board without NVSwitch chips, or switches \

@@ -29,7 +29,7 @@ use super::watches::{self, Listed, Watches};
 use crate::gpu::switch_selection::SwitchSelection;
 
 /// A DCGM call that failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum SessionError {
     /// The call returned an error code.
     #[error("{call} failed: {text}")]

@@ -131,9 +131,9 @@ pub struct Switches {
     /// When they were last listed (`None`: never).
     listed_at: Option<Instant>,
     /// The switches the hostengine listed, or why it listed none.
-    ids: Result<Vec<u32>, String>,
+    ids: Result<Vec<u32>, SwitchError>,
     /// The up ports of those switches (link entity ids), or why DCGM gave no port states.
-    ports: Result<Vec<u32>, String>,
+    ports: Result<Vec<u32>, SwitchError>,
     switch_watch: Option<SwitchWatch>,
     port_watch: Option<SwitchWatch>,
     /// What `-s/--switch-devices` names that the hostengine does not list, in words.
@@ -202,7 +202,7 @@ fn selection_note(sel: &SwitchSelection, ids: &[u32], up: &[(u32, u32)]) -> Opti
 pub struct SwitchReading {
     /// The switch-level values per listed switch when switch or port fields are wanted, or
     /// why DCGM lists no switch.
-    pub switches: Option<Result<SwitchValues, String>>,
+    pub switches: Option<Result<SwitchValues, SwitchError>>,
     /// The per-port values per up port (link entity id), when port fields are wanted.
     pub ports: SwitchValues,
     /// Each switch's string values (the `label` rows' fields).
@@ -217,9 +217,29 @@ pub struct SwitchReading {
     pub listing: Option<String>,
 }
 
+/// Why DCGM lists no switch or no port state: a call it refused on a connection that still
+/// works (a lost connection is a [`Failed`] that ends the read instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SwitchError {
+    /// The listing call returned an error code.
+    #[error("{call}: {text}")]
+    Refused {
+        /// The DCGM function.
+        call: &'static str,
+        /// Its return code.
+        rc: i32,
+        /// DCGM's words for it, with the code.
+        text: String,
+    },
+}
+
 /// DCGM's words for a failed call.
-fn failed(api: &Api, (name, rc): Failed) -> String {
-    format!("{name}: {}", api.describe(rc))
+fn failed(api: &Api, (call, rc): Failed) -> SwitchError {
+    SwitchError::Refused {
+        call,
+        rc,
+        text: api.describe(rc),
+    }
 }
 
 impl Switches {

@@ -70,7 +70,7 @@ pub enum LoadError {
         /// The path given, `None` for [`DEFAULT_LIB`] through the dynamic loader.
         lib: Option<PathBuf>,
         /// How the child ended.
-        why: String,
+        why: trial::TrialError,
     },
     /// The dynamic loader or NVML failed. Displayed as [`describe_load_error`] writes it.
     #[error("{}", describe_load_error(lib.as_deref(), source))]

@@ -22,6 +22,22 @@ use std::process::{Command, Stdio};
 /// user-facing subcommand).
 pub const ARG: &str = "__trial-load-nvml";
 
+/// How a trial child ended that makes the library unsafe to load into the exporter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TrialError {
+    /// A signal killed the child while it only opened the library.
+    #[error(
+        "killed a trial process that only opened it (signal {signal}{})",
+        if *core_dumped { ", core dumped" } else { "" }
+    )]
+    Killed {
+        /// The signal's number.
+        signal: i32,
+        /// The child dumped core.
+        core_dumped: bool,
+    },
+}
+
 /// The child's side: opens `lib` (a path, or a name the loader searches for) and exits; its
 /// exit code: 0 opened, 1 not (the loader's message on stderr), 2 no library named.
 pub fn child_main(lib: Option<&OsStr>) -> u8 {
@@ -44,7 +60,7 @@ pub fn child_main(lib: Option<&OsStr>) -> u8 {
 /// or no child could be started (then the exporter loads it directly, as without a trial).
 /// `Err` with the child's end when it was killed: the library crashed the loader, and would
 /// crash the exporter.
-pub fn run(lib: &OsStr) -> Result<(), String> {
+pub fn run(lib: &OsStr) -> Result<(), TrialError> {
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg(ARG)
         .arg(lib)
@@ -66,14 +82,10 @@ pub fn run(lib: &OsStr) -> Result<(), String> {
         }
     };
     match status.signal() {
-        Some(sig) => Err(format!(
-            "killed a trial process that only opened it (signal {sig}{})",
-            if status.core_dumped() {
-                ", core dumped"
-            } else {
-                ""
-            }
-        )),
+        Some(signal) => Err(TrialError::Killed {
+            signal,
+            core_dumped: status.core_dumped(),
+        }),
         None => Ok(()),
     }
 }

@@ -16,10 +16,31 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-/// What can stop a probe before it reaches a verdict (a failed check is not an error: it is
-/// in the [`ProbeReport`]).
+/// What can go wrong in a probe: its flags (a duration clap rejects), what stops it before it
+/// reaches a verdict (the URL, the CA file, the password file), and a request that got no
+/// readable answer (not an error of the probe: its message goes into a failed check of the
+/// [`ProbeReport`]).
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
+    /// `--wait` or `--timeout` is not a Go duration (clap reports it as a usage error).
+    #[error("{text}: {source}")]
+    Duration {
+        /// The value given.
+        text: String,
+        /// Why it is not a duration.
+        source: crate::base::duration::DurationError,
+    },
+    /// A request got no answer (the transport's error).
+    #[error("{0}")]
+    Request(#[source] Box<ureq::Error>),
+    /// A request was answered with `code`, but its body could not be read.
+    #[error("{code}, body unreadable: {source}")]
+    Body {
+        /// The status the server answered.
+        code: u16,
+        /// Why the body could not be read.
+        source: Box<ureq::Error>,
+    },
     /// `--ca-file` could not be read or holds no certificate.
     #[error("--ca-file {path}: {reason}")]
     CaFile {
@@ -71,8 +92,11 @@ pub struct ProbeArgs {
     pub basic_auth_password_file: Option<PathBuf>,
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    crate::base::duration::parse_go(s).map_err(|e| format!("{s}: {e}"))
+fn parse_duration(s: &str) -> Result<Duration, ProbeError> {
+    crate::base::duration::parse_go(s).map_err(|source| ProbeError::Duration {
+        text: s.to_owned(),
+        source,
+    })
 }
 
 /// One check's line: what was checked, and whether it held.
@@ -163,7 +187,7 @@ pub fn run(args: &ProbeArgs) -> Result<ProbeReport, ProbeError> {
                 break;
             }
             Ok((code, body)) => format!("{code} {}", first_line(&body)),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
         if start.elapsed() >= args.wait {
             report.push(
@@ -331,19 +355,22 @@ fn basic_auth(args: &ProbeArgs) -> Result<Option<String>, ProbeError> {
 }
 
 /// GET `url`: the status and the body (up to [`MAX_BODY`]), or the transport error.
-fn get(agent: &ureq::Agent, url: &str, auth: Option<&str>) -> Result<(u16, String), String> {
+fn get(agent: &ureq::Agent, url: &str, auth: Option<&str>) -> Result<(u16, String), ProbeError> {
     let mut req = agent.get(url);
     if let Some(a) = auth {
         req = req.header("Authorization", a);
     }
-    let mut resp = req.call().map_err(|e| e.to_string())?;
+    let mut resp = req.call().map_err(|e| ProbeError::Request(Box::new(e)))?;
     let code = resp.status().as_u16();
     let body = resp
         .body_mut()
         .with_config()
         .limit(MAX_BODY)
         .read_to_string()
-        .map_err(|e| format!("{code}, body unreadable: {e}"))?;
+        .map_err(|e| ProbeError::Body {
+            code,
+            source: Box::new(e),
+        })?;
     Ok((code, body))
 }
 

@@ -80,7 +80,15 @@ pub struct CountersFile {
 }
 
 /// A check run on every parsed new version before it applies; `Err` holds why it is refused.
-pub type Validator = Box<dyn Fn(&CounterSet) -> Result<(), String> + Send>;
+pub type Validator = Box<dyn Fn(&CounterSet) -> Result<(), Refused> + Send>;
+
+/// Why a [`Validator`] refuses a new version, in the validator's own words. The reload only
+/// logs it (after the file's name) and keeps the version in use, so it is a message, not a
+/// cause to match on: the checks behind it and their errors belong to the layer that made
+/// the validator (the daemon's configuration).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
 
 /// Parses a counters file's text. Under `dcgm-4.8.2`, `dcgm-4.9` and `dcgm-4.10` one of
 /// gpu-exporter's shipped 4.8-named sets, unmodified, is served as that version's set (see

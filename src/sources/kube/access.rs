@@ -14,12 +14,27 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 
-/// A review could not be made (the API refused the review itself, or did not answer).
-#[derive(Debug, thiserror::Error)]
+/// A review or the pod list could not be made (the API refused the request itself, or did
+/// not answer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AccessError {
     /// The API server's answer or the transport's error, described in one line.
     #[error("{0}")]
     Api(String),
+    /// The API server answered a review without its status.
+    #[error("the review came back without a status")]
+    NoStatus,
+}
+
+impl AccessError {
+    /// The API server refused the exporter's credentials or the request itself (401, 403),
+    /// rather than failing to answer.
+    pub fn refused(&self) -> bool {
+        match self {
+            AccessError::Api(e) => e.starts_with("401") || e.starts_with("403"),
+            AccessError::NoStatus => false,
+        }
+    }
 }
 
 /// One verb on one resource: allowed, denied (with the API's reason), or not reviewable.
@@ -32,7 +47,7 @@ pub struct Access {
     /// Verb.
     pub verb: &'static str,
     /// `Ok(true)` allowed, `Ok(false)` denied, `Err` the review failed.
-    pub allowed: Result<bool, String>,
+    pub allowed: Result<bool, AccessError>,
     /// The authorizer's reason, when it gave one.
     pub reason: Option<String>,
 }
@@ -113,12 +128,9 @@ pub async fn review(client: &Client, needs: &[Need]) -> Vec<Access> {
             let (allowed, reason) = match api.create(&PostParams::default(), &req).await {
                 Ok(r) => match r.status {
                     Some(s) => (Ok(s.allowed), s.reason.filter(|r| !r.is_empty())),
-                    None => (
-                        Err("the review came back without a status".to_owned()),
-                        None,
-                    ),
+                    None => (Err(AccessError::NoStatus), None),
                 },
-                Err(e) => (Err(describe(&e)), None),
+                Err(e) => (Err(AccessError::Api(describe(&e))), None),
             };
             out.push(Access {
                 group,
