@@ -28,12 +28,12 @@
 //! (`Signals::shown`), which `/status` serializes as the model leaves it.
 //!
 //! Owns the reasons, their severity, messages and actions (`rules`, the Xid table in `xid`),
-//! the hold, and the NVML-to-DCGM watch mapping (`watches`). It must not read NVML or DCGM,
+//! the hold, and the NVML-to-DCGM watch mapping (`dcgm_status`). It must not read NVML or DCGM,
 //! encode, or serve.
 
 pub mod damping;
+pub mod dcgm_status;
 pub mod rules;
-pub mod watches;
 pub mod xid;
 
 use std::time::Duration;
@@ -448,7 +448,7 @@ impl HealthModel {
 
 /// Fills the empty `DCGM_EXP_GPU_HEALTH_STATUS` slots of each physical GPU (no DCGM answer
 /// for it this tick: DCGM off, not connected, or late) with the watches computed from its
-/// verdict (`watches`).
+/// verdict (`dcgm_status`).
 pub fn fill_dcgm_status(
     entities: &mut [EntitySample],
     exported: &CounterSet,
@@ -468,7 +468,7 @@ pub fn fill_dcgm_status(
             continue;
         };
         if let Some(dst @ None) = e.values.get_mut(slot) {
-            *dst = Some(Value::Health(watches::from_reasons(&h.reasons)));
+            *dst = Some(Value::Health(dcgm_status::from_reasons(&h.reasons)));
         }
     }
 }
