@@ -1,13 +1,14 @@
 //! The NVLink and fabric items of `gpu-exporter check`: each GPU's links and fabric
-//! registration, and how a counters file's link-entity row and NVSwitch row are served. How
-//! serious a link down, errors past FEC or an unhealthy fabric is comes from the health
-//! model's verdict (`Snapshot::health`), never from a rule of its own.
+//! registration, and how a counters file's link-entity row and NVSwitch row are served. Which
+//! links are down or past FEC, and the fabric's health, are the health model's signals as it
+//! gathered them (`EntityHealth::shown`), and how serious each is comes from its verdict
+//! (`Snapshot::health`): the check never sorts links or judges them itself.
 //!
 //! Reads the snapshot only; it must not start anything or read NVML.
 
 use super::report::{Report, Severity};
-use crate::gpu::nvlink::{EFFECTIVE_BER_LIMIT, errors_past_fec};
-use crate::snapshot::{Reason, Snapshot, Verdict};
+use crate::gpu::nvlink::EFFECTIVE_BER_LIMIT;
+use crate::snapshot::{Reason, ShownSignals, Snapshot, Verdict};
 
 /// The check's level of a verdict.
 pub(super) fn severity(v: Verdict) -> Severity {
@@ -32,17 +33,24 @@ pub(super) fn level(snap: &Snapshot, gpu: u32, reasons: &[Reason]) -> Severity {
     severity(worst)
 }
 
+/// The signals the health model gathered for GPU `gpu` (its physical GPU's verdict). Every
+/// GPU the tick read has one; `None` (no verdict) shows as nothing down and nothing past FEC.
+fn signals(snap: &Snapshot, gpu: u32) -> Option<&ShownSignals> {
+    snap.health
+        .iter()
+        .find(|h| h.gpu == gpu && h.gpu_instance_id.is_none())
+        .map(|h| &h.shown)
+}
+
 /// Each GPU's links and fabric registration, for the GPUs that have either.
 pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
     // NVLink links and the NVSwitch fabric, per GPU that has either.
     for g in &snap.interconnect {
+        let shown = signals(snap, g.id.gpu);
         if !g.links.is_empty() {
-            let down: Vec<String> = g
-                .links
-                .iter()
-                .filter(|l| !l.up)
-                .map(|l| l.link.to_string())
-                .collect();
+            let down: Vec<String> = shown
+                .map(|s| s.nvlink_down.iter().map(u32::to_string).collect())
+                .unwrap_or_default();
             let detail = format!("{} link(s)", g.links.len());
             if down.is_empty() {
                 report.add(
@@ -62,10 +70,12 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
             );
             }
         }
-        let ber_high: Vec<String> = g
-            .links
+        // The rate shown is the link's as read; which links are past FEC is the model's.
+        let ber_high: Vec<String> = shown
+            .map(|s| s.nvlink_ber_high.as_slice())
+            .unwrap_or_default()
             .iter()
-            .filter(|l| errors_past_fec(l))
+            .filter_map(|n| g.links.iter().find(|l| l.link == *n))
             .map(|l| format!("{} ({:.1e})", l.link, l.effective_ber.unwrap_or_default()))
             .collect();
         if !ber_high.is_empty() {
@@ -81,7 +91,7 @@ pub(super) fn interconnect(report: &mut Report, snap: &Snapshot) {
             );
         }
         if let Some(f) = &g.fabric {
-            let health = match f.health_summary {
+            let health = match shown.and_then(|s| s.fabric_health) {
                 Some(1) => "healthy",
                 Some(2) => "unhealthy",
                 Some(3) => "limited capacity",
