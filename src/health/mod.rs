@@ -25,7 +25,9 @@
 //! need no field and are always shown. [`SHOWN_FIELDS`] is the one list of the shown signals'
 //! fields; [`WATCHED_FIELDS`] is made from its judged ones and those judged but not shown.
 //! The shown signals are gathered in their one shape, `snapshot::ShownSignals`
-//! (`Signals::shown`), which `/status` serializes as the model leaves it.
+//! (`Signals::shown`), which `/status` serializes as the model leaves it; the clock events are
+//! gathered once, as NVML's bits (`Signals::clock_events`, what the rules judge), and [`shown`]
+//! names them for display.
 //!
 //! Owns the reasons, their severity, messages and actions (`rules`, the Xid table in `xid`),
 //! the hold, and the NVML-to-DCGM watch mapping (`dcgm_status`). It must not read NVML or DCGM,
@@ -194,10 +196,12 @@ pub fn not_exported(
         .filter_map(|f| Some((f.words?, f.field)))
 }
 
-/// `sig`'s shown signals as `/status` shows them: each field-backed value only where
-/// `exported` exports its field ([`SHOWN_FIELDS`], the module's rule), the rest as they are.
+/// `sig`'s shown signals as `/status` shows them: the clock-event bits named (the active
+/// reasons but idle), then each field-backed value only where `exported` exports its field
+/// ([`SHOWN_FIELDS`], the module's rule), the rest as they are.
 pub fn shown(sig: &Signals, exported: &CounterSet) -> ShownSignals {
     let mut out = sig.shown.clone();
+    out.clock_events = sig.clock_events.map(throttle_names);
     for f in SHOWN_FIELDS.iter().filter(|f| !exports(exported, f.field)) {
         (f.blank)(&mut out);
     }
@@ -309,7 +313,6 @@ pub fn signals(snap: &Snapshot, read: &CounterSet, gpu: u32, up: bool) -> Signal
         out.shown.remapped_rows = s.num(e, REMAPPED);
         out.shown.last_xid = s.xid(e);
         out.clock_events = s.num(e, CLOCK_EVENTS).map(|b| b as u64);
-        out.shown.clock_events = out.clock_events.map(throttle_names);
         out.temp = s.num(e, TEMP);
         out.slowdown_temp = s.num(e, SLOWDOWN);
         out.recovery_action = s.num(e, RECOVERY).map(|a| a as u32);
@@ -585,7 +588,6 @@ mod tests {
                 ecc_dbe: Some(2.0),
                 remap_pending: Some(1.0),
                 last_xid: Some(48),
-                clock_events: Some(throttle_names(0x40)),
                 nvlink_down: vec![3],
                 fabric_health: Some(1),
                 ..ShownSignals::default()

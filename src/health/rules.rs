@@ -31,10 +31,11 @@ pub struct Signals {
     /// The signals `/status` shows, as read (whether the counters file exports their fields
     /// or not; `health::shown` keeps what it exports). The rules judge the ECC errors, row
     /// remaps, NVLink and fabric health here; the last Xid, the recent Xids and the remapped
-    /// rows are only shown (the rules judge `xids`), and the throttle reasons are
-    /// `clock_events`' bits by name.
+    /// rows are only shown (the rules judge `xids`). Its throttle reasons stay `None` here:
+    /// the clock events are held once, as `clock_events`, and `health::shown` names them.
     pub shown: ShownSignals,
-    /// The clock-event reasons bit mask.
+    /// The clock-event reasons bit mask: what the rules judge, and what the shown throttle
+    /// reasons are named from.
     pub clock_events: Option<u64>,
     /// Temperature, °C.
     pub temp: Option<f64>,
