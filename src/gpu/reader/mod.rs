@@ -14,13 +14,15 @@
 //!   none.
 //! - anything else: the series is absent this tick and the field's error counter goes up.
 
-use book::{Book, Place};
+use book::Book;
+use gpu_read::GpuRead;
 use locate::{Gpus, Located};
 use state::EntityState;
-use values::{Ctx, read_rows, read_text_field};
+use values::Ctx;
 mod book;
 mod entities;
 mod gpm;
+mod gpu_read;
 mod locate;
 mod options;
 mod state;
@@ -41,10 +43,10 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::error::NvmlError;
 use tracing::{info, warn};
 
+use crate::catalogue::TextKind;
 use crate::catalogue::csv::{CounterRow, CounterSet};
-use crate::catalogue::{FieldDef, Getter, Level, LinkPart, TextKind};
-use crate::gpu::nvlink::{self, LinkReader};
-use crate::gpu::processes::{self, EntityProcesses};
+use crate::gpu::nvlink::LinkReader;
+use crate::gpu::processes::EntityProcesses;
 use crate::gpu::xid::{CodeCounts, Watch, XidWatcher};
 use crate::snapshot::{DeviceStatus, EntitySample, Interconnect, Unsupported, XidTotals};
 
@@ -286,6 +288,9 @@ impl Reader {
         }
     }
 
+    /// Reads the GPU `located` at `index` into `out`: its status, its entities' values, its
+    /// processes and its NVLink links and fabric; a GPU that does not answer or falls off
+    /// mid-read gives its status alone.
     fn read_gpu(
         &mut self,
         index: u32,
@@ -295,31 +300,10 @@ impl Reader {
         now: f64,
         out: &mut TickData,
     ) {
-        let nvml = self.nvml;
         let (dev, uuid) = match located {
             Located::Up(dev, uuid) => (dev, uuid),
             Located::Down(name, step, e) => {
-                if !matches!(e, NvmlError::GpuLost) {
-                    *self
-                        .book
-                        .errors
-                        .entry((step, book::reason(&e)))
-                        .or_default() += 1;
-                }
-                // Under the identity it last answered with, if one GPU fits the index;
-                // otherwise under none.
-                let known = name
-                    .as_ref()
-                    .and_then(|u| self.gpus.by_uuid.get(u))
-                    .map(|g| &g.ident);
-                out.devices.push(DeviceStatus {
-                    gpu: index,
-                    uuid: name.clone().unwrap_or_default(),
-                    model_name: known.map(|i| i.name.clone()).unwrap_or_default(),
-                    pci_bus_id: known.map(|i| i.pci_bus_id.clone()).unwrap_or_default(),
-                    minor: known.and_then(|i| i.minor),
-                    up: false,
-                });
+                out.devices.push(self.down(index, name, step, &e));
                 return;
             }
         };
@@ -336,211 +320,42 @@ impl Reader {
             minor: ident.minor,
             up: false,
         };
-        let ctx = Ctx {
-            nvml,
-            xid: self.xid.as_ref(),
-            opts: &self.opts,
-            now,
+        let mut gpu = GpuRead {
+            ctx: Ctx {
+                nvml: self.nvml,
+                xid: self.xid.as_ref(),
+                opts: &self.opts,
+                now,
+            },
+            dev,
+            uuid: &ident.uuid,
+            index,
+            state,
+            book: &mut self.book,
+            entities: &mut self.entities,
+            links: &mut self.links,
+            system_texts: &mut self.system_texts,
+            lost: false,
         };
-        // The fabric registration, once for this tick: every fabric field, label and family
-        // of the GPU comes from this read.
-        let fabric = nvlink::fabric(nvml, &dev);
-        if matches!(fabric, Err(NvmlError::GpuLost)) {
+        let Ok(fabric) = gpu.fabric() else {
             out.devices.push(status);
             return;
-        }
-        let fabric_now = match &fabric {
-            Ok(f) => Ok(f.clone()),
-            Err(e) => Err(book::clone_err(e)),
         };
-        state.fabric = Some(fabric);
-
-        let mut lost = false;
-        let base = ident.entity_id(index);
-        let base_id = base.clone();
-        let migs = match dev.mig_mode() {
-            Ok(m) if m.current == 1 => match enumerate_mig(nvml, &dev) {
-                Ok(v) => Some(v),
-                Err(NvmlError::GpuLost) => {
-                    out.devices.push(status);
-                    return;
-                }
-                Err(e) => {
-                    let what = "listing MIG instances";
-                    self.book
-                        .failed("mig_enumeration", &ident.uuid, index, what, &e);
-                    Some(Vec::new())
-                }
-            },
-            Err(NvmlError::GpuLost) => {
-                out.devices.push(status);
-                return;
-            }
-            _ => None,
+        let Ok(migs) = gpu.migs() else {
+            out.devices.push(status);
+            return;
         };
-        let sel = &ctx.opts.devices;
-        let repeat = ctx.opts.mig_repeat_device_fields && migs.is_some();
-
-        // Label rows are read on the physical GPU and repeated on its instances.
-        let labels: Vec<Option<String>> = counters
-            .labels()
-            .map(|row| {
-                let at = Place {
-                    key: &ident.uuid,
-                    uuid: &ident.uuid,
-                    gpu: index,
-                    gi: None,
-                };
-                if self.book.is_unsupported(at.key, row.field) {
-                    return None;
-                }
-                let r = read_text_field(nvml, &dev, row.field, state, &mut self.system_texts);
-                self.book.settle(&at, row.field, &mut lost, r)
-            })
-            .collect();
-
-        let mut entities = Vec::new();
-        // What a GPU supports depends on its MIG mode (utilization is not served in MIG
-        // mode), so the unsupported-field memory is kept per mode.
-        let phys_key = if migs.is_some() {
-            format!("{}/mig", ident.uuid)
-        } else {
-            ident.uuid.clone()
-        };
-        // The physical GPU's own series, also read when its values are repeated on instances.
-        let phys_values = if sel.wants_gpu(index) || repeat {
-            let phys_rows = |f: &FieldDef| {
-                f.level == Level::Device || (f.level == Level::Instance && migs.is_none())
-            };
-            Some(read_rows(
-                &ctx,
-                &dev,
-                None,
-                &Place {
-                    key: &phys_key,
-                    uuid: &ident.uuid,
-                    gpu: index,
-                    gi: None,
-                },
-                rows,
-                &phys_rows,
-                state,
-                self.entities.entry(ident.uuid.clone()).or_default(),
-                &mut self.book,
-                &mut lost,
-            ))
-        } else {
-            None
-        };
-
-        for (mig_dev, mig) in migs.iter().flatten() {
-            if !sel.wants_instance(index, mig.gpu_instance_id) {
-                continue;
-            }
-            let inst_rows = |f: &FieldDef| f.level == Level::Instance;
-            let at = Place {
-                key: &mig.uuid,
-                uuid: &ident.uuid,
-                gpu: index,
-                gi: Some(mig.gpu_instance_id),
-            };
-            let mut values = read_rows(
-                &ctx,
-                mig_dev,
-                Some((&dev, mig.gpu_instance_id)),
-                &at,
-                rows,
-                &inst_rows,
-                state,
-                self.entities.entry(mig.uuid.clone()).or_default(),
-                &mut self.book,
-                &mut lost,
-            );
-            if repeat && let Some(phys) = &phys_values {
-                for ((slot, row), v) in rows.iter().enumerate().zip(phys) {
-                    if row.field.level == Level::Device
-                        && let Some(dst) = values.get_mut(slot)
-                    {
-                        *dst = v.clone();
-                    }
-                }
-            }
-            let mut id = base.clone();
-            id.mig = Some(mig.clone());
-            entities.push(EntitySample {
-                id,
-                values,
-                labels: labels.clone(),
-            });
+        let labels = gpu.labels(counters);
+        let entities = gpu.entities(ident.entity_id(index), rows, migs.as_deref(), labels);
+        if gpu.ctx.opts.processes && !gpu.lost {
+            gpu.processes(migs.as_deref(), &mut out.processes);
         }
-        if let Some(values) = phys_values.filter(|_| sel.wants_gpu(index) && !repeat) {
-            entities.insert(
-                0,
-                EntitySample {
-                    id: base,
-                    values,
-                    labels,
-                },
-            );
-        }
-
-        if self.opts.processes && !lost {
-            let mut procs = Vec::new();
-            if migs.is_none() && sel.wants_gpu(index) {
-                procs.push(processes::read(
-                    &dev,
-                    &ident.uuid,
-                    Some(&mut state.proc_util_seen),
-                ));
-            }
-            for (mig_dev, mig) in migs.iter().flatten() {
-                if sel.wants_instance(index, mig.gpu_instance_id) {
-                    procs.push(processes::read(mig_dev, &mig.uuid, None));
-                }
-            }
-            for p in procs {
-                match p {
-                    Ok(p) => out.processes.push(p),
-                    Err(NvmlError::GpuLost) => lost = true,
-                    Err(e) => {
-                        let what = "listing processes";
-                        self.book.failed("processes", &ident.uuid, index, what, &e);
-                    }
-                }
-            }
-        }
-        let interconnect = if lost {
+        let interconnect = if gpu.lost {
             None
         } else {
-            // Every link's state and error counters are read every tick, whatever
-            // --nvlink-links says: the status page, `check`, the health model and
-            // gpu_nvlink_links_down need them.
-            let link_rows = || rows.iter().filter(|r| r.field.level == Level::Link);
-            // The data counters only for series that use them.
-            let throughput = self.opts.nvlink_throughput
-                || link_rows().any(|r| {
-                    matches!(
-                        r.field.getter,
-                        Getter::Link(LinkPart::Throughput | LinkPart::Transmit | LinkPart::Receive)
-                    )
-                });
-            let read = self.interconnect(&dev, base_id.clone(), fabric_now, throughput, &mut lost);
-            if self.links.has_no_links(&ident.uuid) {
-                // A board without NVLink: its link-entity rows are listed as unsupported.
-                let at = Place {
-                    key: &ident.uuid,
-                    uuid: &ident.uuid,
-                    gpu: index,
-                    gi: None,
-                };
-                for row in link_rows() {
-                    self.book
-                        .mark_unsupported(&at, row.field, "the GPU has no NVLink link");
-                }
-            }
-            read
+            gpu.interconnect(ident.entity_id(index), rows, fabric)
         };
-        if lost {
+        if gpu.lost {
             // The device fell off mid-read: drop everything it gave this tick.
             tracing::debug!(gpu = index, uuid = %ident.uuid, "GPU is lost (NVML_ERROR_GPU_IS_LOST)");
             out.devices.push(status);
@@ -552,45 +367,30 @@ impl Reader {
         out.interconnect.extend(interconnect);
     }
 
-    /// The GPU's NVLink links (all of them; their data counters with `throughput`) and its
-    /// fabric registration (`fabric`, this tick's read); `None` when it has neither. Sets
-    /// `lost` when the GPU fell off meanwhile.
-    fn interconnect(
+    /// The status of a GPU that did not answer at `index` (`step` failed with `e`): under the
+    /// identity it last answered with, if one GPU fits the index (`name`); otherwise under
+    /// none. A failure other than a lost GPU is counted.
+    fn down(
         &mut self,
-        dev: &nvml_wrapper::Device<'static>,
-        id: crate::snapshot::EntityId,
-        fabric: Result<crate::snapshot::Fabric, NvmlError>,
-        throughput: bool,
-        lost: &mut bool,
-    ) -> Option<Interconnect> {
-        let (index, uuid) = (id.gpu, id.uuid.as_str());
-        let mut links = Vec::new();
-        match self.links.read(self.nvml, dev, uuid, throughput) {
-            Ok(r) => {
-                links = r.links;
-                for (step, e) in r.failures {
-                    self.book
-                        .failed(step, uuid, index, "reading NVLink links", &e);
-                }
-            }
-            Err(NvmlError::GpuLost) => {
-                *lost = true;
-                return None;
-            }
-            Err(e) => self
-                .book
-                .failed("nvlink_state", uuid, index, "reading NVLink links", &e),
+        index: u32,
+        name: Option<String>,
+        step: &'static str,
+        e: &NvmlError,
+    ) -> DeviceStatus {
+        if !matches!(e, NvmlError::GpuLost) {
+            *self.book.errors.entry((step, book::reason(e))).or_default() += 1;
         }
-        let fabric = match fabric {
-            Ok(f) if f.state != 0 => Some(f),
-            Ok(_) => None,
-            Err(e) if nvlink::is_absent(&e) => None,
-            Err(e) => {
-                let what = "reading the fabric registration";
-                self.book.failed("fabric_info", uuid, index, what, &e);
-                None
-            }
-        };
-        (!links.is_empty() || fabric.is_some()).then_some(Interconnect { id, links, fabric })
+        let known = name
+            .as_ref()
+            .and_then(|u| self.gpus.by_uuid.get(u))
+            .map(|g| &g.ident);
+        DeviceStatus {
+            gpu: index,
+            uuid: name.clone().unwrap_or_default(),
+            model_name: known.map(|i| i.name.clone()).unwrap_or_default(),
+            pci_bus_id: known.map(|i| i.pci_bus_id.clone()).unwrap_or_default(),
+            minor: known.and_then(|i| i.minor),
+            up: false,
+        }
     }
 }

@@ -177,7 +177,7 @@ fn rate(
     }
 }
 
-/// Reads one numeric field on one entity.
+/// Reads one numeric field on one entity: the getter says which kind of read serves it.
 pub(super) fn read_value(
     ctx: &Ctx<'_>,
     at: &Place<'_>,
@@ -188,53 +188,16 @@ pub(super) fn read_value(
     cache: &mut TickCache,
 ) -> Result<Option<Value>, NvmlError> {
     match f.getter {
-        Getter::Clock(k) => num(f64::from(dev.clock_info(match k {
-            ClockKind::Graphics => Clock::Graphics,
-            ClockKind::Sm => Clock::SM,
-            ClockKind::Mem => Clock::Memory,
-            ClockKind::Video => Clock::Video,
-        })?)),
-        Getter::MaxClock(k) => num(f64::from(dev.max_clock_info(match k {
-            ClockKind::Graphics => Clock::Graphics,
-            ClockKind::Sm => Clock::SM,
-            ClockKind::Mem => Clock::Memory,
-            ClockKind::Video => Clock::Video,
-        })?)),
-        Getter::AppClock(k) => num(f64::from(dev.applications_clock(match k {
-            ClockKind::Graphics => Clock::Graphics,
-            ClockKind::Sm => Clock::SM,
-            ClockKind::Mem => Clock::Memory,
-            ClockKind::Video => Clock::Video,
-        })?)),
+        Getter::Clock(k) => num(f64::from(dev.clock_info(clock(k))?)),
+        Getter::MaxClock(k) => num(f64::from(dev.max_clock_info(clock(k))?)),
+        Getter::AppClock(k) => num(f64::from(dev.applications_clock(clock(k))?)),
         Getter::FanSpeed => num(f64::from(dev.fan_speed(0)?)),
-        Getter::Bar1(k) => {
-            let b = dev.bar1_memory_info()?;
-            match k {
-                MemKind::Total => num(b.total as f64),
-                MemKind::Used => num(b.used as f64),
-                MemKind::Free => num(b.free as f64),
-                MemKind::Reserved | MemKind::UsedPercent | MemKind::UsedRatio => Ok(None),
-            }
-        }
+        Getter::Bar1(k) => bar1(dev, k),
         Getter::GpuTemperature => num(f64::from(dev.temperature(TemperatureSensor::Gpu)?)),
         Getter::PowerUsage => num(f64::from(dev.power_usage()?) / 1000.0),
         Getter::PowerLimit => num(f64::from(dev.enforced_power_limit()?) / 1000.0),
         Getter::PowerMgmtLimit => num(f64::from(dev.power_management_limit()?) / 1000.0),
-        Getter::TempThreshold(t) => {
-            use crate::catalogue::{
-                TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN,
-                TEMP_THRESHOLD_SLOWDOWN,
-            };
-            use nvml_wrapper::enum_wrappers::device::TemperatureThreshold as T;
-            let kind = match t {
-                TEMP_THRESHOLD_SHUTDOWN => T::Shutdown,
-                TEMP_THRESHOLD_SLOWDOWN => T::Slowdown,
-                TEMP_THRESHOLD_MEM_MAX => T::MemoryMax,
-                TEMP_THRESHOLD_GPU_MAX => T::GpuMax,
-                _ => return Err(NvmlError::NotSupported),
-            };
-            num(f64::from(dev.temperature_threshold(kind)?))
-        }
+        Getter::TempThreshold(t) => temp_threshold(dev, t),
         Getter::TotalEnergy => num(dev.total_energy_consumption()? as f64),
         Getter::PcieReplay => num(f64::from(dev.pcie_replay_counter()?)),
         Getter::MinorNumber => num(f64::from(dev.minor_number()?)),
@@ -244,195 +207,30 @@ pub(super) fn read_value(
         } else {
             PcieUtilCounter::Receive
         })?)),
-        Getter::Utilization(k) => match k {
-            UtilKind::Gpu | UtilKind::MemCopy => {
-                let u = cache.util.get_or_insert_with(|| dev.utilization_rates());
-                let u = u.as_ref().map_err(clone_err)?;
-                num(f64::from(if k == UtilKind::Gpu { u.gpu } else { u.memory }))
-            }
-            UtilKind::Encoder => num(f64::from(dev.encoder_utilization()?.utilization)),
-            UtilKind::Decoder => num(f64::from(dev.decoder_utilization()?.utilization)),
-        },
-        Getter::Memory(k) => {
-            let m = cache.mem.get_or_insert_with(|| dev.memory_info());
-            let m = m.as_ref().map_err(clone_err)?;
-            let b = |x: u64| x as f64 / MIB;
-            num(match k {
-                MemKind::Total => b(m.total),
-                MemKind::Free => b(m.free),
-                MemKind::Used => b(m.used),
-                MemKind::Reserved => b(m.reserved),
-                MemKind::UsedPercent if m.total > 0 => m.used as f64 * 100.0 / m.total as f64,
-                MemKind::UsedPercent => return Ok(None),
-                MemKind::UsedRatio if m.total > m.reserved => {
-                    m.used as f64 / (m.total - m.reserved) as f64
-                }
-                MemKind::UsedRatio => return Ok(None),
-            })
-        }
-        Getter::Violation(v) => num(dev
-            .violation_status(match v {
-                Violation::Power => PerformancePolicy::Power,
-                Violation::Thermal => PerformancePolicy::Thermal,
-                Violation::SyncBoost => PerformancePolicy::SyncBoost,
-                Violation::BoardLimit => PerformancePolicy::BoardLimit,
-                Violation::LowUtil => PerformancePolicy::LowUtilization,
-                Violation::Reliability => PerformancePolicy::Reliability,
-            })?
-            .violation_time as f64),
+        Getter::Utilization(k) => utilization(dev, k, cache),
+        Getter::Memory(k) => memory(dev, k, cache),
+        Getter::Violation(v) => violation(dev, v),
         Getter::ClockEventReasons => num(clock_event_reasons(dev, cache)? as f64),
-        Getter::NvmlField(id, scale) => match cache.fields.get(&id) {
-            Some(Ok((v, _))) => num(scale.apply(*v)),
-            Some(Err(e)) => Err(clone_err(e)),
-            None => Ok(None),
-        },
-        Getter::NvmlFieldBer(id) => match cache.fields.get(&id) {
-            Some(Ok((v, _))) => num(nvlink::decode_ber(*v as u64)),
-            Some(Err(e)) => Err(clone_err(e)),
-            None => Ok(None),
-        },
-        Getter::NvmlFieldRate(ids, scale) => {
-            let mut sum = 0.0;
-            let mut ts = i64::MIN;
-            for id in ids {
-                match cache.fields.get(id) {
-                    Some(Ok((v, t))) => {
-                        sum += v;
-                        ts = ts.max(*t);
-                    }
-                    Some(Err(e)) => return Err(clone_err(e)),
-                    None => return Ok(None),
-                }
-            }
-            rate(ent, f.id, sum, ts, scale)
+        Getter::NvmlField(id, scale) => batched(&cache.fields, id, |(v, _)| scale.apply(*v)),
+        Getter::NvmlFieldBer(id) => {
+            batched(&cache.fields, id, |(v, _)| nvlink::decode_ber(*v as u64))
         }
+        Getter::NvmlFieldRate(ids, scale) => field_rate(ent, f.id, ids, scale, cache),
+        Getter::Gpm(id, scale) => batched(&cache.gpm, id, |v| scale.apply(*v)),
         Getter::NvLinkErrorCounter(counter, link) => {
             num(nvlink::error_counter(ctx.nvml, dev, link, counter)? as f64)
         }
-        Getter::NvLinkLinkRate(link, scale) => {
-            let req = [(nvlink::FIELD_DATA_TX, link), (nvlink::FIELD_DATA_RX, link)];
-            let mut sum = 0.0;
-            let mut ts = i64::MIN;
-            for r in nvlink::scoped_fields(ctx.nvml, dev, &req)? {
-                let (v, t) = r?;
-                sum += v;
-                ts = ts.max(t);
-            }
-            rate(ent, f.id, sum, ts, scale)
-        }
-        Getter::Fabric(part) => {
-            let Some(fab) = &gpu.fabric else {
-                return Ok(None);
-            };
-            let fab = fab.as_ref().map_err(clone_err)?;
-            match nvlink::fabric_part(fab, part) {
-                Some(v) => num(v),
-                None if fab.state == 0 => Err(NvmlError::NotSupported),
-                None => Ok(None),
-            }
-        }
-        Getter::Gpm(id, scale) => match cache.gpm.get(&id) {
-            Some(Ok(v)) => num(scale.apply(*v)),
-            Some(Err(e)) => Err(clone_err(e)),
-            None => Ok(None),
-        },
-        Getter::Xid => match xid_watch(ctx, at)? {
-            Some(w) => Ok(Some(Value::Xid(
-                w.get(at.uuid).and_then(|g| g.last).unwrap_or(0),
-            ))),
-            None => Ok(None),
-        },
+        Getter::NvLinkLinkRate(link, scale) => link_rate(ctx, dev, ent, f.id, link, scale),
+        Getter::Fabric(part) => fabric(gpu, part),
+        Getter::Xid => last_xid(ctx, at),
+        Getter::Window(WindowKind::Xid) => xid_window(ctx, at),
+        Getter::Total(WindowKind::Xid) => xid_total(ctx, at),
+        Getter::Window(WindowKind::ClockEvents) => clock_event_window(ctx, dev, gpu, cache),
+        Getter::Total(WindowKind::ClockEvents) => clock_event_total(ctx, dev, gpu, cache),
         Getter::DeviceCount => num(f64::from(ctx.nvml.device_count()?)),
         Getter::NvmlIndex => num(f64::from(dev.index()?)),
+        // Label rows only (`read_text_field`).
         Getter::Text(_) => Err(NvmlError::NotSupported),
-        Getter::Window(WindowKind::Xid) => match xid_watch(ctx, at)? {
-            Some(w) => {
-                let counts = w
-                    .get(at.uuid)
-                    .map(|g| g.window_counts(ctx.now, ctx.opts.xid_count_window))
-                    .unwrap_or_default();
-                Ok(Some(Value::Window(WindowCounts {
-                    label: "xid",
-                    window_ms: Some(ctx.opts.xid_count_window.as_millis() as u64),
-                    counts: counts
-                        .into_iter()
-                        .map(|(c, n)| (c.to_string(), n))
-                        .collect(),
-                })))
-            }
-            None => Ok(None),
-        },
-        Getter::Window(WindowKind::ClockEvents) => {
-            let bits = clock_event_reasons(dev, cache)?;
-            let window = ctx.opts.clock_events_count_window;
-            let hist = &mut gpu.clock_events;
-            if hist.back().map(|(t, _)| *t) != Some(ctx.now) {
-                hist.push_back((ctx.now, bits));
-            }
-            let from = ctx.now - window.as_secs_f64();
-            while hist.front().is_some_and(|(t, _)| *t <= from) {
-                hist.pop_front();
-            }
-            let counts = CLOCK_EVENT_REASONS
-                .iter()
-                .filter_map(|(bit, name)| {
-                    let n = hist.iter().filter(|(_, b)| b & bit != 0).count() as u64;
-                    (n > 0).then(|| ((*name).to_owned(), n))
-                })
-                .collect();
-            Ok(Some(Value::Window(WindowCounts {
-                label: "clock_event",
-                window_ms: Some(window.as_millis() as u64),
-                counts,
-            })))
-        }
-        Getter::Total(WindowKind::Xid) => match xid_watch(ctx, at)? {
-            // Every code seen, and the --xid-initialized-codes at 0 before they occur.
-            Some(w) => {
-                let mut counts: BTreeMap<u64, u64> = ctx
-                    .opts
-                    .xid_initialized_codes
-                    .iter()
-                    .map(|c| (*c, 0))
-                    .collect();
-                if let Some(g) = w.get(at.uuid) {
-                    counts.extend(g.codes.iter().map(|(c, (n, _))| (*c, *n)));
-                }
-                Ok(Some(Value::Window(WindowCounts {
-                    label: "xid",
-                    window_ms: None,
-                    counts: counts
-                        .into_iter()
-                        .map(|(c, n)| (c.to_string(), n))
-                        .collect(),
-                })))
-            }
-            None => Ok(None),
-        },
-        Getter::Total(WindowKind::ClockEvents) => {
-            let bits = clock_event_reasons(dev, cache)?;
-            let now = ctx.now;
-            // The first reading sets the state without counting (a reason already active at
-            // start is not an event); each reason then counts on its inactive → active edge,
-            // once per tick however many entities repeat the GPU's fields.
-            let (at_tick, prev, totals) = gpu.clock_event_totals.get_or_insert_with(|| {
-                let zero = CLOCK_EVENT_REASONS.iter().map(|(_, n)| (*n, 0)).collect();
-                (now, bits, zero)
-            });
-            if *at_tick != now {
-                for (bit, name) in CLOCK_EVENT_REASONS {
-                    if bits & bit != 0 && *prev & bit == 0 {
-                        *totals.entry(name).or_default() += 1;
-                    }
-                }
-                (*at_tick, *prev) = (now, bits);
-            }
-            Ok(Some(Value::Window(WindowCounts {
-                label: "clock_event",
-                window_ms: None,
-                counts: totals.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
-            })))
-        }
         // Served per link from the interconnect read, never per entity.
         Getter::Link(_) => Ok(None),
         // Filled in by the DCGM client when there is one.
@@ -446,6 +244,278 @@ pub(super) fn read_value(
         Getter::DcgmSwitch | Getter::DcgmSwitchPort | Getter::DcgmSwitchText => Ok(None),
         Getter::Unavailable(why) => Err(NvmlError::FailedToLoadSymbol(why.into())),
     }
+}
+
+/// NVML's clock of a catalogue clock kind.
+fn clock(k: ClockKind) -> Clock {
+    match k {
+        ClockKind::Graphics => Clock::Graphics,
+        ClockKind::Sm => Clock::SM,
+        ClockKind::Mem => Clock::Memory,
+        ClockKind::Video => Clock::Video,
+    }
+}
+
+/// A BAR1 memory figure, bytes (BAR1 has no reserved part and no ratio).
+fn bar1(dev: &Device<'static>, k: MemKind) -> Result<Option<Value>, NvmlError> {
+    let b = dev.bar1_memory_info()?;
+    match k {
+        MemKind::Total => num(b.total as f64),
+        MemKind::Used => num(b.used as f64),
+        MemKind::Free => num(b.free as f64),
+        MemKind::Reserved | MemKind::UsedPercent | MemKind::UsedRatio => Ok(None),
+    }
+}
+
+/// One of the temperature thresholds, °C (unsupported for a threshold NVML does not name).
+fn temp_threshold(dev: &Device<'static>, t: u32) -> Result<Option<Value>, NvmlError> {
+    use crate::catalogue::{
+        TEMP_THRESHOLD_GPU_MAX, TEMP_THRESHOLD_MEM_MAX, TEMP_THRESHOLD_SHUTDOWN,
+        TEMP_THRESHOLD_SLOWDOWN,
+    };
+    use nvml_wrapper::enum_wrappers::device::TemperatureThreshold as T;
+    let kind = match t {
+        TEMP_THRESHOLD_SHUTDOWN => T::Shutdown,
+        TEMP_THRESHOLD_SLOWDOWN => T::Slowdown,
+        TEMP_THRESHOLD_MEM_MAX => T::MemoryMax,
+        TEMP_THRESHOLD_GPU_MAX => T::GpuMax,
+        _ => return Err(NvmlError::NotSupported),
+    };
+    num(f64::from(dev.temperature_threshold(kind)?))
+}
+
+/// A utilization, %: the GPU and memory-copy figures from one call per entity and tick.
+fn utilization(
+    dev: &Device<'static>,
+    k: UtilKind,
+    cache: &mut TickCache,
+) -> Result<Option<Value>, NvmlError> {
+    match k {
+        UtilKind::Gpu | UtilKind::MemCopy => {
+            let u = cache.util.get_or_insert_with(|| dev.utilization_rates());
+            let u = u.as_ref().map_err(clone_err)?;
+            num(f64::from(if k == UtilKind::Gpu { u.gpu } else { u.memory }))
+        }
+        UtilKind::Encoder => num(f64::from(dev.encoder_utilization()?.utilization)),
+        UtilKind::Decoder => num(f64::from(dev.decoder_utilization()?.utilization)),
+    }
+}
+
+/// A frame-buffer memory figure, MiB (or its share used), from one call per entity and tick.
+fn memory(
+    dev: &Device<'static>,
+    k: MemKind,
+    cache: &mut TickCache,
+) -> Result<Option<Value>, NvmlError> {
+    let m = cache.mem.get_or_insert_with(|| dev.memory_info());
+    let m = m.as_ref().map_err(clone_err)?;
+    let b = |x: u64| x as f64 / MIB;
+    num(match k {
+        MemKind::Total => b(m.total),
+        MemKind::Free => b(m.free),
+        MemKind::Used => b(m.used),
+        MemKind::Reserved => b(m.reserved),
+        MemKind::UsedPercent if m.total > 0 => m.used as f64 * 100.0 / m.total as f64,
+        MemKind::UsedPercent => return Ok(None),
+        MemKind::UsedRatio if m.total > m.reserved => m.used as f64 / (m.total - m.reserved) as f64,
+        MemKind::UsedRatio => return Ok(None),
+    })
+}
+
+/// The time spent under one performance policy's violation, ns.
+fn violation(dev: &Device<'static>, v: Violation) -> Result<Option<Value>, NvmlError> {
+    let policy = match v {
+        Violation::Power => PerformancePolicy::Power,
+        Violation::Thermal => PerformancePolicy::Thermal,
+        Violation::SyncBoost => PerformancePolicy::SyncBoost,
+        Violation::BoardLimit => PerformancePolicy::BoardLimit,
+        Violation::LowUtil => PerformancePolicy::LowUtilization,
+        Violation::Reliability => PerformancePolicy::Reliability,
+    };
+    num(dev.violation_status(policy)?.violation_time as f64)
+}
+
+/// A value the entity's batched reads of this tick got for `id` (one `nvmlDeviceGetFieldValues`
+/// call, or the GPM sample), as `value` makes it a number; none when it was not read.
+fn batched<T>(
+    got: &HashMap<u32, Result<T, NvmlError>>,
+    id: u32,
+    value: impl FnOnce(&T) -> f64,
+) -> Result<Option<Value>, NvmlError> {
+    match got.get(&id) {
+        Some(Ok(v)) => num(value(v)),
+        Some(Err(e)) => Err(clone_err(e)),
+        None => Ok(None),
+    }
+}
+
+/// The rate of the sum of the field values `ids` from this tick's batched read, against the
+/// entity's previous sum for field `field` (see [`rate`]).
+fn field_rate(
+    ent: &mut EntityState,
+    field: u32,
+    ids: &[u32],
+    scale: crate::catalogue::Scale,
+    cache: &TickCache,
+) -> Result<Option<Value>, NvmlError> {
+    let mut sum = 0.0;
+    let mut ts = i64::MIN;
+    for id in ids {
+        match cache.fields.get(id) {
+            Some(Ok((v, t))) => {
+                sum += v;
+                ts = ts.max(*t);
+            }
+            Some(Err(e)) => return Err(clone_err(e)),
+            None => return Ok(None),
+        }
+    }
+    rate(ent, field, sum, ts, scale)
+}
+
+/// The data rate of one NVLink link (transmitted plus received), read with the link as the
+/// field values' scope, against the entity's previous reading for field `field`.
+fn link_rate(
+    ctx: &Ctx<'_>,
+    dev: &Device<'static>,
+    ent: &mut EntityState,
+    field: u32,
+    link: u32,
+    scale: crate::catalogue::Scale,
+) -> Result<Option<Value>, NvmlError> {
+    let req = [(nvlink::FIELD_DATA_TX, link), (nvlink::FIELD_DATA_RX, link)];
+    let mut sum = 0.0;
+    let mut ts = i64::MIN;
+    for r in nvlink::scoped_fields(ctx.nvml, dev, &req)? {
+        let (v, t) = r?;
+        sum += v;
+        ts = ts.max(t);
+    }
+    rate(ent, field, sum, ts, scale)
+}
+
+/// One part of this tick's fabric registration (unsupported on a GPU outside any fabric).
+fn fabric(gpu: &GpuState, part: crate::catalogue::FabricPart) -> Result<Option<Value>, NvmlError> {
+    let Some(fab) = &gpu.fabric else {
+        return Ok(None);
+    };
+    let fab = fab.as_ref().map_err(clone_err)?;
+    match nvlink::fabric_part(fab, part) {
+        Some(v) => num(v),
+        None if fab.state == 0 => Err(NvmlError::NotSupported),
+        None => Ok(None),
+    }
+}
+
+/// The last Xid the GPU reported, 0 for none.
+fn last_xid(ctx: &Ctx<'_>, at: &Place<'_>) -> Result<Option<Value>, NvmlError> {
+    Ok(xid_watch(ctx, at)?.map(|w| Value::Xid(w.get(at.uuid).and_then(|g| g.last).unwrap_or(0))))
+}
+
+/// The Xids the GPU reported within `--xid-count-window`, per code.
+fn xid_window(ctx: &Ctx<'_>, at: &Place<'_>) -> Result<Option<Value>, NvmlError> {
+    let Some(w) = xid_watch(ctx, at)? else {
+        return Ok(None);
+    };
+    let counts = w
+        .get(at.uuid)
+        .map(|g| g.window_counts(ctx.now, ctx.opts.xid_count_window))
+        .unwrap_or_default();
+    Ok(Some(Value::Window(WindowCounts {
+        label: "xid",
+        window_ms: Some(ctx.opts.xid_count_window.as_millis() as u64),
+        counts: counts
+            .into_iter()
+            .map(|(c, n)| (c.to_string(), n))
+            .collect(),
+    })))
+}
+
+/// The Xids the GPU reported since start, per code: every code seen, and the
+/// `--xid-initialized-codes` at 0 before they occur.
+fn xid_total(ctx: &Ctx<'_>, at: &Place<'_>) -> Result<Option<Value>, NvmlError> {
+    let Some(w) = xid_watch(ctx, at)? else {
+        return Ok(None);
+    };
+    let mut counts: BTreeMap<u64, u64> = ctx
+        .opts
+        .xid_initialized_codes
+        .iter()
+        .map(|c| (*c, 0))
+        .collect();
+    if let Some(g) = w.get(at.uuid) {
+        counts.extend(g.codes.iter().map(|(c, (n, _))| (*c, *n)));
+    }
+    Ok(Some(Value::Window(WindowCounts {
+        label: "xid",
+        window_ms: None,
+        counts: counts
+            .into_iter()
+            .map(|(c, n)| (c.to_string(), n))
+            .collect(),
+    })))
+}
+
+/// The ticks within `--clock-events-count-window` each clock-event reason was active in.
+fn clock_event_window(
+    ctx: &Ctx<'_>,
+    dev: &Device<'static>,
+    gpu: &mut GpuState,
+    cache: &mut TickCache,
+) -> Result<Option<Value>, NvmlError> {
+    let bits = clock_event_reasons(dev, cache)?;
+    let window = ctx.opts.clock_events_count_window;
+    let hist = &mut gpu.clock_events;
+    if hist.back().map(|(t, _)| *t) != Some(ctx.now) {
+        hist.push_back((ctx.now, bits));
+    }
+    let from = ctx.now - window.as_secs_f64();
+    while hist.front().is_some_and(|(t, _)| *t <= from) {
+        hist.pop_front();
+    }
+    let counts = CLOCK_EVENT_REASONS
+        .iter()
+        .filter_map(|(bit, name)| {
+            let n = hist.iter().filter(|(_, b)| b & bit != 0).count() as u64;
+            (n > 0).then(|| ((*name).to_owned(), n))
+        })
+        .collect();
+    Ok(Some(Value::Window(WindowCounts {
+        label: "clock_event",
+        window_ms: Some(window.as_millis() as u64),
+        counts,
+    })))
+}
+
+/// How many times each clock-event reason became active since start.
+fn clock_event_total(
+    ctx: &Ctx<'_>,
+    dev: &Device<'static>,
+    gpu: &mut GpuState,
+    cache: &mut TickCache,
+) -> Result<Option<Value>, NvmlError> {
+    let bits = clock_event_reasons(dev, cache)?;
+    let now = ctx.now;
+    // The first reading sets the state without counting (a reason already active at
+    // start is not an event); each reason then counts on its inactive → active edge,
+    // once per tick however many entities repeat the GPU's fields.
+    let (at_tick, prev, totals) = gpu.clock_event_totals.get_or_insert_with(|| {
+        let zero = CLOCK_EVENT_REASONS.iter().map(|(_, n)| (*n, 0)).collect();
+        (now, bits, zero)
+    });
+    if *at_tick != now {
+        for (bit, name) in CLOCK_EVENT_REASONS {
+            if bits & bit != 0 && *prev & bit == 0 {
+                *totals.entry(name).or_default() += 1;
+            }
+        }
+        (*at_tick, *prev) = (now, bits);
+    }
+    Ok(Some(Value::Window(WindowCounts {
+        label: "clock_event",
+        window_ms: None,
+        counts: totals.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
+    })))
 }
 
 /// `nvmlDeviceGetCurrentClocksEventReasons`, read once per entity and tick.
