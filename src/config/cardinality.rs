@@ -38,6 +38,21 @@ pub enum CardinalityError {
     /// `--include-families` / `--exclude-families` would serve none of the GPU families.
     #[error("{0}")]
     NoFamilies(String),
+    /// A new version of the counters file, read while running, would leave the pod labels
+    /// less room per series than they were given at start.
+    #[error(
+        "the new version leaves room for {room} pod label(s) per series under \
+         --max-labels-per-series {limit}, fewer than the {given} the running exporter allows \
+         (--kubernetes-enable-pod-labels); restart the exporter to apply it"
+    )]
+    PodLabelRoom {
+        /// The room the new version leaves.
+        room: usize,
+        /// `--max-labels-per-series`.
+        limit: usize,
+        /// The room given at start.
+        given: usize,
+    },
 }
 
 /// The validated controls: the filter, the label limit, whether the exporter's own GPU

@@ -168,6 +168,46 @@ mod tests {
         );
     }
 
+    /// A reloaded counters file that would leave the pod labels less room per series than at
+    /// start is refused, saying so; one that leaves as much passes.
+    #[test]
+    fn a_reload_that_narrows_the_pod_labels_room_is_refused() {
+        let cfg = Config::from_args(&[
+            "-k",
+            "--kubernetes-enable-pod-labels",
+            "--max-labels-per-series",
+            "30",
+            "--series-labels",
+            "full",
+        ])
+        .unwrap();
+        let set = |text: &str| parse_counters("new.csv", text).unwrap();
+        let narrow = "DCGM_FI_DEV_GPU_TEMP, gauge, t\n";
+        let room = cfg.fit_labels(&set(narrow)).unwrap();
+        assert!(room.is_some_and(|r| r > 0), "{room:?}");
+        let guard = cfg.counters_guard(room);
+        assert!(guard(&set(narrow)).is_ok());
+        let wider: String = [
+            "DCGM_FI_DEV_GPU_TEMP, gauge, t",
+            "DCGM_FI_DRIVER_VERSION, label, d",
+            "DCGM_FI_NVML_VERSION, label, n",
+            "DCGM_FI_DEV_BRAND, label, b",
+            "DCGM_FI_DEV_SERIAL, label, s",
+            "DCGM_FI_DEV_OEM_INFOROM_VER, label, o",
+            "DCGM_FI_DEV_ECC_INFOROM_VER, label, e",
+            "DCGM_FI_DEV_POWER_INFOROM_VER, label, p",
+            "DCGM_FI_DEV_INFOROM_IMAGE_VER, label, i",
+        ]
+        .map(|row| format!("{row}\n"))
+        .concat();
+        let e = guard(&set(&wider)).unwrap_err().to_string();
+        assert!(
+            e.contains("pod label(s) per series under --max-labels-per-series 30, fewer than")
+                && e.contains("restart the exporter to apply it"),
+            "{e}"
+        );
+    }
+
     /// A reloaded counters file under which the filter would serve nothing is refused with
     /// the start-up message (the set in use stays); one with a matching family passes.
     #[test]
@@ -178,8 +218,10 @@ mod tests {
             .fit_labels(&set("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"))
             .unwrap();
         let guard = cfg.counters_guard(room);
-        assert_eq!(guard(&set("DCGM_FI_DEV_GPU_TEMP, gauge, t\n")), Ok(()));
-        let e = guard(&set("DCGM_FI_DEV_POWER_USAGE, gauge, p\n")).unwrap_err();
+        assert!(guard(&set("DCGM_FI_DEV_GPU_TEMP, gauge, t\n")).is_ok());
+        let e = guard(&set("DCGM_FI_DEV_POWER_USAGE, gauge, p\n"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("--include-families \"DCGM_FI_DEV_GPU_*\": serves none of the GPU"),
             "{e}"

@@ -905,7 +905,7 @@ mod tests {
             base: Duration::from_secs(10),
             groups: vec![g("a", &["DCGM_FI_DEV_GPU_*"]), g("b", &["*_TEMP"])],
         };
-        let e = c.check(fields.clone()).unwrap_err();
+        let e = c.check(fields.clone()).unwrap_err().to_string();
         assert!(
             e.contains("DCGM_FI_DEV_GPU_TEMP matches more than one collection (a, b)"),
             "{e}"
@@ -914,7 +914,7 @@ mod tests {
             base: Duration::from_secs(10),
             groups: vec![g("nv", &["DCGM_FI_DEV_NVLINK_*"])],
         };
-        let e = c.check(fields.clone()).unwrap_err();
+        let e = c.check(fields.clone()).unwrap_err().to_string();
         assert!(e.contains("collection \"nv\" matches no field"), "{e}");
         let c = Collections {
             base: Duration::from_secs(10),

@@ -6,7 +6,7 @@
 //! ([`Config::counters_guard`]: the same checks, the family filter's included). It must not
 //! read files or touch NVML.
 
-use super::cardinality;
+use super::cardinality::{self, CardinalityError};
 use super::{Config, ConfigError};
 use crate::catalogue::csv::CounterSet;
 use crate::catalogue::labels;
@@ -40,25 +40,20 @@ impl Config {
     pub fn counters_guard(
         &self,
         pod_room: Option<usize>,
-    ) -> impl Fn(&CounterSet) -> Result<(), String> + Send + 'static {
+    ) -> impl Fn(&CounterSet) -> Result<(), CardinalityError> + Send + 'static {
         let labels = self.series_labels();
         let filter = self.exposition.cardinality.clone();
         let own_families = self.exposition.own_families;
         let family_filters = self.exposition.family_filters.clone();
         let limit = self.exposition.max_labels_per_series;
         move |counters: &CounterSet| {
-            cardinality::check_families(counters, &filter, own_families, &family_filters)
-                .map_err(|e| e.to_string())?;
+            cardinality::check_families(counters, &filter, own_families, &family_filters)?;
             let room =
-                cardinality::fit_labels(counters, &labels, &filter, limit, pod_room.is_some())
-                    .map_err(|e| e.to_string())?;
+                cardinality::fit_labels(counters, &labels, &filter, limit, pod_room.is_some())?;
             match pod_room {
-                Some(given) if room < given => Err(format!(
-                    "the new version leaves room for {room} pod label(s) per series under \
-                     --max-labels-per-series {limit}, fewer than the {given} the running \
-                     exporter allows (--kubernetes-enable-pod-labels); restart the exporter to \
-                     apply it"
-                )),
+                Some(given) if room < given => {
+                    Err(CardinalityError::PodLabelRoom { room, limit, given })
+                }
                 _ => Ok(()),
             }
         }

@@ -16,6 +16,28 @@ use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
 use crate::catalogue::profile::Profile;
 use crate::gpu::reader::NvlinkLinks;
 
+/// A flag value the parsers below refuse (clap prints it after the flag's name and value).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// Not one of Go's boolean spellings.
+    #[error("not a boolean (expected one of {}, {})", GO_TRUE.join(", "), GO_FALSE.join(", "))]
+    Bool,
+    /// Not a whole number of milliseconds up to [`MAX_WINDOW_MS`].
+    #[error("expected a whole number of milliseconds in {min}..={MAX_WINDOW_MS}")]
+    Millis {
+        /// The least the flag accepts (checked by validation, which names it).
+        min: u64,
+    },
+    /// Not a whole number in the flag's range.
+    #[error("expected a whole number in {min}..={max}")]
+    Whole {
+        /// The least accepted.
+        min: u64,
+        /// The most accepted.
+        max: u64,
+    },
+}
+
 /// The longest interval or window accepted, in ms (one day): a larger value is a typo.
 pub const MAX_WINDOW_MS: u64 = 86_400_000;
 
@@ -27,7 +49,7 @@ pub(super) const GO_FALSE: [&str; 6] = ["0", "f", "F", "FALSE", "false", "False"
 
 /// Parses a boolean as Go's `strconv.ParseBool` does. An empty value is `false`, as
 /// dcgm-exporter's flag library reads a boolean environment variable set to "".
-pub fn go_bool(s: &str) -> Result<bool, String> {
+pub fn go_bool(s: &str) -> Result<bool, ValueError> {
     if s.is_empty() {
         Ok(false)
     } else if GO_TRUE.contains(&s) {
@@ -35,29 +57,24 @@ pub fn go_bool(s: &str) -> Result<bool, String> {
     } else if GO_FALSE.contains(&s) {
         Ok(false)
     } else {
-        Err(format!(
-            "not a boolean (expected one of {}, {})",
-            GO_TRUE.join(", "),
-            GO_FALSE.join(", ")
-        ))
+        Err(ValueError::Bool)
     }
 }
 
 /// A millisecond flag's parser: a whole number up to [`MAX_WINDOW_MS`]; anything else (a
 /// negative number, a unit, an overflow) is refused naming the accepted range, `min..=MAX`.
-/// Values under `min` pass, so that `Cli::validate` refuses them naming the minimum, as it
-/// does for a value from `--config-file`.
+/// Values under `min` pass, so that validation refuses them naming the minimum and where the
+/// value came from, as it does for a value from the flag's variable; `min` is named in the
+/// range of this refusal.
 pub(super) fn millis(
     min: u64,
-) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+) -> impl Fn(&str) -> Result<u64, ValueError> + Clone + Send + Sync + 'static {
     move |s: &str| {
         s.trim()
             .parse::<u64>()
             .ok()
             .filter(|v| *v <= MAX_WINDOW_MS)
-            .ok_or_else(|| {
-                format!("expected a whole number of milliseconds in {min}..={MAX_WINDOW_MS}")
-            })
+            .ok_or(ValueError::Millis { min })
     }
 }
 
@@ -68,7 +85,7 @@ pub(super) fn millis(
 pub(super) fn whole<T>(
     min: u64,
     max: u64,
-) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+) -> impl Fn(&str) -> Result<T, ValueError> + Clone + Send + Sync + 'static
 where
     T: TryFrom<u64>,
 {
@@ -78,7 +95,7 @@ where
             .ok()
             .filter(|v| (min..=max).contains(v))
             .and_then(|v| T::try_from(v).ok())
-            .ok_or_else(|| format!("expected a whole number in {min}..={max}"))
+            .ok_or(ValueError::Whole { min, max })
     }
 }
 

@@ -143,9 +143,9 @@ pub fn run(
     if let Some(f) = loaded.file {
         info!(file = %f.shown_path(), "counters reload on file change and on SIGHUP");
         let guard = cfg.counters_guard(pod_label_room);
-        sampler = sampler.with_counters_file(
-            f.with_validator(Box::new(move |set| guard(set).map_err(reload::Refused))),
-        );
+        sampler = sampler.with_counters_file(f.with_validator(Box::new(move |set| {
+            guard(set).map_err(|e| reload::Refused(e.to_string()))
+        })));
     }
     sampler = sampler.with_exporter_metrics(cfg.exposition.enable_exporter_metrics);
     // Bound before the sampler starts: nothing after this point stops the daemon with an error.

@@ -14,6 +14,22 @@ use crate::catalogue::{self, FieldDef};
 /// with the same message.
 pub const MIN_INTERVAL_MS: u64 = 100;
 
+/// A collection plan that does not fit the counter set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CollectionError {
+    /// A counters row that more than one collection matches.
+    #[error("field {field} matches more than one collection ({})", .collections.join(", "))]
+    Overlap {
+        /// The row's name.
+        field: String,
+        /// The collections that match it, in the file's order.
+        collections: Vec<String>,
+    },
+    /// A collection that matches no row of the counter set.
+    #[error("collection {0:?} matches no field of the counters set")]
+    Unmatched(String),
+}
+
 /// One group of fields read at their own interval (v1 `collection.watchGroups`, v2
 /// `collections`).
 ///
@@ -94,28 +110,25 @@ impl Collections {
     pub fn check<'a>(
         &self,
         rows: impl IntoIterator<Item = (&'a str, &'a FieldDef)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), CollectionError> {
         let rows: Vec<(&str, &FieldDef)> = rows.into_iter().collect();
         for (name, field) in &rows {
-            let hits: Vec<&str> = self
+            let hits: Vec<String> = self
                 .groups
                 .iter()
                 .filter(|g| g.holds(name, field))
-                .map(|g| g.name.as_str())
+                .map(|g| g.name.clone())
                 .collect();
             if hits.len() > 1 {
-                return Err(format!(
-                    "field {name} matches more than one collection ({})",
-                    hits.join(", ")
-                ));
+                return Err(CollectionError::Overlap {
+                    field: (*name).to_owned(),
+                    collections: hits,
+                });
             }
         }
         for g in &self.groups {
             if !rows.iter().any(|(name, field)| g.holds(name, field)) {
-                return Err(format!(
-                    "collection {:?} matches no field of the counters set",
-                    g.name
-                ));
+                return Err(CollectionError::Unmatched(g.name.clone()));
             }
         }
         Ok(())
