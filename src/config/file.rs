@@ -236,189 +236,264 @@ impl FileSettings {
         Self::parse(path, &text)
     }
 
-    /// Parses `text` as the content of `path`.
+    /// Parses `text` as the content of `path`: the version, then each section in the file's
+    /// order of keys (metrics, collection, collections, server, sources; the first refused
+    /// value is the one reported), then the keys nearly known, then the collections' names.
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigFileError> {
-        let bad = |message: String| ConfigFileError::Invalid {
-            file: path.to_owned(),
-            message,
+        let mut p = Parse {
+            path,
+            out: Self::default(),
+            unknown: Vec::new(),
+            misspelt: Vec::new(),
         };
         let raw: Raw = if text.trim().is_empty() {
-            return Err(bad(
-                "the file is empty (expected at least `version: 1`)".into()
-            ));
+            return Err(p.bad("the file is empty (expected at least `version: 1`)".into()));
         } else {
-            yaml::from_str_core(text).map_err(|e| bad(e.to_string()))?
+            yaml::from_str_core(text).map_err(|e| p.bad(e.to_string()))?
         };
         let version = raw
             .version
-            .ok_or_else(|| bad("version: missing (1 or 2)".into()))?;
+            .ok_or_else(|| p.bad("version: missing (1 or 2)".into()))?;
         if !(1..=2).contains(&version) {
-            return Err(bad(format!("version: {version} is not 1 or 2")));
+            return Err(p.bad(format!("version: {version} is not 1 or 2")));
         }
-        let duration = |key: String, v: &str| -> Result<Duration, ConfigFileError> {
-            let d = crate::base::duration::parse_go(v)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    bad(format!(
-                        "{key}: {} is not a positive duration (e.g. 30s, 5m)",
-                        quoted(v)
-                    ))
-                })?;
-            // Every interval, whichever key or flag it comes from, has the same minimum and the
-            // same message as -c/--collect-interval's.
-            if d < Duration::from_millis(MIN_INTERVAL_MS) {
-                return Err(bad(format!(
-                    "{key} {}: must be at least {MIN_INTERVAL_MS} (milliseconds)",
-                    quoted(v)
-                )));
-            }
-            Ok(d)
-        };
-        let patterns = |key: String, globs: &[String]| -> Result<Vec<glob::Pattern>, _> {
-            if globs.is_empty() {
-                return Err(bad(format!("{key}: empty (list at least one field)")));
-            }
-            globs
-                .iter()
-                .map(|g| {
-                    glob::Pattern::new(g).map_err(|e| bad(format!("{key}: {}: {e}", quoted(g))))
-                })
-                .collect()
-        };
-        let mut out = Self::default();
-        // An unknown key is a warning (a file written for a later version still loads), but one
-        // that is nearly a known key of its level is a mistake: start-up stops, naming both.
-        let mut unknown: Vec<String> = Vec::new();
-        let mut misspelt: Vec<String> = Vec::new();
-        let mut note_unknown =
-            |at: &str, known: &[&'static str], other: BTreeMap<String, IgnoredAny>| {
-                for k in other.into_keys() {
-                    match near_key(&k, known) {
-                        Some(n) => misspelt.push(format!(
-                            "{at}{}: unknown key (did you mean {at}{n}?)",
-                            shown(&k)
-                        )),
-                        None => unknown.push(format!("{at}{}: unknown key, ignored", shown(&k))),
-                    }
-                }
-            };
-        note_unknown("", KEYS_ROOT, raw.other);
+        p.note_unknown("", KEYS_ROOT, raw.other);
         if let Some(m) = raw.metrics {
-            note_unknown("metrics.", KEYS_METRICS, m.other);
-            match (m.file, m.fields) {
-                (Some(_), Some(_)) => {
-                    return Err(bad("metrics: give either file or fields, not both".into()));
-                }
-                (Some(f), None) => out.metrics_file = Some(PathBuf::from(f)),
-                (None, Some(fields)) => {
-                    if fields.is_empty() {
-                        return Err(bad("metrics.fields: empty".into()));
-                    }
-                    out.metrics_csv = Some(fields_csv(&fields));
-                }
-                (None, None) => {}
-            }
-            out.enable_exporter_metrics = m.enable_exporter_metrics;
-            let lists = [
-                (Setting::IncludeFamilies, m.include_families),
-                (Setting::ExcludeFamilies, m.exclude_families),
-                (Setting::DropLabels, m.drop_labels),
-            ];
-            for (setting, list) in lists {
-                if let Some(l) = list {
-                    out.cardinality.push((setting, l.join(",")));
-                }
-            }
-            if let Some(n) = m.max_labels_per_series {
-                out.cardinality
-                    .push((Setting::MaxLabelsPerSeries, n.to_string()));
-            }
-            if let Some(v) = m.series_labels {
-                out.cardinality.push((Setting::SeriesLabels, v));
-            }
+            p.metrics(m)?;
         }
         if let Some(c) = raw.collection {
-            note_unknown("collection.", KEYS_COLLECTION, c.other);
-            if let Some(i) = c.interval {
-                out.interval = Some(duration("collection.interval".into(), &i)?);
-            }
-            for (n, g) in c.watch_groups.unwrap_or_default().into_iter().enumerate() {
-                let at = format!("collection.watchGroups[{n}]");
-                out.groups.push(Collection::new(
-                    g.name,
-                    duration(format!("{at}.interval"), &g.interval)?,
-                    patterns(format!("{at}.fields"), &g.fields)?,
-                ));
-            }
+            p.collection(c)?;
         }
         for (n, c) in raw.collections.unwrap_or_default().into_iter().enumerate() {
-            let at = format!("collections[{n}]");
-            let include = c.metrics.map(|m| m.include).unwrap_or_default();
-            if c.sources.is_some() {
-                out.notes.push(format!(
-                    "{at}.sources: DCGM watch settings per collection; ignored (every DCGM \
-                     watch uses sources.dcgm.watch, or --watch-max-keep-*)"
-                ));
-            }
-            out.groups.push(Collection::new(
-                c.name,
-                duration(format!("{at}.every"), &c.every)?,
-                patterns(format!("{at}.metrics.include"), &include)?,
-            ));
+            p.collection_v2(n, c)?;
         }
         if let Some(s) = raw.server {
-            note_unknown("server.", KEYS_SERVER, s.other);
-            if s.max_concurrent_scrapes == Some(0) {
-                return Err(bad(
-                    "server.maxConcurrentScrapes: 0 (must be at least 1)".into()
-                ));
-            }
-            out.max_concurrent_scrapes = s.max_concurrent_scrapes;
+            p.server(s)?;
         }
         if let Some(src) = raw.sources {
-            note_unknown("sources.", KEYS_SOURCES, src.other);
-            let dcgm = src.dcgm.map(|d| (d.watch, d.other));
-            let (watch, other) = dcgm.unwrap_or_default();
-            out.notes.extend(other.into_keys().map(|k| {
-                format!(
-                    "sources.dcgm.{}: a DCGM host-engine setting gpu-exporter does not have; \
-                     ignored",
+            p.sources(src)?;
+        }
+        p.finish()
+    }
+}
+
+/// One file being parsed: what it gave so far, and the keys it does not know.
+struct Parse<'a> {
+    /// The file, for its errors.
+    path: &'a Path,
+    /// The settings read so far.
+    out: FileSettings,
+    /// Unknown keys far from every known one: logged, ignored (a file written for a later
+    /// version still loads).
+    unknown: Vec<String>,
+    /// Unknown keys nearly a known key of their level: a mistake that stops start-up, naming
+    /// both.
+    misspelt: Vec<String>,
+}
+
+impl Parse<'_> {
+    /// The file's error with `message`.
+    fn bad(&self, message: String) -> ConfigFileError {
+        ConfigFileError::Invalid {
+            file: self.path.to_owned(),
+            message,
+        }
+    }
+
+    /// Sorts the keys of level `at` that none of `known` is into misspelt and unknown.
+    fn note_unknown(
+        &mut self,
+        at: &str,
+        known: &[&'static str],
+        other: BTreeMap<String, IgnoredAny>,
+    ) {
+        for k in other.into_keys() {
+            match near_key(&k, known) {
+                Some(n) => self.misspelt.push(format!(
+                    "{at}{}: unknown key (did you mean {at}{n}?)",
                     shown(&k)
-                )
-            }));
-            if let Some(w) = watch {
-                note_unknown("sources.dcgm.watch.", KEYS_WATCH, w.other);
-                if let Some(v) = w.max_keep_age {
-                    let key = "sources.dcgm.watch.maxKeepAge";
-                    let d = crate::base::duration::parse_go(&v).map_err(|_| {
-                        bad(format!(
-                            "{key}: {} is not a duration (e.g. 10m)",
-                            quoted(&v)
-                        ))
-                    })?;
-                    out.watch_max_keep_age = Some(d);
-                }
-                if let Some(n) = w.max_keep_samples {
-                    let key = "sources.dcgm.watch.maxKeepSamples";
-                    let n = i32::try_from(n)
-                        .ok()
-                        .filter(|n| *n >= 0)
-                        .ok_or_else(|| bad(format!("{key}: {n} (must be 0 or more)")))?;
-                    out.watch_max_keep_samples = Some(n);
-                }
+                )),
+                None => self
+                    .unknown
+                    .push(format!("{at}{}: unknown key, ignored", shown(&k))),
             }
         }
-        if !misspelt.is_empty() {
-            return Err(bad(misspelt.join("; ")));
+    }
+
+    /// An interval at `key`: a positive Go duration of at least [`MIN_INTERVAL_MS`], refused
+    /// with `-c/--collect-interval`'s message otherwise.
+    fn duration(&self, key: String, v: &str) -> Result<Duration, ConfigFileError> {
+        let d = crate::base::duration::parse_go(v)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                self.bad(format!(
+                    "{key}: {} is not a positive duration (e.g. 30s, 5m)",
+                    quoted(v)
+                ))
+            })?;
+        // Every interval, whichever key or flag it comes from, has the same minimum and the
+        // same message as -c/--collect-interval's.
+        if d < Duration::from_millis(MIN_INTERVAL_MS) {
+            return Err(self.bad(format!(
+                "{key} {}: must be at least {MIN_INTERVAL_MS} (milliseconds)",
+                quoted(v)
+            )));
         }
-        out.notes.append(&mut unknown);
-        let mut names: Vec<&str> = out.groups.iter().map(|g| g.name.as_str()).collect();
+        Ok(d)
+    }
+
+    /// A collection's field patterns at `key`: at least one, each a glob.
+    fn patterns(
+        &self,
+        key: String,
+        globs: &[String],
+    ) -> Result<Vec<glob::Pattern>, ConfigFileError> {
+        if globs.is_empty() {
+            return Err(self.bad(format!("{key}: empty (list at least one field)")));
+        }
+        globs
+            .iter()
+            .map(|g| {
+                glob::Pattern::new(g).map_err(|e| self.bad(format!("{key}: {}: {e}", quoted(g))))
+            })
+            .collect()
+    }
+
+    /// `metrics`: the counters (a file or inline fields), the exporter's own metrics, and the
+    /// cardinality controls as the flags take them.
+    fn metrics(&mut self, m: RawMetrics) -> Result<(), ConfigFileError> {
+        self.note_unknown("metrics.", KEYS_METRICS, m.other);
+        match (m.file, m.fields) {
+            (Some(_), Some(_)) => {
+                return Err(self.bad("metrics: give either file or fields, not both".into()));
+            }
+            (Some(f), None) => self.out.metrics_file = Some(PathBuf::from(f)),
+            (None, Some(fields)) => {
+                if fields.is_empty() {
+                    return Err(self.bad("metrics.fields: empty".into()));
+                }
+                self.out.metrics_csv = Some(fields_csv(&fields));
+            }
+            (None, None) => {}
+        }
+        self.out.enable_exporter_metrics = m.enable_exporter_metrics;
+        let lists = [
+            (Setting::IncludeFamilies, m.include_families),
+            (Setting::ExcludeFamilies, m.exclude_families),
+            (Setting::DropLabels, m.drop_labels),
+        ];
+        for (setting, list) in lists {
+            if let Some(l) = list {
+                self.out.cardinality.push((setting, l.join(",")));
+            }
+        }
+        if let Some(n) = m.max_labels_per_series {
+            self.out
+                .cardinality
+                .push((Setting::MaxLabelsPerSeries, n.to_string()));
+        }
+        if let Some(v) = m.series_labels {
+            self.out.cardinality.push((Setting::SeriesLabels, v));
+        }
+        Ok(())
+    }
+
+    /// v1 `collection`: the base interval and the watch groups.
+    fn collection(&mut self, c: RawCollection) -> Result<(), ConfigFileError> {
+        self.note_unknown("collection.", KEYS_COLLECTION, c.other);
+        if let Some(i) = c.interval {
+            self.out.interval = Some(self.duration("collection.interval".into(), &i)?);
+        }
+        for (n, g) in c.watch_groups.unwrap_or_default().into_iter().enumerate() {
+            let at = format!("collection.watchGroups[{n}]");
+            let group = Collection::new(
+                g.name,
+                self.duration(format!("{at}.interval"), &g.interval)?,
+                self.patterns(format!("{at}.fields"), &g.fields)?,
+            );
+            self.out.groups.push(group);
+        }
+        Ok(())
+    }
+
+    /// v2 `collections[n]`: a group with its interval (`every`) and fields.
+    fn collection_v2(&mut self, n: usize, c: RawCollectionV2) -> Result<(), ConfigFileError> {
+        let at = format!("collections[{n}]");
+        let include = c.metrics.map(|m| m.include).unwrap_or_default();
+        if c.sources.is_some() {
+            self.out.notes.push(format!(
+                "{at}.sources: DCGM watch settings per collection; ignored (every DCGM \
+                 watch uses sources.dcgm.watch, or --watch-max-keep-*)"
+            ));
+        }
+        let group = Collection::new(
+            c.name,
+            self.duration(format!("{at}.every"), &c.every)?,
+            self.patterns(format!("{at}.metrics.include"), &include)?,
+        );
+        self.out.groups.push(group);
+        Ok(())
+    }
+
+    /// `server`: the scrapes served at once.
+    fn server(&mut self, s: RawServer) -> Result<(), ConfigFileError> {
+        self.note_unknown("server.", KEYS_SERVER, s.other);
+        if s.max_concurrent_scrapes == Some(0) {
+            return Err(self.bad("server.maxConcurrentScrapes: 0 (must be at least 1)".into()));
+        }
+        self.out.max_concurrent_scrapes = s.max_concurrent_scrapes;
+        Ok(())
+    }
+
+    /// `sources`: DCGM's watch limits; its host-engine settings are noted and ignored.
+    fn sources(&mut self, src: RawSources) -> Result<(), ConfigFileError> {
+        self.note_unknown("sources.", KEYS_SOURCES, src.other);
+        let dcgm = src.dcgm.map(|d| (d.watch, d.other));
+        let (watch, other) = dcgm.unwrap_or_default();
+        self.out.notes.extend(other.into_keys().map(|k| {
+            format!(
+                "sources.dcgm.{}: a DCGM host-engine setting gpu-exporter does not have; \
+                 ignored",
+                shown(&k)
+            )
+        }));
+        let Some(w) = watch else { return Ok(()) };
+        self.note_unknown("sources.dcgm.watch.", KEYS_WATCH, w.other);
+        if let Some(v) = w.max_keep_age {
+            let key = "sources.dcgm.watch.maxKeepAge";
+            let d = crate::base::duration::parse_go(&v).map_err(|_| {
+                self.bad(format!(
+                    "{key}: {} is not a duration (e.g. 10m)",
+                    quoted(&v)
+                ))
+            })?;
+            self.out.watch_max_keep_age = Some(d);
+        }
+        if let Some(n) = w.max_keep_samples {
+            let key = "sources.dcgm.watch.maxKeepSamples";
+            let n = i32::try_from(n)
+                .ok()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| self.bad(format!("{key}: {n} (must be 0 or more)")))?;
+            self.out.watch_max_keep_samples = Some(n);
+        }
+        Ok(())
+    }
+
+    /// The end: keys nearly known stop start-up; unknown ones become notes; two collections
+    /// of one name are refused.
+    fn finish(mut self) -> Result<FileSettings, ConfigFileError> {
+        if !self.misspelt.is_empty() {
+            return Err(self.bad(self.misspelt.join("; ")));
+        }
+        self.out.notes.append(&mut self.unknown);
+        let mut names: Vec<&str> = self.out.groups.iter().map(|g| g.name.as_str()).collect();
         names.sort_unstable();
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(bad(format!("collection {} is defined twice", quoted(w[0]))));
+            return Err(self.bad(format!("collection {} is defined twice", quoted(w[0]))));
         }
-        Ok(out)
+        Ok(self.out)
     }
 }
 

@@ -20,7 +20,9 @@ use super::{
     ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, ServingConfig, Setting, Settings,
     Simulation, Site, cardinality, dcgm, ignored, node_hostname,
 };
+use crate::attribution::KubernetesOptions;
 use crate::catalogue::labels;
+use crate::catalogue::profile::Profile;
 use crate::gpu::collections::Collections;
 use crate::gpu::reader::{NvlinkLinks, ReaderOptions};
 use crate::gpu::selection::DeviceSelection;
@@ -95,10 +97,89 @@ impl Settings {
     }
 
     /// Validates the merged settings into the [`Config`] the exporter runs with on `site`:
-    /// nothing changes it afterwards.
+    /// nothing changes it afterwards. The checks run in a fixed order (the first refused value
+    /// is the one reported): the collect interval, the listen address, the reader's settings,
+    /// the cardinality controls, attribution and the Kubernetes writes, the HTTP timeouts, the
+    /// health hold, DCGM, the NVML library.
     pub fn validate(&self, site: &Site) -> Result<Config, ConfigError> {
         let cli = &self.cli;
-        let collect_ms = cli.sampling.collect_interval.unwrap_or(DEFAULT_INTERVAL_MS);
+        let collect_ms = self.collect_interval_ms()?;
+        address::parse_address(
+            &self.origin_of(Setting::Address).to_string(),
+            &cli.web.address,
+        )?;
+        let profile = cli.exposition.compatibility;
+        let reader = self.reader_options(collect_ms, profile)?;
+        let controls = cardinality::controls(cli, profile, &|s| self.origin_of(s).to_string())?;
+        let mut warnings = self.notes.clone();
+        let kubernetes = self.attribution(site, profile, &mut warnings)?;
+        if let Some(gaps) = profile.gaps() {
+            warnings.push(format!(
+                "--compatibility {}: unverified: {gaps}",
+                profile.name()
+            ));
+        }
+        warnings.extend(ignored::warnings(&cli.ignored));
+        let serving = self.serving()?;
+        let health = HealthConfig {
+            hold: timeout(
+                "--health-hold",
+                &cli.health.health_hold,
+                crate::health::DEFAULT_HOLD,
+            )?,
+            require_gpus: cli.health.health_require_gpus,
+            node_conditions: cli.health.kubernetes_node_conditions,
+            events: cli.health.kubernetes_events,
+        };
+        let tick_interval = reader.collections.tick();
+        let dcgm = dcgm::options(cli, self.dcgm_watch, site, tick_interval, &mut warnings)?;
+        Ok(Config {
+            hostname: (!cli.exposition.no_hostname)
+                .then(|| site.hostname(std::env::var_os("NODE_NAME").is_some(), node_hostname)),
+            reader,
+            tick_interval,
+            exposition: ExpositionConfig {
+                profile,
+                use_old_namespace: cli.exposition.use_old_namespace,
+                replace_blanks_in_model_name: cli.exposition.replace_blanks_in_model_name,
+                nvlink_links: cli.sampling.nvlink_links,
+                cardinality: controls.filter,
+                max_labels_per_series: controls.max_labels,
+                own_families: controls.own_families,
+                family_filters: controls.family_filters,
+                shape: controls.shape,
+                enable_exporter_metrics: cli.exposition.enable_exporter_metrics.unwrap_or(false),
+            },
+            serving,
+            health,
+            dcgm,
+            kubernetes,
+            hpc_job_mapping_dir: cli.kubernetes.hpc_job_mapping_dir.clone(),
+            nvml_lib: match site.nvml_lib() {
+                Some(p) => Some(p),
+                None => nvml_lib(cli.sampling.nvml_lib.as_ref())?,
+            },
+            log: self.log(),
+            counters: self.counters_choice(),
+            config_file: self.config_file.clone(),
+            warnings,
+            debug_notes: cli
+                .blank_variables
+                .iter()
+                .map(|v| {
+                    format!("environment variable {v} is set but blank: not read, as if unset")
+                })
+                .collect(),
+        })
+    }
+
+    /// `-c/--collect-interval` (or `collection.interval`), at least [`MIN_INTERVAL_MS`].
+    fn collect_interval_ms(&self) -> Result<u64, ConfigError> {
+        let collect_ms = self
+            .cli
+            .sampling
+            .collect_interval
+            .unwrap_or(DEFAULT_INTERVAL_MS);
         if collect_ms < MIN_INTERVAL_MS {
             return Err(ConfigError::TooShort {
                 setting: self.origin_of(Setting::CollectInterval),
@@ -106,10 +187,19 @@ impl Settings {
                 min: MIN_INTERVAL_MS,
             });
         }
-        address::parse_address(
-            &self.origin_of(Setting::Address).to_string(),
-            &cli.web.address,
-        )?;
+        Ok(collect_ms)
+    }
+
+    /// The NVML reader's options: the devices (`-d`; `-s` and `-p` checked for syntax), the
+    /// collection plan on the collect interval `collect_ms`, the Xid and clock-event windows
+    /// and the Xid codes at 0; the GPU's device fields repeated on its instances when the flag
+    /// or `profile` asks.
+    fn reader_options(
+        &self,
+        collect_ms: u64,
+        profile: Profile,
+    ) -> Result<ReaderOptions, ConfigError> {
+        let cli = &self.cli;
         let devices = DeviceSelection::parse("-d/--devices", &cli.sampling.devices)?;
         DeviceSelection::check_syntax("-s/--switch-devices", &cli.dcgm.switch_devices)?;
         DeviceSelection::check_syntax("-p/--cpu-devices", &cli.ignored.cpu_devices)?;
@@ -127,12 +217,37 @@ impl Settings {
                 return Err(ConfigError::Zero { flag });
             }
         }
-        let profile = cli.exposition.compatibility;
         let xid_initialized_codes = parse_xid_codes(&cli.sampling.xid_initialized_codes)?;
-        let controls = cardinality::controls(cli, profile, &|s| self.origin_of(s).to_string())?;
-        let mut warnings = self.notes.clone();
+        let collections = Collections {
+            base: Duration::from_millis(collect_ms),
+            groups: self.collections.clone(),
+        };
+        Ok(ReaderOptions {
+            collections: std::sync::Arc::new(collections),
+            devices,
+            mig_repeat_device_fields: cli.sampling.mig_repeat_device_fields
+                || profile.repeats_device_fields(),
+            nvlink_throughput: cli.sampling.nvlink_links == NvlinkLinks::PerLink,
+            xid_count_window: Duration::from_millis(cli.sampling.xid_count_window_size),
+            clock_events_count_window: Duration::from_millis(
+                cli.sampling.clock_events_count_window_size,
+            ),
+            xid_initialized_codes,
+            ..ReaderOptions::default()
+        })
+    }
+
+    /// Attribution on `site` (`None` without `-k` and `--simulate`), the Kubernetes writes'
+    /// needs checked against it, and the pod labels named as `profile` names them.
+    fn attribution(
+        &self,
+        site: &Site,
+        profile: Profile,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<KubernetesOptions>, ConfigError> {
+        let cli = &self.cli;
         let mut kubernetes = self
-            .kubernetes_options(&mut warnings)?
+            .kubernetes_options(warnings)?
             .map(|k| site.kubernetes(k));
         let node_known = cli.simulator.simulate.is_some()
             || kubernetes.as_ref().is_some_and(|k| k.node_name.is_some());
@@ -153,115 +268,59 @@ impl Settings {
                 labels.set_dropped(names);
             }
         }
-        if let Some(gaps) = profile.gaps() {
-            warnings.push(format!(
-                "--compatibility {}: unverified: {gaps}",
-                profile.name()
-            ));
-        }
-        warnings.extend(ignored::warnings(&cli.ignored));
-        let timeout = |flag, value: &Option<String>, default| match value.as_deref() {
-            Some(v) if !v.is_empty() => go_duration(flag, v),
-            _ => Ok(default),
-        };
-        let web_read_timeout = timeout(
-            "--web-read-timeout",
-            &cli.web.web_read_timeout,
-            DEFAULT_WEB_READ_TIMEOUT,
-        )?;
-        let web_write_timeout = timeout(
-            "--web-write-timeout",
-            &cli.web.web_write_timeout,
-            DEFAULT_WEB_WRITE_TIMEOUT,
-        )?;
-        let health_hold = timeout(
-            "--health-hold",
-            &cli.health.health_hold,
-            crate::health::DEFAULT_HOLD,
-        )?;
-        let collections = Collections {
-            base: Duration::from_millis(collect_ms),
-            groups: self.collections.clone(),
-        };
-        let counters = match (&cli.sampling.counters_file, &self.inline_counters) {
+        Ok(kubernetes)
+    }
+
+    /// The listener and the HTTP side: the address as given, the web configuration file, the
+    /// scrape and connection limits, the read and write timeouts.
+    fn serving(&self) -> Result<ServingConfig, ConfigError> {
+        let web = &self.cli.web;
+        Ok(ServingConfig {
+            address: web.address.clone(),
+            config_file: web
+                .web_config_file
+                .clone()
+                .filter(|p| !p.as_os_str().is_empty()),
+            max_concurrent_scrapes: web
+                .max_concurrent_scrapes
+                .unwrap_or(DEFAULT_MAX_CONCURRENT_SCRAPES),
+            read_timeout: timeout(
+                "--web-read-timeout",
+                &web.web_read_timeout,
+                DEFAULT_WEB_READ_TIMEOUT,
+            )?,
+            write_timeout: timeout(
+                "--web-write-timeout",
+                &web.web_write_timeout,
+                DEFAULT_WEB_WRITE_TIMEOUT,
+            )?,
+            max_connections: web.web_max_connections as usize,
+        })
+    }
+
+    /// Where the counter set comes from: `-f` (or the file's `metrics.file`), the file's
+    /// inline `metrics.fields`, else the default path when it exists, else the built-in set.
+    fn counters_choice(&self) -> CountersChoice {
+        match (&self.cli.sampling.counters_file, &self.inline_counters) {
             (None, Some((origin, csv))) => CountersChoice::Inline(origin.clone(), csv.clone()),
             (Some(p), _) => CountersChoice::File(Some(p.clone())),
             (None, None) => {
                 let default = std::path::Path::new(DEFAULT_COLLECTORS);
                 CountersChoice::File(default.exists().then(|| default.to_path_buf()))
             }
-        };
-        let tick_interval = collections.tick();
-        let dcgm = dcgm::options(cli, self.dcgm_watch, site, tick_interval, &mut warnings)?;
-        Ok(Config {
-            hostname: (!cli.exposition.no_hostname)
-                .then(|| site.hostname(std::env::var_os("NODE_NAME").is_some(), node_hostname)),
-            reader: ReaderOptions {
-                collections: std::sync::Arc::new(collections),
-                devices,
-                mig_repeat_device_fields: cli.sampling.mig_repeat_device_fields
-                    || profile.repeats_device_fields(),
-                nvlink_throughput: cli.sampling.nvlink_links == NvlinkLinks::PerLink,
-                xid_count_window: Duration::from_millis(cli.sampling.xid_count_window_size),
-                clock_events_count_window: Duration::from_millis(
-                    cli.sampling.clock_events_count_window_size,
-                ),
-                xid_initialized_codes,
-                ..ReaderOptions::default()
-            },
-            tick_interval,
-            exposition: ExpositionConfig {
-                profile,
-                use_old_namespace: cli.exposition.use_old_namespace,
-                replace_blanks_in_model_name: cli.exposition.replace_blanks_in_model_name,
-                nvlink_links: cli.sampling.nvlink_links,
-                cardinality: controls.filter,
-                max_labels_per_series: controls.max_labels,
-                own_families: controls.own_families,
-                family_filters: controls.family_filters,
-                shape: controls.shape,
-                enable_exporter_metrics: cli.exposition.enable_exporter_metrics.unwrap_or(false),
-            },
-            serving: ServingConfig {
-                address: cli.web.address.clone(),
-                config_file: cli
-                    .web
-                    .web_config_file
-                    .clone()
-                    .filter(|p| !p.as_os_str().is_empty()),
-                max_concurrent_scrapes: cli
-                    .web
-                    .max_concurrent_scrapes
-                    .unwrap_or(DEFAULT_MAX_CONCURRENT_SCRAPES),
-                read_timeout: web_read_timeout,
-                write_timeout: web_write_timeout,
-                max_connections: cli.web.web_max_connections as usize,
-            },
-            health: HealthConfig {
-                hold: health_hold,
-                require_gpus: cli.health.health_require_gpus,
-                node_conditions: cli.health.kubernetes_node_conditions,
-                events: cli.health.kubernetes_events,
-            },
-            dcgm,
-            kubernetes,
-            hpc_job_mapping_dir: cli.kubernetes.hpc_job_mapping_dir.clone(),
-            nvml_lib: match site.nvml_lib() {
-                Some(p) => Some(p),
-                None => nvml_lib(cli.sampling.nvml_lib.as_ref())?,
-            },
-            log: self.log(),
-            counters,
-            config_file: self.config_file.clone(),
-            warnings,
-            debug_notes: cli
-                .blank_variables
-                .iter()
-                .map(|v| {
-                    format!("environment variable {v} is set but blank: not read, as if unset")
-                })
-                .collect(),
-        })
+        }
+    }
+}
+
+/// A Go duration flag's value (`flag`), or `default` when it is not given or blank.
+fn timeout(
+    flag: &'static str,
+    value: &Option<String>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    match value.as_deref() {
+        Some(v) if !v.is_empty() => go_duration(flag, v),
+        _ => Ok(default),
     }
 }
 
