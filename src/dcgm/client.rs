@@ -19,12 +19,14 @@ use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
 
+use super::address::HostengineAddress;
 use super::library::{self, Api, LibraryError};
-use super::options::{DcgmOptions, HostengineAddress, Mode, Target, Wanted};
+use super::options::{DcgmOptions, Mode};
 use super::session::SessionError;
 use super::session::{self, GpuGroups, Session};
 use super::state::StateBook;
 use super::switches::SwitchReading;
+use super::wanted::{Target, Wanted};
 use crate::base::backoff::Backoff;
 use crate::snapshot::{DcgmState, DcgmStatus, HealthWatch};
 

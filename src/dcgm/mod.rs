@@ -18,6 +18,7 @@
 //! It must not encode, serve, or read NVML; it never sees `Config` (its options are
 //! [`DcgmOptions`]).
 
+mod address;
 pub mod client;
 pub mod groups;
 mod health;
@@ -28,13 +29,16 @@ mod select;
 mod session;
 mod state;
 mod switches;
+mod wanted;
 mod watches;
 
+pub use address::{
+    DEFAULT_PORT, HostengineAddress, HostengineAddressError, parse_hostengine_address,
+};
 pub use client::{Client, ClientError, DcgmSupport, Outcome};
 pub use options::{
-    DEFAULT_MAX_KEEP_AGE, DEFAULT_PORT, DcgmOptions, HostengineAddress, HostengineAddressError,
-    LOG_NONE, MAX_DEADLINE, MIN_DEADLINE, Mode, Target, Wanted, deadline_for,
-    parse_hostengine_address, parse_log_level,
+    DEFAULT_MAX_KEEP_AGE, DcgmOptions, LOG_NONE, MAX_DEADLINE, MIN_DEADLINE, Mode, deadline_for,
+    parse_log_level,
 };
 pub use select::{
     merge, merge_health, serves, switch_label_fields, switch_samples, switches_not_served,
@@ -42,3 +46,4 @@ pub use select::{
 };
 pub use session::GpuGroups;
 pub use switches::{SwitchTexts, SwitchValues};
+pub use wanted::{Target, Wanted};

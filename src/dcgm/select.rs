@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use super::options::{Target, Wanted};
 use super::switches::{SwitchError, SwitchTexts, SwitchValues};
+use super::wanted::{Target, Wanted};
 use crate::catalogue::csv::CounterRow;
 use crate::catalogue::{FieldDef, Getter, Level};
 use crate::gpu::collections::Collections;

@@ -23,8 +23,9 @@ use dcgm_abi::{
 use super::groups::MetricGroup;
 use super::health::{Failed, GpuHealth, HealthGroup};
 use super::library::Api;
-use super::options::{Mode, Target, Wanted};
+use super::options::Mode;
 use super::switches::{SwitchReading, Switches, number};
+use super::wanted::{Target, Wanted};
 use super::watches::{self, Listed, Watches};
 use crate::gpu::switch_selection::SwitchSelection;
 

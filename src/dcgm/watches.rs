@@ -15,7 +15,7 @@ use super::groups::{MetricGroup, resolve};
 use super::health::Failed;
 use super::library::Api;
 use super::objects::Objects;
-use super::options::{Target, Wanted};
+use super::wanted::{Target, Wanted};
 
 /// A GPU as the session's DCGM lists it.
 pub struct Listed {
