@@ -27,6 +27,7 @@ use axum::Router;
 use axum::routing::get;
 use bytes::Bytes;
 use gpu_exporter::config::Config;
+use gpu_exporter::exposition::counted::Counted;
 use gpu_exporter::exposition::publish::Shared;
 use gpu_exporter::exposition::publish::render;
 
@@ -131,7 +132,7 @@ fn serving() {
     let mut cfg = Config::from_args(&[]).expect("default flags");
     cfg.hostname = Some("bench-node".into());
     let opts = cfg.encode_options();
-    let published = render(snap, &counters, &opts);
+    let published = render(snap, &Counted::default(), &counters, &opts);
     let (plain_len, gzip_len) = (published.plain.len(), published.gzip.len());
     let gz: Bytes = published.gzip.clone();
     let shared = Arc::new(Shared::new(published));

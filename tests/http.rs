@@ -15,6 +15,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use gpu_exporter::exposition::EncodeOptions;
+use gpu_exporter::exposition::counted::Counted;
 use gpu_exporter::exposition::publish::Shared;
 use gpu_exporter::exposition::publish::render;
 use gpu_exporter::serve::{CONTENT_TYPE, app};
@@ -59,6 +60,7 @@ fn node_state() -> (
     let sampler = node.sampler(counters.clone());
     let shared = Arc::new(Shared::new(render(
         Snapshot::default(),
+        &Counted::default(),
         &counters,
         &EncodeOptions::default(),
     )));
@@ -89,7 +91,15 @@ async fn endpoints_before_and_after_the_first_sample() {
     assert!(!text.contains("DCGM_FI_"));
 
     let snap = sampler.tick(1.0);
-    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    shared.publish(
+        render(
+            snap,
+            &Counted::default(),
+            &counters,
+            &EncodeOptions::default(),
+        ),
+        true,
+    );
     let (s, _, body) = get(&shared, "/ready", false).await;
     assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
 
@@ -177,7 +187,15 @@ async fn health_requires_gpus_when_asked() {
     assert_eq!(s, StatusCode::OK);
 
     let snap = sampler.tick(1.0);
-    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    shared.publish(
+        render(
+            snap,
+            &Counted::default(),
+            &counters,
+            &EncodeOptions::default(),
+        ),
+        true,
+    );
     let (s, body) = health().await;
     assert_eq!(s, StatusCode::OK, "{body}");
 }
@@ -189,7 +207,15 @@ async fn scrapes_beyond_the_limit_get_503() {
     use gpu_exporter::serve::{ServeOptions, app_with};
     let (_node, shared, mut sampler, counters) = node_state();
     let snap = sampler.tick(1.0);
-    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    shared.publish(
+        render(
+            snap,
+            &Counted::default(),
+            &counters,
+            &EncodeOptions::default(),
+        ),
+        true,
+    );
     let router = app_with(
         Arc::clone(&shared),
         ServeOptions {
@@ -226,7 +252,15 @@ async fn a_stalled_sampler_turns_ready_503() {
     let (_node, shared, mut sampler, counters) = node_state();
     shared.set_stall_after(std::time::Duration::from_millis(200));
     let snap = sampler.tick(1.0);
-    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    shared.publish(
+        render(
+            snap,
+            &Counted::default(),
+            &counters,
+            &EncodeOptions::default(),
+        ),
+        true,
+    );
     assert_eq!(get(&shared, "/ready", false).await.0, StatusCode::OK);
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     let (s, _, body) = get(&shared, "/ready", false).await;
@@ -252,7 +286,15 @@ async fn a_stalled_sampler_turns_ready_503() {
     assert!(common::value(stalled[0]) >= 0.2, "{}", stalled[0]);
     // The sampler comes back.
     let snap = sampler.tick(2.0);
-    shared.publish(render(snap, &counters, &EncodeOptions::default()), true);
+    shared.publish(
+        render(
+            snap,
+            &Counted::default(),
+            &counters,
+            &EncodeOptions::default(),
+        ),
+        true,
+    );
     assert_eq!(get(&shared, "/ready", false).await.0, StatusCode::OK);
     let (_, h, _) = get(&shared, "/metrics", true).await;
     assert_eq!(h[header::CONTENT_ENCODING], "gzip");

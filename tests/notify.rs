@@ -18,7 +18,9 @@ use std::time::Duration;
 use common::{
     Exporter, http_get, label, series, sim_api as api, sim_api_port as api_port, value, wait_until,
 };
+use gpu_exporter::exposition::counted::{CountOwners, Counted};
 use gpu_exporter::exposition::publish::{Shared, render};
+use gpu_exporter::notify::counts::WriteCounts;
 use gpu_exporter::notify::{self, NotifyOptions};
 use gpu_exporter::sim::api::WriteFault;
 use serde_json::Value;
@@ -868,8 +870,9 @@ fn a_slow_api_server_times_writes_out_while_ticks_go_on() {
 }
 
 /// The writers in process, on notify.toml's node and simulated cluster: each tick's snapshot
-/// is published by hand into a [`Shared`], as the sampler's loop does, and the writers started
-/// with [`InProcess::start`] read it; the simulated API server's write faults play the server.
+/// is published by hand into a [`Shared`] with the writers' figures, as the sampler's loop
+/// does, and the writers started with [`InProcess::start`] read it and count into the
+/// [`Outputs`]' counters; the simulated API server's write faults play the server.
 struct InProcess {
     // Dropped first: it reads through the node's library and the cluster's runtime.
     sampler: gpu_exporter::sampler::Sampler,
@@ -879,6 +882,14 @@ struct InProcess {
     opts: gpu_exporter::exposition::EncodeOptions,
     /// The next tick's scenario time.
     t: f64,
+}
+
+/// A published state the writers read, their counters, and those counters as the exposition
+/// reads them.
+struct Outputs {
+    shared: Arc<Shared>,
+    counts: Arc<WriteCounts>,
+    owners: CountOwners,
 }
 
 impl InProcess {
@@ -906,18 +917,26 @@ impl InProcess {
         &self.cluster.sim.api
     }
 
-    /// An empty published state for writers to read.
-    fn shared(&self) -> Arc<Shared> {
-        Arc::new(Shared::new(render(
-            Default::default(),
-            &self.counters,
-            &self.opts,
-        )))
+    /// An empty published state for writers to read, and their counters.
+    fn shared(&self) -> Outputs {
+        let counts = Arc::new(WriteCounts::default());
+        let mut owners = CountOwners::default();
+        owners.add(Arc::clone(&counts) as _);
+        Outputs {
+            shared: Arc::new(Shared::new(render(
+                Default::default(),
+                &Counted::default(),
+                &self.counters,
+                &self.opts,
+            ))),
+            counts,
+            owners,
+        }
     }
 
     /// Writers reading `shared`: the Events (a queue of `queue`, each retried for
     /// `retry_for`) and, with `conditions`, the Node conditions; each call has 300 ms.
-    fn start(&self, shared: &Arc<Shared>, conditions: bool, queue: usize, retry_for: Duration) {
+    fn start(&self, out: &Outputs, conditions: bool, queue: usize, retry_for: Duration) {
         notify::spawn(
             self.cluster.sim.client.clone(),
             NotifyOptions {
@@ -929,18 +948,21 @@ impl InProcess {
                 queue,
                 event_retry_for: retry_for,
             },
-            Arc::clone(shared),
+            Arc::clone(&out.shared),
+            Arc::clone(&out.counts),
             self.cluster.rt.handle(),
         );
     }
 
-    /// One tick, half a second of scenario time after the last, published into `shared`;
-    /// then a moment for the writers to see it.
-    fn tick(&mut self, shared: &Shared) {
+    /// One tick, half a second of scenario time after the last, published into `out` with the
+    /// writers' figures; then a moment for the writers to see it.
+    fn tick(&mut self, out: &Outputs) {
         self.node.set_time(self.t);
-        let mut snap = self.sampler.tick(self.t);
-        snap.stats.kube_writes = shared.kube_writes();
-        shared.publish(render(snap, &self.counters, &self.opts), true);
+        let snap = self.sampler.tick(self.t);
+        out.shared.publish(
+            render(snap, &out.owners.read(), &self.counters, &self.opts),
+            true,
+        );
         self.t += 0.5;
         std::thread::sleep(Duration::from_millis(60));
     }
@@ -979,14 +1001,14 @@ fn a_failing_api_server_is_counted_bounded_and_harmless() {
         fault("/api/v1/nodes/", Some(500), Duration::ZERO),
     ]);
     p.start(&shared, true, 64, notify::EVENT_RETRY_FOR);
-    let figures = |shared: &Shared| shared.kube_writes().unwrap();
+    let figures = |out: &Outputs| out.counts.figures();
     wait_until("refused writes counted", || {
         p.tick(&shared);
         let f = figures(&shared);
         f.events_failed > 0 && f.conditions_failed > 0
     });
     // The page and the metrics go on: the published exposition has every GPU and the counts.
-    let text = String::from_utf8(shared.load().plain.to_vec()).unwrap();
+    let text = String::from_utf8(shared.shared.load().plain.to_vec()).unwrap();
     assert!(text.contains("gpu_exporter_kube_writes_total{kind=\"event\",result=\"failure\"}"));
     assert!(text.contains("gpu_health_status{"), "{text}");
     assert_eq!(text.matches("gpu_device_up{").count(), 8, "{text}");
@@ -1042,7 +1064,7 @@ fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
     // tried again.
     wait_until("an Event refused twice (tried again)", || {
         p.tick(&shared);
-        shared.kube_writes().unwrap().events_failed >= 2
+        shared.counts.figures().events_failed >= 2
     });
     assert!(p.pod_events().is_empty(), "an Event written while refused");
     p.api().set_write_faults(Vec::new());
@@ -1060,7 +1082,7 @@ fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
             .all(|(p, r)| got.contains(&((*p).to_owned(), (*r).to_owned())))
         },
     );
-    let f = shared.kube_writes().unwrap();
+    let f = shared.counts.figures();
     assert_eq!(f.dropped(), 0, "nothing given up within the retry time");
 
     // Refused for good, a retry time of 1 s: given up and counted, never written.
@@ -1074,9 +1096,9 @@ fn events_refused_for_a_while_are_retried_and_given_up_only_after_their_time() {
     p.start(&second, false, 256, Duration::from_secs(1));
     wait_until("Events given up after 1 s", || {
         p.tick(&second);
-        second.kube_writes().unwrap().dropped() > 0
+        second.counts.figures().dropped() > 0
     });
-    let f = second.kube_writes().unwrap();
+    let f = second.counts.figures();
     assert_eq!(f.events_ok, 0);
     assert!(
         f.events_failed > f.dropped(),
@@ -1108,7 +1130,7 @@ fn an_event_that_timed_out_is_written_again_under_its_name() {
     p.start(&shared, false, 256, notify::EVENT_RETRY_FOR);
     wait_until("an Event timed out twice (tried again)", || {
         p.tick(&shared);
-        shared.kube_writes().unwrap().events_timed_out >= 2
+        shared.counts.figures().events_timed_out >= 2
     });
     // The late writes land (1 s after each try).
     std::thread::sleep(Duration::from_millis(1200));
@@ -1162,7 +1184,13 @@ fn an_unreachable_api_server_is_counted() {
         .sampler_with(counters.clone(), cfg.reader.clone(), 0.0)
         .with_health(cfg.health_options());
     let opts = cfg.encode_options();
-    let shared = Arc::new(Shared::new(render(Default::default(), &counters, &opts)));
+    let shared = Arc::new(Shared::new(render(
+        Default::default(),
+        &Counted::default(),
+        &counters,
+        &opts,
+    )));
+    let counts = Arc::new(WriteCounts::default());
     notify::spawn(
         client,
         NotifyOptions {
@@ -1175,15 +1203,19 @@ fn an_unreachable_api_server_is_counted() {
             event_retry_for: notify::EVENT_RETRY_FOR,
         },
         Arc::clone(&shared),
+        Arc::clone(&counts),
         rt.handle(),
     );
     let mut t = 0.5;
     wait_until("unreachable writes counted", || {
         node.set_time(t);
-        shared.publish(render(sampler.tick(t), &counters, &opts), true);
+        shared.publish(
+            render(sampler.tick(t), &Counted::default(), &counters, &opts),
+            true,
+        );
         t += 0.5;
         std::thread::sleep(Duration::from_millis(60));
-        let f = shared.kube_writes().unwrap();
+        let f = counts.figures();
         f.conditions_failed > 0 && f.events_failed > 0 && !f.last_ok
     });
 }

@@ -29,6 +29,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::catalogue::csv::CounterSet;
 use crate::config::{Config, ConfigError, Settings};
+use crate::exposition::counted::{CountOwners, Counted};
 use crate::exposition::publish::{Shared, render};
 use crate::notify;
 use crate::sampler::{self, reload};
@@ -121,11 +122,25 @@ pub fn run(
         .map(|k| (k.client.clone(), k.node_name.clone()));
     let (mut sampler, simulated) = pipeline.into_sampler();
     let opts = cfg.encode_options();
-    let shared = Arc::new(Shared::new(render(Snapshot::default(), &counters, &opts)));
+    let shared = Arc::new(Shared::new(render(
+        Snapshot::default(),
+        &Counted::default(),
+        &counters,
+        &opts,
+    )));
+    // What the server and the Kubernetes writers count, each in its own counters, read into
+    // every page the sampler encodes.
+    let mut owners = CountOwners::default();
+    let serve_counts = Arc::new(serve::ServeCounts::default());
+    owners.add(Arc::clone(&serve_counts) as _);
     let node = kube.as_ref().and_then(|(_, n)| n.as_deref());
     if let Some(n) = cfg.notify_options(node) {
         match kube.as_ref().and_then(|(c, _)| c.clone()) {
-            Some(client) => notify::spawn(client, n, Arc::clone(&shared), rt.handle()),
+            Some(client) => {
+                let counts = Arc::new(notify::counts::WriteCounts::default());
+                owners.add(Arc::clone(&counts) as _);
+                notify::spawn(client, n, Arc::clone(&shared), counts, rt.handle());
+            }
             None => error!(
                 "Node conditions and Events are off: there is no Kubernetes API client (see the \
                  warning above); metrics and the page are unaffected"
@@ -170,6 +185,7 @@ pub fn run(
         cfg.tick_interval,
         opts,
         Arc::clone(&shared),
+        owners,
         Arc::clone(&stop),
     )
     .map_err(DaemonError::SamplerThread)?;
@@ -178,6 +194,7 @@ pub fn run(
         &cfg,
         listener,
         shared,
+        serve_counts,
         web_config,
         early.shutdown.take(),
         Arc::clone(&signalled),
@@ -212,11 +229,12 @@ pub fn run(
 
 /// Serves on `listener` until SIGTERM or Ctrl-C (one that arrived during start-up included;
 /// its time, or the start of serving for that one, goes to `signalled`), with the watchdog
-/// running.
+/// running: the pages published in `shared`, the server's cuts counted in `counts`.
 async fn serve_until_signal(
     cfg: &Config,
     listener: serve::Listener,
     shared: Arc<Shared>,
+    counts: Arc<serve::ServeCounts>,
     web_config: Option<Arc<WebConfig>>,
     shutdown: Option<signals::ShutdownSignals>,
     signalled: Arc<OnceLock<Instant>>,
@@ -235,5 +253,5 @@ async fn serve_until_signal(
         }
         let _ = signalled.set(Instant::now());
     };
-    serve::serve(listener, app, web_config, cfg.limits(), shutdown).await;
+    serve::serve(listener, app, web_config, cfg.limits(), counts, shutdown).await;
 }

@@ -2,10 +2,12 @@
 //!
 //! Families come out in counter-set order (stable across ticks), then the exporter's own
 //! families (not under a dcgm-exporter profile unless asked for), then the self-metrics; the
-//! operator's cardinality controls ([`filter`]) apply last. Each family has exactly one `# HELP`/`# TYPE` pair and is omitted when it has no
+//! operator's cardinality controls ([`filter`]) apply last. The figures that the server and the
+//! Kubernetes writers count come in beside the snapshot ([`counted`]), never inside it. Each family has exactly one `# HELP`/`# TYPE` pair and is omitted when it has no
 //! series. Metric names are the CSV names verbatim (no suffix added). Label values and help
 //! text are escaped; NaN and ±Inf are written as Prometheus expects. This module does no I/O.
 
+pub mod counted;
 mod device_info;
 pub mod filter;
 mod health;
@@ -28,10 +30,24 @@ use crate::catalogue::csv::CounterSet;
 use crate::health::xid::err_msg as xid_err_msg;
 use crate::snapshot::{EntityId, Labels, Snapshot, Value};
 
+use counted::Counted;
 use identity::{write_csv_labels, write_identity};
 
-/// Encodes the snapshot: GPU families in counter-set order, then self-metrics.
+/// Encodes the snapshot: GPU families in counter-set order, then self-metrics, with nothing
+/// counted by the layers above (no server or Kubernetes writer figures; see
+/// [`encode_counted`]).
 pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> Vec<u8> {
+    encode_counted(snap, &Counted::default(), counters, opts)
+}
+
+/// Encodes the snapshot as [`encode`] does, with the figures the layers above counted
+/// (`counted`: the server's, the Kubernetes writers') among the self-metrics.
+pub fn encode_counted(
+    snap: &Snapshot,
+    counted: &Counted,
+    counters: &CounterSet,
+    opts: &EncodeOptions,
+) -> Vec<u8> {
     let mut out = String::with_capacity(64 * 1024);
     // Label rows are written sorted by name, as dcgm-exporter does.
     let mut label_order: Vec<(usize, &str)> = counters
@@ -158,7 +174,7 @@ pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> V
         health::encode(&mut out, snap, opts);
         encode_attribution(&mut out, snap, opts);
     }
-    self_metrics::encode(&mut out, snap, opts);
+    self_metrics::encode(&mut out, snap, counted, opts);
     if opts.cardinality.is_empty() {
         out.into_bytes()
     } else {

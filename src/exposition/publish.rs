@@ -1,11 +1,13 @@
-//! The hand-over point between the sampler and the HTTP server.
+//! The hand-over point between the sampler and its readers (the HTTP server, the Kubernetes
+//! writers).
 //!
 //! The sampler builds a [`Published`] (snapshot + encoded exposition, plain and gzip) once per
-//! tick ([`render`]: encode and compress a snapshot) and swaps it in atomically; HTTP handlers
-//! load the current one without a lock and serve its bytes. It also keeps the time of the last
-//! publish, for the watchdog (a sampler that has stopped publishing, or has not published since
-//! start, is "stalled"), and the one figure the server hands back to the self-metrics
-//! (connections cut for holding old pages unread). Nothing here does NVML, kubelet or API work.
+//! tick ([`render`]: encode and compress a snapshot with the figures the layers above counted,
+//! `counted`) and swaps it in atomically; readers load the current one without a lock. It also
+//! keeps the time of the last publish, for the watchdog (a sampler that has stopped publishing,
+//! or has not published since start, is "stalled"). It carries nothing back from its readers:
+//! what they count they own (`counted::CountOwner`). Nothing here does NVML, kubelet or API
+//! work.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,8 +17,9 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 
 use crate::catalogue::csv::CounterSet;
-use crate::exposition::{EncodeOptions, encode, gzip};
-use crate::snapshot::{DropReason, KubeWriteKind, KubeWrites, Snapshot, WriteOutcome};
+use crate::exposition::counted::Counted;
+use crate::exposition::{EncodeOptions, encode_counted, gzip};
+use crate::snapshot::Snapshot;
 
 /// One tick's output, ready to serve.
 #[derive(Debug)]
@@ -31,7 +34,7 @@ pub struct Published {
     pub gzip: Bytes,
 }
 
-/// Shared between the sampler (writer) and the HTTP handlers (readers).
+/// Shared between the sampler (writer) and the HTTP handlers and Kubernetes writers (readers).
 #[derive(Debug)]
 pub struct Shared {
     current: ArcSwap<Published>,
@@ -45,11 +48,6 @@ pub struct Shared {
     /// Milliseconds without a publish after which the sampler counts as stalled (the watchdog;
     /// `u64::MAX`: off).
     stall_after_ms: AtomicU64,
-    /// Connections the server cut because their unread responses held replaced pages over its
-    /// memory budget.
-    stalled_responses_cut: AtomicU64,
-    /// The Kubernetes writers' figures (`None` until they start).
-    kube_writes: std::sync::Mutex<Option<KubeWrites>>,
 }
 
 impl Shared {
@@ -63,60 +61,7 @@ impl Shared {
             published_ms: AtomicU64::new(0),
             published_once: AtomicBool::new(false),
             stall_after_ms: AtomicU64::new(u64::MAX),
-            stalled_responses_cut: AtomicU64::new(0),
-            kube_writes: std::sync::Mutex::new(None),
         }
-    }
-
-    fn with_kube_writes(&self, f: impl FnOnce(&mut KubeWrites)) {
-        let mut g = self.kube_writes.lock().unwrap_or_else(|p| p.into_inner());
-        f(g.get_or_insert_with(KubeWrites::default));
-    }
-
-    /// Marks the Kubernetes writers as on (their self-metrics appear, at zero).
-    pub fn enable_kube_writes(&self) {
-        self.with_kube_writes(|_| {});
-    }
-
-    /// Counts one write of `kind` and how it ended.
-    pub fn count_kube_write(&self, kind: KubeWriteKind, outcome: WriteOutcome) {
-        self.with_kube_writes(|w| {
-            let slot = match (kind, outcome) {
-                (KubeWriteKind::Condition, WriteOutcome::Success) => &mut w.conditions_ok,
-                (KubeWriteKind::Condition, WriteOutcome::Failure) => &mut w.conditions_failed,
-                (KubeWriteKind::Condition, WriteOutcome::Timeout) => &mut w.conditions_timed_out,
-                (KubeWriteKind::Event, WriteOutcome::Success) => &mut w.events_ok,
-                (KubeWriteKind::Event, WriteOutcome::Failure) => &mut w.events_failed,
-                (KubeWriteKind::Event, WriteOutcome::Timeout) => &mut w.events_timed_out,
-            };
-            *slot += 1;
-            w.last_ok = outcome == WriteOutcome::Success;
-        });
-    }
-
-    /// Counts one Event dropped, and why.
-    pub fn count_kube_write_dropped(&self, reason: DropReason) {
-        self.with_kube_writes(|w| w.dropped_by[reason as usize] += 1);
-    }
-
-    /// Counts one Event merged into a waiting one for the same object and cause.
-    pub fn count_kube_event_merged(&self) {
-        self.with_kube_writes(|w| w.merged += 1);
-    }
-
-    /// The Kubernetes writers' figures so far (`None`: they are off).
-    pub fn kube_writes(&self) -> Option<KubeWrites> {
-        *self.kube_writes.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Counts `n` connections cut by the server for holding old pages unread.
-    pub fn count_stalled_responses_cut(&self, n: u64) {
-        self.stalled_responses_cut.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// Connections cut by the server for holding old pages unread, since start.
-    pub fn stalled_responses_cut(&self) -> u64 {
-        self.stalled_responses_cut.load(Ordering::Relaxed)
     }
 
     /// Arms the watchdog with its limit (the daemon uses several sampling intervals).
@@ -168,12 +113,18 @@ impl Shared {
     }
 }
 
-/// Encodes a snapshot into a publishable value: the page and its gzip. The compressor is made
-/// for this call and dropped after it: kept from tick to tick, its tables (about 370 KiB)
-/// would stay resident while the exporter is idle (with large blocks mapped on their own,
-/// `base::process::heap_settings`, they go back to the kernel when dropped).
-pub fn render(snapshot: Snapshot, counters: &Arc<CounterSet>, opts: &EncodeOptions) -> Published {
-    let plain = encode(&snapshot, counters, opts);
+/// Encodes a snapshot, with what the layers above had `counted`, into a publishable value: the
+/// page and its gzip. The compressor is made for this call and dropped after it: kept from
+/// tick to tick, its tables (about 370 KiB) would stay resident while the exporter is idle
+/// (with large blocks mapped on their own, `base::process::heap_settings`, they go back to the
+/// kernel when dropped).
+pub fn render(
+    snapshot: Snapshot,
+    counted: &Counted,
+    counters: &Arc<CounterSet>,
+    opts: &EncodeOptions,
+) -> Published {
+    let plain = encode_counted(&snapshot, counted, counters, opts);
     let gz = gzip(&plain);
     Published {
         snapshot: Arc::new(snapshot),

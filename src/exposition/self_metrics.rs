@@ -2,16 +2,17 @@
 //!
 //! They follow Prometheus conventions (base units, `_total` on counters, `_info` for
 //! identity) because they are ours, not dcgm-exporter's. Written after the GPU families by
-//! `encode`; reads only the snapshot.
+//! `encode`; reads only the snapshot and what the layers above counted (`counted::Counted`).
 
 use std::fmt::Write as _;
 
 use crate::base::version::VERSION;
+use crate::exposition::counted::{Counted, DropReason};
 use crate::exposition::text::{EncodeOptions, write_header, write_value};
-use crate::snapshot::{DropReason, Snapshot};
+use crate::snapshot::Snapshot;
 
-/// Appends the self-metrics of `snap` to `out`.
-pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
+/// Appends the self-metrics of `snap` and of `counted` to `out`.
+pub fn encode(out: &mut String, snap: &Snapshot, counted: &Counted, opts: &EncodeOptions) {
     let st = &snap.stats;
 
     write_header(
@@ -206,7 +207,7 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         );
     }
 
-    if st.stalled_responses_cut > 0 {
+    if counted.stalled_responses_cut > 0 {
         write_header(
             out,
             "gpu_exporter_stalled_responses_cut_total",
@@ -216,11 +217,11 @@ pub fn encode(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
         let _ = writeln!(
             out,
             "gpu_exporter_stalled_responses_cut_total {}",
-            st.stalled_responses_cut
+            counted.stalled_responses_cut
         );
     }
 
-    if let Some(w) = &st.kube_writes {
+    if let Some(w) = &counted.kube_writes {
         write_header(
             out,
             "gpu_exporter_kube_writes_total",
@@ -368,7 +369,12 @@ mod tests {
             ..Snapshot::default()
         };
         let mut out = String::new();
-        encode(&mut out, &snap, &EncodeOptions::default());
+        encode(
+            &mut out,
+            &snap,
+            &Counted::default(),
+            &EncodeOptions::default(),
+        );
         assert!(
             out.contains(
                 "gpu_exporter_field_read_errors_total{field=\"DCGM_FI_DEV_POWER_USAGE\",reason=\"timeout\"} 2\n"
@@ -388,16 +394,24 @@ mod tests {
     /// The count of connections cut for holding old pages unread appears once one was cut.
     #[test]
     fn stalled_responses_cut_appear_once_counted() {
-        let mut snap = Snapshot::default();
+        let snap = Snapshot::default();
         let mut out = String::new();
-        encode(&mut out, &snap, &EncodeOptions::default());
+        encode(
+            &mut out,
+            &snap,
+            &Counted::default(),
+            &EncodeOptions::default(),
+        );
         assert!(
             !out.contains("gpu_exporter_stalled_responses_cut_total"),
             "{out}"
         );
-        snap.stats.stalled_responses_cut = 3;
+        let counted = Counted {
+            stalled_responses_cut: 3,
+            ..Counted::default()
+        };
         out.clear();
-        encode(&mut out, &snap, &EncodeOptions::default());
+        encode(&mut out, &snap, &counted, &EncodeOptions::default());
         assert!(
             out.contains("# TYPE gpu_exporter_stalled_responses_cut_total counter\n"),
             "{out}"

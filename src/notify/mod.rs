@@ -10,9 +10,11 @@
 //! object and cause (then one series update each 30 s), and when full drops pod Events of the
 //! most crowded cause first, counted. An
 //! API server that refuses, errors, is slow or cannot be reached changes nothing but the
-//! `gpu_exporter_kube_*` self-metrics and one log line per change of state. It must not
+//! `gpu_exporter_kube_*` self-metrics, which it counts itself (`counts`), and one log line per
+//! change of state. It must not
 //! read NVML, the kubelet or the counters, or decide health (the `health` layer does).
 
+pub mod counts;
 pub mod plan;
 pub mod queue;
 pub mod writer;
@@ -23,8 +25,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use crate::exposition::counted::DropReason;
 use crate::exposition::publish::Shared;
-use crate::snapshot::DropReason;
+use counts::WriteCounts;
 use plan::Planner;
 use queue::{EventQueue, Overflow, Pushed};
 
@@ -78,11 +81,13 @@ pub struct NotifyOptions {
     pub event_retry_for: Duration,
 }
 
-/// Starts the planner and the writers on `rt`.
+/// Starts the planner and the writers on `rt`, reading the snapshots published in `shared`
+/// and counting into `counts` (whose figures the daemon hands to the exposition).
 pub fn spawn(
     client: kube::Client,
     opts: NotifyOptions,
     shared: Arc<Shared>,
+    counts: Arc<WriteCounts>,
     rt: &tokio::runtime::Handle,
 ) {
     info!(
@@ -91,7 +96,6 @@ pub fn spawn(
         events = opts.events,
         "writing GPU health to Kubernetes"
     );
-    shared.enable_kube_writes();
     let (cond_tx, cond_rx) = watch::channel(Vec::new());
     if opts.conditions {
         rt.spawn(writer::conditions(
@@ -99,7 +103,7 @@ pub fn spawn(
             opts.node.clone(),
             opts.timeout,
             cond_rx,
-            Arc::clone(&shared),
+            Arc::clone(&counts),
         ));
     }
     let queue = Arc::new(EventQueue::new(opts.queue));
@@ -110,7 +114,7 @@ pub fn spawn(
             opts.timeout,
             opts.event_retry_for,
             Arc::clone(&queue),
-            Arc::clone(&shared),
+            Arc::clone(&counts),
         ));
     }
     rt.spawn(async move {
@@ -146,10 +150,8 @@ pub fn spawn(
                 let now = tokio::time::Instant::now();
                 for e in planner.events(snap) {
                     match queue.push(e, now) {
-                        Pushed::Merged => shared.count_kube_event_merged(),
-                        p if p.dropped_one() => {
-                            shared.count_kube_write_dropped(DropReason::QueueFull)
-                        }
+                        Pushed::Merged => counts.merged(),
+                        p if p.dropped_one() => counts.dropped(DropReason::QueueFull),
                         _ => {}
                     }
                 }

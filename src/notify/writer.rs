@@ -31,12 +31,12 @@ use std::collections::BTreeSet;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::counts::WriteCounts;
 use super::plan::Condition;
 use super::queue::{Done, EventQueue, Series};
 use crate::base::backoff::Backoff;
 use crate::base::cause_log::{CauseLog, cause};
-use crate::exposition::publish::Shared;
-use crate::snapshot::{DropReason, KubeWriteKind as Kind, WriteOutcome};
+use crate::exposition::counted::{DropReason, KubeWriteKind as Kind, WriteOutcome};
 use crate::sources::kube::api_error::describe_kube_error;
 
 /// The name the exporter reports as (`reportingController`, the field manager).
@@ -142,7 +142,7 @@ async fn within<T>(
 
 /// Counts one write of `kind` and logs a change of state; returns how it ended.
 fn record(
-    shared: &Shared,
+    counts: &WriteCounts,
     kind: Kind,
     state: &mut LinkState,
     what: &str,
@@ -153,7 +153,7 @@ fn record(
         Err(Failure::Error { .. }) => WriteOutcome::Failure,
         Err(Failure::TimedOut(_)) => WriteOutcome::Timeout,
     };
-    shared.count_kube_write(kind, outcome);
+    counts.write(kind, outcome);
     match result {
         Ok(()) => state.ok(what),
         Err(f) => state.failed(what, f.line()),
@@ -188,7 +188,7 @@ pub async fn conditions(
     node: String,
     timeout: Duration,
     mut desired: watch::Receiver<Vec<Condition>>,
-    shared: Arc<Shared>,
+    counts: Arc<WriteCounts>,
 ) {
     let nodes: Api<Node> = Api::all(client);
     let mut state = LinkState::default();
@@ -236,7 +236,7 @@ pub async fn conditions(
             let call = nodes.patch_status(&node, &params, &patch);
             let what = format!("Node conditions on {node}");
             match record(
-                &shared,
+                &counts,
                 Kind::Condition,
                 &mut state,
                 &what,
@@ -295,7 +295,7 @@ pub async fn events(
     timeout: Duration,
     retry_for: Duration,
     queue: Arc<EventQueue>,
-    shared: Arc<Shared>,
+    counts: Arc<WriteCounts>,
 ) {
     let instance = format!("{CONTROLLER}-{node}");
     let node = node_ref(&node);
@@ -367,7 +367,7 @@ pub async fn events(
                 }),
             ) = (&write, &result)
             {
-                shared.count_kube_write(Kind::Event, WriteOutcome::Failure);
+                counts.write(Kind::Event, WriteOutcome::Failure);
                 write = Write::Create(create(&mut names, s.count));
                 continue;
             }
@@ -387,8 +387,8 @@ pub async fn events(
             if let Some((reason, line)) = never {
                 // Never written: not a state of the link (the next Event may work), so
                 // counted and logged here, once per cause, and the queue goes on.
-                shared.count_kube_write(Kind::Event, WriteOutcome::Failure);
-                shared.count_kube_write_dropped(reason);
+                counts.write(Kind::Event, WriteOutcome::Failure);
+                counts.dropped(reason);
                 if never_written.len() < 64 && never_written.insert(cause(line, 1)) {
                     warn!(
                         "a Kubernetes Event on {} can never be written and is dropped: \
@@ -400,13 +400,13 @@ pub async fn events(
                 }
                 break Done::Dropped;
             }
-            if record(&shared, Kind::Event, &mut state, "Events", result) == WriteOutcome::Success {
+            if record(&counts, Kind::Event, &mut state, "Events", result) == WriteOutcome::Success {
                 giving_up = false;
                 break Done::Written(write.written(taken.waiting.count));
             }
             let wait = backoff.next_delay();
             if taken.waiting.since.elapsed() + wait > retry_for {
-                shared.count_kube_write_dropped(DropReason::RetriesExpired);
+                counts.dropped(DropReason::RetriesExpired);
                 if !giving_up {
                     giving_up = true;
                     warn!(
@@ -423,7 +423,7 @@ pub async fn events(
         };
         let forgotten = queue.done(&taken.key, done, tokio::time::Instant::now());
         for _ in 0..forgotten {
-            shared.count_kube_write_dropped(DropReason::QueueFull);
+            counts.dropped(DropReason::QueueFull);
         }
     }
 }

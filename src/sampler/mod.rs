@@ -2,7 +2,8 @@
 //!
 //! Every `--collect-interval` the [`Sampler`] reads NVML through [`Reader`] into one immutable
 //! [`Snapshot`], joins the attribution sources' latest state onto it, applies a changed
-//! counters file, encodes it (plain and gzip) and publishes it to [`Shared`]. With a DCGM
+//! counters file, encodes it (plain and gzip, with what the server and the Kubernetes writers
+//! have counted, `CountOwners`) and publishes it to [`Shared`]. With a DCGM
 //! client ([`Sampler::with_dcgm`]) it asks DCGM for the profiling rows NVML left empty on GPUs
 //! without GPM and for the health checks, waiting at most the client's deadline, and carries
 //! DCGM's state (with the profiling values it left unserved) into the snapshot. It feeds the
@@ -31,6 +32,7 @@ use crate::catalogue::Level;
 use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::dcgm;
 use crate::exposition::EncodeOptions;
+use crate::exposition::counted::CountOwners;
 use crate::exposition::publish::{Shared, render};
 use crate::gpu::LoadError;
 use crate::gpu::reader::{Reader, ReaderOptions};
@@ -263,8 +265,6 @@ impl Sampler {
             dcgm,
             counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),
             process: self.exporter_metrics.then(read_process).flatten(),
-            stalled_responses_cut: 0,
-            kube_writes: None,
         };
         snap
     }
@@ -388,13 +388,15 @@ fn read_process() -> Option<crate::base::process::ProcessFigures> {
 }
 
 /// Runs the sampler on its own thread until `stop` is set (then unpark the returned handle's
-/// thread: it waits for the next tick parked). Ticks are scheduled on a fixed grid (no
-/// drift); a tick that overruns the interval skips the missed slots.
+/// thread: it waits for the next tick parked), publishing each tick into `shared` with what
+/// `owners` (the server, the Kubernetes writers) have counted by then. Ticks are scheduled on
+/// a fixed grid (no drift); a tick that overruns the interval skips the missed slots.
 pub fn spawn(
     mut sampler: Sampler,
     interval: Duration,
     opts: EncodeOptions,
     shared: Arc<Shared>,
+    owners: CountOwners,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -402,12 +404,10 @@ pub fn spawn(
         .spawn(move || {
             let mut next = Instant::now();
             while !stop.load(Ordering::Acquire) {
-                let mut snap = sampler.tick(unix_now());
-                snap.stats.stalled_responses_cut = shared.stalled_responses_cut();
-                snap.stats.kube_writes = shared.kube_writes();
+                let snap = sampler.tick(unix_now());
                 let ready = snap.stats.nvml_up;
                 let counters = Arc::clone(sampler.counters());
-                shared.publish(render(snap, &counters, &opts), ready);
+                shared.publish(render(snap, &owners.read(), &counters, &opts), ready);
                 next += interval;
                 let now = Instant::now();
                 while next <= now {

@@ -3,7 +3,8 @@
 //! and cached, `pages`).
 //!
 //! By concern: the handlers and the router ([`app`], `handlers`); the accept loop, bounds and
-//! shutdown ([`serve`], `server`, with `conns`, `deadline`, `held`, `listener`, `pinned`); TLS
+//! shutdown ([`serve`], `server`, with `conns`, `deadline`, `held`, `listener`, `pinned`); the
+//! server's own self-metric counters ([`ServeCounts`], `counts`); TLS
 //! (`tls`) and what a web config adds to the router ([`protect()`], `protect`;
 //! [`crate::serve::web_config`] parses it); the listen address (`address`). [`watchdog`] logs
 //! a stalled sampler. This module only declares them and re-exports their public items; it
@@ -11,6 +12,7 @@
 
 pub mod address;
 mod conns;
+mod counts;
 mod deadline;
 mod handlers;
 mod held;
@@ -24,6 +26,7 @@ pub mod status;
 mod tls;
 pub mod web_config;
 
+pub use counts::ServeCounts;
 pub use handlers::{
     CONTENT_TYPE, DEFAULT_MAX_CONCURRENT_SCRAPES, ServeOptions, accepts_gzip, app, app_with,
     watchdog,

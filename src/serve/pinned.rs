@@ -8,7 +8,7 @@
 //! responses counts once) and bounds the pages that have been replaced since: beyond the
 //! current page and the one replaced last (a scrape that straddles a tick is normal), replaced
 //! pages may hold at most [`STALE_BUDGET`]; over it, the connections holding the oldest are
-//! cut. Each cut is counted (the caller adds it to a self-metric); the state is logged once
+//! cut. Each cut is counted in the server's [`ServeCounts`] (a self-metric); the state is logged once
 //! when the budget is first exceeded and once when those pages are back under half of it (the
 //! freed heap is then handed back to the kernel).
 //!
@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 
 use super::conns::Conns;
+use super::counts::ServeCounts;
 
 /// Bytes of replaced pages that unfinished responses may hold, beyond the page replaced last.
 pub const STALE_BUDGET: usize = 8 << 20;
@@ -29,6 +30,7 @@ pub const STALE_BUDGET: usize = 8 << 20;
 pub struct Pins {
     budget: usize,
     conns: Arc<Conns>,
+    counts: Arc<ServeCounts>,
     inner: Mutex<Inner>,
 }
 
@@ -53,11 +55,13 @@ struct Page {
 }
 
 impl Pins {
-    /// Bookkeeping that cuts connections through `conns`, over `budget` bytes of old pages.
-    pub fn new(conns: Arc<Conns>, budget: usize) -> Arc<Self> {
+    /// Bookkeeping that cuts connections through `conns`, over `budget` bytes of old pages,
+    /// and counts each cut in `counts`.
+    pub fn new(conns: Arc<Conns>, budget: usize, counts: Arc<ServeCounts>) -> Arc<Self> {
         Arc::new(Self {
             budget,
             conns,
+            counts,
             inner: Mutex::new(Inner::default()),
         })
     }
@@ -155,6 +159,7 @@ impl Pins {
         victims.sort_unstable();
         victims.dedup();
         let cut = victims.into_iter().filter(|id| self.conns.cut(*id)).count() as u64;
+        self.counts.responses_cut(cut);
         if let Some(n) = self.lock().over.as_mut() {
             *n += cut;
         }
@@ -213,7 +218,7 @@ impl PinTo {
     }
 
     /// Enforces the budget, `current` being the pages now published; returns how many
-    /// connections were cut.
+    /// connections were cut (they are counted in [`ServeCounts`] too).
     pub fn enforce(&self, current: &[&Bytes]) -> u64 {
         self.pins.enforce(current)
     }
@@ -256,7 +261,8 @@ mod tests {
     #[tokio::test]
     async fn the_oldest_replaced_pages_are_cut_over_the_budget() {
         let conns = Conns::new(100);
-        let pins = Pins::new(Arc::clone(&conns), 250);
+        let counts = Arc::new(ServeCounts::default());
+        let pins = Pins::new(Arc::clone(&conns), 250, Arc::clone(&counts));
         let pages: Vec<Bytes> = (0..10).map(|_| page(100)).collect();
         let mut held = Vec::new();
         let mut tasks = Vec::new();
@@ -276,6 +282,7 @@ mod tests {
         // Pages 0..=8 are replaced; 8 is spared; 6 and 7 fit the budget; 0..=5 go.
         assert_eq!(to.enforce(&[current]), 6);
         assert_eq!(pins.lock().over, Some(6), "over the budget");
+        assert_eq!(counts.stalled_responses_cut(), 6, "counted");
         for (i, t) in tasks.into_iter().enumerate() {
             let cut = i < 6;
             if cut {

@@ -3,7 +3,7 @@
 //! certificates, basic auth and extra headers (`protect`); HTTP/1.1 only, within [`Limits`]
 //! (read and write timeouts in `deadline`, the connection cap in `conns`, fitted to the
 //! open-file limit by `listener`), the budget on the pages that unread responses hold
-//! (`pinned`) and a bounded shutdown ([`SHUTDOWN_GRACE`], [`SHUTDOWN_DRAIN`]).
+//! (`pinned`, its cuts counted in `counts`) and a bounded shutdown ([`SHUTDOWN_GRACE`], [`SHUTDOWN_DRAIN`]).
 //!
 //! It must not decide what a request gets (the router's handlers do) or read the snapshot.
 
@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use axum::Router;
 
+use super::counts::ServeCounts;
 use super::listener::{self, Listener, with_nodelay};
 use super::protect::protect;
 use super::tls::{TLS_HANDSHAKE_TIMEOUT, tls_handshake};
@@ -88,13 +89,15 @@ pub struct Limits {
 /// flight. Without a web config (or with one that sets no certificate) this is plain HTTP;
 /// with a certificate each connection is a TLS connection, its handshake run in the
 /// connection's own task so that a slow client holds up no one else. Either way HTTP/1.1 only,
-/// with `limits` on every connection. Logs the mode once. It cannot fail once `listener` is
+/// with `limits` on every connection; connections cut for holding old pages unread are
+/// counted in `counts`. Logs the mode once. It cannot fail once `listener` is
 /// bound: accept errors are retried.
 pub async fn serve<F>(
     listener: Listener,
     router: Router,
     web: Option<Arc<WebConfig>>,
     limits: Limits,
+    counts: Arc<ServeCounts>,
     shutdown: F,
 ) where
     F: std::future::Future<Output = ()> + Send + 'static,
@@ -134,7 +137,7 @@ pub async fn serve<F>(
         max_connections: listener::fit_to_open_file_limit(limits.max_connections),
         ..limits
     };
-    accept_loop(listener, router, tls, limits, shutdown).await;
+    accept_loop(listener, router, tls, limits, counts, shutdown).await;
 }
 
 /// Serves one accepted connection, TLS or not, over HTTP/1.1 with the header read timeout and
@@ -172,6 +175,7 @@ async fn accept_loop<F>(
     router: Router,
     tls: Option<Arc<TlsServer>>,
     limits: Limits,
+    counts: Arc<ServeCounts>,
     shutdown: F,
 ) where
     F: std::future::Future<Output = ()> + Send + 'static,
@@ -181,7 +185,7 @@ async fn accept_loop<F>(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(());
     let mut shutdown = std::pin::pin!(shutdown);
     let conns = conns::Conns::new(limits.max_connections);
-    let pins = pinned::Pins::new(Arc::clone(&conns), pinned::STALE_BUDGET);
+    let pins = pinned::Pins::new(Arc::clone(&conns), pinned::STALE_BUDGET, counts);
     loop {
         let (tcp, remote) = tokio::select! {
             () = &mut shutdown => break,

@@ -282,11 +282,6 @@ pub struct SampleStats {
     pub counters_reload: Option<ReloadStats>,
     /// The exporter's own process figures (`--enable-exporter-metrics`).
     pub process: Option<crate::base::process::ProcessFigures>,
-    /// Connections the HTTP server cut because their unread responses held replaced pages
-    /// over its memory budget, since start (filled in at publish).
-    pub stalled_responses_cut: u64,
-    /// The Kubernetes writers' figures (Node conditions, Events), when they are on.
-    pub kube_writes: Option<KubeWrites>,
 }
 
 /// One point in time.
@@ -332,94 +327,6 @@ pub struct Attribution {
     /// are gone, so the join no longer has them): the pod that was hit is the one fact an
     /// operator needs.
     pub lost: Vec<LostHolders>,
-}
-
-/// What the Kubernetes writers did since start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KubeWrites {
-    /// Node condition patches that worked.
-    pub conditions_ok: u64,
-    /// Node condition patches that failed (refused, errored, unreachable).
-    pub conditions_failed: u64,
-    /// Node condition patches with no answer within the deadline.
-    pub conditions_timed_out: u64,
-    /// Events written.
-    pub events_ok: u64,
-    /// Events that failed (refused, errored, unreachable).
-    pub events_failed: u64,
-    /// Events with no answer within the deadline.
-    pub events_timed_out: u64,
-    /// Events dropped, by reason ([`DropReason`] order).
-    pub dropped_by: [u64; DropReason::ALL.len()],
-    /// Events merged into a waiting Event for the same object and cause.
-    pub merged: u64,
-    /// Whether the last write worked (true before any).
-    pub last_ok: bool,
-}
-
-impl KubeWrites {
-    /// Events dropped, whatever the reason.
-    pub fn dropped(&self) -> u64 {
-        self.dropped_by.iter().sum()
-    }
-
-    /// Events dropped for `reason`.
-    pub fn dropped_for(&self, reason: DropReason) -> u64 {
-        self.dropped_by[reason as usize]
-    }
-}
-
-/// Why an Event was dropped (`reason` in `gpu_exporter_kube_writes_dropped_total`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DropReason {
-    /// The queue was full (a new pod Event, or a pod Event that made room for a Node Event).
-    QueueFull,
-    /// Failed in ways that may pass for longer than its retry time.
-    RetriesExpired,
-    /// The API server refused it for good (400, 404, 409, 422, …).
-    Rejected,
-    /// The request could not be built (a name or namespace a URI cannot carry).
-    Invalid,
-}
-
-impl DropReason {
-    /// Every reason, in the order of [`KubeWrites::dropped_by`].
-    pub const ALL: [DropReason; 4] = [
-        DropReason::QueueFull,
-        DropReason::RetriesExpired,
-        DropReason::Rejected,
-        DropReason::Invalid,
-    ];
-
-    /// The label value.
-    pub fn label(self) -> &'static str {
-        match self {
-            DropReason::QueueFull => "queue_full",
-            DropReason::RetriesExpired => "retries_expired",
-            DropReason::Rejected => "rejected",
-            DropReason::Invalid => "invalid",
-        }
-    }
-}
-
-/// What a Kubernetes write wrote (`kind` in `gpu_exporter_kube_writes_total`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KubeWriteKind {
-    /// A patch of the Node's conditions.
-    Condition,
-    /// An Event.
-    Event,
-}
-
-/// How a Kubernetes write ended (`result` in `gpu_exporter_kube_writes_total`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteOutcome {
-    /// Written.
-    Success,
-    /// Refused, errored or unreachable.
-    Failure,
-    /// No answer within the deadline.
-    Timeout,
 }
 
 /// The last known holders of a lost GPU.

@@ -12,8 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gpu_exporter::catalogue::csv::CounterSet;
+use gpu_exporter::exposition::counted::Counted;
 use gpu_exporter::exposition::publish::{Shared, render};
 use gpu_exporter::exposition::{EncodeOptions, encode};
+use gpu_exporter::notify::counts::WriteCounts;
 use gpu_exporter::notify::{self, NotifyOptions};
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::snapshot::Snapshot;
@@ -371,9 +373,11 @@ fn events_name_only_the_job_that_was_hit() {
     let mut c = Churn::new(&["-k", "--health-hold", "1s"]);
     let shared = Arc::new(Shared::new(render(
         Default::default(),
+        &Counted::default(),
         &c.counters,
         &c.opts,
     )));
+    let counts = Arc::new(WriteCounts::default());
     notify::spawn(
         c.cluster.sim.client.clone(),
         NotifyOptions {
@@ -386,6 +390,7 @@ fn events_name_only_the_job_that_was_hit() {
             event_retry_for: Duration::from_secs(10),
         },
         Arc::clone(&shared),
+        Arc::clone(&counts),
         c.cluster.rt.handle(),
     );
     let events = |c: &Churn| -> Vec<Value> { c.cluster.sim.api.events() };
@@ -410,9 +415,12 @@ fn events_name_only_the_job_that_was_hit() {
             .collect()
     };
     let step = |c: &mut Churn, t: f64| {
-        let (mut snap, _) = c.at(t);
-        snap.stats.kube_writes = shared.kube_writes();
-        shared.publish(render(snap, &c.counters, &c.opts), true);
+        let (snap, _) = c.at(t);
+        let counted = Counted {
+            kube_writes: Some(counts.figures()),
+            ..Counted::default()
+        };
+        shared.publish(render(snap, &counted, &c.counters, &c.opts), true);
     };
     for t in [12.5, 13.2, 13.6] {
         step(&mut c, t);
