@@ -6,7 +6,7 @@
 //! the kubelet or the API server. [`app`] builds the router so tests can drive it without a
 //! socket. `/ready` and `/metrics` show a stalled sampler (the stall itself is measured by
 //! [`Shared`]). It must not accept connections, speak TLS or check credentials (`server`,
-//! `tls`, `protect`).
+//! `handshake`, `protect`).
 
 use std::sync::Arc;
 

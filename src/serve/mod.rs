@@ -4,10 +4,10 @@
 //!
 //! By concern: the handlers and the router ([`app`], `handlers`); the accept loop, bounds and
 //! shutdown ([`serve`], `server`, with `conns`, `deadline`, `held`, `listener`, `pinned`); the
-//! server's own self-metric counters ([`ServeCounts`], `counts`); TLS
-//! (`tls`) and what a web config adds to the router ([`protect()`], `protect`;
-//! [`crate::serve::web_config`] parses it); the listen address (`address`). [`watchdog`] logs
-//! a stalled sampler. This module only declares them and re-exports their public items; it
+//! server's own self-metric counters ([`ServeCounts`], `counts`); the server side of a TLS
+//! connection's start (`handshake`) and what a web config adds to the router ([`protect()`],
+//! `protect`; [`crate::serve::web_config`] parses it, its TLS policy included); the listen
+//! address (`address`). [`watchdog`] logs a stalled sampler. This module only declares them and re-exports their public items; it
 //! must not hold code of its own.
 
 pub mod address;
@@ -15,6 +15,7 @@ mod conns;
 mod counts;
 mod deadline;
 mod handlers;
+mod handshake;
 mod held;
 pub mod landing;
 mod listener;
@@ -23,7 +24,6 @@ mod pinned;
 mod protect;
 mod server;
 pub mod status;
-mod tls;
 pub mod web_config;
 
 pub use counts::ServeCounts;

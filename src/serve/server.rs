@@ -1,9 +1,10 @@
 //! The server: binding the listen address ([`bind`]), then [`serve`]'s accept loop, one task
-//! per connection, in plain HTTP or, with a `--web-config-file`, with TLS (`tls`), client
-//! certificates, basic auth and extra headers (`protect`); HTTP/1.1 only, within [`Limits`]
-//! (read and write timeouts in `deadline`, the connection cap in `conns`, fitted to the
-//! open-file limit by `listener`), the budget on the pages that unread responses hold
-//! (`pinned`, its cuts counted in `counts`) and a bounded shutdown ([`SHUTDOWN_GRACE`], [`SHUTDOWN_DRAIN`]).
+//! per connection, in plain HTTP or, with a `--web-config-file`, with TLS (its handshake in
+//! `handshake`), client certificates, basic auth and extra headers (`protect`); HTTP/1.1 only,
+//! within [`Limits`] (read and write timeouts in `deadline`, the connection cap in `conns`,
+//! fitted to the open-file limit by `listener`), the budget on the pages that unread responses
+//! hold (`pinned`, its cuts counted in `counts`) and a bounded shutdown ([`SHUTDOWN_GRACE`],
+//! [`SHUTDOWN_DRAIN`]).
 //!
 //! It must not decide what a request gets (the router's handlers do) or read the snapshot.
 
@@ -13,9 +14,9 @@ use std::sync::Arc;
 use axum::Router;
 
 use super::counts::ServeCounts;
+use super::handshake::{TLS_HANDSHAKE_TIMEOUT, tls_handshake};
 use super::listener::{self, Listener, with_nodelay};
 use super::protect::protect;
-use super::tls::{TLS_HANDSHAKE_TIMEOUT, tls_handshake};
 use super::web_config::{TlsServer, WebConfig};
 use super::{conns, deadline, held, pinned};
 
