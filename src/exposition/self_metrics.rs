@@ -7,14 +7,32 @@
 use std::fmt::Write as _;
 
 use crate::base::version::VERSION;
-use crate::exposition::counted::{Counted, DropReason};
+use crate::exposition::counted::{Counted, DropReason, KubeWrites};
 use crate::exposition::text::{EncodeOptions, write_header, write_value};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Attribution, ReloadStats, SampleStats, Snapshot};
 
-/// Appends the self-metrics of `snap` and of `counted` to `out`.
+/// Appends the self-metrics of `snap` and of `counted` to `out`, one group of families after
+/// the other.
 pub fn encode(out: &mut String, snap: &Snapshot, counted: &Counted, opts: &EncodeOptions) {
     let st = &snap.stats;
+    sampler_families(out, st);
+    if let Some(p) = &st.process {
+        process_families(out, p);
+    }
+    if let Some(r) = &st.counters_reload {
+        reload_families(out, r);
+    }
+    field_families(out, st);
+    attribution_families(out, &snap.attribution);
+    server_families(out, counted);
+    if let Some(w) = &counted.kube_writes {
+        kube_write_families(out, w);
+    }
+    device_families(out, snap, opts);
+}
 
+/// The build, NVML and DCGM state and the sampler's tick figures.
+fn sampler_families(out: &mut String, st: &SampleStats) {
     write_header(
         out,
         "gpu_exporter_build_info",
@@ -69,50 +87,50 @@ pub fn encode(out: &mut String, snap: &Snapshot, counted: &Counted, opts: &Encod
     out.push_str("gpu_exporter_last_sample_success_timestamp_seconds ");
     write_value(out, st.last_success_unix);
     out.push('\n');
+}
 
-    if let Some(p) = &st.process {
-        process_families(out, p);
-    }
+/// The counters file's hot reload.
+fn reload_families(out: &mut String, r: &ReloadStats) {
+    write_header(
+        out,
+        "gpu_exporter_counters_last_reload_successful",
+        "1 when the counters file last read (at start, on change or on SIGHUP) was applied; 0 when it could not be read or parsed and the previous set is still in use.",
+        "gauge",
+    );
+    let _ = writeln!(
+        out,
+        "gpu_exporter_counters_last_reload_successful {}",
+        u8::from(r.last_ok)
+    );
+    write_header(
+        out,
+        "gpu_exporter_counters_last_reload_success_timestamp_seconds",
+        "Unix time at which the counter set in use was loaded.",
+        "gauge",
+    );
+    out.push_str("gpu_exporter_counters_last_reload_success_timestamp_seconds ");
+    write_value(out, r.last_success_unix);
+    out.push('\n');
+    write_header(
+        out,
+        "gpu_exporter_counters_reloads_total",
+        "Counters file reloads since start, by result (the start-up load is not counted).",
+        "counter",
+    );
+    let _ = writeln!(
+        out,
+        "gpu_exporter_counters_reloads_total{{result=\"success\"}} {}",
+        r.successes
+    );
+    let _ = writeln!(
+        out,
+        "gpu_exporter_counters_reloads_total{{result=\"failure\"}} {}",
+        r.failures
+    );
+}
 
-    if let Some(r) = &st.counters_reload {
-        write_header(
-            out,
-            "gpu_exporter_counters_last_reload_successful",
-            "1 when the counters file last read (at start, on change or on SIGHUP) was applied; 0 when it could not be read or parsed and the previous set is still in use.",
-            "gauge",
-        );
-        let _ = writeln!(
-            out,
-            "gpu_exporter_counters_last_reload_successful {}",
-            u8::from(r.last_ok)
-        );
-        write_header(
-            out,
-            "gpu_exporter_counters_last_reload_success_timestamp_seconds",
-            "Unix time at which the counter set in use was loaded.",
-            "gauge",
-        );
-        out.push_str("gpu_exporter_counters_last_reload_success_timestamp_seconds ");
-        write_value(out, r.last_success_unix);
-        out.push('\n');
-        write_header(
-            out,
-            "gpu_exporter_counters_reloads_total",
-            "Counters file reloads since start, by result (the start-up load is not counted).",
-            "counter",
-        );
-        let _ = writeln!(
-            out,
-            "gpu_exporter_counters_reloads_total{{result=\"success\"}} {}",
-            r.successes
-        );
-        let _ = writeln!(
-            out,
-            "gpu_exporter_counters_reloads_total{{result=\"failure\"}} {}",
-            r.failures
-        );
-    }
-
+/// Failed and unsupported field reads.
+fn field_families(out: &mut String, st: &SampleStats) {
     if !st.field_errors.is_empty() {
         write_header(
             out,
@@ -143,8 +161,11 @@ pub fn encode(out: &mut String, snap: &Snapshot, counted: &Counted, opts: &Encod
             let _ = writeln!(out, ",field=\"{}\"}} 1", u.field);
         }
     }
+}
 
-    let sources = &snap.attribution.sources;
+/// The attribution sources' health and the kubelet's unmatched devices.
+fn attribution_families(out: &mut String, attribution: &Attribution) {
+    let sources = &attribution.sources;
     if !sources.is_empty() {
         write_header(
             out,
@@ -193,7 +214,7 @@ pub fn encode(out: &mut String, snap: &Snapshot, counted: &Counted, opts: &Encod
             }
         }
     }
-    if let Some(join) = &snap.attribution.join {
+    if let Some(join) = &attribution.join {
         write_header(
             out,
             "gpu_exporter_pod_map_unmatched_devices",
@@ -206,7 +227,10 @@ pub fn encode(out: &mut String, snap: &Snapshot, counted: &Counted, opts: &Encod
             join.unmatched
         );
     }
+}
 
+/// What the HTTP server counted.
+fn server_families(out: &mut String, counted: &Counted) {
     if counted.stalled_responses_cut > 0 {
         write_header(
             out,
@@ -220,50 +244,54 @@ pub fn encode(out: &mut String, snap: &Snapshot, counted: &Counted, opts: &Encod
             counted.stalled_responses_cut
         );
     }
+}
 
-    if let Some(w) = &counted.kube_writes {
-        write_header(
+/// What the Kubernetes writers counted.
+fn kube_write_families(out: &mut String, w: &KubeWrites) {
+    write_header(
+        out,
+        "gpu_exporter_kube_writes_total",
+        "Writes to the Kubernetes API (Node conditions, Events) by kind and result (success, failure: refused, errored or unreachable, timeout: no answer within 5 s).",
+        "counter",
+    );
+    for (kind, result, n) in [
+        ("event", "failure", w.events_failed),
+        ("event", "success", w.events_ok),
+        ("event", "timeout", w.events_timed_out),
+        ("node_condition", "failure", w.conditions_failed),
+        ("node_condition", "success", w.conditions_ok),
+        ("node_condition", "timeout", w.conditions_timed_out),
+    ] {
+        let _ = writeln!(
             out,
-            "gpu_exporter_kube_writes_total",
-            "Writes to the Kubernetes API (Node conditions, Events) by kind and result (success, failure: refused, errored or unreachable, timeout: no answer within 5 s).",
-            "counter",
+            "gpu_exporter_kube_writes_total{{kind=\"{kind}\",result=\"{result}\"}} {n}"
         );
-        for (kind, result, n) in [
-            ("event", "failure", w.events_failed),
-            ("event", "success", w.events_ok),
-            ("event", "timeout", w.events_timed_out),
-            ("node_condition", "failure", w.conditions_failed),
-            ("node_condition", "success", w.conditions_ok),
-            ("node_condition", "timeout", w.conditions_timed_out),
-        ] {
-            let _ = writeln!(
-                out,
-                "gpu_exporter_kube_writes_total{{kind=\"{kind}\",result=\"{result}\"}} {n}"
-            );
-        }
-        write_header(
-            out,
-            "gpu_exporter_kube_writes_dropped_total",
-            "Events dropped, by reason: queue_full (the write queue was full; pod Events go first), retries_expired (retried for 10 minutes in vain), rejected (refused for good: 400, 404, 409, 422), invalid (a request that cannot be built).",
-            "counter",
-        );
-        for reason in DropReason::ALL {
-            let _ = writeln!(
-                out,
-                "gpu_exporter_kube_writes_dropped_total{{reason=\"{}\"}} {}",
-                reason.label(),
-                w.dropped_for(reason)
-            );
-        }
-        write_header(
-            out,
-            "gpu_exporter_kube_events_merged_total",
-            "Events merged into one already waiting for the same object and cause (written once, its count raised).",
-            "counter",
-        );
-        let _ = writeln!(out, "gpu_exporter_kube_events_merged_total {}", w.merged);
     }
+    write_header(
+        out,
+        "gpu_exporter_kube_writes_dropped_total",
+        "Events dropped, by reason: queue_full (the write queue was full; pod Events go first), retries_expired (retried for 10 minutes in vain), rejected (refused for good: 400, 404, 409, 422), invalid (a request that cannot be built).",
+        "counter",
+    );
+    for reason in DropReason::ALL {
+        let _ = writeln!(
+            out,
+            "gpu_exporter_kube_writes_dropped_total{{reason=\"{}\"}} {}",
+            reason.label(),
+            w.dropped_for(reason)
+        );
+    }
+    write_header(
+        out,
+        "gpu_exporter_kube_events_merged_total",
+        "Events merged into one already waiting for the same object and cause (written once, its count raised).",
+        "counter",
+    );
+    let _ = writeln!(out, "gpu_exporter_kube_events_merged_total {}", w.merged);
+}
 
+/// The GPUs selected and each one's up state.
+fn device_families(out: &mut String, snap: &Snapshot, opts: &EncodeOptions) {
     if snap.stats.nvml_up {
         write_header(
             out,
