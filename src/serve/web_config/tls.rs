@@ -233,219 +233,313 @@ pub(super) struct TlsSettings {
     pub(super) allowed_sans: Option<Vec<String>>,
 }
 
+/// `tls_server_config`'s error for the file at `path`.
+fn invalid(path: &Path, message: String) -> WebConfigError {
+    WebConfigError::Invalid {
+        file: path.to_owned(),
+        message,
+    }
+}
+
+/// Whether the section turns TLS on (a certificate, key or client setting is given). Settings
+/// that only shape TLS, without a certificate, would be silently unused: refused.
+fn turns_tls_on(path: &Path, t: &RawTls) -> Result<bool, WebConfigError> {
+    let enabled = [
+        &t.cert,
+        &t.key,
+        &t.cert_file,
+        &t.key_file,
+        &t.client_ca,
+        &t.client_ca_file,
+        &t.client_auth_type,
+    ]
+    .iter()
+    .any(|v| given(v).is_some());
+    if enabled {
+        return Ok(true);
+    }
+    let stray = [
+        ("cipher_suites", t.cipher_suites.is_some()),
+        ("curve_preferences", t.curve_preferences.is_some()),
+        ("min_version", given(&t.min_version).is_some()),
+        ("max_version", given(&t.max_version).is_some()),
+        ("client_allowed_sans", t.client_allowed_sans.is_some()),
+    ];
+    if let Some((k, _)) = stray.iter().find(|(_, set)| *set) {
+        return Err(invalid(
+            path,
+            format!(
+                "tls_server_config.{k} is set but TLS is off: set cert_file and key_file \
+                 (or cert and key)"
+            ),
+        ));
+    }
+    Ok(false)
+}
+
+/// The certificate, the key (both required) and the client CA, each a file or inline PEM.
+fn pems(path: &Path, dir: &Path, t: &RawTls) -> Result<(Pem, Pem, Option<Pem>), WebConfigError> {
+    let key_err = |e: KeyError| e.in_file(path);
+    let cert = Pem::pick(
+        dir,
+        "cert_file",
+        given(&t.cert_file),
+        "cert",
+        given(&t.cert),
+    )
+    .map_err(key_err)?
+    .ok_or_else(|| {
+        invalid(
+            path,
+            "tls_server_config: missing cert_file (or cert)".into(),
+        )
+    })?;
+    let key = Pem::pick(dir, "key_file", given(&t.key_file), "key", given(&t.key))
+        .map_err(key_err)?
+        .ok_or_else(|| invalid(path, "tls_server_config: missing key_file (or key)".into()))?;
+    let client_ca = Pem::pick(
+        dir,
+        "client_ca_file",
+        given(&t.client_ca_file),
+        "client_ca",
+        given(&t.client_ca),
+    )
+    .map_err(key_err)?;
+    Ok((cert, key, client_ca))
+}
+
+/// Which client certificates are asked for (`client_auth_type`, which must agree with whether
+/// a client CA is given) and, when listed, the SANs one must carry.
+fn client_policy(
+    path: &Path,
+    t: &RawTls,
+    has_ca: bool,
+) -> Result<(ClientAuth, Option<Vec<String>>), WebConfigError> {
+    let auth_name = given(&t.client_auth_type).unwrap_or("NoClientCert");
+    let client_auth = ClientAuth::parse(auth_name).ok_or_else(|| {
+        invalid(
+            path,
+            format!(
+                "tls_server_config.client_auth_type: unknown value {auth_name:?} (expected \
+                 NoClientCert, RequestClientCert, RequireAnyClientCert, \
+                 VerifyClientCertIfGiven or RequireAndVerifyClientCert)"
+            ),
+        )
+    })?;
+    if has_ca && client_auth == ClientAuth::NoClientCert {
+        return Err(invalid(
+            path,
+            "tls_server_config.client_ca_file is set but client_auth_type is NoClientCert: \
+             set client_auth_type (e.g. RequireAndVerifyClientCert)"
+                .into(),
+        ));
+    }
+    if client_auth.verifies() && !has_ca {
+        return Err(invalid(
+            path,
+            format!(
+                "tls_server_config.client_auth_type {auth_name} needs client_ca_file (or \
+                 client_ca): the CA that signs client certificates"
+            ),
+        ));
+    }
+    let allowed_sans = t.client_allowed_sans.clone();
+    if allowed_sans.as_ref().is_some_and(Vec::is_empty) {
+        // In Go an empty list rejects every client; refuse the ambiguity.
+        return Err(invalid(
+            path,
+            "tls_server_config.client_allowed_sans is empty: list the allowed SANs or \
+             remove the key"
+                .into(),
+        ));
+    }
+    if allowed_sans.is_some()
+        && !matches!(
+            client_auth,
+            ClientAuth::RequireAnyClientCert | ClientAuth::RequireAndVerifyClientCert
+        )
+    {
+        return Err(invalid(
+            path,
+            format!(
+                "tls_server_config.client_allowed_sans needs client_auth_type \
+                 RequireAnyClientCert or RequireAndVerifyClientCert (it is {auth_name})"
+            ),
+        ));
+    }
+    Ok((client_auth, allowed_sans))
+}
+
+/// Whether TLS 1.2 and TLS 1.3 are served, from `min_version` and `max_version` (rustls has
+/// TLS 1.2 and 1.3 only: a lower minimum is a note).
+fn version_range(
+    path: &Path,
+    t: &RawTls,
+    notes: &mut Vec<String>,
+) -> Result<(bool, bool), WebConfigError> {
+    let key_err = |e: KeyError| e.in_file(path);
+    let min = match given(&t.min_version) {
+        Some(v) => tls_version("min_version", v).map_err(key_err)?,
+        None => 12,
+    };
+    let max = match given(&t.max_version) {
+        Some(v) => tls_version("max_version", v).map_err(key_err)?,
+        None => 13,
+    };
+    if max < 12 {
+        return Err(invalid(
+            path,
+            format!(
+                "tls_server_config.max_version: TLS{max} is not supported: TLS 1.0 and 1.1 are \
+                 not available, the oldest version served is TLS12"
+            ),
+        ));
+    }
+    if min > max {
+        return Err(invalid(
+            path,
+            format!("tls_server_config.min_version TLS{min} is above max_version TLS{max}"),
+        ));
+    }
+    if min < 12 {
+        notes.push(format!(
+            "{}: tls_server_config.min_version TLS{min} means TLS12 here: TLS 1.0 and 1.1 \
+             are not available",
+            path.display()
+        ));
+    }
+    Ok((min <= 12, max >= 13))
+}
+
+/// The cipher suites: every TLS 1.3 suite, then the TLS 1.2 suites `cipher_suites` names (all
+/// of them when it names none), as in Go. Also whether TLS 1.2 is still served: not when the
+/// list names no TLS 1.2 suite and TLS 1.3 is on.
+fn cipher_suites(
+    path: &Path,
+    provider: &CryptoProvider,
+    names: Option<&[String]>,
+    (tls12, tls13): (bool, bool),
+    notes: &mut Vec<String>,
+) -> Result<(Vec<SupportedCipherSuite>, bool), WebConfigError> {
+    let mut tls12 = tls12;
+    let mut suites12: Vec<SupportedCipherSuite> = provider
+        .cipher_suites
+        .iter()
+        .copied()
+        .filter(|s| s.tls13().is_none())
+        .collect();
+    if let Some(names) = names
+        && !names.is_empty()
+    {
+        suites12.clear();
+        let mut tls13_named = Vec::new();
+        for name in names {
+            if let Some(s) = tls12_suite(name) {
+                if !suites12.iter().any(|x| x.suite() == s.suite()) {
+                    suites12.push(s);
+                }
+            } else if TLS13_SUITES.contains(&name.as_str()) {
+                tls13_named.push(name.as_str());
+            } else if GO_ONLY_SUITES.contains(&name.as_str()) {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "tls_server_config.cipher_suites: {name} is not available: the TLS \
+                         library implements only ECDHE key exchange with AES-GCM or \
+                         ChaCha20-Poly1305 (use e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 or \
+                         TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256)"
+                    ),
+                ));
+            } else {
+                return Err(invalid(
+                    path,
+                    format!("tls_server_config.cipher_suites: unknown cipher suite {name:?}"),
+                ));
+            }
+        }
+        if !tls13_named.is_empty() {
+            notes.push(format!(
+                "{}: tls_server_config.cipher_suites: {} are TLS 1.3 suites; as in Go, \
+                 TLS 1.3 suites cannot be restricted and all of them stay enabled",
+                path.display(),
+                tls13_named.join(", ")
+            ));
+        }
+        if suites12.is_empty() && tls12 {
+            if !tls13 {
+                return Err(invalid(
+                    path,
+                    "tls_server_config.cipher_suites lists no TLS 1.2 suite but max_version \
+                     is TLS12: no connection could be made"
+                        .into(),
+                ));
+            }
+            notes.push(format!(
+                "{}: tls_server_config.cipher_suites lists no TLS 1.2 suite: only TLS 1.3 \
+                 is served",
+                path.display()
+            ));
+            tls12 = false;
+        }
+    }
+    let mut suites: Vec<SupportedCipherSuite> = provider
+        .cipher_suites
+        .iter()
+        .copied()
+        .filter(|s| s.tls13().is_some())
+        .collect();
+    suites.extend(suites12);
+    Ok((suites, tls12))
+}
+
+/// The key exchange groups `curve_preferences` names, in its order (the provider's when it
+/// names none).
+fn kx_groups(
+    path: &Path,
+    provider: &CryptoProvider,
+    names: Option<&[String]>,
+) -> Result<Vec<&'static dyn SupportedKxGroup>, WebConfigError> {
+    match names {
+        Some(names) if !names.is_empty() => {
+            let mut v: Vec<&'static dyn SupportedKxGroup> = Vec::new();
+            for n in names {
+                let g = curve(n).map_err(|e| e.in_file(path))?;
+                if !v.iter().any(|x| x.name() == g.name()) {
+                    v.push(g);
+                }
+            }
+            Ok(v)
+        }
+        _ => Ok(provider.kx_groups.clone()),
+    }
+}
+
 impl TlsSettings {
     /// `None` when the section sets nothing that turns TLS on (exporter-toolkit then serves
-    /// plain HTTP).
+    /// plain HTTP). The steps, each checking its keys in this order: TLS on or off, the
+    /// certificate and key, client certificates, versions, cipher suites, curves.
     pub(super) fn from_raw(
         path: &Path,
         dir: &Path,
         t: RawTls,
         notes: &mut Vec<String>,
     ) -> Result<Option<Self>, WebConfigError> {
-        let err = |message: String| WebConfigError::Invalid {
-            file: path.to_owned(),
-            message,
-        };
-        let key_err = |e: KeyError| e.in_file(path);
-        let enabled = [
-            &t.cert,
-            &t.key,
-            &t.cert_file,
-            &t.key_file,
-            &t.client_ca,
-            &t.client_ca_file,
-            &t.client_auth_type,
-        ]
-        .iter()
-        .any(|v| given(v).is_some());
-        if !enabled {
-            // Settings without a certificate would be silently unused: refuse them.
-            let stray = [
-                ("cipher_suites", t.cipher_suites.is_some()),
-                ("curve_preferences", t.curve_preferences.is_some()),
-                ("min_version", given(&t.min_version).is_some()),
-                ("max_version", given(&t.max_version).is_some()),
-                ("client_allowed_sans", t.client_allowed_sans.is_some()),
-            ];
-            if let Some((k, _)) = stray.iter().find(|(_, set)| *set) {
-                return Err(err(format!(
-                    "tls_server_config.{k} is set but TLS is off: set cert_file and key_file \
-                     (or cert and key)"
-                )));
-            }
+        if !turns_tls_on(path, &t)? {
             return Ok(None);
         }
-        let cert = Pem::pick(
-            dir,
-            "cert_file",
-            given(&t.cert_file),
-            "cert",
-            given(&t.cert),
-        )
-        .map_err(key_err)?
-        .ok_or_else(|| err("tls_server_config: missing cert_file (or cert)".into()))?;
-        let key = Pem::pick(dir, "key_file", given(&t.key_file), "key", given(&t.key))
-            .map_err(key_err)?
-            .ok_or_else(|| err("tls_server_config: missing key_file (or key)".into()))?;
-        let client_ca = Pem::pick(
-            dir,
-            "client_ca_file",
-            given(&t.client_ca_file),
-            "client_ca",
-            given(&t.client_ca),
-        )
-        .map_err(key_err)?;
-        let auth_name = given(&t.client_auth_type).unwrap_or("NoClientCert");
-        let client_auth = ClientAuth::parse(auth_name).ok_or_else(|| {
-            err(format!(
-                "tls_server_config.client_auth_type: unknown value {auth_name:?} (expected \
-                 NoClientCert, RequestClientCert, RequireAnyClientCert, \
-                 VerifyClientCertIfGiven or RequireAndVerifyClientCert)"
-            ))
-        })?;
-        if client_ca.is_some() && client_auth == ClientAuth::NoClientCert {
-            return Err(err(
-                "tls_server_config.client_ca_file is set but client_auth_type is NoClientCert: \
-                 set client_auth_type (e.g. RequireAndVerifyClientCert)"
-                    .into(),
-            ));
-        }
-        if client_auth.verifies() && client_ca.is_none() {
-            return Err(err(format!(
-                "tls_server_config.client_auth_type {auth_name} needs client_ca_file (or \
-                 client_ca): the CA that signs client certificates"
-            )));
-        }
-        let allowed_sans = t.client_allowed_sans;
-        if allowed_sans.as_ref().is_some_and(Vec::is_empty) {
-            // In Go an empty list rejects every client; refuse the ambiguity.
-            return Err(err(
-                "tls_server_config.client_allowed_sans is empty: list the allowed SANs or \
-                 remove the key"
-                    .into(),
-            ));
-        }
-        if allowed_sans.is_some()
-            && !matches!(
-                client_auth,
-                ClientAuth::RequireAnyClientCert | ClientAuth::RequireAndVerifyClientCert
-            )
-        {
-            return Err(err(format!(
-                "tls_server_config.client_allowed_sans needs client_auth_type \
-                 RequireAnyClientCert or RequireAndVerifyClientCert (it is {auth_name})"
-            )));
-        }
-
-        // Versions: rustls has TLS 1.2 and 1.3 only.
-        let min = match given(&t.min_version) {
-            Some(v) => tls_version("min_version", v).map_err(key_err)?,
-            None => 12,
-        };
-        let max = match given(&t.max_version) {
-            Some(v) => tls_version("max_version", v).map_err(key_err)?,
-            None => 13,
-        };
-        if max < 12 {
-            return Err(err(format!(
-                "tls_server_config.max_version: TLS{max} is not supported: TLS 1.0 and 1.1 are \
-                 not available, the oldest version served is TLS12"
-            )));
-        }
-        if min > max {
-            return Err(err(format!(
-                "tls_server_config.min_version TLS{min} is above max_version TLS{max}"
-            )));
-        }
-        if min < 12 {
-            notes.push(format!(
-                "{}: tls_server_config.min_version TLS{min} means TLS12 here: TLS 1.0 and 1.1 \
-                 are not available",
-                path.display()
-            ));
-        }
-        let mut tls12 = min <= 12;
-        let tls13 = max >= 13;
-
+        let (cert, key, client_ca) = pems(path, dir, &t)?;
+        let (client_auth, allowed_sans) = client_policy(path, &t, client_ca.is_some())?;
+        let (tls12, tls13) = version_range(path, &t, notes)?;
         // Cipher suites restrict TLS 1.2 only, as in Go.
         let provider = rustls::crypto::ring::default_provider();
-        let mut suites12: Vec<SupportedCipherSuite> = provider
-            .cipher_suites
-            .iter()
-            .copied()
-            .filter(|s| s.tls13().is_none())
-            .collect();
-        if let Some(names) = &t.cipher_suites
-            && !names.is_empty()
-        {
-            suites12.clear();
-            let mut tls13_named = Vec::new();
-            for name in names {
-                if let Some(s) = tls12_suite(name) {
-                    if !suites12.iter().any(|x| x.suite() == s.suite()) {
-                        suites12.push(s);
-                    }
-                } else if TLS13_SUITES.contains(&name.as_str()) {
-                    tls13_named.push(name.as_str());
-                } else if GO_ONLY_SUITES.contains(&name.as_str()) {
-                    return Err(err(format!(
-                        "tls_server_config.cipher_suites: {name} is not available: the TLS \
-                         library implements only ECDHE key exchange with AES-GCM or \
-                         ChaCha20-Poly1305 (use e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 or \
-                         TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256)"
-                    )));
-                } else {
-                    return Err(err(format!(
-                        "tls_server_config.cipher_suites: unknown cipher suite {name:?}"
-                    )));
-                }
-            }
-            if !tls13_named.is_empty() {
-                notes.push(format!(
-                    "{}: tls_server_config.cipher_suites: {} are TLS 1.3 suites; as in Go, \
-                     TLS 1.3 suites cannot be restricted and all of them stay enabled",
-                    path.display(),
-                    tls13_named.join(", ")
-                ));
-            }
-            if suites12.is_empty() && tls12 {
-                if !tls13 {
-                    return Err(err(
-                        "tls_server_config.cipher_suites lists no TLS 1.2 suite but max_version \
-                         is TLS12: no connection could be made"
-                            .into(),
-                    ));
-                }
-                notes.push(format!(
-                    "{}: tls_server_config.cipher_suites lists no TLS 1.2 suite: only TLS 1.3 \
-                     is served",
-                    path.display()
-                ));
-                tls12 = false;
-            }
-        }
-        let mut cipher_suites: Vec<SupportedCipherSuite> = provider
-            .cipher_suites
-            .iter()
-            .copied()
-            .filter(|s| s.tls13().is_some())
-            .collect();
-        cipher_suites.extend(suites12);
-
-        let kx_groups = match &t.curve_preferences {
-            Some(names) if !names.is_empty() => {
-                let mut v: Vec<&'static dyn SupportedKxGroup> = Vec::new();
-                for n in names {
-                    let g = curve(n).map_err(key_err)?;
-                    if !v.iter().any(|x| x.name() == g.name()) {
-                        v.push(g);
-                    }
-                }
-                v
-            }
-            _ => provider.kx_groups.clone(),
-        };
-
+        let (cipher_suites, tls12) = cipher_suites(
+            path,
+            &provider,
+            t.cipher_suites.as_deref(),
+            (tls12, tls13),
+            notes,
+        )?;
+        let kx_groups = kx_groups(path, &provider, t.curve_preferences.as_deref())?;
         let mut versions = Vec::new();
         if tls13 {
             versions.push(&rustls::version::TLS13);
@@ -453,7 +547,7 @@ impl TlsSettings {
         if tls12 {
             versions.push(&rustls::version::TLS12);
         }
-        let settings = Self {
+        Ok(Some(Self {
             file: path.to_path_buf(),
             cert,
             key,
@@ -464,8 +558,7 @@ impl TlsSettings {
             kx_groups,
             prefer_server_order: t.prefer_server_cipher_suites.unwrap_or(true),
             allowed_sans,
-        };
-        Ok(Some(settings))
+        }))
     }
 
     pub(super) fn err(&self, msg: String) -> WebConfigError {
