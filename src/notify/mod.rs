@@ -8,11 +8,10 @@
 //! the Events through a bounded queue (`queue`) that takes the Node's before the pods' and a
 //! first Event for an object and cause before any repeat, merges repeats into one write per
 //! object and cause (then one series update each 30 s), and when full drops pod Events of the
-//! most crowded cause first, counted. An
-//! API server that refuses, errors, is slow or cannot be reached changes nothing but the
-//! `gpu_exporter_kube_*` self-metrics, which it counts itself (`counts`), and one log line per
-//! change of state. It must not
-//! read NVML, the kubelet or the counters, or decide health (the `health` layer does).
+//! most crowded cause first, counted. An API server that refuses, errors, is slow or cannot be
+//! reached changes nothing but the `gpu_exporter_kube_*` self-metrics, which this module counts
+//! itself (`counts`), and one log line per change of state. It must not read NVML, the kubelet
+//! or the counters, or decide health (the `health` layer does).
 
 pub mod counts;
 pub mod plan;
