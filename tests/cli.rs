@@ -1502,3 +1502,32 @@ fn config_file_booleans_tags_and_long_values() {
         );
     }
 }
+
+/// docs/flags.md names every flag the command line defines (hidden ones included) and the
+/// configuration file's key of every setting the file shares with a flag, as
+/// docs/architecture.md's row for a new flag asks.
+#[test]
+fn the_flags_page_names_every_flag_and_file_key() {
+    use clap::CommandFactory;
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/flags.md"))
+        .expect("docs/flags.md");
+    let cmd = gpu_exporter::config::Cli::command();
+    let longs: Vec<&str> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .filter(|l| !["help", "version"].contains(l))
+        .collect();
+    assert!(longs.len() > 60, "{longs:?}");
+    for long in longs {
+        assert!(
+            doc.contains(&format!("--{long}")),
+            "docs/flags.md lacks --{long}"
+        );
+    }
+    for s in gpu_exporter::config::Setting::ALL {
+        if let Some(key) = s.file_key() {
+            let last = key.rsplit('.').next().unwrap_or(key);
+            assert!(doc.contains(last), "docs/flags.md lacks {key} ({s:?})");
+        }
+    }
+}
