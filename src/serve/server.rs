@@ -16,7 +16,7 @@ use axum::Router;
 use super::counts::ServeCounts;
 use super::handshake::{TLS_HANDSHAKE_TIMEOUT, tls_handshake};
 use super::listener::{self, Listener, with_nodelay};
-use super::protect::protect;
+use super::protect::{UNAUTHENTICATED_PATHS, protect};
 use super::web_config::{TlsServer, WebConfig};
 use super::{conns, deadline, held, pinned};
 
@@ -123,7 +123,10 @@ pub async fn serve<F>(
                 headers = web.headers.len(),
                 "web config: {mode}{}",
                 if users > 0 {
-                    format!(", basic auth for {users} user(s) (not on /health and /ready)")
+                    format!(
+                        ", basic auth for {users} user(s) (not on {})",
+                        UNAUTHENTICATED_PATHS.join(" and ")
+                    )
                 } else {
                     ", no basic auth".to_owned()
                 }
