@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
+use gpu_exporter::catalogue::csv::CounterSet;
 use gpu_exporter::exposition::EncodeOptions;
 use gpu_exporter::exposition::counted::Counted;
 use gpu_exporter::exposition::publish::Shared;
-use gpu_exporter::exposition::publish::render;
+use gpu_exporter::exposition::publish::{Published, render};
 use gpu_exporter::serve::{CONTENT_TYPE, app};
 use gpu_exporter::snapshot::Snapshot;
 use http_body_util::BodyExt;
@@ -58,13 +59,23 @@ fn node_state() -> (
     node.set_time(20.0);
     let counters = common::default_counters();
     let sampler = node.sampler(counters.clone());
-    let shared = Arc::new(Shared::new(render(
-        Snapshot::default(),
-        &Counted::default(),
-        &counters,
-        &EncodeOptions::default(),
-    )));
+    let shared = Arc::new(Shared::new(page(Snapshot::default(), &counters)));
     (node, shared, sampler, counters)
+}
+
+/// `snap` rendered with the default options and nothing counted.
+fn page(snap: Snapshot, counters: &Arc<CounterSet>) -> Published {
+    render(
+        snap,
+        &Counted::default(),
+        counters,
+        &EncodeOptions::default(),
+    )
+}
+
+/// Publishes `snap` as the sampler does after a tick that read NVML.
+fn publish(shared: &Shared, snap: Snapshot, counters: &Arc<CounterSet>) {
+    shared.publish(page(snap, counters), true);
 }
 
 #[tokio::test]
@@ -91,15 +102,7 @@ async fn endpoints_before_and_after_the_first_sample() {
     assert!(!text.contains("DCGM_FI_"));
 
     let snap = sampler.tick(1.0);
-    shared.publish(
-        render(
-            snap,
-            &Counted::default(),
-            &counters,
-            &EncodeOptions::default(),
-        ),
-        true,
-    );
+    publish(&shared, snap, &counters);
     let (s, _, body) = get(&shared, "/ready", false).await;
     assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
 
@@ -187,15 +190,7 @@ async fn health_requires_gpus_when_asked() {
     assert_eq!(s, StatusCode::OK);
 
     let snap = sampler.tick(1.0);
-    shared.publish(
-        render(
-            snap,
-            &Counted::default(),
-            &counters,
-            &EncodeOptions::default(),
-        ),
-        true,
-    );
+    publish(&shared, snap, &counters);
     let (s, body) = health().await;
     assert_eq!(s, StatusCode::OK, "{body}");
 }
@@ -207,15 +202,7 @@ async fn scrapes_beyond_the_limit_get_503() {
     use gpu_exporter::serve::{ServeOptions, app_with};
     let (_node, shared, mut sampler, counters) = node_state();
     let snap = sampler.tick(1.0);
-    shared.publish(
-        render(
-            snap,
-            &Counted::default(),
-            &counters,
-            &EncodeOptions::default(),
-        ),
-        true,
-    );
+    publish(&shared, snap, &counters);
     let router = app_with(
         Arc::clone(&shared),
         ServeOptions {
@@ -252,15 +239,7 @@ async fn a_stalled_sampler_turns_ready_503() {
     let (_node, shared, mut sampler, counters) = node_state();
     shared.set_stall_after(std::time::Duration::from_millis(200));
     let snap = sampler.tick(1.0);
-    shared.publish(
-        render(
-            snap,
-            &Counted::default(),
-            &counters,
-            &EncodeOptions::default(),
-        ),
-        true,
-    );
+    publish(&shared, snap, &counters);
     assert_eq!(get(&shared, "/ready", false).await.0, StatusCode::OK);
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     let (s, _, body) = get(&shared, "/ready", false).await;
@@ -286,15 +265,7 @@ async fn a_stalled_sampler_turns_ready_503() {
     assert!(common::value(stalled[0]) >= 0.2, "{}", stalled[0]);
     // The sampler comes back.
     let snap = sampler.tick(2.0);
-    shared.publish(
-        render(
-            snap,
-            &Counted::default(),
-            &counters,
-            &EncodeOptions::default(),
-        ),
-        true,
-    );
+    publish(&shared, snap, &counters);
     assert_eq!(get(&shared, "/ready", false).await.0, StatusCode::OK);
     let (_, h, _) = get(&shared, "/metrics", true).await;
     assert_eq!(h[header::CONTENT_ENCODING], "gzip");
