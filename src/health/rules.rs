@@ -77,23 +77,54 @@ fn links(l: &[u32]) -> String {
 }
 
 /// What is wrong with the GPU at `now`; Xids count when seen within `xid_window` seconds.
+/// One family of signals after the other, the reasons coming out in this order: whether it
+/// answers, its memory, its clocks and temperature, its interconnect, NVML's recovery action,
+/// DCGM's health watches, then the Xids.
 pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
-    let mut out = Vec::new();
-    let mut add = |reason, severity, action, message: String| {
-        out.push(seen(reason, severity, action, message, now))
+    let mut found = Found {
+        now,
+        out: Vec::new(),
     };
-    use Verdict::{Critical, Warning};
     if !s.up {
-        add(
+        found.add(
             Reason::GpuLost,
-            Critical,
+            Verdict::Critical,
             Action::RebootNode,
             "lost: NVML no longer answers for this GPU (fallen off the bus)".into(),
         );
     }
+    memory(s, &mut found);
+    clocks(s, &mut found);
+    interconnect(s, &mut found);
+    recovery_action(s, &mut found);
+    dcgm_watches(s, &mut found);
+    let mut out = found.out;
+    xid_observations(&s.xids, None, now, xid_window, &mut out);
+    for (gi, codes) in &s.instance_xids {
+        xid_observations(codes, Some(*gi), now, xid_window, &mut out);
+    }
+    out
+}
+
+/// The reasons found so far in one tick, each seen at the tick's time `now`.
+struct Found {
+    now: f64,
+    out: Vec<ActiveReason>,
+}
+
+impl Found {
+    fn add(&mut self, reason: Reason, severity: Verdict, action: Action, message: String) {
+        self.out
+            .push(seen(reason, severity, action, message, self.now));
+    }
+}
+
+/// The memory: double-bit ECC errors and row remapping (failed, or pending a reset).
+fn memory(s: &Signals, found: &mut Found) {
+    use Verdict::{Critical, Warning};
     if s.shown.ecc_dbe.is_some_and(|v| v > 0.0) {
         let n = s.shown.ecc_dbe.unwrap_or_default();
-        add(
+        found.add(
             Reason::EccDbe,
             Critical,
             Action::ResetGpu,
@@ -101,7 +132,7 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
         );
     }
     if s.shown.remap_failure.is_some_and(|v| v > 0.0) {
-        add(
+        found.add(
             Reason::RowRemapFailed,
             Critical,
             Action::ServiceGpu,
@@ -109,13 +140,19 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
         );
     }
     if s.shown.remap_pending.is_some_and(|v| v > 0.0) {
-        add(
+        found.add(
             Reason::RowRemapPending,
             Warning,
             Action::ResetGpu,
             "row remap pending: reset the GPU to apply it".into(),
         );
     }
+}
+
+/// The clocks and temperature: the clock-event reasons that slow the GPU down (thermal, the
+/// power brake, other hardware slowdown), and a temperature at or above the slowdown one.
+fn clocks(s: &Signals, found: &mut Found) {
+    use Verdict::Warning;
     if let Some(bits) = s.clock_events {
         // The message names the active bits as dcgm-exporter does (`throttled: hw_thermal`).
         let named = |mask: u64| {
@@ -128,30 +165,36 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
         };
         if bits & (SW_THERMAL | HW_THERMAL) != 0 {
             let m = named(SW_THERMAL | HW_THERMAL);
-            add(Reason::ThermalSlowdown, Warning, Action::CheckCooling, m);
+            found.add(Reason::ThermalSlowdown, Warning, Action::CheckCooling, m);
         }
         if bits & HW_POWER_BRAKE != 0 {
             let m = named(HW_SLOWDOWN | HW_POWER_BRAKE);
-            add(Reason::PowerBrake, Warning, Action::CheckPower, m);
+            found.add(Reason::PowerBrake, Warning, Action::CheckPower, m);
         }
         if bits & HW_SLOWDOWN != 0 && bits & (HW_THERMAL | HW_POWER_BRAKE) == 0 {
             let m = named(HW_SLOWDOWN);
-            add(Reason::HwSlowdown, Warning, Action::CheckPower, m);
+            found.add(Reason::HwSlowdown, Warning, Action::CheckPower, m);
         }
     }
     if let (Some(t), Some(limit)) = (s.temp, s.slowdown_temp)
         && limit > 0.0
         && t >= limit
     {
-        add(
+        found.add(
             Reason::OverSlowdownTemp,
             Warning,
             Action::CheckCooling,
             format!("{t:.0} °C: at or above the slowdown temperature ({limit:.0} °C)"),
         );
     }
+}
+
+/// The interconnect: NVLink links down or with a bit error rate past FEC, and the NVSwitch
+/// fabric (its registration, its health).
+fn interconnect(s: &Signals, found: &mut Found) {
+    use Verdict::{Critical, Warning};
     if !s.shown.nvlink_down.is_empty() {
-        add(
+        found.add(
             Reason::NvlinkDown,
             Warning,
             Action::CheckNvlink,
@@ -159,7 +202,7 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
         );
     }
     if !s.shown.nvlink_ber_high.is_empty() {
-        add(
+        found.add(
             Reason::NvlinkBer,
             Warning,
             Action::CheckNvlink,
@@ -170,7 +213,7 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
         );
     }
     if s.fabric_failed {
-        add(
+        found.add(
             Reason::FabricUnhealthy,
             Critical,
             Action::CheckNvlink,
@@ -178,13 +221,13 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
         );
     }
     match s.shown.fabric_health {
-        Some(2) => add(
+        Some(2) => found.add(
             Reason::FabricUnhealthy,
             Critical,
             Action::CheckNvlink,
             "NVSwitch fabric unhealthy".into(),
         ),
-        Some(3) => add(
+        Some(3) => found.add(
             Reason::FabricDegraded,
             Warning,
             Action::CheckNvlink,
@@ -192,9 +235,13 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
         ),
         _ => {}
     }
+}
+
+/// NVML's recovery action, where it asks for one (non-zero).
+fn recovery_action(s: &Signals, found: &mut Found) {
     if let Some(a) = s.recovery_action.filter(|a| *a != 0) {
         let (reason, severity, action) = recovery(a);
-        add(
+        found.add(
             reason,
             severity,
             action,
@@ -202,36 +249,38 @@ pub fn observe(s: &Signals, now: f64, xid_window: f64) -> Vec<ActiveReason> {
             format!("NVML's recovery-action field is {a}"),
         );
     }
-    if let Some(watches) = &s.dcgm {
-        for (result, reason, severity) in [
-            (DCGM_HEALTH_RESULT_FAIL, Reason::DcgmWatchFailure, Critical),
-            (DCGM_HEALTH_RESULT_WARN, Reason::DcgmWatchWarning, Warning),
-        ] {
-            let hit: Vec<String> = watches
-                .iter()
-                .filter(|w| w.watch != "ALL" && w.result == result)
-                .map(|w| format!("{} ({})", w.watch, w.code))
-                .collect();
-            if !hit.is_empty() {
-                let action = if severity == Critical {
-                    Action::ResetGpu
-                } else {
-                    Action::Watch
-                };
-                add(
-                    reason,
-                    severity,
-                    action,
-                    format!("DCGM health watch(es): {}", hit.join(", ")),
-                );
-            }
+}
+
+/// DCGM's health watches, where DCGM answered for the GPU: the failing ones as one reason,
+/// the warning ones as another (`ALL`, the worst of the others, is left out).
+fn dcgm_watches(s: &Signals, found: &mut Found) {
+    use Verdict::{Critical, Warning};
+    let Some(watches) = &s.dcgm else {
+        return;
+    };
+    for (result, reason, severity) in [
+        (DCGM_HEALTH_RESULT_FAIL, Reason::DcgmWatchFailure, Critical),
+        (DCGM_HEALTH_RESULT_WARN, Reason::DcgmWatchWarning, Warning),
+    ] {
+        let hit: Vec<String> = watches
+            .iter()
+            .filter(|w| w.watch != "ALL" && w.result == result)
+            .map(|w| format!("{} ({})", w.watch, w.code))
+            .collect();
+        if !hit.is_empty() {
+            let action = if severity == Critical {
+                Action::ResetGpu
+            } else {
+                Action::Watch
+            };
+            found.add(
+                reason,
+                severity,
+                action,
+                format!("DCGM health watch(es): {}", hit.join(", ")),
+            );
         }
     }
-    xid_observations(&s.xids, None, now, xid_window, &mut out);
-    for (gi, codes) in &s.instance_xids {
-        xid_observations(codes, Some(*gi), now, xid_window, &mut out);
-    }
-    out
 }
 
 /// The Xids of `codes` seen within `xid_window` seconds of `now`, on the whole GPU or on GPU
