@@ -12,7 +12,7 @@ use crate::snapshot::{EntitySample, HolderMap, Labels};
 use crate::sources::hpc::HpcJobs;
 use crate::sources::kube::dra::{DraIndex, DraKind};
 use crate::sources::kube::meta::PodIndex;
-use crate::sources::kubelet::client::KubeletView;
+use crate::sources::kubelet::client::{ContainerDevices, KubeletView, PodDevices};
 use crate::sources::kubelet::device_id::{DeviceRef, is_gpu_resource, parse_device_id};
 
 use super::holder_labels::{Holder, LabelNames, allocation_suffix, series_suffix};
@@ -80,6 +80,10 @@ impl<'a> Lookup<'a> {
 }
 
 /// Builds the join; also returns the GPU device IDs that matched no entity.
+///
+/// Three steps: who holds each entity (the kubelet's pods, their device-plugin devices and
+/// DRA claims), the labels of each entity's series and allocations (with its HPC jobs), and
+/// the count of each resource.
 pub fn build_join(
     opts: &AttributionOptions,
     entities: &[EntitySample],
@@ -90,76 +94,159 @@ pub fn build_join(
     pending: &BTreeSet<(String, String)>,
 ) -> (HolderMap, Vec<String>) {
     let lookup = Lookup::new(entities);
-    let mut holders: Vec<Vec<Holder<'_>>> = (0..entities.len()).map(|_| Vec::new()).collect();
-    let mut allocated: BTreeMap<String, usize> = BTreeMap::new();
-    let mut unmatched = Vec::new();
-    // Holders whose pod waits for its metadata: not attributed yet, but known to hold.
-    let mut waiting: Vec<(usize, Holder<'_>)> = Vec::new();
+    let mut held = Held::new(entities.len());
     for pod in view.iter().flat_map(|v| v.pods.iter()) {
+        held.pod(opts, &lookup, pod, dra, pending);
+    }
+    let mut join = labelled(opts, entities, &mut held.holders, pods, hpc);
+    join.resources = resources(opts, held.allocated, view, dra);
+    join.waiting = held
+        .waiting
+        .iter()
+        .map(|(i, h)| (*i, allocation_suffix(opts, h, None)))
+        .collect();
+    join.waiting.sort();
+    join.waiting.dedup();
+    join.unmatched = held.unmatched.len();
+    let mut kept = held.unmatched.clone();
+    kept.sort();
+    kept.dedup();
+    kept.truncate(crate::snapshot::UNMATCHED_KEPT);
+    join.unmatched_ids = kept;
+    (join, held.unmatched)
+}
+
+/// Who holds what, as the kubelet's answer says.
+struct Held<'a> {
+    /// The holders of each entity, by its index.
+    holders: Vec<Vec<Holder<'a>>>,
+    /// The device IDs allocated, per resource (device plugins) or DRA driver.
+    allocated: BTreeMap<String, usize>,
+    /// The allocated device IDs that name no entity.
+    unmatched: Vec<String>,
+    /// Holders whose pod waits for its metadata: not attributed yet, but known to hold.
+    waiting: Vec<(usize, Holder<'a>)>,
+}
+
+impl<'a> Held<'a> {
+    fn new(entities: usize) -> Self {
+        Held {
+            holders: (0..entities).map(|_| Vec::new()).collect(),
+            allocated: BTreeMap::new(),
+            unmatched: Vec::new(),
+            waiting: Vec::new(),
+        }
+    }
+
+    /// One pod's containers: their device-plugin devices, and their DRA claims unless the pod
+    /// waits for its metadata.
+    fn pod(
+        &mut self,
+        opts: &AttributionOptions,
+        lookup: &Lookup<'_>,
+        pod: &'a PodDevices,
+        dra: Option<&'a DraIndex>,
+        pending: &BTreeSet<(String, String)>,
+    ) {
         // Waiting for its metadata (see `settle`): attributed once it is known. Its
         // device-plugin devices are remembered apart, for the Events of a fault meanwhile.
         let waits =
             !pending.is_empty() && pending.contains(&(pod.namespace.clone(), pod.name.clone()));
         for c in &pod.containers {
-            for (resource, ids) in &c.devices {
-                if !is_gpu_resource(resource, &opts.extra_resources) {
-                    continue;
-                }
-                if !waits {
-                    *allocated.entry(resource.clone()).or_default() += ids.len();
-                }
-                for id in ids {
-                    let parsed = parse_device_id(id);
-                    let holder = Holder {
-                        namespace: &pod.namespace,
-                        pod: &pod.name,
-                        container: &c.name,
-                        resource,
-                        replica: parsed.replica,
-                        claim: None,
-                        dra_device: None,
-                    };
-                    match (lookup.device(&parsed.device), waits) {
-                        (Some(e), false) => holders[e].push(holder),
-                        (Some(e), true) => waiting.push((e, holder)),
-                        (None, false) => unmatched.push(id.clone()),
-                        (None, true) => {}
-                    }
-                }
-            }
+            self.devices(opts, lookup, pod, c, waits);
             if waits {
                 continue;
             }
             let Some(dra) = dra else { continue };
-            for claim in &c.claims {
-                let Some(dev) = dra.get(&claim.driver, &claim.pool, &claim.device) else {
-                    // Claims of other drivers (NICs, FPGAs) are not ours to report.
-                    if claim.driver == NVIDIA_DRA_DRIVER {
-                        unmatched.push(format!("{}/{}/{}", claim.driver, claim.pool, claim.device));
-                    }
-                    continue;
+            self.claims(lookup, pod, c, dra);
+        }
+    }
+
+    /// A container's device-plugin devices of the GPU resources; those of a pod that `waits`
+    /// for its metadata are counted nowhere and kept apart.
+    fn devices(
+        &mut self,
+        opts: &AttributionOptions,
+        lookup: &Lookup<'_>,
+        pod: &'a PodDevices,
+        c: &'a ContainerDevices,
+        waits: bool,
+    ) {
+        for (resource, ids) in &c.devices {
+            if !is_gpu_resource(resource, &opts.extra_resources) {
+                continue;
+            }
+            if !waits {
+                *self.allocated.entry(resource.clone()).or_default() += ids.len();
+            }
+            for id in ids {
+                let parsed = parse_device_id(id);
+                let holder = Holder {
+                    namespace: &pod.namespace,
+                    pod: &pod.name,
+                    container: &c.name,
+                    resource,
+                    replica: parsed.replica,
+                    claim: None,
+                    dra_device: None,
                 };
-                *allocated.entry(claim.driver.clone()).or_default() += 1;
-                let found = match dev.kind {
-                    DraKind::Gpu => lookup.gpu_uuid.get(dev.uuid.as_str()),
-                    DraKind::Mig => lookup.mig_uuid.get(dev.uuid.as_str()),
-                };
-                match found {
-                    Some(&e) => holders[e].push(Holder {
-                        namespace: &pod.namespace,
-                        pod: &pod.name,
-                        container: &c.name,
-                        resource: &claim.driver,
-                        replica: None,
-                        claim: Some(claim),
-                        dra_device: Some(dev),
-                    }),
-                    None => unmatched.push(dev.uuid.clone()),
+                match (lookup.device(&parsed.device), waits) {
+                    (Some(e), false) => self.holders[e].push(holder),
+                    (Some(e), true) => self.waiting.push((e, holder)),
+                    (None, false) => self.unmatched.push(id.clone()),
+                    (None, true) => {}
                 }
             }
         }
     }
 
+    /// A container's DRA claims, found through the ResourceSlices by their device's UUID.
+    fn claims(
+        &mut self,
+        lookup: &Lookup<'_>,
+        pod: &'a PodDevices,
+        c: &'a ContainerDevices,
+        dra: &'a DraIndex,
+    ) {
+        for claim in &c.claims {
+            let Some(dev) = dra.get(&claim.driver, &claim.pool, &claim.device) else {
+                // Claims of other drivers (NICs, FPGAs) are not ours to report.
+                if claim.driver == NVIDIA_DRA_DRIVER {
+                    self.unmatched
+                        .push(format!("{}/{}/{}", claim.driver, claim.pool, claim.device));
+                }
+                continue;
+            };
+            *self.allocated.entry(claim.driver.clone()).or_default() += 1;
+            let found = match dev.kind {
+                DraKind::Gpu => lookup.gpu_uuid.get(dev.uuid.as_str()),
+                DraKind::Mig => lookup.mig_uuid.get(dev.uuid.as_str()),
+            };
+            match found {
+                Some(&e) => self.holders[e].push(Holder {
+                    namespace: &pod.namespace,
+                    pod: &pod.name,
+                    container: &c.name,
+                    resource: &claim.driver,
+                    replica: None,
+                    claim: Some(claim),
+                    dra_device: Some(dev),
+                }),
+                None => self.unmatched.push(dev.uuid.clone()),
+            }
+        }
+    }
+}
+
+/// The labels of each entity (by index in `entities`, its holders in `holders`): its series'
+/// pod label variants, times its HPC jobs, its jobs' rows, and one allocation row per holder.
+fn labelled(
+    opts: &AttributionOptions,
+    entities: &[EntitySample],
+    holders: &mut [Vec<Holder<'_>>],
+    pods: Option<&PodIndex>,
+    hpc: Option<&HpcJobs>,
+) -> HolderMap {
     let names = LabelNames::new(opts.use_old_namespace);
     let mut join = HolderMap {
         series_labels: Vec::with_capacity(entities.len()),
@@ -179,52 +266,82 @@ pub fn build_join(
                 && a.resource == b.resource
                 && a.claim == b.claim
         });
-        let containers: HashSet<_> = hs.iter().map(Holder::container_key).collect();
-        let mut variants: Vec<Labels> = if opts.virtual_gpus {
-            let mut v: Vec<Labels> = hs
-                .iter()
-                .map(|h| series_suffix(opts, &names, h, pods, true))
-                .collect();
-            v.dedup();
-            v
-        } else if containers.len() == 1 {
-            hs.first()
-                .map(|h| vec![series_suffix(opts, &names, h, pods, false)])
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let variants = pod_variants(opts, &names, hs, pods);
         let jobs = match (hpc, &e.id.mig) {
             (None, _) => &[][..],
             (Some(j), None) => j.for_gpu(e.id.gpu),
             (Some(j), Some(m)) => j.for_instance(e.id.gpu, m.gpu_instance_id),
         };
-        if !jobs.is_empty() {
-            if variants.is_empty() {
-                variants.push(Labels::new());
-            }
-            variants = variants
-                .iter()
-                .flat_map(|v| {
-                    jobs.iter().map(move |job| {
-                        let mut s = v.clone();
-                        s.push(labels::HPC_JOB.name, job.clone());
-                        s
-                    })
-                })
-                .collect();
-            for job in jobs {
-                let mut s = Labels::new();
-                s.push(labels::HPC_JOB.name, job.clone());
-                join.jobs.push((i, s));
-            }
+        for job in jobs {
+            let mut s = Labels::new();
+            s.push(labels::HPC_JOB.name, job.clone());
+            join.jobs.push((i, s));
         }
-        join.series_labels.push(variants);
+        join.series_labels.push(with_jobs(variants, jobs));
         for h in hs.iter() {
             join.allocations.push((i, allocation_suffix(opts, h, pods)));
         }
     }
+    join
+}
 
+/// The pod label variants of an entity's series: one per holder with virtual GPUs, one where a
+/// single container holds it, none where several share it (or none holds it).
+fn pod_variants(
+    opts: &AttributionOptions,
+    names: &LabelNames,
+    hs: &[Holder<'_>],
+    pods: Option<&PodIndex>,
+) -> Vec<Labels> {
+    let containers: HashSet<_> = hs.iter().map(Holder::container_key).collect();
+    if opts.virtual_gpus {
+        let mut v: Vec<Labels> = hs
+            .iter()
+            .map(|h| series_suffix(opts, names, h, pods, true))
+            .collect();
+        v.dedup();
+        v
+    } else if containers.len() == 1 {
+        hs.first()
+            .map(|h| vec![series_suffix(opts, names, h, pods, false)])
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    }
+}
+
+/// Each variant once per HPC job, with the job's label (an entity with jobs and no pod label
+/// gets one variant per job); the variants as they are where there is no job.
+fn with_jobs(variants: Vec<Labels>, jobs: &[String]) -> Vec<Labels> {
+    if jobs.is_empty() {
+        return variants;
+    }
+    let variants = if variants.is_empty() {
+        vec![Labels::new()]
+    } else {
+        variants
+    };
+    variants
+        .iter()
+        .flat_map(|v| {
+            jobs.iter().map(move |job| {
+                let mut s = v.clone();
+                s.push(labels::HPC_JOB.name, job.clone());
+                s
+            })
+        })
+        .collect()
+}
+
+/// Each resource as (name, allocatable, allocated): the device IDs `allocated`, with what the
+/// kubelet can allocate of each device-plugin GPU resource, and what the NVIDIA DRA driver's
+/// ResourceSlices publish on this node.
+fn resources(
+    opts: &AttributionOptions,
+    allocated: BTreeMap<String, usize>,
+    view: Option<&KubeletView>,
+    dra: Option<&DraIndex>,
+) -> Vec<(String, Option<usize>, usize)> {
     let mut resources: BTreeMap<String, (Option<usize>, usize)> =
         allocated.into_iter().map(|(r, n)| (r, (None, n))).collect();
     if let Some(alloc) = view.and_then(|v| v.allocatable.as_ref()) {
@@ -250,18 +367,5 @@ pub fn build_join(
             }
         }
     }
-    join.waiting = waiting
-        .iter()
-        .map(|(i, h)| (*i, allocation_suffix(opts, h, None)))
-        .collect();
-    join.waiting.sort();
-    join.waiting.dedup();
-    join.resources = resources.into_iter().map(|(r, (a, n))| (r, a, n)).collect();
-    join.unmatched = unmatched.len();
-    let mut kept = unmatched.clone();
-    kept.sort();
-    kept.dedup();
-    kept.truncate(crate::snapshot::UNMATCHED_KEPT);
-    join.unmatched_ids = kept;
-    (join, unmatched)
+    resources.into_iter().map(|(r, (a, n))| (r, a, n)).collect()
 }
