@@ -8,8 +8,8 @@
 use std::fmt::Write as _;
 
 use super::report::{Report, Severity};
-use crate::catalogue::csv::CounterSet;
-use crate::snapshot::Snapshot;
+use crate::catalogue::csv::{CounterRow, CounterSet};
+use crate::snapshot::{DeviceStatus, Snapshot};
 
 /// What to do for a `DCGM_FI_PROF_*` field on GPUs without GPM while DCGM is off.
 pub(super) const DCGM_FIX: &str = "NVML serves it only on GPUs with GPM (Hopper and later); \
@@ -56,7 +56,8 @@ fn health(report: &mut Report, snap: &Snapshot, gpu: u32) {
 }
 
 /// Adds the GPU, field and source items read off the snapshots of a few ticks (the last one
-/// is `snap`).
+/// is `snap`), one group after the other: the GPUs, their interconnect, the fields, then the
+/// attribution sources and what the join allocated.
 /// `timings` holds the time one read of each field took on all entities, where measured.
 pub fn from_snapshot(
     report: &mut Report,
@@ -64,7 +65,17 @@ pub fn from_snapshot(
     counters: &CounterSet,
     timings: &[(&'static str, std::time::Duration)],
 ) {
-    // GPUs and MIG instances.
+    gpus(report, snap);
+    super::links::interconnect(report, snap);
+    switch_selection(report, snap);
+    fields(report, snap, counters, timings);
+    sources(report, snap);
+    allocated(report, snap);
+}
+
+/// The GPUs and MIG instances: none exported while NVML answers, else each GPU and its
+/// health.
+fn gpus(report: &mut Report, snap: &Snapshot) {
     if snap.devices.is_empty() && snap.stats.nvml_up {
         report.add(
             "gpus",
@@ -75,53 +86,65 @@ pub fn from_snapshot(
         );
     }
     for d in &snap.devices {
-        let instances: Vec<String> = snap
-            .entities
-            .iter()
-            .filter(|e| e.id.gpu == d.gpu)
-            .filter_map(|e| e.id.mig.as_ref())
-            .map(|m| format!("{} (GI {})", m.profile, m.gpu_instance_id))
-            .collect();
-        let mig = if instances.is_empty() {
-            "MIG off or no instance".to_owned()
-        } else {
-            format!("MIG: {}", instances.join(", "))
-        };
-        let watched = snap.xids.iter().any(|x| x.id.gpu == d.gpu);
-        let xid = if watched {
-            "Xid events watched"
-        } else {
-            "Xid events NOT watched (NVML refused the registration; DCGM_FI_DEV_XID_ERRORS stays 0)"
-        };
-        let mig = format!("{mig}; {xid}");
-        if d.up {
-            report.add(
-                "gpus",
-                format!("GPU {}", d.gpu),
-                if watched { Severity::Ok } else { Severity::Warn },
-                format!("{} {}; {mig}", d.model_name, d.uuid),
-                (!watched).then_some(
-                    "Xid events need the driver's event support (nvmlDeviceRegisterEvents); check the driver version and dmesg",
-                ),
-            );
-        } else {
-            report.add(
-                "gpus",
-                format!("GPU {}", d.gpu),
-                super::links::level(snap, d.gpu, &[crate::snapshot::Reason::GpuLost]),
-                if d.uuid.is_empty() {
-                    "NVML does not answer for it (lost before its name and UUID were read)"
-                        .to_owned()
-                } else {
-                    format!("{} {}: NVML no longer answers for it (lost)", d.model_name, d.uuid)
-                },
-                Some("dmesg on the node (Xid 79: fallen off the bus); the GPU needs a reset or service"),
-            );
-        }
+        gpu(report, snap, d);
         health(report, snap, d.gpu);
     }
+}
 
-    super::links::interconnect(report, snap);
+/// One GPU: its name and UUID, its MIG instances and whether its Xid events are watched; or
+/// that it is lost.
+fn gpu(report: &mut Report, snap: &Snapshot, d: &DeviceStatus) {
+    let instances: Vec<String> = snap
+        .entities
+        .iter()
+        .filter(|e| e.id.gpu == d.gpu)
+        .filter_map(|e| e.id.mig.as_ref())
+        .map(|m| format!("{} (GI {})", m.profile, m.gpu_instance_id))
+        .collect();
+    let mig = if instances.is_empty() {
+        "MIG off or no instance".to_owned()
+    } else {
+        format!("MIG: {}", instances.join(", "))
+    };
+    let watched = snap.xids.iter().any(|x| x.id.gpu == d.gpu);
+    let xid = if watched {
+        "Xid events watched"
+    } else {
+        "Xid events NOT watched (NVML refused the registration; DCGM_FI_DEV_XID_ERRORS stays 0)"
+    };
+    let mig = format!("{mig}; {xid}");
+    if d.up {
+        report.add(
+            "gpus",
+            format!("GPU {}", d.gpu),
+            if watched { Severity::Ok } else { Severity::Warn },
+            format!("{} {}; {mig}", d.model_name, d.uuid),
+            (!watched).then_some(
+                "Xid events need the driver's event support (nvmlDeviceRegisterEvents); check the driver version and dmesg",
+            ),
+        );
+    } else {
+        report.add(
+            "gpus",
+            format!("GPU {}", d.gpu),
+            super::links::level(snap, d.gpu, &[crate::snapshot::Reason::GpuLost]),
+            if d.uuid.is_empty() {
+                "NVML does not answer for it (lost before its name and UUID were read)".to_owned()
+            } else {
+                format!(
+                    "{} {}: NVML no longer answers for it (lost)",
+                    d.model_name, d.uuid
+                )
+            },
+            Some(
+                "dmesg on the node (Xid 79: fallen off the bus); the GPU needs a reset or service",
+            ),
+        );
+    }
+}
+
+/// What `-s/--switch-devices` names that the DCGM hostengine does not list, as a warning.
+fn switch_selection(report: &mut Report, snap: &Snapshot) {
     if let Some(note) = &snap.switch_selection_note {
         report.add(
             "fields",
@@ -131,19 +154,69 @@ pub fn from_snapshot(
             Some("name NVSwitch ids and port indices the hostengine lists (`dcgmi discovery -l`), or leave -s at f"),
         );
     }
+}
 
-    // Every configured field: on how many entities it was served, unsupported, failed.
-    let entities = snap.entities.len();
+/// Every configured field: on how many entities it was served, unsupported, failed (a link's
+/// or an NVSwitch's field as `links` reads it).
+fn fields(
+    report: &mut Report,
+    snap: &Snapshot,
+    counters: &CounterSet,
+    timings: &[(&'static str, std::time::Duration)],
+) {
     for (slot, row) in counters.metrics().enumerate() {
-        let field = row.field.name;
         if row.field.level == crate::catalogue::Level::Link {
             super::links::link_row(report, snap, &row.name);
-            continue;
-        }
-        if row.field.level == crate::catalogue::Level::Switch {
+        } else if row.field.level == crate::catalogue::Level::Switch {
             super::links::switch_row(report, snap, slot, &row.name);
-            continue;
+        } else {
+            field(report, snap, slot, row, timings);
         }
+    }
+}
+
+/// One field of a GPU or MIG instance, in counter slot `slot`: where it was read, the verdict
+/// on that, and the time one read of it took.
+fn field(
+    report: &mut Report,
+    snap: &Snapshot,
+    slot: usize,
+    row: &CounterRow,
+    timings: &[(&'static str, std::time::Duration)],
+) {
+    let field = row.field.name;
+    let subject = if row.name == field {
+        field.to_owned()
+    } else {
+        format!("{} ({field})", row.name)
+    };
+    let (level, detail, fix) = FieldReads::of(snap, slot, field).verdict(snap, row);
+    let detail = match timings.iter().find(|(f, _)| *f == field) {
+        Some((_, t)) => format!(
+            "{detail}; one read {:.2} ms on all entities",
+            t.as_secs_f64() * 1000.0
+        ),
+        None => detail,
+    };
+    report.add("fields", subject, level, detail, fix);
+}
+
+/// Where one field was read in the last tick.
+struct FieldReads {
+    /// The GPUs and MIG instances sampled.
+    entities: usize,
+    /// How many of them gave a value.
+    served: usize,
+    /// Those NVML does not offer it on.
+    unsupported: Vec<String>,
+    /// Those DCGM should have served it on this tick and did not.
+    unserved: Vec<String>,
+    /// Its read errors, `kind ×n` each.
+    failed: Vec<String>,
+}
+
+impl FieldReads {
+    fn of(snap: &Snapshot, slot: usize, field: &str) -> Self {
         let served = snap
             .entities
             .iter()
@@ -156,7 +229,6 @@ pub fn from_snapshot(
             .filter(|u| u.field == field)
             .map(|u| entity_name(u.gpu, u.gpu_instance_id))
             .collect();
-        // Entities DCGM should have served it on this tick and did not.
         let unserved: Vec<String> = snap
             .stats
             .dcgm
@@ -172,12 +244,30 @@ pub fn from_snapshot(
             .filter(|(f, _, _)| *f == field)
             .map(|(_, kind, n)| format!("{kind} ×{n}"))
             .collect();
-        let subject = if row.name == field {
-            field.to_owned()
-        } else {
-            format!("{} ({field})", row.name)
-        };
-        let (level, detail, fix) = if !failed.is_empty() {
+        FieldReads {
+            entities: snap.entities.len(),
+            served,
+            unsupported,
+            unserved,
+            failed,
+        }
+    }
+
+    /// The item's level, detail and fix: read errors first, then nothing sampled, then DCGM
+    /// not serving it, then not offered or not served anywhere, then served.
+    fn verdict(
+        &self,
+        snap: &Snapshot,
+        row: &CounterRow,
+    ) -> (Severity, String, Option<&'static str>) {
+        let FieldReads {
+            entities,
+            served,
+            unsupported,
+            unserved,
+            failed,
+        } = self;
+        if !failed.is_empty() {
             (
                 Severity::Fail,
                 format!(
@@ -186,7 +276,7 @@ pub fn from_snapshot(
                 ),
                 Some("the exporter's log names each error; report it with --hardware-report"),
             )
-        } else if entities == 0 {
+        } else if *entities == 0 {
             (
                 Severity::Info,
                 "not read: no GPU or MIG instance was sampled (see the nvml rows)".to_owned(),
@@ -200,7 +290,7 @@ pub fn from_snapshot(
                 format!("; unsupported on {}", unsupported.join(", "))
             };
             (
-                if served == 0 {
+                if *served == 0 {
                     Severity::Fail
                 } else {
                     Severity::Warn
@@ -214,7 +304,7 @@ pub fn from_snapshot(
                     "DCGM serves it on GPUs without GPM: the DCGM section says why it does not and what to do",
                 ),
             )
-        } else if served == 0 && !unsupported.is_empty() {
+        } else if *served == 0 && !unsupported.is_empty() {
             // A profiling field DCGM would serve: the fix is DCGM's, after the flags given.
             let fix = match snap.stats.dcgm.up() {
                 _ if !crate::dcgm::serves(row.field) => {
@@ -235,7 +325,7 @@ pub fn from_snapshot(
                 format!("unsupported on every entity ({})", unsupported.join(", ")),
                 Some(fix),
             )
-        } else if served == 0 {
+        } else if *served == 0 {
             (
                 Severity::Warn,
                 format!(
@@ -256,18 +346,12 @@ pub fn from_snapshot(
             )
         } else {
             (Severity::Ok, format!("served on {served}/{entities}"), None)
-        };
-        let detail = match timings.iter().find(|(f, _)| *f == field) {
-            Some((_, t)) => format!(
-                "{detail}; one read {:.2} ms on all entities",
-                t.as_secs_f64() * 1000.0
-            ),
-            None => detail,
-        };
-        report.add("fields", subject, level, detail, fix);
+        }
     }
+}
 
-    // Attribution sources.
+/// Each attribution source: up (and when it last answered) or down, with its errors.
+fn sources(report: &mut Report, snap: &Snapshot) {
     for s in &snap.attribution.sources {
         let (level, fix) = if s.up {
             (Severity::Ok, None)
@@ -287,38 +371,44 @@ pub fn from_snapshot(
         }
         report.add("kubernetes", s.source, level, detail, fix);
     }
-    if let Some(j) = &snap.attribution.join {
-        for (resource, allocatable, allocated) in &j.resources {
-            report.add(
-                "kubernetes",
-                format!("resource {resource}"),
-                Severity::Ok,
-                format!(
-                    "{allocated} device ID(s) allocated{}",
-                    allocatable
-                        .map(|n| format!(" of {n} allocatable"))
-                        .unwrap_or_default()
-                ),
-                None,
-            );
-        }
-        if j.unmatched > 0 {
-            report.add(
-                "kubernetes",
-                "device IDs",
-                Severity::Warn,
-                format!(
-                    "{} allocated device ID(s) name no exported GPU or MIG instance: {}{}",
-                    j.unmatched,
-                    j.unmatched_ids.join(", "),
-                    match j.unmatched.saturating_sub(j.unmatched_ids.len()) {
-                        0 => String::new(),
-                        more => format!(" and {more} more (the first {} are listed)", j.unmatched_ids.len()),
-                    }
-                ),
-                Some("a device plugin naming devices by something other than UUID or index, or -d excluding them; see docs/kubernetes.md"),
-            );
-        }
+}
+
+/// What the join allocated: the device IDs of each resource, and those that name no exported
+/// GPU or MIG instance.
+fn allocated(report: &mut Report, snap: &Snapshot) {
+    let Some(j) = &snap.attribution.join else {
+        return;
+    };
+    for (resource, allocatable, allocated) in &j.resources {
+        report.add(
+            "kubernetes",
+            format!("resource {resource}"),
+            Severity::Ok,
+            format!(
+                "{allocated} device ID(s) allocated{}",
+                allocatable
+                    .map(|n| format!(" of {n} allocatable"))
+                    .unwrap_or_default()
+            ),
+            None,
+        );
+    }
+    if j.unmatched > 0 {
+        report.add(
+            "kubernetes",
+            "device IDs",
+            Severity::Warn,
+            format!(
+                "{} allocated device ID(s) name no exported GPU or MIG instance: {}{}",
+                j.unmatched,
+                j.unmatched_ids.join(", "),
+                match j.unmatched.saturating_sub(j.unmatched_ids.len()) {
+                    0 => String::new(),
+                    more => format!(" and {more} more (the first {} are listed)", j.unmatched_ids.len()),
+                }
+            ),
+            Some("a device plugin naming devices by something other than UUID or index, or -d excluding them; see docs/kubernetes.md"),
+        );
     }
 }
 
@@ -502,7 +592,6 @@ pub fn api(
     }
 }
 
-/// The fix to try when an attribution source is down.
 /// `GPU 0`, or `GPU 0 GI 2` for a MIG instance.
 fn entity_name(gpu: u32, gpu_instance_id: Option<u32>) -> String {
     match gpu_instance_id {
@@ -511,6 +600,7 @@ fn entity_name(gpu: u32, gpu_instance_id: Option<u32>) -> String {
     }
 }
 
+/// The fix to try when an attribution source is down.
 fn source_fix(source: &str) -> &'static str {
     match source {
         "kubelet" => {
