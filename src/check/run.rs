@@ -94,6 +94,16 @@ type Checked = (Config, Arc<CounterSet>, Option<usize>, Simulated);
 /// reported, and the rest of the node is still checked with the profile's built-in set, so one
 /// bad line does not hide what NVML and the cluster say.
 fn files(r: &mut Report, cli: Cli, rt: &tokio::runtime::Runtime) -> Option<Checked> {
+    let (cfg, simulated) = flags(r, cli, rt)?;
+    web_config(r, &cfg);
+    let counters = counters_file(r, &cfg)?;
+    let pod_label_room = label_room(r, &cfg, &counters);
+    Some((cfg, counters, pod_label_room, simulated))
+}
+
+/// The configuration file merged into the flags, then validated (for the simulated node
+/// `--simulate` asks for, started here), with its warnings.
+fn flags(r: &mut Report, cli: Cli, rt: &tokio::runtime::Runtime) -> Option<(Config, Simulated)> {
     let settings = match cli.merge_config_file() {
         Ok(s) => s,
         Err(e) => {
@@ -131,6 +141,11 @@ fn files(r: &mut Report, cli: Cli, rt: &tokio::runtime::Runtime) -> Option<Check
     for w in &cfg.warnings {
         r.add("files", "flags", Severity::Warn, w.clone(), None);
     }
+    Some((cfg, simulated))
+}
+
+/// `--web-config-file`: none (plain HTTP), or whether it loads.
+fn web_config(r: &mut Report, cfg: &Config) {
     match &cfg.serving.config_file {
         Some(p) => match serve::web_config::WebConfig::load(p) {
             Ok(_) => {
@@ -153,6 +168,11 @@ fn files(r: &mut Report, cli: Cli, rt: &tokio::runtime::Runtime) -> Option<Check
             r.add("files", "--web-config-file", Severity::Info, detail, None);
         }
     }
+}
+
+/// The counters file, or where it does not load, the profile's built-in set the checks go on
+/// with (`None` where that fails too); its size and warnings.
+fn counters_file(r: &mut Report, cfg: &Config) -> Option<Arc<CounterSet>> {
     let loaded = match cfg.load_counters() {
         Ok(l) => l,
         Err(e) => {
@@ -188,9 +208,14 @@ fn files(r: &mut Report, cli: Cli, rt: &tokio::runtime::Runtime) -> Option<Check
     for w in &counters.warnings {
         r.add("files", "counters file", Severity::Warn, w.clone(), None);
     }
-    // The daemon refuses to start on this; check says so (and goes on, for the other checks,
-    // with the pod labels unbounded).
-    let pod_label_room = match cfg.fit_labels(&counters) {
+    Some(counters)
+}
+
+/// The pod labels' room under the labels-per-series guard. The daemon refuses to start where
+/// the counter set does not fit; check says so (and goes on, for the other checks, with the
+/// pod labels unbounded).
+fn label_room(r: &mut Report, cfg: &Config, counters: &CounterSet) -> Option<usize> {
+    match cfg.fit_labels(counters) {
         Ok(room) => room,
         Err(e) => {
             let fix = Some("drop labels with --drop-labels, or raise --max-labels-per-series");
@@ -203,8 +228,7 @@ fn files(r: &mut Report, cli: Cli, rt: &tokio::runtime::Runtime) -> Option<Check
             );
             None
         }
-    };
-    Some((cfg, counters, pod_label_room, simulated))
+    }
 }
 
 /// Whether the listen address can be bound.
@@ -328,11 +352,26 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
     };
     r.add("dcgm", "mode", Severity::Ok, mode, None);
     let support = client.support(Duration::from_secs(5));
-    let mut gpm_hint = String::new();
-    match support.library {
+    let library_hint = dcgm_library(r, support.library.as_ref());
+    let hostengine_hint = hostengine(r, support.connected.as_ref(), address.as_deref(), snap);
+    profiling_groups(r, &support.gpus, snap);
+    refused_fields(r, client);
+    library_hint.or(hostengine_hint).unwrap_or_else(|| {
+        "DCGM answers now but did not in the ticks: see the DCGM section".to_owned()
+    })
+}
+
+/// The DCGM library: where and which version, or why it cannot be used; then what to do for
+/// the profiling fields of GPUs without GPM.
+fn dcgm_library(
+    r: &mut Report,
+    library: Option<&Result<(String, String), crate::dcgm::ClientError>>,
+) -> Option<String> {
+    match library {
         Some(Ok((place, version))) => {
             let detail = format!("{place}, DCGM {version}");
             r.add("dcgm", "library", Severity::Ok, detail, None);
+            None
         }
         Some(Err(why)) => {
             let fix = "install DCGM 4 (datacenter-gpu-manager-4-core) or use the image with \
@@ -344,11 +383,24 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
                 why.to_string(),
                 Some(fix),
             );
-            gpm_hint = format!("the DCGM library cannot be used (see the DCGM section): {fix}");
+            Some(format!(
+                "the DCGM library cannot be used (see the DCGM section): {fix}"
+            ))
         }
-        None => {}
+        None => None,
     }
-    let fix = match &address {
+}
+
+/// Whether the hostengine (at `address` in remote mode, else the embedded one) answers, and
+/// how long the ticks saw it down; where it does not, what to do for the profiling fields of
+/// GPUs without GPM.
+fn hostengine(
+    r: &mut Report,
+    connected: Option<&Result<(), crate::dcgm::ClientError>>,
+    address: Option<&str>,
+    snap: &Snapshot,
+) -> Option<String> {
+    let fix = match address {
         Some(a) => format!(
             "start nv-hostengine at {a} (the GPU Operator's dcgm.enabled=true), or check the \
              address it listens on (nv-hostengine --port, --domain-socket) against -r \
@@ -369,8 +421,11 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
         ),
         _ => String::new(),
     };
-    match support.connected {
-        Some(Ok(())) => r.add("dcgm", "hostengine", Severity::Ok, "answers", None),
+    match connected {
+        Some(Ok(())) => {
+            r.add("dcgm", "hostengine", Severity::Ok, "answers", None);
+            None
+        }
         Some(Err(why)) => {
             r.add(
                 "dcgm",
@@ -379,26 +434,25 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
                 format!("{why}{seen}"),
                 Some(&fix),
             );
-            if gpm_hint.is_empty() {
-                gpm_hint = match &address {
-                    Some(a) => format!(
-                        "DCGM serves them once the hostengine at {a} answers: start it, or \
-                         point -r at the address it listens on (the DCGM section has more)"
-                    ),
-                    None => "DCGM serves them once the embedded hostengine starts (the DCGM \
-                             section says why it did not)"
-                        .to_owned(),
-                };
-            }
+            Some(match address {
+                Some(a) => format!(
+                    "DCGM serves them once the hostengine at {a} answers: start it, or \
+                     point -r at the address it listens on (the DCGM section has more)"
+                ),
+                None => "DCGM serves them once the embedded hostengine starts (the DCGM \
+                         section says why it did not)"
+                    .to_owned(),
+            })
         }
-        None => {}
+        None => None,
     }
-    if gpm_hint.is_empty() {
-        gpm_hint = "DCGM answers now but did not in the ticks: see the DCGM section".to_owned();
-    }
-    // In NVML's order (DCGM lists them by UUID); a GPU NVML does not show, last.
+}
+
+/// Each GPU's profiling metric groups, as DCGM lists them, in NVML's order (DCGM lists them by
+/// UUID); a GPU NVML does not show, last.
+fn profiling_groups(r: &mut Report, gpus: &[crate::dcgm::GpuGroups], snap: &Snapshot) {
     let index = |uuid: &str| snap.devices.iter().find(|d| d.uuid == uuid).map(|d| d.gpu);
-    let mut listed: Vec<_> = support.gpus.iter().collect();
+    let mut listed: Vec<_> = gpus.iter().collect();
     listed.sort_by_key(|g| index(&g.uuid).unwrap_or(u32::MAX));
     for g in listed {
         let gpu = index(&g.uuid).map_or_else(|| g.uuid.clone(), |i| format!("GPU {i}"));
@@ -422,6 +476,10 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
             Err(why) => r.add("dcgm", subject, Severity::Info, why.clone(), None),
         }
     }
+}
+
+/// The fields DCGM refused to watch, on which GPU or GPU instance, and why.
+fn refused_fields(r: &mut Report, client: &crate::dcgm::Client) {
     for ((t, f), why) in client.refused() {
         let name = crate::catalogue::by_id(u32::from(*f)).map_or("a field", |d| d.name);
         let at = match t.gi {
@@ -436,7 +494,6 @@ fn dcgm(r: &mut Report, pipeline: &mut Pipeline, cfg: &Config, snap: &Snapshot) 
             Some("DCGM watches one metric group per major id: keep one of the conflicting fields in the counters file"),
         );
     }
-    gpm_hint
 }
 
 /// MIG mode and GPM (the source of `DCGM_FI_PROF_*` here), per GPU; `gpm_hint` is what to do
