@@ -1524,7 +1524,7 @@ fn the_flags_page_names_every_flag_and_file_key() {
             "docs/flags.md lacks --{long}"
         );
     }
-    for s in gpu_exporter::config::Setting::ALL {
+    for &s in gpu_exporter::config::Setting::ALL {
         if let Some(key) = s.file_key() {
             let last = key.rsplit('.').next().unwrap_or(key);
             assert!(doc.contains(last), "docs/flags.md lacks {key} ({s:?})");

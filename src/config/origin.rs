@@ -13,105 +13,78 @@ use std::path::{Path, PathBuf};
 
 use crate::base::shown::shown_path;
 
-/// A setting whose value may come from more than one place (a flag, its environment
-/// variable, a key of `--config-file`), so that its errors name the one it came from
-/// (`Settings::origin_of`). Its names are written here and nowhere else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Setting {
+/// Declares [`Setting`] from one table: each variant with its flag, as messages write it, and
+/// its configuration file key (`None`: the file cannot set it). [`Setting::ALL`] is made
+/// from the same table, so a new row cannot be left out of it.
+macro_rules! settings {
+    ($($(#[doc = $doc:literal])* $variant:ident => $flag:literal, $key:expr;)*) => {
+        /// A setting whose value may come from more than one place (a flag, its environment
+        /// variable, a key of `--config-file`), so that its errors name the one it came from
+        /// (`Settings::origin_of`). Its names are written here and nowhere else.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Setting {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Setting {
+            /// Every setting, in the table's order (the tests check each against the flags'
+            /// definitions).
+            pub const ALL: &'static [Setting] = &[$(Setting::$variant,)*];
+
+            /// The flag as messages write it: the short form first when there is one
+            /// (`-c/--collect-interval`).
+            pub fn flag(self) -> &'static str {
+                match self {
+                    $(Setting::$variant => $flag,)*
+                }
+            }
+
+            /// The configuration file's key for it; `None` when the file cannot set it.
+            pub fn file_key(self) -> Option<&'static str> {
+                match self {
+                    $(Setting::$variant => $key,)*
+                }
+            }
+        }
+    };
+}
+
+settings! {
     /// `-f/--collectors`, or the file's `metrics` (a file or inline fields).
-    Collectors,
+    Collectors => "-f/--collectors", Some("metrics");
     /// `-c/--collect-interval`, or `collection.interval`.
-    CollectInterval,
+    CollectInterval => "-c/--collect-interval", Some("collection.interval");
     /// `-a/--address`.
-    Address,
+    Address => "-a/--address", None;
     /// `--max-concurrent-scrapes`, or `server.maxConcurrentScrapes`.
-    MaxConcurrentScrapes,
+    MaxConcurrentScrapes => "--max-concurrent-scrapes", Some("server.maxConcurrentScrapes");
     /// `--enable-exporter-metrics`, or `metrics.enableExporterMetrics`.
-    EnableExporterMetrics,
+    EnableExporterMetrics => "--enable-exporter-metrics", Some("metrics.enableExporterMetrics");
     /// `--watch-max-keep-age`, or `sources.dcgm.watch.maxKeepAge`.
-    WatchMaxKeepAge,
+    WatchMaxKeepAge => "--watch-max-keep-age", Some("sources.dcgm.watch.maxKeepAge");
     /// `--watch-max-keep-samples`, or `sources.dcgm.watch.maxKeepSamples`.
-    WatchMaxKeepSamples,
+    WatchMaxKeepSamples => "--watch-max-keep-samples", Some("sources.dcgm.watch.maxKeepSamples");
     /// `--include-families`, or `metrics.includeFamilies`.
-    IncludeFamilies,
+    IncludeFamilies => "--include-families", Some("metrics.includeFamilies");
     /// `--exclude-families`, or `metrics.excludeFamilies`.
-    ExcludeFamilies,
+    ExcludeFamilies => "--exclude-families", Some("metrics.excludeFamilies");
     /// `--drop-labels`, or `metrics.dropLabels`.
-    DropLabels,
+    DropLabels => "--drop-labels", Some("metrics.dropLabels");
     /// `--max-labels-per-series`, or `metrics.maxLabelsPerSeries`.
-    MaxLabelsPerSeries,
+    MaxLabelsPerSeries => "--max-labels-per-series", Some("metrics.maxLabelsPerSeries");
     /// `--series-labels`, or `metrics.seriesLabels`.
-    SeriesLabels,
+    SeriesLabels => "--series-labels", Some("metrics.seriesLabels");
     /// `--pod-resources-refresh-interval`.
-    PodResourcesRefreshInterval,
+    PodResourcesRefreshInterval => "--pod-resources-refresh-interval", None;
     /// `--pod-resources-timeout`.
-    PodResourcesTimeout,
+    PodResourcesTimeout => "--pod-resources-timeout", None;
 }
 
 impl Setting {
-    /// Every setting (the tests check each against the flags' definitions).
-    pub const ALL: [Setting; 14] = [
-        Setting::Collectors,
-        Setting::CollectInterval,
-        Setting::Address,
-        Setting::MaxConcurrentScrapes,
-        Setting::EnableExporterMetrics,
-        Setting::WatchMaxKeepAge,
-        Setting::WatchMaxKeepSamples,
-        Setting::IncludeFamilies,
-        Setting::ExcludeFamilies,
-        Setting::DropLabels,
-        Setting::MaxLabelsPerSeries,
-        Setting::SeriesLabels,
-        Setting::PodResourcesRefreshInterval,
-        Setting::PodResourcesTimeout,
-    ];
-
-    /// The flag as messages write it: the short form first when there is one
-    /// (`-c/--collect-interval`).
-    pub fn flag(self) -> &'static str {
-        match self {
-            Setting::Collectors => "-f/--collectors",
-            Setting::CollectInterval => "-c/--collect-interval",
-            Setting::Address => "-a/--address",
-            Setting::MaxConcurrentScrapes => "--max-concurrent-scrapes",
-            Setting::EnableExporterMetrics => "--enable-exporter-metrics",
-            Setting::WatchMaxKeepAge => "--watch-max-keep-age",
-            Setting::WatchMaxKeepSamples => "--watch-max-keep-samples",
-            Setting::IncludeFamilies => "--include-families",
-            Setting::ExcludeFamilies => "--exclude-families",
-            Setting::DropLabels => "--drop-labels",
-            Setting::MaxLabelsPerSeries => "--max-labels-per-series",
-            Setting::SeriesLabels => "--series-labels",
-            Setting::PodResourcesRefreshInterval => "--pod-resources-refresh-interval",
-            Setting::PodResourcesTimeout => "--pod-resources-timeout",
-        }
-    }
-
     /// The long flag (`--collect-interval`), as clap names the argument.
     pub fn long(self) -> &'static str {
         let flag = self.flag();
         flag.rsplit_once('/').map_or(flag, |(_, long)| long)
-    }
-
-    /// The configuration file's key for it; `None` when the file cannot set it.
-    pub fn file_key(self) -> Option<&'static str> {
-        Some(match self {
-            Setting::Collectors => "metrics",
-            Setting::CollectInterval => "collection.interval",
-            Setting::MaxConcurrentScrapes => "server.maxConcurrentScrapes",
-            Setting::EnableExporterMetrics => "metrics.enableExporterMetrics",
-            Setting::WatchMaxKeepAge => "sources.dcgm.watch.maxKeepAge",
-            Setting::WatchMaxKeepSamples => "sources.dcgm.watch.maxKeepSamples",
-            Setting::IncludeFamilies => "metrics.includeFamilies",
-            Setting::ExcludeFamilies => "metrics.excludeFamilies",
-            Setting::DropLabels => "metrics.dropLabels",
-            Setting::MaxLabelsPerSeries => "metrics.maxLabelsPerSeries",
-            Setting::SeriesLabels => "metrics.seriesLabels",
-            Setting::Address
-            | Setting::PodResourcesRefreshInterval
-            | Setting::PodResourcesTimeout => return None,
-        })
     }
 }
 
@@ -230,7 +203,7 @@ mod tests {
     #[test]
     fn every_setting_names_a_defined_flag() {
         let cmd = super::super::Cli::command();
-        for s in Setting::ALL {
+        for &s in Setting::ALL {
             let long = s.long().trim_start_matches("--");
             let arg = cmd
                 .get_arguments()
