@@ -26,7 +26,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use crate::catalogue::Level;
-use crate::catalogue::csv::CounterSet;
+use crate::catalogue::csv::{CounterRow, CounterSet};
 use crate::health::xid::err_msg as xid_err_msg;
 use crate::snapshot::{EntityId, Labels, Snapshot, Value};
 
@@ -56,115 +56,14 @@ pub fn encode_counted(
         .map(|(i, r)| (i, r.name.as_str()))
         .collect();
     label_order.sort_by(|a, b| a.1.cmp(b.1));
-    // Each entity's identity (and in the `full` shape its descriptions and CSV labels),
-    // written (and escaped) once per encode instead of once per series: every family of the
-    // entity repeats them.
-    let prefixes: Vec<String> = snap
-        .entities
-        .iter()
-        .map(|e| {
-            let mut s = String::with_capacity(256);
-            let mut first = true;
-            write_identity(&mut s, &mut first, &e.id, opts);
-            if opts.shape.full() {
-                write_csv_labels(&mut s, &mut first, e, &label_order);
-            }
-            s
-        })
-        .collect();
-
+    let prefixes = entity_prefixes(snap, &label_order, opts);
     for (slot, row) in counters.metrics().enumerate() {
-        if row.field.level == Level::Link {
-            interconnect::encode_link_row(&mut out, snap, row, opts);
-            continue;
-        }
-        if row.field.level == Level::Switch {
-            interconnect::encode_switch_row(&mut out, snap, (slot, row), &label_order, opts);
-            continue;
-        }
-        let mut header = false;
-        for (ei, (e, prefix)) in snap.entities.iter().zip(&prefixes).enumerate() {
-            let Some(Some(value)) = e.values.get(slot) else {
-                continue;
-            };
-            let holders = if opts.shape.full() {
-                snap.attribution.series_labels(ei)
-            } else {
-                NO_HOLDER
-            };
-            if !header {
-                // A windowed count goes up and down: it is a gauge whatever the CSV says (a
-                // count since start keeps the CSV's type), except where dcgm-exporter 4.8.2's
-                // types are asked for.
-                let kind = match value {
-                    _ if opts.types_as_written => row.kind.as_str(),
-                    Value::Window(w) if w.window_ms.is_some() => "gauge",
-                    _ if opts.gauge_fields.contains(&row.field.name) => "gauge",
-                    _ => row.kind.as_str(),
-                };
-                write_header(&mut out, &row.name, &row.help, kind);
-                header = true;
+        match row.field.level {
+            Level::Link => interconnect::encode_link_row(&mut out, snap, row, opts),
+            Level::Switch => {
+                interconnect::encode_switch_row(&mut out, snap, (slot, row), &label_order, opts);
             }
-            // One copy of the series per holder variant (usually exactly one).
-            let series = |out: &mut String, extra: &dyn Fn(&mut String, &mut bool), v: f64| {
-                for holder in holders {
-                    out.push_str(&row.name);
-                    out.push('{');
-                    out.push_str(prefix);
-                    // The prefix always holds `gpu`: what follows needs its comma.
-                    let mut first = false;
-                    holder.write_to(out);
-                    extra(out, &mut first);
-                    out.push_str("} ");
-                    write_value(out, v);
-                    out.push('\n');
-                }
-            };
-            match value {
-                Value::Num(v) => series(&mut out, &|_, _| {}, *v),
-                Value::Xid(code) => series(
-                    &mut out,
-                    &|out, first| {
-                        let _ = write!(out, ",err_code=\"{code}\"");
-                        write_label(out, first, "err_msg", xid_err_msg(*code));
-                    },
-                    *code as f64,
-                ),
-                Value::Health(watches) => {
-                    for w in watches {
-                        series(
-                            &mut out,
-                            &|out, first| {
-                                write_label(out, first, "health_watch", w.watch);
-                                write_label(out, first, "health_error_code", &w.code);
-                            },
-                            f64::from(w.result),
-                        );
-                    }
-                }
-                Value::Window(w) => {
-                    let window = w.window_ms.map(|ms| ms.to_string());
-                    if let (true, Some(window)) = (w.counts.is_empty(), &window) {
-                        series(
-                            &mut out,
-                            &|out, first| write_label(out, first, "window_size_in_ms", window),
-                            0.0,
-                        );
-                    }
-                    for (label, n) in &w.counts {
-                        series(
-                            &mut out,
-                            &|out, first| {
-                                write_label(out, first, w.label, label);
-                                if let Some(window) = &window {
-                                    write_label(out, first, "window_size_in_ms", window);
-                                }
-                            },
-                            *n as f64,
-                        );
-                    }
-                }
-            }
+            _ => encode_row(&mut out, snap, (slot, row), &prefixes, opts),
         }
     }
     if opts.own_families {
@@ -184,6 +83,129 @@ pub fn encode_counted(
 
 /// One copy of each series, with no holder labels (the `lean` shape).
 const NO_HOLDER: &[Labels] = &[Labels::new()];
+
+/// Each entity's identity (and in the `full` shape its descriptions and CSV labels, in
+/// `label_order`), written (and escaped) once per encode instead of once per series: every
+/// family of the entity repeats them.
+fn entity_prefixes(
+    snap: &Snapshot,
+    label_order: &[(usize, &str)],
+    opts: &EncodeOptions,
+) -> Vec<String> {
+    snap.entities
+        .iter()
+        .map(|e| {
+            let mut s = String::with_capacity(256);
+            let mut first = true;
+            write_identity(&mut s, &mut first, &e.id, opts);
+            if opts.shape.full() {
+                write_csv_labels(&mut s, &mut first, e, label_order);
+            }
+            s
+        })
+        .collect()
+}
+
+/// One counters row of an entity level (GPU, MIG instance): its header once, before the
+/// first entity that has a value, then each entity's series.
+fn encode_row(
+    out: &mut String,
+    snap: &Snapshot,
+    (slot, row): (usize, &CounterRow),
+    prefixes: &[String],
+    opts: &EncodeOptions,
+) {
+    let mut header = false;
+    for (ei, (e, prefix)) in snap.entities.iter().zip(prefixes).enumerate() {
+        let Some(Some(value)) = e.values.get(slot) else {
+            continue;
+        };
+        if !header {
+            // A windowed count goes up and down: it is a gauge whatever the CSV says (a count
+            // since start keeps the CSV's type), except where dcgm-exporter 4.8.2's types are
+            // asked for.
+            let kind = match value {
+                _ if opts.types_as_written => row.kind.as_str(),
+                Value::Window(w) if w.window_ms.is_some() => "gauge",
+                _ if opts.gauge_fields.contains(&row.field.name) => "gauge",
+                _ => row.kind.as_str(),
+            };
+            write_header(out, &row.name, &row.help, kind);
+            header = true;
+        }
+        let holders = if opts.shape.full() {
+            snap.attribution.series_labels(ei)
+        } else {
+            NO_HOLDER
+        };
+        encode_value(out, &row.name, prefix, holders, value);
+    }
+}
+
+/// One entity's value of a row as its series: one per holder variant (usually exactly one),
+/// and for a value with labels of its own (an Xid, DCGM's health watches, a windowed count)
+/// one per label set.
+fn encode_value(out: &mut String, name: &str, prefix: &str, holders: &[Labels], value: &Value) {
+    let series = |out: &mut String, extra: &dyn Fn(&mut String, &mut bool), v: f64| {
+        for holder in holders {
+            out.push_str(name);
+            out.push('{');
+            out.push_str(prefix);
+            // The prefix always holds `gpu`: what follows needs its comma.
+            let mut first = false;
+            holder.write_to(out);
+            extra(out, &mut first);
+            out.push_str("} ");
+            write_value(out, v);
+            out.push('\n');
+        }
+    };
+    match value {
+        Value::Num(v) => series(out, &|_, _| {}, *v),
+        Value::Xid(code) => series(
+            out,
+            &|out, first| {
+                let _ = write!(out, ",err_code=\"{code}\"");
+                write_label(out, first, "err_msg", xid_err_msg(*code));
+            },
+            *code as f64,
+        ),
+        Value::Health(watches) => {
+            for w in watches {
+                series(
+                    out,
+                    &|out, first| {
+                        write_label(out, first, "health_watch", w.watch);
+                        write_label(out, first, "health_error_code", &w.code);
+                    },
+                    f64::from(w.result),
+                );
+            }
+        }
+        Value::Window(w) => {
+            let window = w.window_ms.map(|ms| ms.to_string());
+            if let (true, Some(window)) = (w.counts.is_empty(), &window) {
+                series(
+                    out,
+                    &|out, first| write_label(out, first, "window_size_in_ms", window),
+                    0.0,
+                );
+            }
+            for (label, n) in &w.counts {
+                series(
+                    out,
+                    &|out, first| {
+                        write_label(out, first, w.label, label);
+                        if let Some(window) = &window {
+                            write_label(out, first, "window_size_in_ms", window);
+                        }
+                    },
+                    *n as f64,
+                );
+            }
+        }
+    }
+}
 
 /// `gpu_xid_errors_total` and `gpu_xid_last_seen_timestamp_seconds`, per physical GPU and
 /// Xid code. They are ours (not CSV rows): always on while Xid events are watched.
