@@ -52,76 +52,23 @@ pub(super) fn read_rows(
         .iter()
         .map(|r| wanted(r.field) && !book.is_unsupported(at.key, r.field))
         .collect();
-    // A row of a `--config-file` collection slower than the tick keeps its last reading until
-    // its interval has passed (half a tick of slack absorbs timer jitter).
-    let cols = &ctx.opts.collections;
-    let held: Vec<Option<Option<Value>>> = rows
-        .iter()
-        .map(|r| {
-            if cols.groups.is_empty() {
-                return None;
-            }
-            let (t, v) = ent.held.get(&r.name)?;
-            let slack = cols.tick().as_secs_f64() / 2.0;
-            (ctx.now - t + slack < cols.interval_for(&r.name, r.field).as_secs_f64())
-                .then(|| v.clone())
-        })
-        .collect();
+    let held = held_rows(ctx, rows, ent);
     let active_rows: Vec<bool> = active_rows
         .iter()
         .zip(&held)
         .map(|(a, h)| *a && h.is_none())
         .collect();
     let mut cache = TickCache::default();
-
-    // One nvmlDeviceGetFieldValues call for every field-value row of this entity.
-    let mut ids: Vec<u32> = Vec::new();
-    for (row, _) in rows.iter().zip(&active_rows).filter(|(_, a)| **a) {
-        match row.field.getter {
-            Getter::NvmlField(id, _) | Getter::NvmlFieldBer(id) => ids.push(id),
-            Getter::NvmlFieldRate(list, _) => ids.extend_from_slice(list),
-            _ => {}
-        }
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    if !ids.is_empty() {
-        // The NVLink throughput counters and NVLink 5's counters take the link as scope; all
-        // links summed is scope UINT_MAX (scope 0 would be link 0 alone). Every other field
-        // ignores the scope.
-        let req: Vec<(u32, u32)> = ids
-            .iter()
-            .map(|&i| {
-                (
-                    i,
-                    if nvlink::is_link_scoped(i) {
-                        u32::MAX
-                    } else {
-                        0
-                    },
-                )
-            })
-            .collect();
-        match nvlink::scoped_fields(ctx.nvml, dev, &req) {
-            Ok(samples) => {
-                for (id, v) in ids.iter().zip(samples) {
-                    cache.fields.insert(*id, v);
-                }
-            }
-            Err(e) => {
-                for id in &ids {
-                    cache.fields.insert(*id, Err(clone_err(&e)));
-                }
-            }
-        }
-    }
-
+    let active = || {
+        rows.iter()
+            .zip(&active_rows)
+            .filter(|(_, a)| **a)
+            .map(|(r, _)| *r)
+    };
+    read_field_values(ctx, dev, active(), &mut cache);
     // GPM: one sample per tick, metrics against the previous tick's sample.
-    let gpm_ids: Vec<u32> = rows
-        .iter()
-        .zip(&active_rows)
-        .filter(|(_, a)| **a)
-        .filter_map(|(r, _)| match r.field.getter {
+    let gpm_ids: Vec<u32> = active()
+        .filter_map(|r| match r.field.getter {
             Getter::Gpm(id, _) => Some(id),
             _ => None,
         })
@@ -132,7 +79,7 @@ pub(super) fn read_rows(
             ctx.nvml, dev, parent, gpu, ent, &gpm_ids, &mut cache, elsewhere,
         );
     }
-
+    let collections = !ctx.opts.collections.groups.is_empty();
     let mut values = Vec::with_capacity(rows.len());
     for ((row, active), held) in rows.iter().zip(&active_rows).zip(held) {
         let f = row.field;
@@ -149,12 +96,81 @@ pub(super) fn read_rows(
             other => other,
         });
         let v = book.settle(at, f, lost, r);
-        if !cols.groups.is_empty() {
+        if collections {
             ent.held.insert(row.name.clone(), (ctx.now, v.clone()));
         }
         values.push(v);
     }
     values
+}
+
+/// Each row's held reading, when it belongs to a `--config-file` collection slower than the
+/// tick whose interval has not passed since its last reading (half a tick of slack absorbs
+/// timer jitter); `None`: read it this tick.
+fn held_rows(ctx: &Ctx<'_>, rows: &[&CounterRow], ent: &EntityState) -> Vec<Option<Option<Value>>> {
+    let cols = &ctx.opts.collections;
+    rows.iter()
+        .map(|r| {
+            if cols.groups.is_empty() {
+                return None;
+            }
+            let (t, v) = ent.held.get(&r.name)?;
+            let slack = cols.tick().as_secs_f64() / 2.0;
+            (ctx.now - t + slack < cols.interval_for(&r.name, r.field).as_secs_f64())
+                .then(|| v.clone())
+        })
+        .collect()
+}
+
+/// One nvmlDeviceGetFieldValues call for every field-value row of `active` on `dev`, its
+/// samples (or the call's error, for each id) into `cache`.
+fn read_field_values<'r>(
+    ctx: &Ctx<'_>,
+    dev: &Device<'static>,
+    active: impl Iterator<Item = &'r CounterRow>,
+    cache: &mut TickCache,
+) {
+    let mut ids: Vec<u32> = Vec::new();
+    for row in active {
+        match row.field.getter {
+            Getter::NvmlField(id, _) | Getter::NvmlFieldBer(id) => ids.push(id),
+            Getter::NvmlFieldRate(list, _) => ids.extend_from_slice(list),
+            _ => {}
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.is_empty() {
+        return;
+    }
+    // The NVLink throughput counters and NVLink 5's counters take the link as scope; all links
+    // summed is scope UINT_MAX (scope 0 would be link 0 alone). Every other field ignores the
+    // scope.
+    let req: Vec<(u32, u32)> = ids
+        .iter()
+        .map(|&i| {
+            (
+                i,
+                if nvlink::is_link_scoped(i) {
+                    u32::MAX
+                } else {
+                    0
+                },
+            )
+        })
+        .collect();
+    match nvlink::scoped_fields(ctx.nvml, dev, &req) {
+        Ok(samples) => {
+            for (id, v) in ids.iter().zip(samples) {
+                cache.fields.insert(*id, v);
+            }
+        }
+        Err(e) => {
+            for id in &ids {
+                cache.fields.insert(*id, Err(clone_err(&e)));
+            }
+        }
+    }
 }
 
 pub(super) fn num(v: f64) -> Result<Option<Value>, NvmlError> {
