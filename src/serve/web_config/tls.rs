@@ -562,10 +562,7 @@ impl TlsSettings {
     }
 
     pub(super) fn err(&self, msg: String) -> WebConfigError {
-        WebConfigError::Invalid {
-            file: self.file.clone(),
-            message: msg,
-        }
+        invalid(&self.file, msg)
     }
 
     /// Reads the files and builds a rustls configuration.
