@@ -23,7 +23,8 @@ use crate::catalogue::csv::CounterSet;
 use crate::catalogue::labels;
 use crate::health::{SLOWDOWN, TEMP};
 use crate::snapshot::{
-    Action, ActiveReason, DcgmState, DcgmStatus, EntitySample, Snapshot, SourceHealth, Verdict,
+    Action, ActiveReason, DcgmState, DcgmStatus, DeviceStatus, EntitySample, Snapshot,
+    SourceHealth, Verdict,
 };
 
 const UTIL: &str = "DCGM_FI_DEV_GPU_UTIL";
@@ -277,51 +278,7 @@ pub fn build(
     let gpus = snap
         .devices
         .iter()
-        .map(|d| {
-            let whole = snap
-                .entities
-                .iter()
-                .position(|e| e.id.gpu == d.gpu && e.id.mig.is_none());
-            let whole_e = whole.map(|i| &snap.entities[i]);
-            let instances = snap
-                .entities
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.id.gpu == d.gpu)
-                .filter_map(|(i, e)| {
-                    let m = e.id.mig.as_ref()?;
-                    Some(InstanceStatus {
-                        profile: m.profile.clone(),
-                        gpu_instance_id: m.gpu_instance_id,
-                        uuid: m.uuid.clone(),
-                        holders: holders(snap, i),
-                        outside_pods: outside_pods(snap, i),
-                        reading: reading(&s, e, snap),
-                        verdict: snap
-                            .health
-                            .iter()
-                            .find(|h| h.uuid == m.uuid)
-                            .map_or(Verdict::Ok, |h| h.verdict)
-                            .as_str(),
-                    })
-                })
-                .collect();
-            GpuStatus {
-                gpu: d.gpu,
-                uuid: d.uuid.clone(),
-                model: d.model_name.clone(),
-                up: d.up,
-                holders: match whole {
-                    Some(i) if d.up => holders(snap, i),
-                    _ if !d.up => lost_holders(snap, &d.uuid),
-                    _ => Vec::new(),
-                },
-                outside_pods: whole.map(|i| outside_pods(snap, i)).unwrap_or_default(),
-                reading: whole_e.filter(|_| d.up).map(|e| whole_reading(snap, &s, e)),
-                health: health(snap, d.gpu),
-                instances,
-            }
-        })
+        .map(|d| gpu_status(snap, &s, d))
         .collect();
     let st = &snap.stats;
     NodeStatus {
@@ -376,18 +333,75 @@ pub fn build(
                 count: *count,
             })
             .collect(),
-        counters: CountersStatus {
-            metrics: counters.metrics().count(),
-            last_reload_ok: st.counters_reload.as_ref().map(|r| r.last_ok),
-            reloads: st.counters_reload.as_ref().map_or(0, |r| r.successes),
-            reload_failures: st.counters_reload.as_ref().map_or(0, |r| r.failures),
-        },
+        counters: counters_status(snap, counters),
         not_configured: READINGS
             .iter()
             .filter(|(_, f)| s.slot(f).is_none())
             .copied()
             .chain(crate::health::not_exported(counters))
             .collect(),
+    }
+}
+
+/// One physical GPU's status: its holders (those it had, when it is lost), its reading, its
+/// health and its MIG instances.
+fn gpu_status(snap: &Snapshot, s: &Slots<'_>, d: &DeviceStatus) -> GpuStatus {
+    let whole = snap
+        .entities
+        .iter()
+        .position(|e| e.id.gpu == d.gpu && e.id.mig.is_none());
+    let whole_e = whole.map(|i| &snap.entities[i]);
+    GpuStatus {
+        gpu: d.gpu,
+        uuid: d.uuid.clone(),
+        model: d.model_name.clone(),
+        up: d.up,
+        holders: match whole {
+            Some(i) if d.up => holders(snap, i),
+            _ if !d.up => lost_holders(snap, &d.uuid),
+            _ => Vec::new(),
+        },
+        outside_pods: whole.map(|i| outside_pods(snap, i)).unwrap_or_default(),
+        reading: whole_e.filter(|_| d.up).map(|e| whole_reading(snap, s, e)),
+        health: health(snap, d.gpu),
+        instances: instances(snap, s, d.gpu),
+    }
+}
+
+/// The MIG instances of GPU `gpu`: each one's holders, reading and verdict.
+fn instances(snap: &Snapshot, s: &Slots<'_>, gpu: u32) -> Vec<InstanceStatus> {
+    snap.entities
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.id.gpu == gpu)
+        .filter_map(|(i, e)| {
+            let m = e.id.mig.as_ref()?;
+            Some(InstanceStatus {
+                profile: m.profile.clone(),
+                gpu_instance_id: m.gpu_instance_id,
+                uuid: m.uuid.clone(),
+                holders: holders(snap, i),
+                outside_pods: outside_pods(snap, i),
+                reading: reading(s, e, snap),
+                verdict: snap
+                    .health
+                    .iter()
+                    .find(|h| h.uuid == m.uuid)
+                    .map_or(Verdict::Ok, |h| h.verdict)
+                    .as_str(),
+            })
+        })
+        .collect()
+}
+
+/// The counters file in use: its metrics and its reloads.
+fn counters_status(snap: &Snapshot, counters: &CounterSet) -> CountersStatus {
+    let reload = snap.stats.counters_reload.as_ref();
+    CountersStatus {
+        metrics: counters.metrics().count(),
+        last_reload_ok: reload.map(|r| r.last_ok),
+        reloads: reload.map_or(0, |r| r.successes),
+        reload_failures: reload.map_or(0, |r| r.failures),
     }
 }
 
