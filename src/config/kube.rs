@@ -1,10 +1,10 @@
 //! The pod attribution settings (`-k` and the `--kubernetes-*`, `--pod-resources-*` and
-//! `--nvidia-resource-names` flags) checked into attribution's options, a [`KubernetesOptions`], with a warning for each
-//! such flag given without `-k`. It must not contact the kubelet or the API server.
+//! `--nvidia-resource-names` flags) checked into attribution's options, a
+//! [`KubernetesOptions`], with a warning for each such flag given without `-k`. It must not contact the kubelet or the API server.
 
 use std::time::Duration;
 
-use super::{ConfigError, MIN_INTERVAL_MS, Setting, Settings};
+use super::{ConfigError, Setting, Settings};
 use crate::attribution::{AttributionOptions, KubernetesOptions};
 use crate::sources::kubelet::client::KubeletOptions;
 
@@ -25,13 +25,7 @@ impl Settings {
                 cli.kubernetes.pod_resources_timeout,
             ),
         ] {
-            if ms < MIN_INTERVAL_MS {
-                return Err(ConfigError::TooShort {
-                    setting: self.origin_of(flag),
-                    value: ms.to_string(),
-                    min: MIN_INTERVAL_MS,
-                });
-            }
+            self.interval_ms(flag, ms)?;
         }
         let allowlist = crate::sources::kube::pod_labels::LabelAllowlist::parse(Some(
             &cli.kubernetes

@@ -175,19 +175,25 @@ impl Settings {
 
     /// `-c/--collect-interval` (or `collection.interval`), at least [`MIN_INTERVAL_MS`].
     fn collect_interval_ms(&self) -> Result<u64, ConfigError> {
-        let collect_ms = self
+        let ms = self
             .cli
             .sampling
             .collect_interval
             .unwrap_or(DEFAULT_INTERVAL_MS);
-        if collect_ms < MIN_INTERVAL_MS {
+        self.interval_ms(Setting::CollectInterval, ms)
+    }
+
+    /// An interval `setting` of `ms` milliseconds, refused under [`MIN_INTERVAL_MS`] naming
+    /// where it came from: the one minimum of every interval flag and variable.
+    pub(super) fn interval_ms(&self, setting: Setting, ms: u64) -> Result<u64, ConfigError> {
+        if ms < MIN_INTERVAL_MS {
             return Err(ConfigError::TooShort {
-                setting: self.origin_of(Setting::CollectInterval),
-                value: collect_ms.to_string(),
+                setting: self.origin_of(setting),
+                value: ms.to_string(),
                 min: MIN_INTERVAL_MS,
             });
         }
-        Ok(collect_ms)
+        Ok(ms)
     }
 
     /// The NVML reader's options: the devices (`-d`; `-s` and `-p` checked for syntax), the
