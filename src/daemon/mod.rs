@@ -17,7 +17,6 @@
 pub mod exit;
 pub mod pipeline;
 pub mod signals;
-pub mod trim;
 
 pub use exit::{Exit, leave_now};
 
@@ -240,11 +239,6 @@ async fn serve_until_signal(
     signalled: Arc<OnceLock<Instant>>,
 ) {
     tokio::spawn(serve::watchdog(Arc::clone(&shared)));
-    let published = Arc::clone(&shared);
-    tokio::spawn(trim::after_start_up(
-        move || published.has_published(),
-        cfg.tick_interval,
-    ));
     let app = serve::app_with(shared, cfg.serve_options());
     let shutdown = async move {
         match shutdown {
