@@ -8,12 +8,15 @@
 //! | pod label named `pod`, `namespace`, `container` | `label_<key>` | left out | `pod_label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
 //! | pod label named like another exporter label | `label_<key>` | `label_<key>` | `pod_label_<key>` | `pod_label_<key>` | `pod_label_<key>` |
 //! | pod labels that sanitize alike | first key wins | same | `_conflictN` each | `_conflictN` each | `_conflictN` each |
+//! | profiling fields on mixed GPU models | each GPU's own | same | same | same | those every GPU supports |
 //!
 //! | built-in counters | `default-counters.csv` | `dcgm-4.8.2-*.csv` | `default-counters.csv` | `dcgm-4.9-*.csv` | `dcgm-4.10-*.csv` |
 //! | `# TYPE` | file's; windows gauge | file's, windows too | file's; windows and NVLink bandwidth gauge | same as 4.8.4 | same as 4.8.4 |
 //!
 //! `dcgm-4.10` is `dcgm-4.9` with dcgm-exporter 4.10's sets: the profiling byte rates under
-//! their `…_BYTES_PER_SECOND` names. (`dcgm-4.8.3` is accepted as `dcgm-4.8.4`: they differ in
+//! their `…_BYTES_PER_SECOND` names; and on a node whose selected GPUs are of more than one
+//! model it serves only the profiling fields every one of them supports, as 4.10's release
+//! notes say it collects them. (`dcgm-4.8.3` is accepted as `dcgm-4.8.4`: they differ in
 //! no name or label.) Data only (the
 //! shipped counters sets are compiled in): it must not look at flags other than the profile's
 //! own value, read files or format text.
@@ -196,6 +199,15 @@ impl Profile {
         }
     }
 
+    /// Whether, on a node whose selected GPUs are of more than one model, a profiling
+    /// (`DCGM_FI_PROF_*`) field is served only when every one of them supports it, and withheld
+    /// on all of them otherwise (dcgm-exporter 4.10, by its release notes: "collects the
+    /// profiling fields that all GPUs support"); the other profiles serve each GPU the fields it
+    /// supports.
+    pub fn common_profiling_set(self) -> bool {
+        matches!(self, Self::Dcgm410)
+    }
+
     /// What of the profile could not be checked against the dcgm-exporter it stands for, for
     /// a start-up warning.
     pub fn gaps(self) -> Option<&'static str> {
@@ -208,8 +220,10 @@ impl Profile {
             Self::Dcgm410 => Some(
                 "the dcgm-4.10 counters sets are dcgm-4.9's with the four profiling byte rates \
                  renamed ..._BYTES_PER_SECOND (PCIe TX/RX on, NVLink TX/RX commented), as \
-                 dcgm-exporter 4.10's release notes describe them; its own files and code were \
-                 not available to compare, and its health listener changes are not reproduced",
+                 dcgm-exporter 4.10's release notes describe them, and on mixed GPU models only \
+                 the profiling fields every GPU supports are served, after one sentence of those \
+                 notes; its own files and code were not available to compare, and its health \
+                 listener changes are not reproduced",
             ),
             _ => None,
         }
@@ -275,6 +289,15 @@ mod tests {
         assert!(Profile::Dcgm482.types_as_written());
         assert!(!Profile::Dcgm410.types_as_written());
         assert!(!Profile::Native.types_as_written() && !Profile::Dcgm484.types_as_written());
+        // Only dcgm-4.10 serves the profiling fields common to every GPU model.
+        for p in Profile::ALL {
+            assert_eq!(
+                p.common_profiling_set(),
+                p == Profile::Dcgm410,
+                "{}",
+                p.name()
+            );
+        }
     }
 
     /// dcgm-4.10's sets are dcgm-4.9's, row for row (same fields, types, help and order), but
