@@ -149,7 +149,8 @@ impl Pipeline {
         let loader: sampler::Loader =
             Box::new(move || gpu::open_after_trial(loader_path.as_deref()));
         let mut sampler = Sampler::with_options(loader, Arc::clone(counters), cfg.reader.clone())
-            .with_health(cfg.health_options());
+            .with_health(cfg.health_options())
+            .with_common_profiling(cfg.exposition.profile.common_profiling_set());
         if let Some(client) = start_dcgm(cfg).map_err(PipelineError::Dcgm)? {
             sampler = sampler.with_dcgm(client);
         }

@@ -6,7 +6,9 @@
 //! have counted, `CountOwners`) and publishes it to [`Shared`]. With a DCGM
 //! client ([`Sampler::with_dcgm`]) it asks DCGM for the profiling rows NVML left empty on GPUs
 //! without GPM and for the health checks, waiting at most the client's deadline, and carries
-//! DCGM's state (with the profiling values it left unserved) into the snapshot. It feeds the
+//! DCGM's state (with the profiling values it left unserved) into the snapshot. Under a
+//! profile that serves only the profiling fields every GPU model supports (`dcgm-4.10`), it
+//! withholds the others on a node of mixed models (`common`). It feeds the
 //! health model (`health`) every tick, reading the fields the model watches even when the
 //! counters file does not export them. Its thread is the
 //! only one that reads NVML values after start-up; the Xid thread (`gpu::xid`) also calls NVML,
@@ -15,6 +17,7 @@
 //! must not block on the network: attribution sources refresh on their own tasks, and the wait
 //! for DCGM ends at its deadline.
 
+pub mod common;
 pub mod reload;
 
 use std::sync::Arc;
@@ -72,6 +75,9 @@ pub struct Sampler {
     /// The switch rows went unserved last tick for a lasting reason (DCGM off or unusable,
     /// no switch listed), not a tick DCGM missed.
     switch_gap_lasting: bool,
+    /// Serve only the profiling fields every GPU model supports (`--compatibility
+    /// dcgm-4.10`), with the set last decided; `None` serves each GPU what it supports.
+    common_profiling: Option<common::CommonProfiling>,
 }
 
 impl Sampler {
@@ -103,12 +109,21 @@ impl Sampler {
             health: HealthModel::default(),
             read_set,
             switch_gap_lasting: false,
+            common_profiling: None,
         }
     }
 
     /// Runs the health model with `opts` (the hold time).
     pub fn with_health(mut self, opts: HealthOptions) -> Self {
         self.health = HealthModel::new(opts);
+        self
+    }
+
+    /// On a node whose selected GPUs are of more than one model, serves only the profiling
+    /// fields every one of them supports when `on` (the profile's
+    /// `Profile::common_profiling_set`), withholding the others on all GPUs.
+    pub fn with_common_profiling(mut self, on: bool) -> Self {
+        self.common_profiling = on.then(common::CommonProfiling::default);
         self
     }
 
@@ -249,10 +264,17 @@ impl Sampler {
         // A value that is unsupported on its entity (DCGM refused it there, or its library
         // cannot be used and NVML decided) is listed there, not also as unserved.
         let unsupported = self.unsupported(&snap);
+        // A profiling field some GPU model of a mixed node lacks, under a profile that serves
+        // only the common ones: cleared on every entity, listed as withheld (not unserved).
+        let withheld = match self.common_profiling.as_mut() {
+            Some(c) => c.decide(&snap.devices, &unsupported, &self.counters),
+            None => Vec::new(),
+        };
+        common::withhold(&mut snap.entities, &self.counters, &withheld);
         dcgm.unserved.retain(|u| {
             !unsupported.iter().any(|x| {
                 x.gpu == u.gpu && x.gpu_instance_id == u.gpu_instance_id && x.field == u.field
-            })
+            }) && !withheld.iter().any(|w| w.field == u.field)
         });
         snap.stats = SampleStats {
             // NVML reading time: the wait for the Xid thread to catch up is not included.
@@ -261,6 +283,7 @@ impl Sampler {
             last_success_unix: self.last_success_unix,
             ticks: self.ticks,
             unsupported,
+            withheld,
             nvml_up,
             dcgm,
             counters_reload: self.counters_file.as_ref().map(|f| f.stats().clone()),

@@ -231,6 +231,19 @@ pub struct Unsupported {
     pub field: &'static str,
 }
 
+/// A profiling field withheld on every GPU because some selected GPUs do not support it, on a
+/// node of mixed GPU models under a profile that serves only the fields common to all of them
+/// (`--compatibility dcgm-4.10`, `catalogue::profile::Profile::common_profiling_set`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Withheld {
+    /// Canonical field name.
+    pub field: &'static str,
+    /// The selected GPUs that do not support it: (GPU index, model name), by index.
+    pub lacking: Vec<(u32, String)>,
+    /// Why, in one sentence, as `/status`, the landing page and `check` show it.
+    pub reason: String,
+}
+
 /// One NVSwitch chip as DCGM showed it this tick.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SwitchSample {
@@ -272,6 +285,9 @@ pub struct SampleStats {
     pub ticks: u64,
     /// Fields detected unsupported so far.
     pub unsupported: Vec<Unsupported>,
+    /// Profiling fields withheld on every GPU this tick, because the node mixes GPU models and
+    /// not all of them support the field (`--compatibility dcgm-4.10` only), by field.
+    pub withheld: Vec<Withheld>,
     /// `false` while NVML itself is unavailable.
     pub nvml_up: bool,
     /// DCGM's state this tick (`DcgmState::Off` with `--dcgm-mode off`): whether it answered
