@@ -253,8 +253,9 @@ impl FieldReads {
         }
     }
 
-    /// The item's level, detail and fix: read errors first, then nothing sampled, then DCGM
-    /// not serving it, then not offered or not served anywhere, then served.
+    /// The item's level, detail and fix: read errors first, then nothing sampled, then withheld
+    /// (GPU models mixed, `--compatibility dcgm-4.10`), then DCGM not serving it, then not
+    /// offered or not served anywhere, then served.
     fn verdict(
         &self,
         snap: &Snapshot,
@@ -281,6 +282,20 @@ impl FieldReads {
                 Severity::Info,
                 "not read: no GPU or MIG instance was sampled (see the nvml rows)".to_owned(),
                 None,
+            )
+        } else if let Some(w) = snap
+            .stats
+            .withheld
+            .iter()
+            .find(|w| w.field == row.field.name)
+        {
+            // A node of mixed GPU models under a profile that serves only the common fields.
+            (
+                Severity::Info,
+                format!("served on {served}/{entities}; {}", w.reason),
+                Some(
+                    "run with --compatibility native to serve it on the GPUs that support it, or leave it out of the counters file",
+                ),
             )
         } else if !unserved.is_empty() {
             // Configured, and DCGM does not serve it: never ok, a failure where nothing does.

@@ -482,6 +482,19 @@ fn exporter(s: &NodeStatus) -> Markup {
                 }
             }
         }
+        @if !s.withheld.is_empty() {
+            h3 { "Withheld profiling fields (GPU models mixed)" }
+            table {
+                tr { th { "Field" } th { "Not supported on" } th { "Why" } }
+                @for w in &s.withheld {
+                    tr {
+                        td { code { (Text(w.field)) } }
+                        td { (Text(&w.lacking.iter().map(|g| format!("GPU {g}")).collect::<Vec<_>>().join(", "))) }
+                        td.long { (Text(&w.reason)) }
+                    }
+                }
+            }
+        }
         @if !s.field_errors.is_empty() {
             h3 { "Read errors" }
             table {
@@ -521,7 +534,7 @@ mod tests {
     use super::*;
     use crate::serve::status::{
         CountersStatus, FieldErrors, InstanceStatus, Missing, ShownHealth, UnavailableField,
-        UnsupportedField,
+        UnsupportedField, WithheldField,
     };
     use crate::snapshot::SourceHealth;
 
@@ -655,6 +668,11 @@ mod tests {
                 gpu_instance_id: None,
                 field: s,
             }],
+            withheld: vec![WithheldField {
+                field: s,
+                lacking: vec![1],
+                reason: s.to_owned(),
+            }],
             field_errors: vec![FieldErrors {
                 field: s,
                 kind: s,
@@ -690,9 +708,9 @@ mod tests {
         // holder or process on its row); the instance's profile, UUID, holder and process;
         // the instance's DCGM reason (a title); the source and its error; DCGM's error on the
         // status line, its address and error in its row; the field not configured and its
-        // signal; the value DCGM did not serve and why; the unsupported field; the read
-        // error's field and kind.
-        let places = 3 + 5 + 4 + 3 + 4 + 1 + 2 + 3 + 2 + 2 + 1 + 2;
+        // signal; the value DCGM did not serve and why; the unsupported field; the withheld
+        // field and why; the read error's field and kind.
+        let places = 3 + 5 + 4 + 3 + 4 + 1 + 2 + 3 + 2 + 2 + 1 + 2 + 2;
         assert_eq!(page.matches(SHOWN).count(), places, "{page}");
         // Everything else is the same page as with a harmless name.
         let plain = render(&node_with_strings("pod-a"));

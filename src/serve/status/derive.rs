@@ -16,7 +16,7 @@
 use super::display::{
     Cause, CountersStatus, CurrentValues, DcgmSource, FieldErrors, GpuStatus, InstanceStatus,
     Missing, NodeStatus, ProcessStatus, ShownHealth, SourceStatus, UnavailableField,
-    UnsupportedField,
+    UnsupportedField, WithheldField,
 };
 use crate::base::version::VERSION;
 use crate::catalogue::csv::CounterSet;
@@ -309,6 +309,15 @@ pub fn build(
                 gpu: u.gpu,
                 gpu_instance_id: u.gpu_instance_id,
                 field: u.field,
+            })
+            .collect(),
+        withheld: st
+            .withheld
+            .iter()
+            .map(|w| WithheldField {
+                field: w.field,
+                lacking: w.lacking.iter().map(|(gpu, _)| *gpu).collect(),
+                reason: w.reason.clone(),
             })
             .collect(),
         unavailable: {

@@ -2,7 +2,8 @@
 //! (`landing.rs`) renders: per GPU and MIG instance the pods that hold it, use, limits and
 //! health ([`GpuStatus`], [`InstanceStatus`], [`CurrentValues`], [`ShownHealth`]), and why a
 //! value is missing where the cause may pass ([`Missing`]); and the exporter's own state
-//! (sources, DCGM among them, [`SourceStatus`]; unsupported fields; the values DCGM did not
+//! (sources, DCGM among them, [`SourceStatus`]; unsupported and withheld fields
+//! ([`WithheldField`]); the values DCGM did not
 //! serve, [`UnavailableField`]; ticks, counters reloads) in [`NodeStatus`].
 //!
 //! Types only: their names and fields are `/status`'s JSON, so a change here is an API change
@@ -44,6 +45,10 @@ pub struct NodeStatus {
     pub sources: Vec<SourceStatus>,
     /// Fields NVML reported unsupported, per entity.
     pub unsupported: Vec<UnsupportedField>,
+    /// Profiling fields withheld on every GPU because the node mixes GPU models and some do
+    /// not support them (`--compatibility dcgm-4.10` only; left out of the JSON when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<WithheldField>,
     /// Profiling values DCGM should have served this tick and did not, per entity, with why
     /// (DCGM down, connecting, or no value).
     pub unavailable: Vec<UnavailableField>,
@@ -243,6 +248,17 @@ pub struct UnsupportedField {
     pub gpu_instance_id: Option<u32>,
     /// Field name.
     pub field: &'static str,
+}
+
+/// A profiling field withheld on every GPU of a node of mixed GPU models.
+#[derive(Debug, Clone, Serialize)]
+pub struct WithheldField {
+    /// Field name.
+    pub field: &'static str,
+    /// The GPUs (indices) that do not support it.
+    pub lacking: Vec<u32>,
+    /// Why, naming those GPUs and their models.
+    pub reason: String,
 }
 
 /// Read errors of one field.

@@ -11,5 +11,5 @@ pub use derive::build;
 pub use display::{
     Cause, CountersStatus, CurrentValues, DcgmSource, FieldErrors, GpuStatus, InstanceStatus,
     Missing, NodeStatus, ProcessStatus, ShownHealth, SourceStatus, UnavailableField,
-    UnsupportedField,
+    UnsupportedField, WithheldField,
 };
