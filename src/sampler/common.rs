@@ -180,22 +180,25 @@ fn log(set: Option<&CommonSet>) {
             format!("{} (lacked by {})", w.field, gpus.join(", "))
         })
         .collect();
+    let withheld = if withheld.is_empty() {
+        "none".to_owned()
+    } else {
+        format!(
+            "{} (--compatibility native serves each on the GPUs that support it)",
+            withheld.join(", ")
+        )
+    };
     info!(
         models = %set.models.join(", "),
         "--compatibility dcgm-4.10: the selected GPUs are of {} models, so as dcgm-exporter 4.10 \
-         only the profiling fields every GPU supports are served: {}; withheld on every GPU: {} \
-         (--compatibility native serves each on the GPUs that support it)",
+         only the profiling fields every GPU supports are served: {}; withheld on every GPU: \
+         {withheld}",
         set.models.len(),
         if set.common.is_empty() {
             "none".to_owned()
         } else {
             set.common.join(", ")
         },
-        if withheld.is_empty() {
-            "none".to_owned()
-        } else {
-            withheld.join(", ")
-        }
     );
 }
 
