@@ -3,6 +3,7 @@
 
     python3 dashboards/generate.py          # rewrite dashboards/*.json
     python3 dashboards/generate.py --check  # fail if a JSON file differs from what this builds
+    python3 dashboards/generate.py --normalized FAMILY  # print a READ_TIME family's query, all devices
 
 The JSON files are what users import; this script is how we edit them, so that ids, layout,
 datasource references and selectors stay consistent. Standard library only. Every query is
@@ -61,6 +62,82 @@ def per_gpu(metric, sel=GPU, agg="max"):
     """One series per physical GPU, whatever the MIG shape (instances repeating device
     fields, or pod labels, do not multiply it)."""
     return f"{agg} by (Hostname, gpu) ({metric}{{{sel}}})"
+
+
+# The device fields that only panels read, normalized when a panel asks instead of recorded
+# by a rule (issue 51: a recorded series costs an evaluation per GPU every interval, and a
+# head series, whether anyone looks or not). Each is named like the series a rule would have
+# recorded (alerts/README.md, "Normalized when read"), with every name a node may serve it
+# under (gpu-exporter native and dcgm-exporter up to 4.8: DCGM's own names; 4.9 and 4.10:
+# the base-unit names) and the text that turns each into base units. "G": one series per
+# physical GPU (GPU_IDS); "D": per device, a whole GPU or a MIG instance (DEVICE_IDS).
+GPU_IDS = "cluster, Hostname, gpu, UUID"
+DEVICE_IDS = GPU_IDS + ", GPU_I_ID, GPU_I_PROFILE"
+READ_TIME = {
+    "accelerator_memory_temperature_celsius": ("G", [("DCGM_FI_DEV_MEMORY_TEMP", ""), ("DCGM_FI_DEV_MEMORY_TEMP_CELSIUS", "")]),
+    "accelerator_power_limit_watts": ("G", [("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", ""),
+                                            ("DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS", "")]),
+    "accelerator_energy_joules_total": ("G", [("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", " / 1000"),
+                                              ("DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", "")]),
+    "accelerator_sm_clock_hertz": ("G", [("DCGM_FI_DEV_SM_CLOCK", " * 1000000"), ("DCGM_FI_DEV_SM_CLOCK_HERTZ", "")]),
+    "accelerator_memory_clock_hertz": ("G", [("DCGM_FI_DEV_MEM_CLOCK", " * 1000000"), ("DCGM_FI_DEV_MEMORY_CLOCK_HERTZ", "")]),
+    "accelerator_thermal_violation_seconds_total": ("G", [("DCGM_FI_DEV_THERMAL_VIOLATION", " / 1e9"),
+                                                          ("DCGM_FI_DEV_GPU_THERMAL_THROTTLE_SECONDS_TOTAL", "")]),
+    "accelerator_power_violation_seconds_total": ("G", [("DCGM_FI_DEV_POWER_VIOLATION", " / 1e9"),
+                                                        ("DCGM_FI_DEV_GPU_POWER_THROTTLE_SECONDS_TOTAL", "")]),
+    "accelerator_pcie_replays_total": ("G", [("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", ""), ("DCGM_FI_DEV_PCIE_REPLAY_TOTAL", "")]),
+    "accelerator_ecc_corrected_errors_total": ("G", [("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "")]),
+    "accelerator_remapped_rows_uncorrectable_total": ("G", [("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", ""),
+                                                            ("DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL", "")]),
+    "accelerator_remapped_rows_correctable_total": ("G", [("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", ""),
+                                                          ("DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL", "")]),
+    "accelerator_memory_bandwidth_utilization_ratio": ("D", [("DCGM_FI_DEV_MEM_COPY_UTIL", " / 100"),
+                                                             ("DCGM_FI_DEV_MEMORY_UTIL_RATIO", ""),
+                                                             ("DCGM_FI_PROF_DRAM_ACTIVE", ""),
+                                                             ("DCGM_FI_PROF_DRAM_UTIL_RATIO", "")]),
+    "accelerator_encoder_utilization_ratio": ("D", [("DCGM_FI_DEV_ENC_UTIL", " / 100"), ("DCGM_FI_DEV_ENC_UTIL_RATIO", "")]),
+    "accelerator_decoder_utilization_ratio": ("D", [("DCGM_FI_DEV_DEC_UTIL", " / 100"), ("DCGM_FI_DEV_DEC_UTIL_RATIO", "")]),
+    "accelerator_sm_active_ratio": ("D", [("DCGM_FI_PROF_SM_ACTIVE", ""), ("DCGM_FI_PROF_SM_UTIL_RATIO", "")]),
+    "accelerator_sm_occupancy_ratio": ("D", [("DCGM_FI_PROF_SM_OCCUPANCY", ""), ("DCGM_FI_PROF_SM_OCCUPANCY_RATIO", "")]),
+    "accelerator_tensor_active_ratio": ("D", [("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", ""), ("DCGM_FI_PROF_TENSOR_UTIL_RATIO", "")]),
+    "accelerator_dram_active_ratio": ("D", [("DCGM_FI_PROF_DRAM_ACTIVE", ""), ("DCGM_FI_PROF_DRAM_UTIL_RATIO", "")]),
+    "accelerator_fp64_active_ratio": ("D", [("DCGM_FI_PROF_PIPE_FP64_ACTIVE", ""), ("DCGM_FI_PROF_FP64_UTIL_RATIO", "")]),
+    "accelerator_fp32_active_ratio": ("D", [("DCGM_FI_PROF_PIPE_FP32_ACTIVE", ""), ("DCGM_FI_PROF_FP32_UTIL_RATIO", "")]),
+    "accelerator_fp16_active_ratio": ("D", [("DCGM_FI_PROF_PIPE_FP16_ACTIVE", ""), ("DCGM_FI_PROF_FP16_UTIL_RATIO", "")]),
+}
+
+
+def host_selectors(sel):
+    """`sel` and, when it selects by node, the same for a node that names its host label
+    `hostname` (dcgm-exporter 4.8.3 and later, the dcgm-4.8.4 and later profiles)."""
+    if 'Hostname=~' not in sel:
+        return [sel]
+    return [sel, sel.replace('Hostname=~', 'hostname=~')]
+
+
+def normalized(family, sel=GPU, over="{}"):
+    """The READ_TIME `family` of the devices `sel` selects, as its rule would have recorded it:
+    each raw name under each host label, `over` (a format string: a range function for a
+    counter, "increase({}[$__range])") applied to each raw series, then its factor to base
+    units, the host label moved to `Hostname`, and the maximum by the identity labels (a
+    device field repeated on every MIG instance, or a node scraped by two exporters, counts
+    once)."""
+    scope, names = READ_TIME[family]
+    arms = [over.format(f"{name}{{{s}}}" if s else name) + factor for name, factor in names for s in host_selectors(sel)]
+    by = GPU_IDS if scope == "G" else DEVICE_IDS
+    return f'max by ({by}) (label_replace({" or ".join(arms)}, "Hostname", "$1", "hostname", "(.+)"))'
+
+
+def per_gpu_normalized(family, sel=GPU, agg="max", over="{}"):
+    """per_gpu of a READ_TIME family."""
+    return f"{agg} by (Hostname, gpu) ({normalized(family, sel, over)})"
+
+
+def profiling(field):
+    """accelerator_<field>_ratio of the selected devices: the graphics engine's from its
+    recording rule (alerts and the allocation rules read it), the others normalized when read."""
+    family = f"accelerator_{field}_ratio"
+    return normalized(family) if family in READ_TIME else f"{family}{{{GPU}}}"
 
 
 REFS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -283,19 +360,19 @@ def nodes():
 
     d.row("Thermals, power and energy")
     d.panel("timeseries", "GPU temperature", [(per_gpu("accelerator_temperature_celsius"), GPU_LEGEND)], "celsius")
-    d.panel("timeseries", "Memory temperature", [(per_gpu("accelerator_memory_temperature_celsius"), GPU_LEGEND)], "celsius",
+    d.panel("timeseries", "Memory temperature", [(per_gpu_normalized("accelerator_memory_temperature_celsius"), GPU_LEGEND)], "celsius",
             description="HBM temperature; GDDR boards do not report it.")
     d.panel("timeseries", "Power usage",
             [(per_gpu("accelerator_power_watts"), GPU_LEGEND),
-             (f"max({per_gpu('accelerator_power_limit_watts')})", "highest power limit")],
+             (f"max({per_gpu_normalized('accelerator_power_limit_watts')})", "highest power limit")],
             "watt", description="The power limit line needs the recommended counters.")
     d.panel("bargauge", "Energy over the time range",
-            [(f"max by (Hostname, gpu) (increase(accelerator_energy_joules_total{{{GPU}}}[$__range])) / 3.6e6",
+            [(per_gpu_normalized("accelerator_energy_joules_total", over="increase({}[$__range])") + " / 3.6e6",
               GPU_LEGEND)],
             "kwatth", description="From the driver's energy counter, per GPU.",
             options={"displayMode": "gradient", "orientation": "horizontal"})
-    d.panel("timeseries", "SM clock", [(per_gpu('accelerator_sm_clock_hertz'), GPU_LEGEND)], "hertz")
-    d.panel("timeseries", "Memory clock", [(per_gpu('accelerator_memory_clock_hertz'), GPU_LEGEND)], "hertz")
+    d.panel("timeseries", "SM clock", [(per_gpu_normalized("accelerator_sm_clock_hertz"), GPU_LEGEND)], "hertz")
+    d.panel("timeseries", "Memory clock", [(per_gpu_normalized("accelerator_memory_clock_hertz"), GPU_LEGEND)], "hertz")
     reasons = [(4, "power cap (software)"), (8, "hardware slowdown"), (32, "thermal (software)"),
                (64, "thermal (hardware)"), (128, "power brake (hardware)")]
     d.panel("timeseries", "GPUs held down, by reason",
@@ -314,10 +391,10 @@ def nodes():
             description="Graphics/compute engine activity of each MIG instance (GPM on Hopper and later, DCGM before).",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Tensor core activity",
-            [(f"accelerator_tensor_active_ratio{{{GPU}}}", MIG_LEGEND)], "percentunit",
+            [(normalized("accelerator_tensor_active_ratio"), MIG_LEGEND)], "percentunit",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Profiling activity (average of the selected devices)",
-            [(f"avg(accelerator_{f}_ratio{{{GPU}}})", name) for f, name in [
+            [(f"avg({profiling(f)})", name) for f, name in [
                 ("graphics_engine_active", "graphics engine"), ("sm_active", "SM active"),
                 ("sm_occupancy", "SM occupancy"), ("tensor_active", "tensor pipes"),
                 ("dram_active", "memory interface"), ("fp64_active", "FP64"),
@@ -325,12 +402,12 @@ def nodes():
             "percentunit", description="SM, occupancy and FP pipes need the recommended counters.",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Memory bandwidth utilization",
-            [(f"accelerator_memory_bandwidth_utilization_ratio{{{GPU}}}", MIG_LEGEND)], "percentunit",
+            [(normalized("accelerator_memory_bandwidth_utilization_ratio"), MIG_LEGEND)], "percentunit",
             description="Memory copy utilization of whole GPUs; memory interface activity of MIG instances.",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Video encoder and decoder",
-            [(f"accelerator_encoder_utilization_ratio{{{GPU}}}", "{{Hostname}} GPU {{gpu}} encoder"),
-             (f"accelerator_decoder_utilization_ratio{{{GPU}}}", "{{Hostname}} GPU {{gpu}} decoder")],
+            [(normalized("accelerator_encoder_utilization_ratio"), "{{Hostname}} GPU {{gpu}} encoder"),
+             (normalized("accelerator_decoder_utilization_ratio"), "{{Hostname}} GPU {{gpu}} decoder")],
             "percentunit", defaults={"min": 0, "max": 1})
 
     d.row("Memory")
@@ -353,7 +430,7 @@ def nodes():
     table_cols = [
         (described(f"accelerator_temperature_celsius{{{GPU}}}"), "temperature"),
         (described(f"accelerator_power_watts{{{GPU}}}"), "power"),
-        (described(f"accelerator_sm_clock_hertz{{{GPU}}}"), "SM clock"),
+        (described(normalized("accelerator_sm_clock_hertz")), "SM clock"),
         (described(f"accelerator_utilization_ratio{{{GPU}, GPU_I_ID=\"\"}}"), "utilization"),
         (described(f"accelerator_up{{{GPU}}}"), "up"),
         (described(f"accelerator_xid_last_code{{{GPU}}}"), "last Xid"),
@@ -533,10 +610,10 @@ def health():
     d.row("Memory errors")
     d.panel("timeseries", "ECC errors since the driver was loaded",
             [(per_gpu("accelerator_ecc_uncorrectable_errors_total"), "{{Hostname}} GPU {{gpu}} uncorrectable"),
-             (per_gpu("accelerator_ecc_corrected_errors_total"), "{{Hostname}} GPU {{gpu}} corrected")],
+             (per_gpu_normalized("accelerator_ecc_corrected_errors_total"), "{{Hostname}} GPU {{gpu}} corrected")],
             "none")
     d.panel("table", "Row remapping",
-            [per_gpu("accelerator_remapped_rows_uncorrectable_total"), per_gpu("accelerator_remapped_rows_correctable_total"),
+            [per_gpu_normalized("accelerator_remapped_rows_uncorrectable_total"), per_gpu_normalized("accelerator_remapped_rows_correctable_total"),
              per_gpu("accelerator_row_remap_pending"), per_gpu("accelerator_row_remap_failed")],
             "none", description="Rows remapped after uncorrectable / correctable errors; a pending remap needs a GPU reset, a failure needs service.",
             transformations=merged_table(["uncorrectable rows", "correctable rows", "pending", "failed"]))
@@ -548,7 +625,7 @@ def health():
               "{{Hostname}} GPU {{gpu}} " + n) for f, n in nvl],
             "none", description="Errors per rate interval, all links summed (recommended counters).")
     d.panel("timeseries", "PCIe replays",
-            [(f"sum by (Hostname, gpu) (increase(accelerator_pcie_replays_total{{{GPU}}}[$__rate_interval]))", GPU_LEGEND)],
+            [(per_gpu_normalized("accelerator_pcie_replays_total", agg="sum", over="increase({}[$__rate_interval])"), GPU_LEGEND)],
             "none")
     # Per-GPU link health (every link is read each tick; gpu_nvlink_links_down is always served,
     # gpu_nvlink_errors_total is per GPU by default and per link with --nvlink-links per-link).
@@ -587,9 +664,9 @@ def health():
 
     d.row("Throttling")
     d.panel("timeseries", "Time held down by temperature and power",
-            [(f"max by (Hostname, gpu) (rate(accelerator_thermal_violation_seconds_total{{{GPU}}}[$__rate_interval]))",
+            [(per_gpu_normalized("accelerator_thermal_violation_seconds_total", over="rate({}[$__rate_interval])"),
               "{{Hostname}} GPU {{gpu}} thermal"),
-             (f"max by (Hostname, gpu) (rate(accelerator_power_violation_seconds_total{{{GPU}}}[$__rate_interval]))",
+             (per_gpu_normalized("accelerator_power_violation_seconds_total", over="rate({}[$__rate_interval])"),
               "{{Hostname}} GPU {{gpu}} power")],
             "percentunit", description="Share of time the clocks were held down (violation counters).",
             defaults={"min": 0, "max": 1})
@@ -919,6 +996,13 @@ def render(build):
 
 
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--normalized":
+        if argv[2] not in READ_TIME:
+            print(f"dashboards/generate.py --normalized: {argv[2]} is not one of {', '.join(READ_TIME)}",
+                  file=sys.stderr)
+            return 2
+        print(normalized(argv[2], sel=""))
+        return 0
     check = "--check" in argv[1:]
     stale = []
     for name, build in DASHBOARDS.items():

@@ -111,17 +111,10 @@ impl Dashboard {
 /// T4 comes from the simulated libdcgm.
 pub(crate) const A100_MIG_NODE: &str = "sim-a100-mig-t4-node";
 
-/// The normalized series (recording rules) that carry DCGM's profiling fields.
-pub(crate) const PROFILING_SERIES: [&str; 8] = [
-    "accelerator_graphics_engine_active_ratio",
-    "accelerator_sm_active_ratio",
-    "accelerator_sm_occupancy_ratio",
-    "accelerator_tensor_active_ratio",
-    "accelerator_dram_active_ratio",
-    "accelerator_fp64_active_ratio",
-    "accelerator_fp32_active_ratio",
-    "accelerator_fp16_active_ratio",
-];
+/// The recorded normalized series that carry DCGM's profiling fields (the other profiling
+/// ratios are normalized when a panel reads them, so their queries name the `DCGM_FI_PROF_*`
+/// fields themselves).
+pub(crate) const PROFILING_SERIES: [&str; 1] = ["accelerator_graphics_engine_active_ratio"];
 
 /// (description, expr with `$variables` resolved) of every panel query that charts a
 /// profiling field (raw, or through the normalized layer), restricted to the A100 MIG node

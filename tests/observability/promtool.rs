@@ -138,5 +138,50 @@ pub(crate) fn check_promtool(alerts: &Path) {
             ));
         }
     }
+    read_time_cases(&tests, &alerts.join("../dashboards/generate.py"), &mut f);
     f.finish(&format!("promtool on {}", alerts.display()));
+}
+
+/// The marker before a promtool case that tests a family the dashboards normalize when read
+/// (alerts/README.md, "Normalized when read"): the case's `expr` must be what
+/// `dashboards/generate.py --normalized FAMILY` prints, so that the case tests the panels' query.
+const READ_TIME_MARKER: &str = "# Normalized when read: the query of `dashboards/generate.py --normalized ";
+
+/// Each marked case of `tests` holds the query the dashboards generator prints for its family.
+fn read_time_cases(tests: &[PathBuf], generator: &Path, f: &mut Failures) {
+    let mut cases = 0;
+    for t in tests {
+        let Ok(text) = std::fs::read_to_string(t) else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(rest) = line.trim_start().strip_prefix(READ_TIME_MARKER) else {
+                continue;
+            };
+            cases += 1;
+            let family = rest.trim_end_matches("`.");
+            let at = format!("{}:{}", file_name(t), i + 1);
+            let expr = lines
+                .get(i + 1)
+                .and_then(|l| l.trim_start().strip_prefix("- expr: '"))
+                .and_then(|e| e.strip_suffix('\''))
+                .map(|e| e.replace("''", "'"));
+            let Some(expr) = expr else {
+                f.add(format!("{at}: the marker for {family} is not followed by a single-quoted `- expr:`"));
+                continue;
+            };
+            match run_tool(Command::new("python3").arg(generator).args(["--normalized", family])) {
+                Ok(want) if want.trim() == expr => {}
+                Ok(want) => f.add(format!(
+                    "{at}: the case's expr is not the dashboards' query for {family}: got {expr:?}, want {:?}",
+                    want.trim()
+                )),
+                Err(e) => f.add(format!("{at}: {e}")),
+            }
+        }
+    }
+    if cases == 0 {
+        f.add("no promtool case tests a family normalized when read (the marker is missing)".to_owned());
+    }
 }
