@@ -32,8 +32,8 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::counts::WriteCounts;
-use super::plan::Condition;
-use super::queue::{Done, EventQueue, Series};
+use super::plan::{Condition, EventPlan};
+use super::queue::{Done, EventQueue, Series, Taken};
 use crate::base::backoff::Backoff;
 use crate::base::cause_log::{CauseLog, cause};
 use crate::exposition::counted::{DropReason, KubeWriteKind as Kind, WriteOutcome};
@@ -297,17 +297,27 @@ pub async fn events(
     queue: Arc<EventQueue>,
     counts: Arc<WriteCounts>,
 ) {
-    let instance = format!("{CONTROLLER}-{node}");
-    let node = node_ref(&node);
-    let mut names = Names::default();
-    let mut state = LinkState::default();
-    // Whether the last Event given up has been logged (once per run of give-ups).
-    let mut giving_up = false;
-    // The causes of Events dropped for good that were logged (each once).
-    let mut never_written: BTreeSet<String> = BTreeSet::new();
+    let mut writer = EventWriter::new(&node, timeout, retry_for, counts);
     loop {
         let taken = queue.take().await;
-        let e = &taken.waiting.plan;
+        let done = writer.publish(&client, &taken).await;
+        let forgotten = queue.done(&taken.key, done, tokio::time::Instant::now());
+        for _ in 0..forgotten {
+            writer.counts.dropped(DropReason::QueueFull);
+        }
+    }
+}
+
+/// The object one Event is about, and the namespace it is written in (the pod's, or
+/// `default` for the Node's).
+struct Target {
+    regarding: ObjectReference,
+    namespace: String,
+}
+
+impl Target {
+    /// The pod `e` names, else the Node (`node`).
+    fn of(e: &EventPlan, node: &ObjectReference) -> Self {
         let regarding = match &e.pod {
             None => node.clone(),
             Some(p) => ObjectReference {
@@ -323,40 +333,61 @@ pub async fn events(
             .namespace
             .clone()
             .unwrap_or_else(|| "default".into());
-        let api: Api<K8sEvent> = Api::namespaced(client.clone(), &namespace);
-        let create = |names: &mut Names, count: u32| {
-            let now = Timestamp::now();
-            Box::new(K8sEvent {
-                metadata: ObjectMeta {
-                    name: Some(names.next(regarding.name.as_deref().unwrap_or(CONTROLLER), now)),
-                    namespace: Some(namespace.clone()),
-                    ..ObjectMeta::default()
-                },
-                type_: Some(if e.warning { "Warning" } else { "Normal" }.into()),
-                reason: Some(e.reason.into()),
-                note: Some(e.note.clone()),
-                action: Some(e.action.clone()),
-                event_time: Some(MicroTime(now)),
-                regarding: Some(regarding.clone()),
-                related: e.pod.as_ref().map(|_| node.clone()),
-                reporting_controller: Some(CONTROLLER.into()),
-                reporting_instance: Some(instance.clone()),
-                series: (count >= 2).then(|| EventSeries {
-                    count: i32::try_from(count).unwrap_or(i32::MAX),
-                    last_observed_time: MicroTime(now),
-                }),
-                ..K8sEvent::default()
-            })
-        };
+        Self {
+            regarding,
+            namespace,
+        }
+    }
+}
+
+/// The Event writer's settings and what it keeps from one Event to the next: the names
+/// given, the state of the link, and what was logged.
+struct EventWriter {
+    /// The Node's object reference (`related` of a pod's Event).
+    node: ObjectReference,
+    /// `reportingInstance`: `<controller>-<node>`.
+    instance: String,
+    timeout: Duration,
+    retry_for: Duration,
+    counts: Arc<WriteCounts>,
+    names: Names,
+    state: LinkState,
+    /// Whether the last Event given up has been logged (once per run of give-ups).
+    giving_up: bool,
+    /// The causes of Events dropped for good that were logged (each once).
+    never_written: BTreeSet<String>,
+}
+
+impl EventWriter {
+    fn new(node: &str, timeout: Duration, retry_for: Duration, counts: Arc<WriteCounts>) -> Self {
+        Self {
+            node: node_ref(node),
+            instance: format!("{CONTROLLER}-{node}"),
+            timeout,
+            retry_for,
+            counts,
+            names: Names::default(),
+            state: LinkState::default(),
+            giving_up: false,
+            never_written: BTreeSet::new(),
+        }
+    }
+
+    /// Writes the Event `taken` until it is written, dropped for good or given up (see
+    /// [`events()`]), and says which.
+    async fn publish(&mut self, client: &kube::Client, taken: &Taken) -> Done {
+        let e = &taken.waiting.plan;
+        let target = Target::of(e, &self.node);
+        let api: Api<K8sEvent> = Api::namespaced(client.clone(), &target.namespace);
         let mut write = match &taken.series {
             Some(s) => Write::Series(s.clone()),
-            None => Write::Create(create(&mut names, taken.waiting.count)),
+            None => Write::Create(self.new_event(e, &target, taken.waiting.count)),
         };
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
-        let done = loop {
+        loop {
             let result = match &write {
-                Write::Create(ev) => within(timeout, create_event(&api, ev)).await,
-                Write::Series(s) => within(timeout, update_series(&api, s)).await,
+                Write::Create(ev) => within(self.timeout, create_event(&api, ev)).await,
+                Write::Series(s) => within(self.timeout, update_series(&api, s)).await,
             };
             // A series whose Event is gone from the server (expired, deleted): created anew,
             // with the whole count.
@@ -367,64 +398,106 @@ pub async fn events(
                 }),
             ) = (&write, &result)
             {
-                counts.write(Kind::Event, WriteOutcome::Failure);
-                write = Write::Create(create(&mut names, s.count));
+                self.counts.write(Kind::Event, WriteOutcome::Failure);
+                write = Write::Create(self.new_event(e, &target, s.count));
                 continue;
             }
-            let never = match &result {
-                Err(Failure::Error {
-                    retryable: Retryable::Rejected,
-                    line,
-                    ..
-                }) => Some((DropReason::Rejected, line)),
-                Err(Failure::Error {
-                    retryable: Retryable::Invalid,
-                    line,
-                    ..
-                }) => Some((DropReason::Invalid, line)),
-                _ => None,
-            };
-            if let Some((reason, line)) = never {
-                // Never written: not a state of the link (the next Event may work), so
-                // counted and logged here, once per cause, and the queue goes on.
-                counts.write(Kind::Event, WriteOutcome::Failure);
-                counts.dropped(reason);
-                if never_written.len() < 64 && never_written.insert(cause(line, 1)) {
-                    warn!(
-                        "a Kubernetes Event on {} can never be written and is dropped: \
-                         {line} (counted in gpu_exporter_kube_writes_dropped_total\
-                         {{reason=\"{}\"}}; logged once per cause)",
-                        describe_object(&regarding),
-                        reason.label()
-                    );
-                }
-                break Done::Dropped;
+            if let Some((reason, line)) = never_written(&result) {
+                self.drop_never_written(&target, reason, line);
+                return Done::Dropped;
             }
-            if record(&counts, Kind::Event, &mut state, "Events", result) == WriteOutcome::Success {
-                giving_up = false;
-                break Done::Written(write.written(taken.waiting.count));
+            if record(&self.counts, Kind::Event, &mut self.state, "Events", result)
+                == WriteOutcome::Success
+            {
+                self.giving_up = false;
+                return Done::Written(write.written(taken.waiting.count));
             }
             let wait = backoff.next_delay();
-            if taken.waiting.since.elapsed() + wait > retry_for {
-                counts.dropped(DropReason::RetriesExpired);
-                if !giving_up {
-                    giving_up = true;
-                    warn!(
-                        "a Kubernetes Event could not be written for {} s and is given up \
-                         (counted in gpu_exporter_kube_writes_dropped_total\
-                         {{reason=\"retries_expired\"}}; logged again only after an Event is \
-                         written)",
-                        retry_for.as_secs()
-                    );
-                }
-                break Done::Dropped;
+            if taken.waiting.since.elapsed() + wait > self.retry_for {
+                self.give_up();
+                return Done::Dropped;
             }
             tokio::time::sleep(wait).await;
-        };
-        let forgotten = queue.done(&taken.key, done, tokio::time::Instant::now());
-        for _ in 0..forgotten {
-            counts.dropped(DropReason::QueueFull);
         }
+    }
+
+    /// A new Event for `e` on `target` under a name of its own, a series of `count` when
+    /// `count` is 2 or more.
+    fn new_event(&mut self, e: &EventPlan, target: &Target, count: u32) -> Box<K8sEvent> {
+        let now = Timestamp::now();
+        let object = target.regarding.name.as_deref().unwrap_or(CONTROLLER);
+        Box::new(K8sEvent {
+            metadata: ObjectMeta {
+                name: Some(self.names.next(object, now)),
+                namespace: Some(target.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            type_: Some(if e.warning { "Warning" } else { "Normal" }.into()),
+            reason: Some(e.reason.into()),
+            note: Some(e.note.clone()),
+            action: Some(e.action.clone()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(target.regarding.clone()),
+            related: e.pod.as_ref().map(|_| self.node.clone()),
+            reporting_controller: Some(CONTROLLER.into()),
+            reporting_instance: Some(self.instance.clone()),
+            series: (count >= 2).then(|| EventSeries {
+                count: i32::try_from(count).unwrap_or(i32::MAX),
+                last_observed_time: MicroTime(now),
+            }),
+            ..K8sEvent::default()
+        })
+    }
+
+    /// Counts an Event that can never be written as a failed write dropped for `reason`, and
+    /// logs it once per cause. Not a state of the link (the next Event may work), so the
+    /// queue goes on.
+    fn drop_never_written(&mut self, target: &Target, reason: DropReason, line: &str) {
+        self.counts.write(Kind::Event, WriteOutcome::Failure);
+        self.counts.dropped(reason);
+        if self.never_written.len() < 64 && self.never_written.insert(cause(line, 1)) {
+            warn!(
+                "a Kubernetes Event on {} can never be written and is dropped: \
+                 {line} (counted in gpu_exporter_kube_writes_dropped_total\
+                 {{reason=\"{}\"}}; logged once per cause)",
+                describe_object(&target.regarding),
+                reason.label()
+            );
+        }
+    }
+
+    /// Counts an Event given up after `retry_for` as dropped, and logs the first of a run of
+    /// give-ups (the run ends when an Event is written).
+    fn give_up(&mut self) {
+        self.counts.dropped(DropReason::RetriesExpired);
+        if !self.giving_up {
+            self.giving_up = true;
+            warn!(
+                "a Kubernetes Event could not be written for {} s and is given up \
+                 (counted in gpu_exporter_kube_writes_dropped_total\
+                 {{reason=\"retries_expired\"}}; logged again only after an Event is \
+                 written)",
+                self.retry_for.as_secs()
+            );
+        }
+    }
+}
+
+/// Why a write that ended in `result` can never be written, with the error's line: refused
+/// for good, or a request that cannot be built; `None` for a success or what may pass.
+fn never_written(result: &Result<(), Failure>) -> Option<(DropReason, &str)> {
+    match result {
+        Err(Failure::Error {
+            retryable: Retryable::Rejected,
+            line,
+            ..
+        }) => Some((DropReason::Rejected, line)),
+        Err(Failure::Error {
+            retryable: Retryable::Invalid,
+            line,
+            ..
+        }) => Some((DropReason::Invalid, line)),
+        _ => None,
     }
 }
 
