@@ -78,22 +78,8 @@ pub fn run(
     rt: tokio::runtime::Runtime,
     mut early: EarlySignals,
 ) -> Result<Exit, DaemonError> {
-    // A flag, file or counters file that validation refuses stops start-up before anything is
-    // started (the simulated node logs as it starts): the site changes paths, never whether a
-    // value is valid.
-    let simulation = settings.simulation()?;
-    if simulation.is_some() {
-        let early = settings.validate(&crate::config::Site::host())?;
-        early.fit_labels(&early.load_counters()?.set)?;
-    }
-    let (simulated, site) = pipeline::Simulated::start(simulation.as_ref(), &rt)?;
-    let cfg = settings.validate(&site)?;
-    let web_config = match cfg.serving.config_file.as_ref() {
-        Some(p) => Some(Arc::new(
-            WebConfig::load(p).map_err(DaemonError::WebConfig)?,
-        )),
-        None => None,
-    };
+    let (cfg, simulated) = validate(&settings, &rt)?;
+    let web_config = load_web_config(&cfg)?;
     early.log_stray(rt.handle());
     for w in &cfg.warnings {
         warn!("{w}");
@@ -101,18 +87,7 @@ pub fn run(
     for n in &cfg.debug_notes {
         debug!("{n}");
     }
-    let loaded = cfg.load_counters()?;
-    let pod_label_room = cfg.fit_labels(&loaded.set)?;
-    info!(
-        "{} ({} metrics, {} labels)",
-        loaded.origin,
-        loaded.set.metrics().count(),
-        loaded.set.labels().count()
-    );
-    for w in &loaded.set.warnings {
-        warn!("{w}");
-    }
-    let counters: Arc<CounterSet> = Arc::new(loaded.set);
+    let (counters, counters_file, pod_label_room) = load_counters(&cfg)?;
     // `simulated` keeps the simulated node and cluster (if any) alive until the end of `run`.
     let pipeline = Pipeline::build(&cfg, &counters, pod_label_room, &rt, simulated)?;
     let kube = pipeline
@@ -132,44 +107,18 @@ pub fn run(
     let mut owners = CountOwners::default();
     let serve_counts = Arc::new(serve::ServeCounts::default());
     owners.add(Arc::clone(&serve_counts) as _);
-    let node = kube.as_ref().and_then(|(_, n)| n.as_deref());
-    if let Some(n) = cfg.notify_options(node) {
-        match kube.as_ref().and_then(|(c, _)| c.clone()) {
-            Some(client) => {
-                let counts = Arc::new(notify::counts::WriteCounts::default());
-                owners.add(Arc::clone(&counts) as _);
-                notify::spawn(client, n, Arc::clone(&shared), counts, rt.handle());
-            }
-            None => error!(
-                "Node conditions and Events are off: there is no Kubernetes API client (see the \
-                 warning above); metrics and the page are unaffected"
-            ),
-        }
-    }
-    // Hot reload: the file is re-read when it changes (checked every tick) or on SIGHUP.
-    if let Some(hangups) = early.hangup.take() {
-        reload::listen_for_hangup(
-            rt.handle(),
-            hangups,
-            loaded.file.as_ref().map(reload::CountersFile::hangup_flag),
-        );
-    }
-    if let Some(f) = loaded.file {
-        info!(file = %f.shown_path(), "counters reload on file change and on SIGHUP");
-        let guard = cfg.counters_guard(pod_label_room);
-        sampler = sampler.with_counters_file(f.with_validator(Box::new(move |set| {
-            guard(set).map_err(|e| reload::Refused(e.to_string()))
-        })));
-    }
+    start_notify(&cfg, kube, &shared, &mut owners, &rt);
+    sampler = with_reload(
+        sampler,
+        counters_file,
+        &cfg,
+        pod_label_room,
+        early.hangup.take(),
+        &rt,
+    );
     sampler = sampler.with_exporter_metrics(cfg.exposition.enable_exporter_metrics);
     // Bound before the sampler starts: nothing after this point stops the daemon with an error.
-    let listener = rt.block_on(serve::bind(&cfg.serving.address))?;
-    match axum::serve::Listener::local_addr(&listener) {
-        Ok(local) => {
-            info!(address = %local, interval_ms = cfg.tick_interval.as_millis() as u64, "serving /metrics")
-        }
-        Err(e) => warn!("cannot read the bound address back: {e}"),
-    }
+    let listener = bind(&cfg, &rt)?;
     // Armed before the first tick: a first tick that never ends (NVML's load or init hung) is
     // a stall too.
     shared.set_stall_after(stall_limit(cfg.tick_interval));
@@ -198,11 +147,138 @@ pub fn run(
         early.shutdown.take(),
         Arc::clone(&signalled),
     ));
+    Ok(shut_down(&stop, handle, &signalled, simulated, rt))
+}
+
+/// The validated configuration, and the simulated node `--simulate` asks for, started on `rt`
+/// (the site the configuration is validated against is its). A flag, file or counters file
+/// that validation refuses stops start-up before anything is started (the simulated node logs
+/// as it starts): the site changes paths, never whether a value is valid.
+fn validate(
+    settings: &Settings,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(Config, pipeline::Simulated), DaemonError> {
+    let simulation = settings.simulation()?;
+    if simulation.is_some() {
+        let early = settings.validate(&crate::config::Site::host())?;
+        early.fit_labels(&early.load_counters()?.set)?;
+    }
+    let (simulated, site) = pipeline::Simulated::start(simulation.as_ref(), rt)?;
+    let cfg = settings.validate(&site)?;
+    Ok((cfg, simulated))
+}
+
+/// The web configuration `--web-config-file` names, if it does.
+fn load_web_config(cfg: &Config) -> Result<Option<Arc<WebConfig>>, DaemonError> {
+    match cfg.serving.config_file.as_ref() {
+        Some(p) => Ok(Some(Arc::new(
+            WebConfig::load(p).map_err(DaemonError::WebConfig)?,
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// The counters the configuration chooses, logged with their origin and warnings; the file
+/// they were read from, if any, to reload; and the room left for pod labels on each series.
+fn load_counters(
+    cfg: &Config,
+) -> Result<(Arc<CounterSet>, Option<reload::CountersFile>, Option<usize>), DaemonError> {
+    let loaded = cfg.load_counters()?;
+    let pod_label_room = cfg.fit_labels(&loaded.set)?;
+    info!(
+        "{} ({} metrics, {} labels)",
+        loaded.origin,
+        loaded.set.metrics().count(),
+        loaded.set.labels().count()
+    );
+    for w in &loaded.set.warnings {
+        warn!("{w}");
+    }
+    Ok((Arc::new(loaded.set), loaded.file, pod_label_room))
+}
+
+/// Starts the Kubernetes outputs (`notify`) on `rt` when the configuration asks for them and
+/// there is a node name (`kube`: the API client and the node name), their counts added to
+/// `owners`; with no API client, logs that they are off.
+fn start_notify(
+    cfg: &Config,
+    kube: Option<(Option<kube::Client>, Option<String>)>,
+    shared: &Arc<Shared>,
+    owners: &mut CountOwners,
+    rt: &tokio::runtime::Runtime,
+) {
+    let node = kube.as_ref().and_then(|(_, n)| n.as_deref());
+    if let Some(n) = cfg.notify_options(node) {
+        match kube.as_ref().and_then(|(c, _)| c.clone()) {
+            Some(client) => {
+                let counts = Arc::new(notify::counts::WriteCounts::default());
+                owners.add(Arc::clone(&counts) as _);
+                notify::spawn(client, n, Arc::clone(shared), counts, rt.handle());
+            }
+            None => error!(
+                "Node conditions and Events are off: there is no Kubernetes API client (see the \
+                 warning above); metrics and the page are unaffected"
+            ),
+        }
+    }
+}
+
+/// `sampler` with hot reload: the counters file (if any) is re-read when it changes (checked
+/// every tick) or on SIGHUP (`hangups`, listened for on `rt`), and a new set is taken only if
+/// it fits the configuration's label limits (`pod_label_room`).
+fn with_reload(
+    mut sampler: sampler::Sampler,
+    file: Option<reload::CountersFile>,
+    cfg: &Config,
+    pod_label_room: Option<usize>,
+    hangups: Option<tokio::signal::unix::Signal>,
+    rt: &tokio::runtime::Runtime,
+) -> sampler::Sampler {
+    if let Some(hangups) = hangups {
+        reload::listen_for_hangup(
+            rt.handle(),
+            hangups,
+            file.as_ref().map(reload::CountersFile::hangup_flag),
+        );
+    }
+    if let Some(f) = file {
+        info!(file = %f.shown_path(), "counters reload on file change and on SIGHUP");
+        let guard = cfg.counters_guard(pod_label_room);
+        sampler = sampler.with_counters_file(f.with_validator(Box::new(move |set| {
+            guard(set).map_err(|e| reload::Refused(e.to_string()))
+        })));
+    }
+    sampler
+}
+
+/// Binds the serving address, and logs the address bound.
+fn bind(cfg: &Config, rt: &tokio::runtime::Runtime) -> Result<serve::Listener, DaemonError> {
+    let listener = rt.block_on(serve::bind(&cfg.serving.address))?;
+    match axum::serve::Listener::local_addr(&listener) {
+        Ok(local) => {
+            info!(address = %local, interval_ms = cfg.tick_interval.as_millis() as u64, "serving /metrics")
+        }
+        Err(e) => warn!("cannot read the bound address back: {e}"),
+    }
+    Ok(listener)
+}
+
+/// Stops the sampler once serving has ended (`stop`, and a wake-up), and waits for its tick
+/// until the drain from the signal's time (`signalled`; now if none was received): one grace
+/// from the signal for everything, the responses in flight and the sampler's tick, which may
+/// be stuck in NVML (a hung driver) and must not keep the process alive. A sampler that has
+/// ended is joined, `simulated` stopped and `rt` shut down within what is left of the drain:
+/// [`Exit::Return`]. One still inside its tick is left behind, with `simulated` and `rt`:
+/// [`Exit::Now`].
+fn shut_down(
+    stop: &AtomicBool,
+    handle: std::thread::JoinHandle<()>,
+    signalled: &OnceLock<Instant>,
+    simulated: pipeline::Simulated,
+    rt: tokio::runtime::Runtime,
+) -> Exit {
     stop.store(true, Ordering::Release);
     handle.thread().unpark();
-    // One grace from the signal for everything: the responses in flight (above) and the
-    // sampler's tick, which may be stuck in NVML (a hung driver) and must not keep the process
-    // alive.
     let deadline = signalled.get().copied().unwrap_or_else(Instant::now) + serve::SHUTDOWN_DRAIN;
     while !handle.is_finished() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -216,14 +292,14 @@ pub fn run(
         // unloading, not the process's exit handlers.
         simulated.abandon();
         rt.shutdown_background();
-        return Ok(Exit::Now);
+        return Exit::Now;
     }
     if handle.join().is_err() {
         error!("the sampler thread panicked");
     }
     simulated.stop();
     rt.shutdown_timeout(deadline.saturating_duration_since(Instant::now()));
-    Ok(Exit::Return)
+    Exit::Return
 }
 
 /// Serves on `listener` until SIGTERM or Ctrl-C (one that arrived during start-up included;
