@@ -313,8 +313,64 @@ impl LinkReader {
     ) -> Result<LinkRead, NvmlError> {
         let mem = self.gpus.entry(uuid.to_owned()).or_default();
         let mut failures = Vec::new();
+        let Some(states) = mem.states(nvml, dev, &mut failures)? else {
+            return Ok(LinkRead {
+                links: Vec::new(),
+                failures,
+            });
+        };
+        let links: Vec<u32> = states.iter().map(|(l, _)| *l).collect();
+        let fields = mem.fields(nvml, dev, &links, throughput, &mut failures)?;
+        let mut out = Vec::with_capacity(states.len());
+        for (i, (link, up)) in states.into_iter().enumerate() {
+            let tx_rate = mem.rate(link, 0, fields.bytes.get(2 * i));
+            let rx_rate = mem.rate(link, 1, fields.bytes.get(2 * i + 1));
+            let errors = mem.error_counters(nvml, dev, link, &mut failures)?;
+            out.push(LinkSample {
+                link,
+                up,
+                errors,
+                tx_bytes: kib(fields.bytes.get(2 * i)),
+                rx_bytes: kib(fields.bytes.get(2 * i + 1)),
+                tx_rate,
+                rx_rate,
+                symbol_errors: count(fields.fec.get(2 * i)),
+                effective_errors: count(fields.fec.get(2 * i + 1)),
+                symbol_ber: ratio(fields.ber.get(2 * i)),
+                effective_ber: ratio(fields.ber.get(2 * i + 1)),
+            });
+        }
+        Ok(LinkRead {
+            links: out,
+            failures,
+        })
+    }
+}
+
+/// One GPU's field values for every link read, two entries per link (see
+/// [`per_link_fields`]); each empty when not read.
+struct LinkFields {
+    /// KiB sent and received.
+    bytes: Vec<ScopedValue>,
+    /// Symbol and effective errors.
+    fec: Vec<ScopedValue>,
+    /// Symbol and effective bit error rates, encoded.
+    ber: Vec<ScopedValue>,
+}
+
+impl LinkMemory {
+    /// The state (up or not) of each link the GPU has, probing which it has on the first
+    /// read: a link exists when NVML answers for it. `None` when a probe met a transient
+    /// failure (recorded in `failures`), which leaves the probe for the next tick. A failed
+    /// state of a known link is recorded and the link left out; a lost GPU returned.
+    fn states(
+        &mut self,
+        nvml: &Nvml,
+        dev: &Device<'_>,
+        failures: &mut Vec<(&'static str, NvmlError)>,
+    ) -> Result<Option<Vec<(u32, bool)>>, NvmlError> {
         let mut states = Vec::new();
-        match &mem.links {
+        match &self.links {
             Some(links) => {
                 for &l in links {
                     match link_state(nvml, dev, l) {
@@ -325,8 +381,6 @@ impl LinkReader {
                 }
             }
             None => {
-                // Probe: a link exists when NVML answers for it. A transient failure leaves
-                // the probe for the next tick.
                 let mut found = Vec::new();
                 for l in 0..MAX_LINKS {
                     match link_state(nvml, dev, l) {
@@ -338,99 +392,115 @@ impl LinkReader {
                         Err(e) if is_absent(&e) => {}
                         Err(e) => {
                             failures.push(("nvlink_state", e));
-                            return Ok(LinkRead {
-                                links: Vec::new(),
-                                failures,
-                            });
+                            return Ok(None);
                         }
                     }
                 }
-                mem.links = Some(found);
+                self.links = Some(found);
             }
         }
-        // Up to three field-values calls per GPU, each for every link: the throughput counters
-        // (KiB, when asked for), the FEC counters, then the bit error rates; a pair is no
-        // longer asked for once NVML says the GPU lacks it.
-        let links: Vec<u32> = states.iter().map(|(l, _)| *l).collect();
+        Ok(Some(states))
+    }
+
+    /// Up to three field-values calls per GPU, each for every link in `links`: the
+    /// throughput counters (KiB, with `throughput`), the FEC counters, then the bit error
+    /// rates; a pair is no longer asked for once NVML says the GPU lacks it.
+    fn fields(
+        &mut self,
+        nvml: &Nvml,
+        dev: &Device<'_>,
+        links: &[u32],
+        throughput: bool,
+        failures: &mut Vec<(&'static str, NvmlError)>,
+    ) -> Result<LinkFields, NvmlError> {
         let bytes = if throughput {
             per_link_fields(
                 nvml,
                 dev,
-                &links,
+                links,
                 [FIELD_DATA_TX, FIELD_DATA_RX],
-                &mut mem.no_bytes,
-                &mut failures,
+                &mut self.no_bytes,
+                failures,
             )?
         } else {
             // A rate later on starts from a fresh reading, not from one long ago.
-            mem.last_bytes.clear();
+            self.last_bytes.clear();
             Vec::new()
         };
         let fec = per_link_fields(
             nvml,
             dev,
-            &links,
+            links,
             [FIELD_SYMBOL_ERRORS, FIELD_EFFECTIVE_ERRORS],
-            &mut mem.no_fec,
-            &mut failures,
+            &mut self.no_fec,
+            failures,
         )?;
         let ber = per_link_fields(
             nvml,
             dev,
-            &links,
+            links,
             [FIELD_SYMBOL_BER, FIELD_EFFECTIVE_BER],
-            &mut mem.no_ber,
-            &mut failures,
-        )?;
-        let ratio = |r: Option<&ScopedValue>| match r {
-            Some(Ok((v, _))) => Some(decode_ber(*v as u64)),
-            _ => None,
-        };
-        let count = |r: Option<&ScopedValue>| match r {
-            Some(Ok((v, _))) => Some(*v as u64),
-            _ => None,
-        };
-        let kib = |r: Option<&ScopedValue>| count(r).map(|v| v.saturating_mul(1024));
-        let mut rate = |link: u32, dir: u8, r: Option<&ScopedValue>| match r {
-            Some(Ok(now)) => {
-                per_second(mem.last_bytes.insert((link, dir), *now), *now).map(|kib| kib * 1024.0)
-            }
-            _ => None,
-        };
-        let mut out = Vec::with_capacity(states.len());
-        for (i, (link, up)) in states.into_iter().enumerate() {
-            let tx_rate = rate(link, 0, bytes.get(2 * i));
-            let rx_rate = rate(link, 1, bytes.get(2 * i + 1));
-            let mut errors = Vec::new();
-            for (name, counter) in ERROR_COUNTERS {
-                if mem.unsupported_counters.contains(&counter) {
-                    continue;
-                }
-                match error_counter(nvml, dev, link, counter) {
-                    Ok(v) => errors.push((name, v)),
-                    Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
-                    Err(e) if is_absent(&e) => mem.unsupported_counters.push(counter),
-                    Err(e) => failures.push(("nvlink_errors", e)),
-                }
-            }
-            out.push(LinkSample {
-                link,
-                up,
-                errors,
-                tx_bytes: kib(bytes.get(2 * i)),
-                rx_bytes: kib(bytes.get(2 * i + 1)),
-                tx_rate,
-                rx_rate,
-                symbol_errors: count(fec.get(2 * i)),
-                effective_errors: count(fec.get(2 * i + 1)),
-                symbol_ber: ratio(ber.get(2 * i)),
-                effective_ber: ratio(ber.get(2 * i + 1)),
-            });
-        }
-        Ok(LinkRead {
-            links: out,
+            &mut self.no_ber,
             failures,
-        })
+        )?;
+        Ok(LinkFields { bytes, fec, ber })
+    }
+
+    /// The bytes per second of `link` in direction `dir` (0 sent, 1 received) from its data
+    /// counter `r` (KiB) and the reading remembered before, which `r` replaces.
+    fn rate(&mut self, link: u32, dir: u8, r: Option<&ScopedValue>) -> Option<f64> {
+        match r {
+            Some(Ok(now)) => {
+                per_second(self.last_bytes.insert((link, dir), *now), *now).map(|kib| kib * 1024.0)
+            }
+            _ => None,
+        }
+    }
+
+    /// The error counters of `link` (by `error` label) NVML serves on this GPU; one it
+    /// reports unsupported is no longer asked for, a failure is recorded, a lost GPU returned.
+    fn error_counters(
+        &mut self,
+        nvml: &Nvml,
+        dev: &Device<'_>,
+        link: u32,
+        failures: &mut Vec<(&'static str, NvmlError)>,
+    ) -> Result<Vec<(&'static str, u64)>, NvmlError> {
+        let mut errors = Vec::new();
+        for (name, counter) in ERROR_COUNTERS {
+            if self.unsupported_counters.contains(&counter) {
+                continue;
+            }
+            match error_counter(nvml, dev, link, counter) {
+                Ok(v) => errors.push((name, v)),
+                Err(NvmlError::GpuLost) => return Err(NvmlError::GpuLost),
+                Err(e) if is_absent(&e) => self.unsupported_counters.push(counter),
+                Err(e) => failures.push(("nvlink_errors", e)),
+            }
+        }
+        Ok(errors)
+    }
+}
+
+/// A field value read as a count; `None` when it was not read.
+fn count(r: Option<&ScopedValue>) -> Option<u64> {
+    match r {
+        Some(Ok((v, _))) => Some(*v as u64),
+        _ => None,
+    }
+}
+
+/// A data counter (KiB) in bytes; `None` when it was not read.
+fn kib(r: Option<&ScopedValue>) -> Option<u64> {
+    count(r).map(|v| v.saturating_mul(1024))
+}
+
+/// A bit error rate from its encoded field value ([`decode_ber`]); `None` when it was not
+/// read.
+fn ratio(r: Option<&ScopedValue>) -> Option<f64> {
+    match r {
+        Some(Ok((v, _))) => Some(decode_ber(*v as u64)),
+        _ => None,
     }
 }
 
