@@ -206,56 +206,97 @@ pub(super) fn encode(
     opts: &EncodeOptions,
     identity: IdentityWriter,
 ) {
-    let start = |out: &mut String, name: &str, g: &Interconnect| -> bool {
+    let w = GpuSeries { identity, opts };
+    encode_links_down(out, snap, w);
+    match opts.nvlink_links {
+        NvlinkLinks::Totals => encode_totals(out, snap, w),
+        NvlinkLinks::PerLink => encode_per_link(out, snap, w),
+    }
+    encode_fabric_info(out, snap, w);
+    encode_fabric_families(out, snap, w);
+}
+
+/// How one GPU's series of an interconnect family is written: its identity labels first.
+#[derive(Clone, Copy)]
+struct GpuSeries<'a> {
+    identity: IdentityWriter,
+    opts: &'a EncodeOptions,
+}
+
+impl GpuSeries<'_> {
+    /// Writes the series' name and `g`'s identity labels; whether no label was written (for
+    /// the next label's comma).
+    fn start(self, out: &mut String, name: &str, g: &Interconnect) -> bool {
         out.push_str(name);
         out.push('{');
         let mut first = true;
-        identity(out, &mut first, &g.id, opts);
+        (self.identity)(out, &mut first, &g.id, self.opts);
         first
-    };
-    let end = |out: &mut String, v: f64| {
-        out.push_str("} ");
-        write_value(out, v);
-        out.push('\n');
-    };
-    let with_links = || snap.interconnect.iter().filter(|g| !g.links.is_empty());
-    if with_links().next().is_some() {
-        let name = "gpu_nvlink_links_down";
-        write_header(
-            out,
-            name,
-            "NVLink links of the GPU that NVML reports inactive (every link is read each tick).",
-            "gauge",
-        );
-        for g in with_links() {
-            start(out, name, g);
-            end(out, g.links.iter().filter(|l| !l.up).count() as f64);
-        }
     }
-    if opts.nvlink_links == NvlinkLinks::Totals {
-        for (name, help, kind, series) in TOTAL_FAMILIES {
-            let mut header = false;
-            for g in with_links() {
-                for (error, v) in series(&g.links) {
-                    if !header {
-                        write_header(out, name, help, kind);
-                        header = true;
-                    }
-                    let mut first = start(out, name, g);
-                    if let Some(e) = error {
-                        write_label(out, &mut first, "error", e);
-                    }
-                    end(out, v);
+}
+
+/// Closes a series' labels and writes its value `v` and the line's end.
+fn end_series(out: &mut String, v: f64) {
+    out.push_str("} ");
+    write_value(out, v);
+    out.push('\n');
+}
+
+/// The GPUs of the snapshot that have NVLink links.
+fn with_links(snap: &Snapshot) -> impl Iterator<Item = &Interconnect> {
+    snap.interconnect.iter().filter(|g| !g.links.is_empty())
+}
+
+/// The GPUs of the snapshot registered with a fabric, with their registration.
+fn fabrics(snap: &Snapshot) -> impl Iterator<Item = (&Interconnect, &Fabric)> {
+    snap.interconnect
+        .iter()
+        .filter_map(|g| g.fabric.as_ref().map(|f| (g, f)))
+}
+
+/// `gpu_nvlink_links_down`: one series per GPU with links.
+fn encode_links_down(out: &mut String, snap: &Snapshot, w: GpuSeries<'_>) {
+    if with_links(snap).next().is_none() {
+        return;
+    }
+    let name = "gpu_nvlink_links_down";
+    write_header(
+        out,
+        name,
+        "NVLink links of the GPU that NVML reports inactive (every link is read each tick).",
+        "gauge",
+    );
+    for g in with_links(snap) {
+        w.start(out, name, g);
+        end_series(out, g.links.iter().filter(|l| !l.up).count() as f64);
+    }
+}
+
+/// The per-GPU families of `--nvlink-links totals` ([`TOTAL_FAMILIES`]): the error counters
+/// summed over the GPU's links, the worst link's bit error ratios, without `nvlink`.
+fn encode_totals(out: &mut String, snap: &Snapshot, w: GpuSeries<'_>) {
+    for (name, help, kind, series) in TOTAL_FAMILIES {
+        let mut header = false;
+        for g in with_links(snap) {
+            for (error, v) in series(&g.links) {
+                if !header {
+                    write_header(out, name, help, kind);
+                    header = true;
                 }
+                let mut first = w.start(out, name, g);
+                if let Some(e) = error {
+                    write_label(out, &mut first, "error", e);
+                }
+                end_series(out, v);
             }
         }
     }
-    let link_families = if opts.nvlink_links == NvlinkLinks::PerLink {
-        &LINK_FAMILIES[..]
-    } else {
-        &[]
-    };
-    for &(name, help, kind, series) in link_families {
+}
+
+/// The per-link families of `--nvlink-links per-link` ([`LINK_FAMILIES`]): one series per
+/// link, `nvlink` labelled.
+fn encode_per_link(out: &mut String, snap: &Snapshot, w: GpuSeries<'_>) {
+    for &(name, help, kind, series) in &LINK_FAMILIES {
         let mut header = false;
         for g in &snap.interconnect {
             for l in &g.links {
@@ -264,51 +305,57 @@ pub(super) fn encode(
                         write_header(out, name, help, kind);
                         header = true;
                     }
-                    let mut first = start(out, name, g);
+                    let mut first = w.start(out, name, g);
                     let _ = write!(out, ",nvlink=\"{}\"", l.link);
                     if let Some(e) = error {
                         write_label(out, &mut first, "error", e);
                     }
-                    end(out, v);
+                    end_series(out, v);
                 }
             }
         }
     }
-    let fabrics = || {
-        snap.interconnect
-            .iter()
-            .filter_map(|g| g.fabric.as_ref().map(|f| (g, f)))
-    };
-    if fabrics().next().is_some() {
-        let name = "gpu_fabric_info";
-        write_header(
-            out,
-            name,
-            "The NVSwitch fabric a GPU is registered with: cluster UUID and clique (value 1).",
-            "gauge",
-        );
-        for (g, f) in fabrics() {
-            let mut first = start(out, name, g);
-            write_label(out, &mut first, "cluster_uuid", &f.cluster_uuid);
-            let _ = write!(out, ",clique_id=\"{}\"", f.clique_id);
-            end(out, 1.0);
-        }
+}
+
+/// `gpu_fabric_info`: one series per GPU registered with a fabric, its cluster UUID and
+/// clique as labels.
+fn encode_fabric_info(out: &mut String, snap: &Snapshot, w: GpuSeries<'_>) {
+    if fabrics(snap).next().is_none() {
+        return;
     }
+    let name = "gpu_fabric_info";
+    write_header(
+        out,
+        name,
+        "The NVSwitch fabric a GPU is registered with: cluster UUID and clique (value 1).",
+        "gauge",
+    );
+    for (g, f) in fabrics(snap) {
+        let mut first = w.start(out, name, g);
+        write_label(out, &mut first, "cluster_uuid", &f.cluster_uuid);
+        let _ = write!(out, ",clique_id=\"{}\"", f.clique_id);
+        end_series(out, 1.0);
+    }
+}
+
+/// The fabric registration's families ([`FABRIC_FAMILIES`]), one series per GPU that has
+/// the value.
+fn encode_fabric_families(out: &mut String, snap: &Snapshot, w: GpuSeries<'_>) {
     for (name, help, pick) in FABRIC_FAMILIES {
         // The registration's return code and the raw health bits are detail: `gpu_fabric_state`
         // and `gpu_fabric_health` say the same unless --nvlink-links per-link asks for it.
-        if opts.nvlink_links == NvlinkLinks::Totals && FABRIC_DETAIL.contains(&name) {
+        if w.opts.nvlink_links == NvlinkLinks::Totals && FABRIC_DETAIL.contains(&name) {
             continue;
         }
         let mut header = false;
-        for (g, f) in fabrics() {
+        for (g, f) in fabrics(snap) {
             let Some(v) = pick(f) else { continue };
             if !header {
                 write_header(out, name, help, "gauge");
                 header = true;
             }
-            start(out, name, g);
-            end(out, v);
+            w.start(out, name, g);
+            end_series(out, v);
         }
     }
 }
