@@ -99,6 +99,14 @@ impl Cardinality {
             && !self.exclude.iter().any(|p| p.matches(name))
     }
 
+    /// `names` without the labels `--drop-labels` drops.
+    fn kept(&self, names: Vec<String>) -> Vec<String> {
+        names
+            .into_iter()
+            .filter(|n| !self.drop_labels.contains(n))
+            .collect()
+    }
+
     /// The page with the families left out and the labels dropped.
     pub fn apply(&self, text: &str) -> String {
         let mut out = String::with_capacity(text.len());
@@ -216,79 +224,19 @@ pub fn widest_series(
         .labels()
         .partition(|r| r.field.level == Level::Switch);
     let label_rows: Vec<&str> = label_rows.iter().map(|r| r.name.as_str()).collect();
-    let kept = |names: Vec<String>| -> Vec<String> {
-        names
-            .into_iter()
-            .filter(|n| !controls.drop_labels.contains(n))
-            .collect()
-    };
     let mut out = Vec::new();
     for row in counters.metrics() {
         if !controls.serves(&row.name) {
             continue;
         }
-        let mut names: Vec<String> = Vec::new();
-        if row.field.level == Level::Switch {
-            // (`nvlink` on a per-port row,) `nvswitch` and the host label (the last identity
-            // label when there is one).
-            if row.field.getter == crate::catalogue::Getter::DcgmSwitchPort {
-                names.push("nvlink".into());
-            }
-            names.push("nvswitch".into());
-            names.extend(
-                labels
-                    .identity
-                    .iter()
-                    .filter(|n| n.eq_ignore_ascii_case("hostname"))
-                    .cloned(),
-            );
-            names.extend(switch_label_rows.iter().map(|r| r.name.clone()));
-            out.push(Widest {
-                family: row.name.clone(),
-                names: kept(names),
-                pod_labels: labels.full,
-            });
-            continue;
-        }
-        if row.field.level == Level::Link {
-            names.push("nvlink".into());
-            names.extend(
-                labels
-                    .identity
-                    .iter()
-                    .filter(|n| {
-                        !labels::IDENTITY
-                            .iter()
-                            .any(|l| l.mig && l.name == n.as_str())
-                    })
-                    .cloned(),
-            );
-            if labels.full {
-                names.extend(labels.description.iter().cloned());
-            }
+        let names = if row.field.level == Level::Switch {
+            switch_row_names(row, labels, &switch_label_rows)
         } else {
-            names.extend(labels.identity.iter().cloned());
-            if labels.full {
-                names.extend(labels.description.iter().cloned());
-                names.extend(label_rows.iter().map(|s| s.to_string()));
-            }
-        }
-        if labels.full {
-            names.extend(labels.holder.iter().cloned());
-        }
-        match row.field.getter {
-            Getter::Total(WindowKind::Xid) | Getter::Window(WindowKind::Xid) => {
-                names.extend(["xid".into(), "window_size_in_ms".into()]);
-            }
-            Getter::Total(_) | Getter::Window(_) => {
-                names.extend(["clock_event".into(), "window_size_in_ms".into()]);
-            }
-            Getter::Xid => names.extend(["err_code".into(), "err_msg".into()]),
-            _ => {}
-        }
+            gpu_row_names(row, labels, &label_rows)
+        };
         out.push(Widest {
             family: row.name.clone(),
-            names: kept(names),
+            names: controls.kept(names),
             pod_labels: labels.full,
         });
     }
@@ -298,7 +246,7 @@ pub fn widest_series(
         names.extend(label_rows.iter().map(|s| s.to_string()));
         out.push(Widest {
             family: "gpu_device_info".into(),
-            names: kept(names),
+            names: controls.kept(names),
             pod_labels: false,
         });
     }
@@ -310,11 +258,80 @@ pub fn widest_series(
         names.extend(labels.allocation.iter().cloned());
         out.push(Widest {
             family: "gpu_allocation_info".into(),
-            names: kept(names),
+            names: controls.kept(names),
             pod_labels: true,
         });
     }
     out
+}
+
+/// The label names of a switch-level row's widest series: (`nvlink` on a per-port row,)
+/// `nvswitch`, the host label (the last identity label when there is one) and the switch
+/// label rows (`switch_label_rows`).
+fn switch_row_names(
+    row: &CounterRow,
+    labels: &SeriesLabels,
+    switch_label_rows: &[&CounterRow],
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    if row.field.getter == crate::catalogue::Getter::DcgmSwitchPort {
+        names.push("nvlink".into());
+    }
+    names.push("nvswitch".into());
+    names.extend(
+        labels
+            .identity
+            .iter()
+            .filter(|n| n.eq_ignore_ascii_case("hostname"))
+            .cloned(),
+    );
+    names.extend(switch_label_rows.iter().map(|r| r.name.clone()));
+    names
+}
+
+/// The label names of a GPU- or link-level row's widest series: the identity (a link's
+/// without the MIG labels, after `nvlink`), in the `full` shape the descriptions, the GPU
+/// label rows (`label_rows`, not on a link's) and the holder's labels, then the labels of
+/// the row's kind (an XID's or a clock event's window, an XID's code and message).
+fn gpu_row_names(row: &CounterRow, labels: &SeriesLabels, label_rows: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    if row.field.level == Level::Link {
+        names.push("nvlink".into());
+        names.extend(
+            labels
+                .identity
+                .iter()
+                .filter(|n| {
+                    !labels::IDENTITY
+                        .iter()
+                        .any(|l| l.mig && l.name == n.as_str())
+                })
+                .cloned(),
+        );
+        if labels.full {
+            names.extend(labels.description.iter().cloned());
+        }
+    } else {
+        names.extend(labels.identity.iter().cloned());
+        if labels.full {
+            names.extend(labels.description.iter().cloned());
+            names.extend(label_rows.iter().map(|s| s.to_string()));
+        }
+    }
+    if labels.full {
+        names.extend(labels.holder.iter().cloned());
+    }
+    match row.field.getter {
+        Getter::Total(WindowKind::Xid) | Getter::Window(WindowKind::Xid) => {
+            names.extend(["xid".into(), "window_size_in_ms".into()]);
+        }
+        Getter::Total(_) | Getter::Window(_) => {
+            names.extend(["clock_event".into(), "window_size_in_ms".into()]);
+        }
+        Getter::Xid => names.extend(["err_code".into(), "err_msg".into()]),
+        _ => {}
+    }
+    names
 }
 
 #[cfg(test)]
