@@ -26,6 +26,7 @@ use gpu_exporter::attribution::{AttributionOptions, Attributor, SourceHandles, b
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
 use gpu_exporter::config::Config;
+use gpu_exporter::exposition::counted::Counted;
 use gpu_exporter::exposition::{EncodeOptions, encode, gzip};
 use gpu_exporter::gpu::processes::{EntityProcesses, ProcessUse};
 use gpu_exporter::sim::api::FakeApi;
@@ -603,13 +604,13 @@ fn encode_inputs() -> (Snapshot, CounterSet, EncodeOptions) {
 #[divan::bench(sample_count = 500)]
 fn encode_no_pods(bencher: divan::Bencher) {
     let (snap, counters, opts) = encode_inputs();
-    let plain = encode(&snap, &counters, &opts);
+    let plain = encode(&snap, &Counted::default(), &counters, &opts);
     println!(
         "exposition without pods: {} bytes plain, {} bytes gzip",
         plain.len(),
         gzip(&plain).len()
     );
-    bencher.bench_local(|| black_box(encode(&snap, &counters, &opts)));
+    bencher.bench_local(|| black_box(encode(&snap, &Counted::default(), &counters, &opts)));
 }
 
 /// Encoding the same entities with the 200 pods' join and per-container use.
@@ -621,11 +622,11 @@ fn encode_200_pods(bencher: divan::Bencher) {
     let mut attributor = live.attributor(true);
     attributor.attribute(&mut snap, &processes(&pods), NOW);
     drop(live);
-    let plain = encode(&snap, &counters, &opts);
+    let plain = encode(&snap, &Counted::default(), &counters, &opts);
     println!(
         "exposition with 200 pods: {} bytes plain, {} bytes gzip",
         plain.len(),
         gzip(&plain).len()
     );
-    bencher.bench_local(|| black_box(encode(&snap, &counters, &opts)));
+    bencher.bench_local(|| black_box(encode(&snap, &Counted::default(), &counters, &opts)));
 }

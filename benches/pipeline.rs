@@ -15,6 +15,7 @@ use std::sync::Arc;
 use gpu_exporter::catalogue::csv::CounterSet;
 use gpu_exporter::config::{Cli, Config};
 use gpu_exporter::daemon::pipeline::{Pipeline, Simulated};
+use gpu_exporter::exposition::counted::Counted;
 use gpu_exporter::exposition::{EncodeOptions, encode, gzip};
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::snapshot::Snapshot;
@@ -85,14 +86,14 @@ fn sampler_tick(bencher: divan::Bencher) {
 fn encode_exposition(bencher: divan::Bencher) {
     let (snap, counters) = snapshot();
     let opts = encode_options();
-    bencher.bench_local(|| black_box(encode(&snap, &counters, &opts)));
+    bencher.bench_local(|| black_box(encode(&snap, &Counted::default(), &counters, &opts)));
 }
 
 /// Gzip of the encoded exposition (done once per tick, not per scrape).
 #[divan::bench(sample_count = 200)]
 fn gzip_exposition(bencher: divan::Bencher) {
     let (snap, counters) = snapshot();
-    let plain = encode(&snap, &counters, &encode_options());
+    let plain = encode(&snap, &Counted::default(), &counters, &encode_options());
     println!(
         "exposition: {} bytes plain, {} bytes gzip",
         plain.len(),

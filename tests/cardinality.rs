@@ -686,8 +686,13 @@ fn label_values_hold_still_over_a_pod_restart() {
         node.set_time(t.get());
         let snap = sampler.tick(t.get());
         t.set(t.get() + 0.05);
-        let text =
-            String::from_utf8(gpu_exporter::exposition::encode(&snap, &counters, &opts)).unwrap();
+        let text = String::from_utf8(gpu_exporter::exposition::encode(
+            &snap,
+            &gpu_exporter::exposition::counted::Counted::default(),
+            &counters,
+            &opts,
+        ))
+        .unwrap();
         seen.record(&text);
         text
     };

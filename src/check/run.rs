@@ -315,7 +315,12 @@ fn ticks(
             last_ms / gpus as f64
         );
         r.add("nvml", "ticks", Severity::Ok, detail, None);
-        let text = crate::exposition::encode(&snap, counters, &cfg.encode_options());
+        let text = crate::exposition::encode(
+            &snap,
+            &crate::exposition::counted::Counted::default(),
+            counters,
+            &cfg.encode_options(),
+        );
         r.excerpt = findings::excerpt(&String::from_utf8_lossy(&text), 80);
     }
     snap

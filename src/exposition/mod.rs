@@ -33,16 +33,10 @@ use crate::snapshot::{EntityId, Labels, Snapshot, Value};
 use counted::Counted;
 use identity::{write_csv_labels, write_identity};
 
-/// Encodes the snapshot: GPU families in counter-set order, then self-metrics, with nothing
-/// counted by the layers above (no server or Kubernetes writer figures; see
-/// [`encode_counted`]).
-pub fn encode(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> Vec<u8> {
-    encode_counted(snap, &Counted::default(), counters, opts)
-}
-
-/// Encodes the snapshot as [`encode`] does, with the figures the layers above counted
-/// (`counted`: the server's, the Kubernetes writers') among the self-metrics.
-pub fn encode_counted(
+/// Encodes the snapshot: GPU families in counter-set order, then self-metrics, with the
+/// figures the layers above counted (`counted`: the server's, the Kubernetes writers') among
+/// them; a caller with nothing counted (a test, `check`) passes `&Counted::default()`.
+pub fn encode(
     snap: &Snapshot,
     counted: &Counted,
     counters: &CounterSet,

@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use crate::catalogue::csv::CounterSet;
 use crate::exposition::counted::Counted;
-use crate::exposition::{EncodeOptions, encode_counted, gzip};
+use crate::exposition::{EncodeOptions, encode, gzip};
 use crate::snapshot::Snapshot;
 
 /// One tick's output, ready to serve.
@@ -124,7 +124,7 @@ pub fn render(
     counters: &Arc<CounterSet>,
     opts: &EncodeOptions,
 ) -> Published {
-    let plain = encode_counted(&snapshot, counted, counters, opts);
+    let plain = encode(&snapshot, counted, counters, opts);
     let gz = gzip(&plain);
     Published {
         snapshot: Arc::new(snapshot),

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
 use gpu_exporter::config::BUILTIN_DEFAULT_COUNTERS;
+use gpu_exporter::exposition::counted::Counted;
 use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::sampler::Sampler;
@@ -150,7 +151,13 @@ impl Run {
     pub fn at(&mut self, t: f64) -> String {
         self.node.set_time(t);
         let snap = self.sampler.tick(t);
-        String::from_utf8(encode(&snap, &self.counters, &self.encode)).expect("utf-8")
+        String::from_utf8(encode(
+            &snap,
+            &Counted::default(),
+            &self.counters,
+            &self.encode,
+        ))
+        .expect("utf-8")
     }
 }
 

@@ -138,6 +138,7 @@ impl Pages {
         self.t += 0.05;
         String::from_utf8(gpu_exporter::exposition::encode(
             &snap,
+            &gpu_exporter::exposition::counted::Counted::default(),
             &self.counters,
             &self.encode,
         ))

@@ -63,7 +63,13 @@ impl Churn {
     }
 
     fn page(&self, snap: &Snapshot) -> String {
-        String::from_utf8(encode(snap, &self.counters, &self.opts)).unwrap()
+        String::from_utf8(encode(
+            snap,
+            &Counted::default(),
+            &self.counters,
+            &self.opts,
+        ))
+        .unwrap()
     }
 
     /// Freezes scenario time at `t` and ticks there until the page's holders are the pods
