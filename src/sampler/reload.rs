@@ -224,57 +224,11 @@ impl CountersFile {
         if forced {
             info!(file = %self.shown, "SIGHUP: re-reading the counters file");
         }
-        let current = match FileStamp::of(&self.path) {
-            Ok(s) => s,
-            Err(e) => {
-                let msg = format!(
-                    "{}: cannot read counters file: {e}; keeping the counters in use",
-                    self.shown
-                );
-                // A missing file is reported once, not on every tick.
-                if forced || self.stamp.is_some() {
-                    self.fail(&msg);
-                }
-                self.stamp = None;
-                self.pending = None;
-                return None;
-            }
-        };
-        if !forced && self.pending.is_none() && self.stamp.as_ref() == Some(&current) {
+        if !self.may_have_changed(forced) {
             return None;
         }
-        self.stamp = Some(current);
-        let bytes = match read_counters(&self.path) {
-            Ok(b) => b,
-            Err(e) => {
-                // An I/O error may pass: read again next tick. A FIFO, a directory or an
-                // oversized file stays what it is until the path changes (a new stamp).
-                if matches!(e, ReadError::Io(_)) {
-                    self.stamp = None;
-                }
-                self.pending = None;
-                self.fail(&format!(
-                    "{}: cannot read counters file: {e}; keeping the counters in use",
-                    self.shown
-                ));
-                return None;
-            }
-        };
-        if bytes == self.loaded {
-            self.pending = None;
-            if !self.stats.last_ok {
-                // Back to the content in use: the broken version is gone.
-                info!(file = %self.shown, "counters file is back to the set in use");
-                self.stats.last_ok = true;
-                self.last_bad = None;
-                self.last_error = None;
-            } else if forced {
-                info!(file = %self.shown, "counters file unchanged");
-            }
-            return None;
-        }
-        if !forced && self.last_bad.as_deref() == Some(bytes.as_slice()) {
-            self.pending = None;
+        let bytes = self.read_file()?;
+        if self.is_known(&bytes, forced) {
             return None;
         }
         let waited = if forced {
@@ -304,27 +258,104 @@ impl CountersFile {
                 self.fail(&format!("{e}; keeping the counters in use"));
                 None
             }
-            Judged::Apply(set) => {
-                self.pending = None;
-                self.last_error = None;
-                info!(
-                    file = %self.shown,
-                    metrics = set.metrics().count(),
-                    labels = set.labels().count(),
-                    "counters reloaded; the new set applies from this tick"
+            Judged::Apply(set) => Some(self.apply(bytes, set, now_unix)),
+        }
+    }
+
+    /// Whether the file may have changed since the last check: a new stamp (taken as the
+    /// file's from now), a version pending, or SIGHUP (`forced`). A file that cannot be
+    /// stat'ed has not (the failure is reported, once for a missing file, and any pending
+    /// version forgotten).
+    fn may_have_changed(&mut self, forced: bool) -> bool {
+        let current = match FileStamp::of(&self.path) {
+            Ok(s) => s,
+            Err(e) => {
+                let msg = format!(
+                    "{}: cannot read counters file: {e}; keeping the counters in use",
+                    self.shown
                 );
-                for w in &set.warnings {
-                    warn!("{w}");
+                // A missing file is reported once, not on every tick.
+                if forced || self.stamp.is_some() {
+                    self.fail(&msg);
                 }
-                self.loaded = bytes;
-                self.families = families(&set);
-                self.last_bad = None;
-                self.stats.last_ok = true;
-                self.stats.successes += 1;
-                self.stats.last_success_unix = now_unix;
-                Some(set)
+                self.stamp = None;
+                self.pending = None;
+                return false;
+            }
+        };
+        if !forced && self.pending.is_none() && self.stamp.as_ref() == Some(&current) {
+            return false;
+        }
+        self.stamp = Some(current);
+        true
+    }
+
+    /// The file's bytes; `None` when it cannot be read (reported, any pending version
+    /// forgotten).
+    fn read_file(&mut self) -> Option<Vec<u8>> {
+        match read_counters(&self.path) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                // An I/O error may pass: read again next tick. A FIFO, a directory or an
+                // oversized file stays what it is until the path changes (a new stamp).
+                if matches!(e, ReadError::Io(_)) {
+                    self.stamp = None;
+                }
+                self.pending = None;
+                self.fail(&format!(
+                    "{}: cannot read counters file: {e}; keeping the counters in use",
+                    self.shown
+                ));
+                None
             }
         }
+    }
+
+    /// Whether `bytes` are a version already judged: the set in use (back to it after a
+    /// broken version is logged, and so is an unchanged file on SIGHUP, `forced`) or, without
+    /// SIGHUP, the version refused last. Either forgets any pending version.
+    fn is_known(&mut self, bytes: &[u8], forced: bool) -> bool {
+        if bytes == self.loaded {
+            self.pending = None;
+            if !self.stats.last_ok {
+                // Back to the content in use: the broken version is gone.
+                info!(file = %self.shown, "counters file is back to the set in use");
+                self.stats.last_ok = true;
+                self.last_bad = None;
+                self.last_error = None;
+            } else if forced {
+                info!(file = %self.shown, "counters file unchanged");
+            }
+            return true;
+        }
+        if !forced && self.last_bad.as_deref() == Some(bytes) {
+            self.pending = None;
+            return true;
+        }
+        false
+    }
+
+    /// Takes `set`, parsed from `bytes`, as the set in use from this tick: logged with its
+    /// warnings and counted as a successful reload at `now_unix`.
+    fn apply(&mut self, bytes: Vec<u8>, set: CounterSet, now_unix: f64) -> CounterSet {
+        self.pending = None;
+        self.last_error = None;
+        info!(
+            file = %self.shown,
+            metrics = set.metrics().count(),
+            labels = set.labels().count(),
+            "counters reloaded; the new set applies from this tick"
+        );
+        for w in &set.warnings {
+            warn!("{w}");
+        }
+        self.loaded = bytes;
+        self.families = families(&set);
+        self.last_bad = None;
+        self.stats.last_ok = true;
+        self.stats.successes += 1;
+        self.stats.last_success_unix = now_unix;
+        set
     }
 
     /// Judges a changed version that has read the same for `waited` (`None`: SIGHUP, no wait).
