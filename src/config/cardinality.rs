@@ -102,37 +102,80 @@ pub(super) fn controls(
     profile: Profile,
     origin: &dyn Fn(Setting) -> String,
 ) -> Result<Controls, CardinalityError> {
-    let items = |v: &Option<String>| -> Vec<String> {
-        v.as_deref()
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect()
+    let include = family_globs(
+        Setting::IncludeFamilies,
+        &cli.cardinality.include_families,
+        origin,
+    )?;
+    let exclude = family_globs(
+        Setting::ExcludeFamilies,
+        &cli.cardinality.exclude_families,
+        origin,
+    )?;
+    let drop_labels = drop_labels(cli, origin)?;
+    let max = max_labels(cli, origin)?;
+    let shape = series_labels(cli, profile, origin)?;
+    // A dcgm-exporter profile serves that version's families only, unless more are asked for.
+    let own_families = profile == Profile::Native || !include.is_empty();
+    let filter = Cardinality {
+        include,
+        exclude,
+        drop_labels,
     };
-    let globs = |setting: Setting, v: &Option<String>| {
-        items(v)
-            .into_iter()
-            .map(|g| {
-                let bad = |why: String| CardinalityError::Refused {
-                    setting: origin(setting),
-                    message: format!("{}: {why}", quoted(&g)),
-                };
-                if !g.chars().all(|c| {
-                    c.is_ascii_alphanumeric()
-                        || matches!(c, '_' | ':' | '*' | '?' | '[' | ']' | '!' | '-')
-                }) {
-                    return Err(bad(
-                        "not a family glob (letters, digits, _ and :, with * ? [..])".into(),
-                    ));
-                }
-                glob::Pattern::new(&g).map_err(|e| bad(format!("not a glob ({e})")))
-            })
-            .collect::<Result<Vec<_>, _>>()
-    };
-    let include = globs(Setting::IncludeFamilies, &cli.cardinality.include_families)?;
-    let exclude = globs(Setting::ExcludeFamilies, &cli.cardinality.exclude_families)?;
+    Ok(Controls {
+        filter,
+        max_labels: max,
+        own_families,
+        family_filters: family_filters(cli, origin),
+        shape,
+    })
+}
+
+/// The items of a comma-separated list, trimmed, the empty ones left out.
+fn items(v: &Option<String>) -> Vec<String> {
+    v.as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The family globs of `setting` (`--include-families`, `--exclude-families`), given as `v`;
+/// refused at the first item that is not a family glob (letters, digits, `_`, `:` and the
+/// glob's own characters) or does not parse.
+fn family_globs(
+    setting: Setting,
+    v: &Option<String>,
+    origin: &dyn Fn(Setting) -> String,
+) -> Result<Vec<glob::Pattern>, CardinalityError> {
+    items(v)
+        .into_iter()
+        .map(|g| {
+            let bad = |why: String| CardinalityError::Refused {
+                setting: origin(setting),
+                message: format!("{}: {why}", quoted(&g)),
+            };
+            if !g.chars().all(|c| {
+                c.is_ascii_alphanumeric()
+                    || matches!(c, '_' | ':' | '*' | '?' | '[' | ']' | '!' | '-')
+            }) {
+                return Err(bad(
+                    "not a family glob (letters, digits, _ and :, with * ? [..])".into(),
+                ));
+            }
+            glob::Pattern::new(&g).map_err(|e| bad(format!("not a glob ({e})")))
+        })
+        .collect()
+}
+
+/// `--drop-labels`: label names, none of them one that tells series apart
+/// ([`NEVER_DROPPED`]).
+fn drop_labels(
+    cli: &Cli,
+    origin: &dyn Fn(Setting) -> String,
+) -> Result<Vec<String>, CardinalityError> {
     let drop_labels = items(&cli.cardinality.drop_labels);
     for name in &drop_labels {
         let bad = |why: &str| CardinalityError::Refused {
@@ -154,35 +197,35 @@ pub(super) fn controls(
             ));
         }
     }
-    let max = match cli
+    Ok(drop_labels)
+}
+
+/// `--max-labels-per-series`: at least 10 (an entity's identity); [`DEFAULT_MAX_LABELS`]
+/// when not given.
+fn max_labels(cli: &Cli, origin: &dyn Fn(Setting) -> String) -> Result<usize, CardinalityError> {
+    match cli
         .cardinality
         .max_labels_per_series
         .as_deref()
         .map(str::trim)
     {
-        None | Some("") => DEFAULT_MAX_LABELS,
+        None | Some("") => Ok(DEFAULT_MAX_LABELS),
         Some(v) => match v.parse::<usize>() {
-            Ok(n) if n >= 10 => n,
-            _ => {
-                return Err(CardinalityError::Refused {
-                    setting: origin(Setting::MaxLabelsPerSeries),
-                    message: format!(
-                        "{}: expected a number of labels, at least 10 (an entity's identity)",
-                        quoted(v)
-                    ),
-                });
-            }
+            Ok(n) if n >= 10 => Ok(n),
+            _ => Err(CardinalityError::Refused {
+                setting: origin(Setting::MaxLabelsPerSeries),
+                message: format!(
+                    "{}: expected a number of labels, at least 10 (an entity's identity)",
+                    quoted(v)
+                ),
+            }),
         },
-    };
-    let shape = series_labels(cli, profile, origin)?;
-    // A dcgm-exporter profile serves that version's families only, unless more are asked for.
-    let own_families = profile == Profile::Native || !include.is_empty();
-    let filter = Cardinality {
-        include,
-        exclude,
-        drop_labels,
-    };
-    let family_filters = [
+    }
+}
+
+/// Each family filter given, as messages name it: where it came from and its value.
+fn family_filters(cli: &Cli, origin: &dyn Fn(Setting) -> String) -> Vec<String> {
+    [
         (Setting::IncludeFamilies, &cli.cardinality.include_families),
         (Setting::ExcludeFamilies, &cli.cardinality.exclude_families),
     ]
@@ -195,14 +238,7 @@ pub(super) fn controls(
             quoted(v.as_deref().unwrap_or_default())
         )
     })
-    .collect();
-    Ok(Controls {
-        filter,
-        max_labels: max,
-        own_families,
-        family_filters,
-        shape,
-    })
+    .collect()
 }
 
 /// `--series-labels`: `lean` (native's default) or `full` (the `dcgm-*` profiles' only shape,
