@@ -367,6 +367,30 @@ async fn watch_slices(
     node: Option<&str>,
     shared: &LatestIndex<DraIndex>,
 ) -> bool {
+    let api = slices_api(client, version);
+    let (fields, scope) = selection(node);
+    let cfg = watcher::Config::default().fields(&fields);
+    let probe = ListParams::default().fields(&fields).limit(1);
+    // Paced by `Recovery` (retry delay and probe), not by kube's backoff (see `reflector`).
+    let mut events = pin!(watcher::watcher(api.clone(), cfg));
+    let mut recovery = Recovery::new();
+    let mut failures = FailureLog::default();
+    let mut seen = SeenSlices::default();
+    while let Some(event) = recovery.next(&mut events, &api, &probe, shared).await {
+        match event {
+            Ok(event) => seen.take(event, shared, &mut failures, &scope),
+            Err(err) => {
+                if watch_failed(&err, version, &scope, &mut failures, shared) {
+                    return seen.synced;
+                }
+            }
+        }
+    }
+    seen.synced
+}
+
+/// The ResourceSlices of `resource.k8s.io` `version`, cluster-wide.
+fn slices_api(client: &kube::Client, version: &str) -> Api<DynamicObject> {
     let resource = ApiResource {
         group: RESOURCE_GROUP.to_owned(),
         version: version.to_owned(),
@@ -374,8 +398,13 @@ async fn watch_slices(
         kind: "ResourceSlice".to_owned(),
         plural: "resourceslices".to_owned(),
     };
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let (fields, scope) = match node {
+    Api::all_with(client.clone(), &resource)
+}
+
+/// The field selector of the NVIDIA GPU driver's slices on `node` (all nodes when `None`),
+/// and the scope as log lines say it.
+fn selection(node: Option<&str>) -> (String, String) {
+    match node {
         Some(n) => (
             format!("spec.nodeName={n},spec.driver={NVIDIA_GPU_DRIVER}"),
             format!("on node {n}"),
@@ -384,87 +413,108 @@ async fn watch_slices(
             format!("spec.driver={NVIDIA_GPU_DRIVER}"),
             "on all nodes".to_owned(),
         ),
-    };
-    let cfg = watcher::Config::default().fields(&fields);
-    let probe = ListParams::default().fields(&fields).limit(1);
-    // Paced by `Recovery` (retry delay and probe), not by kube's backoff (see `reflector`).
-    let mut events = pin!(watcher::watcher(api.clone(), cfg));
-    let mut recovery = Recovery::new();
-    let mut failures = FailureLog::default();
-    let mut slices: HashMap<String, Value> = HashMap::new();
-    let mut initial: Option<HashMap<String, Value>> = None;
-    let mut synced = false;
-    let publish = |slices: &HashMap<String, Value>, synced: bool| {
-        let index = DraIndex::from_slices(slices.values().cloned());
-        let n = index.len();
-        shared.publish(index, n, synced);
-    };
-    let key = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
-    let value = |o: DynamicObject| serde_json::to_value(o).unwrap_or(Value::Null);
-    while let Some(event) = recovery.next(&mut events, &api, &probe, shared).await {
+    }
+}
+
+/// The slices a watch has seen, by name: those in use, the list being received, and whether
+/// a complete list has been.
+#[derive(Default)]
+struct SeenSlices {
+    slices: HashMap<String, Value>,
+    initial: Option<HashMap<String, Value>>,
+    synced: bool,
+}
+
+impl SeenSlices {
+    /// Takes one event of the watch: a complete list or a change that alters the slices
+    /// publishes their index in `shared`, anything else marks it healthy; a complete list
+    /// also ends a run of `failures` and is logged (its `scope` named).
+    fn take(
+        &mut self,
+        event: Event<DynamicObject>,
+        shared: &LatestIndex<DraIndex>,
+        failures: &mut FailureLog,
+        scope: &str,
+    ) {
+        let key = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+        let value = |o: DynamicObject| serde_json::to_value(o).unwrap_or(Value::Null);
         match event {
-            Ok(Event::Init) => initial = Some(HashMap::new()),
-            Ok(Event::InitApply(o)) => {
-                if let Some(buf) = initial.as_mut() {
+            Event::Init => self.initial = Some(HashMap::new()),
+            Event::InitApply(o) => {
+                if let Some(buf) = self.initial.as_mut() {
                     buf.insert(key(&o), value(o));
                 }
             }
-            Ok(Event::InitDone) => {
-                let listed = initial.take().unwrap_or_default();
-                if listed != slices || !synced {
-                    slices = listed;
-                    publish(&slices, true);
+            Event::InitDone => {
+                let listed = self.initial.take().unwrap_or_default();
+                if listed != self.slices || !self.synced {
+                    self.slices = listed;
+                    self.publish(shared, true);
                 } else {
                     shared.ok(true);
                 }
                 failures.ok();
-                synced = true;
+                self.synced = true;
                 tracing::info!(
-                    slices = slices.len(),
+                    slices = self.slices.len(),
                     devices = shared.load().len(),
                     "ResourceSlice reflector synced ({scope})"
                 );
             }
-            Ok(Event::Apply(o)) => {
+            Event::Apply(o) => {
                 let k = key(&o);
                 let v = value(o);
-                if slices.get(&k) != Some(&v) {
-                    slices.insert(k, v);
-                    publish(&slices, false);
+                if self.slices.get(&k) != Some(&v) {
+                    self.slices.insert(k, v);
+                    self.publish(shared, false);
                 } else {
                     shared.ok(false);
                 }
             }
-            Ok(Event::Delete(o)) => {
-                if slices.remove(&key(&o)).is_some() {
-                    publish(&slices, false);
+            Event::Delete(o) => {
+                if self.slices.remove(&key(&o)).is_some() {
+                    self.publish(shared, false);
                 } else {
                     shared.ok(false);
-                }
-            }
-            Err(err) => {
-                let code = api_status(&err).map(|s| s.code);
-                let mut msg = format!(
-                    "{} ResourceSlices ({RESOURCE_GROUP}/{version}) {scope}: {}",
-                    watch_phase(&err),
-                    describe_watch_error(&err)
-                );
-                msg.push_str(access_hint(&err, "resourceslices"));
-                let meanwhile = if refused(&err) {
-                    "; retrying with backoff, and meanwhile the DRA claims on devices it has not \
-                     listed are not attributed"
-                } else {
-                    "; retrying with backoff, DRA devices keep their last value"
-                };
-                failures.note(failure_kind(&err), &format!("{msg}{meanwhile}"));
-                shared.failed(msg, refused(&err));
-                if code == Some(404) {
-                    return synced;
                 }
             }
         }
     }
-    synced
+
+    /// Publishes the index of the slices in use (`synced`: after a complete list).
+    fn publish(&self, shared: &LatestIndex<DraIndex>, synced: bool) {
+        let index = DraIndex::from_slices(self.slices.values().cloned());
+        let n = index.len();
+        shared.publish(index, n, synced);
+    }
+}
+
+/// Reports a failed watch of `version`'s slices on `scope`: logged through `failures` with
+/// what it means meanwhile, and recorded in `shared`. Returns whether the version is no
+/// longer served (404), which ends the watch.
+fn watch_failed(
+    err: &watcher::Error,
+    version: &str,
+    scope: &str,
+    failures: &mut FailureLog,
+    shared: &LatestIndex<DraIndex>,
+) -> bool {
+    let code = api_status(err).map(|s| s.code);
+    let mut msg = format!(
+        "{} ResourceSlices ({RESOURCE_GROUP}/{version}) {scope}: {}",
+        watch_phase(err),
+        describe_watch_error(err)
+    );
+    msg.push_str(access_hint(err, "resourceslices"));
+    let meanwhile = if refused(err) {
+        "; retrying with backoff, and meanwhile the DRA claims on devices it has not \
+         listed are not attributed"
+    } else {
+        "; retrying with backoff, DRA devices keep their last value"
+    };
+    failures.note(failure_kind(err), &format!("{msg}{meanwhile}"));
+    shared.failed(msg, refused(err));
+    code == Some(404)
 }
 
 #[cfg(test)]
