@@ -110,90 +110,124 @@ fn dns_label(s: &str, max: usize) -> bool {
 pub fn parse(raw: Vec<RawJob>) -> Result<Vec<JobStream>, JobError> {
     let mut out: Vec<JobStream> = Vec::with_capacity(raw.len());
     for (i, j) in raw.into_iter().enumerate() {
-        let job = if j.name.is_empty() {
-            format!("[[jobs]] #{}", i + 1)
-        } else {
-            format!("{}/{}", j.namespace, j.name)
-        };
-        let bad = |key, problem: String| JobError::Invalid {
-            job: job.clone(),
+        let bad = |(key, problem): Problem| JobError::Invalid {
+            job: j.shown(i),
             key,
             problem,
         };
-        // Room for `-<n>` in a 63-character pod name.
-        if !dns_label(&j.name, 50) {
-            return Err(bad(
+        j.check_names(&out).map_err(bad)?;
+        j.check_times().map_err(bad)?;
+        j.check_pod().map_err(bad)?;
+        let slots = j.slots().map_err(bad)?;
+        out.push(JobStream { raw: j, slots });
+    }
+    Ok(out)
+}
+
+/// What is wrong with a `[[jobs]]` table: the key at fault and the problem.
+type Problem = (&'static str, String);
+
+impl RawJob {
+    /// `namespace/name`, or the table's place (`[[jobs]] #N`, the `i`th from 0) without a
+    /// name, for its errors.
+    fn shown(&self, i: usize) -> String {
+        if self.name.is_empty() {
+            format!("[[jobs]] #{}", i + 1)
+        } else {
+            format!("{}/{}", self.namespace, self.name)
+        }
+    }
+
+    /// The name (with room for `-<n>` in a 63-character pod name) and namespace are DNS
+    /// labels, and no stream validated before (`earlier`) has both.
+    fn check_names(&self, earlier: &[JobStream]) -> Result<(), Problem> {
+        if !dns_label(&self.name, 50) {
+            return Err((
                 "name",
                 format!(
                     "{:?} is not a name of 1 to 50 lowercase letters, digits and '-' \
                      (its pods are <name>-<n>)",
-                    j.name
+                    self.name
                 ),
             ));
         }
-        if !dns_label(&j.namespace, 63) {
-            return Err(bad(
+        if !dns_label(&self.namespace, 63) {
+            return Err((
                 "namespace",
-                format!("{:?} is not a Kubernetes namespace name", j.namespace),
+                format!("{:?} is not a Kubernetes namespace name", self.namespace),
             ));
         }
-        if out
+        if earlier
             .iter()
-            .any(|o| o.raw.name == j.name && o.raw.namespace == j.namespace)
+            .any(|o| o.raw.name == self.name && o.raw.namespace == self.namespace)
         {
-            return Err(bad("name", "another [[jobs]] has the same name".into()));
+            return Err(("name", "another [[jobs]] has the same name".into()));
         }
-        if !j.every.is_finite() || j.every <= 0.0 || j.every > MAX_PERIOD_S {
-            return Err(bad(
+        Ok(())
+    }
+
+    /// `every` is a time up to [`MAX_PERIOD_S`], `duration` one no longer than `every` (a
+    /// slot runs one job at a time), `start` one up to [`MAX_START_S`].
+    fn check_times(&self) -> Result<(), Problem> {
+        if !self.every.is_finite() || self.every <= 0.0 || self.every > MAX_PERIOD_S {
+            return Err((
                 "every",
-                format!("{} is not a time > 0 and <= {MAX_PERIOD_S} s", j.every),
+                format!("{} is not a time > 0 and <= {MAX_PERIOD_S} s", self.every),
             ));
         }
-        if !j.duration.is_finite() || j.duration <= 0.0 {
-            return Err(bad("duration", format!("{} is not a time > 0", j.duration)));
+        if !self.duration.is_finite() || self.duration <= 0.0 {
+            return Err(("duration", format!("{} is not a time > 0", self.duration)));
         }
-        if j.duration > j.every {
-            return Err(bad(
+        if self.duration > self.every {
+            return Err((
                 "duration",
                 format!(
                     "{} is longer than every = {}: a slot runs one job at a time",
-                    j.duration, j.every
+                    self.duration, self.every
                 ),
             ));
         }
-        if !j.start.is_finite() || !(0.0..=MAX_START_S).contains(&j.start) {
-            return Err(bad(
+        if !self.start.is_finite() || !(0.0..=MAX_START_S).contains(&self.start) {
+            return Err((
                 "start",
-                format!("{} is not a time >= 0 and <= {MAX_START_S} s", j.start),
+                format!("{} is not a time >= 0 and <= {MAX_START_S} s", self.start),
             ));
         }
-        if j.container.is_empty() {
-            return Err(bad("container", "must not be empty".into()));
+        Ok(())
+    }
+
+    /// The pods' container name is not empty, and their owner, if any, is `Kind/name`.
+    fn check_pod(&self) -> Result<(), Problem> {
+        if self.container.is_empty() {
+            return Err(("container", "must not be empty".into()));
         }
-        if let Some(o) = &j.owner
+        if let Some(o) = &self.owner
             && o.split_once('/')
                 .is_none_or(|(k, n)| k.is_empty() || n.is_empty())
         {
-            return Err(bad("owner", format!("{o:?}: expected Kind/name")));
+            return Err(("owner", format!("{o:?}: expected Kind/name")));
         }
-        let mut slots: Vec<Slot> = j.gpus.iter().map(|&g| Slot::Gpu(g)).collect();
-        for m in &j.mig {
+        Ok(())
+    }
+
+    /// The slots, in the order written (`gpus`, then `mig`, then `shared`): at least one,
+    /// each well formed and listed once.
+    fn slots(&self) -> Result<Vec<Slot>, Problem> {
+        let mut slots: Vec<Slot> = self.gpus.iter().map(|&g| Slot::Gpu(g)).collect();
+        for m in &self.mig {
             if parse_mig(m).is_none() {
-                return Err(bad(
-                    "mig",
-                    format!("{m:?}: expected <gpu>.<gpu instance id>"),
-                ));
+                return Err(("mig", format!("{m:?}: expected <gpu>.<gpu instance id>")));
             }
             slots.push(Slot::Mig(m.clone()));
         }
-        for s in &j.shared {
+        for s in &self.shared {
             if parse_shared(s).is_none() {
-                return Err(bad("shared", format!("{s:?}: expected <gpu>::<replica>")));
+                return Err(("shared", format!("{s:?}: expected <gpu>::<replica>")));
             }
             slots.push(Slot::Shared(s.clone()));
         }
         if slots.is_empty() {
-            return Err(bad(
+            return Err((
                 "gpus",
                 "a job needs at least one slot in gpus, mig or shared".into(),
             ));
@@ -203,14 +237,13 @@ pub fn parse(raw: Vec<RawJob>) -> Result<Vec<JobStream>, JobError> {
             .enumerate()
             .find(|(a, s)| slots[..*a].contains(s))
         {
-            return Err(bad(
+            return Err((
                 slots[a].key(),
                 format!("{} is listed twice", slots[a].shown()),
             ));
         }
-        out.push(JobStream { raw: j, slots });
+        Ok(slots)
     }
-    Ok(out)
 }
 
 impl JobStream {
