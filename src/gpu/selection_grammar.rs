@@ -184,91 +184,90 @@ pub(super) fn parse_items(
     let mut prev: Option<&str> = None;
     let mut current = Current::None;
     loop {
-        let tok_start = rest.find(|c: char| !is_sep(c)).unwrap_or(rest.len());
-        let sep = &rest[..tok_start];
-        rest = &rest[tok_start..];
-        let tok_end = rest.find(is_sep).unwrap_or(rest.len());
-        let tok = &rest[..tok_end];
-        rest = &rest[tok_end..];
-
-        let commas = sep.matches(',').count();
-        if commas > 1 || (commas == 1 && (sep.contains(';') || prev.is_none() || tok.is_empty())) {
-            return Err(err(match (prev, tok.is_empty()) {
-                (None, _) => SpecProblem::EmptyItemBefore { tok: tok.into() },
-                (Some(p), true) => SpecProblem::EmptyItemAfter { prev: p.into() },
-                (Some(p), false) => SpecProblem::EmptyItemBetween {
-                    prev: p.into(),
-                    tok: tok.into(),
-                },
-            }));
-        }
+        let (sep, tok) = next_token(&mut rest);
+        let after_comma = comma_between(sep, prev, tok).map_err(err)?;
         if tok.is_empty() {
             return Ok(());
         }
-        let after_comma = commas == 1;
         prev = Some(tok);
-
         if tok.starts_with(|c: char| c.is_ascii_alphabetic()) {
-            let (kind, list) = match tok.split_once(':') {
-                Some((k, l)) => (k, Some(l)),
-                None => (tok, None),
-            };
-            match (kind, list) {
-                ("f", None) => {
-                    sink(Item::Flex);
-                    current = Current::NoList(tok);
-                }
-                ("f", Some(_)) => {
-                    return Err(err(SpecProblem::FlexTakesNoList { tok: tok.into() }));
-                }
-                ("g", None) => {
-                    sink(Item::AllGpus);
-                    current = Current::NoList(tok);
-                }
-                ("i", None) => {
-                    sink(Item::AllInstances);
-                    current = Current::NoList(tok);
-                }
-                ("g" | "i", Some("")) => {
-                    return Err(err(SpecProblem::EmptyList {
-                        tok: tok.into(),
-                        kind: kind.into(),
-                    }));
-                }
-                ("g", Some(item)) => {
-                    sink(gpu_item(item, bounds).map_err(err)?);
-                    current = Current::GpuList;
-                }
-                ("i", Some(item)) => {
-                    sink(instance_item(item, bounds).map_err(err)?);
-                    current = Current::InstanceList;
-                }
-                _ => {
-                    return Err(err(SpecProblem::UnknownType {
-                        tok: tok.into(),
-                        kind: kind.into(),
-                    }));
-                }
-            }
+            let (item, spec) = spec(tok, bounds).map_err(err)?;
+            sink(item);
+            current = spec;
             continue;
         }
-
         if !after_comma {
             return Err(err(SpecProblem::NotASpec { tok: tok.into() }));
         }
-        match current {
-            Current::GpuList => sink(gpu_item(tok, bounds).map_err(err)?),
-            Current::InstanceList => sink(instance_item(tok, bounds).map_err(err)?),
-            Current::NoList(spec) => {
-                return Err(err(SpecProblem::FollowsNoList {
-                    tok: tok.into(),
-                    spec: spec.into(),
-                }));
-            }
-            Current::None => {
-                return Err(err(SpecProblem::NoSpecYet { tok: tok.into() }));
-            }
-        }
+        sink(list_item(tok, current, bounds).map_err(err)?);
+    }
+}
+
+/// The separators before the next token of `rest`, and the token (empty at the end);
+/// `rest` moves past both.
+fn next_token<'a>(rest: &mut &'a str) -> (&'a str, &'a str) {
+    let tok_start = rest.find(|c: char| !is_sep(c)).unwrap_or(rest.len());
+    let sep = &rest[..tok_start];
+    *rest = &rest[tok_start..];
+    let tok_end = rest.find(is_sep).unwrap_or(rest.len());
+    let tok = &rest[..tok_end];
+    *rest = &rest[tok_end..];
+    (sep, tok)
+}
+
+/// Whether the separators `sep` between the token before (`prev`, `None` at the start) and
+/// `tok` (empty at the end) hold a `,`, which lets a bare item continue a list; an error when
+/// the `,` has no item on one side, or there are several.
+fn comma_between(sep: &str, prev: Option<&str>, tok: &str) -> Result<bool, SpecProblem> {
+    let commas = sep.matches(',').count();
+    if commas > 1 || (commas == 1 && (sep.contains(';') || prev.is_none() || tok.is_empty())) {
+        return Err(match (prev, tok.is_empty()) {
+            (None, _) => SpecProblem::EmptyItemBefore { tok: tok.into() },
+            (Some(p), true) => SpecProblem::EmptyItemAfter { prev: p.into() },
+            (Some(p), false) => SpecProblem::EmptyItemBetween {
+                prev: p.into(),
+                tok: tok.into(),
+            },
+        });
+    }
+    Ok(commas == 1)
+}
+
+/// A token that starts a spec (`f`, `g`, `g:ITEM`, `i`, `i:ITEM`): its item, and the spec a
+/// bare item after it would continue.
+fn spec(tok: &str, bounds: Bounds) -> Result<(Item, Current<'_>), SpecProblem> {
+    let (kind, list) = match tok.split_once(':') {
+        Some((k, l)) => (k, Some(l)),
+        None => (tok, None),
+    };
+    match (kind, list) {
+        ("f", None) => Ok((Item::Flex, Current::NoList(tok))),
+        ("f", Some(_)) => Err(SpecProblem::FlexTakesNoList { tok: tok.into() }),
+        ("g", None) => Ok((Item::AllGpus, Current::NoList(tok))),
+        ("i", None) => Ok((Item::AllInstances, Current::NoList(tok))),
+        ("g" | "i", Some("")) => Err(SpecProblem::EmptyList {
+            tok: tok.into(),
+            kind: kind.into(),
+        }),
+        ("g", Some(item)) => Ok((gpu_item(item, bounds)?, Current::GpuList)),
+        ("i", Some(item)) => Ok((instance_item(item, bounds)?, Current::InstanceList)),
+        _ => Err(SpecProblem::UnknownType {
+            tok: tok.into(),
+            kind: kind.into(),
+        }),
+    }
+}
+
+/// A bare token after a `,`: an item of the `current` spec's list.
+fn list_item(tok: &str, current: Current<'_>, bounds: Bounds) -> Result<Item, SpecProblem> {
+    match current {
+        Current::GpuList => gpu_item(tok, bounds),
+        Current::InstanceList => instance_item(tok, bounds),
+        Current::NoList(spec) => Err(SpecProblem::FollowsNoList {
+            tok: tok.into(),
+            spec: spec.into(),
+        }),
+        Current::None => Err(SpecProblem::NoSpecYet { tok: tok.into() }),
     }
 }
 
