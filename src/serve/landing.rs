@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 
 use super::status::{
-    CurrentValues, DcgmSource, GpuStatus, NodeStatus, ProcessStatus, SourceStatus,
+    CountersStatus, CurrentValues, DcgmSource, GpuStatus, NodeStatus, ProcessStatus, SourceStatus,
 };
 
 /// A string from outside the exporter: escaped as every value is, its control characters
@@ -391,37 +391,29 @@ fn source_row(src: &SourceStatus) -> Markup {
 /// The exporter's own state: attribution sources and DCGM, the counters file, fields not
 /// shown, values DCGM did not serve, unsupported fields and read errors.
 fn exporter(s: &NodeStatus) -> Markup {
-    let mut unsupported: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for u in &s.unsupported {
-        unsupported
-            .entry(u.field)
-            .or_default()
-            .push(match u.gpu_instance_id {
-                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
-                None => format!("GPU {}", u.gpu),
-            });
-    }
-    // The values DCGM did not serve: per reason, the entities, and per entity list the fields
-    // (one DCGM outage is one row, not one per field).
-    let mut on: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
-    for u in &s.unavailable {
-        on.entry((u.reason.as_str(), u.field))
-            .or_default()
-            .push(match u.gpu_instance_id {
-                Some(gi) => format!("GPU {} GI {gi}", u.gpu),
-                None => format!("GPU {}", u.gpu),
-            });
-    }
-    let mut unavailable: BTreeMap<(&str, String), Vec<&str>> = BTreeMap::new();
-    for ((reason, field), entities) in on {
-        unavailable
-            .entry((reason, entities.join(", ")))
-            .or_default()
-            .push(field);
-    }
-    let c = &s.counters;
     html! {
         h2 { "Exporter" }
+        (sources(s))
+        (counters_line(&s.counters))
+        (not_configured(s))
+        (unavailable(s))
+        (unsupported(s))
+        (withheld(s))
+        (read_errors(s))
+    }
+}
+
+/// `GPU <index>`, or `GPU <index> GI <id>` for a MIG instance.
+fn entity(gpu: u32, gpu_instance_id: Option<u32>) -> String {
+    match gpu_instance_id {
+        Some(gi) => format!("GPU {gpu} GI {gi}"),
+        None => format!("GPU {gpu}"),
+    }
+}
+
+/// The table of the attribution sources and DCGM, one row each ([`source_row`]).
+fn sources(s: &NodeStatus) -> Markup {
+    html! {
         table {
             tr { th { "Source" } th { "State" } th { "Last answer" } th { "Errors" } }
             @if s.sources.iter().all(|src| src.dcgm.is_some()) {
@@ -431,6 +423,12 @@ fn exporter(s: &NodeStatus) -> Markup {
                 (source_row(src))
             }
         }
+    }
+}
+
+/// The counters file's line: its metrics, reloads and failed reloads.
+fn counters_line(c: &CountersStatus) -> Markup {
+    html! {
         p {
             "Counters file: " (c.metrics) " metrics; reloads: " (c.reloads)
             @match c.last_reload_ok {
@@ -443,6 +441,12 @@ fn exporter(s: &NodeStatus) -> Markup {
             }
             "."
         }
+    }
+}
+
+/// The values not shown because the counters file does not export their field, if any.
+fn not_configured(s: &NodeStatus) -> Markup {
+    html! {
         @if !s.not_configured.is_empty() {
             p {
                 "Values not shown because the counters file does not export their field (the health verdict watches them anyway): "
@@ -453,6 +457,26 @@ fn exporter(s: &NodeStatus) -> Markup {
                 "."
             }
         }
+    }
+}
+
+/// The values DCGM did not serve, if any: per reason, the entities, and per entity list the
+/// fields (one DCGM outage is one row, not one per field).
+fn unavailable(s: &NodeStatus) -> Markup {
+    let mut on: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    for u in &s.unavailable {
+        on.entry((u.reason.as_str(), u.field))
+            .or_default()
+            .push(entity(u.gpu, u.gpu_instance_id));
+    }
+    let mut unavailable: BTreeMap<(&str, String), Vec<&str>> = BTreeMap::new();
+    for ((reason, field), entities) in on {
+        unavailable
+            .entry((reason, entities.join(", ")))
+            .or_default()
+            .push(field);
+    }
+    html! {
         @if !unavailable.is_empty() {
             h3 { "Values DCGM did not serve" }
             table {
@@ -471,6 +495,19 @@ fn exporter(s: &NodeStatus) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The fields NVML does not support, each with the entities it does not support them on.
+fn unsupported(s: &NodeStatus) -> Markup {
+    let mut unsupported: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for u in &s.unsupported {
+        unsupported
+            .entry(u.field)
+            .or_default()
+            .push(entity(u.gpu, u.gpu_instance_id));
+    }
+    html! {
         h3 { "Unsupported fields" }
         @if unsupported.is_empty() {
             p.na { "none: NVML answered every configured field" }
@@ -482,6 +519,12 @@ fn exporter(s: &NodeStatus) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The profiling fields withheld on every GPU of a node of mixed models (`dcgm-4.10`), with why.
+fn withheld(s: &NodeStatus) -> Markup {
+    html! {
         @if !s.withheld.is_empty() {
             h3 { "Withheld profiling fields (GPU models mixed)" }
             table {
@@ -495,6 +538,12 @@ fn exporter(s: &NodeStatus) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The fields' read errors, by kind with their counts, if any.
+fn read_errors(s: &NodeStatus) -> Markup {
+    html! {
         @if !s.field_errors.is_empty() {
             h3 { "Read errors" }
             table {
