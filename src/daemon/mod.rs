@@ -87,7 +87,11 @@ pub fn run(
     for n in &cfg.debug_notes {
         debug!("{n}");
     }
-    let (counters, counters_file, pod_label_room) = load_counters(&cfg)?;
+    let StartCounters {
+        set: counters,
+        file: counters_file,
+        pod_label_room,
+    } = load_counters(&cfg)?;
     // `simulated` keeps the simulated node and cluster (if any) alive until the end of `run`.
     let pipeline = Pipeline::build(&cfg, &counters, pod_label_room, &rt, simulated)?;
     let kube = pipeline
@@ -178,11 +182,19 @@ fn load_web_config(cfg: &Config) -> Result<Option<Arc<WebConfig>>, DaemonError> 
     }
 }
 
-/// The counters the configuration chooses, logged with their origin and warnings; the file
-/// they were read from, if any, to reload; and the room left for pod labels on each series.
-fn load_counters(
-    cfg: &Config,
-) -> Result<(Arc<CounterSet>, Option<reload::CountersFile>, Option<usize>), DaemonError> {
+/// The counters the daemon starts with.
+struct StartCounters {
+    /// The set, shared with the pipeline and the first page.
+    set: Arc<CounterSet>,
+    /// The file it was read from, to reload; `None` for the built-in set.
+    file: Option<reload::CountersFile>,
+    /// The room left for pod labels on each series (`Config::fit_labels`).
+    pod_label_room: Option<usize>,
+}
+
+/// The counters the configuration chooses ([`StartCounters`]), logged with their origin and
+/// warnings.
+fn load_counters(cfg: &Config) -> Result<StartCounters, DaemonError> {
     let loaded = cfg.load_counters()?;
     let pod_label_room = cfg.fit_labels(&loaded.set)?;
     info!(
@@ -194,7 +206,11 @@ fn load_counters(
     for w in &loaded.set.warnings {
         warn!("{w}");
     }
-    Ok((Arc::new(loaded.set), loaded.file, pod_label_room))
+    Ok(StartCounters {
+        set: Arc::new(loaded.set),
+        file: loaded.file,
+        pod_label_room,
+    })
 }
 
 /// Starts the Kubernetes outputs (`notify`) on `rt` when the configuration asks for them and
