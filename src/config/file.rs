@@ -33,10 +33,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use super::origin::Setting;
+use super::origin::{Origin, Setting, TooShort};
 use crate::base::shown::{quoted, shown, shown_path};
 use crate::base::yaml;
-use crate::gpu::collections::{Collection, MIN_INTERVAL_MS};
+use crate::gpu::collections::Collection;
 
 /// Why a configuration file was refused. Every message names the file and the key.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +57,10 @@ pub enum ConfigFileError {
         /// What is wrong, starting with the key.
         message: String,
     },
+    /// An interval key under the minimum of every interval, refused by the check the flags
+    /// have (its origin is the file and the key).
+    #[error(transparent)]
+    TooShort(#[from] TooShort),
 }
 
 /// What a configuration file sets. `None` is "not in the file".
@@ -320,8 +324,9 @@ impl Parse<'_> {
         }
     }
 
-    /// An interval at `key`: a positive Go duration of at least [`MIN_INTERVAL_MS`], refused
-    /// with `-c/--collect-interval`'s message otherwise.
+    /// An interval at `key`: a positive Go duration (its syntax checked here), of at least
+    /// [`crate::gpu::collections::MIN_INTERVAL_MS`] by the one check of every interval, the
+    /// flags' too ([`Origin::at_least_min_interval`]).
     fn duration(&self, key: String, v: &str) -> Result<Duration, ConfigFileError> {
         let d = crate::base::duration::parse_go(v)
             .ok()
@@ -332,15 +337,11 @@ impl Parse<'_> {
                     quoted(v)
                 ))
             })?;
-        // Every interval, whichever key or flag it comes from, has the same minimum and the
-        // same message as -c/--collect-interval's.
-        if d < Duration::from_millis(MIN_INTERVAL_MS) {
-            return Err(self.bad(format!(
-                "{key} {}: must be at least {MIN_INTERVAL_MS} (milliseconds)",
-                quoted(v)
-            )));
-        }
-        Ok(d)
+        let origin = Origin::File {
+            file: self.path.to_owned(),
+            key: key.into(),
+        };
+        Ok(origin.at_least_min_interval(d, quoted(v))?)
     }
 
     /// A collection's field patterns at `key`: at least one, each a glob.

@@ -95,7 +95,7 @@ impl Settings {
         ) {
             return Origin::File {
                 file: file.clone(),
-                key,
+                key: key.into(),
             };
         }
         let env = self

@@ -43,7 +43,7 @@ pub mod values;
 pub use crate::serve::DEFAULT_MAX_CONCURRENT_SCRAPES;
 pub use cli::{BUILTIN_DEFAULT_COUNTERS, Cli, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS};
 pub use go_flags::env_value;
-pub use origin::{Origin, Setting};
+pub use origin::{Origin, Setting, TooShort};
 pub use site::{SimulatedNode, Simulation, Site};
 
 use std::path::PathBuf;
@@ -63,17 +63,10 @@ use crate::serve::address;
 /// A configuration error, naming the flag or file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// A millisecond interval under its minimum.
-    #[error("{setting} {value}: must be at least {min} (milliseconds)")]
-    TooShort {
-        /// Where the value came from: the flag (`-c/--collect-interval`), or the
-        /// configuration file and key.
-        setting: Origin,
-        /// The value given, as given.
-        value: String,
-        /// The least accepted.
-        min: u64,
-    },
+    /// A millisecond interval under its minimum (from a flag or its variable; the file's are
+    /// [`file::ConfigFileError::TooShort`], the same refusal).
+    #[error(transparent)]
+    TooShort(#[from] TooShort),
     /// A millisecond interval of zero.
     #[error("{flag} 0: must be a positive number of milliseconds")]
     Zero {

@@ -4,14 +4,19 @@
 //! such setting by `merge.rs`, `dcgm.rs` and `cardinality.rs`). [`Setting`] names each setting
 //! whose errors name its source, once: its flag as messages write it and its file key.
 //! [`Origin`] names a value's source the way error messages do: the flag, its environment
-//! variable, or the file and its key.
+//! variable, or the file and its key; [`Origin::at_least_min_interval`] is the one minimum of
+//! every interval, whichever of them gives it (`Settings::interval_ms` for the flags and their
+//! variables, `file.rs` for the file's interval keys), refused as one [`TooShort`].
 //!
 //! It must not read the file, parse values or look at [`super::cli::Cli`]'s fields: callers
-//! hand it the slot and the file's value.
+//! hand it the slot and the file's value (an interval already parsed).
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::base::shown::shown_path;
+use crate::gpu::collections::MIN_INTERVAL_MS;
 
 /// Declares [`Setting`] from one table: each variant with its flag, as messages write it, and
 /// its configuration file key (`None`: the file cannot set it). [`Setting::ALL`] is made
@@ -104,9 +109,42 @@ pub enum Origin {
     File {
         /// The file.
         file: PathBuf,
-        /// The key, e.g. `collection.interval`.
-        key: &'static str,
+        /// The key, e.g. `collection.interval` or `collection.watchGroups[0].interval`.
+        key: Cow<'static, str>,
     },
+}
+
+/// An interval under [`MIN_INTERVAL_MS`]: the one refusal of every interval, with one message
+/// whether a flag, its variable or a file key gave it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin} {value}: must be at least {min} (milliseconds)")]
+pub struct TooShort {
+    /// Where the value came from: the flag (`-c/--collect-interval`), its variable, or the
+    /// configuration file and key.
+    pub origin: Origin,
+    /// The value, as given (a file's duration quoted as typed).
+    pub value: String,
+    /// The least accepted, in milliseconds.
+    pub min: u64,
+}
+
+impl Origin {
+    /// The one minimum of every interval: `interval` (given as `value`) from this origin, or
+    /// [`TooShort`] naming it when under [`MIN_INTERVAL_MS`].
+    pub(super) fn at_least_min_interval(
+        self,
+        interval: Duration,
+        value: impl std::fmt::Display,
+    ) -> Result<Duration, TooShort> {
+        if interval < Duration::from_millis(MIN_INTERVAL_MS) {
+            return Err(TooShort {
+                origin: self,
+                value: value.to_string(),
+                min: MIN_INTERVAL_MS,
+            });
+        }
+        Ok(interval)
+    }
 }
 
 impl std::fmt::Display for Origin {

@@ -4,7 +4,10 @@
 //! source (errors name the flag, or the file and key: [`Settings::origin_of`]), defaults
 //! filled in, and the settings grouped as the components take them (the DCGM client's checked
 //! by `dcgm.rs`, attribution's by `kube.rs`, the cardinality controls by `cardinality.rs`;
-//! the Kubernetes writes' need of `-k` and the node's name by [`super::health_args`]).
+//! the Kubernetes writes' need of `-k` and the node's name by [`super::health_args`]). The
+//! minimum of every interval is one check, [`super::Origin::at_least_min_interval`], which
+//! [`Settings::interval_ms`] applies to the flags and `file.rs` to the file's interval keys as
+//! it reads them (so that an interval key is refused even when a flag overrides it).
 //!
 //! It must not read the configuration file (merged before, by `merge.rs`) or the counters
 //! (loaded after, by `counters.rs`), and must not touch NVML or the network: the one file
@@ -17,8 +20,8 @@ use super::values::LogFormat;
 use super::{
     Cli, Config, ConfigError, CountersChoice, DEFAULT_COLLECTORS, DEFAULT_INTERVAL_MS,
     DEFAULT_MAX_CONCURRENT_SCRAPES, DEFAULT_WEB_READ_TIMEOUT, DEFAULT_WEB_WRITE_TIMEOUT,
-    ExpositionConfig, HealthConfig, LogConfig, MIN_INTERVAL_MS, ServingConfig, Setting, Settings,
-    Simulation, Site, cardinality, dcgm, ignored, node_hostname,
+    ExpositionConfig, HealthConfig, LogConfig, ServingConfig, Setting, Settings, Simulation, Site,
+    cardinality, dcgm, ignored, node_hostname,
 };
 use crate::attribution::KubernetesOptions;
 use crate::catalogue::labels;
@@ -173,7 +176,7 @@ impl Settings {
         })
     }
 
-    /// `-c/--collect-interval` (or `collection.interval`), at least [`MIN_INTERVAL_MS`].
+    /// `-c/--collect-interval` (or `collection.interval`), at least [`super::MIN_INTERVAL_MS`].
     fn collect_interval_ms(&self) -> Result<u64, ConfigError> {
         let ms = self
             .cli
@@ -183,16 +186,12 @@ impl Settings {
         self.interval_ms(Setting::CollectInterval, ms)
     }
 
-    /// An interval `setting` of `ms` milliseconds, refused under [`MIN_INTERVAL_MS`] naming
-    /// where it came from: the one minimum of every interval flag and variable.
+    /// An interval `setting` of `ms` milliseconds, refused under [`super::MIN_INTERVAL_MS`]
+    /// naming where it came from: every interval flag and variable, by the one check that the
+    /// file's interval keys have too ([`super::Origin::at_least_min_interval`]).
     pub(super) fn interval_ms(&self, setting: Setting, ms: u64) -> Result<u64, ConfigError> {
-        if ms < MIN_INTERVAL_MS {
-            return Err(ConfigError::TooShort {
-                setting: self.origin_of(setting),
-                value: ms.to_string(),
-                min: MIN_INTERVAL_MS,
-            });
-        }
+        self.origin_of(setting)
+            .at_least_min_interval(Duration::from_millis(ms), ms)?;
         Ok(ms)
     }
 
@@ -542,6 +541,86 @@ mod tests {
         assert!(
             e.contains("--xid-initialized-codes") && e.contains("\"x9\""),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn file_interval_keys_and_flags_share_the_one_minimum() {
+        use crate::config::file::ConfigFileError;
+        use crate::config::{Origin, TooShort};
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, body: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, body).unwrap();
+            p
+        };
+        let group = file(
+            "group.yaml",
+            "version: 1\ncollection:\n  watchGroups: [{name: a, interval: 99ms, \
+             fields: [DCGM_FI_DEV_GPU_TEMP]}]\n",
+        );
+        let interval = file("interval.yaml", "version: 1\ncollection: {interval: 1ms}\n");
+        // The flags' refusal and the file's are one check's: the same TooShort, naming its
+        // origin (the flag, or the file and key) and the value as given.
+        let too_short = |args: &[&str]| -> TooShort {
+            match cli(args).validate().map(|_| ()) {
+                Err(ConfigError::TooShort(t) | ConfigError::File(ConfigFileError::TooShort(t))) => {
+                    t
+                }
+                other => panic!("{args:?}: {other:?}"),
+            }
+        };
+        let at = |p: &std::path::Path, key: &'static str| Origin::File {
+            file: p.to_owned(),
+            key: key.into(),
+        };
+        let g = group.to_str().unwrap();
+        let i = interval.to_str().unwrap();
+        for (args, origin, value) in [
+            (
+                vec!["--config-file", g],
+                at(&group, "collection.watchGroups[0].interval"),
+                "\"99ms\"",
+            ),
+            // The file's interval is refused even where -c overrides it, as before.
+            (
+                vec!["--config-file", i, "-c", "1000"],
+                at(&interval, "collection.interval"),
+                "\"1ms\"",
+            ),
+            (
+                vec!["-c", "50"],
+                Origin::Flag("-c/--collect-interval"),
+                "50",
+            ),
+            (
+                vec!["--pod-resources-timeout", "99"],
+                Origin::Flag("--pod-resources-timeout"),
+                "99",
+            ),
+        ] {
+            let t = too_short(&args);
+            assert_eq!(
+                t,
+                TooShort {
+                    origin: origin.clone(),
+                    value: value.to_owned(),
+                    min: 100,
+                },
+                "{args:?}"
+            );
+            assert_eq!(
+                t.to_string(),
+                format!("{origin} {value}: must be at least 100 (milliseconds)")
+            );
+        }
+        let e = too_short(&["--config-file", g]).to_string();
+        assert_eq!(
+            e,
+            format!(
+                "--config-file {g}: collection.watchGroups[0].interval \"99ms\": must be at \
+                 least 100 (milliseconds)"
+            )
         );
     }
 
