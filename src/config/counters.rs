@@ -82,6 +82,60 @@ mod tests {
         cfg.load_counters().map(|_| ()).map_err(|e| e.to_string())
     }
 
+    /// What [`Config::load_counters`] reads is the same whatever the site: the daemon under
+    /// `--simulate` keeps the set it loaded for the real site's early check (so the counters
+    /// file is read once at start) and runs with the simulated site's [`Config`].
+    #[test]
+    fn the_counters_loaded_do_not_depend_on_the_site() {
+        use crate::config::test_support::cli;
+        use crate::config::{SimulatedNode, Site};
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("c.csv");
+        std::fs::write(
+            &csv,
+            "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n",
+        )
+        .unwrap();
+        let yaml = dir.path().join("c.yaml");
+        std::fs::write(
+            &yaml,
+            "version: 1\ncollection:\n  watchGroups: [{name: a, interval: 1s, \
+             fields: [DCGM_FI_DEV_GPU_TEMP]}]\n",
+        )
+        .unwrap();
+        let simulated = Site {
+            simulated: Some(SimulatedNode {
+                node_name: "sim-node".into(),
+                nvml_lib: dir.path().join("libnvidia-ml.so.1"),
+                dcgm_lib: Some(dir.path().join("libdcgm.so.4")),
+                kubelet_socket: dir.path().join("kubelet.sock"),
+                proc_root: dir.path().join("proc"),
+                dra_claims: true,
+            }),
+        };
+        let (c, y) = (csv.to_str().unwrap(), yaml.to_str().unwrap());
+        for args in [
+            &["--simulate", "-f", c, "--config-file", y][..],
+            &[
+                "--simulate",
+                "-f",
+                c,
+                "-k",
+                "--kubernetes-enable-pod-labels",
+            ],
+            &["--simulate", "--include-families", "DCGM_*", "-f", c],
+            &["--simulate"],
+        ] {
+            let settings = cli(args).merge_config_file().unwrap();
+            let load = |site: &Site| {
+                let cfg = settings.validate(site).unwrap();
+                let l = cfg.load_counters().unwrap();
+                (format!("{:?}", l.set), l.origin, l.file.is_some())
+            };
+            assert_eq!(load(&Site::host()), load(&simulated), "{args:?}");
+        }
+    }
+
     /// A family filter that serves none of the GPU families stops start-up naming the flag,
     /// its value and what there is; one that serves any family, the counters file's or the
     /// exporter's own, passes.

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
 use crate::catalogue::csv::CounterSet;
-use crate::config::{Config, ConfigError, Settings};
+use crate::config::{Config, ConfigError, LoadedCounters, Settings};
 use crate::exposition::counted::{CountOwners, Counted};
 use crate::exposition::publish::{Shared, render};
 use crate::notify;
@@ -78,7 +78,7 @@ pub fn run(
     rt: tokio::runtime::Runtime,
     mut early: EarlySignals,
 ) -> Result<Exit, DaemonError> {
-    let (cfg, simulated) = validate(&settings, &rt)?;
+    let (cfg, simulated, early_counters) = validate(&settings, &rt)?;
     let web_config = load_web_config(&cfg)?;
     early.log_stray(rt.handle());
     for w in &cfg.warnings {
@@ -91,7 +91,7 @@ pub fn run(
         set: counters,
         file: counters_file,
         pod_label_room,
-    } = load_counters(&cfg)?;
+    } = load_counters(&cfg, early_counters)?;
     // `simulated` keeps the simulated node and cluster (if any) alive until the end of `run`.
     let pipeline = Pipeline::build(&cfg, &counters, pod_label_room, &rt, simulated)?;
     let kube = pipeline
@@ -157,19 +157,26 @@ pub fn run(
 /// The validated configuration, and the simulated node `--simulate` asks for, started on `rt`
 /// (the site the configuration is validated against is its). A flag, file or counters file
 /// that validation refuses stops start-up before anything is started (the simulated node logs
-/// as it starts): the site changes paths, never whether a value is valid.
+/// as it starts): the site changes paths, never whether a value is valid. The counters read
+/// for that early check under `--simulate` are returned to be the ones run with: what
+/// `Config::load_counters` reads does not depend on the site, so the file is read once.
 fn validate(
     settings: &Settings,
     rt: &tokio::runtime::Runtime,
-) -> Result<(Config, pipeline::Simulated), DaemonError> {
+) -> Result<(Config, pipeline::Simulated, Option<LoadedCounters>), DaemonError> {
     let simulation = settings.simulation()?;
-    if simulation.is_some() {
-        let early = settings.validate(&crate::config::Site::host())?;
-        early.fit_labels(&early.load_counters()?.set)?;
-    }
+    let early_counters = match simulation {
+        Some(_) => {
+            let early = settings.validate(&crate::config::Site::host())?;
+            let loaded = early.load_counters()?;
+            early.fit_labels(&loaded.set)?;
+            Some(loaded)
+        }
+        None => None,
+    };
     let (simulated, site) = pipeline::Simulated::start(simulation.as_ref(), rt)?;
     let cfg = settings.validate(&site)?;
-    Ok((cfg, simulated))
+    Ok((cfg, simulated, early_counters))
 }
 
 /// The web configuration `--web-config-file` names, if it does.
@@ -192,10 +199,16 @@ struct StartCounters {
     pod_label_room: Option<usize>,
 }
 
-/// The counters the configuration chooses ([`StartCounters`]), logged with their origin and
-/// warnings.
-fn load_counters(cfg: &Config) -> Result<StartCounters, DaemonError> {
-    let loaded = cfg.load_counters()?;
+/// The counters the configuration chooses ([`StartCounters`]): those `validate` already read
+/// (`early`), else read now; logged with their origin and warnings.
+fn load_counters(
+    cfg: &Config,
+    early: Option<LoadedCounters>,
+) -> Result<StartCounters, DaemonError> {
+    let loaded = match early {
+        Some(loaded) => loaded,
+        None => cfg.load_counters()?,
+    };
     let pod_label_room = cfg.fit_labels(&loaded.set)?;
     info!(
         "{} ({} metrics, {} labels)",
