@@ -253,7 +253,9 @@ fn helpers_parse_what_the_checks_rely_on() {
         [
             format!(r#"DCGM_FI_PROF_SM_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#),
             format!(r#"DCGM_FI_PROF_PIPE_FP64_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#),
-            format!(r#"avg(accelerator_graphics_engine_active_ratio{{Hostname=~"{A100_MIG_NODE}"}})"#),
+            format!(
+                r#"avg(accelerator_graphics_engine_active_ratio{{Hostname=~"{A100_MIG_NODE}"}})"#
+            ),
         ]
     );
     d.json["templating"]["list"] = serde_json::json!([]);

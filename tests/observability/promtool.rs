@@ -145,7 +145,8 @@ pub(crate) fn check_promtool(alerts: &Path) {
 /// The marker before a promtool case that tests a family the dashboards normalize when read
 /// (alerts/README.md, "Normalized when read"): the case's `expr` must be what
 /// `dashboards/generate.py --normalized FAMILY` prints, so that the case tests the panels' query.
-const READ_TIME_MARKER: &str = "# Normalized when read: the query of `dashboards/generate.py --normalized ";
+const READ_TIME_MARKER: &str =
+    "# Normalized when read: the query of `dashboards/generate.py --normalized ";
 
 /// Each marked case of `tests` holds the query the dashboards generator prints for its family.
 fn read_time_cases(tests: &[PathBuf], generator: &Path, f: &mut Failures) {
@@ -168,7 +169,9 @@ fn read_time_cases(tests: &[PathBuf], generator: &Path, f: &mut Failures) {
                 .and_then(|e| e.strip_suffix('\''))
                 .map(|e| e.replace("''", "'"));
             let Some(expr) = expr else {
-                f.add(format!("{at}: the marker for {family} is not followed by a single-quoted `- expr:`"));
+                f.add(format!(
+                    "{at}: the marker for {family} is not followed by a single-quoted `- expr:`"
+                ));
                 continue;
             };
             match run_tool(Command::new("python3").arg(generator).args(["--normalized", family])) {
@@ -182,6 +185,9 @@ fn read_time_cases(tests: &[PathBuf], generator: &Path, f: &mut Failures) {
         }
     }
     if cases == 0 {
-        f.add("no promtool case tests a family normalized when read (the marker is missing)".to_owned());
+        f.add(
+            "no promtool case tests a family normalized when read (the marker is missing)"
+                .to_owned(),
+        );
     }
 }
