@@ -70,10 +70,23 @@ def per_gpu(metric, sel=GPU, agg="max"):
 # recorded (alerts/README.md, "Normalized when read"), with every name a node may serve it
 # under (gpu-exporter native and dcgm-exporter up to 4.8: DCGM's own names; 4.9 and 4.10:
 # the base-unit names) and the text that turns each into base units. "G": one series per
-# physical GPU (GPU_IDS); "D": per device, a whole GPU or a MIG instance (DEVICE_IDS).
+# physical GPU (GPU_IDS); "D": per device, a whole GPU or a MIG instance (DEVICE_IDS). A
+# third item, where there is one: for a GPU without any of those names, dcgm-exporter 4.10's
+# profiling byte rates, each summed per GPU and scrape (a MIG GPU has them per instance), then
+# added together (NVLink: sent plus received).
 GPU_IDS = "cluster, Hostname, gpu, UUID"
 DEVICE_IDS = GPU_IDS + ", GPU_I_ID, GPU_I_PROFILE"
 READ_TIME = {
+    "accelerator_graphics_engine_active_ratio": ("D", [("DCGM_FI_PROF_GR_ENGINE_ACTIVE", ""),
+                                                       ("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", "")]),
+    "accelerator_xid_last_code": ("G", [("DCGM_FI_DEV_XID_ERRORS", ""), ("DCGM_FI_DEV_XID_ERROR", "")]),
+    "accelerator_pcie_transmit_bytes_per_second": ("G", [("DCGM_FI_DEV_PCIE_TX_THROUGHPUT", " * 1024")],
+                                                   ["DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND"]),
+    "accelerator_pcie_receive_bytes_per_second": ("G", [("DCGM_FI_DEV_PCIE_RX_THROUGHPUT", " * 1024")],
+                                                  ["DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND"]),
+    "accelerator_nvlink_bytes_per_second": ("G", [("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", " * 1048576"),
+                                                  ("DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND", "")],
+                                            ["DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND", "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND"]),
     "accelerator_memory_temperature_celsius": ("G", [("DCGM_FI_DEV_MEMORY_TEMP", ""), ("DCGM_FI_DEV_MEMORY_TEMP_CELSIUS", "")]),
     "accelerator_power_limit_watts": ("G", [("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", ""),
                                             ("DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS", "")]),
@@ -121,11 +134,21 @@ def normalized(family, sel=GPU, over="{}"):
     counter, "increase({}[$__range])") applied to each raw series, then its factor to base
     units, the host label moved to `Hostname`, and the maximum by the identity labels (a
     device field repeated on every MIG instance, or a node scraped by two exporters, counts
-    once)."""
-    scope, names = READ_TIME[family]
-    arms = [over.format(f"{name}{{{s}}}" if s else name) + factor for name, factor in names for s in host_selectors(sel)]
+    once); where the family has profiling rates, a GPU without those names takes their sums
+    per scrape."""
+    scope, names, *rates = READ_TIME[family]
+
+    def raw(name):
+        return [over.format(f"{name}{{{s}}}" if s else name) for s in host_selectors(sel)]
+
+    arms = [a + factor for name, factor in names for a in raw(name)]
     by = GPU_IDS if scope == "G" else DEVICE_IDS
-    return f'max by ({by}) (label_replace({" or ".join(arms)}, "Hostname", "$1", "hostname", "(.+)"))'
+    moved = f'label_replace({" or ".join(arms)}, "Hostname", "$1", "hostname", "(.+)")'
+    if not rates:
+        return f"max by ({by}) ({moved})"
+    summed = " + ".join(f'sum by ({by}, job, instance) (label_replace({" or ".join(raw(name))}, '
+                        f'"Hostname", "$1", "hostname", "(.+)"))' for name in rates[0])
+    return f"max by ({by}) ({moved} or on ({by}) ({summed}))"
 
 
 def per_gpu_normalized(family, sel=GPU, agg="max", over="{}"):
@@ -134,10 +157,8 @@ def per_gpu_normalized(family, sel=GPU, agg="max", over="{}"):
 
 
 def profiling(field):
-    """accelerator_<field>_ratio of the selected devices: the graphics engine's from its
-    recording rule (alerts and the allocation rules read it), the others normalized when read."""
-    family = f"accelerator_{field}_ratio"
-    return normalized(family) if family in READ_TIME else f"{family}{{{GPU}}}"
+    """accelerator_<field>_ratio of the selected devices, normalized when read."""
+    return normalized(f"accelerator_{field}_ratio")
 
 
 REFS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -387,7 +408,7 @@ def nodes():
             description="Driver utilization of whole GPUs (not reported for MIG-enabled GPUs).",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "MIG instance activity",
-            [(f"accelerator_graphics_engine_active_ratio{{{GPU}, GPU_I_ID!=\"\"}}", MIG_LEGEND)], "percentunit",
+            [(normalized("accelerator_graphics_engine_active_ratio", GPU + ', GPU_I_ID!=""'), MIG_LEGEND)], "percentunit",
             description="Graphics/compute engine activity of each MIG instance (GPM on Hopper and later, DCGM before).",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Tensor core activity",
@@ -419,11 +440,11 @@ def nodes():
 
     d.row("PCIe and NVLink")
     d.panel("timeseries", "PCIe traffic",
-            [(per_gpu('accelerator_pcie_transmit_bytes_per_second'), "{{Hostname}} GPU {{gpu}} sent"),
-             (per_gpu('accelerator_pcie_receive_bytes_per_second'), "{{Hostname}} GPU {{gpu}} received")],
+            [(per_gpu_normalized('accelerator_pcie_transmit_bytes_per_second'), "{{Hostname}} GPU {{gpu}} sent"),
+             (per_gpu_normalized('accelerator_pcie_receive_bytes_per_second'), "{{Hostname}} GPU {{gpu}} received")],
             "Bps", description="From the driver's PCIe counters (KB/s; recommended counters), or on a dcgm-exporter 4.10 node its profiling PCIe bytes per second.")
     d.panel("timeseries", "NVLink traffic",
-            [(per_gpu('accelerator_nvlink_bytes_per_second'), GPU_LEGEND)], "Bps",
+            [(per_gpu_normalized('accelerator_nvlink_bytes_per_second'), GPU_LEGEND)], "Bps",
             description="Sent plus received on all links.")
 
     d.row("GPUs")
@@ -433,7 +454,7 @@ def nodes():
         (described(normalized("accelerator_sm_clock_hertz")), "SM clock"),
         (described(f"accelerator_utilization_ratio{{{GPU}, GPU_I_ID=\"\"}}"), "utilization"),
         (described(f"accelerator_up{{{GPU}}}"), "up"),
-        (described(f"accelerator_xid_last_code{{{GPU}}}"), "last Xid"),
+        (described(normalized("accelerator_xid_last_code")), "last Xid"),
     ]
     d.panel("table", "GPUs", [c for c, _ in table_cols], "none", w=24, h=9,
             description="One row per physical GPU, with its model, PCI bus id and driver version (accelerator_info). "
@@ -442,7 +463,7 @@ def nodes():
             overrides=unit_overrides([("temperature", "celsius"), ("power", "watt"), ("SM clock", "hertz"),
                                       ("utilization", "percentunit")]))
     mig_cols = [
-        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (accelerator_graphics_engine_active_ratio{{{GPU}, GPU_I_ID!=\"\"}})", "activity"),
+        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) ({normalized('accelerator_graphics_engine_active_ratio', GPU + ', GPU_I_ID!=' + chr(34) * 2)})", "activity"),
         (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}})", "memory used"),
         (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}} / "
          f"(accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}} + accelerator_memory_free_bytes{{{GPU}, GPU_I_ID!=\"\"}}))", "memory share"),

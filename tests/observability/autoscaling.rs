@@ -79,19 +79,19 @@ const SOURCES: [(&str, &str, &str, &str); 5] = [
         "inference",
         "vision-7c8d9e0f1a-k8s9d",
         "the engine activity of its 2g.20gb instance (GPU 5, GPU_I_ID 3)",
-        r#"accelerator_graphics_engine_active_ratio{gpu="5",GPU_I_ID="3"}"#,
+        r#"DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="5",GPU_I_ID="3"}"#,
     ),
     (
         "research",
         "finetune-0",
         "the engine activity of its 3g.40gb instance (GPU 5, GPU_I_ID 2)",
-        r#"accelerator_graphics_engine_active_ratio{gpu="5",GPU_I_ID="2"}"#,
+        r#"DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="5",GPU_I_ID="2"}"#,
     ),
     (
         "inference",
         "embed-5c6d7e8f9a-qq7rt",
         "the mean engine activity of its two 1g.10gb instances (GPU 2, GPU_I_ID 9 and 10)",
-        r#"avg(accelerator_graphics_engine_active_ratio{gpu="2",GPU_I_ID=~"9|10"})"#,
+        r#"avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="2",GPU_I_ID=~"9|10"})"#,
     ),
 ];
 

@@ -111,22 +111,16 @@ impl Dashboard {
 /// T4 comes from the simulated libdcgm.
 pub(crate) const A100_MIG_NODE: &str = "sim-a100-mig-t4-node";
 
-/// The recorded normalized series that carry DCGM's profiling fields (the other profiling
-/// ratios are normalized when a panel reads them, so their queries name the `DCGM_FI_PROF_*`
-/// fields themselves).
-pub(crate) const PROFILING_SERIES: [&str; 1] = ["accelerator_graphics_engine_active_ratio"];
-
 /// (description, expr with `$variables` resolved) of every panel query that charts a
-/// profiling field (raw, or through the normalized layer), restricted to the A100 MIG node
+/// profiling field (raw, or normalized when read: no recorded series carries one, so every
+/// such query names the `DCGM_FI_PROF_*` fields themselves), restricted to the A100 MIG node
 /// through the `$node` variable. Left out: threshold filters (` < `), which are rightly empty
 /// where no device is under the threshold.
 pub(crate) fn a100_profiling_targets(d: &Dashboard) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     let mut subst = d.substitutions();
     for (what, expr) in d.targets() {
-        let profiling =
-            expr.contains("DCGM_FI_PROF_") || PROFILING_SERIES.iter().any(|s| expr.contains(s));
-        if !profiling || expr.contains(" < ") {
+        if !expr.contains("DCGM_FI_PROF_") || expr.contains(" < ") {
             continue;
         }
         if !subst.contains_key("node") {

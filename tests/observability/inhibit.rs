@@ -11,8 +11,9 @@
 //!   alerts posted to Alertmanager's API (a lost GPU, the verdicts, critical over warning, an
 //!   exporter down, an idle allocation, and the pairs that must stay apart).
 //! - `check_for_order`: the source of each rule that silences the same fault on the same GPU
-//!   waits no longer (`for`) than each alert it silences, so that in a real run the source is
-//!   there when the other would be notified.
+//!   fires no later than each alert it silences (its `for`, and its group's interval where the
+//!   two are in groups evaluated apart), so that in a real run the source is there when the
+//!   other would be notified.
 
 use super::*;
 
@@ -705,20 +706,56 @@ pub(crate) fn check_inhibit_rules(am_port: u16, f: &mut Failures) {
 // ---------------------------------------------------------------------------------------------
 // The order of `for`
 
-/// Each alert's `for` in the rules file (0 when it has none).
-fn alert_fors(rules: &Value) -> BTreeMap<String, Duration> {
+/// When an alert is evaluated and how long it waits: its group's name and `interval` (the
+/// global evaluation interval when the group sets none, at most Prometheus's default of a
+/// minute as far as this check knows) and its `for` (0 when it has none).
+struct Timing {
+    group: String,
+    every: Duration,
+    wait: Duration,
+}
+
+/// Prometheus's default `evaluation_interval`, taken for a group that sets no `interval`.
+const GLOBAL_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Each alert's Timing in the rules file.
+fn alert_timings(rules: &Value) -> BTreeMap<String, Timing> {
+    // The rules' durations are Go's (`5m`, `1h30m`), as the exporter's flags read them.
+    let go = |s: Option<&str>, none: Duration| {
+        s.map_or(Ok(none), gpu_exporter::base::duration::parse_go)
+            .unwrap_or(Duration::MAX)
+    };
     let mut out = BTreeMap::new();
     for g in array(rules, "groups") {
+        let group = str_of(g, "name").unwrap_or("").to_owned();
+        let every = go(str_of(g, "interval"), GLOBAL_INTERVAL);
         for r in array(g, "rules") {
             if let Some(name) = str_of(r, "alert") {
-                // The rules' durations are Go's (`5m`, `1h30m`), as the exporter's flags read them.
-                let d = str_of(r, "for")
-                    .map_or(Ok(Duration::ZERO), gpu_exporter::base::duration::parse_go);
-                out.insert(name.to_owned(), d.unwrap_or(Duration::MAX));
+                let wait = go(str_of(r, "for"), Duration::ZERO);
+                out.insert(
+                    name.to_owned(),
+                    Timing {
+                        group: group.clone(),
+                        every,
+                        wait,
+                    },
+                );
             }
         }
     }
     out
+}
+
+/// Whether `source` fires no later than `target` when both conditions start together: in one
+/// group (evaluated at the same instants) when its `for` is no longer; across groups when its
+/// `for` plus its group's interval (the latest it can fire) is no longer than the target's
+/// `for` (the earliest the target can).
+fn fires_first(source: &Timing, target: &Timing) -> bool {
+    if source.group == target.group {
+        source.wait <= target.wait
+    } else {
+        source.wait.saturating_add(source.every) <= target.wait
+    }
 }
 
 /// The alert names a matcher list selects among `names`: `alertname` matchers (`=`, `!=`,
@@ -745,16 +782,17 @@ fn selected(matchers: &[Value], names: &BTreeSet<String>) -> Option<BTreeSet<Str
 }
 
 /// For every inhibit rule whose source is named by `alertname` and that silences within one
-/// GPU (`equal` has `UUID`) or for a lost GPU: the source's `for` is no longer than each
-/// target's. A rule about another cause (an exporter down) or by severity alone is not held
-/// to it: its targets may have been notified before, for their own cause.
+/// GPU (`equal` has `UUID`) or for a lost GPU: the source fires no later than each target
+/// (fires_first: its `for`, and its group's interval where the two are in different groups).
+/// A rule about another cause (an exporter down) or by severity alone is not held to it: its
+/// targets may have been notified before, for their own cause.
 pub(crate) fn check_for_order(example: &Path, rules: &Path, f: &mut Failures) {
     let (example_yaml, rules_yaml) = match (read_yaml(example), read_yaml(rules)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return f.add(e),
     };
-    let fors = alert_fors(&rules_yaml);
-    let names: BTreeSet<String> = fors.keys().cloned().collect();
+    let timings = alert_timings(&rules_yaml);
+    let names: BTreeSet<String> = timings.keys().cloned().collect();
     let rules_list = array(&example_yaml, "inhibit_rules");
     if rules_list.is_empty() {
         return f.add(format!("{ALERTMANAGER_EXAMPLE}: no inhibit_rules"));
@@ -781,10 +819,11 @@ pub(crate) fn check_for_order(example: &Path, rules: &Path, f: &mut Failures) {
         for s in &sources {
             for t in &targets {
                 checked += 1;
-                if fors[s] > fors[t] {
+                let (a, b) = (&timings[s], &timings[t]);
+                if !fires_first(a, b) {
                     f.add(format!(
-                        "{ALERTMANAGER_EXAMPLE}: inhibit rule {i}: its source {s} waits {:?} (`for`), longer than {t} ({:?}), which it silences: {t} would be notified first",
-                        fors[s], fors[t]
+                        "{ALERTMANAGER_EXAMPLE}: inhibit rule {i}: its source {s} waits {:?} (`for`) in {} (every {:?}), so it may fire after {t} (`for` {:?} in {}, every {:?}), which it silences: {t} would be notified first",
+                        a.wait, a.group, a.every, b.wait, b.group, b.every
                     ));
                 }
             }
@@ -795,4 +834,22 @@ pub(crate) fn check_for_order(example: &Path, rules: &Path, f: &mut Failures) {
             "{ALERTMANAGER_EXAMPLE}: no inhibit rule silences by alert name within one GPU: nothing to check the order of `for` on"
         ));
     }
+}
+
+/// fires_first: in one group the `for`s alone decide; across groups the source's interval is
+/// added to its `for`, so a source in a group evaluated every minute with the same `for` as
+/// its target in another group may come a minute late.
+#[test]
+fn the_source_fires_first_with_its_groups_interval() {
+    let at = |group: &str, every: u64, wait: u64| Timing {
+        group: group.to_owned(),
+        every: Duration::from_secs(every),
+        wait: Duration::from_secs(wait),
+    };
+    assert!(fires_first(&at("a", 60, 300), &at("a", 60, 300)));
+    assert!(!fires_first(&at("a", 60, 600), &at("a", 60, 300)));
+    assert!(!fires_first(&at("a", 60, 300), &at("b", 15, 300)));
+    assert!(fires_first(&at("a", 15, 0), &at("b", 60, 300)));
+    assert!(fires_first(&at("a", 60, 240), &at("b", 15, 300)));
+    assert!(!fires_first(&at("a", 60, 241), &at("b", 15, 300)));
 }

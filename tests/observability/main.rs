@@ -242,7 +242,7 @@ fn helpers_parse_what_the_checks_rely_on() {
                 target(r#"DCGM_FI_PROF_PIPE_FP64_ACTIVE{Hostname=~"$node"}"#),
                 target(r#"DCGM_FI_PROF_DRAM_ACTIVE{Hostname=~"$node"} < 0.05"#),
                 target(r#"DCGM_FI_DEV_GPU_UTIL{Hostname=~"$node"}"#),
-                target(r#"avg(accelerator_graphics_engine_active_ratio{Hostname=~"$node"})"#),
+                target(r#"avg(max by (UUID) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=~"$node"}))"#),
                 target(r#"accelerator_temperature_celsius{Hostname=~"$node"}"#),
             ]}],
         }),
@@ -254,7 +254,7 @@ fn helpers_parse_what_the_checks_rely_on() {
             format!(r#"DCGM_FI_PROF_SM_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#),
             format!(r#"DCGM_FI_PROF_PIPE_FP64_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}"#),
             format!(
-                r#"avg(accelerator_graphics_engine_active_ratio{{Hostname=~"{A100_MIG_NODE}"}})"#
+                r#"avg(max by (UUID) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{Hostname=~"{A100_MIG_NODE}"}}))"#
             ),
         ]
     );

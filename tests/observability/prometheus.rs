@@ -769,7 +769,8 @@ pub(crate) fn check_prometheus(dashboards_dir: &Path, alerts: &Path) {
 
 /// The rules and example prices as Prometheus and vmalert evaluate them here: copies in `dir`
 /// in which every group that sets its own `interval:` (right-sizing every 5 minutes; the
-/// namespace, fleet, cost and usage groups every minute) runs every second instead
+/// inventory, node, namespace, fleet, cost, sustained, kubernetes and exporter groups every
+/// minute) runs every second instead
 /// ([`with_test_intervals`]). That is the one change; the expressions are the files'.
 pub(crate) fn evaluated_copies(alerts: &Path, dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
