@@ -13,8 +13,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use gpu_exporter::catalogue::profile::Profile;
-use gpu_exporter::exposition::counted::Counted;
-use gpu_exporter::exposition::encode;
 
 const EPOCH: f64 = 1_700_000_000.0;
 
@@ -72,8 +70,7 @@ fn exposition_as(
         s.age_seconds = s.age_seconds.map(|_| 0.0);
     }
     let opts = cfg.encode_options();
-    String::from_utf8(encode(&snap, &Counted::default(), &counters, &opts))
-        .expect("utf-8 exposition")
+    common::page(&snap, &counters, &opts)
 }
 
 fn check(case: &str, got: &str) {

@@ -17,8 +17,7 @@ use std::time::Duration;
 
 use common::{Run, label, series, value};
 use gpu_exporter::catalogue::csv::{CounterSet, parse_counters};
-use gpu_exporter::exposition::counted::Counted;
-use gpu_exporter::exposition::{EncodeOptions, encode};
+use gpu_exporter::exposition::EncodeOptions;
 use gpu_exporter::gpu::reader::{CLOCK_EVENT_REASONS, ReaderOptions};
 use gpu_exporter::sampler::Sampler;
 
@@ -83,13 +82,7 @@ fn driver_not_loaded_at_start_then_loaded() {
     run.node.set_time(5.0);
     let snap = run.sampler.tick(5.0);
     assert!(!snap.stats.nvml_up);
-    let text = String::from_utf8(encode(
-        &snap,
-        &Counted::default(),
-        &run.counters,
-        &EncodeOptions::default(),
-    ))
-    .unwrap();
+    let text = common::page(&snap, &run.counters, &EncodeOptions::default());
     assert!(text.contains("gpu_exporter_nvml_up 0\n"), "{text}");
     assert!(!text.contains("DCGM_FI_"), "{text}");
     // The driver arrives; the sampler retries after its first back-off step (1 s).
@@ -141,13 +134,7 @@ fn nvml_library_absent_at_start_then_present() {
     std::thread::sleep(Duration::from_millis(1100));
     let snap = sampler.tick(3.0);
     assert!(snap.stats.nvml_up);
-    let text = String::from_utf8(encode(
-        &snap,
-        &Counted::default(),
-        &counters,
-        &EncodeOptions::default(),
-    ))
-    .unwrap();
+    let text = common::page(&snap, &counters, &EncodeOptions::default());
     assert_eq!(series(&text, "DCGM_FI_DEV_GPU_TEMP").len(), 2, "{text}");
 }
 

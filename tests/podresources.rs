@@ -21,8 +21,7 @@ use std::time::Duration;
 use common::{SimNode, label, label_opt, series, value, wait_until};
 use gpu_exporter::attribution::KubernetesOptions;
 use gpu_exporter::catalogue::csv::CounterSet;
-use gpu_exporter::exposition::counted::Counted;
-use gpu_exporter::exposition::{EncodeOptions, encode};
+use gpu_exporter::exposition::EncodeOptions;
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::sim::kubelet::FakeKubelet;
 use gpu_exporter::sources::kubelet::client::{ContainerDevices, KubeletView, PodDevices};
@@ -80,7 +79,7 @@ impl Node {
             shape: gpu_exporter::catalogue::labels::LabelShape::Full,
             ..EncodeOptions::default()
         };
-        String::from_utf8(encode(&snap, &Counted::default(), &self.counters, &opts)).unwrap()
+        common::page(&snap, &self.counters, &opts)
     }
 
     /// Scrapes until `cond` holds on the exposition; returns that exposition.

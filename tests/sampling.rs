@@ -12,8 +12,7 @@ mod common;
 use std::collections::HashSet;
 
 use common::{Run, label, series, value};
-use gpu_exporter::exposition::counted::Counted;
-use gpu_exporter::exposition::{EncodeOptions, encode};
+use gpu_exporter::exposition::EncodeOptions;
 use gpu_exporter::gpu::reader::ReaderOptions;
 
 /// The shipped default counters on `scenario` (seed 3), with `Hostname="sim-node"`.
@@ -271,7 +270,7 @@ fn dcgm_format_csv_with_legacy_names_exports_them_verbatim() {
     node.set_time(35.0);
     let snap = sampler.tick(35.0);
     let opts = common::config(&[]).encode_options();
-    let text = String::from_utf8(encode(&snap, &Counted::default(), &counters, &opts)).unwrap();
+    let text = common::page(&snap, &counters, &opts);
     // Legacy 1.x names are emitted under the CSV's own spelling, with the quoted help intact.
     assert!(text.contains(
         "# HELP dcgm_sm_clock SM clock, legacy name (in MHz).\n# TYPE dcgm_sm_clock gauge\n"
@@ -305,13 +304,7 @@ fn missing_nvml_serves_self_metrics_and_says_where_it_looked() {
     );
     let snap = sampler.tick(1.0);
     assert!(!snap.stats.nvml_up);
-    let text = String::from_utf8(encode(
-        &snap,
-        &Counted::default(),
-        &counters,
-        &EncodeOptions::default(),
-    ))
-    .unwrap();
+    let text = common::page(&snap, &counters, &EncodeOptions::default());
     assert!(text.contains("gpu_exporter_nvml_up 0\n"));
     assert!(text.contains("gpu_exporter_build_info{"));
     assert!(!text.contains("DCGM_FI_"));
@@ -338,13 +331,7 @@ fn xid_fields_are_zero_from_the_first_tick() {
     let snap = sampler.tick(1.0);
     let gpus = snap.devices.len();
     assert!(gpus > 0);
-    let text = String::from_utf8(encode(
-        &snap,
-        &Counted::default(),
-        &counters,
-        &EncodeOptions::default(),
-    ))
-    .unwrap();
+    let text = common::page(&snap, &counters, &EncodeOptions::default());
     let last = common::series(&text, "DCGM_FI_DEV_XID_ERRORS");
     assert_eq!(last.len(), gpus, "one last-Xid series per GPU:\n{text}");
     assert!(last.iter().all(|l| common::value(l) == 0.0), "{last:?}");
@@ -845,13 +832,7 @@ fn error_counts_reason_times_and_xid_window_are_there_from_the_first_tick() {
         );
         node.set_time(1.0);
         let snap = sampler.tick(1.0);
-        let text = String::from_utf8(encode(
-            &snap,
-            &Counted::default(),
-            &counters,
-            &EncodeOptions::default(),
-        ))
-        .unwrap();
+        let text = common::page(&snap, &counters, &EncodeOptions::default());
         for family in FAMILIES {
             let lines = series(&text, family);
             let gpus: HashSet<&str> = lines.iter().map(|l| label(l, "gpu")).collect();

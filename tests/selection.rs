@@ -11,8 +11,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{label_opt, series};
-use gpu_exporter::exposition::counted::Counted;
-use gpu_exporter::exposition::{EncodeOptions, encode};
+use gpu_exporter::exposition::EncodeOptions;
 use gpu_exporter::gpu::reader::ReaderOptions;
 
 /// Exposition of the second of two ticks (30 s, 35 s) with `options`.
@@ -24,13 +23,7 @@ fn exposition(options: ReaderOptions) -> String {
     sampler.tick(30.0);
     node.set_time(35.0);
     let snap = sampler.tick(35.0);
-    String::from_utf8(encode(
-        &snap,
-        &Counted::default(),
-        &counters,
-        &EncodeOptions::default(),
-    ))
-    .unwrap()
+    common::page(&snap, &counters, &EncodeOptions::default())
 }
 
 fn select(devices: &str) -> String {

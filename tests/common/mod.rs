@@ -23,6 +23,7 @@ use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::gpu::reader::ReaderOptions;
 use gpu_exporter::sampler::Sampler;
 use gpu_exporter::sim::library::{LIB_NAME, SimLib};
+use gpu_exporter::snapshot::Snapshot;
 
 /// Finds the simulated library built by cargo for this test run (it is a dev-dependency, so
 /// `cargo test` builds `target/<profile>/deps/libnvml_sim.so`).
@@ -151,14 +152,14 @@ impl Run {
     pub fn at(&mut self, t: f64) -> String {
         self.node.set_time(t);
         let snap = self.sampler.tick(t);
-        String::from_utf8(encode(
-            &snap,
-            &Counted::default(),
-            &self.counters,
-            &self.encode,
-        ))
-        .expect("utf-8")
+        page(&snap, &self.counters, &self.encode)
     }
+}
+
+/// The exposition of one snapshot as a scrape serves it, with nothing counted by the server
+/// (the figures the daemon's server and notifier add are not the tests' here).
+pub fn page(snap: &Snapshot, counters: &CounterSet, opts: &EncodeOptions) -> String {
+    String::from_utf8(encode(snap, &Counted::default(), counters, opts)).expect("utf-8")
 }
 
 /// The series lines of family `name`.

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gpu_exporter::catalogue::csv::CounterSet;
+use gpu_exporter::exposition::EncodeOptions;
 use gpu_exporter::exposition::counted::Counted;
 use gpu_exporter::exposition::publish::{Shared, render};
-use gpu_exporter::exposition::{EncodeOptions, encode};
 use gpu_exporter::notify::counts::WriteCounts;
 use gpu_exporter::notify::{self, NotifyOptions};
 use gpu_exporter::sampler::Sampler;
@@ -63,13 +63,7 @@ impl Churn {
     }
 
     fn page(&self, snap: &Snapshot) -> String {
-        String::from_utf8(encode(
-            snap,
-            &Counted::default(),
-            &self.counters,
-            &self.opts,
-        ))
-        .unwrap()
+        common::page(snap, &self.counters, &self.opts)
     }
 
     /// Freezes scenario time at `t` and ticks there until the page's holders are the pods
