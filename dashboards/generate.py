@@ -24,6 +24,8 @@ CRITICAL_XIDS = "48|62|64|74|79|95|119|120"
 # without the label.
 NODE = 'cluster=~"$cluster", Hostname=~"$node"'
 GPU = NODE + ', gpu=~"$gpu"'
+# The selected GPUs' MIG instances.
+MIG_DEVICES = GPU + ', GPU_I_ID!=""'
 K8S = NODE + ', namespace=~"$namespace"'
 EXPORTER_JOB = 'job=~".*(gpu|dcgm)-exporter.*", cluster=~"$cluster"'
 
@@ -408,7 +410,7 @@ def nodes():
             description="Driver utilization of whole GPUs (not reported for MIG-enabled GPUs).",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "MIG instance activity",
-            [(normalized("accelerator_graphics_engine_active_ratio", GPU + ', GPU_I_ID!=""'), MIG_LEGEND)], "percentunit",
+            [(normalized("accelerator_graphics_engine_active_ratio", MIG_DEVICES), MIG_LEGEND)], "percentunit",
             description="Graphics/compute engine activity of each MIG instance (GPM on Hopper and later, DCGM before).",
             defaults={"min": 0, "max": 1})
     d.panel("timeseries", "Tensor core activity",
@@ -463,7 +465,7 @@ def nodes():
             overrides=unit_overrides([("temperature", "celsius"), ("power", "watt"), ("SM clock", "hertz"),
                                       ("utilization", "percentunit")]))
     mig_cols = [
-        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) ({normalized('accelerator_graphics_engine_active_ratio', GPU + ', GPU_I_ID!=' + chr(34) * 2)})", "activity"),
+        (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) ({normalized('accelerator_graphics_engine_active_ratio', MIG_DEVICES)})", "activity"),
         (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}})", "memory used"),
         (f"max by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}} / "
          f"(accelerator_memory_used_bytes{{{GPU}, GPU_I_ID!=\"\"}} + accelerator_memory_free_bytes{{{GPU}, GPU_I_ID!=\"\"}}))", "memory share"),
